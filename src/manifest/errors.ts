@@ -1,0 +1,35 @@
+/** One problem in a manifest, located well enough for a person to jump to it. */
+export interface ManifestIssue {
+  file: string;
+  line: number;
+  column: number;
+  /** Dotted field path, `spec.containers[0].image`; empty for the whole document. */
+  field: string;
+  message: string;
+  severity: 'error' | 'warning';
+}
+
+export function formatIssue(issue: ManifestIssue): string {
+  const where = `${issue.file}:${issue.line}:${issue.column}`;
+  const prefix = issue.severity === 'warning' ? 'warning: ' : '';
+  return issue.field ? `${where} ${prefix}${issue.field}: ${issue.message}` : `${where} ${prefix}${issue.message}`;
+}
+
+/** Thrown when a set of manifests cannot be accepted; carries every problem found, not just the first. */
+export class ManifestError extends Error {
+  constructor(readonly issues: ManifestIssue[]) {
+    super(issues.filter((i) => i.severity === 'error').map(formatIssue).join('\n'));
+    this.name = 'ManifestError';
+  }
+}
+
+/** JSON-pointer-like path segments to the dotted form people read: `spec.containers[0].name`. */
+export function fieldPath(segments: readonly (string | number)[]): string {
+  let out = '';
+  for (const s of segments) {
+    if (typeof s === 'number') out += `[${s}]`;
+    else if (/^[A-Za-z_][A-Za-z0-9_]*$/.test(s)) out += out ? `.${s}` : s;
+    else out += `[${JSON.stringify(s)}]`;
+  }
+  return out;
+}

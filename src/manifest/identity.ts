@@ -1,0 +1,23 @@
+import { createHash } from 'node:crypto';
+import type { Pod } from './types.js';
+import { DEFAULT_NAMESPACE } from './defaults.js';
+
+export function podKey(namespace: string, name: string): string {
+  return `${namespace}/${name}`;
+}
+
+export function keyOf(pod: Pod): string {
+  return podKey(pod.metadata.namespace ?? DEFAULT_NAMESPACE, pod.metadata.name);
+}
+
+/**
+ * The pod's UID: metadata.uid when given, else derived from namespace/name alone, so editing the
+ * file, moving it, or serving it from a URL instead never changes who the pod is.
+ */
+export function podUid(pod: Pod): string {
+  if (pod.metadata.uid) return pod.metadata.uid;
+  const h = createHash('sha256').update(`podrun.io/pod/${keyOf(pod)}`).digest('hex');
+  // Shaped like a version-5 UUID so tools that expect one are content.
+  const variant = ((parseInt(h.slice(16, 18), 16) & 0x3f) | 0x80).toString(16);
+  return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${variant}${h.slice(18, 20)}-${h.slice(20, 32)}`;
+}

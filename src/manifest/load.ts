@@ -1,0 +1,69 @@
+import { applyDefaults } from './defaults.js';
+import { ManifestError, type ManifestIssue } from './errors.js';
+import { keyOf, podUid } from './identity.js';
+import { parseManifestText } from './parse.js';
+import type { DesiredPod } from './types.js';
+import { validateDocument } from './validate.js';
+
+/** The text of one manifest source: a file's content or a URL's body. */
+export interface ManifestText {
+  /** Name used in errors: a path or URL. */
+  file: string;
+  /** Where pods from it are said to come from, e.g. `file:/etc/podrun/web.yaml`. */
+  source: string;
+  text: string;
+}
+
+export interface LoadResult {
+  pods: DesiredPod[];
+  /** Errors and warnings, in file order. */
+  issues: ManifestIssue[];
+}
+
+/** Parses, validates, defaults and identifies the pods in one text. Pure: no I/O. */
+export function loadManifestText(input: ManifestText): LoadResult {
+  const parsed = parseManifestText(input.text, input.file);
+  if (!parsed.ok) return { pods: [], issues: [parsed.issue] };
+  const pods: DesiredPod[] = [];
+  const issues: ManifestIssue[] = [];
+  for (const doc of parsed.documents) {
+    const result = validateDocument(input.file, doc);
+    issues.push(...result.issues);
+    for (const found of result.pods) {
+      const defaulted = applyDefaults(found.pod);
+      const uid = podUid(defaulted);
+      defaulted.metadata.uid = uid;
+      pods.push({ key: keyOf(defaulted), uid, pod: defaulted, origin: { source: input.source, file: input.file, line: found.line } });
+    }
+  }
+  if (issues.some((i) => i.severity === 'error')) return { pods: [], issues };
+  return { pods, issues };
+}
+
+/**
+ * Loads a whole set (what one `apply` names): every text must be valid and no pod may be declared
+ * twice, else nothing is accepted. Throws ManifestError with every problem found.
+ */
+export function loadManifestSet(inputs: ManifestText[]): LoadResult {
+  const pods: DesiredPod[] = [];
+  const issues: ManifestIssue[] = [];
+  const seen = new Map<string, DesiredPod>();
+  for (const input of inputs) {
+    const r = loadManifestText(input);
+    issues.push(...r.issues);
+    for (const p of r.pods) {
+      const first = seen.get(p.key);
+      if (first) {
+        issues.push({
+          file: p.origin.file, line: p.origin.line, column: 1, field: 'metadata.name', severity: 'error',
+          message: `pod ${p.key} is also declared at ${first.origin.file}:${first.origin.line}`,
+        });
+        continue;
+      }
+      seen.set(p.key, p);
+      pods.push(p);
+    }
+  }
+  if (issues.some((i) => i.severity === 'error')) throw new ManifestError(issues);
+  return { pods, issues };
+}

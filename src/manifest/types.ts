@@ -1,0 +1,179 @@
+// The subset of the Kubernetes v1 Pod that podrun understands. Field names and shapes are the
+// Kubernetes API's own, so a manifest moves to a cluster unchanged.
+
+export type IntOrString = number | string;
+export type Quantity = string | number;
+
+export interface ObjectMeta {
+  name: string;
+  namespace?: string;
+  uid?: string;
+  labels?: Record<string, string>;
+  annotations?: Record<string, string>;
+  [ignored: string]: unknown;
+}
+
+export interface ObjectFieldSelector { fieldPath: string; apiVersion?: string }
+export interface ResourceFieldSelector { containerName?: string; resource: string; divisor?: Quantity }
+export interface EnvVar {
+  name: string;
+  value?: string;
+  valueFrom?: { fieldRef?: ObjectFieldSelector; resourceFieldRef?: ResourceFieldSelector };
+}
+
+export interface ContainerPort {
+  name?: string;
+  containerPort: number;
+  hostPort?: number;
+  hostIP?: string;
+  protocol?: 'TCP' | 'UDP' | 'SCTP';
+}
+
+export interface ExecAction { command: string[] }
+export interface HTTPHeader { name: string; value: string }
+export interface HTTPGetAction {
+  path?: string;
+  port: IntOrString;
+  host?: string;
+  scheme?: 'HTTP' | 'HTTPS';
+  httpHeaders?: HTTPHeader[];
+}
+export interface TCPSocketAction { port: IntOrString; host?: string }
+export interface GRPCAction { port: number; service?: string }
+
+export interface Probe {
+  exec?: ExecAction;
+  httpGet?: HTTPGetAction;
+  tcpSocket?: TCPSocketAction;
+  grpc?: GRPCAction;
+  initialDelaySeconds?: number;
+  timeoutSeconds?: number;
+  periodSeconds?: number;
+  successThreshold?: number;
+  failureThreshold?: number;
+  terminationGracePeriodSeconds?: number;
+}
+
+export interface LifecycleHandler {
+  exec?: ExecAction;
+  httpGet?: HTTPGetAction;
+  tcpSocket?: TCPSocketAction;
+  sleep?: { seconds: number };
+}
+export interface Lifecycle { postStart?: LifecycleHandler; preStop?: LifecycleHandler }
+
+export interface ResourceRequirements {
+  limits?: Record<string, Quantity>;
+  requests?: Record<string, Quantity>;
+}
+
+export interface SeccompProfile { type: 'RuntimeDefault' | 'Unconfined' | 'Localhost'; localhostProfile?: string }
+export interface Capabilities { add?: string[]; drop?: string[] }
+export interface SecurityContext {
+  privileged?: boolean;
+  runAsUser?: number;
+  runAsGroup?: number;
+  runAsNonRoot?: boolean;
+  readOnlyRootFilesystem?: boolean;
+  allowPrivilegeEscalation?: boolean;
+  capabilities?: Capabilities;
+  seccompProfile?: SeccompProfile;
+}
+export interface PodSecurityContext {
+  runAsUser?: number;
+  runAsGroup?: number;
+  runAsNonRoot?: boolean;
+  supplementalGroups?: number[];
+  seccompProfile?: SeccompProfile;
+  sysctls?: { name: string; value: string }[];
+}
+
+export interface VolumeMount {
+  name: string;
+  mountPath: string;
+  readOnly?: boolean;
+  subPath?: string;
+  mountPropagation?: 'None' | 'HostToContainer' | 'Bidirectional';
+}
+
+export interface Container {
+  name: string;
+  image: string;
+  command?: string[];
+  args?: string[];
+  workingDir?: string;
+  ports?: ContainerPort[];
+  env?: EnvVar[];
+  resources?: ResourceRequirements;
+  volumeMounts?: VolumeMount[];
+  livenessProbe?: Probe;
+  readinessProbe?: Probe;
+  startupProbe?: Probe;
+  lifecycle?: Lifecycle;
+  terminationMessagePath?: string;
+  terminationMessagePolicy?: 'File' | 'FallbackToLogsOnError';
+  imagePullPolicy?: 'Always' | 'IfNotPresent' | 'Never';
+  securityContext?: SecurityContext;
+  stdin?: boolean;
+  stdinOnce?: boolean;
+  tty?: boolean;
+  /** Only on init containers: `Always` makes a sidecar. */
+  restartPolicy?: 'Always';
+}
+
+export type HostPathType =
+  | '' | 'DirectoryOrCreate' | 'Directory' | 'FileOrCreate' | 'File' | 'Socket' | 'CharDevice' | 'BlockDevice';
+
+export interface Volume {
+  name: string;
+  hostPath?: { path: string; type?: HostPathType };
+  emptyDir?: { medium?: '' | 'Memory'; sizeLimit?: Quantity };
+}
+
+export interface HostAlias { ip: string; hostnames?: string[] }
+
+export interface PodSpec {
+  containers: Container[];
+  initContainers?: Container[];
+  volumes?: Volume[];
+  restartPolicy?: 'Always' | 'OnFailure' | 'Never';
+  terminationGracePeriodSeconds?: number;
+  activeDeadlineSeconds?: number;
+  dnsPolicy?: 'ClusterFirst' | 'ClusterFirstWithHostNet' | 'Default' | 'None';
+  dnsConfig?: { nameservers?: string[]; searches?: string[]; options?: { name: string; value?: string }[] };
+  hostNetwork?: boolean;
+  hostPID?: boolean;
+  hostIPC?: boolean;
+  shareProcessNamespace?: boolean;
+  hostname?: string;
+  subdomain?: string;
+  hostAliases?: HostAlias[];
+  securityContext?: PodSecurityContext;
+  readinessGates?: { conditionType: string }[];
+  [ignored: string]: unknown;
+}
+
+export interface Pod {
+  apiVersion: 'v1';
+  kind: 'Pod';
+  metadata: ObjectMeta;
+  spec: PodSpec;
+  [ignored: string]: unknown;
+}
+
+/** Where a pod came from, for errors, conflicts and `--prune`. */
+export interface PodOrigin {
+  /** `file:/abs/path`, `url:https://...`, `apply:<set>` */
+  source: string;
+  file: string;
+  /** 1-based line of the document that declared the pod. */
+  line: number;
+}
+
+/** A validated, defaulted pod with its identity: what the desired set holds. */
+export interface DesiredPod {
+  key: string;
+  uid: string;
+  pod: Pod;
+  origin: PodOrigin;
+}

@@ -1,0 +1,265 @@
+import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
+import { fieldPath, type ManifestIssue } from './errors.js';
+import type { ParsedDocument, PathSegment } from './parse.js';
+import type { Container, Pod, Probe, LifecycleHandler } from './types.js';
+
+const SCHEMA_PATH = fileURLToPath(new URL('../../schemas/pod.schema.json', import.meta.url));
+
+let compiled: ValidateFunction | undefined;
+function podValidator(): ValidateFunction {
+  if (!compiled) {
+    const ajv = new Ajv({ allErrors: true, strict: false, verbose: true });
+    compiled = ajv.compile(JSON.parse(readFileSync(SCHEMA_PATH, 'utf8')) as object);
+  }
+  return compiled;
+}
+
+/** One pod found in a document, with where it sits (PodList items have a prefix). */
+export interface FoundPod {
+  pod: Pod;
+  prefix: PathSegment[];
+  line: number;
+}
+
+export interface DocumentResult {
+  pods: FoundPod[];
+  issues: ManifestIssue[];
+}
+
+type Report = (path: PathSegment[], message: string, opts?: { atKey?: boolean; severity?: 'error' | 'warning' }) => void;
+
+function reporter(file: string, doc: ParsedDocument, issues: ManifestIssue[]): Report {
+  return (path, message, opts = {}) => {
+    const pos = doc.positions.locate(path, opts.atKey);
+    issues.push({ file, line: pos.line, column: pos.column, field: fieldPath(path), message, severity: opts.severity ?? 'error' });
+  };
+}
+
+function isObject(v: unknown): v is Record<string, unknown> {
+  return typeof v === 'object' && v !== null && !Array.isArray(v);
+}
+
+/** Validates one parsed document: a Pod, or a PodList whose items are Pods (all or nothing). */
+export function validateDocument(file: string, doc: ParsedDocument): DocumentResult {
+  const issues: ManifestIssue[] = [];
+  const report = reporter(file, doc, issues);
+  const value = doc.value;
+  if (!isObject(value)) {
+    report([], 'a manifest must be a Kubernetes object (a mapping with apiVersion and kind)');
+    return { pods: [], issues };
+  }
+  if (value.kind === 'PodList') {
+    if (value.apiVersion !== 'v1') report(['apiVersion'], 'must be "v1"');
+    if (!Array.isArray(value.items)) {
+      report(['items'], 'must be a list of Pods');
+      return { pods: [], issues };
+    }
+    const pods: FoundPod[] = [];
+    value.items.forEach((item, i) => {
+      const found = validatePod(item, ['items', i], report);
+      if (found) pods.push({ pod: found, prefix: ['items', i], line: doc.positions.locate(['items', i]).line });
+    });
+    return { pods: issues.some((x) => x.severity === 'error') ? [] : pods, issues };
+  }
+  if (value.kind !== 'Pod') {
+    const shown = typeof value.kind === 'string' ? `"${value.kind}"` : 'missing';
+    report(['kind'], `must be "Pod" or "PodList" (got ${shown}); podrun runs Pods only`);
+    return { pods: [], issues };
+  }
+  const pod = validatePod(value, [], report);
+  return { pods: pod ? [{ pod, prefix: [], line: doc.line }] : [], issues };
+}
+
+function validatePod(value: unknown, prefix: PathSegment[], report: Report): Pod | undefined {
+  let errors = 0;
+  const fail: Report = (path, message, opts) => {
+    if ((opts?.severity ?? 'error') === 'error') errors++;
+    report([...prefix, ...path], message, opts);
+  };
+  const validate = podValidator();
+  if (!validate(value)) for (const e of dedupe(validate.errors ?? [])) describeSchemaError(e, fail);
+  if (isObject(value)) {
+    staticPodRules(value, fail);
+    if (errors === 0) semanticChecks(value as unknown as Pod, fail);
+    ignoredFieldWarnings(value, fail);
+  }
+  return errors === 0 ? (value as unknown as Pod) : undefined;
+}
+
+function dedupe(errors: ErrorObject[]): ErrorObject[] {
+  const seen = new Set<string>();
+  return errors.filter((e) => {
+    const k = `${e.instancePath}|${e.keyword}|${JSON.stringify(e.params)}`;
+    if (seen.has(k)) return false;
+    seen.add(k);
+    return true;
+  });
+}
+
+function segments(instancePath: string): PathSegment[] {
+  if (!instancePath) return [];
+  return instancePath
+    .slice(1)
+    .split('/')
+    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    .map((s) => (/^(0|[1-9][0-9]*)$/.test(s) ? Number(s) : s));
+}
+
+function describeSchemaError(e: ErrorObject, fail: Report): void {
+  const path = segments(e.instancePath);
+  const p = e.params as Record<string, unknown>;
+  switch (e.keyword) {
+    case 'additionalProperties':
+      fail([...path, String(p.additionalProperty)], 'unknown field: not part of a Kubernetes v1 Pod', { atKey: true });
+      return;
+    case 'not':
+      fail(path, 'is a Kubernetes field that podrun cannot honour; remove it', { atKey: true });
+      return;
+    case 'required':
+      fail([...path, String(p.missingProperty)], 'is required');
+      return;
+    case 'enum':
+      fail(path, `must be one of: ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`);
+      return;
+    case 'const':
+      fail(path, `must be ${JSON.stringify(p.allowedValue)}`);
+      return;
+    case 'pattern':
+      fail(path, `${JSON.stringify(pathValue(e))} is not valid here (must match ${String(p.pattern)})`);
+      return;
+    default:
+      fail(path, e.message ?? e.keyword);
+  }
+}
+
+function pathValue(e: ErrorObject): unknown {
+  return e.data;
+}
+
+const STATIC_RULE = 'static pods may not reference';
+
+/** The kubelet refuses static pods that reference API objects; so does podrun, with the reason. */
+function staticPodRules(pod: Record<string, unknown>, fail: Report): void {
+  const spec = pod.spec;
+  if (!isObject(spec)) return;
+  if (spec.serviceAccountName !== undefined) fail(['spec', 'serviceAccountName'], `${STATIC_RULE} ServiceAccounts`, { atKey: true });
+  if (spec.serviceAccount !== undefined) fail(['spec', 'serviceAccount'], `${STATIC_RULE} ServiceAccounts`, { atKey: true });
+  if (spec.imagePullSecrets !== undefined) fail(['spec', 'imagePullSecrets'], `${STATIC_RULE} Secrets; podrun reads registry credentials from ~/.docker/config.json`, { atKey: true });
+  if (spec.resourceClaims !== undefined) fail(['spec', 'resourceClaims'], `${STATIC_RULE} ResourceClaims`, { atKey: true });
+  for (const list of ['containers', 'initContainers'] as const) {
+    const cs = spec[list];
+    if (!Array.isArray(cs)) continue;
+    cs.forEach((c: unknown, i) => {
+      if (!isObject(c)) return;
+      const at = ['spec', list, i];
+      if (c.envFrom !== undefined) fail([...at, 'envFrom'], `${STATIC_RULE} ConfigMaps or Secrets`, { atKey: true });
+      const res = c.resources;
+      if (isObject(res) && res.claims !== undefined) fail([...at, 'resources', 'claims'], `${STATIC_RULE} ResourceClaims`, { atKey: true });
+      if (!Array.isArray(c.env)) return;
+      c.env.forEach((env: unknown, j) => {
+        if (!isObject(env) || !isObject(env.valueFrom)) return;
+        if (env.valueFrom.configMapKeyRef !== undefined) fail([...at, 'env', j, 'valueFrom', 'configMapKeyRef'], `${STATIC_RULE} ConfigMaps`, { atKey: true });
+        if (env.valueFrom.secretKeyRef !== undefined) fail([...at, 'env', j, 'valueFrom', 'secretKeyRef'], `${STATIC_RULE} Secrets`, { atKey: true });
+      });
+    });
+  }
+  if (Array.isArray(spec.volumes)) {
+    const kinds: Record<string, string> = {
+      configMap: 'ConfigMaps', secret: 'Secrets', persistentVolumeClaim: 'PersistentVolumeClaims',
+      csi: 'CSI volumes', ephemeral: 'ephemeral (PVC-backed) volumes',
+    };
+    spec.volumes.forEach((v: unknown, i) => {
+      if (!isObject(v)) return;
+      for (const [k, what] of Object.entries(kinds)) {
+        if (v[k] !== undefined) fail(['spec', 'volumes', i, k], `${STATIC_RULE} ${what}`, { atKey: true });
+      }
+    });
+  }
+}
+
+const VOLUME_SOURCES = ['hostPath', 'emptyDir', 'configMap', 'secret', 'persistentVolumeClaim', 'csi', 'ephemeral', 'projected', 'downwardAPI', 'image', 'nfs', 'iscsi', 'local', 'gitRepo'];
+
+/** Rules that span fields, which JSON Schema cannot say clearly. Runs only on schema-valid pods. */
+function semanticChecks(pod: Pod, fail: Report): void {
+  const spec = pod.spec;
+  const names = new Map<string, string>();
+  const volumes = new Set<string>();
+  (spec.volumes ?? []).forEach((v, i) => {
+    if (volumes.has(v.name)) fail(['spec', 'volumes', i, 'name'], `duplicate volume name "${v.name}"`);
+    volumes.add(v.name);
+    const sources = VOLUME_SOURCES.filter((s) => (v as unknown as Record<string, unknown>)[s] !== undefined);
+    if (sources.length > 1) fail(['spec', 'volumes', i], `a volume has exactly one source; found ${sources.join(' and ')}`);
+  });
+  const hostPorts = new Map<string, string>();
+  const checkContainer = (c: Container, list: 'containers' | 'initContainers', i: number): void => {
+    const at: PathSegment[] = ['spec', list, i];
+    const prior = names.get(c.name);
+    if (prior) fail([...at, 'name'], `duplicate container name "${c.name}" (also ${prior})`);
+    names.set(c.name, fieldPath(at));
+    if (list === 'containers' && c.restartPolicy !== undefined) {
+      fail([...at, 'restartPolicy'], 'only init containers may set restartPolicy (Always makes a sidecar)', { atKey: true });
+    }
+    (c.volumeMounts ?? []).forEach((m, j) => {
+      if (!volumes.has(m.name)) fail([...at, 'volumeMounts', j, 'name'], `no volume named "${m.name}" in spec.volumes`);
+    });
+    const portNames = new Set((c.ports ?? []).flatMap((p) => (p.name ? [p.name] : [])));
+    (c.ports ?? []).forEach((p, j) => {
+      if (spec.hostNetwork && p.hostPort && p.hostPort !== p.containerPort) {
+        fail([...at, 'ports', j, 'hostPort'], 'must equal containerPort when hostNetwork is true');
+      }
+      if (p.hostPort) {
+        const k = `${p.hostIP ?? '0.0.0.0'}:${p.hostPort}/${p.protocol ?? 'TCP'}`;
+        const other = hostPorts.get(k);
+        if (other) fail([...at, 'ports', j, 'hostPort'], `host port ${k} is already used by ${other}`);
+        hostPorts.set(k, fieldPath([...at, 'ports', j]));
+      }
+    });
+    const probes = ['livenessProbe', 'readinessProbe', 'startupProbe'] as const;
+    for (const kind of probes) {
+      const probe = c[kind];
+      if (!probe) continue;
+      if (list === 'initContainers' && c.restartPolicy !== 'Always') {
+        fail([...at, kind], 'init containers that are not sidecars may not have probes', { atKey: true });
+      }
+      checkHandler(probe, [...at, kind], ['exec', 'httpGet', 'tcpSocket', 'grpc'], portNames, fail);
+      if (kind !== 'readinessProbe' && probe.successThreshold !== undefined && probe.successThreshold !== 1) {
+        fail([...at, kind, 'successThreshold'], 'must be 1 for liveness and startup probes');
+      }
+    }
+    if (c.lifecycle?.postStart) checkHandler(c.lifecycle.postStart, [...at, 'lifecycle', 'postStart'], ['exec', 'httpGet', 'tcpSocket', 'sleep'], portNames, fail);
+    if (c.lifecycle?.preStop) checkHandler(c.lifecycle.preStop, [...at, 'lifecycle', 'preStop'], ['exec', 'httpGet', 'tcpSocket', 'sleep'], portNames, fail);
+  };
+  (spec.initContainers ?? []).forEach((c, i) => checkContainer(c, 'initContainers', i));
+  spec.containers.forEach((c, i) => checkContainer(c, 'containers', i));
+  if (spec.hostNetwork && spec.hostname) {
+    fail(['spec', 'hostname'], 'cannot be set with hostNetwork: the pod uses the host\'s hostname', { severity: 'warning' });
+  }
+  if (spec.shareProcessNamespace && spec.hostPID) fail(['spec', 'shareProcessNamespace'], 'cannot be combined with hostPID');
+}
+
+function checkHandler(h: Probe | LifecycleHandler, at: PathSegment[], kinds: string[], portNames: Set<string>, fail: Report): void {
+  const present = kinds.filter((k) => (h as Record<string, unknown>)[k] !== undefined);
+  if (present.length !== 1) {
+    fail(at, present.length ? `must have exactly one handler; found ${present.join(' and ')}` : `must have one handler: ${kinds.join(', ')}`);
+    return;
+  }
+  const port = h.httpGet?.port ?? h.tcpSocket?.port;
+  const which = h.httpGet ? 'httpGet' : 'tcpSocket';
+  if (typeof port === 'string' && !/^[0-9]+$/.test(port) && !portNames.has(port)) {
+    fail([...at, which, 'port'], `names no port of this container ("${port}")`);
+  }
+  if (typeof port === 'number' && (port < 1 || port > 65535)) fail([...at, which, 'port'], 'must be between 1 and 65535');
+}
+
+const IGNORED_SPEC = ['nodeSelector', 'affinity', 'tolerations', 'schedulerName', 'priority', 'priorityClassName', 'preemptionPolicy', 'topologySpreadConstraints', 'schedulingGates', 'overhead'];
+
+/** Scheduling fields mean nothing on one node: accepted (a manifest moves to a cluster unchanged) and named once. */
+function ignoredFieldWarnings(pod: Record<string, unknown>, fail: Report): void {
+  const spec = pod.spec;
+  if (!isObject(spec)) return;
+  for (const k of IGNORED_SPEC) {
+    if (spec[k] !== undefined) fail(['spec', k], 'ignored: it has no meaning on a single node', { atKey: true, severity: 'warning' });
+  }
+}

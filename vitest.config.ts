@@ -1,0 +1,13 @@
+import { defineConfig } from 'vitest/config';
+
+export default defineConfig({
+  test: {
+    include: ['test/**/*.test.ts'],
+    // Integration files share one engine; each uses unique pod names, so files may run in parallel.
+    fileParallelism: true,
+    maxWorkers: 4,
+    testTimeout: 60_000,
+    hookTimeout: 120_000,
+    globalSetup: ['test/integration/global-setup.ts'],
+  },
+});
