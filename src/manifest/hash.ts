@@ -43,6 +43,8 @@ function containerPodContext(pod: Pod, c: Container): Record<string, unknown> {
   const refs = (c.env ?? []).map((e) => e.valueFrom?.fieldRef?.fieldPath ?? '');
   return {
     volumes,
+    // Maps to the engine's restart policy on the container, so a change must replace it.
+    restartPolicy: pod.spec.restartPolicy,
     securityContext: pod.spec.securityContext ? { ...pod.spec.securityContext, sysctls: undefined } : undefined,
     labels: refs.some((r) => r.startsWith('metadata.labels')) ? pod.metadata.labels : undefined,
     annotations: refs.some((r) => r.startsWith('metadata.annotations')) ? pod.metadata.annotations : undefined,

@@ -1,0 +1,62 @@
+import { createHash } from 'node:crypto';
+import { ManifestError } from '../manifest/errors.js';
+import { loadManifestSet } from '../manifest/load.js';
+import { executePlan, pruneAfterApply, waitForPods } from '../reconcile/converge.js';
+import { planApply } from '../reconcile/plan.js';
+import { canonicalSource, readManifestInputs } from '../sources/read.js';
+import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
+import { printIssues, printPlan } from './print.js';
+
+export interface ApplyOptions {
+  dryRun: boolean;
+  prune: boolean;
+  wait: boolean;
+  timeoutMs: number;
+}
+
+/** Names the set of paths one `apply` was given, order-insensitively. */
+export function applySetId(paths: string[]): string {
+  const canonical = [...new Set(paths.map(canonicalSource))].sort();
+  return createHash('sha256').update(canonical.join('\n')).digest('hex').slice(0, 16);
+}
+
+export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOptions, io: Io): Promise<number> {
+  // Everything is read and validated before the engine is touched: one bad file changes nothing.
+  const read = await readManifestInputs(paths);
+  let loaded;
+  try {
+    loaded = loadManifestSet(read.texts);
+  } catch (err) {
+    if (!(err instanceof ManifestError)) throw err;
+    printIssues(io, [...read.issues, ...err.issues]);
+    io.err('podrun: nothing was applied');
+    return EXIT.failed;
+  }
+  printIssues(io, [...read.issues, ...loaded.issues]);
+  if (read.issues.some((i) => i.severity === 'error')) {
+    io.err('podrun: nothing was applied');
+    return EXIT.failed;
+  }
+
+  const rt = makeRuntime(g, io);
+  const applySet = applySetId(paths);
+  const plans = planApply(loaded.pods, await rt.listPods(), o.prune ? { applySet } : undefined);
+  printPlan(io, plans, o.dryRun);
+  if (o.dryRun) return EXIT.ok;
+
+  const sync = { applySet, engineRestarts: true };
+  const outcomes = await executePlan(rt, plans, sync);
+  const failures = outcomes.filter((x) => x.error);
+  for (const f of failures) io.err(`podrun: pod/${f.key}: ${f.error}`);
+  const ok = loaded.pods.filter((p) => !failures.some((f) => f.key === p.key));
+
+  let waitOk = true;
+  if (o.wait && ok.length > 0) {
+    const result = await waitForPods(rt, ok, { ...sync, timeoutMs: o.timeoutMs });
+    for (const p of result.problems) io.err(`podrun: pod/${p.key}: ${p.message}`);
+    waitOk = result.ok;
+    if (result.ok) io.out(`${ok.length} pod${ok.length === 1 ? '' : 's'} running`);
+  }
+  await pruneAfterApply(rt, new Set(loaded.pods.map((p) => p.uid)));
+  return failures.length === 0 && waitOk ? EXIT.ok : EXIT.failed;
+}

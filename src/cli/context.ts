@@ -1,0 +1,59 @@
+import { PodRuntime } from '../runtime/runtime.js';
+
+export const EXIT = { ok: 0, failed: 1, usage: 2, engine: 3 } as const;
+
+export interface GlobalOptions {
+  dockerHost?: string;
+  stateDir: string;
+  pauseImage: string;
+  network: string;
+  nodeName?: string;
+}
+
+export const DEFAULTS = {
+  stateDir: process.env.PODRUN_STATE_DIR ?? '/var/lib/podrun',
+  pauseImage: process.env.PODRUN_PAUSE_IMAGE ?? 'registry.k8s.io/pause:3.10',
+  network: process.env.PODRUN_NETWORK ?? 'bridge',
+};
+
+/** Where command output goes; tests hand in their own. */
+export interface Io {
+  out: (line: string) => void;
+  err: (line: string) => void;
+  isTTY: boolean;
+}
+
+export const processIo: Io = {
+  out: (line) => process.stdout.write(`${line}\n`),
+  err: (line) => process.stderr.write(`${line}\n`),
+  isTTY: process.stderr.isTTY === true,
+};
+
+export function makeRuntime(g: GlobalOptions, io: Io): PodRuntime {
+  let last = 0;
+  return new PodRuntime({
+    ...(g.dockerHost ? { host: g.dockerHost } : {}),
+    stateDir: g.stateDir,
+    pauseImage: g.pauseImage,
+    network: g.network,
+    ...(g.nodeName ? { nodeName: g.nodeName } : {}),
+    ...(io.isTTY
+      ? {
+          onPullProgress: (image: string, line: string) => {
+            const now = Date.now();
+            if (now - last < 200) return;
+            last = now;
+            process.stderr.write(`\r\x1b[KPulling ${image}: ${line}`.slice(0, 200));
+          },
+        }
+      : {}),
+  });
+}
+
+export function parseDuration(text: string): number {
+  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
+  if (!m) throw new Error(`invalid duration "${text}" (use e.g. 90s, 2m)`);
+  const n = Number(m[1]);
+  const unit = m[2] ?? 's';
+  return n * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[unit]!;
+}

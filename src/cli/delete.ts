@@ -1,0 +1,64 @@
+import { ManifestError } from '../manifest/errors.js';
+import { loadManifestSet } from '../manifest/load.js';
+import { mapLimit } from '../reconcile/converge.js';
+import { readManifestInputs } from '../sources/read.js';
+import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
+import { printIssues } from './print.js';
+
+export interface DeleteOptions {
+  filename?: string[];
+  namespace?: string;
+  gracePeriod?: number;
+  ignoreNotFound: boolean;
+}
+
+/** Deletes pods gracefully: stop signal, grace period, SIGKILL; then removes them and their emptyDirs. */
+export async function deleteCommand(names: string[], o: DeleteOptions, g: GlobalOptions, io: Io): Promise<number> {
+  const wanted: { key: string; uid?: string }[] = [];
+  if (o.filename?.length) {
+    const read = await readManifestInputs(o.filename);
+    try {
+      const loaded = loadManifestSet(read.texts);
+      if (read.issues.some((i) => i.severity === 'error')) {
+        printIssues(io, read.issues);
+        return EXIT.failed;
+      }
+      wanted.push(...loaded.pods.map((p) => ({ key: p.key, uid: p.uid })));
+    } catch (err) {
+      if (!(err instanceof ManifestError)) throw err;
+      printIssues(io, [...read.issues, ...err.issues]);
+      return EXIT.failed;
+    }
+  }
+  const ns = o.namespace ?? 'default';
+  wanted.push(...names.map((n) => ({ key: n.includes('/') ? n : `${ns}/${n}` })));
+  if (wanted.length === 0) {
+    io.err('podrun: name the pods to delete, or give -f PATH');
+    return EXIT.usage;
+  }
+  const rt = makeRuntime(g, io);
+  const observed = await rt.listPods();
+  let code: number = EXIT.ok;
+  const found = wanted.flatMap((w) => {
+    const p = observed.find((x) => (w.uid ? x.uid === w.uid : `${x.namespace}/${x.name}` === w.key));
+    if (!p) {
+      if (!o.ignoreNotFound) {
+        io.err(`podrun: pod/${w.key} not found`);
+        code = EXIT.failed;
+      }
+      return [];
+    }
+    return [p];
+  });
+  await mapLimit(found, 4, async (p) => {
+    const grace = o.gracePeriod ?? p.spec?.spec.terminationGracePeriodSeconds ?? 30;
+    try {
+      await rt.removePod(p, grace);
+      io.out(`pod/${p.namespace}/${p.name} deleted`);
+    } catch (err) {
+      io.err(`podrun: pod/${p.namespace}/${p.name}: ${(err as Error).message}`);
+      code = EXIT.failed;
+    }
+  });
+  return code;
+}

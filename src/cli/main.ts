@@ -1,0 +1,139 @@
+import { readFileSync } from 'node:fs';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { EngineRequestError, EngineUnavailableError } from '../runtime/engine.js';
+import { connect } from '../runtime/engine.js';
+import { applyCommand } from './apply.js';
+import { DEFAULTS, EXIT, parseDuration, processIo, type GlobalOptions, type Io } from './context.js';
+import { deleteCommand } from './delete.js';
+import { getPodsCommand } from './get.js';
+import { validateCommand } from './validate.js';
+
+export function version(): string {
+  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
+  return pkg.version;
+}
+
+function duration(v: string): number {
+  try {
+    return parseDuration(v);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+}
+
+function nonNegativeInt(v: string): number {
+  if (!/^\d+$/.test(v)) throw new InvalidArgumentError('must be a whole number of seconds');
+  return Number(v);
+}
+
+function globals(cmd: Command): GlobalOptions {
+  const o = cmd.optsWithGlobals<{ dockerHost?: string; stateDir: string; pauseImage: string; network: string; nodeName?: string }>();
+  return {
+    ...(o.dockerHost ? { dockerHost: o.dockerHost } : {}),
+    stateDir: o.stateDir,
+    pauseImage: o.pauseImage,
+    network: o.network,
+    ...(o.nodeName ? { nodeName: o.nodeName } : {}),
+  };
+}
+
+export function buildProgram(io: Io, setCode: (code: number) => void): Command {
+  const program = new Command('podrun')
+    .description('Run Kubernetes Pod manifests on one Docker engine, with no apiserver.')
+    .addOption(new Option('--docker-host <url>', 'Docker engine endpoint (unix:///path or tcp://host:port)').env('DOCKER_HOST'))
+    .addOption(new Option('--state-dir <dir>', 'where podrun keeps emptyDir volumes and its state').default(DEFAULTS.stateDir))
+    .addOption(new Option('--pause-image <image>', 'image of the sandbox container that holds each pod\'s namespaces').default(DEFAULTS.pauseImage))
+    .addOption(new Option('--network <name>', 'Docker network for pods without hostNetwork').default(DEFAULTS.network))
+    .option('--node-name <name>', 'node name for spec.nodeName (default: the hostname)')
+    .showHelpAfterError()
+    .exitOverride()
+    .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
+
+  program
+    .command('apply')
+    .description('validate manifests (files, directories, http(s) URLs), then make the engine run exactly those pods')
+    .argument('<path...>', 'manifest files, directories or URLs')
+    .option('--dry-run', 'print the plan and change nothing', false)
+    .option('--prune', 'delete pods that an earlier apply of the same paths created and that are gone now', false)
+    .option('--no-wait', 'return once the changes are made, without waiting for the pods to run')
+    .option('--timeout <duration>', 'how long to wait for the pods to run', duration, 120_000)
+    .action(async (paths: string[], o: { dryRun: boolean; prune: boolean; wait: boolean; timeout: number }, cmd: Command) => {
+      setCode(await applyCommand(paths, { dryRun: o.dryRun, prune: o.prune, wait: o.wait, timeoutMs: o.timeout }, globals(cmd), io));
+    });
+
+  const get = program.command('get').description('show pods');
+  get
+    .command('pods')
+    .alias('pod')
+    .alias('po')
+    .description('list the pods podrun runs on this engine')
+    .option('-o, --output <format>', 'wide, json or yaml')
+    .option('-n, --namespace <ns>', 'namespace', 'default')
+    .option('-A, --all-namespaces', 'pods of every namespace', false)
+    .action(async (o: { output?: string; namespace: string; allNamespaces: boolean }, cmd: Command) => {
+      setCode(await getPodsCommand(o, globals(cmd), io));
+    });
+
+  program
+    .command('delete')
+    .description('delete pods gracefully (stop signal, grace period, then SIGKILL)')
+    .argument('[pod...]', 'pod names, or namespace/name')
+    .option('-f, --filename <path...>', 'delete the pods these manifests declare')
+    .option('-n, --namespace <ns>', 'namespace of the named pods', 'default')
+    .option('--grace-period <seconds>', 'override terminationGracePeriodSeconds', nonNegativeInt)
+    .option('--ignore-not-found', 'a pod that does not exist is not an error', false)
+    .action(async (names: string[], o: { filename?: string[]; namespace: string; gracePeriod?: number; ignoreNotFound: boolean }, cmd: Command) => {
+      setCode(await deleteCommand(names, o, globals(cmd), io));
+    });
+
+  program
+    .command('validate')
+    .description('check manifests without touching the engine')
+    .argument('<path...>', 'manifest files, directories or URLs')
+    .action(async (paths: string[]) => {
+      setCode(await validateCommand(paths, io));
+    });
+
+  program
+    .command('version')
+    .description('print podrun\'s version and the engine\'s')
+    .action(async (_o: unknown, cmd: Command) => {
+      io.out(`podrun ${version()}`);
+      const g = globals(cmd);
+      try {
+        const v = await connect(g.dockerHost ? { host: g.dockerHost } : {}).version();
+        io.out(`engine ${v.Version} (API ${v.ApiVersion})`);
+      } catch (err) {
+        io.out(`engine unreachable (${(err as Error).message})`);
+      }
+      setCode(EXIT.ok);
+    });
+
+  return program;
+}
+
+/** Runs the CLI; every expected failure becomes one line on stderr and an exit code. */
+export async function main(argv: string[], io: Io = processIo): Promise<number> {
+  let code: number = EXIT.ok;
+  const program = buildProgram(io, (c) => {
+    code = c;
+  });
+  try {
+    await program.parseAsync(argv);
+    return code;
+  } catch (err) {
+    if (err instanceof CommanderError) {
+      if (err.code === 'commander.helpDisplayed' || err.code === 'commander.help' || err.code === 'commander.version') return EXIT.ok;
+      return EXIT.usage;
+    }
+    if (err instanceof EngineUnavailableError) {
+      io.err(`podrun: ${err.message}`);
+      return EXIT.engine;
+    }
+    if (err instanceof EngineRequestError) {
+      io.err(`podrun: engine error: ${err.message}`);
+      return EXIT.failed;
+    }
+    throw err;
+  }
+}

@@ -1,0 +1,29 @@
+import { formatIssue, type ManifestIssue } from '../manifest/errors.js';
+import type { PodPlan } from '../reconcile/plan.js';
+import type { Io } from './context.js';
+
+export function printIssues(io: Io, issues: ManifestIssue[]): void {
+  for (const i of issues) io.err(formatIssue(i));
+}
+
+export function printPlan(io: Io, plans: PodPlan[], dryRun: boolean): void {
+  const suffix = dryRun ? ' (dry run)' : '';
+  for (const p of plans) {
+    io.out(`pod/${p.key} ${p.verdict}${suffix}`);
+    const a = p.actions;
+    if (p.verdict === 'replaced' && a.reason) io.out(`  pod: ${a.reason}`);
+    if (p.verdict !== 'updated') continue;
+    const started = new Set(a.containersToStart.map((s) => s.name));
+    for (const k of a.containersToKill) if (!started.has(k.name)) io.out(`  container ${k.name}: stopped (${k.reason})`);
+    for (const s of a.containersToStart) {
+      const replaced = a.containersToKill.some((k) => k.name === s.name);
+      io.out(`  container ${s.name}: ${replaced ? 'replaced' : 'started'} (${s.reason})`);
+    }
+  }
+}
+
+/** A fixed-width table, like kubectl's. */
+export function table(rows: string[][]): string[] {
+  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
+  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd((widths[i] ?? 0) + 3))).join('').trimEnd());
+}

@@ -1,0 +1,48 @@
+import Docker from 'dockerode';
+
+/** The engine could not be reached at all (as opposed to refusing one request). */
+export class EngineUnavailableError extends Error {
+  constructor(readonly endpoint: string, cause: string) {
+    super(`cannot reach the Docker engine at ${endpoint}: ${cause}`);
+    this.name = 'EngineUnavailableError';
+  }
+}
+
+/** The engine answered with an error status. */
+export class EngineRequestError extends Error {
+  constructor(message: string, readonly statusCode: number | undefined) {
+    super(message);
+    this.name = 'EngineRequestError';
+  }
+}
+
+const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND']);
+
+export interface EngineOptions {
+  /** unix:///path, tcp://host:port, or a socket path; default DOCKER_HOST, else /var/run/docker.sock. */
+  host?: string;
+}
+
+export function engineEndpoint(o: EngineOptions): string {
+  return o.host ?? process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock';
+}
+
+export function connect(o: EngineOptions = {}): Docker {
+  const endpoint = engineEndpoint(o);
+  if (endpoint.startsWith('unix://')) return new Docker({ socketPath: endpoint.slice('unix://'.length) });
+  if (endpoint.startsWith('/')) return new Docker({ socketPath: endpoint });
+  const url = new URL(endpoint.replace(/^tcp:/, 'http:'));
+  return new Docker({ host: url.hostname, port: Number(url.port || 2375), protocol: url.protocol === 'https:' ? 'https' : 'http' });
+}
+
+/** Turns a dockerode failure into one of the two error kinds above, with a readable message. */
+export function engineError(err: unknown, what: string, endpoint: string): Error {
+  const e = err as { code?: string; statusCode?: number; json?: { message?: string }; message?: string; reason?: string };
+  if (e?.code && CONNECTION_CODES.has(e.code)) return new EngineUnavailableError(endpoint, `${e.code}${e.message ? ` (${e.message})` : ''}`);
+  const detail = e?.json?.message ?? e?.reason ?? e?.message ?? String(err);
+  return new EngineRequestError(`${what}: ${detail.replace(/^\(HTTP code \d+\) [^-]*- /, '').trim()}`, e?.statusCode);
+}
+
+export function isNotFound(err: unknown): boolean {
+  return err instanceof EngineRequestError && err.statusCode === 404;
+}

@@ -1,0 +1,60 @@
+import { cpus, totalmem } from 'node:os';
+import { milliCpu, parseQuantity } from '../manifest/quantity.js';
+import type { Container, Pod } from '../manifest/types.js';
+
+/** What the downward API needs that only exists once the sandbox runs. */
+export interface PodRuntimeContext {
+  podIP: string;
+  hostIP: string;
+  nodeName: string;
+}
+
+/** Kubernetes' $(VAR) expansion: known names are replaced, `$$` escapes, unknown refs stay as written. */
+export function expandVars(input: string, vars: ReadonlyMap<string, string>): string {
+  return input.replace(/\$\$|\$\(([^)]*)\)/g, (whole, name: string | undefined) => {
+    if (whole === '$$') return '$';
+    return name !== undefined && vars.has(name) ? (vars.get(name) ?? '') : whole;
+  });
+}
+
+function fieldValue(pod: Pod, path: string, ctx: PodRuntimeContext): string {
+  const m = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(path);
+  if (m) return (m[1] === 'labels' ? pod.metadata.labels : pod.metadata.annotations)?.[m[2] ?? ''] ?? '';
+  switch (path) {
+    case 'metadata.name': return pod.metadata.name;
+    case 'metadata.namespace': return pod.metadata.namespace ?? 'default';
+    case 'metadata.uid': return pod.metadata.uid ?? '';
+    case 'spec.nodeName': return ctx.nodeName;
+    case 'spec.serviceAccountName': return '';
+    case 'status.podIP': case 'status.podIPs': return ctx.podIP;
+    case 'status.hostIP': case 'status.hostIPs': return ctx.hostIP;
+    default: return '';
+  }
+}
+
+function resourceValue(pod: Pod, self: Container, ref: { containerName?: string; resource: string; divisor?: string | number }): string {
+  const c = ref.containerName ? [...pod.spec.containers, ...(pod.spec.initContainers ?? [])].find((x) => x.name === ref.containerName) ?? self : self;
+  const [kind, res] = ref.resource.split('.') as ['limits' | 'requests', 'cpu' | 'memory'];
+  const set = c.resources?.[kind]?.[res] ?? (kind === 'requests' ? c.resources?.limits?.[res] : undefined);
+  const divisor = parseQuantity(ref.divisor ?? 1) || 1;
+  if (res === 'cpu') {
+    // Unset limits report the node's capacity, as the kubelet does.
+    const cores = set !== undefined ? milliCpu(set) / 1000 : kind === 'limits' ? cpus().length : 0;
+    return String(Math.ceil(cores / divisor));
+  }
+  const bytes = set !== undefined ? parseQuantity(set) : kind === 'limits' ? totalmem() : 0;
+  return String(Math.ceil(bytes / divisor));
+}
+
+/** The container's environment, in order, with downward-API values and $(VAR) expansion. */
+export function resolveEnv(pod: Pod, c: Container, ctx: PodRuntimeContext): Map<string, string> {
+  const vars = new Map<string, string>();
+  for (const e of c.env ?? []) {
+    let value: string;
+    if (e.valueFrom?.fieldRef) value = fieldValue(pod, e.valueFrom.fieldRef.fieldPath, ctx);
+    else if (e.valueFrom?.resourceFieldRef) value = resourceValue(pod, c, e.valueFrom.resourceFieldRef as { resource: string });
+    else value = expandVars(e.value ?? '', vars);
+    vars.set(e.name, value);
+  }
+  return vars;
+}

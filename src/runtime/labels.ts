@@ -1,0 +1,27 @@
+// Every engine object podrun makes carries these labels, so the whole view can be rebuilt from
+// the engine alone (after a crash, an upgrade, or on another podrun process).
+
+export const LABEL = {
+  managedBy: 'podrun.io/managed-by',
+  podName: 'podrun.io/pod-name',
+  podNamespace: 'podrun.io/pod-namespace',
+  podUid: 'podrun.io/pod-uid',
+  containerName: 'podrun.io/container-name',
+  containerType: 'podrun.io/container-type',
+  hash: 'podrun.io/hash',
+  restartCount: 'podrun.io/restart-count',
+  source: 'podrun.io/source',
+  applySet: 'podrun.io/apply-set',
+  /** On the sandbox: the defaulted pod as JSON, so `get`, `delete` and adoption need no files. */
+  podSpec: 'podrun.io/pod-spec',
+} as const;
+
+export const MANAGED_BY = 'podrun';
+export const SANDBOX_NAME = 'POD';
+
+export type ContainerType = 'sandbox' | 'init' | 'app';
+
+/** Readable in `docker ps`: podrun_<pod>_<container>_<namespace>_<uid8>_<attempt>. */
+export function dockerName(pod: { name: string; namespace: string; uid: string }, container: string, attempt: number): string {
+  return `podrun_${pod.name}_${container}_${pod.namespace}_${pod.uid.replace(/-/g, '').slice(0, 8)}_${attempt}`;
+}

@@ -1,0 +1,118 @@
+import type Docker from 'dockerode';
+import { LABEL, MANAGED_BY, type ContainerType } from './labels.js';
+import type { Pod } from '../manifest/types.js';
+
+export type ContainerState = 'created' | 'running' | 'paused' | 'restarting' | 'exited' | 'removing' | 'dead';
+
+/** One engine container as podrun sees it: identity from labels, state from the list call. */
+export interface ObservedContainer {
+  id: string;
+  dockerName: string;
+  type: ContainerType;
+  name: string;
+  hash: string;
+  restartCount: number;
+  state: ContainerState;
+  /** From the list call's status text; undefined unless exited. */
+  exitCode?: number;
+  created: number;
+  image: string;
+}
+
+export interface ObservedPod {
+  uid: string;
+  name: string;
+  namespace: string;
+  source: string;
+  applySet?: string;
+  /** The pod as it was when its newest sandbox was made, from the sandbox label. */
+  spec?: Pod;
+  sandboxes: ObservedContainer[];
+  containers: ObservedContainer[];
+}
+
+export function isActive(c: ObservedContainer): boolean {
+  return c.state === 'running' || c.state === 'restarting' || c.state === 'paused';
+}
+
+function exitCodeOf(status: string | undefined): number | undefined {
+  const m = /^Exited \((-?\d+)\)/.exec(status ?? '');
+  return m ? Number(m[1]) : undefined;
+}
+
+/** Groups the engine's container list into pods. Pure, so it is tested with plain data. */
+export function groupObserved(list: Docker.ContainerInfo[]): ObservedPod[] {
+  const pods = new Map<string, ObservedPod>();
+  const sandboxLabels = new Map<string, Record<string, string>>();
+  for (const info of list) {
+    const l = info.Labels ?? {};
+    if (l[LABEL.managedBy] !== MANAGED_BY) continue;
+    const uid = l[LABEL.podUid];
+    const type = l[LABEL.containerType] as ContainerType | undefined;
+    if (!uid || !type) continue;
+    let pod = pods.get(uid);
+    if (!pod) {
+      pod = {
+        uid,
+        name: l[LABEL.podName] ?? '',
+        namespace: l[LABEL.podNamespace] ?? '',
+        source: l[LABEL.source] ?? '',
+        sandboxes: [],
+        containers: [],
+      };
+      pods.set(uid, pod);
+    }
+    const c: ObservedContainer = {
+      id: info.Id,
+      dockerName: (info.Names?.[0] ?? '').replace(/^\//, ''),
+      type,
+      name: l[LABEL.containerName] ?? '',
+      hash: l[LABEL.hash] ?? '',
+      restartCount: Number(l[LABEL.restartCount] ?? 0) || 0,
+      state: info.State as ContainerState,
+      exitCode: exitCodeOf(info.Status),
+      created: info.Created,
+      image: info.Image,
+    };
+    if (type === 'sandbox') {
+      pod.sandboxes.push(c);
+      sandboxLabels.set(c.id, l);
+    } else {
+      pod.containers.push(c);
+    }
+  }
+  for (const pod of pods.values()) {
+    pod.sandboxes.sort(newestFirst);
+    pod.containers.sort(newestFirst);
+    const newest = pod.sandboxes[0];
+    const l = newest ? sandboxLabels.get(newest.id) : undefined;
+    if (l) {
+      pod.source = l[LABEL.source] ?? pod.source;
+      pod.applySet = l[LABEL.applySet];
+      pod.spec = parseSpecLabel(l[LABEL.podSpec]);
+    }
+  }
+  return [...pods.values()];
+}
+
+/** Newest instance of each container name, by restart count. */
+export function latestByName(pod: ObservedPod): Map<string, ObservedContainer> {
+  const out = new Map<string, ObservedContainer>();
+  for (const c of pod.containers) if (!out.has(c.name)) out.set(c.name, c);
+  return out;
+}
+
+/** Attempts only grow, so the restart count orders instances; creation time breaks ties. */
+function newestFirst(a: ObservedContainer, b: ObservedContainer): number {
+  return b.restartCount - a.restartCount || b.created - a.created;
+}
+
+function parseSpecLabel(text: string | undefined): Pod | undefined {
+  if (!text) return undefined;
+  try {
+    return JSON.parse(text) as Pod;
+  } catch {
+    // A damaged label only costs the spec; identity still comes from the other labels.
+    return undefined;
+  }
+}

@@ -1,0 +1,190 @@
+import { networkInterfaces, hostname } from 'node:os';
+import type Docker from 'dockerode';
+import type { Container, Pod } from '../manifest/types.js';
+import { authFor } from './auth.js';
+import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound, type EngineOptions } from './engine.js';
+import { LABEL, MANAGED_BY } from './labels.js';
+import { groupObserved, isActive, type ObservedContainer, type ObservedPod } from './observed.js';
+import { containerCreateOptions, sandboxCreateOptions, type PodIdentity, type VolumeBacking } from './spec.js';
+import { prepareVolumes, removePodVolumes } from './volumes.js';
+
+export interface RuntimeOptions extends EngineOptions {
+  stateDir: string;
+  pauseImage: string;
+  /** Docker network for pods without hostNetwork. */
+  network?: string;
+  nodeName?: string;
+  hostIP?: string;
+  /** Pull progress, for a TTY. */
+  onPullProgress?: (image: string, line: string) => void;
+}
+
+export interface SandboxInfo {
+  id: string;
+  ip: string;
+}
+
+function defaultHostIP(): string {
+  for (const list of Object.values(networkInterfaces())) {
+    for (const a of list ?? []) if (a.family === 'IPv4' && !a.internal) return a.address;
+  }
+  return '127.0.0.1';
+}
+
+/** Thrown when an image cannot be had; `reason` is the kubelet's (ErrImagePull, ErrImageNeverPull). */
+export class ImageError extends Error {
+  constructor(message: string, readonly reason: 'ErrImagePull' | 'ErrImageNeverPull') {
+    super(message);
+    this.name = 'ImageError';
+  }
+}
+
+/** The only code that talks to the engine: pods in, engine objects out, labels carrying identity. */
+export class PodRuntime {
+  readonly docker: Docker;
+  readonly endpoint: string;
+  readonly nodeName: string;
+  readonly hostIP: string;
+  private readonly pulls = new Map<string, Promise<void>>();
+
+  constructor(readonly options: RuntimeOptions) {
+    this.docker = connect(options);
+    this.endpoint = engineEndpoint(options);
+    this.nodeName = options.nodeName ?? hostname();
+    this.hostIP = options.hostIP ?? defaultHostIP();
+  }
+
+  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    try {
+      return await fn();
+    } catch (err) {
+      throw engineError(err, what, this.endpoint);
+    }
+  }
+
+  async ping(): Promise<void> {
+    await this.call('ping', () => this.docker.ping());
+  }
+
+  /** Every pod podrun made on this engine (or one, by uid), from one list call. */
+  async listPods(uid?: string): Promise<ObservedPod[]> {
+    const label = uid ? [`${LABEL.podUid}=${uid}`] : [`${LABEL.managedBy}=${MANAGED_BY}`];
+    const list = await this.call('list containers', () => this.docker.listContainers({ all: true, filters: JSON.stringify({ label }) }));
+    return groupObserved(list);
+  }
+
+  async ensureImage(image: string, policy: Container['imagePullPolicy']): Promise<void> {
+    const present = await this.call(`inspect image ${image}`, () => this.docker.getImage(image).inspect()).then(
+      () => true,
+      (err: unknown) => {
+        if (isNotFound(err)) return false;
+        throw err;
+      },
+    );
+    if (policy === 'Never') {
+      if (!present) throw new ImageError(`image ${image} is not present and its imagePullPolicy is Never`, 'ErrImageNeverPull');
+      return;
+    }
+    if (present && policy !== 'Always') return;
+    // One pull per image at a time, however many containers want it.
+    let pending = this.pulls.get(image);
+    if (!pending) {
+      pending = this.pull(image).finally(() => this.pulls.delete(image));
+      this.pulls.set(image, pending);
+    }
+    await pending;
+  }
+
+  private async pull(image: string): Promise<void> {
+    const auth = authFor(image);
+    try {
+      const stream = await this.docker.pull(image, auth ? { authconfig: auth } : {});
+      await new Promise<void>((resolve, reject) => {
+        this.docker.modem.followProgress(
+          stream,
+          (err: Error | null) => (err ? reject(err) : resolve()),
+          (event: { status?: string; progress?: string; id?: string; error?: string }) => {
+            if (event.error) return;
+            const line = [event.id, event.status, event.progress].filter(Boolean).join(' ');
+            this.options.onPullProgress?.(image, line);
+          },
+        );
+      });
+    } catch (err) {
+      const e = engineError(err, `pull ${image}`, this.endpoint);
+      if (e instanceof EngineRequestError) throw new ImageError(`failed to pull image ${image}: ${e.message.replace(/^pull [^:]+: /, '')}`, 'ErrImagePull');
+      throw e;
+    }
+  }
+
+  async prepareVolumes(pod: Pod): Promise<Map<string, VolumeBacking>> {
+    return this.call(`prepare volumes of ${pod.metadata.name}`, () => prepareVolumes(this.docker, this.options.stateDir, pod));
+  }
+
+  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, restartPolicy: string): Promise<SandboxInfo> {
+    await this.ensureImage(this.options.pauseImage, 'IfNotPresent');
+    const opts = sandboxCreateOptions(pod, id, { pauseImage: this.options.pauseImage, attempt, hash, network: this.options.network ?? 'bridge', restartPolicy });
+    const container = await this.call(`create sandbox for ${id.namespace}/${id.name}`, () => this.docker.createContainer(opts));
+    await this.call(`start sandbox for ${id.namespace}/${id.name}`, () => container.start());
+    return this.sandboxInfo(container.id, pod);
+  }
+
+  async sandboxInfo(id: string, pod: Pod): Promise<SandboxInfo> {
+    if (pod.spec.hostNetwork) return { id, ip: this.hostIP };
+    const info = await this.call('inspect sandbox', () => this.docker.getContainer(id).inspect());
+    const ip = Object.values(info.NetworkSettings.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress ?? '';
+    return { id, ip };
+  }
+
+  async startContainer(
+    pod: Pod,
+    id: PodIdentity,
+    c: Container,
+    o: { type: 'init' | 'app'; restartCount: number; hash: string; sandbox: SandboxInfo; volumes: ReadonlyMap<string, VolumeBacking>; restartPolicy: string },
+  ): Promise<string> {
+    await this.ensureImage(c.image, c.imagePullPolicy);
+    const opts = containerCreateOptions(pod, id, c, {
+      type: o.type,
+      restartCount: o.restartCount,
+      hash: o.hash,
+      sandboxId: o.sandbox.id,
+      volumes: o.volumes,
+      runtime: { podIP: o.sandbox.ip, hostIP: this.hostIP, nodeName: this.nodeName },
+      restartPolicy: o.restartPolicy,
+    });
+    const container = await this.call(`create container ${c.name} of ${id.namespace}/${id.name}`, () => this.docker.createContainer(opts));
+    await this.call(`start container ${c.name} of ${id.namespace}/${id.name}`, () => container.start());
+    return container.id;
+  }
+
+  /** SIGTERM (or the image's stop signal), then SIGKILL after `graceSeconds`. Gone already is fine. */
+  async stopContainer(id: string, graceSeconds: number): Promise<void> {
+    await this.call('stop container', () => this.docker.getContainer(id).stop({ t: Math.max(0, Math.round(graceSeconds)) })).catch((err: unknown) => {
+      if (isNotFound(err) || (err instanceof EngineRequestError && err.statusCode === 304)) return;
+      throw err;
+    });
+  }
+
+  async removeContainer(id: string): Promise<void> {
+    await this.call('remove container', () => this.docker.getContainer(id).remove({ force: true, v: true })).catch((err: unknown) => {
+      if (isNotFound(err) || (err instanceof EngineRequestError && err.statusCode === 409)) return;
+      throw err;
+    });
+  }
+
+  /** Stops a whole pod: app containers in parallel, then init/sidecars, then the sandbox. */
+  async stopPod(observed: ObservedPod, graceSeconds: number): Promise<void> {
+    const active = (cs: ObservedContainer[]): ObservedContainer[] => cs.filter(isActive);
+    await Promise.all(active(observed.containers.filter((c) => c.type === 'app')).map((c) => this.stopContainer(c.id, graceSeconds)));
+    await Promise.all(active(observed.containers.filter((c) => c.type === 'init')).map((c) => this.stopContainer(c.id, graceSeconds)));
+    // The sandbox only holds namespaces; it has nothing to shut down cleanly.
+    await Promise.all(observed.sandboxes.filter(isActive).map((s) => this.stopContainer(s.id, 0)));
+  }
+
+  /** Stops and removes everything of the pod, its emptyDirs and memory volumes included. */
+  async removePod(observed: ObservedPod, graceSeconds: number): Promise<void> {
+    await this.stopPod(observed, graceSeconds);
+    await Promise.all([...observed.containers, ...observed.sandboxes].map((c) => this.removeContainer(c.id)));
+    await this.call('remove pod volumes', () => removePodVolumes(this.docker, this.options.stateDir, observed.uid));
+  }
+}

@@ -1,0 +1,194 @@
+import { posix } from 'node:path';
+import type Docker from 'dockerode';
+import { milliCpu, parseQuantity } from '../manifest/quantity.js';
+import type { Container, Pod, SecurityContext } from '../manifest/types.js';
+import { expandVars, resolveEnv, type PodRuntimeContext } from './env.js';
+import { dockerName, LABEL, MANAGED_BY, SANDBOX_NAME } from './labels.js';
+
+// Pure translation of a pod into Docker create options: the sandbox holds the pod's network, IPC
+// and UTS namespaces (and its ports, hostname and /etc/hosts); each container joins it.
+
+export interface PodIdentity {
+  uid: string;
+  name: string;
+  namespace: string;
+  source: string;
+  applySet?: string;
+}
+
+/** Where each pod volume lives on the engine's host, decided by the I/O layer. */
+export type VolumeBacking = { kind: 'bind'; path: string } | { kind: 'volume'; name: string };
+
+export interface SandboxOptions {
+  pauseImage: string;
+  attempt: number;
+  hash: string;
+  /** Docker network for non-host-network pods. */
+  network: string;
+  /** Engine restart policy: keeps the pod alive when no agent supervises it. */
+  restartPolicy: string;
+}
+
+export interface ContainerOptions {
+  type: 'init' | 'app';
+  restartCount: number;
+  hash: string;
+  sandboxId: string;
+  volumes: ReadonlyMap<string, VolumeBacking>;
+  runtime: PodRuntimeContext;
+  restartPolicy: string;
+}
+
+export function identityOf(pod: Pod, source: string, applySet?: string): PodIdentity {
+  return { uid: pod.metadata.uid ?? '', name: pod.metadata.name, namespace: pod.metadata.namespace ?? 'default', source, ...(applySet ? { applySet } : {}) };
+}
+
+function baseLabels(id: PodIdentity, containerName: string, type: string, hash: string, restartCount: number): Record<string, string> {
+  return {
+    [LABEL.managedBy]: MANAGED_BY,
+    [LABEL.podName]: id.name,
+    [LABEL.podNamespace]: id.namespace,
+    [LABEL.podUid]: id.uid,
+    [LABEL.containerName]: containerName,
+    [LABEL.containerType]: type,
+    [LABEL.hash]: hash,
+    [LABEL.restartCount]: String(restartCount),
+    [LABEL.source]: id.source,
+  };
+}
+
+/** The engine restart policy that stands in for the agent when none runs (as compose does). */
+export function engineRestartPolicy(pod: Pod, type: 'init' | 'app' | 'sandbox', c?: Container): string {
+  if (type === 'sandbox') return 'always';
+  if (type === 'init') return c?.restartPolicy === 'Always' ? 'always' : 'no';
+  switch (pod.spec.restartPolicy) {
+    case 'Never': return 'no';
+    case 'OnFailure': return 'on-failure';
+    default: return 'always';
+  }
+}
+
+export function sandboxCreateOptions(pod: Pod, id: PodIdentity, o: SandboxOptions): Docker.ContainerCreateOptions {
+  const s = pod.spec;
+  const labels = baseLabels(id, SANDBOX_NAME, 'sandbox', o.hash, o.attempt);
+  labels[LABEL.podSpec] = JSON.stringify(pod);
+  if (id.applySet) labels[LABEL.applySet] = id.applySet;
+  const exposed: Record<string, object> = {};
+  const bindings: Record<string, { HostIp: string; HostPort: string }[]> = {};
+  if (!s.hostNetwork) {
+    for (const c of [...(s.initContainers ?? []), ...s.containers]) {
+      for (const p of c.ports ?? []) {
+        const key = `${p.containerPort}/${(p.protocol ?? 'TCP').toLowerCase()}`;
+        exposed[key] = {};
+        if (p.hostPort) (bindings[key] ??= []).push({ HostIp: p.hostIP ?? '', HostPort: String(p.hostPort) });
+      }
+    }
+  }
+  const dns = s.dnsConfig;
+  const hostConfig: Docker.HostConfig = {
+    NetworkMode: s.hostNetwork ? 'host' : o.network,
+    PortBindings: bindings,
+    IpcMode: s.hostIPC ? 'host' : 'shareable',
+    ...(s.hostPID ? { PidMode: 'host' } : {}),
+    ExtraHosts: (s.hostAliases ?? []).flatMap((a) => (a.hostnames ?? []).map((h) => `${h}:${a.ip}`)),
+    RestartPolicy: { Name: o.restartPolicy },
+    ...(dns?.nameservers?.length ? { Dns: dns.nameservers } : {}),
+    ...(dns?.searches?.length ? { DnsSearch: dns.searches } : {}),
+    ...(dns?.options?.length ? { DnsOptions: dns.options.map((x) => (x.value !== undefined ? `${x.name}:${x.value}` : x.name)) } : {}),
+    ...(s.securityContext?.sysctls?.length ? { Sysctls: Object.fromEntries(s.securityContext.sysctls.map((x) => [x.name, x.value])) } : {}),
+  };
+  return {
+    name: dockerName(id, SANDBOX_NAME, o.attempt),
+    Image: o.pauseImage,
+    Labels: labels,
+    ...(s.hostNetwork ? {} : { Hostname: (s.hostname ?? pod.metadata.name).slice(0, 63) }),
+    ...(s.hostNetwork ? {} : s.subdomain ? { Domainname: `${s.subdomain}.${id.namespace}.svc` } : {}),
+    ExposedPorts: exposed,
+    HostConfig: hostConfig,
+  };
+}
+
+function securityOf(pod: Pod, sc: SecurityContext | undefined): Partial<Docker.HostConfig> & { User?: string } {
+  const psc = pod.spec.securityContext;
+  const user = sc?.runAsUser ?? psc?.runAsUser;
+  const group = sc?.runAsGroup ?? psc?.runAsGroup;
+  const seccomp = sc?.seccompProfile?.type ?? psc?.seccompProfile?.type;
+  const opts: string[] = [];
+  if (seccomp === 'Unconfined') opts.push('seccomp=unconfined');
+  if (sc?.allowPrivilegeEscalation === false) opts.push('no-new-privileges');
+  const caps = (xs: string[] | undefined): string[] | undefined => xs?.map((x) => (x.toUpperCase() === 'ALL' ? 'ALL' : x.toUpperCase().replace(/^CAP_/, '')));
+  return {
+    ...(user !== undefined ? { User: group !== undefined ? `${user}:${group}` : String(user) } : group !== undefined ? { User: `0:${group}` } : {}),
+    ...(sc?.privileged ? { Privileged: true } : {}),
+    ...(sc?.readOnlyRootFilesystem ? { ReadonlyRootfs: true } : {}),
+    ...(sc?.capabilities?.add?.length ? { CapAdd: caps(sc.capabilities.add) } : {}),
+    ...(sc?.capabilities?.drop?.length ? { CapDrop: caps(sc.capabilities.drop) } : {}),
+    ...(opts.length ? { SecurityOpt: opts } : {}),
+    ...(psc?.supplementalGroups?.length ? { GroupAdd: psc.supplementalGroups.map(String) } : {}),
+  };
+}
+
+function resourcesOf(c: Container): Partial<Docker.HostConfig> {
+  const out: Partial<Docker.HostConfig> = {};
+  const mem = c.resources?.limits?.memory;
+  if (mem !== undefined) out.Memory = Math.floor(parseQuantity(mem));
+  const cpuLimit = c.resources?.limits?.cpu;
+  if (cpuLimit !== undefined) out.NanoCpus = milliCpu(cpuLimit) * 1_000_000;
+  // The kubelet's shares: requests (else limits) in millicores * 1024 / 1000, at least 2.
+  const cpuReq = c.resources?.requests?.cpu ?? cpuLimit;
+  if (cpuReq !== undefined) out.CpuShares = Math.max(2, Math.floor((milliCpu(cpuReq) * 1024) / 1000));
+  return out;
+}
+
+const PROPAGATION = { None: 'rprivate', HostToContainer: 'rslave', Bidirectional: 'rshared' } as const;
+
+function mountsOf(c: Container, volumes: ReadonlyMap<string, VolumeBacking>): Docker.MountSettings[] {
+  return (c.volumeMounts ?? []).map((m) => {
+    const backing = volumes.get(m.name);
+    if (!backing) throw new Error(`volume ${m.name} has no backing`);
+    const readOnly = m.readOnly === true;
+    if (backing.kind === 'volume') {
+      if (m.subPath) throw new Error(`subPath is not supported on a medium: Memory emptyDir (volume ${m.name})`);
+      return { Type: 'volume', Source: backing.name, Target: m.mountPath, ReadOnly: readOnly };
+    }
+    const source = m.subPath ? posix.join(backing.path, m.subPath) : backing.path;
+    return {
+      Type: 'bind',
+      Source: source,
+      Target: m.mountPath,
+      ReadOnly: readOnly,
+      BindOptions: { Propagation: PROPAGATION[m.mountPropagation ?? 'None'] },
+    };
+  });
+}
+
+export function containerCreateOptions(pod: Pod, id: PodIdentity, c: Container, o: ContainerOptions): Docker.ContainerCreateOptions {
+  const s = pod.spec;
+  const env = resolveEnv(pod, c, o.runtime);
+  const { User, ...security } = securityOf(pod, c.securityContext);
+  const sandbox = `container:${o.sandboxId}`;
+  const hostConfig: Docker.HostConfig = {
+    NetworkMode: sandbox,
+    IpcMode: s.hostIPC ? 'host' : sandbox,
+    ...(s.hostPID ? { PidMode: 'host' } : s.shareProcessNamespace ? { PidMode: sandbox } : {}),
+    Mounts: mountsOf(c, o.volumes),
+    RestartPolicy: { Name: o.restartPolicy },
+    ...resourcesOf(c),
+    ...security,
+  };
+  return {
+    name: dockerName(id, c.name, o.restartCount),
+    Image: c.image,
+    Labels: baseLabels(id, c.name, o.type, o.hash, o.restartCount),
+    ...(c.command ? { Entrypoint: c.command.map((x) => expandVars(x, env)) } : {}),
+    ...(c.args ? { Cmd: c.args.map((x) => expandVars(x, env)) } : {}),
+    Env: [...env].map(([k, v]) => `${k}=${v}`),
+    ...(c.workingDir ? { WorkingDir: c.workingDir } : {}),
+    ...(User ? { User } : {}),
+    Tty: c.tty === true,
+    OpenStdin: c.stdin === true,
+    StdinOnce: c.stdinOnce === true,
+    StopTimeout: s.terminationGracePeriodSeconds ?? 30,
+    HostConfig: hostConfig,
+  };
+}
