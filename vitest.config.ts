@@ -9,5 +9,6 @@ export default defineConfig({
     testTimeout: 60_000,
     hookTimeout: 120_000,
     globalSetup: ['test/integration/global-setup.ts'],
+    reporters: ['default', './test/summary-reporter.ts'],
   },
 });

@@ -33,10 +33,15 @@ function defaultProbe(p: Probe | undefined): Probe | undefined {
 function defaultContainer(c: Container, hostNetwork: boolean): Container {
   const out: Container = {
     ...c,
+    // Plain (non-pointer) booleans in the API: false and unset are the same value.
+    stdin: c.stdin ?? false,
+    stdinOnce: c.stdinOnce ?? false,
+    tty: c.tty ?? false,
     imagePullPolicy: c.imagePullPolicy ?? defaultPullPolicy(c.image),
     terminationMessagePath: c.terminationMessagePath ?? '/dev/termination-log',
     terminationMessagePolicy: c.terminationMessagePolicy ?? 'File',
   };
+  if (c.volumeMounts) out.volumeMounts = c.volumeMounts.map((m) => ({ ...m, readOnly: m.readOnly ?? false }));
   if (c.ports) {
     out.ports = c.ports.map((p) => ({
       ...p,
@@ -67,6 +72,9 @@ export function applyDefaults(pod: Pod): Pod {
     metadata: { ...pod.metadata, namespace: pod.metadata.namespace ?? DEFAULT_NAMESPACE },
     spec: {
       ...spec,
+      hostNetwork,
+      hostPID: spec.hostPID ?? false,
+      hostIPC: spec.hostIPC ?? false,
       restartPolicy: spec.restartPolicy ?? 'Always',
       terminationGracePeriodSeconds: spec.terminationGracePeriodSeconds ?? 30,
       dnsPolicy: spec.dnsPolicy ?? 'ClusterFirst',

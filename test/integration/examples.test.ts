@@ -1,0 +1,78 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { spawnSync } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { request } from 'undici';
+import { containerIds, docker, until, World } from './helpers.js';
+
+const MANIFESTS = fileURLToPath(new URL('../../manifests/', import.meta.url));
+const BIN = fileURLToPath(new URL('../../bin/podrun', import.meta.url));
+
+const world = new World();
+world.track('demo');
+world.track('kube-system');
+afterAll(() => world.cleanup());
+
+async function get(url: string): Promise<string> {
+  const res = await request(url, { headersTimeout: 2000, bodyTimeout: 2000 });
+  if (res.statusCode !== 200) throw new Error(`HTTP ${res.statusCode}`);
+  return res.body.text();
+}
+
+describe('the examples in manifests/', () => {
+  it('validate, apply, serve, show in get pods, and delete', async () => {
+    const v = await world.cli('validate', MANIFESTS);
+    expect(v.code, v.err).toBe(0);
+    expect(v.out).toBe('valid: 2 pods in 2 files');
+
+    // The same images the README demo uses (scripts/setup provides them offline).
+    const r = await world.cli('apply', MANIFESTS);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain('pod/demo/web created');
+    expect(r.out).toContain('pod/kube-system/etcd-lite created');
+    expect(r.out).toContain('2 pods running');
+
+    const page = await until('the web example to serve its sidecar\'s page', async () => {
+      const body = await get('http://127.0.0.1:18080/');
+      return body.includes('Hello from web') ? body : undefined;
+    });
+    expect(page).toMatch(/^<h1>Hello from web on \S+, /);
+    expect((await get('http://127.0.0.1:18081/healthz')).trim()).toBe('ok');
+    const cp = await containerIds('kube-system', 'etcd-lite');
+    expect((await docker.getContainer(cp.POD!).inspect()).HostConfig.NetworkMode).toBe('host');
+
+    const g = await world.cli('get', 'pods', '-A');
+    expect(g.code).toBe(0);
+    expect(g.out).toMatch(/^NAMESPACE\s+NAME\s+READY\s+STATUS\s+RESTARTS\s+AGE$/m);
+    expect(g.out).toMatch(/^demo\s+web\s+2\/2\s+Running\s+0\s+\d+s$/m);
+    expect(g.out).toMatch(/^kube-system\s+etcd-lite\s+1\/1\s+Running\s+0\s+\d+s$/m);
+
+    const json = await world.cli('get', 'pods', '-n', 'demo', '-o', 'json');
+    const list = JSON.parse(json.out) as { kind: string; items: { metadata: { name: string }; status: { phase: string; podIP: string } }[] };
+    expect(list.kind).toBe('PodList');
+    expect(list.items.map((p) => [p.metadata.name, p.status.phase])).toEqual([['web', 'Running']]);
+    expect(list.items[0]!.status.podIP).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+
+    const d = await world.cli('delete', '--grace-period', '1', '-f', MANIFESTS);
+    expect(d.code, d.err).toBe(0);
+    expect(d.out.split('\n').sort()).toEqual(['pod/demo/web deleted', 'pod/kube-system/etcd-lite deleted']);
+    expect((await world.cli('get', 'pods', '-A')).out).not.toMatch(/etcd-lite|\bweb\b/);
+  });
+});
+
+describe('the podrun binary', () => {
+  it('gives one clear line and exit code 3 when the engine is not there', () => {
+    const r = spawnSync(BIN, ['--docker-host', 'unix:///nonexistent/docker.sock', 'get', 'pods'], { encoding: 'utf8' });
+    expect(r.status).toBe(3);
+    expect(r.stdout).toBe('');
+    expect(r.stderr.trim().split('\n')).toEqual([
+      'podrun: cannot reach the Docker engine at unix:///nonexistent/docker.sock: ENOENT (connect ENOENT /nonexistent/docker.sock)',
+    ]);
+  });
+
+  it('exits 2 on a usage error and 1 on an invalid manifest', () => {
+    expect(spawnSync(BIN, ['apply'], { encoding: 'utf8' }).status).toBe(2);
+    const r = spawnSync(BIN, ['validate', '/nonexistent/pod.yaml'], { encoding: 'utf8' });
+    expect(r.status).toBe(1);
+    expect(r.stderr.trim()).toBe('/nonexistent/pod.yaml:1:1 cannot read: no such file or directory');
+  });
+});

@@ -1,0 +1,139 @@
+import { randomBytes } from 'node:crypto';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { main } from '../../src/cli/main.js';
+import { LABEL } from '../../src/runtime/labels.js';
+
+export const docker = new Docker();
+export const TEST_IMAGE = 'podrun-test/busybox:1';
+export const PAUSE_IMAGE = 'podrun-test/pause:1';
+
+export function unique(prefix: string): string {
+  return `${prefix}-${randomBytes(4).toString('hex')}`;
+}
+
+export interface CliResult {
+  code: number;
+  out: string;
+  err: string;
+}
+
+/** A scratch world for one test file: its own state dir and manifest dir, cleaned up after. */
+export class World {
+  readonly dir = mkdtempSync(join(tmpdir(), 'podrun-test-'));
+  readonly stateDir = join(this.dir, 'state');
+  readonly manifests = join(this.dir, 'manifests');
+  private readonly namespaces = new Set<string>();
+
+  constructor() {
+    rmSync(this.manifests, { recursive: true, force: true });
+  }
+
+  /** Runs the CLI in-process against the real engine, with the test images. */
+  async cli(...args: string[]): Promise<CliResult> {
+    const out: string[] = [];
+    const err: string[] = [];
+    const code = await main(['node', 'podrun', '--state-dir', this.stateDir, '--pause-image', PAUSE_IMAGE, ...args], {
+      out: (l) => out.push(l),
+      err: (l) => err.push(l),
+      isTTY: false,
+    });
+    return { code, out: out.join('\n'), err: err.join('\n') };
+  }
+
+  /** Writes a manifest file and remembers its namespace for cleanup. */
+  write(name: string, text: string, namespace?: string): string {
+    const path = join(this.dir, name);
+    writeFileSync(path, text);
+    if (namespace) this.namespaces.add(namespace);
+    return path;
+  }
+
+  track(namespace: string): void {
+    this.namespaces.add(namespace);
+  }
+
+  /** Removes every container and volume podrun made in this world's namespaces. */
+  async cleanup(): Promise<void> {
+    for (const ns of this.namespaces) {
+      const list = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL.podNamespace}=${ns}`] }) });
+      await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
+    }
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+export async function podContainers(namespace: string, name: string): Promise<Docker.ContainerInfo[]> {
+  return docker.listContainers({
+    all: true,
+    filters: JSON.stringify({ label: [`${LABEL.podNamespace}=${namespace}`, `${LABEL.podName}=${name}`] }),
+  });
+}
+
+/** Container id by spec container name (running or not, newest restart count first). */
+export async function containerIds(namespace: string, name: string): Promise<Record<string, string>> {
+  const list = await podContainers(namespace, name);
+  list.sort((a, b) => Number(b.Labels[LABEL.restartCount]) - Number(a.Labels[LABEL.restartCount]));
+  const out: Record<string, string> = {};
+  for (const c of list) {
+    const n = c.Labels[LABEL.containerName] ?? '';
+    out[n] ??= c.Id;
+  }
+  return out;
+}
+
+export async function freePort(): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const srv = createServer();
+    srv.listen(0, '127.0.0.1', () => {
+      const addr = srv.address();
+      const port = typeof addr === 'object' && addr ? addr.port : 0;
+      srv.close(() => resolve(port));
+    });
+    srv.on('error', reject);
+  });
+}
+
+export async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 20_000): Promise<T> {
+  const deadline = Date.now() + timeoutMs;
+  let lastErr: unknown;
+  while (Date.now() < deadline) {
+    try {
+      const v = await fn();
+      if (v !== undefined) return v;
+    } catch (err) {
+      lastErr = err;
+    }
+    await new Promise((r) => setTimeout(r, 200));
+  }
+  throw new Error(`timed out waiting for ${what}${lastErr ? `: ${(lastErr as Error).message}` : ''}`);
+}
+
+export async function logsOf(id: string): Promise<string> {
+  const buf = (await docker.getContainer(id).logs({ stdout: true, stderr: true, follow: false })) as unknown as Buffer;
+  // Non-TTY logs are multiplexed: 8-byte frame headers before each chunk.
+  const parts: string[] = [];
+  let i = 0;
+  while (i + 8 <= buf.length) {
+    const len = buf.readUInt32BE(i + 4);
+    parts.push(buf.subarray(i + 8, i + 8 + len).toString('utf8'));
+    i += 8 + len;
+  }
+  return parts.join('');
+}
+
+/** Engine events about a pod's containers since `since` (unix seconds): the mutating calls it saw. */
+export async function podEvents(uid: string, since: number): Promise<string[]> {
+  const until = Math.floor(Date.now() / 1000) + 1;
+  const stream = await docker.getEvents({ since, until, filters: JSON.stringify({ type: ['container'], label: [`${LABEL.podUid}=${uid}`] }) });
+  const chunks: Buffer[] = [];
+  for await (const c of stream as AsyncIterable<Buffer>) chunks.push(c);
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => (JSON.parse(l) as { Action: string }).Action);
+}

@@ -1,0 +1,140 @@
+import { describe, expect, it } from 'vitest';
+import { computePodActions, hasActions, planApply } from '../../src/reconcile/plan.js';
+import { desired, observedFor } from '../fixtures/pods.js';
+
+const TWO = (policy = 'Always', image = 'busybox:1.36') => `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  restartPolicy: ${policy}
+  containers:
+  - {name: a, image: ${image}, ports: [{containerPort: 80, hostPort: 8080}]}
+  - {name: b, image: busybox:1.36}
+`;
+
+describe('computePodActions', () => {
+  it('creates the sandbox and every container for a new pod', () => {
+    const a = computePodActions(desired(TWO()), undefined);
+    expect(a).toMatchObject({ killPod: false, createSandbox: true, sandboxAttempt: 0, containersToKill: [] });
+    expect(a.containersToStart.map((s) => [s.name, s.type, s.restartCount])).toEqual([['a', 'app', 0], ['b', 'app', 0]]);
+  });
+
+  it('does nothing at all for a pod running as specified', () => {
+    const d = desired(TWO());
+    expect(hasActions(computePodActions(d, observedFor(d)))).toBe(false);
+  });
+
+  it('replaces only the container whose spec changed', () => {
+    const before = desired(TWO());
+    const after = desired(TWO('Always', 'busybox:1.37'));
+    const obs = observedFor(before);
+    const a = computePodActions(after, obs);
+    expect(a.createSandbox).toBe(false);
+    expect(a.containersToKill).toEqual([{ id: obs.containers[0]!.id, name: 'a', reason: 'container spec changed' }]);
+    expect(a.containersToStart).toEqual([{ name: 'a', type: 'app', restartCount: 1, reason: 'container spec changed' }]);
+  });
+
+  it('recreates the whole pod when a sandbox-level field changes', () => {
+    const before = desired(TWO());
+    const after = desired(TWO().replace('hostPort: 8080', 'hostPort: 9090'));
+    const a = computePodActions(after, observedFor(before));
+    expect(a).toMatchObject({ killPod: true, createSandbox: true, sandboxAttempt: 1 });
+    expect(a.reason).toMatch(/pod-level spec changed/);
+    expect(a.containersToStart.map((s) => [s.name, s.restartCount])).toEqual([['a', 1], ['b', 1]]);
+  });
+
+  it('recreates the pod when its sandbox died', () => {
+    const d = desired(TWO());
+    const a = computePodActions(d, observedFor(d, { POD: { state: 'exited', exitCode: 137 } }));
+    expect(a).toMatchObject({ killPod: true, createSandbox: true, reason: 'sandbox is not running' });
+  });
+
+  it('restarts exited containers by restartPolicy, as the kubelet does', () => {
+    const cases: [string, number, boolean][] = [
+      ['Always', 0, true], ['Always', 1, true],
+      ['OnFailure', 0, false], ['OnFailure', 1, true],
+      ['Never', 0, false], ['Never', 1, false],
+    ];
+    for (const [policy, exitCode, restarts] of cases) {
+      const d = desired(TWO(policy));
+      const a = computePodActions(d, observedFor(d, { b: { state: 'exited', exitCode, restartCount: 2 } }));
+      expect([policy, exitCode, a.containersToStart]).toEqual([policy, exitCode, restarts ? [{ name: 'b', type: 'app', restartCount: 3, reason: `exited with code ${exitCode}` }] : []]);
+    }
+  });
+
+  it('kills running containers that left the spec and duplicate instances', () => {
+    const d = desired(TWO());
+    const obs = observedFor(d);
+    obs.containers.push({ ...obs.containers[1]!, id: 'old-b', restartCount: -1 });
+    obs.containers.push({ ...obs.containers[1]!, id: 'gone', name: 'c' });
+    const a = computePodActions(d, obs);
+    expect(a.containersToKill).toEqual([
+      { id: 'old-b', name: 'b', reason: 'duplicate instance' },
+      { id: 'gone', name: 'c', reason: 'not in the pod spec any more' },
+    ]);
+  });
+
+  const INIT = (policy: string) => `apiVersion: v1
+kind: Pod
+metadata: {name: i}
+spec:
+  restartPolicy: ${policy}
+  initContainers:
+  - {name: first, image: busybox:1.36}
+  - {name: sidecar, image: busybox:1.36, restartPolicy: Always}
+  - {name: second, image: busybox:1.36}
+  containers:
+  - {name: app, image: busybox:1.36}
+`;
+
+  it('runs init containers one at a time, keeps sidecars running, then starts the app', () => {
+    const d = desired(INIT('Always'));
+    expect(computePodActions(d, undefined).containersToStart.map((s) => s.name)).toEqual(['first']);
+    const obs = observedFor(d);
+    const only = (names: string[]) => ({ ...obs, containers: obs.containers.filter((c) => names.includes(c.name)) });
+    // first running: wait
+    const firstRunning = { ...obs, containers: [{ ...obs.containers[0]!, state: 'running' as const, exitCode: undefined }] };
+    expect(hasActions(computePodActions(d, firstRunning))).toBe(false);
+    // first done: the sidecar starts next
+    expect(computePodActions(d, only(['first'])).containersToStart.map((s) => s.name)).toEqual(['sidecar']);
+    // sidecar running: second init container
+    const withSidecar = only(['first', 'sidecar']);
+    withSidecar.containers[1] = { ...withSidecar.containers[1]!, state: 'running', exitCode: undefined };
+    expect(computePodActions(d, withSidecar).containersToStart.map((s) => s.name)).toEqual(['second']);
+    // all init done: the app
+    const allInit = only(['first', 'sidecar', 'second']);
+    allInit.containers[1] = { ...allInit.containers[1]!, state: 'running', exitCode: undefined };
+    expect(computePodActions(d, allInit).containersToStart.map((s) => s.name)).toEqual(['app']);
+  });
+
+  it('retries a failed init container, or fails the pod under Never', () => {
+    const retry = desired(INIT('OnFailure'));
+    const obs = observedFor(retry);
+    const failed = { ...obs, containers: [{ ...obs.containers[0]!, exitCode: 1 }] };
+    expect(computePodActions(retry, failed).containersToStart).toEqual([{ name: 'first', type: 'init', restartCount: 1, reason: 'init container failed; retrying' }]);
+    const never = desired(INIT('Never'));
+    const obsN = observedFor(never);
+    const a = computePodActions(never, { ...obsN, containers: [{ ...obsN.containers[0]!, exitCode: 1 }] });
+    expect(a.podFailed).toBe(true);
+    expect(a.containersToStart).toEqual([]);
+  });
+});
+
+describe('planApply', () => {
+  it('labels each pod created, updated, unchanged, replaced or deleted (with prune)', () => {
+    const keep = desired(TWO());
+    const edit = desired(TWO().replace('name: p', 'name: q'));
+    const editNew = desired(TWO('Always', 'busybox:1.37').replace('name: p', 'name: q'));
+    const fresh = desired(TWO().replace('name: p', 'name: r'));
+    const old = { ...observedFor(desired(TWO().replace('name: p', 'name: s'))), applySet: 'set1' };
+    const foreignSet = { ...observedFor(desired(TWO().replace('name: p', 'name: t'))), applySet: 'other' };
+    const plans = planApply([keep, editNew, fresh], [observedFor(keep), observedFor(edit), old, foreignSet], { applySet: 'set1' });
+    expect(plans.map((p) => [p.key, p.verdict])).toEqual([
+      ['default/p', 'unchanged'],
+      ['default/q', 'updated'],
+      ['default/r', 'created'],
+      ['default/s', 'deleted'],
+    ]);
+    expect(planApply([keep], [old]).map((p) => p.verdict)).toEqual(['created']);
+  });
+});

@@ -1,0 +1,106 @@
+import { describe, expect, it } from 'vitest';
+import { LABEL } from '../../src/runtime/labels.js';
+import { groupObserved } from '../../src/runtime/observed.js';
+import { containerCreateOptions, identityOf, sandboxCreateOptions } from '../../src/runtime/spec.js';
+import { expandVars } from '../../src/runtime/env.js';
+import { desired } from '../fixtures/pods.js';
+
+const POD = `apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: prod, labels: {tier: front}}
+spec:
+  hostname: www
+  hostAliases: [{ip: 10.0.0.5, hostnames: [db, db.local]}]
+  securityContext: {runAsUser: 1000, supplementalGroups: [5]}
+  containers:
+  - name: app
+    image: nginx:1.27
+    command: [run, --ip=$(MY_IP), --tier=$(TIER), $$(LITERAL), $(UNKNOWN)]
+    args: [--node=$(NODE)]
+    env:
+    - {name: MY_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}
+    - {name: TIER, valueFrom: {fieldRef: {fieldPath: "metadata.labels['tier']"}}}
+    - {name: NODE, valueFrom: {fieldRef: {fieldPath: spec.nodeName}}}
+    - {name: URL, value: http://$(MY_IP):80}
+    - {name: MEM, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}
+    ports: [{containerPort: 80, hostPort: 8080, hostIP: 127.0.0.1}, {containerPort: 53, protocol: UDP}]
+    resources: {limits: {memory: 128Mi, cpu: 500m}, requests: {cpu: 250m}}
+    securityContext:
+      runAsGroup: 2000
+      capabilities: {add: [NET_ADMIN], drop: [ALL]}
+      readOnlyRootFilesystem: true
+      allowPrivilegeEscalation: false
+      seccompProfile: {type: Unconfined}
+    volumeMounts: [{name: data, mountPath: /data, subPath: www, readOnly: true}]
+  volumes: [{name: data, hostPath: {path: /srv}}]
+`;
+
+describe('translation to Docker create options', () => {
+  const d = desired(POD);
+  const id = identityOf(d.pod, d.origin.source, 'set1');
+
+  it('puts ports, hostname, hosts and the pod spec on the sandbox', () => {
+    const o = sandboxCreateOptions(d.pod, id, { pauseImage: 'pause:1', attempt: 2, hash: 'h', network: 'bridge', restartPolicy: 'always' });
+    expect(o.name).toBe(`podrun_web_POD_prod_${d.uid.replace(/-/g, '').slice(0, 8)}_2`);
+    expect(o.Hostname).toBe('www');
+    expect(o.ExposedPorts).toEqual({ '80/tcp': {}, '53/udp': {} });
+    expect(o.HostConfig?.PortBindings).toEqual({ '80/tcp': [{ HostIp: '127.0.0.1', HostPort: '8080' }] });
+    expect(o.HostConfig?.ExtraHosts).toEqual(['db:10.0.0.5', 'db.local:10.0.0.5']);
+    expect(o.HostConfig?.IpcMode).toBe('shareable');
+    expect(o.Labels?.[LABEL.applySet]).toBe('set1');
+    expect(JSON.parse(o.Labels?.[LABEL.podSpec] ?? '')).toEqual(d.pod);
+  });
+
+  it('joins containers to the sandbox with env, limits and security translated', () => {
+    const o = containerCreateOptions(d.pod, id, d.pod.spec.containers[0]!, {
+      type: 'app', restartCount: 3, hash: 'h1', sandboxId: 'sb', restartPolicy: 'always',
+      volumes: new Map([['data', { kind: 'bind', path: '/srv' }]]),
+      runtime: { podIP: '172.17.0.9', hostIP: '192.0.2.1', nodeName: 'node-1' },
+    });
+    expect(o.Entrypoint).toEqual(['run', '--ip=172.17.0.9', '--tier=front', '$(LITERAL)', '$(UNKNOWN)']);
+    expect(o.Cmd).toEqual(['--node=node-1']);
+    expect(o.Env).toEqual(['MY_IP=172.17.0.9', 'TIER=front', 'NODE=node-1', 'URL=http://172.17.0.9:80', 'MEM=128']);
+    expect(o.User).toBe('1000:2000');
+    expect(o.Labels).toMatchObject({ [LABEL.containerName]: 'app', [LABEL.restartCount]: '3', [LABEL.hash]: 'h1', [LABEL.containerType]: 'app' });
+    expect(o.HostConfig).toMatchObject({
+      NetworkMode: 'container:sb',
+      IpcMode: 'container:sb',
+      Memory: 128 * 1024 * 1024,
+      NanoCpus: 500_000_000,
+      CpuShares: 256,
+      CapAdd: ['NET_ADMIN'],
+      CapDrop: ['ALL'],
+      ReadonlyRootfs: true,
+      SecurityOpt: ['seccomp=unconfined', 'no-new-privileges'],
+      GroupAdd: ['5'],
+      RestartPolicy: { Name: 'always' },
+      Mounts: [{ Type: 'bind', Source: '/srv/www', Target: '/data', ReadOnly: true, BindOptions: { Propagation: 'rprivate' } }],
+    });
+    expect(o.StopTimeout).toBe(30);
+  });
+
+  it('expands $(VAR) the Kubernetes way', () => {
+    const vars = new Map([['A', 'x']]);
+    expect(expandVars('$(A)-$(B)-$$(A)-$$-$', vars)).toBe('x-$(B)-$(A)-$-$');
+  });
+});
+
+describe('groupObserved', () => {
+  it('rebuilds pods from labels alone, newest first, ignoring foreign containers', () => {
+    const labels = (name: string, type: string, count: number): Record<string, string> => ({
+      [LABEL.managedBy]: 'podrun', [LABEL.podUid]: 'u1', [LABEL.podName]: 'p', [LABEL.podNamespace]: 'ns',
+      [LABEL.containerName]: name, [LABEL.containerType]: type, [LABEL.hash]: 'h', [LABEL.restartCount]: String(count), [LABEL.source]: 'file:/x',
+    });
+    const info = (id: string, l: Record<string, string>, state: string, status: string) =>
+      ({ Id: id, Names: [`/${id}`], Image: 'i', ImageID: '', Command: '', Created: 1, Ports: [], Labels: l, State: state, Status: status, HostConfig: { NetworkMode: '' }, NetworkSettings: { Networks: {} }, Mounts: [] }) as never;
+    const pods = groupObserved([
+      info('a0', labels('a', 'app', 0), 'exited', 'Exited (2) 5 seconds ago'),
+      info('a1', labels('a', 'app', 1), 'running', 'Up 3 seconds'),
+      info('s0', labels('POD', 'sandbox', 0), 'running', 'Up 9 seconds'),
+      info('foreign', { 'com.example': 'x' }, 'running', 'Up'),
+    ]);
+    expect(pods).toHaveLength(1);
+    expect(pods[0]!.containers.map((c) => [c.id, c.state, c.exitCode])).toEqual([['a1', 'running', undefined], ['a0', 'exited', 2]]);
+    expect(pods[0]!.sandboxes.map((s) => s.id)).toEqual(['s0']);
+  });
+});
