@@ -3,6 +3,8 @@ import { ManifestError } from '../manifest/errors.js';
 import { loadManifestSet } from '../manifest/load.js';
 import { executePlan, pruneAfterApply, waitForPods } from '../reconcile/converge.js';
 import { planApply } from '../reconcile/plan.js';
+import { runningAgent } from '../agent/lock.js';
+import { recordAppliedSet } from '../sources/applied-sets.js';
 import { canonicalSource, readManifestInputs } from '../sources/read.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { printIssues, printPlan } from './print.js';
@@ -44,6 +46,18 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
   printPlan(io, plans, o.dryRun);
   if (o.dryRun) return EXIT.ok;
 
+  // Recorded first, so an agent (now or later) supervises exactly what was applied.
+  recordAppliedSet(g.stateDir, applySet, loaded.pods, o.prune);
+  const agentPid = runningAgent(g.stateDir);
+  if (agentPid) {
+    io.err(`podrun: the agent (pid ${agentPid}) supervises ${g.stateDir}; it carries out the plan`);
+    if (!o.wait || loaded.pods.length === 0) return EXIT.ok;
+    const result = await waitForPods(rt, loaded.pods, { applySet, engineRestarts: false, drive: false, timeoutMs: o.timeoutMs });
+    for (const p of result.problems) io.err(`podrun: pod/${p.key}: ${p.message}`);
+    if (result.ok) io.out(`${loaded.pods.length} pod${loaded.pods.length === 1 ? '' : 's'} running`);
+    return result.ok ? EXIT.ok : EXIT.failed;
+  }
+
   const sync = { applySet, engineRestarts: true };
   const outcomes = await executePlan(rt, plans, sync);
   const failures = outcomes.filter((x) => x.error);
@@ -52,7 +66,7 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
 
   let waitOk = true;
   if (o.wait && ok.length > 0) {
-    const result = await waitForPods(rt, ok, { ...sync, timeoutMs: o.timeoutMs });
+    const result = await waitForPods(rt, ok, { ...sync, drive: true, timeoutMs: o.timeoutMs });
     for (const p of result.problems) io.err(`podrun: pod/${p.key}: ${p.message}`);
     waitOk = result.ok;
     if (result.ok) io.out(`${ok.length} pod${ok.length === 1 ? '' : 's'} running`);

@@ -1,6 +1,7 @@
 import { ManifestError } from '../manifest/errors.js';
 import { loadManifestSet } from '../manifest/load.js';
 import { mapLimit } from '../reconcile/converge.js';
+import { forgetApplied } from '../sources/applied-sets.js';
 import { readManifestInputs } from '../sources/read.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { printIssues } from './print.js';
@@ -53,6 +54,8 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
   await mapLimit(found, 4, async (p) => {
     const grace = o.gracePeriod ?? p.spec?.spec.terminationGracePeriodSeconds ?? 30;
     try {
+      // Forget it in the applied sets first, so a running agent does not bring it back.
+      forgetApplied(g.stateDir, new Set([`${p.namespace}/${p.name}`]));
       await rt.removePod(p, grace);
       io.out(`pod/${p.namespace}/${p.name} deleted`);
     } catch (err) {

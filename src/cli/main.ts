@@ -6,6 +6,7 @@ import { applyCommand } from './apply.js';
 import { DEFAULTS, EXIT, parseDuration, processIo, type GlobalOptions, type Io } from './context.js';
 import { deleteCommand } from './delete.js';
 import { getPodsCommand } from './get.js';
+import { runCommand } from './run.js';
 import { validateCommand } from './validate.js';
 
 export function version(): string {
@@ -59,6 +60,24 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('--timeout <duration>', 'how long to wait for the pods to run', duration, 120_000)
     .action(async (paths: string[], o: { dryRun: boolean; prune: boolean; wait: boolean; timeout: number }, cmd: Command) => {
       setCode(await applyCommand(paths, { dryRun: o.dryRun, prune: o.prune, wait: o.wait, timeoutMs: o.timeout }, globals(cmd), io));
+    });
+
+  const collect = (v: string, prev: string[]): string[] => [...prev, v];
+  program
+    .command('run')
+    .description('run the agent: keep the engine converged to the pods in watched directories, polled URLs and applied sets')
+    .option('--manifest-dir <dir>', 'a directory of Pod manifests to watch (repeatable)', collect, [])
+    .option('--manifest-url <url>', 'a URL serving a Pod or PodList to poll (repeatable)', collect, [])
+    .option('--manifest-url-header <header>', "an HTTP header for the URLs, 'Name: value' (repeatable)", collect, [])
+    .option('--manifest-url-ca <file>', 'PEM file of CAs to trust for https URLs')
+    .option('--resync-period <duration>', 'full rescan of the directories, under the watcher', duration, 20_000)
+    .option('--url-period <duration>', 'URL poll period (jittered)', duration, 20_000)
+    .option('--relist-period <duration>', 'full engine relist, under the event stream', duration, 60_000)
+    .option('--max-parallel <n>', 'pods synced at once', (v) => Number(v), 4)
+    .option('--crash-backoff-initial <duration>', 'first crash-loop restart delay', duration, 10_000)
+    .option('--crash-backoff-max <duration>', 'longest crash-loop restart delay', duration, 300_000)
+    .action(async (o: Parameters<typeof runCommand>[0] & { crashBackoffInitial: number; crashBackoffMax: number }, cmd: Command) => {
+      setCode(await runCommand({ ...o, backoffInitial: o.crashBackoffInitial, backoffMax: o.crashBackoffMax }, globals(cmd), io));
     });
 
   const get = program.command('get').description('show pods');

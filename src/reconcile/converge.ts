@@ -67,7 +67,12 @@ function describeNotReady(status: PodStatusSummary): string {
  * only a supervisor can drive meanwhile: the next init container, and restarts the engine's
  * policy does not cover. Stops early when a pod fails.
  */
-export async function waitForPods(rt: PodRuntime, pods: DesiredPod[], o: SyncOptions & { timeoutMs: number; pollMs?: number }): Promise<WaitResult> {
+export async function waitForPods(
+  rt: PodRuntime,
+  pods: DesiredPod[],
+  /** drive: false only watches (an agent does the work). */
+  o: SyncOptions & { timeoutMs: number; pollMs?: number; drive: boolean },
+): Promise<WaitResult> {
   const deadline = Date.now() + o.timeoutMs;
   const pending = new Map(pods.map((p) => [p.uid, p]));
   const problems: WaitResult['problems'] = [];
@@ -87,7 +92,7 @@ export async function waitForPods(rt: PodRuntime, pods: DesiredPod[], o: SyncOpt
       if (actions.podFailed) {
         pending.delete(d.uid);
         problems.push({ key: d.key, message: `failed: ${describeNotReady(s.status)}` });
-      } else if (hasActions(actions)) {
+      } else if (o.drive && hasActions(actions)) {
         try {
           await executePodActions(rt, d, obs, actions, o);
         } catch (err) {

@@ -19,6 +19,13 @@ export interface RuntimeOptions extends EngineOptions {
   onPullProgress?: (image: string, line: string) => void;
 }
 
+export interface EngineEvent {
+  action: string;
+  id: string;
+  attributes: Record<string, string>;
+  timeMs: number;
+}
+
 export interface SandboxInfo {
   id: string;
   ip: string;
@@ -68,9 +75,75 @@ export class PodRuntime {
 
   /** Every pod podrun made on this engine (or one, by uid), from one list call. */
   async listPods(uid?: string): Promise<ObservedPod[]> {
+    return groupObserved(await this.listContainers(uid));
+  }
+
+  /** podrun's containers (all of them, or one pod's), as the engine lists them. */
+  async listContainers(uid?: string): Promise<Docker.ContainerInfo[]> {
     const label = uid ? [`${LABEL.podUid}=${uid}`] : [`${LABEL.managedBy}=${MANAGED_BY}`];
-    const list = await this.call('list containers', () => this.docker.listContainers({ all: true, filters: JSON.stringify({ label }) }));
-    return groupObserved(list);
+    return this.call('list containers', () => this.docker.listContainers({ all: true, filters: JSON.stringify({ label }) }));
+  }
+
+  /**
+   * Follows the engine's container events for podrun's containers. Resolves once subscribed; `onEnd`
+   * is called once when the stream ends or fails (the engine went away), so the caller reconnects.
+   */
+  async watchEvents(onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void): Promise<() => void> {
+    const stream = (await this.call('follow events', () =>
+      this.docker.getEvents({ filters: JSON.stringify({ type: ['container'], label: [`${LABEL.managedBy}=${MANAGED_BY}`] }) }),
+    )) as NodeJS.ReadableStream & { destroy?: () => void };
+    let buffered = '';
+    let ended = false;
+    const end = (err?: Error): void => {
+      if (ended) return;
+      ended = true;
+      onEnd(err);
+    };
+    // The stream is newline-delimited JSON in arbitrary chunks: buffer and split.
+    stream.on('data', (chunk: Buffer) => {
+      buffered += chunk.toString('utf8');
+      let nl: number;
+      while ((nl = buffered.indexOf('\n')) >= 0) {
+        const line = buffered.slice(0, nl).trim();
+        buffered = buffered.slice(nl + 1);
+        if (!line) continue;
+        try {
+          const raw = JSON.parse(line) as { Action?: string; id?: string; Actor?: { ID?: string; Attributes?: Record<string, string> }; timeNano?: number; time?: number };
+          onEvent({
+            action: raw.Action ?? '',
+            id: raw.Actor?.ID ?? raw.id ?? '',
+            attributes: raw.Actor?.Attributes ?? {},
+            timeMs: raw.timeNano ? Math.floor(raw.timeNano / 1e6) : (raw.time ?? 0) * 1000,
+          });
+        } catch {
+          // A malformed line is skipped; the periodic relist covers whatever it said.
+        }
+      }
+    });
+    stream.on('end', () => end());
+    stream.on('close', () => end());
+    stream.on('error', (err: Error) => end(err));
+    return () => {
+      ended = true;
+      stream.destroy?.();
+    };
+  }
+
+  /** When an exited container finished (ms since epoch), for crash backoff. */
+  async finishedAt(id: string): Promise<number | undefined> {
+    const info = await this.call('inspect container', () => this.docker.getContainer(id).inspect()).catch(() => undefined);
+    const t = info ? Date.parse(info.State.FinishedAt) : NaN;
+    return Number.isFinite(t) && t > 0 ? t : undefined;
+  }
+
+  async restartPolicyOf(id: string): Promise<string | undefined> {
+    const info = await this.call('inspect container', () => this.docker.getContainer(id).inspect()).catch(() => undefined);
+    return info?.HostConfig.RestartPolicy?.Name;
+  }
+
+  /** Changes the engine's restart policy in place: no restart, no new container. */
+  async setRestartPolicy(id: string, name: string): Promise<void> {
+    await this.call('update container', () => this.docker.getContainer(id).update({ RestartPolicy: { Name: name } }));
   }
 
   async ensureImage(image: string, policy: Container['imagePullPolicy']): Promise<void> {

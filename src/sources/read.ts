@@ -1,8 +1,8 @@
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
-import { request } from 'undici';
 import type { ManifestIssue } from '../manifest/errors.js';
 import type { ManifestText } from '../manifest/load.js';
+import { httpGet } from './http.js';
 import { isManifestFileName, MAX_MANIFEST_BYTES } from './manifest-files.js';
 
 export interface ReadResult {
@@ -23,25 +23,6 @@ export function canonicalSource(p: string): string {
   return isUrl(p) ? p : resolve(p);
 }
 
-async function fetchText(url: string, headers: Record<string, string>): Promise<string> {
-  const res = await request(url, { headers, headersTimeout: 10_000, bodyTimeout: 10_000, maxRedirections: 5 } as Parameters<typeof request>[1]);
-  if (res.statusCode < 200 || res.statusCode > 299) {
-    await res.body.dump();
-    throw new Error(`HTTP ${res.statusCode}`);
-  }
-  const chunks: Buffer[] = [];
-  let size = 0;
-  for await (const chunk of res.body) {
-    size += (chunk as Buffer).length;
-    if (size > MAX_MANIFEST_BYTES) {
-      res.body.destroy();
-      throw new Error(`body is larger than ${MAX_MANIFEST_BYTES} bytes`);
-    }
-    chunks.push(chunk as Buffer);
-  }
-  return Buffer.concat(chunks).toString('utf8');
-}
-
 function readFile(path: string): ManifestText {
   const st = statSync(path);
   if (st.size > MAX_MANIFEST_BYTES) throw new Error(`is larger than ${MAX_MANIFEST_BYTES} bytes`);
@@ -58,7 +39,7 @@ export async function readManifestInputs(paths: string[], headers: Record<string
   for (const p of paths) {
     if (isUrl(p)) {
       try {
-        texts.push({ file: p, source: `url:${p}`, text: await fetchText(p, headers) });
+        texts.push({ file: p, source: `url:${p}`, text: (await httpGet(p, { headers })).body });
       } catch (err) {
         issues.push(readIssue(p, `cannot fetch: ${(err as Error).message}`));
       }

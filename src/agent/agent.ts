@@ -1,0 +1,239 @@
+import { join } from 'node:path';
+import { formatIssue } from '../manifest/errors.js';
+import { containerHash } from '../manifest/hash.js';
+import type { DesiredPod } from '../manifest/types.js';
+import { PodCache } from '../pleg/cache.js';
+import { Backoff, DEFAULT_BACKOFF, type BackoffPolicy } from '../reconcile/backoff.js';
+import { computePodActions, hasActions, type ContainerToStart } from '../reconcile/plan.js';
+import { executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
+import { PodWorkers } from '../reconcile/workers.js';
+import { isActive, latestByName, type ObservedPod } from '../runtime/observed.js';
+import { PodRuntime, type RuntimeOptions } from '../runtime/runtime.js';
+import { appliedSource } from '../sources/applied-sets.js';
+import { writeFileAtomic } from '../sources/atomic-file.js';
+import { DirectorySource } from '../sources/dir-source.js';
+import { mergeOrigins, type Conflict } from '../sources/merge.js';
+import type { PodSource } from '../sources/source.js';
+import { UrlSource } from '../sources/url-source.js';
+import { acquireAgentLock } from './lock.js';
+
+export interface AgentOptions {
+  runtime: RuntimeOptions;
+  manifestDirs: string[];
+  manifestUrls: string[];
+  urlHeaders?: Record<string, string>;
+  urlCaFile?: string;
+  /** Directory rescan period (the watcher's safety net). */
+  resyncMs?: number;
+  urlPeriodMs?: number;
+  /** Engine relist period (the event stream's safety net). */
+  relistMs?: number;
+  removeGraceMs?: number;
+  maxParallel?: number;
+  backoff?: BackoffPolicy;
+  log?: (line: string) => void;
+}
+
+function digestOf(d: DesiredPod): string {
+  return JSON.stringify(d.pod);
+}
+
+/**
+ * `podrun run`: sources feed one desired pod set, and per-pod workers keep the engine converged to
+ * it, driven by the engine's events. Stopping the agent leaves the pods running.
+ */
+export class Agent {
+  readonly runtime: PodRuntime;
+  readonly cache: PodCache;
+  private readonly sources: PodSource[];
+  private readonly workers: PodWorkers;
+  private readonly backoff: Backoff;
+  private desired = new Map<string, DesiredPod>();
+  private desiredByUid = new Map<string, DesiredPod>();
+  private holders = new Map<string, string>();
+  private conflicts: Conflict[] = [];
+  private readonly reported = new Set<string>();
+  private readonly adopted = new Set<string>();
+  private release: (() => void) | undefined;
+  private resyncTimer: NodeJS.Timeout | undefined;
+  private readonly log: (line: string) => void;
+
+  constructor(private readonly o: AgentOptions) {
+    this.log = o.log ?? (() => undefined);
+    this.runtime = new PodRuntime(o.runtime);
+    this.backoff = new Backoff(o.backoff ?? DEFAULT_BACKOFF);
+    this.workers = new PodWorkers((uid) => this.syncPod(uid), o.maxParallel ?? 4, (uid, err) => this.log(`pod ${this.nameOf(uid)}: ${err.message}`));
+    this.cache = new PodCache(this.runtime, (uid) => this.workers.enqueue(uid), {
+      relistMs: o.relistMs ?? 60_000,
+      log: this.log,
+      onConnected: () => {
+        this.log(`engine connected at ${this.runtime.endpoint}`);
+        this.enqueueAll();
+      },
+    });
+    const dirOpts = { resyncMs: o.resyncMs ?? 20_000, removeGraceMs: o.removeGraceMs ?? 1000, log: this.log };
+    this.sources = [
+      ...o.manifestDirs.map((d) => new DirectorySource(d, dirOpts)),
+      ...o.manifestUrls.map(
+        (u) =>
+          new UrlSource(u, {
+            stateDir: o.runtime.stateDir,
+            periodMs: o.urlPeriodMs ?? 20_000,
+            ...(o.urlHeaders ? { headers: o.urlHeaders } : {}),
+            ...(o.urlCaFile ? { caFile: o.urlCaFile } : {}),
+            log: this.log,
+          }),
+      ),
+      appliedSource(o.runtime.stateDir, { resyncMs: o.resyncMs ?? 20_000, log: this.log }),
+    ];
+  }
+
+  private nameOf(uid: string): string {
+    const d = this.desiredByUid.get(uid);
+    if (d) return d.key;
+    const o = this.cache.pod(uid);
+    return o ? `${o.namespace}/${o.name}` : uid;
+  }
+
+  async start(): Promise<void> {
+    this.release = acquireAgentLock(this.o.runtime.stateDir);
+    await this.cache.start();
+    await Promise.all(this.sources.map((s) => s.start(() => this.recompute())));
+    this.recompute();
+    this.resyncTimer = setInterval(() => this.enqueueAll(), this.o.relistMs ?? 60_000);
+    this.resyncTimer.unref();
+    this.log(`agent started: ${this.sources.map((s) => s.name).join(', ')}`);
+  }
+
+  /** Stops supervising; the pods keep running, as with the kubelet. */
+  async stop(): Promise<void> {
+    if (this.resyncTimer) clearInterval(this.resyncTimer);
+    await Promise.all(this.sources.map((s) => s.stop()));
+    this.cache.stop();
+    await this.workers.stop();
+    this.release?.();
+    this.log('agent stopped; pods left running');
+  }
+
+  /** Resolves when no pod is being synced or waiting to be (for tests and `apply`). */
+  idle(): Promise<void> {
+    return this.workers.idle();
+  }
+
+  desiredPods(): DesiredPod[] {
+    return [...this.desired.values()];
+  }
+
+  private enqueueAll(): void {
+    const uids = new Set([...this.desiredByUid.keys(), ...this.cache.pods().map((p) => p.uid)]);
+    for (const uid of uids) this.workers.enqueue(uid);
+  }
+
+  /** Merges the sources into the desired set and wakes the workers of the pods that changed. */
+  private recompute(): void {
+    const merged = mergeOrigins(this.sources.flatMap((s) => s.snapshot()), this.holders);
+    for (const c of merged.conflicts) {
+      const id = `${c.key}|${c.origins.join('|')}`;
+      if (this.reported.has(id)) continue;
+      this.reported.add(id);
+      this.log(`conflict: pod ${c.key} is declared by ${c.origins.join(' and ')}; keeping the one from ${c.kept}`);
+    }
+    this.conflicts = merged.conflicts;
+    const before = this.desiredByUid;
+    this.desired = merged.pods;
+    this.desiredByUid = new Map([...merged.pods.values()].map((d) => [d.uid, d]));
+    this.holders = new Map([...merged.pods.values()].map((d) => [d.key, d.origin.source]));
+    for (const [uid, d] of this.desiredByUid) {
+      const prev = before.get(uid);
+      if (!prev || digestOf(prev) !== digestOf(d)) this.workers.enqueue(uid);
+    }
+    for (const uid of before.keys()) if (!this.desiredByUid.has(uid)) this.workers.enqueue(uid);
+    this.writeStatus();
+  }
+
+  private writeStatus(): void {
+    const status = {
+      pid: process.pid,
+      sources: this.sources.map((s) => ({ name: s.name, ready: s.ready, errors: s.errors().filter((i) => i.severity === 'error').map(formatIssue) })),
+      conflicts: this.conflicts,
+      desired: [...this.desired.keys()].sort(),
+    };
+    try {
+      writeFileAtomic(join(this.o.runtime.stateDir, 'agent-status.json'), `${JSON.stringify(status, null, 2)}\n`);
+    } catch (err) {
+      this.log(`cannot write status: ${(err as Error).message}`);
+    }
+  }
+
+  /** A pod not declared anywhere is deleted only once whoever made it has loaded. */
+  private mayDelete(o: ObservedPod): boolean {
+    const owner = this.sources.find((s) => s.owns(o.source));
+    return owner ? owner.ready : this.sources.every((s) => s.ready);
+  }
+
+  /** Takes over supervision from the engine's restart policy, without restarting anything. */
+  private async adopt(o: ObservedPod): Promise<void> {
+    const fresh = [...o.sandboxes, ...o.containers].filter((c) => isActive(c) && !this.adopted.has(c.id));
+    await Promise.all(
+      fresh.map(async (c) => {
+        const policy = await this.runtime.restartPolicyOf(c.id);
+        if (policy && policy !== 'no') await this.runtime.setRestartPolicy(c.id, 'no');
+        this.adopted.add(c.id);
+      }),
+    );
+  }
+
+  private async syncPod(uid: string): Promise<number | undefined> {
+    if (!this.cache.connected) return 1000;
+    const d = this.desiredByUid.get(uid);
+    const o = this.cache.pod(uid);
+    if (!d) {
+      if (!o || !this.mayDelete(o)) return undefined;
+      this.log(`pod ${o.namespace}/${o.name}: no longer declared; deleting`);
+      await this.runtime.removePod(o, o.spec?.spec.terminationGracePeriodSeconds ?? 30);
+      this.backoff.forgetPod(uid);
+      await this.cache.refreshPod(uid);
+      return undefined;
+    }
+    if (o) await this.adopt(o);
+    const actions = computePodActions(d, o);
+    if (!hasActions(actions)) return undefined;
+
+    // Crash-loop backoff for restarts of the same spec; new containers and spec changes start at once.
+    let wait: number | undefined;
+    const now = Date.now();
+    const latest = o ? latestByName(o) : undefined;
+    const allowed: ContainerToStart[] = [];
+    for (const s of actions.containersToStart) {
+      const prev = latest?.get(s.name);
+      const spec = [...(d.pod.spec.initContainers ?? []), ...d.pod.spec.containers].find((c) => c.name === s.name);
+      const isRestart = prev && spec && prev.state === 'exited' && prev.hash === containerHash(d.pod, spec);
+      if (!isRestart || !prev || !spec) {
+        allowed.push(s);
+        continue;
+      }
+      const key = Backoff.key(uid, s.name, prev.hash);
+      const finished = this.cache.finishedAt(prev.id) ?? (await this.runtime.finishedAt(prev.id)) ?? now;
+      const left = this.backoff.remaining(key, finished, now);
+      if (left > 0) {
+        wait = Math.min(wait ?? left, left);
+        continue;
+      }
+      this.backoff.restarted(key, now);
+      allowed.push(s);
+    }
+    const toRun = { ...actions, containersToStart: allowed };
+    if (!hasActions(toRun)) return wait;
+    if (toRun.createSandbox) this.log(`pod ${d.key}: ${o ? `recreating (${actions.reason ?? ''})` : 'creating'}`);
+    for (const s of allowed) if (!toRun.createSandbox) this.log(`pod ${d.key}: starting ${s.type === 'init' ? 'init container' : 'container'} ${s.name} (${s.reason})`);
+    try {
+      await executePodActions(this.runtime, d, o, toRun, { engineRestarts: false });
+    } finally {
+      await this.cache.refreshPod(uid);
+    }
+    const after = this.cache.pod(uid);
+    if (after) await pruneDeadInstances(this.runtime, after);
+    // Look again: the next init container, or what changed meanwhile.
+    return wait ?? 0;
+  }
+}

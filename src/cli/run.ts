@@ -1,0 +1,70 @@
+import { Agent } from '../agent/agent.js';
+import type { BackoffPolicy } from '../reconcile/backoff.js';
+import { EXIT, type GlobalOptions, type Io } from './context.js';
+
+export interface RunOptions {
+  manifestDir: string[];
+  manifestUrl: string[];
+  manifestUrlHeader: string[];
+  manifestUrlCa?: string;
+  resyncPeriod: number;
+  urlPeriod: number;
+  relistPeriod: number;
+  maxParallel: number;
+  backoffInitial: number;
+  backoffMax: number;
+}
+
+export function parseHeaders(lines: string[]): Record<string, string> {
+  const out: Record<string, string> = {};
+  for (const l of lines) {
+    const i = l.indexOf(':');
+    if (i <= 0) throw new Error(`invalid header "${l}" (use 'Name: value')`);
+    out[l.slice(0, i).trim()] = l.slice(i + 1).trim();
+  }
+  return out;
+}
+
+/** Runs the agent until SIGTERM or SIGINT; the pods keep running after it stops. */
+export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSignal?: Promise<void>): Promise<number> {
+  let headers: Record<string, string>;
+  try {
+    headers = parseHeaders(o.manifestUrlHeader);
+  } catch (err) {
+    io.err(`podrun: ${(err as Error).message}`);
+    return EXIT.usage;
+  }
+  const backoff: BackoffPolicy = { initialMs: o.backoffInitial, maxMs: o.backoffMax, resetMs: 600_000 };
+  const agent = new Agent({
+    runtime: {
+      ...(g.dockerHost ? { host: g.dockerHost } : {}),
+      stateDir: g.stateDir,
+      pauseImage: g.pauseImage,
+      network: g.network,
+      ...(g.nodeName ? { nodeName: g.nodeName } : {}),
+    },
+    manifestDirs: o.manifestDir,
+    manifestUrls: o.manifestUrl,
+    urlHeaders: headers,
+    ...(o.manifestUrlCa ? { urlCaFile: o.manifestUrlCa } : {}),
+    resyncMs: o.resyncPeriod,
+    urlPeriodMs: o.urlPeriod,
+    relistMs: o.relistPeriod,
+    maxParallel: o.maxParallel,
+    backoff,
+    log: (line) => io.err(`${new Date().toISOString()} ${line}`),
+  });
+  try {
+    await agent.start();
+  } catch (err) {
+    io.err(`podrun: ${(err as Error).message}`);
+    return EXIT.failed;
+  }
+  await (stopSignal ??
+    new Promise<void>((resolve) => {
+      process.once('SIGTERM', () => resolve());
+      process.once('SIGINT', () => resolve());
+    }));
+  await agent.stop();
+  return EXIT.ok;
+}

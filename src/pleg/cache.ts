@@ -1,0 +1,197 @@
+import type Docker from 'dockerode';
+import { LABEL } from '../runtime/labels.js';
+import { groupObserved, type ObservedPod } from '../runtime/observed.js';
+import type { EngineEvent, PodRuntime } from '../runtime/runtime.js';
+
+export interface PodCacheOptions {
+  /** Safety-net relist period; events drive everything else. */
+  relistMs?: number;
+  log?: (line: string) => void;
+  /** Called when the engine comes back after being unreachable (or on first contact). */
+  onConnected?: () => void;
+}
+
+interface Recent {
+  seq: number;
+  event: EngineEvent;
+}
+
+const RECENT_LIMIT = 2000;
+
+/**
+ * The pod cache (PLEG): podrun's containers as the engine last told us, kept current by the event
+ * stream so a container death is seen at once without a relist, with a periodic relist as a
+ * safety net. Reconnects with backoff when the engine goes away.
+ */
+export class PodCache {
+  private readonly records = new Map<string, Docker.ContainerInfo>();
+  private readonly finished = new Map<string, number>();
+  private readonly recent: Recent[] = [];
+  private seq = 0;
+  private unsubscribe: (() => void) | undefined;
+  private relistTimer: NodeJS.Timeout | undefined;
+  private retryTimer: NodeJS.Timeout | undefined;
+  private retryMs = 500;
+  private stopped = false;
+  connected = false;
+
+  constructor(
+    private readonly rt: PodRuntime,
+    private readonly onPodChange: (uid: string) => void,
+    private readonly o: PodCacheOptions = {},
+  ) {}
+
+  async start(): Promise<void> {
+    await this.connect();
+    this.relistTimer = setInterval(() => void this.relist().catch(() => this.lost()), this.o.relistMs ?? 60_000);
+    this.relistTimer.unref();
+  }
+
+  stop(): void {
+    this.stopped = true;
+    this.unsubscribe?.();
+    if (this.relistTimer) clearInterval(this.relistTimer);
+    if (this.retryTimer) clearTimeout(this.retryTimer);
+  }
+
+  /** Subscribes to events first, then lists, so nothing between the two is missed. */
+  private async connect(): Promise<void> {
+    if (this.stopped) return;
+    try {
+      this.unsubscribe = await this.rt.watchEvents(
+        (e) => this.onEvent(e),
+        (err) => {
+          if (!this.stopped) this.lost(err);
+        },
+      );
+      await this.relist();
+      this.connected = true;
+      this.retryMs = 500;
+      this.o.onConnected?.();
+    } catch (err) {
+      this.lost(err as Error);
+    }
+  }
+
+  private lost(err?: Error): void {
+    if (this.stopped) return;
+    if (this.connected) this.o.log?.(`engine connection lost${err ? `: ${err.message}` : ''}; reconnecting`);
+    this.connected = false;
+    this.unsubscribe?.();
+    this.unsubscribe = undefined;
+    if (this.retryTimer) return;
+    this.retryTimer = setTimeout(() => {
+      this.retryTimer = undefined;
+      void this.connect();
+    }, this.retryMs);
+    this.retryMs = Math.min(this.retryMs * 2, 10_000);
+  }
+
+  private onEvent(e: EngineEvent): void {
+    if (e.action.startsWith('exec_')) return;
+    this.recent.push({ seq: ++this.seq, event: e });
+    if (this.recent.length > RECENT_LIMIT) this.recent.splice(0, this.recent.length - RECENT_LIMIT);
+    const uid = this.apply(e);
+    if (uid) this.onPodChange(uid);
+  }
+
+  /** Folds one event into the records; returns the pod it concerns. */
+  private apply(e: EngineEvent): string | undefined {
+    const uid = e.attributes[LABEL.podUid];
+    if (!uid || !e.id) return undefined;
+    if (e.action === 'destroy') {
+      this.records.delete(e.id);
+      this.finished.delete(e.id);
+      return uid;
+    }
+    let rec = this.records.get(e.id);
+    if (!rec) {
+      const { name, image, exitCode: _exit, ...labels } = e.attributes;
+      rec = {
+        Id: e.id,
+        Names: [`/${name ?? ''}`],
+        Image: image ?? '',
+        ImageID: '',
+        Command: '',
+        Created: Math.floor(e.timeMs / 1000),
+        Ports: [],
+        Labels: labels,
+        State: 'created',
+        Status: 'Created',
+        HostConfig: { NetworkMode: '' },
+        NetworkSettings: { Networks: {} },
+        Mounts: [],
+      };
+      this.records.set(e.id, rec);
+    }
+    switch (e.action) {
+      case 'create':
+        rec.State = 'created';
+        break;
+      case 'start':
+      case 'unpause':
+      case 'restart':
+        rec.State = 'running';
+        rec.Status = 'Up';
+        break;
+      case 'die':
+        rec.State = 'exited';
+        rec.Status = `Exited (${e.attributes.exitCode ?? '-1'})`;
+        this.finished.set(e.id, e.timeMs);
+        break;
+      case 'pause':
+        rec.State = 'paused';
+        break;
+      default:
+        return undefined;
+    }
+    return uid;
+  }
+
+  /** Replaces the records (all, or one pod's) with a fresh list, then replays newer events. */
+  private async replaceFrom(uid: string | undefined): Promise<Set<string>> {
+    const startSeq = this.seq;
+    const list = await this.rt.listContainers(uid);
+    const touched = new Set<string>();
+    for (const [id, rec] of this.records) {
+      const u = rec.Labels[LABEL.podUid] ?? '';
+      if (uid && u !== uid) continue;
+      touched.add(u);
+      this.records.delete(id);
+    }
+    for (const info of list) {
+      this.records.set(info.Id, info);
+      touched.add(info.Labels[LABEL.podUid] ?? '');
+    }
+    for (const r of this.recent) {
+      if (r.seq <= startSeq) continue;
+      if (uid && r.event.attributes[LABEL.podUid] !== uid) continue;
+      this.apply(r.event);
+    }
+    touched.delete('');
+    return touched;
+  }
+
+  async relist(): Promise<void> {
+    const touched = await this.replaceFrom(undefined);
+    for (const uid of touched) this.onPodChange(uid);
+  }
+
+  /** An authoritative look at one pod, after podrun changed it (so a re-sync never acts on stale state). */
+  async refreshPod(uid: string): Promise<void> {
+    await this.replaceFrom(uid);
+  }
+
+  pod(uid: string): ObservedPod | undefined {
+    return groupObserved([...this.records.values()].filter((r) => r.Labels[LABEL.podUid] === uid))[0];
+  }
+
+  pods(): ObservedPod[] {
+    return groupObserved([...this.records.values()]);
+  }
+
+  /** When the container finished, if an event told us. */
+  finishedAt(id: string): number | undefined {
+    return this.finished.get(id);
+  }
+}

@@ -1,0 +1,219 @@
+import { createHash } from 'node:crypto';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { watch, type FSWatcher } from 'chokidar';
+import type { ManifestIssue } from '../manifest/errors.js';
+import { loadManifestText } from '../manifest/load.js';
+import type { DesiredPod } from '../manifest/types.js';
+import { isManifestFileName, MAX_MANIFEST_BYTES } from './manifest-files.js';
+import type { OriginPods } from './merge.js';
+import type { PodSource } from './source.js';
+
+export interface DirectorySourceOptions {
+  /** Full rescan period, the safety net under the watcher. */
+  resyncMs?: number;
+  /**
+   * How long a vanished file stays wanted before its pods go: editors save by renaming the old
+   * file away and writing a new one, which must not delete and recreate the pod.
+   */
+  removeGraceMs?: number;
+  /** How pods from a file are labelled (default `file:<path>`), and the prefix that marks them as ours. */
+  origin?: { of: (path: string) => string; prefix: string };
+  log?: (line: string) => void;
+}
+
+interface FileState {
+  digest: string;
+  lastGood: DesiredPod[];
+  issues: ManifestIssue[];
+}
+
+/**
+ * Watches one directory (not recursive) for Pod manifests. A change is read at once; a file that
+ * turns invalid keeps its last good pods, forever, until fixed or removed; a missing directory is
+ * waited for. Reads of one file never overlap: a change during a read is read again after it.
+ */
+export class DirectorySource implements PodSource {
+  readonly name: string;
+  private readonly dir: string;
+  private readonly files = new Map<string, FileState>();
+  private readonly removals = new Map<string, NodeJS.Timeout>();
+  private readonly busy = new Set<string>();
+  private readonly again = new Set<string>();
+  private watcher: FSWatcher | undefined;
+  private timer: NodeJS.Timeout | undefined;
+  private onChange: () => void = () => undefined;
+  private scanned = false;
+  private stopped = false;
+
+  constructor(dir: string, private readonly o: DirectorySourceOptions = {}) {
+    this.dir = resolve(dir);
+    this.name = `dir:${this.dir}`;
+  }
+
+  get ready(): boolean {
+    return this.scanned;
+  }
+
+  private origin(path: string): string {
+    return this.o.origin ? this.o.origin.of(path) : `file:${path}`;
+  }
+
+  owns(source: string): boolean {
+    return source.startsWith(this.o.origin?.prefix ?? `file:${this.dir}/`);
+  }
+
+  snapshot(): OriginPods[] {
+    return [...this.files].map(([path, f]) => ({ origin: this.origin(path), pods: f.lastGood }));
+  }
+
+  errors(): ManifestIssue[] {
+    return [...this.files.values()].flatMap((f) => f.issues);
+  }
+
+  async start(onChange: () => void): Promise<void> {
+    this.onChange = onChange;
+    this.resync();
+    this.timer = setInterval(() => this.resync(), this.o.resyncMs ?? 20_000);
+    this.timer.unref();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearInterval(this.timer);
+    for (const t of this.removals.values()) clearTimeout(t);
+    await this.watcher?.close();
+  }
+
+  private dirExists(): boolean {
+    try {
+      return statSync(this.dir).isDirectory();
+    } catch {
+      return false;
+    }
+  }
+
+  private ensureWatcher(): void {
+    if (this.watcher || this.stopped) return;
+    this.watcher = watch(this.dir, {
+      depth: 0,
+      ignoreInitial: true,
+      // We handle editors' rename dances ourselves (removeGraceMs), and want changes at once.
+      atomic: false,
+      awaitWriteFinish: false,
+      ignored: (path: string) => path !== this.dir && !isManifestFileName(path),
+    });
+    const touch = (path: string): void => this.fileEvent(path);
+    this.watcher.on('add', touch).on('change', touch).on('unlink', touch);
+    this.watcher.on('unlinkDir', (path: string) => {
+      if (resolve(path) === this.dir) this.dropWatcher();
+    });
+    this.watcher.on('error', (err: unknown) => this.o.log?.(`${this.name}: watch error: ${(err as Error).message}`));
+  }
+
+  private dropWatcher(): void {
+    const w = this.watcher;
+    this.watcher = undefined;
+    void w?.close();
+  }
+
+  /** Lists the directory and reads what changed; the periodic safety net, and the first load. */
+  resync(): void {
+    if (this.stopped) return;
+    if (!this.dirExists()) {
+      this.dropWatcher();
+      // Not ready: its pods stay as they are until the directory comes (back).
+      return;
+    }
+    this.ensureWatcher();
+    let names: string[];
+    try {
+      names = readdirSync(this.dir).filter(isManifestFileName).sort();
+    } catch {
+      return;
+    }
+    const present = new Set(names.map((n) => join(this.dir, n)));
+    for (const p of present) this.fileEvent(p);
+    for (const p of this.files.keys()) if (!present.has(p)) this.fileEvent(p);
+    if (!this.scanned) {
+      this.scanned = true;
+      this.onChange();
+    }
+  }
+
+  private fileEvent(path: string): void {
+    const full = resolve(path);
+    if (this.busy.has(full)) {
+      this.again.add(full);
+      return;
+    }
+    this.busy.add(full);
+    try {
+      this.readFile(full);
+    } finally {
+      this.busy.delete(full);
+    }
+    if (this.again.delete(full)) this.fileEvent(full);
+  }
+
+  private readFile(path: string): void {
+    let text: string | undefined;
+    try {
+      const st = statSync(path);
+      if (!st.isFile()) text = undefined;
+      else if (st.size > MAX_MANIFEST_BYTES) {
+        this.setIssues(path, `is larger than ${MAX_MANIFEST_BYTES} bytes`);
+        return;
+      } else text = readFileSync(path, 'utf8');
+    } catch {
+      text = undefined;
+    }
+    if (text === undefined) {
+      this.scheduleRemoval(path);
+      return;
+    }
+    const pending = this.removals.get(path);
+    if (pending) {
+      clearTimeout(pending);
+      this.removals.delete(path);
+    }
+    const digest = createHash('sha256').update(text).digest('hex');
+    const prev = this.files.get(path);
+    if (prev && prev.digest === digest) return;
+    const r = loadManifestText({ file: path, source: this.origin(path), text });
+    const errors = r.issues.filter((i) => i.severity === 'error');
+    if (errors.length) {
+      for (const e of errors) this.o.log?.(`${e.file}:${e.line}:${e.column} ${e.field ? `${e.field}: ` : ''}${e.message} (keeping the last good version)`);
+      this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: r.issues });
+    } else {
+      this.files.set(path, { digest, lastGood: r.pods, issues: r.issues });
+    }
+    this.onChange();
+  }
+
+  private setIssues(path: string, message: string): void {
+    const prev = this.files.get(path);
+    this.files.set(path, { digest: '', lastGood: prev?.lastGood ?? [], issues: [{ file: path, line: 1, column: 1, field: '', message, severity: 'error' }] });
+    this.onChange();
+  }
+
+  private scheduleRemoval(path: string): void {
+    if (!this.files.has(path) || this.removals.has(path)) return;
+    const t = setTimeout(() => {
+      this.removals.delete(path);
+      if (this.stopped) return;
+      try {
+        if (statSync(path).isFile()) {
+          this.fileEvent(path);
+          return;
+        }
+      } catch {
+        // gone for good
+      }
+      this.files.delete(path);
+      this.onChange();
+    }, this.o.removeGraceMs ?? 1000);
+    t.unref();
+    this.removals.set(path, t);
+  }
+}

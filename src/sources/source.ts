@@ -1,0 +1,17 @@
+import type { ManifestIssue } from '../manifest/errors.js';
+import type { OriginPods } from './merge.js';
+
+/** A place pods come from, for the agent: a watched directory, a polled URL, the applied sets. */
+export interface PodSource {
+  readonly name: string;
+  /** Has it loaded once, so that its absence of a pod means the pod is not wanted? */
+  readonly ready: boolean;
+  /** Its origins' last good pods. */
+  snapshot(): OriginPods[];
+  /** Current problems (an invalid file keeps its last good pods and shows here). */
+  errors(): ManifestIssue[];
+  /** Whether a pod labelled with `source` came from here (to decide who may delete it). */
+  owns(source: string): boolean;
+  start(onChange: () => void): Promise<void>;
+  stop(): Promise<void>;
+}

@@ -1,0 +1,164 @@
+import { createHash } from 'node:crypto';
+import { readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import type { ManifestIssue } from '../manifest/errors.js';
+import { loadManifestText } from '../manifest/load.js';
+import type { DesiredPod } from '../manifest/types.js';
+import { writeFileAtomic } from './atomic-file.js';
+import { httpGet, type HttpOptions } from './http.js';
+import type { OriginPods } from './merge.js';
+import type { PodSource } from './source.js';
+
+export interface UrlSourceOptions extends HttpOptions {
+  periodMs?: number;
+  /** Where the last good body is cached, so a box boots its pods without network. */
+  stateDir: string;
+  /** Fraction of the period added or taken at random, so a fleet does not poll in step. */
+  jitter?: number;
+  /** First retry delay after a failure; doubles up to the poll period. */
+  retryMs?: number;
+  log?: (line: string) => void;
+}
+
+interface CacheFile {
+  url: string;
+  etag?: string;
+  lastModified?: string;
+  body: string;
+}
+
+/**
+ * Polls one URL for a Pod or PodList. Any failure (network, timeout, non-2xx, invalid body) keeps
+ * the last good set and retries with backoff; an empty body never deletes pods, an explicit empty
+ * PodList does. Conditional requests (ETag, Last-Modified) make an unchanged poll a 304.
+ */
+export class UrlSource implements PodSource {
+  readonly name: string;
+  private pods: DesiredPod[] = [];
+  private issues: ManifestIssue[] = [];
+  private etag: string | undefined;
+  private lastModified: string | undefined;
+  private bodyDigest: string | undefined;
+  private loaded = false;
+  private failures = 0;
+  private timer: NodeJS.Timeout | undefined;
+  private stopped = false;
+  private onChange: () => void = () => undefined;
+
+  constructor(readonly url: string, private readonly o: UrlSourceOptions) {
+    this.name = `url:${url}`;
+  }
+
+  get ready(): boolean {
+    return this.loaded;
+  }
+
+  owns(source: string): boolean {
+    return source === this.name;
+  }
+
+  snapshot(): OriginPods[] {
+    return [{ origin: this.name, pods: this.pods }];
+  }
+
+  errors(): ManifestIssue[] {
+    return this.issues;
+  }
+
+  private cachePath(): string {
+    return join(this.o.stateDir, 'url-cache', `${createHash('sha256').update(this.url).digest('hex').slice(0, 24)}.json`);
+  }
+
+  async start(onChange: () => void): Promise<void> {
+    this.onChange = onChange;
+    this.loadCache();
+    await this.poll();
+  }
+
+  async stop(): Promise<void> {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  private loadCache(): void {
+    try {
+      const c = JSON.parse(readFileSync(this.cachePath(), 'utf8')) as CacheFile;
+      if (c.url !== this.url) return;
+      if (this.accept(c.body, 'cache')) {
+        this.etag = c.etag;
+        this.lastModified = c.lastModified;
+        this.o.log?.(`${this.name}: using the cached copy until the URL answers`);
+      }
+    } catch {
+      // No cache yet.
+    }
+  }
+
+  /** Validates a body; on success it becomes the current set. Returns whether it was accepted. */
+  private accept(body: string, from: 'network' | 'cache'): boolean {
+    const digest = createHash('sha256').update(body).digest('hex');
+    if (digest === this.bodyDigest) return true;
+    const r = loadManifestText({ file: this.url, source: this.name, text: body });
+    const errors = r.issues.filter((i) => i.severity === 'error');
+    if (errors.length) {
+      this.issues = r.issues;
+      for (const e of errors) this.o.log?.(`${e.file}:${e.line}:${e.column} ${e.field ? `${e.field}: ` : ''}${e.message} (keeping the last good set)`);
+      return false;
+    }
+    this.pods = r.pods;
+    this.issues = from === 'network' ? r.issues : [];
+    this.bodyDigest = digest;
+    this.loaded = true;
+    this.onChange();
+    return true;
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.poll(), ms);
+    this.timer.unref();
+  }
+
+  private fail(message: string): void {
+    this.failures++;
+    this.issues = [{ file: this.url, line: 1, column: 1, field: '', message, severity: 'error' }];
+    this.o.log?.(`${this.name}: ${message} (keeping the last good set)`);
+    const period = this.o.periodMs ?? 20_000;
+    this.schedule(Math.min(period, (this.o.retryMs ?? 1000) * 2 ** (this.failures - 1)));
+  }
+
+  async poll(): Promise<void> {
+    if (this.stopped) return;
+    let res;
+    try {
+      res = await httpGet(this.url, this.o, { ...(this.etag ? { etag: this.etag } : {}), ...(this.lastModified ? { lastModified: this.lastModified } : {}) });
+    } catch (err) {
+      this.fail(`cannot fetch: ${(err as Error).message}`);
+      return;
+    }
+    if (res.status !== 304) {
+      if (res.body.trim() === '') {
+        // An empty answer is more likely a broken server than a wish to delete every pod.
+        this.fail('empty body (an explicit empty PodList deletes pods; an empty body does not)');
+        return;
+      }
+      if (!this.accept(res.body, 'network')) {
+        this.fail('invalid manifest');
+        return;
+      }
+      this.etag = res.etag;
+      this.lastModified = res.lastModified;
+      const cache: CacheFile = { url: this.url, body: res.body, ...(res.etag ? { etag: res.etag } : {}), ...(res.lastModified ? { lastModified: res.lastModified } : {}) };
+      try {
+        writeFileAtomic(this.cachePath(), JSON.stringify(cache));
+      } catch (err) {
+        this.o.log?.(`${this.name}: cannot cache the body: ${(err as Error).message}`);
+      }
+    }
+    this.failures = 0;
+    if (res.status === 304) this.issues = [];
+    const period = this.o.periodMs ?? 20_000;
+    const j = this.o.jitter ?? 0.1;
+    this.schedule(period * (1 - j + Math.random() * 2 * j));
+  }
+}
