@@ -1,0 +1,168 @@
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LABEL } from '../../src/runtime/labels.js';
+import { AgentProcess } from './agent-helpers.js';
+import { containerIds, docker, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+
+const world = new World();
+const ns = unique('agentdir');
+world.track(ns);
+let agent: AgentProcess | undefined;
+afterEach(async () => {
+  await agent?.stop();
+  agent = undefined;
+});
+afterAll(() => world.cleanup());
+
+function pod(name: string, env = 'one', extra = ''): string {
+  return `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: steady
+    image: ${TEST_IMAGE}
+    command: [sleep, '3600']
+  - name: moving
+    image: ${TEST_IMAGE}
+    command: [sh, -c, 'echo $V; exec sleep 3600']
+    env: [{name: V, value: ${env}}]
+${extra}`;
+}
+
+async function running(name: string, names = ['POD', 'steady', 'moving']): Promise<Record<string, string>> {
+  return until(`pod ${name} to run`, async () => {
+    const list = await podContainers(ns, name);
+    const up = list.filter((c) => c.State === 'running').map((c) => c.Labels[LABEL.containerName]);
+    return names.every((n) => up.includes(n)) ? containerIds(ns, name) : undefined;
+  });
+}
+
+/** Creates of app containers of the pod so far, from its labels (each create is one instance). */
+async function instances(name: string, container: string): Promise<number> {
+  return (await podContainers(ns, name)).filter((c) => c.Labels[LABEL.containerName] === container).length;
+}
+
+describe('the agent with a watched directory', () => {
+  it('runs added files, replaces only an edited container, keeps an invalid file\'s pod, deletes a removed file\'s pod', async () => {
+    const dir = join(world.dir, unique('dir'));
+    mkdirSync(dir);
+    const name = unique('web');
+    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir]);
+    await agent.started();
+
+    writeFileSync(join(dir, `${name}.yaml`), pod(name));
+    const first = await running(name);
+
+    writeFileSync(join(dir, `${name}.yaml`), pod(name, 'two'));
+    const second = await until('the edited container to be replaced', async () => {
+      const ids = await containerIds(ns, name);
+      return ids.moving !== first.moving ? ids : undefined;
+    });
+    expect(second.POD).toBe(first.POD);
+    expect(second.steady).toBe(first.steady);
+
+    // Invalid: the pod stays exactly as it is, and the error names file, line and field.
+    writeFileSync(join(dir, `${name}.yaml`), pod(name, 'three').replace("command: [sleep, '3600']", "command: [sleep, '3600']\n    ports: [{containerPort: 99999}]"));
+    await agent.waitForLog(`${join(dir, `${name}.yaml`)}:10:29 spec.containers[0].ports[0].containerPort: must be <= 65535 (keeping the last good version)`);
+    const status = JSON.parse(readFileSync(join(world.stateDir, 'agent-status.json'), 'utf8')) as { sources: { name: string; errors: string[] }[] };
+    expect(status.sources.find((s) => s.name === `dir:${dir}`)?.errors[0]).toContain('containerPort: must be <= 65535');
+    await new Promise((r) => setTimeout(r, 2500)); // past a resync period: still untouched
+    expect(await containerIds(ns, name)).toEqual(second);
+
+    unlinkSync(join(dir, `${name}.yaml`));
+    await until('the pod to be deleted', async () => ((await podContainers(ns, name)).length === 0 ? true : undefined));
+  });
+
+  it('applies a vim-style save once, ignores .bak and swap files, and a half-written file is never applied', async () => {
+    const dir = join(world.dir, unique('dir'));
+    mkdirSync(dir);
+    const name = unique('vim');
+    const other = unique('bak');
+    writeFileSync(join(dir, `${name}.yaml`), pod(name));
+    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir]);
+    await agent.started();
+    const first = await running(name);
+
+    // A backup copy and a swap file with other pods: never read.
+    writeFileSync(join(dir, `${name}.yaml.bak`), pod(other));
+    writeFileSync(join(dir, `.${name}.yaml.swp`), pod(other));
+    writeFileSync(join(dir, `${name}.yaml~`), pod(other));
+
+    // vim's save: probe file 4913, rename the original to a backup, write the new file, drop the backup.
+    writeFileSync(join(dir, '4913'), '');
+    unlinkSync(join(dir, '4913'));
+    renameSync(join(dir, `${name}.yaml`), join(dir, `${name}.yaml~`));
+    writeFileSync(join(dir, `${name}.yaml`), pod(name, 'saved'));
+    unlinkSync(join(dir, `${name}.yaml~`));
+    const saved = await until('the save to be applied', async () => {
+      const ids = await containerIds(ns, name);
+      return ids.moving !== first.moving ? ids : undefined;
+    });
+    expect(saved.POD).toBe(first.POD);
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await instances(name, 'moving')).toBe(2); // the first and the saved one: applied once
+    expect(await podContainers(ns, other)).toEqual([]);
+
+    // An in-place write seen half-written: the partial text is invalid, so only the final one runs.
+    const half = unique('half');
+    const text = pod(half);
+    const path = join(dir, `${half}.yaml`);
+    writeFileSync(path, text.slice(0, text.indexOf('  - name: moving') + 12));
+    await agent.waitForLog(`${path}:`);
+    writeFileSync(path, text);
+    await running(half);
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await instances(half, 'moving')).toBe(1);
+    expect(await instances(half, 'POD')).toBe(1);
+    rmSync(path);
+  });
+
+  it('survives kill -9 and adopts its pods on start without restarting them; SIGTERM leaves pods running', async () => {
+    const dir = join(world.dir, unique('dir'));
+    mkdirSync(dir);
+    const name = unique('kill');
+    writeFileSync(join(dir, `${name}.yaml`), pod(name));
+    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir]);
+    await agent.started();
+    const before = await running(name);
+    await agent.kill9();
+
+    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir]);
+    await agent.started();
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await containerIds(ns, name)).toEqual(before);
+    expect(await agent.stop()).toBe(0);
+    agent = undefined;
+    const states = (await podContainers(ns, name)).map((c) => c.State);
+    expect(states).toEqual(['running', 'running', 'running']);
+  });
+
+  it('completes a pod half made when the agent died between its sandbox and its containers', async () => {
+    const dir = join(world.dir, unique('dir'));
+    mkdirSync(dir);
+    const name = unique('half');
+    writeFileSync(join(dir, `${name}.yaml`), pod(name));
+    // Make the sandbox the way the agent would, then "die" before any container exists.
+    const { PodRuntime } = await import('../../src/runtime/runtime.js');
+    const { loadManifestText } = await import('../../src/manifest/load.js');
+    const { identityOf } = await import('../../src/runtime/spec.js');
+    const { sandboxHash } = await import('../../src/manifest/hash.js');
+    const d = loadManifestText({ file: 'x', source: `file:${join(dir, `${name}.yaml`)}`, text: pod(name) }).pods[0]!;
+    const rt = new PodRuntime({ stateDir: world.stateDir, pauseImage: 'podrun-test/pause:1' });
+    const sandbox = await rt.createSandbox(d.pod, identityOf(d.pod, d.origin.source), 0, sandboxHash(d.pod), 'no');
+
+    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir]);
+    await agent.started();
+    const ids = await running(name);
+    expect(ids.POD).toBe(sandbox.id);
+    await new Promise((r) => setTimeout(r, 2500));
+    const all = await podContainers(ns, name);
+    expect(all.map((c) => c.Labels[LABEL.containerName]).sort()).toEqual(['POD', 'moving', 'steady']);
+    expect(all.every((c) => c.State === 'running')).toBe(true);
+    // Containers made by the agent leave restarts to it, not to the engine.
+    expect((await docker.getContainer(ids.moving!).inspect()).HostConfig.RestartPolicy?.Name).toBe('no');
+  });
+});

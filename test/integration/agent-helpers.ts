@@ -1,0 +1,46 @@
+import { spawn, type ChildProcess } from 'node:child_process';
+import { fileURLToPath } from 'node:url';
+import { PAUSE_IMAGE, until } from './helpers.js';
+
+const BIN = fileURLToPath(new URL('../../bin/podrun', import.meta.url));
+
+/** A `podrun run` process, as systemd would run it, with its log captured. */
+export class AgentProcess {
+  readonly proc: ChildProcess;
+  private log = '';
+  private exited: Promise<number | null>;
+
+  constructor(stateDir: string, args: string[], env: Record<string, string> = {}) {
+    this.proc = spawn(
+      BIN,
+      ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, 'run', '--resync-period', '2s', '--relist-period', '5s', '--url-period', '1s', ...args],
+      { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
+    );
+    this.proc.stdout?.on('data', (c: Buffer) => (this.log += c.toString()));
+    this.proc.stderr?.on('data', (c: Buffer) => (this.log += c.toString()));
+    this.exited = new Promise((r) => this.proc.on('exit', (code) => r(code)));
+  }
+
+  logs(): string {
+    return this.log;
+  }
+
+  async started(): Promise<void> {
+    await until('the agent to start', async () => (this.log.includes('agent started') ? true : undefined), 20_000);
+  }
+
+  async waitForLog(pattern: RegExp | string, timeoutMs = 20_000): Promise<void> {
+    await until(`agent log ${String(pattern)}`, async () => ((typeof pattern === 'string' ? this.log.includes(pattern) : pattern.test(this.log)) ? true : undefined), timeoutMs);
+  }
+
+  /** SIGTERM: the agent stops, the pods stay. */
+  async stop(): Promise<number | null> {
+    if (this.proc.exitCode === null) this.proc.kill('SIGTERM');
+    return this.exited;
+  }
+
+  async kill9(): Promise<void> {
+    this.proc.kill('SIGKILL');
+    await this.exited;
+  }
+}
