@@ -26,6 +26,7 @@ export interface AgentOptions {
   /** Directory rescan period (the watcher's safety net). */
   resyncMs?: number;
   urlPeriodMs?: number;
+  urlTimeoutMs?: number;
   /** Engine relist period (the event stream's safety net). */
   relistMs?: number;
   removeGraceMs?: number;
@@ -79,6 +80,7 @@ export class Agent {
           new UrlSource(u, {
             stateDir: o.runtime.stateDir,
             periodMs: o.urlPeriodMs ?? 20_000,
+            timeoutMs: o.urlTimeoutMs ?? 10_000,
             ...(o.urlHeaders ? { headers: o.urlHeaders } : {}),
             ...(o.urlCaFile ? { caFile: o.urlCaFile } : {}),
             log: this.log,

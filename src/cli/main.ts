@@ -72,6 +72,7 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('--manifest-url-ca <file>', 'PEM file of CAs to trust for https URLs')
     .option('--resync-period <duration>', 'full rescan of the directories, under the watcher', duration, 20_000)
     .option('--url-period <duration>', 'URL poll period (jittered)', duration, 20_000)
+    .option('--url-timeout <duration>', 'timeout of one URL request', duration, 10_000)
     .option('--relist-period <duration>', 'full engine relist, under the event stream', duration, 60_000)
     .option('--max-parallel <n>', 'pods synced at once', (v) => Number(v), 4)
     .option('--crash-backoff-initial <duration>', 'first crash-loop restart delay', duration, 10_000)

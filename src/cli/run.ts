@@ -9,6 +9,7 @@ export interface RunOptions {
   manifestUrlCa?: string;
   resyncPeriod: number;
   urlPeriod: number;
+  urlTimeout: number;
   relistPeriod: number;
   maxParallel: number;
   backoffInitial: number;
@@ -49,6 +50,7 @@ export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSi
     ...(o.manifestUrlCa ? { urlCaFile: o.manifestUrlCa } : {}),
     resyncMs: o.resyncPeriod,
     urlPeriodMs: o.urlPeriod,
+    urlTimeoutMs: o.urlTimeout,
     relistMs: o.relistPeriod,
     maxParallel: o.maxParallel,
     backoff,

@@ -1,0 +1,156 @@
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { createHash } from 'node:crypto';
+import { createServer, type Server } from 'node:http';
+import { LABEL } from '../../src/runtime/labels.js';
+import { AgentProcess } from './agent-helpers.js';
+import { containerIds, docker, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+
+const world = new World();
+const ns = unique('agenturl');
+world.track(ns);
+let agent: AgentProcess | undefined;
+afterEach(async () => {
+  await agent?.stop();
+  agent = undefined;
+});
+afterAll(() => world.cleanup());
+
+type Mode = 'ok' | 'error' | 'garbage' | 'slow' | 'empty';
+
+/** A manifest server on 127.0.0.1 that answers conditional requests and can misbehave on cue. */
+class ManifestServer {
+  body = '';
+  mode: Mode = 'ok';
+  requests = 0;
+  notModified = 0;
+  authorized = 0;
+  private server: Server | undefined;
+  port = 0;
+
+  async start(port = 0): Promise<void> {
+    this.server = createServer((req, res) => {
+      this.requests++;
+      if (req.headers['x-token'] === 'secret') this.authorized++;
+      const etag = `"${createHash('sha256').update(this.body).digest('hex').slice(0, 16)}"`;
+      switch (this.mode) {
+        case 'error':
+          res.writeHead(500).end('boom');
+          return;
+        case 'garbage':
+          res.writeHead(200, { 'content-type': 'application/yaml' }).end('{{{ not: yaml: at all');
+          return;
+        case 'empty':
+          res.writeHead(200).end('');
+          return;
+        case 'slow':
+          setTimeout(() => res.writeHead(200, { etag }).end(this.body), 3000);
+          return;
+        default:
+          if (req.headers['if-none-match'] === etag) {
+            this.notModified++;
+            res.writeHead(304, { etag }).end();
+            return;
+          }
+          res.writeHead(200, { etag, 'content-type': 'application/yaml' }).end(this.body);
+      }
+    });
+    await new Promise<void>((r) => this.server?.listen(port, '127.0.0.1', () => r()));
+    const addr = this.server.address();
+    this.port = typeof addr === 'object' && addr ? addr.port : 0;
+  }
+
+  get url(): string {
+    return `http://127.0.0.1:${this.port}/pods.yaml`;
+  }
+
+  async close(): Promise<void> {
+    await new Promise<void>((r) => {
+      this.server?.closeAllConnections();
+      this.server?.close(() => r());
+    });
+  }
+}
+
+function podList(names: string[], env = 'one'): string {
+  const items = names.map((n) => `- apiVersion: v1
+  kind: Pod
+  metadata: {name: ${n}, namespace: ${ns}}
+  spec:
+    terminationGracePeriodSeconds: 1
+    containers:
+    - {name: a, image: ${TEST_IMAGE}, command: [sleep, '3600']}
+    - {name: b, image: ${TEST_IMAGE}, command: [sleep, '3600'], env: [{name: V, value: ${env}}]}`);
+  return `apiVersion: v1\nkind: PodList\nitems:\n${items.join('\n')}\n`;
+}
+
+async function running(name: string): Promise<Record<string, string>> {
+  return until(`pod ${name} to run`, async () => {
+    const up = (await podContainers(ns, name)).filter((c) => c.State === 'running').map((c) => c.Labels[LABEL.containerName]);
+    return ['POD', 'a', 'b'].every((n) => up.includes(n)) ? containerIds(ns, name) : undefined;
+  });
+}
+
+const settle = (ms = 2500): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+describe('the agent with a polled URL', () => {
+  it('applies what is served, answers 304s without work, and keeps pods through every failure', async () => {
+    const server = new ManifestServer();
+    await server.start();
+    const name = unique('url');
+    server.body = podList([name]);
+    agent = new AgentProcess(world.stateDir, ['--manifest-url', server.url, '--manifest-url-header', 'X-Token: secret', '--url-timeout', '1s']);
+    await agent.started();
+    const first = await running(name);
+
+    // Unchanged polls are conditional and answered 304.
+    await until('conditional polls', async () => (server.notModified >= 2 ? true : undefined));
+    expect(server.authorized).toBe(server.requests);
+
+    server.body = podList([name], 'two');
+    const second = await until('the served change to apply', async () => {
+      const ids = await containerIds(ns, name);
+      return ids.b !== first.b ? ids : undefined;
+    });
+    expect(second.a).toBe(first.a);
+
+    for (const mode of ['error', 'garbage', 'slow', 'empty'] as Mode[]) {
+      server.mode = mode;
+      const seen = server.requests;
+      await until(`polls while ${mode}`, async () => (server.requests >= seen + 2 ? true : undefined), 20_000);
+      expect([mode, await containerIds(ns, name)]).toEqual([mode, second]);
+    }
+    expect(agent.logs()).toContain('HTTP 500 (keeping the last good set)');
+    expect(agent.logs()).toContain('empty body');
+
+    server.mode = 'ok';
+    await server.close();
+    await settle(2000);
+    expect(await containerIds(ns, name)).toEqual(second);
+
+    // An explicit empty PodList does delete.
+    await server.start(server.port);
+    server.body = 'apiVersion: v1\nkind: PodList\nitems: []\n';
+    await until('the pod to be deleted by an empty PodList', async () => ((await podContainers(ns, name)).length === 0 ? true : undefined));
+    await server.close();
+  });
+
+  it('boots pods from the cached body when the URL is down at start', async () => {
+    const server = new ManifestServer();
+    await server.start();
+    const name = unique('cache');
+    server.body = podList([name]);
+    agent = new AgentProcess(world.stateDir, ['--manifest-url', server.url]);
+    await agent.started();
+    await running(name);
+    await agent.stop();
+    agent = undefined;
+
+    // The box reboots without network: containers gone, server unreachable.
+    await server.close();
+    for (const c of await podContainers(ns, name)) await docker.getContainer(c.Id).remove({ force: true });
+    agent = new AgentProcess(world.stateDir, ['--manifest-url', server.url]);
+    await agent.started();
+    await running(name);
+    expect(agent.logs()).toContain('using the cached copy');
+  });
+});
