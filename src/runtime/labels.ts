@@ -1,8 +1,13 @@
+import { createHash } from 'node:crypto';
+import { resolve } from 'node:path';
+
 // Every engine object podrun makes carries these labels, so the whole view can be rebuilt from
 // the engine alone (after a crash, an upgrade, or on another podrun process).
 
 export const LABEL = {
   managedBy: 'podrun.io/managed-by',
+  /** Which podrun (one per state directory) owns it: several can share an engine without touching each other's pods. */
+  instance: 'podrun.io/instance',
   podName: 'podrun.io/pod-name',
   podNamespace: 'podrun.io/pod-namespace',
   podUid: 'podrun.io/pod-uid',
@@ -17,6 +22,11 @@ export const LABEL = {
 } as const;
 
 export const MANAGED_BY = 'podrun';
+
+/** The instance a state directory stands for: stable for its path, so a wiped state dir keeps its pods. */
+export function instanceId(stateDir: string): string {
+  return createHash('sha256').update(resolve(stateDir)).digest('hex').slice(0, 12);
+}
 export const SANDBOX_NAME = 'POD';
 
 export type ContainerType = 'sandbox' | 'init' | 'app';

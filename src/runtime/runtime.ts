@@ -3,7 +3,7 @@ import type Docker from 'dockerode';
 import type { Container, Pod } from '../manifest/types.js';
 import { authFor } from './auth.js';
 import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound, type EngineOptions } from './engine.js';
-import { LABEL, MANAGED_BY } from './labels.js';
+import { instanceId, LABEL, MANAGED_BY } from './labels.js';
 import { groupObserved, isActive, type ObservedContainer, type ObservedPod } from './observed.js';
 import { containerCreateOptions, sandboxCreateOptions, type PodIdentity, type VolumeBacking } from './spec.js';
 import { prepareVolumes, removePodVolumes } from './volumes.js';
@@ -52,6 +52,7 @@ export class PodRuntime {
   readonly endpoint: string;
   readonly nodeName: string;
   readonly hostIP: string;
+  readonly instance: string;
   private readonly pulls = new Map<string, Promise<void>>();
 
   constructor(readonly options: RuntimeOptions) {
@@ -59,6 +60,11 @@ export class PodRuntime {
     this.endpoint = engineEndpoint(options);
     this.nodeName = options.nodeName ?? hostname();
     this.hostIP = options.hostIP ?? defaultHostIP();
+    this.instance = instanceId(options.stateDir);
+  }
+
+  private owned(opts: Docker.ContainerCreateOptions): Docker.ContainerCreateOptions {
+    return { ...opts, Labels: { ...opts.Labels, [LABEL.instance]: this.instance } };
   }
 
   private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
@@ -80,7 +86,7 @@ export class PodRuntime {
 
   /** podrun's containers (all of them, or one pod's), as the engine lists them. */
   async listContainers(uid?: string): Promise<Docker.ContainerInfo[]> {
-    const label = uid ? [`${LABEL.podUid}=${uid}`] : [`${LABEL.managedBy}=${MANAGED_BY}`];
+    const label = [`${LABEL.instance}=${this.instance}`, ...(uid ? [`${LABEL.podUid}=${uid}`] : [`${LABEL.managedBy}=${MANAGED_BY}`])];
     return this.call('list containers', () => this.docker.listContainers({ all: true, filters: JSON.stringify({ label }) }));
   }
 
@@ -90,7 +96,7 @@ export class PodRuntime {
    */
   async watchEvents(onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void): Promise<() => void> {
     const stream = (await this.call('follow events', () =>
-      this.docker.getEvents({ filters: JSON.stringify({ type: ['container'], label: [`${LABEL.managedBy}=${MANAGED_BY}`] }) }),
+      this.docker.getEvents({ filters: JSON.stringify({ type: ['container'], label: [`${LABEL.instance}=${this.instance}`] }) }),
     )) as NodeJS.ReadableStream & { destroy?: () => void };
     let buffered = '';
     let ended = false;
@@ -191,13 +197,13 @@ export class PodRuntime {
   }
 
   async prepareVolumes(pod: Pod): Promise<Map<string, VolumeBacking>> {
-    return this.call(`prepare volumes of ${pod.metadata.name}`, () => prepareVolumes(this.docker, this.options.stateDir, pod));
+    return this.call(`prepare volumes of ${pod.metadata.name}`, () => prepareVolumes(this.docker, this.options.stateDir, pod, this.instance));
   }
 
   async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, restartPolicy: string): Promise<SandboxInfo> {
     await this.ensureImage(this.options.pauseImage, 'IfNotPresent');
     const opts = sandboxCreateOptions(pod, id, { pauseImage: this.options.pauseImage, attempt, hash, network: this.options.network ?? 'bridge', restartPolicy });
-    const container = await this.call(`create sandbox for ${id.namespace}/${id.name}`, () => this.docker.createContainer(opts));
+    const container = await this.call(`create sandbox for ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts)));
     await this.call(`start sandbox for ${id.namespace}/${id.name}`, () => container.start());
     return this.sandboxInfo(container.id, pod);
   }
@@ -225,7 +231,7 @@ export class PodRuntime {
       runtime: { podIP: o.sandbox.ip, hostIP: this.hostIP, nodeName: this.nodeName },
       restartPolicy: o.restartPolicy,
     });
-    const container = await this.call(`create container ${c.name} of ${id.namespace}/${id.name}`, () => this.docker.createContainer(opts));
+    const container = await this.call(`create container ${c.name} of ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts)));
     await this.call(`start container ${c.name} of ${id.namespace}/${id.name}`, () => container.start());
     return container.id;
   }
@@ -258,6 +264,6 @@ export class PodRuntime {
   async removePod(observed: ObservedPod, graceSeconds: number): Promise<void> {
     await this.stopPod(observed, graceSeconds);
     await Promise.all([...observed.containers, ...observed.sandboxes].map((c) => this.removeContainer(c.id)));
-    await this.call('remove pod volumes', () => removePodVolumes(this.docker, this.options.stateDir, observed.uid));
+    await this.call('remove pod volumes', () => removePodVolumes(this.docker, this.options.stateDir, observed.uid, this.instance));
   }
 }

@@ -57,18 +57,18 @@ export function prepareHostPath(volume: string, path: string, type: HostPathType
   }
 }
 
-export function memoryVolumeName(uid: string, volume: string): string {
-  return `podrun_${uid.replace(/-/g, '').slice(0, 12)}_${volume}`;
+export function memoryVolumeName(instance: string, uid: string, volume: string): string {
+  return `podrun_${instance.slice(0, 8)}_${uid.replace(/-/g, '').slice(0, 12)}_${volume}`;
 }
 
-async function ensureMemoryVolume(docker: Docker, uid: string, v: Volume): Promise<string> {
-  const name = memoryVolumeName(uid, v.name);
+async function ensureMemoryVolume(docker: Docker, uid: string, v: Volume, instance: string): Promise<string> {
+  const name = memoryVolumeName(instance, uid, v.name);
   const size = v.emptyDir?.sizeLimit !== undefined ? `size=${Math.floor(parseQuantity(v.emptyDir.sizeLimit))}` : '';
   await docker.createVolume({
     Name: name,
     Driver: 'local',
     DriverOpts: { type: 'tmpfs', device: 'tmpfs', ...(size ? { o: size } : {}) },
-    Labels: { [LABEL.managedBy]: MANAGED_BY, [LABEL.podUid]: uid, [LABEL.containerName]: v.name },
+    Labels: { [LABEL.managedBy]: MANAGED_BY, [LABEL.instance]: instance, [LABEL.podUid]: uid, [LABEL.containerName]: v.name },
   });
   return name;
 }
@@ -78,7 +78,7 @@ async function ensureMemoryVolume(docker: Docker, uid: string, v: Volume): Promi
  * directory under the state dir (so it survives container restarts and goes with the pod);
  * `medium: Memory` is an engine tmpfs volume that all the pod's containers share.
  */
-export async function prepareVolumes(docker: Docker, stateDir: string, pod: Pod): Promise<Map<string, VolumeBacking>> {
+export async function prepareVolumes(docker: Docker, stateDir: string, pod: Pod, instance: string): Promise<Map<string, VolumeBacking>> {
   const uid = pod.metadata.uid ?? '';
   const out = new Map<string, VolumeBacking>();
   for (const v of pod.spec.volumes ?? []) {
@@ -86,7 +86,7 @@ export async function prepareVolumes(docker: Docker, stateDir: string, pod: Pod)
       prepareHostPath(v.name, v.hostPath.path, v.hostPath.type ?? '');
       out.set(v.name, { kind: 'bind', path: v.hostPath.path });
     } else if (v.emptyDir?.medium === 'Memory') {
-      out.set(v.name, { kind: 'volume', name: await ensureMemoryVolume(docker, uid, v) });
+      out.set(v.name, { kind: 'volume', name: await ensureMemoryVolume(docker, uid, v, instance) });
     } else {
       const dir = join(podDir(stateDir, uid), 'volumes', 'empty-dir', v.name);
       mkdirSync(dir, { recursive: true, mode: 0o777 });
@@ -106,8 +106,8 @@ export async function prepareVolumes(docker: Docker, stateDir: string, pod: Pod)
 }
 
 /** Removes the pod's emptyDir directories and memory volumes. */
-export async function removePodVolumes(docker: Docker, stateDir: string, uid: string): Promise<void> {
+export async function removePodVolumes(docker: Docker, stateDir: string, uid: string, instance: string): Promise<void> {
   rmSync(podDir(stateDir, uid), { recursive: true, force: true });
-  const vols = await docker.listVolumes({ filters: JSON.stringify({ label: [`${LABEL.podUid}=${uid}`] }) });
+  const vols = await docker.listVolumes({ filters: JSON.stringify({ label: [`${LABEL.podUid}=${uid}`, `${LABEL.instance}=${instance}`] }) });
   await Promise.all((vols.Volumes ?? []).map((v) => docker.getVolume(v.Name).remove().catch(() => undefined)));
 }

@@ -1,6 +1,6 @@
 import type { DesiredPod, Pod } from '../manifest/types.js';
 import { isActive, latestByName, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
-import { computePodActions } from '../reconcile/plan.js';
+import { computePodActions, hasActions } from '../reconcile/plan.js';
 
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
 
@@ -69,6 +69,7 @@ export function settled(d: DesiredPod, observed: ObservedPod | undefined): { don
   if (status.phase === 'Failed') return { done: true, failed: true, status };
   if (status.phase === 'Succeeded') return { done: true, failed: false, status };
   const allRunning = status.phase === 'Running' && status.containers.every((c) => c.state === 'running');
-  const nothingToDo = !computePodActions(d, observed).createSandbox;
+  // Running, and running what the manifest says now (an agent may not have caught up yet).
+  const nothingToDo = !hasActions(computePodActions(d, observed));
   return { done: allRunning && nothingToDo, failed: false, status };
 }

@@ -1,0 +1,97 @@
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LABEL } from '../../src/runtime/labels.js';
+import { AgentProcess } from './agent-helpers.js';
+import { containerIds, docker, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+
+const world = new World();
+const ns = unique('handover');
+world.track(ns);
+let agent: AgentProcess | undefined;
+afterEach(async () => {
+  await agent?.stop();
+  agent = undefined;
+});
+afterAll(() => world.cleanup());
+
+const pod = (name: string, v = 'one'): string => `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: a, image: ${TEST_IMAGE}, command: [sleep, '3600'], env: [{name: V, value: ${v}}]}
+`;
+
+async function restartPolicies(name: string): Promise<string[]> {
+  const list = await podContainers(ns, name);
+  return Promise.all(list.filter((c) => c.State === 'running').map(async (c) => (await docker.getContainer(c.Id).inspect()).HostConfig.RestartPolicy?.Name ?? ''));
+}
+
+describe('apply and the agent on the same state directory', () => {
+  it('an agent adopts pods an earlier apply made, without restarting them, and takes over restarts from the engine', async () => {
+    const name = unique('adopt');
+    const file = world.write(`${name}.yaml`, pod(name));
+    const applied = await world.cli('apply', file);
+    expect(applied.code, applied.err).toBe(0);
+    const before = await containerIds(ns, name);
+    expect((await restartPolicies(name)).sort()).toEqual(['always', 'always']);
+
+    agent = new AgentProcess(world.stateDir, []);
+    await agent.started();
+    await until('the agent to take over restarts', async () => ((await restartPolicies(name)).every((p) => p === 'no') ? true : undefined));
+    expect(await containerIds(ns, name)).toEqual(before);
+
+    // Supervised by the agent now: a container that dies is restarted by it.
+    await docker.getContainer(before.a!).kill();
+    const after = await until('the agent to restart the killed container', async () => {
+      const ids = await containerIds(ns, name);
+      const list = await podContainers(ns, name);
+      return ids.a !== before.a && list.some((c) => c.Id === ids.a && c.State === 'running') ? ids : undefined;
+    });
+    expect(after.POD).toBe(before.POD);
+    expect((await docker.getContainer(after.a!).inspect()).Config.Labels[LABEL.restartCount]).toBe('1');
+  });
+
+  it('apply with an agent running hands the set over and waits; delete keeps it deleted', async () => {
+    agent = new AgentProcess(world.stateDir, []);
+    await agent.started();
+    const name = unique('handed');
+    const file = world.write(`${name}.yaml`, pod(name));
+    const r = await world.cli('apply', file);
+    expect(r.code, r.err).toBe(0);
+    expect(r.err).toContain('the agent (pid');
+    expect(r.out).toContain('1 pod running');
+    const ids = await containerIds(ns, name);
+    expect(await restartPolicies(name)).toEqual(['no', 'no']);
+
+    world.write(`${name}.yaml`, pod(name, 'two'));
+    expect((await world.cli('apply', file)).code).toBe(0);
+    const edited = await containerIds(ns, name);
+    expect(edited.POD).toBe(ids.POD);
+    expect(edited.a).not.toBe(ids.a);
+
+    const d = await world.cli('delete', '-n', ns, name);
+    expect(d.code, d.err).toBe(0);
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await podContainers(ns, name)).toEqual([]);
+  });
+
+  it('reports the same pod from two files as a conflict and keeps the running one', async () => {
+    const dir = join(world.dir, unique('dup'));
+    mkdirSync(dir);
+    const name = unique('twice');
+    writeFileSync(join(dir, 'b.yaml'), pod(name, 'from-b'));
+    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir]);
+    await agent.started();
+    await until('the pod to run', async () => ((await podContainers(ns, name)).filter((c) => c.State === 'running').length === 2 ? true : undefined));
+    const first = await containerIds(ns, name);
+
+    // a.yaml sorts first, but b.yaml's pod is the one running: it stays.
+    writeFileSync(join(dir, 'a.yaml'), pod(name, 'from-a'));
+    await agent.waitForLog(`conflict: pod ${ns}/${name} is declared by file:${join(dir, 'b.yaml')} and file:${join(dir, 'a.yaml')}; keeping the one from file:${join(dir, 'b.yaml')}`);
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await containerIds(ns, name)).toEqual(first);
+  });
+});
