@@ -165,4 +165,16 @@ describe('the agent with a watched directory', () => {
     // Containers made by the agent leave restarts to it, not to the engine.
     expect((await docker.getContainer(ids.moving!).inspect()).HostConfig.RestartPolicy?.Name).toBe('no');
   });
+
+  it('waits for a missing directory instead of failing', async () => {
+    const dir = join(world.dir, unique('later'));
+    const name = unique('late');
+    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir]);
+    await agent.started();
+    await new Promise((r) => setTimeout(r, 500));
+    expect(agent.proc.exitCode).toBeNull();
+    mkdirSync(dir);
+    writeFileSync(join(dir, 'pod.yaml'), pod(name));
+    await running(name);
+  });
 });

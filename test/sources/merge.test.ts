@@ -1,0 +1,44 @@
+import { describe, expect, it } from 'vitest';
+import { mergeOrigins } from '../../src/sources/merge.js';
+import { isManifestFileName } from '../../src/sources/manifest-files.js';
+import { desired } from '../fixtures/pods.js';
+
+const pod = (name: string, image = 'busybox:1.36') => desired(`apiVersion: v1
+kind: Pod
+metadata: {name: ${name}}
+spec: {containers: [{name: c, image: ${image}}]}
+`);
+
+describe('mergeOrigins', () => {
+  it('unions origins into one set keyed by namespace/name', () => {
+    const r = mergeOrigins([{ origin: 'file:/a.yaml', pods: [pod('a')] }, { origin: 'url:http://x', pods: [pod('b')] }], new Map());
+    expect([...r.pods.keys()].sort()).toEqual(['default/a', 'default/b']);
+    expect(r.conflicts).toEqual([]);
+  });
+
+  it('keeps the pod where it already was when a second origin declares it, and reports both', () => {
+    const first = { origin: 'file:/z.yaml', pods: [pod('a')] };
+    const second = { origin: 'file:/a.yaml', pods: [pod('a', 'busybox:9')] };
+    const r = mergeOrigins([first, second], new Map([['default/a', 'file:/z.yaml']]));
+    expect(r.pods.get('default/a')?.pod.spec.containers[0]?.image).toBe('busybox:1.36');
+    expect(r.conflicts).toEqual([{ key: 'default/a', kept: 'file:/z.yaml', origins: ['file:/z.yaml', 'file:/a.yaml'] }]);
+    // Without history, the first origin in name order wins, whatever order the sources came in.
+    expect(mergeOrigins([first, second], new Map()).conflicts[0]?.kept).toBe('file:/a.yaml');
+    expect(mergeOrigins([second, first], new Map()).conflicts[0]?.kept).toBe('file:/a.yaml');
+  });
+
+  it('moves a pod to the remaining origin when its holder drops it', () => {
+    const r = mergeOrigins([{ origin: 'url:http://x', pods: [pod('a')] }], new Map([['default/a', 'file:/gone.yaml']]));
+    expect(r.pods.get('default/a')?.origin.source).toBe('file:/test.yaml');
+    expect(r.conflicts).toEqual([]);
+  });
+});
+
+describe('manifest file names', () => {
+  it('are YAML or JSON, never dot, swap, backup or probe files', () => {
+    const yes = ['web.yaml', 'web.yml', 'pods.json', 'WEB.YAML'];
+    const no = ['.web.yaml', '.web.yaml.swp', 'web.yaml~', 'web.yaml.bak', 'web.yaml.tmp', '4913', '.#web.yaml', '#web.yaml#', 'README.md', 'web'];
+    expect(yes.filter(isManifestFileName)).toEqual(yes);
+    expect(no.filter(isManifestFileName)).toEqual([]);
+  });
+});
