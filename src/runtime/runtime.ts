@@ -1,4 +1,5 @@
 import { networkInterfaces, hostname } from 'node:os';
+import { PassThrough } from 'node:stream';
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../manifest/types.js';
 import { authFor } from './auth.js';
@@ -133,6 +134,42 @@ export class PodRuntime {
       ended = true;
       stream.destroy?.();
     };
+  }
+
+  /** Runs a command in a running container (probes, hooks); gives up after `timeoutMs`. */
+  async exec(containerId: string, command: string[], timeoutMs: number): Promise<{ exitCode: number; output: string } | 'timeout'> {
+    const container = this.docker.getContainer(containerId);
+    const exec = await this.call('exec create', () => container.exec({ Cmd: command, AttachStdout: true, AttachStderr: true }));
+    const stream = await this.call('exec start', () => exec.start({ hijack: true, stdin: false }));
+    let output = '';
+    const sink = new PassThrough();
+    sink.on('data', (c: Buffer) => {
+      if (output.length < 4096) output += c.toString('utf8');
+    });
+    // Non-TTY exec output is multiplexed (stdout/stderr frames).
+    this.docker.modem.demuxStream(stream, sink, sink);
+    const finished = await new Promise<boolean>((resolve) => {
+      const timer = setTimeout(() => resolve(false), timeoutMs);
+      const done = (): void => {
+        clearTimeout(timer);
+        resolve(true);
+      };
+      stream.on('end', done);
+      stream.on('close', done);
+      stream.on('error', done);
+    });
+    if (!finished) {
+      stream.destroy();
+      return 'timeout';
+    }
+    const info = await this.call('exec inspect', () => exec.inspect());
+    return { exitCode: info.ExitCode ?? -1, output };
+  }
+
+  /** Details only an inspect gives: exit reason, times, OOM. */
+  async containerState(id: string): Promise<Docker.ContainerInspectInfo['State'] | undefined> {
+    const info = await this.call('inspect container', () => this.docker.getContainer(id).inspect()).catch(() => undefined);
+    return info?.State;
   }
 
   /** When an exited container finished (ms since epoch), for crash backoff. */

@@ -22,6 +22,9 @@ export interface DirectorySourceOptions {
   log?: (line: string) => void;
 }
 
+/** How long a file that lost pods must stay as it is before the loss is believed. */
+const SHRINK_SETTLE_MS = 300;
+
 interface FileState {
   digest: string;
   lastGood: DesiredPod[];
@@ -40,6 +43,8 @@ export class DirectorySource implements PodSource {
   private readonly removals = new Map<string, NodeJS.Timeout>();
   private readonly busy = new Set<string>();
   private readonly again = new Set<string>();
+  private readonly confirming = new Set<string>();
+  private readonly settled = new Set<string>();
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
   private onChange: () => void = () => undefined;
@@ -180,7 +185,31 @@ export class DirectorySource implements PodSource {
     const digest = createHash('sha256').update(text).digest('hex');
     const prev = this.files.get(path);
     if (prev && prev.digest === digest) return;
+    if (text.trim() === '') {
+      // Most often a write caught between truncate and write. Like an empty URL body, it never
+      // deletes pods: removing the file does.
+      const issue: ManifestIssue = { file: path, line: 1, column: 1, field: '', message: 'file is empty; keeping its pods (remove the file to delete them)', severity: 'warning' };
+      this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: [issue] });
+      return;
+    }
     const r = loadManifestText({ file: path, source: this.origin(path), text });
+    const lost = prev ? prev.lastGood.filter((p) => !r.pods.some((q) => q.key === p.key)) : [];
+    const settled = this.settled.delete(path);
+    if (lost.length > 0 && !settled) {
+      // Fewer pods than before may be a file caught half-written: believe it once it has settled.
+      if (!this.confirming.has(path)) {
+        this.confirming.add(path);
+        const t = setTimeout(() => {
+          this.confirming.delete(path);
+          this.settled.add(path);
+          const again = this.files.get(path);
+          if (again) again.digest = '';
+          this.fileEvent(path);
+        }, SHRINK_SETTLE_MS);
+        t.unref();
+      }
+      return;
+    }
     const errors = r.issues.filter((i) => i.severity === 'error');
     if (errors.length) {
       for (const e of errors) this.o.log?.(`${e.file}:${e.line}:${e.column} ${e.field ? `${e.field}: ` : ''}${e.message} (keeping the last good version)`);

@@ -71,6 +71,10 @@ describe('the agent with a watched directory', () => {
     expect(status.sources.find((s) => s.name === `dir:${dir}`)?.errors[0]).toContain('containerPort: must be <= 65535');
     await new Promise((r) => setTimeout(r, 2500)); // past a resync period: still untouched
     expect(await containerIds(ns, name)).toEqual(second);
+    // Emptied (as a write caught between truncate and write looks): the pod stays too.
+    writeFileSync(join(dir, `${name}.yaml`), '');
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await containerIds(ns, name)).toEqual(second);
 
     unlinkSync(join(dir, `${name}.yaml`));
     await until('the pod to be deleted', async () => ((await podContainers(ns, name)).length === 0 ? true : undefined));

@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
@@ -69,6 +69,9 @@ export class PrivateEngine {
     }
     await this.stop();
     if (this.bridgeMade) spawnSync('ip', ['link', 'del', this.bridge]);
-    rmSync(this.dir, { recursive: true, force: true });
+    // Overlay mounts of the stopped engine can linger a moment; unmount them before removing.
+    const mounts = readFileSync('/proc/mounts', 'utf8').split('\n').map((l) => l.split(' ')[1] ?? '').filter((m) => m.startsWith(this.dir));
+    for (const m of mounts.reverse()) spawnSync('umount', ['-l', m]);
+    rmSync(this.dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   }
 }

@@ -1,0 +1,163 @@
+import { request as httpRequest, type IncomingMessage } from 'node:http';
+import { connect as http2Connect } from 'node:http2';
+import { request as httpsRequest } from 'node:https';
+import { Socket } from 'node:net';
+import type { Container, ExecAction, GRPCAction, HTTPGetAction, IntOrString, TCPSocketAction } from '../manifest/types.js';
+
+// The probe and hook handlers, run by podrun itself from the host: nothing is needed inside the
+// image but what an exec handler names. Results follow pkg/probe: success, failure, or an error.
+
+export type ProbeResult = { ok: true; message?: string } | { ok: false; message: string };
+
+/** Runs a command in a container and gives its exit code; podrun's runtime implements it. */
+export type ExecRunner = (containerId: string, command: string[], timeoutMs: number) => Promise<{ exitCode: number; output: string } | 'timeout'>;
+
+export interface HandlerContext {
+  containerId: string;
+  container: Container;
+  /** Where httpGet/tcpSocket/grpc go when the handler names no host. */
+  defaultHost: string;
+  timeoutMs: number;
+  exec: ExecRunner;
+}
+
+export const PROBE_USER_AGENT = 'kube-probe/1.31 (podrun)';
+
+export function resolvePort(port: IntOrString, c: Container): number | undefined {
+  if (typeof port === 'number') return port;
+  if (/^[0-9]+$/.test(port)) return Number(port);
+  return c.ports?.find((p) => p.name === port)?.containerPort;
+}
+
+export async function execHandler(a: ExecAction, ctx: HandlerContext): Promise<ProbeResult> {
+  const r = await ctx.exec(ctx.containerId, a.command, ctx.timeoutMs);
+  if (r === 'timeout') return { ok: false, message: `command timed out after ${ctx.timeoutMs / 1000}s` };
+  if (r.exitCode === 0) return { ok: true };
+  const out = r.output.trim();
+  return { ok: false, message: `command exited with ${r.exitCode}${out ? `: ${out.slice(0, 200)}` : ''}` };
+}
+
+function oneRequest(url: URL, headers: Record<string, string>, timeoutMs: number): Promise<IncomingMessage> {
+  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  return new Promise((resolve, reject) => {
+    const req = send(url, { method: 'GET', headers, agent: false, timeout: timeoutMs, rejectUnauthorized: false }, resolve);
+    req.on('timeout', () => req.destroy(new Error(`timeout after ${timeoutMs / 1000}s`)));
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+export async function httpGetHandler(a: HTTPGetAction, ctx: HandlerContext): Promise<ProbeResult> {
+  const port = resolvePort(a.port, ctx.container);
+  if (!port) return { ok: false, message: `port ${String(a.port)} not found` };
+  const host = a.host || ctx.defaultHost;
+  const scheme = (a.scheme ?? 'HTTP').toLowerCase();
+  const path = a.path ?? '/';
+  let url = new URL(`${scheme}://${host.includes(':') ? `[${host}]` : host}:${port}${path.startsWith('/') ? path : `/${path}`}`);
+  const headers: Record<string, string> = { 'user-agent': PROBE_USER_AGENT, accept: '*/*', connection: 'close' };
+  for (const h of a.httpHeaders ?? []) headers[h.name.toLowerCase()] = h.value;
+  const deadline = Date.now() + ctx.timeoutMs;
+  try {
+    // Redirects are followed to the same host only, at most 10, as the kubelet does.
+    for (let hop = 0; hop <= 10; hop++) {
+      const res = await oneRequest(url, headers, Math.max(1, deadline - Date.now()));
+      const status = res.statusCode ?? 0;
+      res.resume();
+      const location = res.headers.location;
+      if (status >= 300 && status < 400 && location) {
+        const next = new URL(location, url);
+        if (next.hostname !== url.hostname) return { ok: true, message: `redirect to another host (${next.host}) counts as success` };
+        url = next;
+        continue;
+      }
+      if (status >= 200 && status < 400) return { ok: true };
+      return { ok: false, message: `HTTP probe failed with statuscode: ${status}` };
+    }
+    return { ok: false, message: 'too many redirects' };
+  } catch (err) {
+    return { ok: false, message: `Get "${url.href}": ${(err as Error).message}` };
+  }
+}
+
+export function tcpHandler(a: TCPSocketAction, ctx: HandlerContext): Promise<ProbeResult> {
+  const port = resolvePort(a.port, ctx.container);
+  if (!port) return Promise.resolve({ ok: false, message: `port ${String(a.port)} not found` });
+  const host = a.host || ctx.defaultHost;
+  return new Promise((resolve) => {
+    const s = new Socket();
+    const done = (r: ProbeResult): void => {
+      s.destroy();
+      resolve(r);
+    };
+    s.setTimeout(ctx.timeoutMs, () => done({ ok: false, message: `dial tcp ${host}:${port}: i/o timeout` }));
+    s.once('error', (err) => done({ ok: false, message: `dial tcp ${host}:${port}: ${err.message}` }));
+    s.connect(port, host, () => done({ ok: true }));
+  });
+}
+
+/** A HealthCheckRequest{service} as protobuf, in a gRPC frame. */
+function grpcRequestFrame(service: string): Buffer {
+  const svc = Buffer.from(service, 'utf8');
+  const msg = svc.length ? Buffer.concat([Buffer.from([0x0a, svc.length]), svc]) : Buffer.alloc(0);
+  const header = Buffer.alloc(5);
+  header.writeUInt8(0, 0);
+  header.writeUInt32BE(msg.length, 1);
+  return Buffer.concat([header, msg]);
+}
+
+/** Reads HealthCheckResponse.status (field 1, varint) from a gRPC frame; 1 = SERVING. */
+export function grpcStatusOf(frame: Buffer): number | undefined {
+  if (frame.length < 5) return undefined;
+  const len = frame.readUInt32BE(1);
+  const msg = frame.subarray(5, 5 + len);
+  if (msg.length === 0) return 0;
+  return msg[0] === 0x08 ? msg[1] : undefined;
+}
+
+export function grpcHandler(a: GRPCAction, ctx: HandlerContext): Promise<ProbeResult> {
+  const target = `http://${ctx.defaultHost.includes(':') ? `[${ctx.defaultHost}]` : ctx.defaultHost}:${a.port}`;
+  return new Promise((resolve) => {
+    let settled = false;
+    const client = http2Connect(target);
+    const finish = (r: ProbeResult): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      client.close();
+      client.destroy();
+      resolve(r);
+    };
+    const timer = setTimeout(() => finish({ ok: false, message: `gRPC health check timed out after ${ctx.timeoutMs / 1000}s` }), ctx.timeoutMs);
+    client.on('error', (err) => finish({ ok: false, message: `gRPC connect to ${target}: ${err.message}` }));
+    const req = client.request({ ':method': 'POST', ':path': '/grpc.health.v1.Health/Check', 'content-type': 'application/grpc', te: 'trailers', 'user-agent': PROBE_USER_AGENT });
+    const chunks: Buffer[] = [];
+    let grpcStatus: string | undefined;
+    req.on('response', (h) => {
+      if (h['grpc-status'] !== undefined) grpcStatus = String(h['grpc-status']);
+    });
+    req.on('trailers', (t) => {
+      if (t['grpc-status'] !== undefined) grpcStatus = String(t['grpc-status']);
+    });
+    req.on('data', (c: Buffer) => chunks.push(c));
+    req.on('error', (err) => finish({ ok: false, message: `gRPC health check: ${err.message}` }));
+    req.on('end', () => {
+      if (grpcStatus && grpcStatus !== '0') return finish({ ok: false, message: `gRPC health check failed with grpc-status ${grpcStatus}` });
+      const status = grpcStatusOf(Buffer.concat(chunks));
+      finish(status === 1 ? { ok: true } : { ok: false, message: `service unhealthy (responded with "${['UNKNOWN', 'SERVING', 'NOT_SERVING', 'SERVICE_UNKNOWN'][status ?? 0] ?? status}")` });
+    });
+    req.end(grpcRequestFrame(a.service ?? ''));
+  });
+}
+
+/** Runs whichever handler the probe or hook has. */
+export async function runHandler(h: { exec?: ExecAction; httpGet?: HTTPGetAction; tcpSocket?: TCPSocketAction; grpc?: GRPCAction; sleep?: { seconds: number } }, ctx: HandlerContext): Promise<ProbeResult> {
+  if (h.exec) return execHandler(h.exec, ctx);
+  if (h.httpGet) return httpGetHandler(h.httpGet, ctx);
+  if (h.tcpSocket) return tcpHandler(h.tcpSocket, ctx);
+  if (h.grpc) return grpcHandler(h.grpc, ctx);
+  if (h.sleep) {
+    await new Promise((r) => setTimeout(r, Math.min(h.sleep!.seconds * 1000, ctx.timeoutMs)));
+    return { ok: true };
+  }
+  return { ok: false, message: 'no handler' };
+}
