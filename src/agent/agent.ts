@@ -1,13 +1,14 @@
 import { join } from 'node:path';
 import { formatIssue } from '../manifest/errors.js';
-import { containerHash } from '../manifest/hash.js';
 import type { DesiredPod } from '../manifest/types.js';
 import { PodCache } from '../pleg/cache.js';
-import { Backoff, DEFAULT_BACKOFF, type BackoffPolicy } from '../reconcile/backoff.js';
-import { computePodActions, hasActions, type ContainerToStart } from '../reconcile/plan.js';
-import { executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
+import { DEFAULT_BACKOFF, type BackoffPolicy } from '../reconcile/backoff.js';
 import { PodWorkers } from '../reconcile/workers.js';
-import { isActive, latestByName, type ObservedPod } from '../runtime/observed.js';
+import { isActive, type ObservedPod } from '../runtime/observed.js';
+import type { PodEvent } from '../status/events.js';
+import { toV1Pod } from '../status/v1.js';
+import { startServer } from '../server/server.js';
+import { PodSupervisor } from './supervisor.js';
 import { PodRuntime, type RuntimeOptions } from '../runtime/runtime.js';
 import { appliedSource } from '../sources/applied-sets.js';
 import { writeFileAtomic } from '../sources/atomic-file.js';
@@ -31,6 +32,8 @@ export interface AgentOptions {
   relistMs?: number;
   removeGraceMs?: number;
   maxParallel?: number;
+  /** Also serve /healthz, /pods, /events on 127.0.0.1:port. */
+  httpPort?: number;
   backoff?: BackoffPolicy;
   log?: (line: string) => void;
 }
@@ -48,7 +51,7 @@ export class Agent {
   readonly cache: PodCache;
   private readonly sources: PodSource[];
   private readonly workers: PodWorkers;
-  private readonly backoff: Backoff;
+  readonly supervisor: PodSupervisor;
   private desired = new Map<string, DesiredPod>();
   private desiredByUid = new Map<string, DesiredPod>();
   private holders = new Map<string, string>();
@@ -56,13 +59,13 @@ export class Agent {
   private readonly reported = new Set<string>();
   private readonly adopted = new Set<string>();
   private release: (() => void) | undefined;
+  private closeServer: (() => Promise<void>) | undefined;
   private resyncTimer: NodeJS.Timeout | undefined;
   private readonly log: (line: string) => void;
 
   constructor(private readonly o: AgentOptions) {
     this.log = o.log ?? (() => undefined);
     this.runtime = new PodRuntime(o.runtime);
-    this.backoff = new Backoff(o.backoff ?? DEFAULT_BACKOFF);
     this.workers = new PodWorkers((uid) => this.syncPod(uid), o.maxParallel ?? 4, (uid, err) => this.log(`pod ${this.nameOf(uid)}: ${err.message}`));
     this.cache = new PodCache(this.runtime, (uid) => this.workers.enqueue(uid), {
       relistMs: o.relistMs ?? 60_000,
@@ -72,6 +75,7 @@ export class Agent {
         this.enqueueAll();
       },
     });
+    this.supervisor = new PodSupervisor(this.runtime, this.cache, o.backoff ?? DEFAULT_BACKOFF, (uid, after) => this.workers.enqueue(uid, after), this.log);
     const dirOpts = { resyncMs: o.resyncMs ?? 20_000, removeGraceMs: o.removeGraceMs ?? 1000, log: this.log };
     this.sources = [
       ...o.manifestDirs.map((d) => new DirectorySource(d, dirOpts)),
@@ -102,6 +106,7 @@ export class Agent {
     await this.cache.start();
     await Promise.all(this.sources.map((s) => s.start(() => this.recompute())));
     this.recompute();
+    this.closeServer = await startServer(this, { stateDir: this.o.runtime.stateDir, ...(this.o.httpPort ? { port: this.o.httpPort } : {}), log: this.log });
     this.resyncTimer = setInterval(() => this.enqueueAll(), this.o.relistMs ?? 60_000);
     this.resyncTimer.unref();
     this.log(`agent started: ${this.sources.map((s) => s.name).join(', ')}`);
@@ -110,8 +115,10 @@ export class Agent {
   /** Stops supervising; the pods keep running, as with the kubelet. */
   async stop(): Promise<void> {
     if (this.resyncTimer) clearInterval(this.resyncTimer);
+    await this.closeServer?.();
     await Promise.all(this.sources.map((s) => s.stop()));
     this.cache.stop();
+    this.supervisor.stop();
     await this.workers.stop();
     this.release?.();
     this.log('agent stopped; pods left running');
@@ -192,50 +199,40 @@ export class Agent {
     if (!d) {
       if (!o || !this.mayDelete(o)) return undefined;
       this.log(`pod ${o.namespace}/${o.name}: no longer declared; deleting`);
-      await this.runtime.removePod(o, o.spec?.spec.terminationGracePeriodSeconds ?? 30);
-      this.backoff.forgetPod(uid);
-      await this.cache.refreshPod(uid);
+      try {
+        await this.supervisor.remove(o);
+      } finally {
+        await this.cache.refreshPod(uid);
+      }
       return undefined;
     }
     if (o) await this.adopt(o);
-    const actions = computePodActions(d, o);
-    if (!hasActions(actions)) return undefined;
+    return this.supervisor.sync(d);
+  }
 
-    // Crash-loop backoff for restarts of the same spec; new containers and spec changes start at once.
-    let wait: number | undefined;
-    const now = Date.now();
-    const latest = o ? latestByName(o) : undefined;
-    const allowed: ContainerToStart[] = [];
-    for (const s of actions.containersToStart) {
-      const prev = latest?.get(s.name);
-      const spec = [...(d.pod.spec.initContainers ?? []), ...d.pod.spec.containers].find((c) => c.name === s.name);
-      const isRestart = prev && spec && prev.state === 'exited' && prev.hash === containerHash(d.pod, spec);
-      if (!isRestart || !prev || !spec) {
-        allowed.push(s);
-        continue;
-      }
-      const key = Backoff.key(uid, s.name, prev.hash);
-      const finished = this.cache.finishedAt(prev.id) ?? (await this.runtime.finishedAt(prev.id)) ?? now;
-      const left = this.backoff.remaining(key, finished, now);
-      if (left > 0) {
-        wait = Math.min(wait ?? left, left);
-        continue;
-      }
-      this.backoff.restarted(key, now);
-      allowed.push(s);
+  /** Every pod the agent knows (desired or present), as v1 Pods with status. */
+  async podList(): Promise<Record<string, unknown>[]> {
+    const observed = new Map(this.cache.pods().map((p) => [p.uid, p]));
+    const uids = new Set([...this.desiredByUid.keys(), ...observed.keys()]);
+    const items: Record<string, unknown>[] = [];
+    for (const uid of uids) {
+      const d = this.desiredByUid.get(uid);
+      const o = observed.get(uid) ?? { uid, name: d?.pod.metadata.name ?? '', namespace: d?.pod.metadata.namespace ?? 'default', source: d?.origin.source ?? '', sandboxes: [], containers: [] };
+      const view = d ? { ...o, spec: d.pod, source: d.origin.source } : o;
+      const status = await this.supervisor.status(d, observed.get(uid));
+      if (!status) continue;
+      const sandbox = o.sandboxes[0];
+      const podIP = sandbox && isActive(sandbox) && view.spec ? (await this.runtime.sandboxInfo(sandbox.id, view.spec).catch(() => undefined))?.ip : undefined;
+      items.push(toV1Pod(view, status, { hostIP: this.runtime.hostIP, ...(podIP ? { podIP } : {}) }));
     }
-    const toRun = { ...actions, containersToStart: allowed };
-    if (!hasActions(toRun)) return wait;
-    if (toRun.createSandbox) this.log(`pod ${d.key}: ${o ? `recreating (${actions.reason ?? ''})` : 'creating'}`);
-    for (const s of allowed) if (!toRun.createSandbox) this.log(`pod ${d.key}: starting ${s.type === 'init' ? 'init container' : 'container'} ${s.name} (${s.reason})`);
-    try {
-      await executePodActions(this.runtime, d, o, toRun, { engineRestarts: false });
-    } finally {
-      await this.cache.refreshPod(uid);
-    }
-    const after = this.cache.pod(uid);
-    if (after) await pruneDeadInstances(this.runtime, after);
-    // Look again: the next init container, or what changed meanwhile.
-    return wait ?? 0;
+    return items;
+  }
+
+  events(uid?: string): PodEvent[] {
+    return this.supervisor.events.list(uid);
+  }
+
+  healthy(): boolean {
+    return this.cache.connected;
   }
 }

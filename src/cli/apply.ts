@@ -52,9 +52,9 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
   if (agentPid) {
     io.err(`podrun: the agent (pid ${agentPid}) supervises ${g.stateDir}; it carries out the plan`);
     if (!o.wait || loaded.pods.length === 0) return EXIT.ok;
-    const result = await waitForPods(rt, loaded.pods, { applySet, engineRestarts: false, drive: false, timeoutMs: o.timeoutMs });
+    const result = await waitForPods(rt, loaded.pods, { applySet, engineRestarts: false, drive: false, stateDir: g.stateDir, timeoutMs: o.timeoutMs });
     for (const p of result.problems) io.err(`podrun: pod/${p.key}: ${p.message}`);
-    if (result.ok) io.out(`${loaded.pods.length} pod${loaded.pods.length === 1 ? '' : 's'} running`);
+    if (result.ok) io.out(`${loaded.pods.length} pod${loaded.pods.length === 1 ? '' : 's'} ready`);
     return result.ok ? EXIT.ok : EXIT.failed;
   }
 
@@ -69,7 +69,7 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
     const result = await waitForPods(rt, ok, { ...sync, drive: true, timeoutMs: o.timeoutMs });
     for (const p of result.problems) io.err(`podrun: pod/${p.key}: ${p.message}`);
     waitOk = result.ok;
-    if (result.ok) io.out(`${ok.length} pod${ok.length === 1 ? '' : 's'} running`);
+    if (result.ok) io.out(`${ok.length} pod${ok.length === 1 ? '' : 's'} ready`);
   }
   await pruneAfterApply(rt, new Set(loaded.pods.map((p) => p.uid)));
   return failures.length === 0 && waitOk ? EXIT.ok : EXIT.failed;

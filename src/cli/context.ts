@@ -20,12 +20,17 @@ export const DEFAULTS = {
 export interface Io {
   out: (line: string) => void;
   err: (line: string) => void;
+  /** Raw streams, for output that is not line by line (logs). */
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
   isTTY: boolean;
 }
 
 export const processIo: Io = {
   out: (line) => process.stdout.write(`${line}\n`),
   err: (line) => process.stderr.write(`${line}\n`),
+  stdout: process.stdout,
+  stderr: process.stderr,
   isTTY: process.stderr.isTTY === true,
 };
 

@@ -1,6 +1,7 @@
 import { ManifestError } from '../manifest/errors.js';
 import { loadManifestSet } from '../manifest/load.js';
 import { mapLimit } from '../reconcile/converge.js';
+import { removePod } from '../reconcile/lifecycle.js';
 import { forgetApplied } from '../sources/applied-sets.js';
 import { readManifestInputs } from '../sources/read.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
@@ -56,7 +57,7 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
     try {
       // Forget it in the applied sets first, so a running agent does not bring it back.
       forgetApplied(g.stateDir, new Set([`${p.namespace}/${p.name}`]));
-      await rt.removePod(p, grace);
+      await removePod(rt, p, grace);
       io.out(`pod/${p.namespace}/${p.name} deleted`);
     } catch (err) {
       io.err(`podrun: pod/${p.namespace}/${p.name}: ${(err as Error).message}`);

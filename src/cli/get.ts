@@ -1,10 +1,7 @@
 import { dump } from 'js-yaml';
-import type { Pod } from '../manifest/types.js';
-import type { ObservedPod } from '../runtime/observed.js';
-import { podStatus, type PodStatusSummary } from '../status/pod-status.js';
-import { toV1Pod } from '../status/v1.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { table } from './print.js';
+import { loadPodViews, type V1Pod } from './views.js';
 
 export interface GetOptions {
   output?: string;
@@ -12,69 +9,72 @@ export interface GetOptions {
   allNamespaces: boolean;
 }
 
-function age(created: number | undefined): string {
-  if (!created) return '<unknown>';
-  const s = Math.max(0, Math.floor(Date.now() / 1000 - created));
+export function age(iso: string | undefined): string {
+  const created = iso ? Date.parse(iso) : NaN;
+  if (!Number.isFinite(created)) return '<unknown>';
+  const s = Math.max(0, Math.floor((Date.now() - created) / 1000));
   if (s < 120) return `${s}s`;
   if (s < 7200) return `${Math.floor(s / 60)}m`;
   if (s < 172800) return `${Math.floor(s / 3600)}h`;
   return `${Math.floor(s / 86400)}d`;
 }
 
-function statusWord(st: PodStatusSummary): string {
-  const waiting = st.containers.find((c) => c.state === 'waiting' && c.reason && c.reason !== 'ContainerCreating');
-  if (waiting?.reason) return waiting.reason;
-  if (st.reason === 'PodInitializing') return 'Init';
-  if (st.phase === 'Succeeded') return 'Completed';
-  if (st.phase === 'Running' && st.containers.some((c) => c.state === 'terminated')) return st.containers.find((c) => c.state === 'terminated')?.reason ?? 'Running';
-  return st.phase;
-}
-
-/** A pod whose sandbox lost its spec label still shows, from what its labels say. */
-function specOf(o: ObservedPod): Pod {
-  return o.spec ?? { apiVersion: 'v1', kind: 'Pod', metadata: { name: o.name, namespace: o.namespace, uid: o.uid }, spec: { containers: [] } };
+/** kubectl's STATUS column: the most telling reason, else the phase. */
+export function statusWord(p: V1Pod): string {
+  const inits = p.status.initContainerStatuses ?? [];
+  for (const c of inits) {
+    const w = c.state.waiting?.reason;
+    if (w && w !== 'PodInitializing') return `Init:${w}`;
+    if (c.state.terminated && c.state.terminated.exitCode !== 0) return `Init:${c.state.terminated.reason ?? 'Error'}`;
+  }
+  if (p.status.reason === 'PodInitializing' || p.status.conditions?.find((c) => c.type === 'Initialized')?.status === 'False') {
+    const done = inits.filter((c) => c.state.terminated?.exitCode === 0 || c.state.running).length;
+    return `Init:${done}/${inits.length}`;
+  }
+  for (const c of p.status.containerStatuses ?? []) {
+    const w = c.state.waiting?.reason;
+    if (w && w !== 'ContainerCreating') return w;
+    if (c.state.terminated && p.status.phase === 'Running') return c.state.terminated.reason ?? 'Error';
+  }
+  if (p.status.phase === 'Succeeded') return 'Completed';
+  if (p.status.phase === 'Pending' && (p.status.containerStatuses ?? []).some((c) => c.state.waiting?.reason === 'ContainerCreating')) return 'ContainerCreating';
+  return p.status.phase;
 }
 
 export async function getPodsCommand(o: GetOptions, g: GlobalOptions, io: Io): Promise<number> {
-  const rt = makeRuntime(g, io);
-  const ns = o.allNamespaces ? undefined : (o.namespace ?? 'default');
-  const pods = (await rt.listPods()).filter((p) => !ns || p.namespace === ns).sort((a, b) => `${a.namespace}/${a.name}`.localeCompare(`${b.namespace}/${b.name}`));
   const output = o.output ?? '';
-  const withIPs = output === 'wide' || output === 'json' || output === 'yaml';
-  const rows = await Promise.all(
-    pods.map(async (p) => {
-      const spec = specOf(p);
-      const st = podStatus(spec, p);
-      const sandbox = p.sandboxes[0];
-      const podIP = withIPs && sandbox?.state === 'running' ? (await rt.sandboxInfo(sandbox.id, spec)).ip : undefined;
-      return { p, st, podIP };
-    }),
-  );
-  if (output === 'json' || output === 'yaml') {
-    const list = { apiVersion: 'v1', kind: 'PodList', items: rows.map((r) => toV1Pod(r.p, r.st, { ...(r.podIP ? { podIP: r.podIP } : {}), hostIP: rt.hostIP })) };
-    io.out(output === 'json' ? JSON.stringify(list, null, 2) : dump(list).trimEnd());
-    return EXIT.ok;
-  }
-  if (output !== '' && output !== 'wide') {
+  if (!['', 'wide', 'json', 'yaml'].includes(output)) {
     io.err(`podrun: unknown output format "${output}" (use wide, json or yaml)`);
     return EXIT.usage;
   }
-  if (rows.length === 0) {
+  const rt = makeRuntime(g, io);
+  const ns = o.allNamespaces ? undefined : (o.namespace ?? 'default');
+  const { pods: all } = await loadPodViews(rt, g.stateDir);
+  const pods = all
+    .filter((p) => !ns || p.metadata.namespace === ns)
+    .sort((a, b) => `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`));
+  if (output === 'json' || output === 'yaml') {
+    const list = { apiVersion: 'v1', kind: 'PodList', items: pods };
+    io.out(output === 'json' ? JSON.stringify(list, null, 2) : dump(list).trimEnd());
+    return EXIT.ok;
+  }
+  if (pods.length === 0) {
     io.err(ns ? `No pods found in ${ns} namespace.` : 'No pods found.');
     return EXIT.ok;
   }
   const header = [...(ns ? [] : ['NAMESPACE']), 'NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE', ...(output === 'wide' ? ['IP', 'NODE', 'SOURCE'] : [])];
-  const lines = rows.map(({ p, st, podIP }) => {
-    const ready = st.containers.filter((c) => c.state === 'running').length;
-    const restarts = st.containers.reduce((n, c) => n + c.restartCount, 0);
+  const lines = pods.map((p) => {
+    const cs = p.status.containerStatuses ?? [];
+    const ready = cs.filter((c) => c.ready).length;
+    const restarts = cs.reduce((n, c) => n + c.restartCount, 0);
     return [
-      ...(ns ? [] : [p.namespace]),
-      p.name,
-      `${ready}/${st.containers.length}`,
-      statusWord(st),
+      ...(ns ? [] : [p.metadata.namespace]),
+      p.metadata.name,
+      `${ready}/${cs.length}`,
+      statusWord(p),
       String(restarts),
-      age(p.sandboxes[0]?.created),
-      ...(output === 'wide' ? [podIP ?? '<none>', rt.nodeName, p.source] : []),
+      age(p.metadata.creationTimestamp),
+      ...(output === 'wide' ? [p.status.podIP ?? '<none>', rt.nodeName, p.metadata.annotations?.['podrun.io/source'] ?? ''] : []),
     ];
   });
   for (const l of table([header, ...lines])) io.out(l);

@@ -5,7 +5,9 @@ import { connect } from '../runtime/engine.js';
 import { applyCommand } from './apply.js';
 import { DEFAULTS, EXIT, parseDuration, processIo, type GlobalOptions, type Io } from './context.js';
 import { deleteCommand } from './delete.js';
+import { describePodCommand } from './describe.js';
 import { getPodsCommand } from './get.js';
+import { logsCommand } from './logs.js';
 import { runCommand } from './run.js';
 import { validateCommand } from './validate.js';
 
@@ -75,6 +77,7 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('--url-timeout <duration>', 'timeout of one URL request', duration, 10_000)
     .option('--relist-period <duration>', 'full engine relist, under the event stream', duration, 60_000)
     .option('--max-parallel <n>', 'pods synced at once', (v) => Number(v), 4)
+    .option('--http-port <port>', 'also serve /healthz, /pods and /events on 127.0.0.1:port (the unix socket <state-dir>/podrun.sock always)', (v) => Number(v))
     .option('--crash-backoff-initial <duration>', 'first crash-loop restart delay', duration, 10_000)
     .option('--crash-backoff-max <duration>', 'longest crash-loop restart delay', duration, 300_000)
     .action(async (o: Parameters<typeof runCommand>[0] & { crashBackoffInitial: number; crashBackoffMax: number }, cmd: Command) => {
@@ -92,6 +95,31 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('-A, --all-namespaces', 'pods of every namespace', false)
     .action(async (o: { output?: string; namespace: string; allNamespaces: boolean }, cmd: Command) => {
       setCode(await getPodsCommand(o, globals(cmd), io));
+    });
+
+  const describe = program.command('describe').description('show one pod in detail, with its events');
+  describe
+    .command('pod')
+    .alias('pods')
+    .alias('po')
+    .argument('<name>', 'pod name, or namespace/name')
+    .option('-n, --namespace <ns>', 'namespace', 'default')
+    .action(async (name: string, o: { namespace: string }, cmd: Command) => {
+      setCode(await describePodCommand(name, o.namespace, globals(cmd), io));
+    });
+
+  program
+    .command('logs')
+    .description("print a container's logs")
+    .argument('<pod>', 'pod name, or namespace/name')
+    .option('-c, --container <name>', 'container (needed when the pod has several)')
+    .option('-n, --namespace <ns>', 'namespace', 'default')
+    .option('-f, --follow', 'stream new output', false)
+    .option('-p, --previous', 'the previous instance of the container (after a restart)', false)
+    .option('--tail <lines>', 'only the last lines', (v) => Number(v))
+    .option('--timestamps', 'prefix each line with its time', false)
+    .action(async (pod: string, o: { container?: string; namespace: string; follow: boolean; previous: boolean; tail?: number; timestamps: boolean }, cmd: Command) => {
+      setCode(await logsCommand(pod, o, globals(cmd), io));
     });
 
   program

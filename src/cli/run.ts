@@ -12,6 +12,7 @@ export interface RunOptions {
   urlTimeout: number;
   relistPeriod: number;
   maxParallel: number;
+  httpPort?: number;
   backoffInitial: number;
   backoffMax: number;
 }
@@ -53,6 +54,7 @@ export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSi
     urlTimeoutMs: o.urlTimeout,
     relistMs: o.relistPeriod,
     maxParallel: o.maxParallel,
+    ...(o.httpPort ? { httpPort: o.httpPort } : {}),
     backoff,
     log: (line) => io.err(`${new Date().toISOString()} ${line}`),
   });

@@ -38,6 +38,12 @@ export class Backoff {
     return Math.max(0, finishedAt + e.nextMs - now);
   }
 
+  /** Milliseconds left before `key` may be tried again, counted from its last attempt. */
+  remainingSinceLast(key: string, now: number): number {
+    const e = this.entries.get(key);
+    return e ? Math.max(0, e.lastRestart + e.nextMs - now) : 0;
+  }
+
   /** Records a restart of `key` at `now`; returns the delay the following restart will wait. */
   restarted(key: string, now: number): number {
     const e = this.entries.get(key);

@@ -1,8 +1,12 @@
 import type { DesiredPod } from '../manifest/types.js';
-import type { ObservedPod } from '../runtime/observed.js';
+import { latestByName, type ObservedPod } from '../runtime/observed.js';
 import type { PodRuntime } from '../runtime/runtime.js';
 import { settled, type PodStatusSummary } from '../status/pod-status.js';
 import { computePodActions, hasActions, type PodPlan } from './plan.js';
+import { defaultHostOf, removePod, specOf } from './lifecycle.js';
+import { ProbeManager, type ProbeTarget } from '../probe/manager.js';
+import { agentGet } from '../server/client.js';
+import type { V1Pod } from '../status/v1.js';
 import { executePodActions, pruneDeadInstances, type SyncOptions } from './sync.js';
 
 /** At most this many pods are synced at once: the engine gains little past two or three. */
@@ -35,7 +39,7 @@ export async function executePlan(rt: PodRuntime, plans: PodPlan[], o: SyncOptio
   return mapLimit(plans, POD_CONCURRENCY, async (p): Promise<PodOutcome> => {
     try {
       if (p.verdict === 'deleted') {
-        if (p.observed) await rt.removePod(p.observed, graceOf(p.observed));
+        if (p.observed) await removePod(rt, p.observed, graceOf(p.observed));
       } else if (p.desired && hasActions(p.actions)) {
         await executePodActions(rt, p.desired, p.observed, p.actions, o);
       }
@@ -55,63 +59,106 @@ export interface WaitResult {
 function describeNotReady(status: PodStatusSummary): string {
   const parts: string[] = [`phase ${status.phase}${status.reason ? ` (${status.reason})` : ''}`];
   for (const c of [...status.initContainers, ...status.containers]) {
-    if (c.state === 'running') continue;
-    const why = c.state === 'terminated' ? `terminated: ${c.reason ?? ''}, exit code ${c.exitCode ?? '?'}` : `waiting: ${c.reason ?? ''}`;
-    parts.push(`${c.type === 'init' ? 'init container' : 'container'} ${c.name} ${why}`);
+    const kind = c.type === 'init' ? 'init container' : 'container';
+    if (c.state === 'running') {
+      if (!c.started) parts.push(`${kind} ${c.name} has not passed its startup probe`);
+      else if (!c.ready) parts.push(`${kind} ${c.name} is not ready (readiness probe failing)`);
+      continue;
+    }
+    const why = c.state === 'terminated' ? `terminated: ${c.reason ?? ''}, exit code ${c.exitCode ?? '?'}` : `waiting: ${c.reason ?? ''}${c.message ? ` (${c.message})` : ''}`;
+    parts.push(`${kind} ${c.name} ${why}`);
   }
   return parts.join('; ');
 }
 
+/** Readiness as the agent reports it, for an apply that leaves the work to the agent. */
+function agentVerdict(p: V1Pod | undefined): { done: boolean; failed: boolean; message: string } {
+  if (!p) return { done: false, failed: false, message: 'not known to the agent yet' };
+  const ready = p.status.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+  const notReady = [...(p.status.initContainerStatuses ?? []), ...(p.status.containerStatuses ?? [])]
+    .filter((c) => !c.ready)
+    .map((c) => `container ${c.name} ${c.state.waiting ? `waiting: ${c.state.waiting.reason ?? ''}${c.state.waiting.message ? ` (${c.state.waiting.message})` : ''}` : c.state.terminated ? `terminated: ${c.state.terminated.reason ?? ''}, exit code ${c.state.terminated.exitCode}` : 'not ready'}`);
+  const message = [`phase ${p.status.phase}`, ...notReady].join('; ');
+  if (p.status.phase === 'Failed') return { done: true, failed: true, message };
+  return { done: p.status.phase === 'Succeeded' || (p.status.phase === 'Running' && ready), failed: false, message };
+}
+
 /**
- * Waits until every pod runs with all its containers started (or has succeeded), driving what
- * only a supervisor can drive meanwhile: the next init container, and restarts the engine's
- * policy does not cover. Stops early when a pod fails.
+ * Waits until every pod is Ready (readiness probes honoured) and runs what its manifest says now,
+ * or has succeeded. Driving (no agent): starts the next init container as each finishes, restarts
+ * what the engine's policy does not cover, and runs startup and readiness probes itself.
+ * Otherwise it reads the agent's view. Stops early when a pod fails.
  */
 export async function waitForPods(
   rt: PodRuntime,
   pods: DesiredPod[],
-  /** drive: false only watches (an agent does the work). */
-  o: SyncOptions & { timeoutMs: number; pollMs?: number; drive: boolean },
+  o: SyncOptions & { timeoutMs: number; pollMs?: number; drive: boolean; stateDir?: string },
 ): Promise<WaitResult> {
   const deadline = Date.now() + o.timeoutMs;
   const pending = new Map(pods.map((p) => [p.uid, p]));
   const problems: WaitResult['problems'] = [];
-  const lastStatus = new Map<string, PodStatusSummary>();
-  for (;;) {
-    const observed = new Map((await rt.listPods()).map((x) => [x.uid, x]));
-    for (const d of [...pending.values()]) {
-      const obs = observed.get(d.uid);
-      const s = settled(d, obs);
-      lastStatus.set(d.uid, s.status);
-      if (s.done) {
-        pending.delete(d.uid);
-        if (s.failed) problems.push({ key: d.key, message: `failed: ${describeNotReady(s.status)}` });
-        continue;
-      }
-      const actions = computePodActions(d, obs);
-      if (actions.podFailed) {
-        pending.delete(d.uid);
-        problems.push({ key: d.key, message: `failed: ${describeNotReady(s.status)}` });
-      } else if (o.drive && hasActions(actions)) {
-        try {
-          await executePodActions(rt, d, obs, actions, o);
-        } catch (err) {
+  const last = new Map<string, string>();
+  // Liveness is the agent's business; apply only needs to know when pods are ready.
+  const probes = o.drive ? new ProbeManager((id, cmd, t) => rt.exec(id, cmd, t), () => undefined) : undefined;
+  try {
+    for (;;) {
+      const observed = new Map((await rt.listPods()).map((x) => [x.uid, x]));
+      const agentPods = o.drive || !o.stateDir ? undefined : new Map(((await agentGet<{ items: V1Pod[] }>(o.stateDir, '/pods'))?.items ?? []).map((p) => [p.metadata.uid, p]));
+      for (const d of [...pending.values()]) {
+        const obs = observed.get(d.uid);
+        let verdict: { done: boolean; failed: boolean; message: string };
+        if (probes) {
+          await syncApplyProbes(rt, probes, d, obs);
+          const s = settled(d, obs, { probes: (id) => probes.state(id) });
+          verdict = { done: s.done, failed: s.failed, message: describeNotReady(s.status) };
+        } else {
+          const a = agentVerdict(agentPods?.get(d.uid));
+          verdict = { ...a, done: a.done && !hasActions(computePodActions(d, obs)) };
+        }
+        last.set(d.uid, verdict.message);
+        if (verdict.done) {
           pending.delete(d.uid);
-          problems.push({ key: d.key, message: (err as Error).message });
+          if (verdict.failed) problems.push({ key: d.key, message: `failed: ${verdict.message}` });
+          continue;
+        }
+        if (!o.drive) continue;
+        const actions = computePodActions(d, obs);
+        if (actions.podFailed) {
+          pending.delete(d.uid);
+          problems.push({ key: d.key, message: `failed: ${verdict.message}` });
+        } else if (hasActions(actions)) {
+          try {
+            await executePodActions(rt, d, obs, actions, o);
+          } catch (err) {
+            pending.delete(d.uid);
+            problems.push({ key: d.key, message: (err as Error).message });
+          }
         }
       }
-    }
-    if (pending.size === 0) break;
-    if (Date.now() >= deadline) {
-      for (const d of pending.values()) {
-        const st = lastStatus.get(d.uid);
-        problems.push({ key: d.key, message: `not running after ${Math.round(o.timeoutMs / 1000)}s: ${st ? describeNotReady(st) : 'no status'}` });
+      if (pending.size === 0) break;
+      if (Date.now() >= deadline) {
+        for (const d of pending.values()) problems.push({ key: d.key, message: `not ready after ${Math.round(o.timeoutMs / 1000)}s: ${last.get(d.uid) ?? 'no status'}` });
+        break;
       }
-      break;
+      await new Promise((r) => setTimeout(r, o.pollMs ?? 250));
     }
-    await new Promise((r) => setTimeout(r, o.pollMs ?? 250));
+  } finally {
+    probes?.stop();
   }
   return { ok: problems.length === 0, problems };
+}
+
+async function syncApplyProbes(rt: PodRuntime, probes: ProbeManager, d: DesiredPod, obs: ObservedPod | undefined): Promise<void> {
+  if (!obs) return;
+  const host = await defaultHostOf(rt, d.pod, obs).catch(() => '127.0.0.1');
+  const targets: ProbeTarget[] = [];
+  for (const c of latestByName(obs).values()) {
+    const spec = specOf(d.pod, c.name);
+    if (!spec || c.state !== 'running' || (!spec.readinessProbe && !spec.startupProbe)) continue;
+    const { livenessProbe: _liveness, ...withoutLiveness } = spec;
+    targets.push({ uid: d.uid, container: withoutLiveness, containerId: c.id, defaultHost: host });
+  }
+  probes.sync(d.uid, targets);
 }
 
 /** Keeps one dead instance per container of the given pods (for `logs --previous`), removes the rest. */

@@ -1,8 +1,10 @@
 import { containerHash, sandboxHash } from '../manifest/hash.js';
 import type { Container, DesiredPod } from '../manifest/types.js';
+import { runHandler } from '../probe/handlers.js';
 import { isActive, type ObservedPod } from '../runtime/observed.js';
-import type { PodRuntime, SandboxInfo } from '../runtime/runtime.js';
+import { ImageError, type PodRuntime, type SandboxInfo } from '../runtime/runtime.js';
 import { engineRestartPolicy, identityOf } from '../runtime/spec.js';
+import { fieldPathOf, killContainer, stopPod, type EventSink } from './lifecycle.js';
 import type { PodActions } from './plan.js';
 
 export interface SyncOptions {
@@ -13,6 +15,15 @@ export interface SyncOptions {
    * keeps it alive; an agent sets `no` and restarts containers itself with backoff.
    */
   engineRestarts: boolean;
+  events?: EventSink;
+}
+
+/** A container could not be started because its image could not be had: the caller backs off. */
+export class ContainerImageError extends Error {
+  constructor(readonly container: string, readonly imageError: ImageError) {
+    super(imageError.message);
+    this.name = 'ContainerImageError';
+  }
 }
 
 function findContainer(d: DesiredPod, name: string): Container {
@@ -26,17 +37,33 @@ export async function executePodActions(rt: PodRuntime, d: DesiredPod, observed:
   const pod = d.pod;
   const id = identityOf(pod, d.origin.source, o.applySet);
   const grace = pod.spec.terminationGracePeriodSeconds ?? 30;
+  const events = o.events;
   const restartPolicy = (type: 'init' | 'app' | 'sandbox', c?: Container): string => (o.engineRestarts ? engineRestartPolicy(pod, type, c) : 'no');
+  const podIP = pod.spec.hostNetwork ? '127.0.0.1' : undefined;
 
   // 1. Kill what must go.
-  if (actions.killPod && observed) await rt.stopPod(observed, grace);
-  await Promise.all(
-    actions.containersToKill.map(async (k) => {
-      const c = observed?.containers.find((x) => x.id === k.id);
-      if (c && isActive(c)) await rt.stopContainer(k.id, grace);
-      if (c?.state === 'created') await rt.removeContainer(k.id);
-    }),
-  );
+  if (actions.killPod && observed) {
+    if (actions.reason) events?.('Normal', 'SandboxChanged', `Pod sandbox changed (${actions.reason}), it will be killed and re-created.`);
+    await stopPod(rt, observed, grace, events);
+  }
+  if (actions.containersToKill.length) {
+    const current = observed?.sandboxes[0];
+    const host = podIP ?? (current && isActive(current) ? (await rt.sandboxInfo(current.id, pod)).ip : '127.0.0.1');
+    await Promise.all(
+      actions.containersToKill.map(async (k) => {
+        const c = observed?.containers.find((x) => x.id === k.id);
+        if (!c) return;
+        if (c.state === 'created') return rt.removeContainer(k.id);
+        const fp = fieldPathOf(pod, c.name);
+        await killContainer(rt, c, [...(observed?.spec?.spec.initContainers ?? []), ...(observed?.spec?.spec.containers ?? [])].find((x) => x.name === c.name), grace, {
+          defaultHost: host,
+          reason: k.reason,
+          ...(events ? { events } : {}),
+          ...(fp ? { fieldPath: fp } : {}),
+        });
+      }),
+    );
+  }
   if (actions.containersToStart.length === 0 && !actions.createSandbox) return;
 
   // 2. The sandbox, new or current.
@@ -49,18 +76,48 @@ export async function executePodActions(rt: PodRuntime, d: DesiredPod, observed:
     if (!current) throw new Error(`pod ${d.key} has no sandbox to start containers in`);
     sandbox = await rt.sandboxInfo(current.id, pod);
   }
+  const defaultHost = podIP ?? (sandbox.ip || '127.0.0.1');
 
   // 3. Containers, in spec order (init containers come one at a time from the plan).
   for (const s of actions.containersToStart) {
     const c = findContainer(d, s.name);
-    await rt.startContainer(pod, id, c, {
-      type: s.type,
-      restartCount: s.restartCount,
-      hash: containerHash(pod, c),
-      sandbox,
-      volumes,
-      restartPolicy: restartPolicy(s.type, c),
-    });
+    const fp = fieldPathOf(pod, c.name);
+    let containerId: string;
+    try {
+      containerId = await rt.startContainer(pod, id, c, {
+        type: s.type,
+        restartCount: s.restartCount,
+        hash: containerHash(pod, c),
+        sandbox,
+        volumes,
+        restartPolicy: restartPolicy(s.type, c),
+        onPull: (phase, message) => {
+          if (phase === 'pulling') events?.('Normal', 'Pulling', `Pulling image "${c.image}"`, fp);
+          else events?.('Normal', 'Pulled', `Successfully pulled image "${c.image}"${message ? ` ${message}` : ''}`, fp);
+        },
+      });
+    } catch (err) {
+      if (err instanceof ImageError) {
+        events?.('Warning', 'Failed', `Failed to pull image "${c.image}": ${err.message}`, fp);
+        events?.('Warning', 'Failed', `Error: ${err.reason}`, fp);
+        throw new ContainerImageError(c.name, err);
+      }
+      events?.('Warning', 'Failed', `Error: ${(err as Error).message}`, fp);
+      throw err;
+    }
+    events?.('Normal', 'Created', `Created container ${c.name}`, fp);
+    events?.('Normal', 'Started', `Started container ${c.name}`, fp);
+    const postStart = c.lifecycle?.postStart;
+    if (postStart) {
+      const r = await runHandler(postStart, { containerId, container: c, defaultHost, timeoutMs: Math.max(1, grace) * 1000, exec: (cid, cmd, t) => rt.exec(cid, cmd, t) }).catch(
+        (e: unknown) => ({ ok: false as const, message: (e as Error).message }),
+      );
+      if (!r.ok) {
+        // As the kubelet: a failed postStart kills the container, which then restarts by policy.
+        events?.('Warning', 'FailedPostStartHook', `PostStart hook for container ${c.name} failed: ${r.message}`, fp);
+        await rt.stopContainer(containerId, grace);
+      }
+    }
   }
 }
 

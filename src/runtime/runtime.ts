@@ -5,7 +5,7 @@ import type { Container, Pod } from '../manifest/types.js';
 import { authFor } from './auth.js';
 import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound, type EngineOptions } from './engine.js';
 import { instanceId, LABEL, MANAGED_BY } from './labels.js';
-import { groupObserved, isActive, type ObservedContainer, type ObservedPod } from './observed.js';
+import { groupObserved, type ObservedPod } from './observed.js';
 import { containerCreateOptions, sandboxCreateOptions, type PodIdentity, type VolumeBacking } from './spec.js';
 import { prepareVolumes, removePodVolumes } from './volumes.js';
 
@@ -189,7 +189,7 @@ export class PodRuntime {
     await this.call('update container', () => this.docker.getContainer(id).update({ RestartPolicy: { Name: name } }));
   }
 
-  async ensureImage(image: string, policy: Container['imagePullPolicy']): Promise<void> {
+  async ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: (phase: 'pulling' | 'pulled', message?: string) => void): Promise<void> {
     const present = await this.call(`inspect image ${image}`, () => this.docker.getImage(image).inspect()).then(
       () => true,
       (err: unknown) => {
@@ -208,7 +208,10 @@ export class PodRuntime {
       pending = this.pull(image).finally(() => this.pulls.delete(image));
       this.pulls.set(image, pending);
     }
+    onPull?.('pulling');
+    const started = Date.now();
     await pending;
+    onPull?.('pulled', `in ${((Date.now() - started) / 1000).toFixed(1)}s`);
   }
 
   private async pull(image: string): Promise<void> {
@@ -256,9 +259,17 @@ export class PodRuntime {
     pod: Pod,
     id: PodIdentity,
     c: Container,
-    o: { type: 'init' | 'app'; restartCount: number; hash: string; sandbox: SandboxInfo; volumes: ReadonlyMap<string, VolumeBacking>; restartPolicy: string },
+    o: {
+      type: 'init' | 'app';
+      restartCount: number;
+      hash: string;
+      sandbox: SandboxInfo;
+      volumes: ReadonlyMap<string, VolumeBacking>;
+      restartPolicy: string;
+      onPull?: (phase: 'pulling' | 'pulled', message?: string) => void;
+    },
   ): Promise<string> {
-    await this.ensureImage(c.image, c.imagePullPolicy);
+    await this.ensureImage(c.image, c.imagePullPolicy, o.onPull);
     const opts = containerCreateOptions(pod, id, c, {
       type: o.type,
       restartCount: o.restartCount,
@@ -288,19 +299,7 @@ export class PodRuntime {
     });
   }
 
-  /** Stops a whole pod: app containers in parallel, then init/sidecars, then the sandbox. */
-  async stopPod(observed: ObservedPod, graceSeconds: number): Promise<void> {
-    const active = (cs: ObservedContainer[]): ObservedContainer[] => cs.filter(isActive);
-    await Promise.all(active(observed.containers.filter((c) => c.type === 'app')).map((c) => this.stopContainer(c.id, graceSeconds)));
-    await Promise.all(active(observed.containers.filter((c) => c.type === 'init')).map((c) => this.stopContainer(c.id, graceSeconds)));
-    // The sandbox only holds namespaces; it has nothing to shut down cleanly.
-    await Promise.all(observed.sandboxes.filter(isActive).map((s) => this.stopContainer(s.id, 0)));
-  }
-
-  /** Stops and removes everything of the pod, its emptyDirs and memory volumes included. */
-  async removePod(observed: ObservedPod, graceSeconds: number): Promise<void> {
-    await this.stopPod(observed, graceSeconds);
-    await Promise.all([...observed.containers, ...observed.sandboxes].map((c) => this.removeContainer(c.id)));
-    await this.call('remove pod volumes', () => removePodVolumes(this.docker, this.options.stateDir, observed.uid, this.instance));
+  async removePodVolumes(uid: string): Promise<void> {
+    await this.call('remove pod volumes', () => removePodVolumes(this.docker, this.options.stateDir, uid, this.instance));
   }
 }

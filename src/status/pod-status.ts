@@ -1,75 +1,164 @@
 import type { DesiredPod, Pod } from '../manifest/types.js';
-import { isActive, latestByName, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
+import { isActive, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
 import { computePodActions, hasActions } from '../reconcile/plan.js';
 
 export type PodPhase = 'Pending' | 'Running' | 'Succeeded' | 'Failed' | 'Unknown';
+
+/** What only an inspect tells about a container. */
+export interface ContainerDetails {
+  startedAt?: string;
+  finishedAt?: string;
+  exitCode?: number;
+  oomKilled?: boolean;
+  error?: string;
+}
+
+export interface TerminatedState {
+  exitCode: number;
+  reason: string;
+  message?: string;
+  startedAt?: string;
+  finishedAt?: string;
+  containerID: string;
+}
 
 export interface ContainerStatusSummary {
   name: string;
   type: 'init' | 'app';
   state: 'waiting' | 'running' | 'terminated';
   reason?: string;
+  message?: string;
   exitCode?: number;
+  startedAt?: string;
+  finishedAt?: string;
   restartCount: number;
   containerID?: string;
   image: string;
+  ready: boolean;
+  started: boolean;
+  lastTerminated?: TerminatedState;
 }
 
 export interface PodStatusSummary {
   phase: PodPhase;
   /** Why the pod is not Running yet, when it is not. */
   reason?: string;
+  initialized: boolean;
+  containersReady: boolean;
+  ready: boolean;
   containers: ContainerStatusSummary[];
   initContainers: ContainerStatusSummary[];
 }
 
-function containerStatus(name: string, type: 'init' | 'app', image: string, c: ObservedContainer | undefined): ContainerStatusSummary {
-  if (!c) return { name, type, state: 'waiting', reason: 'ContainerCreating', restartCount: 0, image };
-  const base = { name, type, restartCount: c.restartCount, containerID: `docker://${c.id}`, image };
-  if (isActive(c)) return { ...base, state: 'running' };
-  if (c.state === 'created') return { ...base, state: 'waiting', reason: 'ContainerCreating' };
+/** What the agent (or apply's own prober) knows beyond the engine's list. */
+export interface StatusInputs {
+  details?: (containerId: string) => ContainerDetails | undefined;
+  /** Probe results; without a prober, a running container counts as started and ready. */
+  probes?: (containerId: string) => { started: boolean; ready: boolean } | undefined;
+  /** A waiting reason the supervisor imposes (CrashLoopBackOff, ErrImagePull, ImagePullBackOff). */
+  waiting?: (container: string) => { reason: string; message: string } | undefined;
+}
+
+function terminatedReason(c: ObservedContainer, d: ContainerDetails | undefined): string {
+  if (d?.oomKilled) return 'OOMKilled';
+  if (d?.error) return 'ContainerCannotRun';
+  return (d?.exitCode ?? c.exitCode) === 0 ? 'Completed' : 'Error';
+}
+
+function terminated(c: ObservedContainer, d: ContainerDetails | undefined): TerminatedState {
   return {
-    ...base,
-    state: 'terminated',
-    reason: c.exitCode === 0 ? 'Completed' : 'Error',
-    ...(c.exitCode !== undefined ? { exitCode: c.exitCode } : {}),
+    exitCode: d?.exitCode ?? c.exitCode ?? -1,
+    reason: terminatedReason(c, d),
+    ...(d?.error ? { message: d.error } : {}),
+    ...(d?.startedAt ? { startedAt: d.startedAt } : {}),
+    ...(d?.finishedAt ? { finishedAt: d.finishedAt } : {}),
+    containerID: `docker://${c.id}`,
   };
 }
 
-/** The pod's phase from the engine's view, by the kubelet's rules (getPhase). Pure. */
-export function podStatus(pod: Pod, observed: ObservedPod | undefined): PodStatusSummary {
-  const latest = observed ? latestByName(observed) : new Map<string, ObservedContainer>();
-  const inits = (pod.spec.initContainers ?? []).map((c) => containerStatus(c.name, 'init', c.image, latest.get(c.name)));
-  const apps = pod.spec.containers.map((c) => containerStatus(c.name, 'app', c.image, latest.get(c.name)));
-  const sandbox = observed?.sandboxes[0];
-  const policy = pod.spec.restartPolicy ?? 'Always';
-
-  const failedInit = (pod.spec.initContainers ?? []).some((c, i) => c.restartPolicy !== 'Always' && inits[i]?.state === 'terminated' && inits[i]?.exitCode !== 0);
-  if (failedInit && policy === 'Never') return { phase: 'Failed', reason: 'Init container failed', containers: apps, initContainers: inits };
-  const initDone = (pod.spec.initContainers ?? []).every((c, i) => (c.restartPolicy === 'Always' ? inits[i]?.state === 'running' : inits[i]?.state === 'terminated' && inits[i]?.exitCode === 0));
-  if (!sandbox) return { phase: 'Pending', reason: 'no sandbox', containers: apps, initContainers: inits };
-  if (!initDone) return { phase: 'Pending', reason: 'PodInitializing', containers: apps, initContainers: inits };
-
-  const running = apps.filter((c) => c.state === 'running').length;
-  const waiting = apps.filter((c) => c.state === 'waiting').length;
-  const terminated = apps.filter((c) => c.state === 'terminated');
-  const failed = terminated.filter((c) => c.exitCode !== 0).length;
-  if (waiting > 0) return { phase: 'Pending', reason: 'ContainerCreating', containers: apps, initContainers: inits };
-  if (running > 0) return { phase: 'Running', containers: apps, initContainers: inits };
-  // Everything has terminated.
-  if (policy === 'Always') return { phase: 'Running', reason: 'containers exited and will be restarted', containers: apps, initContainers: inits };
-  if (failed === 0) return { phase: 'Succeeded', containers: apps, initContainers: inits };
-  if (policy === 'Never') return { phase: 'Failed', containers: apps, initContainers: inits };
-  return { phase: 'Running', reason: 'containers failed and will be restarted', containers: apps, initContainers: inits };
+function containerStatus(
+  spec: { name: string; image: string; readinessProbe?: unknown },
+  type: 'init' | 'app',
+  instances: ObservedContainer[],
+  inputs: StatusInputs,
+  notYet: string,
+): ContainerStatusSummary {
+  const [c, prev] = instances;
+  const lastTerminated = prev && !isActive(prev) ? terminated(prev, inputs.details?.(prev.id)) : undefined;
+  const base = { name: spec.name, type, image: spec.image, ...(lastTerminated ? { lastTerminated } : {}) };
+  const imposed = inputs.waiting?.(spec.name);
+  if (!c) {
+    return { ...base, state: 'waiting', reason: imposed?.reason ?? notYet, ...(imposed ? { message: imposed.message } : {}), restartCount: 0, ready: false, started: false };
+  }
+  const d = inputs.details?.(c.id);
+  const common = { ...base, restartCount: c.restartCount, containerID: `docker://${c.id}`, ...(d?.startedAt ? { startedAt: d.startedAt } : {}) };
+  if (c.state === 'restarting') {
+    // The engine restarts it (no agent): it is crash-looping as far as anyone can tell.
+    return { ...common, state: 'waiting', reason: 'CrashLoopBackOff', ready: false, started: false };
+  }
+  if (isActive(c)) {
+    const p = inputs.probes?.(c.id);
+    const started = p ? p.started : true;
+    return { ...common, state: 'running', ready: p ? p.ready : true, started };
+  }
+  if (c.state === 'created') return { ...common, state: 'waiting', reason: 'ContainerCreating', ready: false, started: false };
+  const t = terminated(c, d);
+  if (imposed) {
+    // Waiting to run again: the instance that just ended becomes the last state.
+    return { ...common, state: 'waiting', reason: imposed.reason, message: imposed.message, ready: false, started: false, lastTerminated: t };
+  }
+  return {
+    ...common,
+    state: 'terminated',
+    reason: t.reason,
+    exitCode: t.exitCode,
+    ...(t.message ? { message: t.message } : {}),
+    ...(t.finishedAt ? { finishedAt: t.finishedAt } : {}),
+    ready: false,
+    started: false,
+  };
 }
 
-/** Whether `apply` may stop waiting for this pod, and whether it ended badly. */
-export function settled(d: DesiredPod, observed: ObservedPod | undefined): { done: boolean; failed: boolean; status: PodStatusSummary } {
-  const status = podStatus(d.pod, observed);
+/** The pod's phase, conditions and container states from the engine's view, by the kubelet's rules. Pure. */
+export function podStatus(pod: Pod, observed: ObservedPod | undefined, inputs: StatusInputs = {}): PodStatusSummary {
+  const byName = (name: string): ObservedContainer[] => observed?.containers.filter((c) => c.name === name) ?? [];
+  const specInits = pod.spec.initContainers ?? [];
+  const inits = specInits.map((c) => containerStatus(c, 'init', byName(c.name), inputs, 'PodInitializing'));
+  const sandbox = observed?.sandboxes[0];
+  const policy = pod.spec.restartPolicy ?? 'Always';
+  const initialized = specInits.every((c, i) => {
+    const s = inits[i];
+    return c.restartPolicy === 'Always' ? s?.state === 'running' && s.started : s?.state === 'terminated' && s.exitCode === 0;
+  });
+  const apps = pod.spec.containers.map((c) => containerStatus(c, 'app', byName(c.name), inputs, initialized ? 'ContainerCreating' : 'PodInitializing'));
+  const gates = (pod.spec.readinessGates ?? []).every((g) => pod.metadata.annotations?.[`podrun.io/condition.${g.conditionType}`] === 'True');
+  const containersReady = initialized && apps.every((c) => c.ready) && inits.every((c, i) => specInits[i]?.restartPolicy !== 'Always' || c.ready);
+  const base = { initialized, containersReady, ready: containersReady && gates, containers: apps, initContainers: inits };
+
+  const failedInit = specInits.some((c, i) => c.restartPolicy !== 'Always' && inits[i]?.state === 'terminated' && inits[i]?.exitCode !== 0);
+  if (failedInit && policy === 'Never') return { ...base, phase: 'Failed', reason: 'Init container failed' };
+  if (!sandbox) return { ...base, phase: 'Pending', reason: 'no sandbox' };
+  if (!initialized) return { ...base, phase: 'Pending', reason: 'PodInitializing' };
+
+  const running = apps.filter((c) => c.state === 'running').length;
+  const neverRan = apps.filter((c) => c.state === 'waiting' && !c.containerID).length;
+  const terminatedApps = apps.filter((c) => c.state === 'terminated');
+  const failed = terminatedApps.filter((c) => c.exitCode !== 0).length;
+  if (neverRan > 0) return { ...base, phase: 'Pending', reason: 'ContainerCreating' };
+  if (running > 0 || apps.some((c) => c.state === 'waiting')) return { ...base, phase: 'Running' };
+  if (policy === 'Always') return { ...base, phase: 'Running', reason: 'containers exited and will be restarted' };
+  if (failed === 0) return { ...base, phase: 'Succeeded' };
+  if (policy === 'Never') return { ...base, phase: 'Failed' };
+  return { ...base, phase: 'Running', reason: 'containers failed and will be restarted' };
+}
+
+/** Whether `apply` may stop waiting for this pod: Ready and running what the manifest says now, or done. */
+export function settled(d: DesiredPod, observed: ObservedPod | undefined, inputs: StatusInputs = {}): { done: boolean; failed: boolean; status: PodStatusSummary } {
+  const status = podStatus(d.pod, observed, inputs);
   if (status.phase === 'Failed') return { done: true, failed: true, status };
   if (status.phase === 'Succeeded') return { done: true, failed: false, status };
-  const allRunning = status.phase === 'Running' && status.containers.every((c) => c.state === 'running');
-  // Running, and running what the manifest says now (an agent may not have caught up yet).
+  const running = status.phase === 'Running' && status.containers.every((c) => c.state === 'running');
+  // Running what the manifest says now (an agent may not have caught up yet).
   const nothingToDo = !hasActions(computePodActions(d, observed));
-  return { done: allRunning && nothingToDo, failed: false, status };
+  return { done: running && status.ready && nothingToDo, failed: false, status };
 }

@@ -1,29 +1,56 @@
 import type { Pod } from '../manifest/types.js';
 import type { ObservedPod } from '../runtime/observed.js';
-import type { ContainerStatusSummary, PodStatusSummary } from './pod-status.js';
+import type { ContainerStatusSummary, PodStatusSummary, TerminatedState } from './pod-status.js';
+
+function v1Terminated(t: TerminatedState): Record<string, unknown> {
+  return { terminated: { ...t } };
+}
 
 function v1ContainerStatus(c: ContainerStatusSummary): Record<string, unknown> {
   const state =
     c.state === 'running'
-      ? { running: {} }
+      ? { running: { ...(c.startedAt ? { startedAt: c.startedAt } : {}) } }
       : c.state === 'waiting'
-        ? { waiting: { reason: c.reason } }
-        : { terminated: { exitCode: c.exitCode, reason: c.reason } };
+        ? { waiting: { ...(c.reason ? { reason: c.reason } : {}), ...(c.message ? { message: c.message } : {}) } }
+        : v1Terminated({
+            exitCode: c.exitCode ?? -1,
+            reason: c.reason ?? 'Error',
+            ...(c.message ? { message: c.message } : {}),
+            ...(c.startedAt ? { startedAt: c.startedAt } : {}),
+            ...(c.finishedAt ? { finishedAt: c.finishedAt } : {}),
+            containerID: c.containerID ?? '',
+          });
   return {
     name: c.name,
     image: c.image,
-    ready: c.state === 'running',
-    started: c.state === 'running',
+    ready: c.ready,
+    started: c.started,
     restartCount: c.restartCount,
     state,
+    lastState: c.lastTerminated ? v1Terminated(c.lastTerminated) : {},
     ...(c.containerID ? { containerID: c.containerID } : {}),
   };
 }
 
-/** The pod as a v1 Pod with a status, for `get pods -o json|yaml` and the HTTP API. */
+const cond = (type: string, ok: boolean): Record<string, string> => ({ type, status: ok ? 'True' : 'False' });
+
+/** A v1 PodStatus from the summary. */
+export function toV1Status(status: PodStatusSummary, ips: { podIP?: string; hostIP: string }): Record<string, unknown> {
+  return {
+    phase: status.phase,
+    ...(status.reason && status.phase !== 'Running' ? { reason: status.reason } : {}),
+    conditions: [cond('PodScheduled', true), cond('Initialized', status.initialized), cond('ContainersReady', status.containersReady), cond('Ready', status.ready)],
+    hostIP: ips.hostIP,
+    hostIPs: [{ ip: ips.hostIP }],
+    ...(ips.podIP ? { podIP: ips.podIP, podIPs: [{ ip: ips.podIP }] } : {}),
+    ...(status.initContainers.length ? { initContainerStatuses: status.initContainers.map(v1ContainerStatus) } : {}),
+    containerStatuses: status.containers.map(v1ContainerStatus),
+  };
+}
+
+/** The pod as a v1 Pod with a status, for `get pods -o json|yaml` and the agent's /pods. */
 export function toV1Pod(observed: ObservedPod, status: PodStatusSummary, ips: { podIP?: string; hostIP: string }): Record<string, unknown> {
   const spec: Pod | undefined = observed.spec;
-  const ready = status.phase === 'Running' && status.containers.every((c) => c.state === 'running');
   return {
     apiVersion: 'v1',
     kind: 'Pod',
@@ -33,20 +60,36 @@ export function toV1Pod(observed: ObservedPod, status: PodStatusSummary, ips: { 
       namespace: observed.namespace,
       uid: observed.uid,
       annotations: { ...(spec?.metadata.annotations ?? {}), 'podrun.io/source': observed.source },
+      ...(observed.sandboxes[0] ? { creationTimestamp: new Date(observed.sandboxes[0].created * 1000).toISOString() } : {}),
     },
     spec: spec?.spec ?? {},
-    status: {
-      phase: status.phase,
-      ...(status.reason ? { reason: status.reason } : {}),
-      conditions: [
-        { type: 'Initialized', status: status.reason === 'PodInitializing' ? 'False' : 'True' },
-        { type: 'ContainersReady', status: ready ? 'True' : 'False' },
-        { type: 'Ready', status: ready ? 'True' : 'False' },
-      ],
-      hostIP: ips.hostIP,
-      ...(ips.podIP ? { podIP: ips.podIP, podIPs: [{ ip: ips.podIP }] } : {}),
-      initContainerStatuses: status.initContainers.map(v1ContainerStatus),
-      containerStatuses: status.containers.map(v1ContainerStatus),
-    },
+    status: toV1Status(status, ips),
   };
 }
+
+/** The few fields of a v1 Pod that readers of the status (CLI, apply) use. */
+export interface V1Pod {
+  metadata: { name: string; namespace: string; uid: string; creationTimestamp?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  spec: Record<string, unknown> & { containers?: { name: string; image: string }[]; initContainers?: { name: string; image: string }[]; restartPolicy?: string; hostNetwork?: boolean };
+  status: {
+    phase: string;
+    reason?: string;
+    podIP?: string;
+    hostIP?: string;
+    conditions?: { type: string; status: string }[];
+    containerStatuses?: V1ContainerStatus[];
+    initContainerStatuses?: V1ContainerStatus[];
+  };
+}
+
+export interface V1ContainerStatus {
+  name: string;
+  image: string;
+  ready: boolean;
+  started?: boolean;
+  restartCount: number;
+  containerID?: string;
+  state: { running?: { startedAt?: string }; waiting?: { reason?: string; message?: string }; terminated?: { exitCode: number; reason?: string; message?: string; startedAt?: string; finishedAt?: string } };
+  lastState?: { terminated?: { exitCode: number; reason?: string; startedAt?: string; finishedAt?: string } };
+}
+

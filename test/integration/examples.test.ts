@@ -29,7 +29,7 @@ describe('the examples in manifests/', () => {
     expect(r.code, r.err).toBe(0);
     expect(r.out).toContain('pod/demo/web created');
     expect(r.out).toContain('pod/kube-system/etcd-lite created');
-    expect(r.out).toContain('2 pods running');
+    expect(r.out).toContain('2 pods ready');
 
     const page = await until('the web example to serve its sidecar\'s page', async () => {
       const body = await get('http://127.0.0.1:18080/');

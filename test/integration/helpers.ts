@@ -2,6 +2,7 @@ import { randomBytes } from 'node:crypto';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
+import { PassThrough } from 'node:stream';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { main } from '../../src/cli/main.js';
@@ -36,12 +37,18 @@ export class World {
   async cli(...args: string[]): Promise<CliResult> {
     const out: string[] = [];
     const err: string[] = [];
+    let rawOut = '';
+    let rawErr = '';
+    const stdout = new PassThrough().on('data', (c: Buffer) => (rawOut += c.toString()));
+    const stderr = new PassThrough().on('data', (c: Buffer) => (rawErr += c.toString()));
     const code = await main(['node', 'podrun', '--state-dir', this.stateDir, '--pause-image', PAUSE_IMAGE, ...args], {
       out: (l) => out.push(l),
       err: (l) => err.push(l),
+      stdout,
+      stderr,
       isTTY: false,
     });
-    return { code, out: out.join('\n'), err: err.join('\n') };
+    return { code, out: out.join('\n') + rawOut, err: err.join('\n') + rawErr };
   }
 
   /** Writes a manifest file and remembers its namespace for cleanup. */

@@ -1,0 +1,238 @@
+import { containerHash } from '../manifest/hash.js';
+import type { DesiredPod } from '../manifest/types.js';
+import type { PodCache } from '../pleg/cache.js';
+import { ProbeManager, type ProbeEvent, type ProbeTarget } from '../probe/manager.js';
+import { Backoff, type BackoffPolicy } from '../reconcile/backoff.js';
+import { defaultHostOf, fieldPathOf, killContainer, removePod, specOf, type EventSink } from '../reconcile/lifecycle.js';
+import { computePodActions, hasActions, type ContainerToStart } from '../reconcile/plan.js';
+import { ContainerImageError, executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
+import { isActive, latestByName, type ObservedPod } from '../runtime/observed.js';
+import type { PodRuntime } from '../runtime/runtime.js';
+import { EventRecorder, type PodRef } from '../status/events.js';
+import { podStatus, type ContainerDetails, type PodStatusSummary } from '../status/pod-status.js';
+
+/**
+ * What the agent keeps per pod beyond the engine's state: crash and image backoff, waiting
+ * reasons, probe workers, events, and the inspect details that status needs. `sync` is one pod
+ * worker's turn: probe kills, the plan, backoff, the actions.
+ */
+export class PodSupervisor {
+  readonly events = new EventRecorder();
+  readonly probes: ProbeManager;
+  private readonly crash: Backoff;
+  private readonly imagePulls: Backoff;
+  private readonly waiting = new Map<string, { reason: string; message: string }>();
+  private readonly details = new Map<string, ContainerDetails>();
+  private readonly hosts = new Map<string, string>();
+
+  constructor(
+    private readonly rt: PodRuntime,
+    private readonly cache: PodCache,
+    backoff: BackoffPolicy,
+    private readonly wake: (uid: string, afterMs?: number) => void,
+    private readonly log: (line: string) => void,
+  ) {
+    this.crash = new Backoff(backoff);
+    this.imagePulls = new Backoff(backoff);
+    this.probes = new ProbeManager((id, cmd, t) => rt.exec(id, cmd, t), (e) => this.onProbe(e));
+  }
+
+  private ref(d: { uid: string; pod: { metadata: { name: string; namespace?: string } } }): PodRef {
+    return { uid: d.uid, name: d.pod.metadata.name, namespace: d.pod.metadata.namespace ?? 'default' };
+  }
+
+  private sink(ref: PodRef): EventSink {
+    return (type, reason, message, fieldPath) => this.events.record(ref, type, reason, message, fieldPath);
+  }
+
+  private onProbe(e: ProbeEvent): void {
+    const o = this.cache.pod(e.uid);
+    if (o && !e.ok) {
+      const kind = e.kind === 'liveness' ? 'Liveness' : e.kind === 'readiness' ? 'Readiness' : 'Startup';
+      this.events.record({ uid: o.uid, name: o.name, namespace: o.namespace }, 'Warning', 'Unhealthy', `${kind} probe failed: ${e.message}`, fieldPathOf(o.spec, e.container));
+    }
+    this.wake(e.uid);
+  }
+
+  stop(): void {
+    this.probes.stop();
+  }
+
+  /** Deletes a pod no one declares any more, and forgets everything about it. */
+  async remove(o: ObservedPod): Promise<void> {
+    this.probes.removePod(o.uid);
+    await removePod(this.rt, o, o.spec?.spec.terminationGracePeriodSeconds ?? 30, this.sink({ uid: o.uid, name: o.name, namespace: o.namespace }));
+    this.crash.forgetPod(o.uid);
+    this.imagePulls.forgetPod(o.uid);
+    this.events.forget(o.uid);
+    for (const k of this.waiting.keys()) if (k.startsWith(`${o.uid}/`)) this.waiting.delete(k);
+  }
+
+  private async defaultHost(d: DesiredPod, o: ObservedPod | undefined): Promise<string> {
+    const sandbox = o?.sandboxes[0];
+    if (!sandbox) return '127.0.0.1';
+    let host = this.hosts.get(sandbox.id);
+    if (!host) {
+      host = await defaultHostOf(this.rt, d.pod, o);
+      this.hosts.set(sandbox.id, host);
+    }
+    return host;
+  }
+
+  /** Kills running containers whose liveness or startup probe failed; true if any was killed. */
+  private async probeKills(d: DesiredPod, o: ObservedPod): Promise<boolean> {
+    let killed = false;
+    for (const c of o.containers.filter(isActive)) {
+      const failed = this.probes.state(c.id)?.failed;
+      if (!failed) continue;
+      const spec = specOf(d.pod, c.name);
+      const fp = fieldPathOf(d.pod, c.name);
+      const policy = d.pod.spec.restartPolicy ?? 'Always';
+      const what = failed.kind === 'liveness' ? 'liveness' : 'startup';
+      this.log(`pod ${d.key}: container ${c.name} failed its ${what} probe (${failed.message}); killing it`);
+      await killContainer(this.rt, c, spec, failed.graceSeconds ?? d.pod.spec.terminationGracePeriodSeconds ?? 30, {
+        defaultHost: await this.defaultHost(d, o),
+        reason: `failed ${what} probe, will be ${policy === 'Never' ? 'left stopped' : 'restarted'}`,
+        events: this.sink(this.ref(d)),
+        ...(fp ? { fieldPath: fp } : {}),
+      });
+      this.probes.forget(c.id);
+      killed = true;
+    }
+    return killed;
+  }
+
+  /** Starts or stops probe workers to match the pod's running containers. */
+  private async updateProbes(d: DesiredPod, o: ObservedPod | undefined): Promise<void> {
+    if (!o) return this.probes.removePod(d.uid);
+    const host = await this.defaultHost(d, o);
+    const targets: ProbeTarget[] = [];
+    for (const c of latestByName(o).values()) {
+      const spec = specOf(d.pod, c.name);
+      if (!spec || c.state !== 'running') continue;
+      if (!spec.livenessProbe && !spec.readinessProbe && !spec.startupProbe) continue;
+      targets.push({ uid: d.uid, container: spec, containerId: c.id, defaultHost: host });
+    }
+    this.probes.sync(d.uid, targets);
+  }
+
+  async sync(d: DesiredPod): Promise<number | undefined> {
+    const uid = d.uid;
+    let o = this.cache.pod(uid);
+    if (o && (await this.probeKills(d, o))) {
+      await this.cache.refreshPod(uid);
+      o = this.cache.pod(uid);
+    }
+    const actions = computePodActions(d, o);
+    if (!hasActions(actions)) {
+      await this.updateProbes(d, o);
+      this.clearWaiting(d, o);
+      return undefined;
+    }
+
+    // Crash-loop backoff for restarts of the same spec; new containers and spec changes start at once.
+    let wait: number | undefined;
+    const now = Date.now();
+    const latest = o ? latestByName(o) : undefined;
+    const allowed: ContainerToStart[] = [];
+    for (const s of actions.containersToStart) {
+      const prev = latest?.get(s.name);
+      const spec = specOf(d.pod, s.name);
+      const imageKey = `${uid}/${s.name}/${spec?.image ?? ''}`;
+      const imageLeft = this.waiting.get(`${uid}/${s.name}`)?.reason.includes('Image') ? this.imagePulls.remainingSinceLast(imageKey, now) : 0;
+      if (imageLeft > 0) {
+        wait = Math.min(wait ?? imageLeft, imageLeft);
+        continue;
+      }
+      const isRestart = prev && spec && prev.state === 'exited' && prev.hash === containerHash(d.pod, spec);
+      if (!isRestart || !prev || !spec) {
+        allowed.push(s);
+        continue;
+      }
+      const key = Backoff.key(uid, s.name, prev.hash);
+      const finished = this.cache.finishedAt(prev.id) ?? (await this.rt.finishedAt(prev.id)) ?? now;
+      const left = this.crash.remaining(key, finished, now);
+      if (left > 0) {
+        wait = Math.min(wait ?? left, left);
+        const message = `back-off ${Math.round(left / 1000)}s restarting failed container=${s.name} pod=${d.pod.metadata.name}_${d.pod.metadata.namespace ?? 'default'}(${uid})`;
+        if (this.waiting.get(`${uid}/${s.name}`)?.reason !== 'CrashLoopBackOff') {
+          this.events.record(this.ref(d), 'Warning', 'BackOff', 'Back-off restarting failed container', fieldPathOf(d.pod, s.name));
+        }
+        this.waiting.set(`${uid}/${s.name}`, { reason: 'CrashLoopBackOff', message });
+        continue;
+      }
+      this.crash.restarted(key, now);
+      allowed.push(s);
+    }
+    const toRun = { ...actions, containersToStart: allowed };
+    if (!hasActions(toRun)) return wait;
+    if (toRun.createSandbox) this.log(`pod ${d.key}: ${o ? `recreating (${actions.reason ?? ''})` : 'creating'}`);
+    else for (const s of allowed) this.log(`pod ${d.key}: starting ${s.type === 'init' ? 'init container' : 'container'} ${s.name} (${s.reason})`);
+    try {
+      await executePodActions(this.rt, d, o, toRun, { engineRestarts: false, events: this.sink(this.ref(d)) });
+      for (const s of allowed) this.waiting.delete(`${uid}/${s.name}`);
+    } catch (err) {
+      if (!(err instanceof ContainerImageError)) throw err;
+      const key = `${uid}/${err.container}`;
+      const spec = specOf(d.pod, err.container);
+      const imageKey = `${uid}/${err.container}/${spec?.image ?? ''}`;
+      const backoffMs = this.imagePulls.restarted(imageKey, Date.now());
+      const first = !this.waiting.get(key)?.reason.includes('Image');
+      this.waiting.set(key, { reason: first ? err.imageError.reason : err.imageError.reason === 'ErrImageNeverPull' ? 'ErrImageNeverPull' : 'ImagePullBackOff', message: err.message });
+      if (!first) this.events.record(this.ref(d), 'Normal', 'BackOff', `Back-off pulling image "${spec?.image ?? ''}"`, fieldPathOf(d.pod, err.container));
+      wait = Math.min(wait ?? backoffMs, backoffMs);
+    } finally {
+      await this.cache.refreshPod(uid);
+    }
+    const after = this.cache.pod(uid);
+    if (after) {
+      await pruneDeadInstances(this.rt, after);
+      await this.updateProbes(d, after);
+    }
+    // Look again: the next init container, or what changed meanwhile.
+    return wait ?? 0;
+  }
+
+  /** A running container is waiting for nothing any more. */
+  private clearWaiting(d: DesiredPod, o: ObservedPod | undefined): void {
+    if (!o) return;
+    for (const c of latestByName(o).values()) if (isActive(c)) this.waiting.delete(`${d.uid}/${c.name}`);
+  }
+
+  /** Inspect details for the instances status shows (latest two per name), cached: they do not change once exited. */
+  private async detailsFor(o: ObservedPod): Promise<void> {
+    const wanted = new Map<string, number>();
+    for (const c of o.containers) {
+      const n = wanted.get(c.name) ?? 0;
+      if (n >= 2) continue;
+      wanted.set(c.name, n + 1);
+      const have = this.details.get(c.id);
+      if (have && (have.finishedAt || isActive(c))) continue;
+      const st = await this.rt.containerState(c.id);
+      if (!st) continue;
+      const zero = (t: string | undefined): string | undefined => (t && !t.startsWith('0001-') ? t : undefined);
+      const startedAt = zero(st.StartedAt);
+      const finishedAt = isActive(c) ? undefined : zero(st.FinishedAt);
+      this.details.set(c.id, {
+        ...(startedAt ? { startedAt } : {}),
+        ...(finishedAt ? { finishedAt } : {}),
+        exitCode: st.ExitCode,
+        oomKilled: st.OOMKilled,
+        ...(st.Error ? { error: st.Error } : {}),
+      });
+    }
+  }
+
+  /** The pod's status as the agent sees it: engine state, probe results, waiting reasons. */
+  async status(d: DesiredPod | undefined, o: ObservedPod | undefined): Promise<PodStatusSummary | undefined> {
+    const pod = d?.pod ?? o?.spec;
+    if (!pod) return undefined;
+    if (o) await this.detailsFor(o);
+    const uid = d?.uid ?? o?.uid ?? '';
+    return podStatus(pod, o, {
+      details: (id) => this.details.get(id),
+      probes: (id) => this.probes.state(id) ?? { started: true, ready: true },
+      waiting: (name) => this.waiting.get(`${uid}/${name}`),
+    });
+  }
+}

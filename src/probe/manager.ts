@@ -1,0 +1,207 @@
+import type { Container, Probe } from '../manifest/types.js';
+import { runHandler, type ExecRunner, type ProbeResult } from './handlers.js';
+
+export type ProbeKind = 'liveness' | 'readiness' | 'startup';
+
+/** One running container that may need probing. */
+export interface ProbeTarget {
+  uid: string;
+  container: Container;
+  containerId: string;
+  /** Pod IP, or 127.0.0.1 for host-network pods. */
+  defaultHost: string;
+}
+
+export interface ProbeEvent {
+  uid: string;
+  container: string;
+  containerId: string;
+  kind: ProbeKind;
+  /** The probe's settled result changed to this. */
+  ok: boolean;
+  message: string;
+  /** Probe-level terminationGracePeriodSeconds, for a liveness/startup kill. */
+  graceSeconds?: number;
+}
+
+interface ContainerProbes {
+  started: boolean;
+  ready: boolean;
+  /** Set when liveness or startup failed: the container must be killed. */
+  failed?: ProbeEvent;
+  workers: Worker[];
+  /** Starts liveness and readiness once startup has succeeded. */
+  startMain?: () => void;
+}
+
+class Worker {
+  private timer: NodeJS.Timeout | undefined;
+  private successes = 0;
+  private failures = 0;
+  private stopped = false;
+  result: boolean | undefined;
+
+  constructor(
+    readonly kind: ProbeKind,
+    private readonly probe: Probe,
+    private readonly target: ProbeTarget,
+    private readonly exec: ExecRunner,
+    private readonly report: (w: Worker, ok: boolean, message: string) => void,
+    initial: boolean | undefined,
+  ) {
+    this.result = initial;
+  }
+
+  start(delayMs: number): void {
+    this.schedule(delayMs);
+  }
+
+  stop(): void {
+    this.stopped = true;
+    if (this.timer) clearTimeout(this.timer);
+  }
+
+  private schedule(ms: number): void {
+    if (this.stopped) return;
+    this.timer = setTimeout(() => void this.tick(), ms);
+    this.timer.unref();
+  }
+
+  private async tick(): Promise<void> {
+    let r: ProbeResult;
+    try {
+      r = await runHandler(this.probe, {
+        containerId: this.target.containerId,
+        container: this.target.container,
+        defaultHost: this.target.defaultHost,
+        timeoutMs: (this.probe.timeoutSeconds ?? 1) * 1000,
+        exec: this.exec,
+      });
+    } catch (err) {
+      r = { ok: false, message: (err as Error).message };
+    }
+    if (this.stopped) return;
+    // A result changes only after N identical results in a row.
+    if (r.ok) {
+      this.successes++;
+      this.failures = 0;
+      if (this.result !== true && this.successes >= (this.probe.successThreshold ?? 1)) {
+        this.result = true;
+        this.report(this, true, r.message ?? '');
+      }
+    } else {
+      this.failures++;
+      this.successes = 0;
+      if (this.result !== false && this.failures >= (this.probe.failureThreshold ?? 3)) {
+        this.result = false;
+        this.report(this, false, r.message);
+      } else if (this.result === false) {
+        this.report(this, false, r.message);
+      }
+    }
+    this.schedule((this.probe.periodSeconds ?? 10) * 1000);
+  }
+}
+
+/**
+ * The prober: a worker per container and probe, as in pkg/kubelet/prober. Initial results are
+ * readiness failure, liveness success, startup unknown; liveness and readiness start only once
+ * startup has succeeded; after a liveness or startup failure the container's workers stop and
+ * wait for its replacement (a new container id).
+ */
+export class ProbeManager {
+  private readonly byId = new Map<string, ContainerProbes>();
+  private readonly podIds = new Map<string, Set<string>>();
+
+  constructor(
+    private readonly exec: ExecRunner,
+    private readonly onEvent: (e: ProbeEvent) => void,
+  ) {}
+
+  /** Makes the running containers of pod `uid` exactly `targets`: new ones get workers, gone ones lose them. */
+  sync(uid: string, targets: ProbeTarget[]): void {
+    const wanted = new Set(targets.map((t) => t.containerId));
+    const have = this.podIds.get(uid) ?? new Set<string>();
+    for (const id of have) if (!wanted.has(id)) this.drop(id);
+    for (const t of targets) if (!this.byId.has(t.containerId)) this.add(t);
+    this.podIds.set(uid, wanted);
+  }
+
+  /** Stops probing one container (it was killed; its replacement gets fresh workers). */
+  forget(containerId: string): void {
+    this.drop(containerId);
+  }
+
+  removePod(uid: string): void {
+    for (const id of this.podIds.get(uid) ?? []) this.drop(id);
+    this.podIds.delete(uid);
+  }
+
+  stop(): void {
+    for (const id of [...this.byId.keys()]) this.drop(id);
+    this.podIds.clear();
+  }
+
+  /** started: startup passed (or none); ready: started and readiness passed (or none). */
+  state(containerId: string): { started: boolean; ready: boolean; failed?: ProbeEvent } | undefined {
+    const s = this.byId.get(containerId);
+    return s ? { started: s.started, ready: s.ready, ...(s.failed ? { failed: s.failed } : {}) } : undefined;
+  }
+
+  private drop(id: string): void {
+    const s = this.byId.get(id);
+    for (const w of s?.workers ?? []) w.stop();
+    this.byId.delete(id);
+  }
+
+  private add(t: ProbeTarget): void {
+    const c = t.container;
+    const s: ContainerProbes = { started: !c.startupProbe, ready: !c.readinessProbe && !c.startupProbe, workers: [] };
+    this.byId.set(t.containerId, s);
+    const make = (kind: ProbeKind, probe: Probe, initial: boolean | undefined): Worker => {
+      const w = new Worker(kind, probe, t, this.exec, (worker, ok, message) => this.report(t, s, worker, ok, message), initial);
+      s.workers.push(w);
+      return w;
+    };
+    const startMain = (): void => {
+      if (c.livenessProbe) make('liveness', c.livenessProbe, true).start((c.livenessProbe.initialDelaySeconds ?? 0) * 1000);
+      if (c.readinessProbe) make('readiness', c.readinessProbe, false).start((c.readinessProbe.initialDelaySeconds ?? 0) * 1000);
+      else s.ready = true;
+    };
+    if (c.startupProbe) {
+      make('startup', c.startupProbe, undefined).start((c.startupProbe.initialDelaySeconds ?? 0) * 1000);
+      s.startMain = startMain;
+    } else {
+      startMain();
+    }
+  }
+
+  private report(t: ProbeTarget, s: ContainerProbes, w: Worker, ok: boolean, message: string): void {
+    if (!this.byId.has(t.containerId)) return;
+    const event: ProbeEvent = { uid: t.uid, container: t.container.name, containerId: t.containerId, kind: w.kind, ok, message };
+    const probe = w.kind === 'liveness' ? t.container.livenessProbe : w.kind === 'startup' ? t.container.startupProbe : undefined;
+    if (probe?.terminationGracePeriodSeconds !== undefined) event.graceSeconds = probe.terminationGracePeriodSeconds;
+    switch (w.kind) {
+      case 'startup':
+        if (ok) {
+          s.started = true;
+          w.stop();
+          s.startMain?.();
+        } else {
+          s.failed = event;
+          for (const x of s.workers) x.stop();
+        }
+        break;
+      case 'liveness':
+        if (!ok) {
+          s.failed = event;
+          for (const x of s.workers) x.stop();
+        }
+        break;
+      case 'readiness':
+        s.ready = ok;
+        break;
+    }
+    this.onEvent(event);
+  }
+}

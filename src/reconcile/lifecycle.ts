@@ -1,0 +1,75 @@
+import type { Container, Pod } from '../manifest/types.js';
+import { runHandler } from '../probe/handlers.js';
+import { isActive, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
+import type { PodRuntime } from '../runtime/runtime.js';
+
+/** Where events about a pod go (the agent's recorder; nowhere for one-shot commands). */
+export type EventSink = (type: 'Normal' | 'Warning', reason: string, message: string, fieldPath?: string) => void;
+
+/** The kubelet's floor for what is left of the grace period after preStop. */
+const MIN_GRACE_AFTER_PRESTOP_S = 2;
+
+export function specOf(pod: Pod | undefined, name: string): Container | undefined {
+  return pod ? [...(pod.spec.initContainers ?? []), ...pod.spec.containers].find((c) => c.name === name) : undefined;
+}
+
+export function fieldPathOf(pod: Pod | undefined, name: string): string | undefined {
+  if (!pod) return undefined;
+  const i = pod.spec.containers.findIndex((c) => c.name === name);
+  if (i >= 0) return `spec.containers{${name}}`;
+  return (pod.spec.initContainers ?? []).some((c) => c.name === name) ? `spec.initContainers{${name}}` : undefined;
+}
+
+/** The address hooks and probes use when they name no host: the pod IP, or loopback on the host network. */
+export async function defaultHostOf(rt: PodRuntime, pod: Pod | undefined, observed: ObservedPod | undefined): Promise<string> {
+  if (!pod || pod.spec.hostNetwork) return '127.0.0.1';
+  const sandbox = observed?.sandboxes[0];
+  if (!sandbox || !isActive(sandbox)) return '127.0.0.1';
+  return (await rt.sandboxInfo(sandbox.id, pod)).ip || '127.0.0.1';
+}
+
+/**
+ * Stops one container as the kubelet does: its preStop hook first (bounded by the grace period),
+ * then the stop signal, then SIGKILL when what is left of the grace period (at least 2 s after a
+ * preStop) runs out.
+ */
+export async function killContainer(
+  rt: PodRuntime,
+  c: ObservedContainer,
+  spec: Container | undefined,
+  graceSeconds: number,
+  o: { defaultHost: string; reason: string; events?: EventSink; fieldPath?: string },
+): Promise<void> {
+  if (!isActive(c)) return;
+  o.events?.('Normal', 'Killing', `Stopping container ${c.name}${o.reason ? `: ${o.reason}` : ''}`, o.fieldPath);
+  let grace = graceSeconds;
+  const preStop = spec?.lifecycle?.preStop;
+  if (preStop && c.state === 'running') {
+    const started = Date.now();
+    const r = await runHandler(preStop, { containerId: c.id, container: spec, defaultHost: o.defaultHost, timeoutMs: Math.max(1, graceSeconds) * 1000, exec: (id, cmd, t) => rt.exec(id, cmd, t) }).catch(
+      (err: unknown) => ({ ok: false as const, message: (err as Error).message }),
+    );
+    if (!r.ok) o.events?.('Warning', 'FailedPreStopHook', `PreStop hook for container ${c.name} failed: ${r.message}`, o.fieldPath);
+    grace = Math.max(MIN_GRACE_AFTER_PRESTOP_S, graceSeconds - (Date.now() - started) / 1000);
+  }
+  await rt.stopContainer(c.id, grace);
+}
+
+/** Stops a whole pod: app containers in parallel, then sidecars and init containers, then the sandbox. */
+export async function stopPod(rt: PodRuntime, observed: ObservedPod, graceSeconds: number, events?: EventSink): Promise<void> {
+  const pod = observed.spec;
+  const defaultHost = await defaultHostOf(rt, pod, observed).catch(() => '127.0.0.1');
+  const kill = (c: ObservedContainer): Promise<void> =>
+    killContainer(rt, c, specOf(pod, c.name), graceSeconds, { defaultHost, reason: 'pod is being stopped', ...(events ? { events } : {}), ...(fieldPathOf(pod, c.name) ? { fieldPath: fieldPathOf(pod, c.name) } : {}) });
+  await Promise.all(observed.containers.filter((c) => c.type === 'app').map(kill));
+  await Promise.all(observed.containers.filter((c) => c.type === 'init').map(kill));
+  // The sandbox only holds namespaces; it has nothing to shut down cleanly.
+  await Promise.all(observed.sandboxes.filter(isActive).map((s) => rt.stopContainer(s.id, 0)));
+}
+
+/** Stops and removes everything of the pod, its emptyDirs and memory volumes included. */
+export async function removePod(rt: PodRuntime, observed: ObservedPod, graceSeconds: number, events?: EventSink): Promise<void> {
+  await stopPod(rt, observed, graceSeconds, events);
+  await Promise.all([...observed.containers, ...observed.sandboxes].map((c) => rt.removeContainer(c.id)));
+  await rt.removePodVolumes(observed.uid);
+}

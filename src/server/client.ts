@@ -1,0 +1,26 @@
+import { request } from 'node:http';
+import { existsSync } from 'node:fs';
+import { agentSocketPath } from './server.js';
+
+/** GETs a path from the agent of this state directory; undefined when no agent answers. */
+export function agentGet<T>(stateDir: string, path: string, timeoutMs = 5000): Promise<T | undefined> {
+  const socketPath = agentSocketPath(stateDir);
+  if (!existsSync(socketPath)) return Promise.resolve(undefined);
+  return new Promise((resolve) => {
+    const req = request({ socketPath, path, method: 'GET', timeout: timeoutMs }, (res) => {
+      const chunks: Buffer[] = [];
+      res.on('data', (c: Buffer) => chunks.push(c));
+      res.on('end', () => {
+        if (res.statusCode !== 200) return resolve(undefined);
+        try {
+          resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')) as T);
+        } catch {
+          resolve(undefined);
+        }
+      });
+    });
+    req.on('timeout', () => req.destroy());
+    req.on('error', () => resolve(undefined));
+    req.end();
+  });
+}

@@ -1,0 +1,58 @@
+import { rmSync } from 'node:fs';
+import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
+import { join } from 'node:path';
+import type { PodEvent } from '../status/events.js';
+
+/** What the HTTP API serves; the agent implements it. */
+export interface AgentView {
+  healthy(): boolean;
+  podList(): Promise<Record<string, unknown>[]>;
+  events(uid?: string): PodEvent[];
+}
+
+export function agentSocketPath(stateDir: string): string {
+  return join(stateDir, 'podrun.sock');
+}
+
+function send(res: ServerResponse, status: number, body: unknown): void {
+  const text = typeof body === 'string' ? body : `${JSON.stringify(body)}\n`;
+  res.writeHead(status, { 'content-type': typeof body === 'string' ? 'text/plain' : 'application/json' }).end(text);
+}
+
+/**
+ * The kubelet's read-only endpoints, kept small: /healthz, /pods (a v1 PodList with status), and
+ * /events. Served on a unix socket in the state directory (what the CLI uses) and, when asked, on
+ * 127.0.0.1:port.
+ */
+export async function startServer(view: AgentView, o: { stateDir: string; port?: number; log?: (l: string) => void }): Promise<() => Promise<void>> {
+  const handler = (req: IncomingMessage, res: ServerResponse): void => {
+    const url = new URL(req.url ?? '/', 'http://podrun');
+    if (req.method !== 'GET') return send(res, 405, 'method not allowed\n');
+    if (url.pathname === '/healthz') return view.healthy() ? send(res, 200, 'ok') : send(res, 503, 'engine unreachable\n');
+    if (url.pathname === '/pods') {
+      view.podList().then(
+        (items) => send(res, 200, { apiVersion: 'v1', kind: 'PodList', metadata: {}, items }),
+        (err: unknown) => send(res, 500, `${(err as Error).message}\n`),
+      );
+      return;
+    }
+    if (url.pathname === '/events') return send(res, 200, { apiVersion: 'v1', kind: 'EventList', items: view.events(url.searchParams.get('uid') ?? undefined) });
+    send(res, 404, 'not found\n');
+  };
+  const servers: Server[] = [];
+  const socket = agentSocketPath(o.stateDir);
+  rmSync(socket, { force: true });
+  const unix = createServer(handler);
+  await new Promise<void>((resolve, reject) => unix.listen(socket, resolve).once('error', reject));
+  servers.push(unix);
+  if (o.port) {
+    const tcp = createServer(handler);
+    await new Promise<void>((resolve, reject) => tcp.listen(o.port, '127.0.0.1', resolve).once('error', reject));
+    servers.push(tcp);
+    o.log?.(`serving /healthz, /pods and /events on 127.0.0.1:${o.port}`);
+  }
+  return async () => {
+    await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));
+    rmSync(socket, { force: true });
+  };
+}

@@ -1,0 +1,61 @@
+export type EventType = 'Normal' | 'Warning';
+
+export interface PodRef {
+  uid: string;
+  namespace: string;
+  name: string;
+}
+
+/** An event in the shape of a v1 Event's main fields. */
+export interface PodEvent {
+  type: EventType;
+  reason: string;
+  message: string;
+  count: number;
+  firstTimestamp: string;
+  lastTimestamp: string;
+  involvedObject: { kind: 'Pod'; namespace: string; name: string; uid: string; fieldPath?: string };
+  source: { component: 'podrun' };
+}
+
+/**
+ * Events with the kubelet's reasons, in a bounded ring per pod; a repeat of the newest event
+ * bumps its count instead of taking a slot, as the apiserver's aggregation does.
+ */
+export class EventRecorder {
+  private readonly rings = new Map<string, PodEvent[]>();
+
+  constructor(private readonly perPod = 100, private readonly now: () => Date = () => new Date()) {}
+
+  record(pod: PodRef, type: EventType, reason: string, message: string, fieldPath?: string): void {
+    const ring = this.rings.get(pod.uid) ?? [];
+    const ts = this.now().toISOString();
+    const last = ring[ring.length - 1];
+    if (last && last.reason === reason && last.message === message && last.involvedObject.fieldPath === fieldPath) {
+      last.count++;
+      last.lastTimestamp = ts;
+    } else {
+      ring.push({
+        type,
+        reason,
+        message,
+        count: 1,
+        firstTimestamp: ts,
+        lastTimestamp: ts,
+        involvedObject: { kind: 'Pod', namespace: pod.namespace, name: pod.name, uid: pod.uid, ...(fieldPath ? { fieldPath } : {}) },
+        source: { component: 'podrun' },
+      });
+      if (ring.length > this.perPod) ring.splice(0, ring.length - this.perPod);
+    }
+    this.rings.set(pod.uid, ring);
+  }
+
+  list(uid?: string): PodEvent[] {
+    if (uid) return [...(this.rings.get(uid) ?? [])];
+    return [...this.rings.values()].flat().sort((a, b) => a.lastTimestamp.localeCompare(b.lastTimestamp));
+  }
+
+  forget(uid: string): void {
+    this.rings.delete(uid);
+  }
+}
