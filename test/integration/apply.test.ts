@@ -278,4 +278,27 @@ spec:
     expect(r.code).toBe(1);
     expect(r.err).toContain(`pod/${ns}/${name}: image podrun-test/does-not-exist:1 is not present and its imagePullPolicy is Never`);
   });
+
+  it('waits for readiness and, on timeout, says which pod and container is not ready and why', async () => {
+    const name = unique('unready');
+    const file = world.write(`${name}.yaml`, `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: fine
+    image: ${TEST_IMAGE}
+    command: [sleep, '3600']
+  - name: never
+    image: ${TEST_IMAGE}
+    command: [sleep, '3600']
+    readinessProbe: {exec: {command: [test, -f, /tmp/never]}, periodSeconds: 1}
+`);
+    const started = Date.now();
+    const r = await world.cli('apply', '--timeout', '3s', file);
+    expect(r.code).toBe(1);
+    expect(Date.now() - started).toBeGreaterThanOrEqual(3000);
+    expect(r.err).toBe(`podrun: pod/${ns}/${name}: not ready after 3s: phase Running; container never is not ready (readiness probe failing)`);
+  });
 });

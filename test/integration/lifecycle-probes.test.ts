@@ -1,0 +1,172 @@
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer as createH2Server, type Http2Server } from 'node:http2';
+import { join } from 'node:path';
+import { AgentProcess } from './agent-helpers.js';
+import { docker, freePort, TEST_IMAGE, unique, World } from './helpers.js';
+import { container, sleep, untilPod } from './lifecycle-helpers.js';
+import type { V1Pod } from '../../src/status/v1.js';
+
+const world = new World();
+const ns = unique('probes');
+world.track(ns);
+const dir = join(world.dir, 'manifests');
+mkdirSync(dir);
+let agent: AgentProcess;
+
+beforeAll(async () => {
+  agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir, '--crash-backoff-initial', '1s', '--crash-backoff-max', '2s']);
+  await agent.started();
+});
+afterAll(async () => {
+  await agent.stop();
+  await world.cleanup();
+});
+
+function write(name: string, spec: string): void {
+  writeFileSync(join(dir, `${name}.yaml`), `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+${spec}`);
+}
+
+async function execIn(p: V1Pod, name: string, cmd: string): Promise<void> {
+  const id = container(p, name)?.containerID?.replace('docker://', '');
+  if (!id) throw new Error(`no container ${name}`);
+  const exec = await docker.getContainer(id).exec({ Cmd: ['sh', '-c', cmd] });
+  await exec.start({ Detach: true });
+  await sleep(100);
+}
+
+const restarts = (p: V1Pod, c: string): number => container(p, c)?.restartCount ?? 0;
+const ready = (p: V1Pod): boolean => p.status.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
+
+const HTTPD = `mkdir -p /www && echo ok > /www/healthz && echo ok > /www/ready && exec httpd -f -p 8080 -h /www`;
+
+describe('probes run by the agent', () => {
+  it('httpGet liveness: a failing check kills and restarts the container', async () => {
+    const name = unique('live');
+    write(name, `  containers:
+  - name: web
+    image: ${TEST_IMAGE}
+    command: [sh, -c, '${HTTPD}']
+    livenessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 1, failureThreshold: 2}
+`);
+    const p = await untilPod(world, ns, name, 'web to run', (x) => container(x, 'web')?.state.running !== undefined && ready(x));
+    await sleep(2500);
+    expect(restarts(await untilPod(world, ns, name, 'status', () => true), 'web')).toBe(0); // passing: no restart
+    await execIn(p, 'web', 'rm /www/healthz');
+    const after = await untilPod(world, ns, name, 'the liveness restart', (x) => restarts(x, 'web') >= 1 && container(x, 'web')?.state.running !== undefined);
+    expect(container(after, 'web')?.lastState?.terminated).toBeDefined();
+    const d = await world.cli('describe', 'pod', '-n', ns, name);
+    expect(d.out).toMatch(/Warning\s+Unhealthy\s+.*Liveness probe failed: HTTP probe failed with statuscode: 404/);
+    expect(d.out).toMatch(/Normal\s+Killing\s+.*Stopping container web: failed liveness probe, will be restarted/);
+  });
+
+  it('httpGet and exec readiness flip Ready without restarting anything', async () => {
+    const name = unique('ready');
+    write(name, `  containers:
+  - name: web
+    image: ${TEST_IMAGE}
+    command: [sh, -c, '${HTTPD}']
+    readinessProbe: {httpGet: {path: /ready, port: 8080}, periodSeconds: 1, failureThreshold: 1}
+  - name: worker
+    image: ${TEST_IMAGE}
+    command: [sleep, '3600']
+    readinessProbe: {exec: {command: [test, -f, /tmp/ready]}, periodSeconds: 1}
+`);
+    let p = await untilPod(world, ns, name, 'web ready, worker not', (x) => container(x, 'web')?.ready === true && container(x, 'worker')?.state.running !== undefined);
+    expect(container(p, 'worker')?.ready).toBe(false);
+    expect(ready(p)).toBe(false);
+    await execIn(p, 'worker', 'touch /tmp/ready');
+    p = await untilPod(world, ns, name, 'the pod to be Ready', ready);
+    expect(p.status.conditions?.find((c) => c.type === 'ContainersReady')?.status).toBe('True');
+    await execIn(p, 'web', 'rm /www/ready');
+    p = await untilPod(world, ns, name, 'web to be unready', (x) => container(x, 'web')?.ready === false && !ready(x));
+    await execIn(p, 'web', 'echo ok > /www/ready');
+    p = await untilPod(world, ns, name, 'Ready again', ready);
+    expect([restarts(p, 'web'), restarts(p, 'worker')]).toEqual([0, 0]);
+  });
+
+  it('tcpSocket liveness passes while the port listens and restarts when it stops', async () => {
+    const name = unique('tcp');
+    write(name, `  containers:
+  - name: srv
+    image: ${TEST_IMAGE}
+    command: [sh, -c, 'mkdir -p /www; httpd -p 9000 -h /www; exec sleep 3600']
+    livenessProbe: {tcpSocket: {port: 9000}, periodSeconds: 1, failureThreshold: 2}
+`);
+    const p = await untilPod(world, ns, name, 'srv to run', (x) => container(x, 'srv')?.state.running !== undefined);
+    await sleep(2500);
+    expect(restarts(await untilPod(world, ns, name, 'status', () => true), 'srv')).toBe(0);
+    await execIn(p, 'srv', 'killall httpd');
+    await untilPod(world, ns, name, 'the tcp liveness restart', (x) => restarts(x, 'srv') >= 1);
+  });
+
+  it('startup probe gates liveness', async () => {
+    const name = unique('startup');
+    write(name, `  containers:
+  - name: slow
+    image: ${TEST_IMAGE}
+    command: [sleep, '3600']
+    startupProbe: {exec: {command: [test, -f, /tmp/started]}, periodSeconds: 1, failureThreshold: 60}
+    livenessProbe: {exec: {command: ['false']}, periodSeconds: 1, failureThreshold: 1}
+`);
+    const p = await untilPod(world, ns, name, 'slow to run', (x) => container(x, 'slow')?.state.running !== undefined);
+    await sleep(3000);
+    const before = await untilPod(world, ns, name, 'status', () => true);
+    // A failing liveness probe would have killed it by now, had it run before startup succeeded.
+    expect([restarts(before, 'slow'), container(before, 'slow')?.started]).toEqual([0, false]);
+    await execIn(p, 'slow', 'touch /tmp/started');
+    await untilPod(world, ns, name, 'liveness to kill it once started', (x) => restarts(x, 'slow') >= 1);
+  });
+
+  it('gRPC health: SERVING is ready, NOT_SERVING is not', async () => {
+    const port = await freePort();
+    let serving = true;
+    const server: Http2Server = createH2Server((req, res) => {
+      req.resume();
+      req.on('end', () => {
+        res.writeHead(200, { 'content-type': 'application/grpc' });
+        // HealthCheckResponse{status} in a gRPC frame: 1 = SERVING, 2 = NOT_SERVING.
+        res.write(Buffer.from([0, 0, 0, 0, 2, 0x08, serving ? 1 : 2]));
+        res.addTrailers({ 'grpc-status': '0' });
+        res.end();
+      });
+    });
+    await new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
+    try {
+      const name = unique('grpc');
+      write(name, `  hostNetwork: true
+  containers:
+  - name: app
+    image: ${TEST_IMAGE}
+    command: [sleep, '3600']
+    readinessProbe: {grpc: {port: ${port}}, periodSeconds: 1, failureThreshold: 1}
+`);
+      await untilPod(world, ns, name, 'gRPC ready', ready);
+      serving = false;
+      const p = await untilPod(world, ns, name, 'gRPC unready', (x) => !ready(x));
+      expect(restarts(p, 'app')).toBe(0);
+      const d = await world.cli('describe', 'pod', '-n', ns, name);
+      expect(d.out).toContain('Readiness probe failed: service unhealthy (responded with "NOT_SERVING")');
+    } finally {
+      server.close();
+    }
+  });
+
+  it('a failing postStart hook kills the container', async () => {
+    const name = unique('poststart');
+    write(name, `  containers:
+  - name: c
+    image: ${TEST_IMAGE}
+    command: [sleep, '3600']
+    lifecycle: {postStart: {exec: {command: [sh, -c, 'echo nope; exit 4']}}}
+`);
+    await untilPod(world, ns, name, 'the hook kill and restart', (x) => restarts(x, 'c') >= 1);
+    const d = await world.cli('describe', 'pod', '-n', ns, name);
+    expect(d.out).toMatch(/Warning\s+FailedPostStartHook\s+.*PostStart hook for container c failed: command exited with 4: nope/);
+  });
+});

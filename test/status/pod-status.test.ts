@@ -1,0 +1,79 @@
+import { describe, expect, it } from 'vitest';
+import { podStatus } from '../../src/status/pod-status.js';
+import { EventRecorder } from '../../src/status/events.js';
+import { desired, observedFor } from '../fixtures/pods.js';
+
+const POD = (policy: string) => `apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  restartPolicy: ${policy}
+  containers:
+  - {name: a, image: busybox:1.36, readinessProbe: {exec: {command: ['true']}}}
+  - {name: b, image: busybox:1.36}
+`;
+
+describe('podStatus', () => {
+  it('is Running and Ready when everything runs and probes pass', () => {
+    const d = desired(POD('Always'));
+    const s = podStatus(d.pod, observedFor(d), { probes: () => ({ started: true, ready: true }) });
+    expect([s.phase, s.ready, s.containersReady, s.initialized]).toEqual(['Running', true, true, true]);
+  });
+
+  it('is not Ready while a readiness probe fails, and never restarts for it', () => {
+    const d = desired(POD('Always'));
+    const o = observedFor(d);
+    const s = podStatus(d.pod, o, { probes: (id) => ({ started: true, ready: id !== o.containers[0]!.id }) });
+    expect([s.phase, s.ready, s.containers.map((c) => c.ready)]).toEqual(['Running', false, [false, true]]);
+  });
+
+  it('derives Succeeded, Failed and Running for finished containers by policy', () => {
+    const cases: [string, number, string][] = [['Never', 0, 'Succeeded'], ['Never', 1, 'Failed'], ['OnFailure', 0, 'Succeeded'], ['OnFailure', 1, 'Running'], ['Always', 0, 'Running']];
+    for (const [policy, code, phase] of cases) {
+      const d = desired(POD(policy));
+      const s = podStatus(d.pod, observedFor(d, { a: { state: 'exited', exitCode: code }, b: { state: 'exited', exitCode: 0 } }));
+      expect([policy, code, s.phase]).toEqual([policy, code, phase]);
+    }
+  });
+
+  it('shows OOMKilled, waiting reasons and the last terminated state', () => {
+    const d = desired(POD('Always'));
+    const o = observedFor(d, { b: { state: 'exited', exitCode: 137, restartCount: 3 } });
+    o.containers.push({ ...o.containers[1]!, id: 'older', restartCount: 2, exitCode: 1 });
+    const s = podStatus(d.pod, o, {
+      details: (id) => (id === 'older' ? { exitCode: 1 } : { exitCode: 137, oomKilled: true }),
+      waiting: (name) => (name === 'b' ? { reason: 'CrashLoopBackOff', message: 'back-off 10s' } : undefined),
+    });
+    const b = s.containers[1]!;
+    expect([b.state, b.reason, b.restartCount]).toEqual(['waiting', 'CrashLoopBackOff', 3]);
+    expect(b.lastTerminated).toMatchObject({ exitCode: 137, reason: 'OOMKilled' });
+  });
+
+  it('is Pending with PodInitializing until init containers are done', () => {
+    const d = desired(`apiVersion: v1
+kind: Pod
+metadata: {name: i}
+spec:
+  initContainers: [{name: init, image: busybox:1.36}]
+  containers: [{name: app, image: busybox:1.36}]
+`);
+    const o = observedFor(d, { init: { state: 'running', exitCode: undefined } });
+    o.containers = o.containers.filter((c) => c.name === 'init');
+    const s = podStatus(d.pod, o);
+    expect([s.phase, s.reason, s.initialized, s.containers[0]?.reason]).toEqual(['Pending', 'PodInitializing', false, 'PodInitializing']);
+  });
+});
+
+describe('EventRecorder', () => {
+  it('folds repeats into a count and keeps a bounded ring per pod', () => {
+    let t = 0;
+    const r = new EventRecorder(3, () => new Date(1_000_000 + t++ * 1000));
+    const pod = { uid: 'u', namespace: 'n', name: 'p' };
+    r.record(pod, 'Warning', 'BackOff', 'Back-off restarting failed container', 'spec.containers{c}');
+    r.record(pod, 'Warning', 'BackOff', 'Back-off restarting failed container', 'spec.containers{c}');
+    expect(r.list('u')).toHaveLength(1);
+    expect(r.list('u')[0]).toMatchObject({ count: 2, reason: 'BackOff', involvedObject: { fieldPath: 'spec.containers{c}' } });
+    for (const reason of ['Created', 'Started', 'Killing', 'Pulled']) r.record(pod, 'Normal', reason, reason);
+    expect(r.list('u').map((e) => e.reason)).toEqual(['Started', 'Killing', 'Pulled']);
+  });
+});
