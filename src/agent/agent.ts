@@ -148,6 +148,7 @@ export class Agent {
       this.log(`conflict: pod ${c.key} is declared by ${c.origins.join(' and ')}; keeping the one from ${c.kept}`);
     }
     this.conflicts = merged.conflicts;
+    this.recordValidationEvents();
     const before = this.desiredByUid;
     this.desired = merged.pods;
     this.desiredByUid = new Map([...merged.pods.values()].map((d) => [d.uid, d]));
@@ -158,6 +159,22 @@ export class Agent {
     }
     for (const uid of before.keys()) if (!this.desiredByUid.has(uid)) this.workers.enqueue(uid);
     this.writeStatus();
+  }
+
+  /** An invalid manifest keeps its last good pods; say so on those pods (reason FailedValidation). */
+  private recordValidationEvents(): void {
+    for (const source of this.sources) {
+      const errors = source.errors().filter((i) => i.severity === 'error');
+      if (!errors.length) continue;
+      for (const { origin, pods } of source.snapshot()) {
+        const mine = errors.filter((e) => origin.endsWith(`:${e.file}`));
+        for (const e of mine) {
+          for (const d of pods) {
+            this.supervisor.events.record({ uid: d.uid, name: d.pod.metadata.name, namespace: d.pod.metadata.namespace ?? 'default' }, 'Warning', 'FailedValidation', `${formatIssue(e)} (running the last good version)`);
+          }
+        }
+      }
+    }
   }
 
   private writeStatus(): void {

@@ -135,6 +135,7 @@ export class PodSupervisor {
     const now = Date.now();
     const latest = o ? latestByName(o) : undefined;
     const allowed: ContainerToStart[] = [];
+    const waitedFor = new Map<string, number>();
     for (const s of actions.containersToStart) {
       const prev = latest?.get(s.name);
       const spec = specOf(d.pod, s.name);
@@ -161,13 +162,20 @@ export class PodSupervisor {
         this.waiting.set(`${uid}/${s.name}`, { reason: 'CrashLoopBackOff', message });
         continue;
       }
+      const waited = this.crash.currentDelay(key, now);
+      if (waited) waitedFor.set(s.name, waited);
       this.crash.restarted(key, now);
       allowed.push(s);
     }
     const toRun = { ...actions, containersToStart: allowed };
     if (!hasActions(toRun)) return wait;
     if (toRun.createSandbox) this.log(`pod ${d.key}: ${o ? `recreating (${actions.reason ?? ''})` : 'creating'}`);
-    else for (const s of allowed) this.log(`pod ${d.key}: starting ${s.type === 'init' ? 'init container' : 'container'} ${s.name} (${s.reason})`);
+    else {
+      for (const s of allowed) {
+        const waited = waitedFor.get(s.name);
+        this.log(`pod ${d.key}: starting ${s.type === 'init' ? 'init container' : 'container'} ${s.name} (${s.reason})${waited ? ` after a back-off of ${Math.round(waited / 1000)}s` : ''}`);
+      }
+    }
     try {
       await executePodActions(this.rt, d, o, toRun, { engineRestarts: false, events: this.sink(this.ref(d)) });
       for (const s of allowed) this.waiting.delete(`${uid}/${s.name}`);

@@ -44,6 +44,12 @@ export class Backoff {
     return e ? Math.max(0, e.lastRestart + e.nextMs - now) : 0;
   }
 
+  /** The back-off the next restart of `key` waits (0: none yet, or forgotten after quiet time). */
+  currentDelay(key: string, now: number): number {
+    const e = this.entries.get(key);
+    return e && now - e.lastRestart <= this.policy.resetMs ? e.nextMs : 0;
+  }
+
   /** Records a restart of `key` at `now`; returns the delay the following restart will wait. */
   restarted(key: string, now: number): number {
     const e = this.entries.get(key);

@@ -67,6 +67,8 @@ describe('the agent with a watched directory', () => {
     // Invalid: the pod stays exactly as it is, and the error names file, line and field.
     writeFileSync(join(dir, `${name}.yaml`), pod(name, 'three').replace("command: [sleep, '3600']", "command: [sleep, '3600']\n    ports: [{containerPort: 99999}]"));
     await agent.waitForLog(`${join(dir, `${name}.yaml`)}:10:29 spec.containers[0].ports[0].containerPort: must be <= 65535 (keeping the last good version)`);
+    const described = await world.cli('describe', 'pod', '-n', ns, name);
+    expect(described.out).toMatch(/Warning\s+FailedValidation\s+.*spec\.containers\[0\]\.ports\[0\]\.containerPort: must be <= 65535 \(running the last good version\)/);
     const status = JSON.parse(readFileSync(join(world.stateDir, 'agent-status.json'), 'utf8')) as { sources: { name: string; errors: string[] }[] };
     expect(status.sources.find((s) => s.name === `dir:${dir}`)?.errors[0]).toContain('containerPort: must be <= 65535');
     await new Promise((r) => setTimeout(r, 2500)); // past a resync period: still untouched

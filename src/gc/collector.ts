@@ -1,0 +1,128 @@
+import { readdirSync, rmSync, statfsSync } from 'node:fs';
+import { join } from 'node:path';
+import { mapLimit } from '../reconcile/converge.js';
+import type { ObservedPod } from '../runtime/observed.js';
+import type { PodRuntime } from '../runtime/runtime.js';
+import { podDir } from '../runtime/volumes.js';
+import { DEFAULT_CONTAINER_GC, DEFAULT_IMAGE_GC, planContainerGc, planImageGc, type ContainerGcPolicy, type ImageGcPolicy, type ImageInfo, type Removal } from './plan.js';
+
+export interface GcOptions {
+  stateDir: string;
+  pauseImage: string;
+  containers?: ContainerGcPolicy;
+  images?: ImageGcPolicy;
+  log?: (line: string) => void;
+}
+
+export interface ContainerGcResult {
+  removals: Removal[];
+  podsGone: string[];
+  removed: number;
+  failed: number;
+}
+
+export interface ImageGcResult {
+  usagePercent: number;
+  candidates: { id: string; tags: string[]; size: number }[];
+  removed: number;
+  freedBytes: number;
+}
+
+/** Counts of what went, for /metrics. */
+export interface GcCounters {
+  containersRemoved: number;
+  podsRemoved: number;
+  imagesRemoved: number;
+  imageBytesFreed: number;
+  runs: number;
+}
+
+/** Carries out the GC plans against the engine; only podrun's own containers (its instance) are touched. */
+export class GarbageCollector {
+  readonly counters: GcCounters = { containersRemoved: 0, podsRemoved: 0, imagesRemoved: 0, imageBytesFreed: 0, runs: 0 };
+  private readonly firstSeen = new Map<string, number>();
+  private readonly lastUsed = new Map<string, number>();
+
+  constructor(private readonly rt: PodRuntime, private readonly o: GcOptions) {}
+
+  async collectContainers(pods: ObservedPod[], desired: ReadonlySet<string> | undefined, dryRun: boolean): Promise<ContainerGcResult> {
+    const plan = planContainerGc(pods, desired, this.o.containers ?? DEFAULT_CONTAINER_GC);
+    if (dryRun) return { ...plan, removed: 0, failed: 0 };
+    let removed = 0;
+    let failed = 0;
+    // The engine removes in parallel well; more than a handful at once only queues in dockerd.
+    await mapLimit(plan.removals, 8, async (r) => {
+      try {
+        await this.rt.removeContainer(r.id);
+        removed++;
+      } catch {
+        failed++;
+      }
+    });
+    for (const uid of plan.podsGone) await this.rt.removePodVolumes(uid).catch(() => undefined);
+    if (desired) this.removeOrphanDirs(pods, desired);
+    this.counters.containersRemoved += removed;
+    this.counters.podsRemoved += plan.podsGone.length;
+    this.counters.runs++;
+    if (removed || failed) this.o.log?.(`gc: removed ${removed} dead container(s)${failed ? `, ${failed} failed` : ''}${plan.podsGone.length ? `, ${plan.podsGone.length} pod(s) gone` : ''}`);
+    return { ...plan, removed, failed };
+  }
+
+  /** emptyDir directories of pods that neither exist nor are wanted. */
+  private removeOrphanDirs(pods: ObservedPod[], desired: ReadonlySet<string>): void {
+    const known = new Set([...pods.map((p) => p.uid), ...desired]);
+    let uids: string[];
+    try {
+      uids = readdirSync(join(this.o.stateDir, 'pods'));
+    } catch {
+      return;
+    }
+    for (const uid of uids) if (!known.has(uid)) rmSync(podDir(this.o.stateDir, uid), { recursive: true, force: true });
+  }
+
+  async imageCandidates(): Promise<{ images: ImageInfo[]; usage: { capacity: number; used: number } }> {
+    const now = Date.now();
+    const info = await this.rt.docker.info();
+    const st = statfsSync(String(info.DockerRootDir ?? '/var/lib/docker'));
+    const usage = { capacity: st.blocks * st.bsize, used: (st.blocks - st.bfree) * st.bsize };
+    const inUse = new Set((await this.rt.docker.listContainers({ all: true })).map((c) => c.ImageID));
+    const pause = await this.rt.docker.getImage(this.o.pauseImage).inspect().then((i) => i.Id, () => '');
+    const images = (await this.rt.docker.listImages()).map((i): ImageInfo => {
+      if (!this.firstSeen.has(i.Id)) this.firstSeen.set(i.Id, now);
+      if (inUse.has(i.Id)) this.lastUsed.set(i.Id, now);
+      return {
+        id: i.Id,
+        tags: i.RepoTags ?? [],
+        size: i.Size,
+        inUse: inUse.has(i.Id),
+        pinned: i.Id === pause,
+        firstSeen: this.firstSeen.get(i.Id) ?? now,
+        lastUsed: this.lastUsed.get(i.Id) ?? this.firstSeen.get(i.Id) ?? now,
+      };
+    });
+    return { images, usage };
+  }
+
+  async collectImages(dryRun: boolean): Promise<ImageGcResult> {
+    const { images, usage } = await this.imageCandidates();
+    const doomed = planImageGc(images, usage, Date.now(), this.o.images ?? DEFAULT_IMAGE_GC);
+    const usagePercent = usage.capacity ? (usage.used / usage.capacity) * 100 : 0;
+    const candidates = doomed.map((i) => ({ id: i.id, tags: i.tags, size: i.size }));
+    if (dryRun) return { usagePercent, candidates, removed: 0, freedBytes: 0 };
+    let removed = 0;
+    let freedBytes = 0;
+    for (const i of doomed) {
+      try {
+        await this.rt.docker.getImage(i.id).remove({ force: false });
+        removed++;
+        freedBytes += i.size;
+      } catch {
+        // In use after all, or removed meanwhile: it simply stays.
+      }
+    }
+    this.counters.imagesRemoved += removed;
+    this.counters.imageBytesFreed += freedBytes;
+    if (removed) this.o.log?.(`image gc: disk at ${usagePercent.toFixed(1)}%, removed ${removed} image(s), ${(freedBytes / 1e6).toFixed(1)} MB`);
+    return { usagePercent, candidates, removed, freedBytes };
+  }
+}
