@@ -7,6 +7,8 @@ import { PodWorkers } from '../reconcile/workers.js';
 import { isActive, type ObservedPod } from '../runtime/observed.js';
 import type { PodEvent } from '../status/events.js';
 import { toV1Pod } from '../status/v1.js';
+import { GarbageCollector, type ContainerGcResult, type ImageGcResult } from '../gc/collector.js';
+import type { ContainerGcPolicy, ImageGcPolicy } from '../gc/plan.js';
 import { startServer } from '../server/server.js';
 import { PodSupervisor } from './supervisor.js';
 import { PodRuntime, type RuntimeOptions } from '../runtime/runtime.js';
@@ -34,6 +36,7 @@ export interface AgentOptions {
   maxParallel?: number;
   /** Also serve /healthz, /pods, /events on 127.0.0.1:port. */
   httpPort?: number;
+  gc?: { periodMs?: number; imagePeriodMs?: number; imageGc?: boolean; containers?: ContainerGcPolicy; images?: ImageGcPolicy };
   backoff?: BackoffPolicy;
   log?: (line: string) => void;
 }
@@ -61,6 +64,8 @@ export class Agent {
   private release: (() => void) | undefined;
   private closeServer: (() => Promise<void>) | undefined;
   private resyncTimer: NodeJS.Timeout | undefined;
+  private gcTimers: NodeJS.Timeout[] = [];
+  readonly gc: GarbageCollector;
   private readonly log: (line: string) => void;
 
   constructor(private readonly o: AgentOptions) {
@@ -75,7 +80,16 @@ export class Agent {
         this.enqueueAll();
       },
     });
-    this.supervisor = new PodSupervisor(this.runtime, this.cache, o.backoff ?? DEFAULT_BACKOFF, (uid, after) => this.workers.enqueue(uid, after), this.log);
+    this.supervisor = new PodSupervisor(this.runtime, this.cache, o.backoff ?? DEFAULT_BACKOFF, (uid, after) => this.workers.enqueue(uid, after), this.log, o.gc?.containers?.maxPerPodContainer ?? 1, (n) => {
+      this.gc.counters.containersRemoved += n;
+    });
+    this.gc = new GarbageCollector(this.runtime, {
+      stateDir: o.runtime.stateDir,
+      pauseImage: o.runtime.pauseImage,
+      ...(o.gc?.containers ? { containers: o.gc.containers } : {}),
+      ...(o.gc?.images ? { images: o.gc.images } : {}),
+      log: this.log,
+    });
     const dirOpts = { resyncMs: o.resyncMs ?? 20_000, removeGraceMs: o.removeGraceMs ?? 1000, log: this.log };
     this.sources = [
       ...o.manifestDirs.map((d) => new DirectorySource(d, dirOpts)),
@@ -109,12 +123,20 @@ export class Agent {
     this.closeServer = await startServer(this, { stateDir: this.o.runtime.stateDir, ...(this.o.httpPort ? { port: this.o.httpPort } : {}), log: this.log });
     this.resyncTimer = setInterval(() => this.enqueueAll(), this.o.relistMs ?? 60_000);
     this.resyncTimer.unref();
+    const every = (ms: number, fn: () => Promise<unknown>): void => {
+      const t = setInterval(() => void fn().catch((err: unknown) => this.log(`gc: ${(err as Error).message}`)), ms);
+      t.unref();
+      this.gcTimers.push(t);
+    };
+    every(this.o.gc?.periodMs ?? 60_000, () => this.collect(false));
+    if (this.o.gc?.imageGc !== false) every(this.o.gc?.imagePeriodMs ?? 300_000, () => this.gc.collectImages(false));
     this.log(`agent started: ${this.sources.map((s) => s.name).join(', ')}`);
   }
 
   /** Stops supervising; the pods keep running, as with the kubelet. */
   async stop(): Promise<void> {
     if (this.resyncTimer) clearInterval(this.resyncTimer);
+    for (const t of this.gcTimers) clearInterval(t);
     await this.closeServer?.();
     await Promise.all(this.sources.map((s) => s.stop()));
     this.cache.stop();
@@ -251,5 +273,45 @@ export class Agent {
 
   healthy(): boolean {
     return this.cache.connected;
+  }
+
+  /**
+   * One container GC sweep from the cache. Whole pods go only when every source has loaded (else
+   * "not desired" may just mean "not read yet").
+   */
+  async collect(dryRun: boolean): Promise<ContainerGcResult> {
+    const ready = this.sources.every((s) => s.ready);
+    const desired = ready ? new Set(this.desiredByUid.keys()) : undefined;
+    return this.gc.collectContainers(this.cache.pods(), desired, dryRun);
+  }
+
+  async collectImages(dryRun: boolean): Promise<ImageGcResult> {
+    return this.gc.collectImages(dryRun);
+  }
+
+  /** Prometheus text: what GC removed, how big the engine view is, how long relists take. */
+  metrics(): string {
+    const c = this.gc.counters;
+    const pods = this.cache.pods();
+    const lines = [
+      '# HELP podrun_gc_containers_removed_total Dead containers removed by garbage collection.',
+      '# TYPE podrun_gc_containers_removed_total counter',
+      `podrun_gc_containers_removed_total ${c.containersRemoved}`,
+      '# TYPE podrun_gc_pods_removed_total counter',
+      `podrun_gc_pods_removed_total ${c.podsRemoved}`,
+      '# TYPE podrun_gc_images_removed_total counter',
+      `podrun_gc_images_removed_total ${c.imagesRemoved}`,
+      '# TYPE podrun_gc_image_bytes_freed_total counter',
+      `podrun_gc_image_bytes_freed_total ${c.imageBytesFreed}`,
+      '# TYPE podrun_pods gauge',
+      `podrun_pods ${pods.length}`,
+      '# TYPE podrun_containers gauge',
+      `podrun_containers ${pods.reduce((n, p) => n + p.containers.length + p.sandboxes.length, 0)}`,
+      '# TYPE podrun_relist_duration_seconds gauge',
+      `podrun_relist_duration_seconds ${(this.cache.lastRelistMs / 1000).toFixed(3)}`,
+      '# TYPE podrun_engine_connected gauge',
+      `podrun_engine_connected ${this.cache.connected ? 1 : 0}`,
+    ];
+    return `${lines.join('\n')}\n`;
   }
 }

@@ -31,6 +31,8 @@ export class PodSupervisor {
     backoff: BackoffPolicy,
     private readonly wake: (uid: string, afterMs?: number) => void,
     private readonly log: (line: string) => void,
+    private readonly keepDead = 1,
+    private readonly onPruned: (count: number) => void = () => undefined,
   ) {
     this.crash = new Backoff(backoff);
     this.imagePulls = new Backoff(backoff);
@@ -194,7 +196,9 @@ export class PodSupervisor {
     }
     const after = this.cache.pod(uid);
     if (after) {
-      await pruneDeadInstances(this.rt, after);
+      // Prune right after a death, as the kubelet does: the sweep is only the safety net.
+      const pruned = await pruneDeadInstances(this.rt, after, this.keepDead);
+      if (pruned) this.onPruned(pruned);
       await this.updateProbes(d, after);
     }
     // Look again: the next init container, or what changed meanwhile.

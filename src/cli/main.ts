@@ -6,6 +6,7 @@ import { applyCommand } from './apply.js';
 import { DEFAULTS, EXIT, parseDuration, processIo, type GlobalOptions, type Io } from './context.js';
 import { deleteCommand } from './delete.js';
 import { describePodCommand } from './describe.js';
+import { gcCommand } from './gc.js';
 import { getPodsCommand } from './get.js';
 import { logsCommand } from './logs.js';
 import { runCommand } from './run.js';
@@ -78,6 +79,13 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('--relist-period <duration>', 'full engine relist, under the event stream', duration, 60_000)
     .option('--max-parallel <n>', 'pods synced at once', (v) => Number(v), 4)
     .option('--http-port <port>', 'also serve /healthz, /pods and /events on 127.0.0.1:port (the unix socket <state-dir>/podrun.sock always)', (v) => Number(v))
+    .option('--gc-period <duration>', 'container garbage collection sweep period', duration, 60_000)
+    .option('--maximum-dead-containers-per-container <n>', 'dead instances kept per container, for logs --previous', (v) => Number(v), 1)
+    .option('--maximum-dead-containers <n>', 'cap on dead containers overall (-1: none)', (v) => Number(v), -1)
+    .option('--image-gc <bool>', 'remove unused images when the disk fills (true|false)', (v) => v !== 'false', true)
+    .option('--image-gc-period <duration>', 'image garbage collection period', duration, 300_000)
+    .option('--image-gc-high-threshold <percent>', 'disk usage that starts image GC', (v) => Number(v), 85)
+    .option('--image-gc-low-threshold <percent>', 'disk usage image GC frees down to', (v) => Number(v), 80)
     .option('--crash-backoff-initial <duration>', 'first crash-loop restart delay', duration, 10_000)
     .option('--crash-backoff-max <duration>', 'longest crash-loop restart delay', duration, 300_000)
     .action(async (o: Parameters<typeof runCommand>[0] & { crashBackoffInitial: number; crashBackoffMax: number }, cmd: Command) => {
@@ -132,6 +140,15 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('--ignore-not-found', 'a pod that does not exist is not an error', false)
     .action(async (names: string[], o: { filename?: string[]; namespace: string; gracePeriod?: number; ignoreNotFound: boolean }, cmd: Command) => {
       setCode(await deleteCommand(names, o, globals(cmd), io));
+    });
+
+  program
+    .command('gc')
+    .description('remove dead containers over the bound (and, with an agent, pods no longer wanted) and unused images over the disk threshold')
+    .option('--dry-run', 'show what would go', false)
+    .option('--no-images', 'leave images alone')
+    .action(async (o: { dryRun: boolean; images: boolean }, cmd: Command) => {
+      setCode(await gcCommand(o, globals(cmd), io));
     });
 
   program

@@ -15,6 +15,13 @@ export interface RunOptions {
   httpPort?: number;
   backoffInitial: number;
   backoffMax: number;
+  gcPeriod: number;
+  maximumDeadContainersPerContainer: number;
+  maximumDeadContainers: number;
+  imageGc: boolean;
+  imageGcPeriod: number;
+  imageGcHighThreshold: number;
+  imageGcLowThreshold: number;
 }
 
 export function parseHeaders(lines: string[]): Record<string, string> {
@@ -56,6 +63,13 @@ export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSi
     maxParallel: o.maxParallel,
     ...(o.httpPort ? { httpPort: o.httpPort } : {}),
     backoff,
+    gc: {
+      periodMs: o.gcPeriod,
+      imagePeriodMs: o.imageGcPeriod,
+      imageGc: o.imageGc,
+      containers: { maxPerPodContainer: o.maximumDeadContainersPerContainer, ...(o.maximumDeadContainers >= 0 ? { maxContainers: o.maximumDeadContainers } : {}) },
+      images: { highPercent: o.imageGcHighThreshold, lowPercent: o.imageGcLowThreshold, minAgeMs: 120_000 },
+    },
     log: (line) => io.err(`${new Date().toISOString()} ${line}`),
   });
   try {

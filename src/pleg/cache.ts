@@ -34,6 +34,8 @@ export class PodCache {
   private retryMs = 500;
   private stopped = false;
   connected = false;
+  /** How long the last full relist took: the cost the event stream saves on every reaction. */
+  lastRelistMs = 0;
 
   constructor(
     private readonly rt: PodRuntime,
@@ -173,7 +175,9 @@ export class PodCache {
   }
 
   async relist(): Promise<void> {
+    const started = Date.now();
     const touched = await this.replaceFrom(undefined);
+    this.lastRelistMs = Date.now() - started;
     for (const uid of touched) this.onPodChange(uid);
   }
 

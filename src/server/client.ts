@@ -4,10 +4,14 @@ import { agentSocketPath } from './server.js';
 
 /** GETs a path from the agent of this state directory; undefined when no agent answers. */
 export function agentGet<T>(stateDir: string, path: string, timeoutMs = 5000): Promise<T | undefined> {
+  return agentRequest<T>(stateDir, 'GET', path, timeoutMs);
+}
+
+export function agentRequest<T>(stateDir: string, method: 'GET' | 'POST', path: string, timeoutMs = 5000): Promise<T | undefined> {
   const socketPath = agentSocketPath(stateDir);
   if (!existsSync(socketPath)) return Promise.resolve(undefined);
   return new Promise((resolve) => {
-    const req = request({ socketPath, path, method: 'GET', timeout: timeoutMs }, (res) => {
+    const req = request({ socketPath, path, method, timeout: timeoutMs }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {

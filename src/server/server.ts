@@ -8,6 +8,9 @@ export interface AgentView {
   healthy(): boolean;
   podList(): Promise<Record<string, unknown>[]>;
   events(uid?: string): PodEvent[];
+  metrics(): string;
+  collect(dryRun: boolean): Promise<unknown>;
+  collectImages(dryRun: boolean): Promise<unknown>;
 }
 
 export function agentSocketPath(stateDir: string): string {
@@ -27,7 +30,18 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 export async function startServer(view: AgentView, o: { stateDir: string; port?: number; log?: (l: string) => void }): Promise<() => Promise<void>> {
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     const url = new URL(req.url ?? '/', 'http://podrun');
+    if (url.pathname === '/gc') {
+      // GET shows what would go; POST collects.
+      if (req.method !== 'GET' && req.method !== 'POST') return send(res, 405, 'method not allowed\n');
+      const dryRun = req.method === 'GET';
+      Promise.all([view.collect(dryRun), url.searchParams.get('images') === 'false' ? undefined : view.collectImages(dryRun)]).then(
+        ([containers, images]) => send(res, 200, { dryRun, containers, images }),
+        (err: unknown) => send(res, 500, `${(err as Error).message}\n`),
+      );
+      return;
+    }
     if (req.method !== 'GET') return send(res, 405, 'method not allowed\n');
+    if (url.pathname === '/metrics') return send(res, 200, view.metrics());
     if (url.pathname === '/healthz') return view.healthy() ? send(res, 200, 'ok') : send(res, 503, 'engine unreachable\n');
     if (url.pathname === '/pods') {
       view.podList().then(

@@ -1,0 +1,101 @@
+import { afterAll, describe, expect, it } from 'vitest';
+import { existsSync, mkdirSync, unlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LABEL } from '../../src/runtime/labels.js';
+import { AgentProcess } from './agent-helpers.js';
+import { docker, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+
+const world = new World();
+const ns = unique('gc');
+world.track(ns);
+const dir = join(world.dir, 'manifests');
+mkdirSync(dir);
+let agent: AgentProcess | undefined;
+afterAll(async () => {
+  await agent?.stop();
+  await world.cleanup();
+});
+
+const dead = async (name: string, container: string): Promise<number> =>
+  (await podContainers(ns, name)).filter((c) => c.Labels[LABEL.containerName] === container && c.State === 'exited').length;
+
+describe('garbage collection', () => {
+  it('prunes the exited instances of a crash-looping pod to the bound, and never touches foreign containers', async () => {
+    const name = unique('loop');
+    writeFileSync(join(dir, `${name}.yaml`), `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers: [{name: c, image: ${TEST_IMAGE}, command: [sh, -c, 'exit 1']}]
+`);
+    const foreign = await docker.createContainer({ Image: TEST_IMAGE, Cmd: ['true'], Labels: { 'com.example.owner': 'someone-else' }, HostConfig: { NetworkMode: 'none' } });
+    await foreign.start();
+    try {
+      // A supervisor that keeps every dead instance lets them pile up...
+      agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir, '--crash-backoff-initial', '0.2s', '--crash-backoff-max', '0.2s', '--maximum-dead-containers-per-container', '1000', '--gc-period', '1h']);
+      await agent.started();
+      await until('six dead instances', async () => ((await dead(name, 'c')) >= 6 ? true : undefined), 40_000);
+      await agent.stop();
+      agent = undefined;
+      const piled = await dead(name, 'c');
+
+      // ...`podrun gc --dry-run` shows what would go, and changes nothing...
+      const dry = await world.cli('gc', '--dry-run', '--no-images');
+      expect(dry.code, dry.err).toBe(0);
+      expect(dry.out.split('\n').filter((l) => l.startsWith(`would remove container c of pod ${ns}/${name} (more than 1 dead instance(s))`))).toHaveLength(piled - 1);
+      expect(await dead(name, 'c')).toBe(piled);
+
+      // ...and an agent with the default bound prunes them to one.
+      agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir, '--crash-backoff-initial', '30s', '--gc-period', '1s']);
+      await agent.started();
+      await until('the pile pruned to the bound', async () => ((await dead(name, 'c')) <= 1 ? true : undefined), 20_000);
+      const metrics = await until('metrics', async () => {
+        const m = await agentGetText(world.stateDir, '/metrics');
+        const removed = Number(/^podrun_gc_containers_removed_total (\d+)$/m.exec(m ?? '')?.[1] ?? 0);
+        return removed >= piled - 1 ? m : undefined;
+      });
+      expect(metrics).toMatch(/^podrun_relist_duration_seconds \d/m);
+      // The foreign container is exactly as it was.
+      expect((await foreign.inspect()).State.Status).toBe('exited');
+    } finally {
+      await foreign.remove({ force: true });
+    }
+  });
+
+  it('removing a pod takes its sandbox, containers and emptyDir with it', async () => {
+    agent ??= new AgentProcess(world.stateDir, ['--manifest-dir', dir, '--gc-period', '1s']);
+    await agent.started();
+    const name = unique('gone');
+    writeFileSync(join(dir, `${name}.yaml`), `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers: [{name: c, image: ${TEST_IMAGE}, command: [sh, -c, 'echo x > /scratch/x; exec sleep 3600'], volumeMounts: [{name: s, mountPath: /scratch}]}]
+  volumes: [{name: s, emptyDir: {}}]
+`);
+    const uid = await until('the pod to run', async () => {
+      const list = await podContainers(ns, name);
+      return list.filter((c) => c.State === 'running').length === 2 ? list[0]!.Labels[LABEL.podUid] : undefined;
+    });
+    const emptyDir = join(world.stateDir, 'pods', uid!, 'volumes', 'empty-dir', 's');
+    await until('the emptyDir to be written', async () => (existsSync(join(emptyDir, 'x')) ? true : undefined));
+    unlinkSync(join(dir, `${name}.yaml`));
+    await until('sandbox and containers to go', async () => ((await podContainers(ns, name)).length === 0 ? true : undefined));
+    expect(existsSync(join(world.stateDir, 'pods', uid!))).toBe(false);
+  });
+});
+
+async function agentGetText(stateDir: string, path: string): Promise<string | undefined> {
+  const { request } = await import('node:http');
+  return new Promise((resolve) => {
+    const req = request({ socketPath: join(stateDir, 'podrun.sock'), path }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve(body));
+    });
+    req.on('error', () => resolve(undefined));
+    req.end();
+  });
+}
