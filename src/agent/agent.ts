@@ -1,3 +1,4 @@
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatIssue } from '../manifest/errors.js';
 import type { DesiredPod } from '../manifest/types.js';
@@ -12,7 +13,7 @@ import type { ContainerGcPolicy, ImageGcPolicy } from '../gc/plan.js';
 import { startServer } from '../server/server.js';
 import { PodSupervisor } from './supervisor.js';
 import { PodRuntime, type RuntimeOptions } from '../runtime/runtime.js';
-import { appliedSource } from '../sources/applied-sets.js';
+import { appliedDir, appliedSource } from '../sources/applied-sets.js';
 import { writeFileAtomic } from '../sources/atomic-file.js';
 import { DirectorySource } from '../sources/dir-source.js';
 import { mergeOrigins, type Conflict } from '../sources/merge.js';
@@ -117,6 +118,9 @@ export class Agent {
 
   async start(): Promise<void> {
     this.release = acquireAgentLock(this.o.runtime.stateDir);
+    // podrun's own directory: made here, so its source is ready at once (a missing directory
+    // would leave it "not loaded yet", and with it every deletion of pods no one declares).
+    mkdirSync(appliedDir(this.o.runtime.stateDir), { recursive: true });
     await this.cache.start();
     await Promise.all(this.sources.map((s) => s.start(() => this.recompute())));
     this.recompute();

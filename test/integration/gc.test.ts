@@ -87,6 +87,35 @@ spec:
   });
 });
 
+describe('garbage collection on a fresh state directory', () => {
+  it('collects dead pods that no source declares (nothing else has to be applied first)', async () => {
+    const fresh = new World();
+    const ns2 = unique('orphans');
+    fresh.track(ns2);
+    let a: AgentProcess | undefined;
+    try {
+      const { PodRuntime } = await import('../../src/runtime/runtime.js');
+      const { loadManifestText } = await import('../../src/manifest/load.js');
+      const { identityOf } = await import('../../src/runtime/spec.js');
+      const { sandboxHash } = await import('../../src/manifest/hash.js');
+      const d = loadManifestText({ file: 'x', source: 'file:/gone/long-ago.yaml', text: `apiVersion: v1
+kind: Pod
+metadata: {name: orphan, namespace: ${ns2}}
+spec: {containers: [{name: c, image: ${TEST_IMAGE}}]}
+` }).pods[0]!;
+      const rt = new PodRuntime({ stateDir: fresh.stateDir, pauseImage: 'podrun-test/pause:1' });
+      const sandbox = await rt.createSandbox(d.pod, identityOf(d.pod, d.origin.source), 0, sandboxHash(d.pod), 'no');
+      await rt.stopContainer(sandbox.id, 0);
+      a = new AgentProcess(fresh.stateDir, ['--gc-period', '1s']);
+      await a.started();
+      await until('the orphan pod to be collected', async () => ((await podContainers(ns2, 'orphan')).length === 0 ? true : undefined));
+    } finally {
+      await a?.stop();
+      await fresh.cleanup();
+    }
+  });
+});
+
 async function agentGetText(stateDir: string, path: string): Promise<string | undefined> {
   const { request } = await import('node:http');
   return new Promise((resolve) => {

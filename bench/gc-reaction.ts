@@ -1,0 +1,251 @@
+/**
+ * Benchmark: garbage collection and restart reaction with 10,000 exited containers.
+ *
+ * Two private engines run side by side in one run: A holds the garbage (half podrun's, of pods no
+ * longer desired, half foreign), B is clean. On each, a podrun agent supervises one desired pod.
+ * Measured: the engine's list cost, podrun's relist, restart reaction (kill the container →
+ * replacement running) against the raw Docker API floor (the same replacement made directly), and
+ * the time podrun takes to collect its own garbage, foreign containers untouched.
+ *
+ *   npm run bench:gc                 # 10,000 containers
+ *   BENCH_GARBAGE=2000 npm run bench:gc
+ */
+import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import Docker from 'dockerode';
+import { Agent } from '../src/agent/agent.js';
+import { instanceId, LABEL, MANAGED_BY } from '../src/runtime/labels.js';
+import { PrivateEngine } from '../test/integration/engine-helpers.js';
+import { PAUSE_IMAGE, TEST_IMAGE } from '../test/integration/helpers.js';
+
+const GARBAGE = Number(process.env.BENCH_GARBAGE ?? 10_000);
+const REACTIONS = Number(process.env.BENCH_REACTIONS ?? 7);
+const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 6);
+
+const log = (s: string): void => void process.stdout.write(`${new Date().toISOString()} ${s}\n`);
+
+async function mapLimit<T>(n: number, limit: number, fn: (i: number) => Promise<T>): Promise<void> {
+  let next = 0;
+  await Promise.all(Array.from({ length: limit }, async () => {
+    while (next < n) await fn(next++);
+  }));
+}
+
+function median(xs: number[]): number {
+  const s = [...xs].sort((a, b) => a - b);
+  return s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+}
+
+/** Exited containers: half labelled as podrun's (pods of 1 sandbox + 4 containers, none desired), half foreign. */
+async function makeGarbage(docker: Docker, stateDir: string, n: number): Promise<void> {
+  const instance = instanceId(stateDir);
+  const started = Date.now();
+  await mapLimit(n, CONCURRENCY, async (i) => {
+    const ours = i % 2 === 0;
+    const podIndex = Math.floor(i / 10);
+    const slot = (i / 2) % 5;
+    const labels: Record<string, string> = ours
+      ? {
+          [LABEL.managedBy]: MANAGED_BY,
+          [LABEL.instance]: instance,
+          [LABEL.podUid]: `garbage-${podIndex}`,
+          [LABEL.podName]: `garbage-${podIndex}`,
+          [LABEL.podNamespace]: 'bench-garbage',
+          [LABEL.containerName]: slot === 0 ? 'POD' : `c${slot}`,
+          [LABEL.containerType]: slot === 0 ? 'sandbox' : 'app',
+          [LABEL.hash]: 'old',
+          [LABEL.restartCount]: '0',
+          [LABEL.source]: 'file:/gone.yaml',
+        }
+      : { 'com.example.owner': 'someone-else' };
+    // Host network: no namespace to set up, so the pile is made at the engine's best start rate.
+    const c = await docker.createContainer({ Image: TEST_IMAGE, Cmd: ['true'], Labels: labels, HostConfig: { NetworkMode: 'host' } });
+    await c.start();
+    if (i % 500 === 499) log(`  garbage ${i + 1}/${n} (${((i + 1) / ((Date.now() - started) / 1000)).toFixed(1)}/s)`);
+  });
+}
+
+async function timeList(docker: Docker, runs = 5): Promise<number> {
+  const ts: number[] = [];
+  for (let i = 0; i < runs; i++) {
+    const t = performance.now();
+    await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL.managedBy}=${MANAGED_BY}`] }) });
+    ts.push(performance.now() - t);
+  }
+  return median(ts);
+}
+
+/** Resolves with the time the next `start` of a container matching the labels happens. */
+async function nextStart(docker: Docker, labels: string[]): Promise<() => Promise<number>> {
+  const stream = (await docker.getEvents({ filters: JSON.stringify({ type: ['container'], event: ['start'], label: labels }) })) as NodeJS.ReadableStream & { destroy(): void };
+  const p = new Promise<number>((resolve) => stream.once('data', () => resolve(performance.now())));
+  return async () => {
+    const t = await p;
+    stream.destroy();
+    return t;
+  };
+}
+
+/** podrun's reaction: kill the supervised container, wait for its replacement to start. */
+async function podrunReaction(docker: Docker, podName: string): Promise<number> {
+  const [running] = await docker.listContainers({ filters: JSON.stringify({ label: [`${LABEL.podName}=${podName}`, `${LABEL.containerName}=app`] }) });
+  if (!running) throw new Error('no running app container');
+  const started = await nextStart(docker, [`${LABEL.podName}=${podName}`, `${LABEL.containerName}=app`]);
+  const t0 = performance.now();
+  await docker.getContainer(running.Id).kill();
+  return (await started()) - t0;
+}
+
+/** The floor: the same replacement made straight through the Docker API (create in the pod's sandbox, start). */
+async function rawReaction(docker: Docker, sandboxId: string): Promise<number> {
+  const first = await docker.createContainer({ Image: TEST_IMAGE, Cmd: ['sleep', '3600'], Labels: { 'bench.raw': '1' }, HostConfig: { NetworkMode: `container:${sandboxId}` } });
+  await first.start();
+  const t0 = performance.now();
+  const waited = first.wait();
+  await first.kill();
+  await waited;
+  const next = await docker.createContainer({ Image: TEST_IMAGE, Cmd: ['sleep', '3600'], Labels: { 'bench.raw': '1' }, HostConfig: { NetworkMode: `container:${sandboxId}` } });
+  await next.start();
+  const t = performance.now() - t0;
+  await Promise.all([first.remove({ force: true }), next.remove({ force: true })]);
+  return t;
+}
+
+async function startAgent(engine: PrivateEngine, root: string, name: string): Promise<{ agent: Agent; stateDir: string }> {
+  const stateDir = join(root, `${name}-state`);
+  const dir = join(root, `${name}-manifests`);
+  mkdirSync(dir, { recursive: true });
+  writeFileSync(join(dir, 'target.yaml'), `apiVersion: v1
+kind: Pod
+metadata: {name: target, namespace: bench}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers: [{name: app, image: ${TEST_IMAGE}, command: [sleep, '3600']}]
+`);
+  const agent = new Agent({
+    runtime: { host: engine.host, stateDir, pauseImage: PAUSE_IMAGE, network: 'none' },
+    manifestDirs: [dir],
+    manifestUrls: [],
+    // Crash backoff off: the reaction measured is podrun's own path, not a deliberate wait.
+    backoff: { initialMs: 0, maxMs: 0, resetMs: 600_000 },
+    relistMs: 3_600_000,
+    gc: { periodMs: 3_600_000, imageGc: false },
+  });
+  return { agent, stateDir };
+}
+
+async function main(): Promise<void> {
+  const root = mkdtempSync(join(tmpdir(), 'podrun-bench-'));
+  const garbageEngine = new PrivateEngine();
+  const cleanEngine = new PrivateEngine();
+  // An interrupted run must not leave private engines, mounts and bridges behind.
+  for (const sig of ['SIGINT', 'SIGTERM'] as const) {
+    process.once(sig, () => {
+      void Promise.all([garbageEngine.destroy(), cleanEngine.destroy()]).finally(() => process.exit(130));
+    });
+  }
+  const results: Record<string, unknown> = { garbage: GARBAGE, reactions: REACTIONS, date: new Date().toISOString() };
+  try {
+    await Promise.all([garbageEngine.start(), cleanEngine.start()]);
+    garbageEngine.loadTestImages();
+    cleanEngine.loadTestImages();
+    const A = garbageEngine.docker;
+    const B = cleanEngine.docker;
+
+    const a = await startAgent(garbageEngine, root, 'garbage');
+    const b = await startAgent(cleanEngine, root, 'clean');
+    log(`creating ${GARBAGE} exited containers on engine A`);
+    const tg = performance.now();
+    await makeGarbage(A, a.stateDir, GARBAGE);
+    results.garbageCreationSeconds = (performance.now() - tg) / 1000;
+
+    const count = async (label: string): Promise<number> => (await A.listContainers({ all: true, filters: JSON.stringify({ label: [label] }) })).length;
+    const foreignBefore = await count('com.example.owner');
+    const oursBefore = await count(`${LABEL.podNamespace}=bench-garbage`);
+    results.listMsWithAllGarbage = await timeList(A);
+    results.listMsClean = await timeList(B);
+    log(`engine list (label-filtered): ${(results.listMsWithAllGarbage as number).toFixed(1)} ms with ${GARBAGE} exited, ${(results.listMsClean as number).toFixed(1)} ms clean`);
+
+    // Collection: the agent starts on an engine holding its own dead pods; how long until they are gone?
+    const ta = performance.now();
+    await a.agent.start();
+    results.agentStartMsGarbage = performance.now() - ta;
+    const relistStart = performance.now();
+    await a.agent.cache.relist();
+    results.relistMsWithAllGarbage = performance.now() - relistStart;
+    let swept = false;
+    for (;;) {
+      const left = await count(`${LABEL.podNamespace}=bench-garbage`);
+      if (left === 0) break;
+      if (!swept && performance.now() - ta > 5_000) {
+        // Whatever the workers have not reached yet, a sweep takes.
+        swept = true;
+        void a.agent.collect(false);
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    results.gcSeconds = (performance.now() - ta) / 1000;
+    results.podrunGarbageBefore = oursBefore;
+    results.foreignBefore = foreignBefore;
+    results.foreignAfter = await count('com.example.owner');
+    log(`gc: ${oursBefore} of podrun's dead containers gone in ${(results.gcSeconds as number).toFixed(1)} s; foreign ${foreignBefore} -> ${results.foreignAfter as number}`);
+
+    const tb = performance.now();
+    await b.agent.start();
+    results.agentStartMsClean = performance.now() - tb;
+    const waitRunning = async (d: Docker): Promise<string> => {
+      for (;;) {
+        const [c] = await d.listContainers({ filters: JSON.stringify({ label: [`${LABEL.podName}=target`, `${LABEL.containerType}=sandbox`] }) });
+        const [app] = await d.listContainers({ filters: JSON.stringify({ label: [`${LABEL.podName}=target`, `${LABEL.containerName}=app`] }) });
+        if (c && app) return c.Id;
+        await new Promise((r) => setTimeout(r, 200));
+      }
+    };
+    const sandboxA = await waitRunning(A);
+    const sandboxB = await waitRunning(B);
+    const t1 = performance.now();
+    await a.agent.cache.relist();
+    results.relistMsForeignGarbage = performance.now() - t1;
+    const t2 = performance.now();
+    await b.agent.cache.relist();
+    results.relistMsClean = performance.now() - t2;
+    results.listMsForeignGarbage = await timeList(A);
+
+    // Reaction, with the foreign garbage still there, against the clean engine and the raw API floor.
+    const reactA: number[] = [];
+    const reactB: number[] = [];
+    const rawA: number[] = [];
+    const rawB: number[] = [];
+    for (let i = 0; i < REACTIONS; i++) {
+      // Interleaved, so drift in the machine's load hits both engines alike.
+      reactA.push(await podrunReaction(A, 'target'));
+      reactB.push(await podrunReaction(B, 'target'));
+      rawA.push(await rawReaction(A, sandboxA));
+      rawB.push(await rawReaction(B, sandboxB));
+      await new Promise((r) => setTimeout(r, 500));
+    }
+    Object.assign(results, {
+      reactionMsGarbage: median(reactA),
+      reactionMsClean: median(reactB),
+      rawMsGarbage: median(rawA),
+      rawMsClean: median(rawB),
+      reactionSamplesGarbage: reactA.map(Math.round),
+      reactionSamplesClean: reactB.map(Math.round),
+    });
+    log(`reaction: podrun ${median(reactA).toFixed(0)} ms with garbage vs ${median(reactB).toFixed(0)} ms clean; raw API ${median(rawA).toFixed(0)} / ${median(rawB).toFixed(0)} ms`);
+
+    await Promise.all([a.agent.stop(), b.agent.stop()]);
+  } finally {
+    await Promise.all([garbageEngine.destroy(), cleanEngine.destroy()]);
+  }
+  const ratio = (x: unknown, y: unknown): string => ((x as number) / (y as number)).toFixed(2);
+  results.reactionRatioGarbageToClean = Number(ratio(results.reactionMsGarbage, results.reactionMsClean));
+  results.reactionRatioPodrunToRawClean = Number(ratio(results.reactionMsClean, results.rawMsClean));
+  process.stdout.write(`\nRESULT ${JSON.stringify(results)}\n`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+  process.exitCode = 1;
+});
