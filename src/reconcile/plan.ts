@@ -60,7 +60,7 @@ function nextCount(prev: ObservedContainer | undefined): number {
 }
 
 /** Actions for a pod that is not desired any more: stop and remove all of it. */
-export function removalActions(observed: ObservedPod): PodActions {
+export function removalActions(): PodActions {
   return { ...NONE, killPod: true, reason: 'no longer desired' };
 }
 
@@ -207,7 +207,7 @@ export function planApply(desired: DesiredPod[], observed: ObservedPod[], prune?
     const wanted = new Set(desired.map((d) => d.uid));
     for (const o of observed) {
       if (o.applySet === prune.applySet && !wanted.has(o.uid)) {
-        plans.push({ key: `${o.namespace}/${o.name}`, uid: o.uid, verdict: 'deleted', actions: removalActions(o), observed: o });
+        plans.push({ key: `${o.namespace}/${o.name}`, uid: o.uid, verdict: 'deleted', actions: removalActions(), observed: o });
       }
     }
   }

@@ -1,5 +1,9 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
 import type { V1Pod } from '../../src/status/v1.js';
-import { until, type World } from './helpers.js';
+import { AgentProcess } from './agent-helpers.js';
+import { unique, until, type World } from './helpers.js';
 
 /** The agent's view of one pod (via `podrun get pods -o json`, which asks the agent). */
 export async function agentPod(world: World, ns: string, name: string): Promise<V1Pod | undefined> {
@@ -20,3 +24,41 @@ export function container(p: V1Pod, name: string) {
 }
 
 export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+/**
+ * One agent watching a manifest directory for a whole test file, and a writer of pods into it
+ * (namespace and a 1 s grace period filled in).
+ */
+export function supervisedDirectory(world: World, prefix: string, agentArgs: string[]): {
+  ns: string;
+  agent: () => AgentProcess;
+  write: (name: string, spec: string) => void;
+} {
+  const ns = unique(prefix);
+  world.track(ns);
+  const dir = join(world.dir, 'manifests');
+  mkdirSync(dir, { recursive: true });
+  let agent: AgentProcess | undefined;
+  beforeAll(async () => {
+    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir, ...agentArgs]);
+    await agent.started();
+  });
+  afterAll(async () => {
+    await agent?.stop();
+    await world.cleanup();
+  });
+  return {
+    ns,
+    agent: () => {
+      if (!agent) throw new Error('the agent has not started');
+      return agent;
+    },
+    write: (name, spec) =>
+      writeFileSync(join(dir, `${name}.yaml`), `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+${spec}`),
+  };
+}

@@ -1,36 +1,12 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { describe, expect, it } from 'vitest';
 import { createServer as createH2Server, type Http2Server } from 'node:http2';
-import { join } from 'node:path';
-import { AgentProcess } from './agent-helpers.js';
 import { docker, freePort, TEST_IMAGE, unique, World } from './helpers.js';
-import { container, sleep, untilPod } from './lifecycle-helpers.js';
+import { container, sleep, supervisedDirectory, untilPod } from './lifecycle-helpers.js';
 import type { V1Pod } from '../../src/status/v1.js';
 
 const world = new World();
-const ns = unique('probes');
-world.track(ns);
-const dir = join(world.dir, 'manifests');
-mkdirSync(dir);
-let agent: AgentProcess;
-
-beforeAll(async () => {
-  agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir, '--crash-backoff-initial', '1s', '--crash-backoff-max', '2s']);
-  await agent.started();
-});
-afterAll(async () => {
-  await agent.stop();
-  await world.cleanup();
-});
-
-function write(name: string, spec: string): void {
-  writeFileSync(join(dir, `${name}.yaml`), `apiVersion: v1
-kind: Pod
-metadata: {name: ${name}, namespace: ${ns}}
-spec:
-  terminationGracePeriodSeconds: 1
-${spec}`);
-}
+// Short backoff so restarts can be watched.
+const { ns, write } = supervisedDirectory(world, 'probes', ['--crash-backoff-initial', '1s', '--crash-backoff-max', '2s']);
 
 async function execIn(p: V1Pod, name: string, cmd: string): Promise<void> {
   const id = container(p, name)?.containerID?.replace('docker://', '');

@@ -1,35 +1,10 @@
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { AgentProcess } from './agent-helpers.js';
+import { describe, expect, it } from 'vitest';
 import { TEST_IMAGE, unique, World } from './helpers.js';
-import { container, sleep, untilPod } from './lifecycle-helpers.js';
+import { container, sleep, supervisedDirectory, untilPod } from './lifecycle-helpers.js';
 
 const world = new World();
-const ns = unique('restarts');
-world.track(ns);
-const dir = join(world.dir, 'manifests');
-mkdirSync(dir);
-let agent: AgentProcess;
-
-beforeAll(async () => {
-  // Short backoff so the sequence can be watched: 1 s doubling to 4 s.
-  agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir, '--crash-backoff-initial', '1s', '--crash-backoff-max', '4s']);
-  await agent.started();
-});
-afterAll(async () => {
-  await agent.stop();
-  await world.cleanup();
-});
-
-function write(name: string, spec: string): void {
-  writeFileSync(join(dir, `${name}.yaml`), `apiVersion: v1
-kind: Pod
-metadata: {name: ${name}, namespace: ${ns}}
-spec:
-  terminationGracePeriodSeconds: 1
-${spec}`);
-}
+// Short backoff so restarts can be watched.
+const { ns, agent, write } = supervisedDirectory(world, 'restarts', ['--crash-backoff-initial', '1s', '--crash-backoff-max', '4s']);
 
 describe('restart policies and crash-loop backoff', () => {
   it('restarts by policy: Always both, OnFailure only failures, Never neither', async () => {
@@ -68,7 +43,7 @@ describe('restart policies and crash-loop backoff', () => {
     expect(container(waiting, 'c')?.lastState?.terminated?.exitCode).toBe(3);
     await untilPod(world, ns, name, 'five restarts', (p) => (container(p, 'c')?.restartCount ?? 0) >= 5, 40_000);
     // The sequence of waits podrun decided, from its log; the wall clock confirms each wait happened.
-    const lines = [...agent.logs().matchAll(new RegExp(`^(\\S+) pod ${ns}/${name}: starting container c \\(exited with code 3\\)(?: after a back-off of (\\d+)s)?$`, 'gm'))];
+    const lines = [...agent().logs().matchAll(new RegExp(`^(\\S+) pod ${ns}/${name}: starting container c \\(exited with code 3\\)(?: after a back-off of (\\d+)s)?$`, 'gm'))];
     const waits = lines.map((m) => Number(m[2] ?? 0));
     expect(waits.slice(0, 5)).toEqual([0, 1, 2, 4, 4]);
     const starts = lines.map((m) => Date.parse(m[1]!));
