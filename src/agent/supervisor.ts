@@ -9,6 +9,7 @@ import { ContainerImageError, executePodActions, pruneDeadInstances } from '../r
 import { isActive, latestByName, type ObservedPod } from '../runtime/observed.js';
 import type { PodRuntime } from '../runtime/runtime.js';
 import { EventRecorder, type PodRef } from '../status/events.js';
+import { containerDetails } from '../status/details.js';
 import { podStatus, type ContainerDetails, type PodStatusSummary } from '../status/pod-status.js';
 
 /**
@@ -211,35 +212,11 @@ export class PodSupervisor {
     for (const c of latestByName(o).values()) if (isActive(c)) this.waiting.delete(`${d.uid}/${c.name}`);
   }
 
-  /** Inspect details for the instances status shows (latest two per name), cached: they do not change once exited. */
-  private async detailsFor(o: ObservedPod): Promise<void> {
-    const wanted = new Map<string, number>();
-    for (const c of o.containers) {
-      const n = wanted.get(c.name) ?? 0;
-      if (n >= 2) continue;
-      wanted.set(c.name, n + 1);
-      const have = this.details.get(c.id);
-      if (have && (have.finishedAt || isActive(c))) continue;
-      const st = await this.rt.containerState(c.id);
-      if (!st) continue;
-      const zero = (t: string | undefined): string | undefined => (t && !t.startsWith('0001-') ? t : undefined);
-      const startedAt = zero(st.StartedAt);
-      const finishedAt = isActive(c) ? undefined : zero(st.FinishedAt);
-      this.details.set(c.id, {
-        ...(startedAt ? { startedAt } : {}),
-        ...(finishedAt ? { finishedAt } : {}),
-        exitCode: st.ExitCode,
-        oomKilled: st.OOMKilled,
-        ...(st.Error ? { error: st.Error } : {}),
-      });
-    }
-  }
-
   /** The pod's status as the agent sees it: engine state, probe results, waiting reasons. */
   async status(d: DesiredPod | undefined, o: ObservedPod | undefined): Promise<PodStatusSummary | undefined> {
     const pod = d?.pod ?? o?.spec;
     if (!pod) return undefined;
-    if (o) await this.detailsFor(o);
+    if (o) await containerDetails(this.rt, o, this.details);
     const uid = d?.uid ?? o?.uid ?? '';
     return podStatus(pod, o, {
       details: (id) => this.details.get(id),

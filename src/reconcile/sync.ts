@@ -4,7 +4,7 @@ import { runHandler } from '../probe/handlers.js';
 import { isActive, type ObservedPod } from '../runtime/observed.js';
 import { ImageError, type PodRuntime, type SandboxInfo } from '../runtime/runtime.js';
 import { engineRestartPolicy, identityOf } from '../runtime/spec.js';
-import { fieldPathOf, killContainer, stopPod, type EventSink } from './lifecycle.js';
+import { fieldPathOf, killContainer, specOf, stopPod, type EventSink } from './lifecycle.js';
 import type { PodActions } from './plan.js';
 
 export interface SyncOptions {
@@ -27,7 +27,7 @@ export class ContainerImageError extends Error {
 }
 
 function findContainer(d: DesiredPod, name: string): Container {
-  const c = [...(d.pod.spec.initContainers ?? []), ...d.pod.spec.containers].find((x) => x.name === name);
+  const c = specOf(d.pod, name);
   if (!c) throw new Error(`pod ${d.key} has no container ${name}`);
   return c;
 }
@@ -55,7 +55,8 @@ export async function executePodActions(rt: PodRuntime, d: DesiredPod, observed:
         if (!c) return;
         if (c.state === 'created') return rt.removeContainer(k.id);
         const fp = fieldPathOf(pod, c.name);
-        await killContainer(rt, c, [...(observed?.spec?.spec.initContainers ?? []), ...(observed?.spec?.spec.containers ?? [])].find((x) => x.name === c.name), grace, {
+        // The running instance was made from the old spec: its preStop is the one to run.
+        await killContainer(rt, c, specOf(observed?.spec, c.name), grace, {
           defaultHost: host,
           reason: k.reason,
           ...(events ? { events } : {}),

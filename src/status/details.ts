@@ -1,0 +1,32 @@
+import { isActive, type ObservedPod } from '../runtime/observed.js';
+import type { PodRuntime } from '../runtime/runtime.js';
+import type { ContainerDetails } from './pod-status.js';
+
+/**
+ * Inspect details for what status shows: the two newest instances of each container (current and
+ * last state). An exited container's details never change, so a cache may keep them.
+ */
+export async function containerDetails(rt: PodRuntime, o: ObservedPod, cache: Map<string, ContainerDetails> = new Map()): Promise<Map<string, ContainerDetails>> {
+  const perName = new Map<string, number>();
+  for (const c of o.containers) {
+    const n = perName.get(c.name) ?? 0;
+    if (n >= 2) continue;
+    perName.set(c.name, n + 1);
+    const have = cache.get(c.id);
+    if (have && (have.finishedAt || isActive(c))) continue;
+    const st = await rt.containerState(c.id);
+    if (!st) continue;
+    // The engine reports "never" as the zero time.
+    const time = (t: string | undefined): string | undefined => (t && !t.startsWith('0001-') ? t : undefined);
+    const startedAt = time(st.StartedAt);
+    const finishedAt = isActive(c) ? undefined : time(st.FinishedAt);
+    cache.set(c.id, {
+      ...(startedAt ? { startedAt } : {}),
+      ...(finishedAt ? { finishedAt } : {}),
+      exitCode: st.ExitCode,
+      oomKilled: st.OOMKilled,
+      ...(st.Error ? { error: st.Error } : {}),
+    });
+  }
+  return cache;
+}
