@@ -18,6 +18,8 @@ export interface SyncOptions {
   events?: EventSink;
 }
 
+const POST_START_TIMEOUT_MS = 120_000;
+
 /** A container could not be started because its image could not be had: the caller backs off. */
 export class ContainerImageError extends Error {
   constructor(readonly container: string, readonly imageError: ImageError) {
@@ -110,7 +112,8 @@ export async function executePodActions(rt: PodRuntime, d: DesiredPod, observed:
     events?.('Normal', 'Started', `Started container ${c.name}`, fp);
     const postStart = c.lifecycle?.postStart;
     if (postStart) {
-      const r = await runHandler(postStart, { containerId, container: c, defaultHost, timeoutMs: Math.max(1, grace) * 1000, exec: (cid, cmd, t) => rt.exec(cid, cmd, t) }).catch(
+      // The kubelet gives postStart no deadline; podrun bounds it so a hung hook cannot stall the pod forever.
+      const r = await runHandler(postStart, { containerId, container: c, defaultHost, timeoutMs: POST_START_TIMEOUT_MS, exec: (cid, cmd, t) => rt.exec(cid, cmd, t) }).catch(
         (e: unknown) => ({ ok: false as const, message: (e as Error).message }),
       );
       if (!r.ok) {

@@ -38,6 +38,8 @@ spec:
       await until('six dead instances', async () => ((await dead(name, 'c')) >= 6 ? true : undefined), 40_000);
       await agent.stop();
       agent = undefined;
+      // The last instance the agent started may still be on its way out.
+      await until('the last instance to exit', async () => ((await podContainers(ns, name)).some((c) => c.Labels[LABEL.containerName] === 'c' && c.State !== 'exited') ? undefined : true));
       const piled = await dead(name, 'c');
 
       // ...`podrun gc --dry-run` shows what would go, and changes nothing...
