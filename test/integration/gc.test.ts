@@ -85,7 +85,8 @@ spec:
     await until('the emptyDir to be written', async () => (existsSync(join(emptyDir, 'x')) ? true : undefined));
     unlinkSync(join(dir, `${name}.yaml`));
     await until('sandbox and containers to go', async () => ((await podContainers(ns, name)).length === 0 ? true : undefined));
-    expect(existsSync(join(world.stateDir, 'pods', uid!))).toBe(false);
+    // The emptyDir goes right after the containers.
+    await until('the emptyDir to go', async () => (existsSync(join(world.stateDir, 'pods', uid!)) ? undefined : true));
   });
 });
 

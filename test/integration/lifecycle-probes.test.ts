@@ -87,8 +87,8 @@ describe('probes run by the agent', () => {
   - name: slow
     image: ${TEST_IMAGE}
     command: [sleep, '3600']
-    startupProbe: {exec: {command: [test, -f, /tmp/started]}, periodSeconds: 1, failureThreshold: 60}
-    livenessProbe: {exec: {command: ['false']}, periodSeconds: 1, failureThreshold: 1}
+    startupProbe: {exec: {command: [test, -f, /tmp/started]}, periodSeconds: 1, failureThreshold: 60, timeoutSeconds: 10}
+    livenessProbe: {exec: {command: ['false']}, periodSeconds: 1, failureThreshold: 1, timeoutSeconds: 10}
 `);
     const p = await untilPod(world, ns, name, 'slow to run', (x) => container(x, 'slow')?.state.running !== undefined);
     await sleep(3000);
@@ -96,7 +96,7 @@ describe('probes run by the agent', () => {
     // A failing liveness probe would have killed it by now, had it run before startup succeeded.
     expect([restarts(before, 'slow'), container(before, 'slow')?.started]).toEqual([0, false]);
     await execIn(p, 'slow', 'touch /tmp/started');
-    await untilPod(world, ns, name, 'liveness to kill it once started', (x) => restarts(x, 'slow') >= 1);
+    await untilPod(world, ns, name, 'liveness to kill it once started', (x) => restarts(x, 'slow') >= 1, 60_000);
   });
 
   it('gRPC health: SERVING is ready, NOT_SERVING is not', async () => {
