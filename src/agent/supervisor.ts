@@ -3,7 +3,7 @@ import type { DesiredPod } from '../manifest/types.js';
 import type { PodCache } from '../pleg/cache.js';
 import { ProbeManager, type ProbeEvent, type ProbeTarget } from '../probe/manager.js';
 import { Backoff, type BackoffPolicy } from '../reconcile/backoff.js';
-import { defaultHostOf, fieldPathOf, killContainer, removePod, specOf, type EventSink } from '../reconcile/lifecycle.js';
+import { defaultHostOf, fieldPathOf, graceOf, killContainer, removePod, specOf, type EventSink } from '../reconcile/lifecycle.js';
 import { computePodActions, hasActions, type ContainerToStart } from '../reconcile/plan.js';
 import { ContainerImageError, executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
 import { isActive, latestByName, type ObservedPod } from '../runtime/observed.js';
@@ -64,7 +64,7 @@ export class PodSupervisor {
   /** Deletes a pod no one declares any more, and forgets everything about it. */
   async remove(o: ObservedPod): Promise<void> {
     this.probes.removePod(o.uid);
-    await removePod(this.rt, o, o.spec?.spec.terminationGracePeriodSeconds ?? 30, this.sink({ uid: o.uid, name: o.name, namespace: o.namespace }));
+    await removePod(this.rt, o, graceOf(o), this.sink({ uid: o.uid, name: o.name, namespace: o.namespace }));
     this.crash.forgetPod(o.uid);
     this.imagePulls.forgetPod(o.uid);
     this.events.forget(o.uid);

@@ -1,7 +1,7 @@
 import { ManifestError } from '../manifest/errors.js';
 import { loadManifestSet } from '../manifest/load.js';
 import { mapLimit } from '../reconcile/converge.js';
-import { removePod } from '../reconcile/lifecycle.js';
+import { graceOf, removePod } from '../reconcile/lifecycle.js';
 import { forgetApplied } from '../sources/applied-sets.js';
 import { readManifestInputs } from '../sources/read.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
@@ -53,7 +53,7 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
     return [p];
   });
   await mapLimit(found, 4, async (p) => {
-    const grace = o.gracePeriod ?? p.spec?.spec.terminationGracePeriodSeconds ?? 30;
+    const grace = o.gracePeriod ?? graceOf(p);
     try {
       // Forget it in the applied sets first, so a running agent does not bring it back.
       forgetApplied(g.stateDir, new Set([`${p.namespace}/${p.name}`]));

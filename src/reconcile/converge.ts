@@ -3,7 +3,7 @@ import { latestByName, type ObservedPod } from '../runtime/observed.js';
 import type { PodRuntime } from '../runtime/runtime.js';
 import { settled, type PodStatusSummary } from '../status/pod-status.js';
 import { computePodActions, hasActions, type PodPlan } from './plan.js';
-import { defaultHostOf, removePod, specOf } from './lifecycle.js';
+import { defaultHostOf, graceOf, removePod, specOf } from './lifecycle.js';
 import { ProbeManager, type ProbeTarget } from '../probe/manager.js';
 import { agentGet } from '../server/client.js';
 import type { V1Pod } from '../status/v1.js';
@@ -28,10 +28,6 @@ export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) =>
 export interface PodOutcome {
   key: string;
   error?: string;
-}
-
-function graceOf(o: ObservedPod): number {
-  return o.spec?.spec.terminationGracePeriodSeconds ?? 30;
 }
 
 /** Carries out a plan once: each pod's actions, deletions included. Errors stay per pod. */

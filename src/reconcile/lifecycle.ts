@@ -9,6 +9,11 @@ export type EventSink = (type: 'Normal' | 'Warning', reason: string, message: st
 /** The kubelet's floor for what is left of the grace period after preStop. */
 const MIN_GRACE_AFTER_PRESTOP_S = 2;
 
+/** The grace period a pod on the engine was made with (its spec label), the kubelet's 30 s if unknown. */
+export function graceOf(observed: ObservedPod): number {
+  return observed.spec?.spec.terminationGracePeriodSeconds ?? 30;
+}
+
 export function specOf(pod: Pod | undefined, name: string): Container | undefined {
   return pod ? [...(pod.spec.initContainers ?? []), ...pod.spec.containers].find((c) => c.name === name) : undefined;
 }
