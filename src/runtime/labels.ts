@@ -31,7 +31,12 @@ export const SANDBOX_NAME = 'POD';
 
 export type ContainerType = 'sandbox' | 'init' | 'app';
 
-/** Readable in `docker ps`: podrun_<pod>_<container>_<namespace>_<uid8>_<attempt>. */
-export function dockerName(pod: { name: string; namespace: string; uid: string }, container: string, attempt: number): string {
-  return `podrun_${pod.name}_${container}_${pod.namespace}_${pod.uid.replace(/-/g, '').slice(0, 8)}_${attempt}`;
+/**
+ * Readable in `docker ps`: podrun_<pod>_<container>_<namespace>_<uid8>_<instance6>_<attempt>. Engine
+ * names are global, and two instances (state dirs) may run the same namespace/name, so the
+ * instance is part of the name.
+ */
+export function dockerName(pod: { name: string; namespace: string; uid: string; instance?: string }, container: string, attempt: number): string {
+  const inst = pod.instance ? `_${pod.instance.slice(0, 6)}` : '';
+  return `podrun_${pod.name}_${container}_${pod.namespace}_${pod.uid.replace(/-/g, '').slice(0, 8)}${inst}_${attempt}`;
 }

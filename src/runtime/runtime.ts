@@ -242,7 +242,7 @@ export class PodRuntime {
 
   async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, restartPolicy: string): Promise<SandboxInfo> {
     await this.ensureImage(this.options.pauseImage, 'IfNotPresent');
-    const opts = sandboxCreateOptions(pod, id, { pauseImage: this.options.pauseImage, attempt, hash, network: this.options.network ?? 'bridge', restartPolicy });
+    const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: this.options.network ?? 'bridge', restartPolicy });
     const container = await this.call(`create sandbox for ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts)));
     await this.call(`start sandbox for ${id.namespace}/${id.name}`, () => container.start());
     return this.sandboxInfo(container.id, pod);
@@ -270,7 +270,7 @@ export class PodRuntime {
     },
   ): Promise<string> {
     await this.ensureImage(c.image, c.imagePullPolicy, o.onPull);
-    const opts = containerCreateOptions(pod, id, c, {
+    const opts = containerCreateOptions(pod, { ...id, instance: this.instance }, c, {
       type: o.type,
       restartCount: o.restartCount,
       hash: o.hash,

@@ -14,6 +14,8 @@ export interface PodIdentity {
   namespace: string;
   source: string;
   applySet?: string;
+  /** The podrun instance (state dir) making it: part of every engine name, so instances never collide. */
+  instance?: string;
 }
 
 /** Where each pod volume lives on the engine's host, decided by the I/O layer. */

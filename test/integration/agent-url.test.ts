@@ -7,7 +7,6 @@ import { containerIds, docker, podContainers, TEST_IMAGE, unique, until, World }
 
 const world = new World();
 const ns = unique('agenturl');
-world.track(ns);
 let agent: AgentProcess | undefined;
 afterEach(async () => {
   await agent?.stop();

@@ -9,7 +9,6 @@ const world = new World();
 afterAll(() => world.cleanup());
 
 const ns = unique('apply');
-world.track(ns);
 
 async function httpGet(url: string): Promise<string> {
   const res = await request(url, { headersTimeout: 2000, bodyTimeout: 2000 });
@@ -44,7 +43,7 @@ spec:
     await until('client to read the server over localhost', async () => ((await logsOf(clientId!)).includes('hello-from-server') ? true : undefined));
     // Names are readable in `docker ps`, and the sandbox holds the network.
     const client = await docker.getContainer(clientId!).inspect();
-    expect(client.Name).toBe(`/podrun_${name}_client_${ns}_${client.Config.Labels[LABEL.podUid]!.replace(/-/g, '').slice(0, 8)}_0`);
+    expect(client.Name).toBe(`/podrun_${name}_client_${ns}_${client.Config.Labels[LABEL.podUid]!.replace(/-/g, '').slice(0, 8)}_${world.instance.slice(0, 6)}_0`);
     expect(client.HostConfig.NetworkMode).toBe(`container:${ids.POD}`);
   });
 

@@ -1,16 +1,32 @@
 import { afterAll, describe, expect, it } from 'vitest';
 import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
-import { containerIds, docker, until, World } from './helpers.js';
+import { containerIds, docker, freePort, until, World } from './helpers.js';
 
-const MANIFESTS = fileURLToPath(new URL('../../manifests/', import.meta.url));
+const EXAMPLES = fileURLToPath(new URL('../../manifests/', import.meta.url));
 const BIN = fileURLToPath(new URL('../../bin/podrun', import.meta.url));
 
 const world = new World();
-world.track('demo');
-world.track('kube-system');
 afterAll(() => world.cleanup());
+
+/**
+ * The examples as shipped, but on ports that are free now: the README demo may be running the
+ * very same files on 18080/18081 beside the suite, and must be left alone.
+ */
+async function examplesOnFreePorts(): Promise<{ dir: string; web: number; etcd: number }> {
+  const web = await freePort();
+  const etcd = await freePort();
+  const dir = join(world.dir, 'examples');
+  mkdirSync(dir);
+  for (const name of readdirSync(EXAMPLES)) {
+    const text = readFileSync(join(EXAMPLES, name), 'utf8').replaceAll('18080', String(web)).replaceAll('18081', String(etcd));
+    writeFileSync(join(dir, name), text);
+  }
+  return { dir, web, etcd };
+}
 
 async function get(url: string): Promise<string> {
   const res = await request(url, { headersTimeout: 2000, bodyTimeout: 2000 });
@@ -20,24 +36,25 @@ async function get(url: string): Promise<string> {
 
 describe('the examples in manifests/', () => {
   it('validate, apply, serve, show in get pods, and delete', async () => {
-    const v = await world.cli('validate', MANIFESTS);
+    const { dir, web, etcd } = await examplesOnFreePorts();
+    const v = await world.cli('validate', dir);
     expect(v.code, v.err).toBe(0);
     expect(v.out).toBe('valid: 2 pods in 2 files');
 
     // The same images the README demo uses (scripts/setup provides them offline).
-    const r = await world.cli('apply', MANIFESTS);
+    const r = await world.cli('apply', dir);
     expect(r.code, r.err).toBe(0);
     expect(r.out).toContain('pod/demo/web created');
     expect(r.out).toContain('pod/kube-system/etcd-lite created');
     expect(r.out).toContain('2 pods ready');
 
     const page = await until('the web example to serve its sidecar\'s page', async () => {
-      const body = await get('http://127.0.0.1:18080/');
+      const body = await get(`http://127.0.0.1:${web}/`);
       return body.includes('Hello from web') ? body : undefined;
     });
     expect(page).toMatch(/^<h1>Hello from web on \S+, /);
-    expect((await get('http://127.0.0.1:18081/healthz')).trim()).toBe('ok');
-    const cp = await containerIds('kube-system', 'etcd-lite');
+    expect((await get(`http://127.0.0.1:${etcd}/healthz`)).trim()).toBe('ok');
+    const cp = await containerIds('kube-system', 'etcd-lite', world.instance);
     expect((await docker.getContainer(cp.POD!).inspect()).HostConfig.NetworkMode).toBe('host');
 
     const g = await world.cli('get', 'pods', '-A');
@@ -52,7 +69,7 @@ describe('the examples in manifests/', () => {
     expect(list.items.map((p) => [p.metadata.name, p.status.phase])).toEqual([['web', 'Running']]);
     expect(list.items[0]!.status.podIP).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
 
-    const d = await world.cli('delete', '--grace-period', '1', '-f', MANIFESTS);
+    const d = await world.cli('delete', '--grace-period', '1', '-f', dir);
     expect(d.code, d.err).toBe(0);
     expect(d.out.split('\n').sort()).toEqual(['pod/demo/web deleted', 'pod/kube-system/etcd-lite deleted']);
     expect((await world.cli('get', 'pods', '-A')).out).not.toMatch(/etcd-lite|\bweb\b/);

@@ -7,7 +7,6 @@ import { docker, podContainers, TEST_IMAGE, unique, until, World } from './helpe
 
 const world = new World();
 const ns = unique('gc');
-world.track(ns);
 const dir = join(world.dir, 'manifests');
 mkdirSync(dir);
 let agent: AgentProcess | undefined;
@@ -94,7 +93,6 @@ describe('garbage collection on a fresh state directory', () => {
   it('collects dead pods that no source declares (nothing else has to be applied first)', async () => {
     const fresh = new World();
     const ns2 = unique('orphans');
-    fresh.track(ns2);
     let a: AgentProcess | undefined;
     try {
       const { PodRuntime } = await import('../../src/runtime/runtime.js');

@@ -6,7 +6,7 @@ import { PassThrough } from 'node:stream';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { main } from '../../src/cli/main.js';
-import { LABEL } from '../../src/runtime/labels.js';
+import { instanceId, LABEL } from '../../src/runtime/labels.js';
 
 export const docker = new Docker();
 export const TEST_IMAGE = 'podrun-test/busybox:1';
@@ -27,7 +27,8 @@ export class World {
   readonly dir = mkdtempSync(join(tmpdir(), 'podrun-test-'));
   readonly stateDir = join(this.dir, 'state');
   readonly manifests = join(this.dir, 'manifests');
-  private readonly namespaces = new Set<string>();
+  /** The `podrun.io/instance` of this world's state dir: what its cleanup may touch, and nothing else. */
+  readonly instance = instanceId(this.stateDir);
 
   constructor() {
     rmSync(this.manifests, { recursive: true, force: true });
@@ -51,38 +52,38 @@ export class World {
     return { code, out: out.join('\n') + rawOut, err: err.join('\n') + rawErr };
   }
 
-  /** Writes a manifest file and remembers its namespace for cleanup. */
-  write(name: string, text: string, namespace?: string): string {
+  /** Writes a manifest file in this world's directory. */
+  write(name: string, text: string): string {
     const path = join(this.dir, name);
     writeFileSync(path, text);
-    if (namespace) this.namespaces.add(namespace);
     return path;
   }
 
-  track(namespace: string): void {
-    this.namespaces.add(namespace);
-  }
-
-  /** Removes every container and volume podrun made in this world's namespaces. */
+  /**
+   * Removes the containers and volumes this world's podrun instance made, and nothing else: a
+   * user's pods (the README demo, say) in the same namespaces stay untouched.
+   */
   async cleanup(): Promise<void> {
-    for (const ns of this.namespaces) {
-      const list = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL.podNamespace}=${ns}`] }) });
-      await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
-    }
+    const mine = JSON.stringify({ label: [`${LABEL.instance}=${this.instance}`] });
+    const list = await docker.listContainers({ all: true, filters: mine });
+    await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
+    const volumes = (await docker.listVolumes({ filters: mine })).Volumes ?? [];
+    await Promise.all(volumes.map((v) => docker.getVolume(v.Name).remove().catch(() => undefined)));
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
 
-export async function podContainers(namespace: string, name: string): Promise<Docker.ContainerInfo[]> {
+/** A pod's containers; with `instance`, only those that podrun instance made. */
+export async function podContainers(namespace: string, name: string, instance?: string): Promise<Docker.ContainerInfo[]> {
   return docker.listContainers({
     all: true,
-    filters: JSON.stringify({ label: [`${LABEL.podNamespace}=${namespace}`, `${LABEL.podName}=${name}`] }),
+    filters: JSON.stringify({ label: [`${LABEL.podNamespace}=${namespace}`, `${LABEL.podName}=${name}`, ...(instance ? [`${LABEL.instance}=${instance}`] : [])] }),
   });
 }
 
 /** Container id by spec container name (running or not, newest restart count first). */
-export async function containerIds(namespace: string, name: string): Promise<Record<string, string>> {
-  const list = await podContainers(namespace, name);
+export async function containerIds(namespace: string, name: string, instance?: string): Promise<Record<string, string>> {
+  const list = await podContainers(namespace, name, instance);
   list.sort((a, b) => Number(b.Labels[LABEL.restartCount]) - Number(a.Labels[LABEL.restartCount]));
   const out: Record<string, string> = {};
   for (const c of list) {

@@ -35,7 +35,6 @@ export function supervisedDirectory(world: World, prefix: string, agentArgs: str
   write: (name: string, spec: string) => void;
 } {
   const ns = unique(prefix);
-  world.track(ns);
   const dir = join(world.dir, 'manifests');
   mkdirSync(dir, { recursive: true });
   let agent: AgentProcess | undefined;

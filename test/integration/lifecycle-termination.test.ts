@@ -5,7 +5,6 @@ import { podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
 
 const world = new World();
 const ns = unique('term');
-world.track(ns);
 afterAll(() => world.cleanup());
 
 describe('termination', () => {

@@ -43,6 +43,9 @@ describe('translation to Docker create options', () => {
     const o = sandboxCreateOptions(d.pod, id, { pauseImage: 'pause:1', attempt: 2, hash: 'h', network: 'bridge', restartPolicy: 'always' });
     expect(o.name).toBe(`podrun_web_POD_prod_${d.uid.replace(/-/g, '').slice(0, 8)}_2`);
     expect(o.Hostname).toBe('www');
+    // Two podrun instances on one engine may run the same pod: the instance keeps names apart.
+    const scoped = sandboxCreateOptions(d.pod, { ...id, instance: 'abcdef123456' }, { pauseImage: 'pause:1', attempt: 2, hash: 'h', network: 'bridge', restartPolicy: 'always' });
+    expect(scoped.name).toBe(`podrun_web_POD_prod_${d.uid.replace(/-/g, '').slice(0, 8)}_abcdef_2`);
     expect(o.ExposedPorts).toEqual({ '80/tcp': {}, '53/udp': {} });
     expect(o.HostConfig?.PortBindings).toEqual({ '80/tcp': [{ HostIp: '127.0.0.1', HostPort: '8080' }] });
     expect(o.HostConfig?.ExtraHosts).toEqual(['db:10.0.0.5', 'db.local:10.0.0.5']);
