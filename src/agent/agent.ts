@@ -117,7 +117,7 @@ export class Agent {
   }
 
   async start(): Promise<void> {
-    this.release = acquireAgentLock(this.o.runtime.stateDir);
+    this.release = await acquireAgentLock(this.o.runtime.stateDir);
     // podrun's own directory: made here, so its source is ready at once (a missing directory
     // would leave it "not loaded yet", and with it every deletion of pods no one declares).
     mkdirSync(appliedDir(this.o.runtime.stateDir), { recursive: true });

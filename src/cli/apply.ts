@@ -3,7 +3,7 @@ import { ManifestError } from '../manifest/errors.js';
 import { loadManifestSet } from '../manifest/load.js';
 import { executePlan, pruneAfterApply, waitForPods } from '../reconcile/converge.js';
 import { planApply } from '../reconcile/plan.js';
-import { runningAgent } from '../agent/lock.js';
+import { agentRunning } from '../agent/lock.js';
 import { recordAppliedSet } from '../sources/applied-sets.js';
 import { canonicalSource, readManifestInputs } from '../sources/read.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
@@ -48,9 +48,8 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
 
   // Recorded first, so an agent (now or later) supervises exactly what was applied.
   recordAppliedSet(g.stateDir, applySet, loaded.pods, o.prune);
-  const agentPid = runningAgent(g.stateDir);
-  if (agentPid) {
-    io.err(`podrun: the agent (pid ${agentPid}) supervises ${g.stateDir}; it carries out the plan`);
+  if (await agentRunning(g.stateDir)) {
+    io.err(`podrun: the agent supervising ${g.stateDir} carries out the plan`);
     if (!o.wait || loaded.pods.length === 0) return EXIT.ok;
     const result = await waitForPods(rt, loaded.pods, { applySet, engineRestarts: false, drive: false, stateDir: g.stateDir, timeoutMs: o.timeoutMs });
     for (const p of result.problems) io.err(`podrun: pod/${p.key}: ${p.message}`);

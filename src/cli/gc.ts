@@ -1,4 +1,4 @@
-import { runningAgent } from '../agent/lock.js';
+import { agentRunning } from '../agent/lock.js';
 import { GarbageCollector, type ContainerGcResult, type ImageGcResult } from '../gc/collector.js';
 import { agentRequest } from '../server/client.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
@@ -22,7 +22,7 @@ function print(io: Io, dryRun: boolean, c: ContainerGcResult, images: ImageGcRes
  * dead instances over the bound go, never whole pods.
  */
 export async function gcCommand(o: GcCommandOptions, g: GlobalOptions, io: Io): Promise<number> {
-  if (runningAgent(g.stateDir)) {
+  if (await agentRunning(g.stateDir)) {
     const r = await agentRequest<{ containers: ContainerGcResult; images?: ImageGcResult }>(g.stateDir, o.dryRun ? 'GET' : 'POST', `/gc?images=${o.images}`, 120_000);
     if (r) {
       print(io, o.dryRun, r.containers, r.images);

@@ -76,6 +76,7 @@ export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSi
     await agent.start();
   } catch (err) {
     io.err(`podrun: ${(err as Error).message}`);
+    await agent.stop().catch(() => undefined);
     return EXIT.failed;
   }
   await (stopSignal ??

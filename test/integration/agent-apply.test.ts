@@ -60,7 +60,7 @@ describe('apply and the agent on the same state directory', () => {
     const file = world.write(`${name}.yaml`, pod(name));
     const r = await world.cli('apply', file);
     expect(r.code, r.err).toBe(0);
-    expect(r.err).toContain('the agent (pid');
+    expect(r.err).toContain('the agent supervising');
     expect(r.out).toContain('1 pod ready');
     const ids = await containerIds(ns, name);
     expect(await restartPolicies(name)).toEqual(['no', 'no']);
