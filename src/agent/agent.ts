@@ -13,7 +13,7 @@ import type { ContainerGcPolicy, ImageGcPolicy } from '../gc/plan.js';
 import { startServer } from '../server/server.js';
 import { PodSupervisor } from './supervisor.js';
 import { PodRuntime, type RuntimeOptions } from '../runtime/runtime.js';
-import { appliedDir, appliedSource } from '../sources/applied-sets.js';
+import { APPLY_PREFIX, appliedDir, appliedSource } from '../sources/applied-sets.js';
 import { writeFileAtomic } from '../sources/atomic-file.js';
 import { DirectorySource } from '../sources/dir-source.js';
 import { mergeOrigins, type Conflict } from '../sources/merge.js';
@@ -42,6 +42,15 @@ export interface AgentOptions {
   log?: (line: string) => void;
 }
 
+/**
+ * The origin that declares a pod on the engine, as the sources name it: a pod `podrun apply` made
+ * (without an agent) carries its file as source and its set as apply-set, and the agent reads
+ * that set from the applied directory.
+ */
+function originOf(o: ObservedPod): string {
+  return o.applySet ? `${APPLY_PREFIX}${o.applySet}` : o.source;
+}
+
 function digestOf(d: DesiredPod): string {
   return JSON.stringify(d.pod);
 }
@@ -63,6 +72,8 @@ export class Agent {
   private readonly reported = new Set<string>();
   private readonly adopted = new Set<string>();
   private release: (() => void) | undefined;
+  /** Sources call back file by file while they first load; the desired set is made once all have. */
+  private loaded = false;
   private closeServer: (() => Promise<void>) | undefined;
   private resyncTimer: NodeJS.Timeout | undefined;
   private gcTimers: NodeJS.Timeout[] = [];
@@ -123,6 +134,7 @@ export class Agent {
     mkdirSync(appliedDir(this.o.runtime.stateDir), { recursive: true });
     await this.cache.start();
     await Promise.all(this.sources.map((s) => s.start(() => this.recompute())));
+    this.loaded = true;
     this.recompute();
     this.closeServer = await startServer(this, { stateDir: this.o.runtime.stateDir, ...(this.o.httpPort ? { port: this.o.httpPort } : {}), log: this.log });
     this.resyncTimer = setInterval(() => this.enqueueAll(), this.o.relistMs ?? 60_000);
@@ -166,7 +178,14 @@ export class Agent {
 
   /** Merges the sources into the desired set and wakes the workers of the pods that changed. */
   private recompute(): void {
-    const merged = mergeOrigins(this.sources.flatMap((s) => s.snapshot()), this.holders);
+    if (!this.loaded) return;
+    // After a restart the engine says who held a contested name: the running pod keeps it.
+    const holders = new Map(this.holders);
+    for (const o of this.cache.pods()) {
+      const key = `${o.namespace}/${o.name}`;
+      if (!holders.has(key) && o.source) holders.set(key, originOf(o));
+    }
+    const merged = mergeOrigins(this.sources.flatMap((s) => s.snapshot()), holders);
     for (const c of merged.conflicts) {
       const id = `${c.key}|${c.origins.join('|')}`;
       if (this.reported.has(id)) continue;
@@ -184,6 +203,9 @@ export class Agent {
       if (!prev || digestOf(prev) !== digestOf(d)) this.workers.enqueue(uid);
     }
     for (const uid of before.keys()) if (!this.desiredByUid.has(uid)) this.workers.enqueue(uid);
+    // Pods on the engine that nothing declares (any more): at start, as soon as their source has
+    // loaded, not at the next relist.
+    for (const o of this.cache.pods()) if (!this.desiredByUid.has(o.uid) && this.mayDelete(o)) this.workers.enqueue(o.uid);
     this.writeStatus();
   }
 
@@ -217,10 +239,15 @@ export class Agent {
     }
   }
 
-  /** A pod not declared anywhere is deleted only once whoever made it has loaded. */
+  /**
+   * A pod not declared anywhere is deleted only once whoever made it has loaded and could read
+   * what it made it from (a corrupt or unreadable file protects its pods, as a URL that never
+   * answered does).
+   */
   private mayDelete(o: ObservedPod): boolean {
-    const owner = this.sources.find((s) => s.owns(o.source));
-    return owner ? owner.ready : this.sources.every((s) => s.ready);
+    const origin = originOf(o);
+    const owner = this.sources.find((s) => s.owns(origin));
+    return owner ? owner.canForget(origin) : this.sources.every((s) => s.ready);
   }
 
   /** Takes over supervision from the engine's restart policy, without restarting anything. */
@@ -285,8 +312,10 @@ export class Agent {
    */
   async collect(dryRun: boolean): Promise<ContainerGcResult> {
     const ready = this.sources.every((s) => s.ready);
-    const desired = ready ? new Set(this.desiredByUid.keys()) : undefined;
-    return this.gc.collectContainers(this.cache.pods(), desired, dryRun);
+    const pods = this.cache.pods();
+    // Protected pods (their source cannot say they are unwanted) count as desired here too.
+    const desired = ready ? new Set([...this.desiredByUid.keys(), ...pods.filter((o) => !this.mayDelete(o)).map((o) => o.uid)]) : undefined;
+    return this.gc.collectContainers(pods, desired, dryRun);
   }
 
   async collectImages(dryRun: boolean): Promise<ImageGcResult> {

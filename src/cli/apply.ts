@@ -4,7 +4,7 @@ import { loadManifestSet } from '../manifest/load.js';
 import { executePlan, pruneAfterApply, waitForPods } from '../reconcile/converge.js';
 import { planApply } from '../reconcile/plan.js';
 import { agentRunning } from '../agent/lock.js';
-import { recordAppliedSet } from '../sources/applied-sets.js';
+import { appliedDir, recordAppliedSet } from '../sources/applied-sets.js';
 import { canonicalSource, readManifestInputs } from '../sources/read.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { printIssues, printPlan } from './print.js';
@@ -46,8 +46,15 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
   printPlan(io, plans, o.dryRun);
   if (o.dryRun) return EXIT.ok;
 
-  // Recorded first, so an agent (now or later) supervises exactly what was applied.
-  recordAppliedSet(g.stateDir, applySet, loaded.pods, o.prune);
+  // Recorded first, so an agent (now or later) supervises exactly what was applied. A state dir
+  // that cannot take it (full, read-only) stops the apply before the engine is touched.
+  try {
+    recordAppliedSet(g.stateDir, applySet, loaded.pods, o.prune);
+  } catch (err) {
+    io.err(`podrun: cannot record the applied set in ${appliedDir(g.stateDir)}: ${(err as Error).message}`);
+    io.err('podrun: nothing was applied');
+    return EXIT.failed;
+  }
   if (await agentRunning(g.stateDir)) {
     io.err(`podrun: the agent supervising ${g.stateDir} carries out the plan`);
     if (!o.wait || loaded.pods.length === 0) return EXIT.ok;

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, rmSync } from 'node:fs';
+import { readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { DesiredPod, Pod } from '../manifest/types.js';
 import { writeFileAtomic } from './atomic-file.js';
@@ -17,12 +17,28 @@ function setPath(stateDir: string, setId: string): string {
   return join(appliedDir(stateDir), `${setId}.json`);
 }
 
-function readSet(path: string): Pod[] {
+/** The pods a set file records; missing is empty, unreadable or corrupt is undefined (never "empty"). */
+function readSet(path: string): Pod[] | undefined {
+  let text: string;
   try {
-    const list = JSON.parse(readFileSync(path, 'utf8')) as { items?: Pod[] };
-    return list.items ?? [];
+    text = readFileSync(path, 'utf8');
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? [] : undefined;
+  }
+  try {
+    const list = JSON.parse(text) as { items?: unknown };
+    return Array.isArray(list.items) ? (list.items as Pod[]) : undefined;
   } catch {
-    return [];
+    return undefined;
+  }
+}
+
+/** A corrupt set file is kept aside for a person to look at, never silently overwritten. */
+function setAside(path: string): void {
+  try {
+    renameSync(path, `${path}.corrupt-${Date.now()}`);
+  } catch {
+    // gone meanwhile
   }
 }
 
@@ -43,7 +59,9 @@ const keyOf = (p: Pod): string => `${p.metadata.namespace ?? 'default'}/${p.meta
 export function recordAppliedSet(stateDir: string, setId: string, pods: DesiredPod[], prune: boolean): void {
   const path = setPath(stateDir, setId);
   const next = new Map<string, Pod>();
-  if (!prune) for (const p of readSet(path)) next.set(keyOf(p), p);
+  const previous = readSet(path);
+  if (!previous) setAside(path);
+  if (!prune) for (const p of previous ?? []) next.set(keyOf(p), p);
   for (const d of pods) next.set(d.key, d.pod);
   writeSet(path, [...next.values()]);
 }
@@ -59,6 +77,7 @@ export function forgetApplied(stateDir: string, keys: Set<string>): void {
   for (const n of names) {
     const path = join(appliedDir(stateDir), n);
     const pods = readSet(path);
+    if (!pods) continue;
     const kept = pods.filter((p) => !keys.has(keyOf(p)));
     if (kept.length !== pods.length) writeSet(path, kept);
   }

@@ -29,6 +29,8 @@ interface FileState {
   digest: string;
   lastGood: DesiredPod[];
   issues: ManifestIssue[];
+  /** Read valid at least once: only then does its content say which pods are not wanted. */
+  good: boolean;
 }
 
 /**
@@ -66,6 +68,13 @@ export class DirectorySource implements PodSource {
 
   owns(source: string): boolean {
     return source.startsWith(this.o.origin?.prefix ?? `file:${this.dir}/`);
+  }
+
+  canForget(source: string): boolean {
+    if (!this.scanned) return false;
+    for (const [path, f] of this.files) if (this.origin(path) === source) return f.good;
+    // Its file is gone (or is no manifest any more): its pods are not wanted.
+    return true;
   }
 
   snapshot(): OriginPods[] {
@@ -189,7 +198,7 @@ export class DirectorySource implements PodSource {
       // Most often a write caught between truncate and write. Like an empty URL body, it never
       // deletes pods: removing the file does.
       const issue: ManifestIssue = { file: path, line: 1, column: 1, field: '', message: 'file is empty; keeping its pods (remove the file to delete them)', severity: 'warning' };
-      this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: [issue] });
+      this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: [issue], good: prev?.good ?? false });
       return;
     }
     const r = loadManifestText({ file: path, source: this.origin(path), text });
@@ -213,16 +222,16 @@ export class DirectorySource implements PodSource {
     const errors = r.issues.filter((i) => i.severity === 'error');
     if (errors.length) {
       for (const e of errors) this.o.log?.(`${e.file}:${e.line}:${e.column} ${e.field ? `${e.field}: ` : ''}${e.message} (keeping the last good version)`);
-      this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: r.issues });
+      this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: r.issues, good: prev?.good ?? false });
     } else {
-      this.files.set(path, { digest, lastGood: r.pods, issues: r.issues });
+      this.files.set(path, { digest, lastGood: r.pods, issues: r.issues, good: true });
     }
     this.onChange();
   }
 
   private setIssues(path: string, message: string): void {
     const prev = this.files.get(path);
-    this.files.set(path, { digest: '', lastGood: prev?.lastGood ?? [], issues: [{ file: path, line: 1, column: 1, field: '', message, severity: 'error' }] });
+    this.files.set(path, { digest: '', lastGood: prev?.lastGood ?? [], issues: [{ file: path, line: 1, column: 1, field: '', message, severity: 'error' }], good: prev?.good ?? false });
     this.onChange();
   }
 

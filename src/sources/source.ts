@@ -12,6 +12,12 @@ export interface PodSource {
   errors(): ManifestIssue[];
   /** Whether a pod labelled with `source` came from here (to decide who may delete it). */
   owns(source: string): boolean;
+  /**
+   * Whether this source knows that a pod labelled `source` (one of its own) is no longer wanted.
+   * False while it has not loaded, and for a file that exists but has never been read valid (a
+   * truncated applied set after a restart, say): what cannot be read protects its pods.
+   */
+  canForget(source: string): boolean;
   start(onChange: () => void): Promise<void>;
   stop(): Promise<void>;
 }

@@ -57,6 +57,10 @@ export class UrlSource implements PodSource {
     return source === this.name;
   }
 
+  canForget(): boolean {
+    return this.loaded;
+  }
+
   snapshot(): OriginPods[] {
     return [{ origin: this.name, pods: this.pods }];
   }
