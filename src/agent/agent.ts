@@ -1,4 +1,4 @@
-import { mkdirSync } from 'node:fs';
+import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatIssue } from '../manifest/errors.js';
 import type { DesiredPod } from '../manifest/types.js';
@@ -16,6 +16,7 @@ import { PodRuntime, type RuntimeOptions } from '../runtime/runtime.js';
 import { APPLY_PREFIX, appliedDir, appliedSource } from '../sources/applied-sets.js';
 import { writeFileAtomic } from '../sources/atomic-file.js';
 import { DirectorySource } from '../sources/dir-source.js';
+import { redactText } from '../sources/redact.js';
 import { mergeOrigins, type Conflict } from '../sources/merge.js';
 import type { PodSource } from '../sources/source.js';
 import { UrlSource } from '../sources/url-source.js';
@@ -81,7 +82,9 @@ export class Agent {
   private readonly log: (line: string) => void;
 
   constructor(private readonly o: AgentOptions) {
-    this.log = o.log ?? (() => undefined);
+    const sink = o.log ?? (() => undefined);
+    // Whatever a line quotes (an engine or fetch error naming a URL), credentials never reach the log.
+    this.log = (line) => sink(redactText(line));
     this.runtime = new PodRuntime(o.runtime);
     this.workers = new PodWorkers((uid) => this.syncPod(uid), o.maxParallel ?? 4, (uid, err) => this.log(`pod ${this.nameOf(uid)}: ${err.message}`));
     this.cache = new PodCache(this.runtime, (uid) => this.workers.enqueue(uid), {
@@ -129,6 +132,8 @@ export class Agent {
 
   async start(): Promise<void> {
     this.release = await acquireAgentLock(this.o.runtime.stateDir);
+    // Its files hold manifests (env values), URL caches and status: for root's eyes only.
+    chmodSync(this.o.runtime.stateDir, 0o700);
     // podrun's own directory: made here, so its source is ready at once (a missing directory
     // would leave it "not loaded yet", and with it every deletion of pods no one declares).
     mkdirSync(appliedDir(this.o.runtime.stateDir), { recursive: true });

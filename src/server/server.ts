@@ -17,6 +17,10 @@ export function agentSocketPath(stateDir: string): string {
   return join(stateDir, 'podrun.sock');
 }
 
+function loopbackHost(host: string | undefined, port: number): boolean {
+  return ['127.0.0.1', 'localhost', '[::1]'].some((h) => host === `${h}:${port}`);
+}
+
 function send(res: ServerResponse, status: number, body: unknown): void {
   const text = typeof body === 'string' ? body : `${JSON.stringify(body)}\n`;
   res.writeHead(status, { 'content-type': typeof body === 'string' ? 'text/plain' : 'application/json' }).end(text);
@@ -57,13 +61,21 @@ export async function startServer(view: AgentView, o: { stateDir: string; port?:
   const socket = agentSocketPath(o.stateDir);
   rmSync(socket, { force: true });
   const unix = createServer(handler);
+  // The socket is for root (the state dir is 0700); the TCP port is for any local process, and a
+  // browser page can reach it too (DNS rebinding): read-only, and only for requests that name
+  // the loopback address as their Host.
+  const readOnly = (req: IncomingMessage, res: ServerResponse): void => {
+    if (!loopbackHost(req.headers.host, o.port ?? 0)) return send(res, 403, 'forbidden: Host must be 127.0.0.1, localhost or [::1] with this port\n');
+    if (req.method !== 'GET') return send(res, 405, 'method not allowed: the TCP port is read-only; use the unix socket\n');
+    handler(req, res);
+  };
   await new Promise<void>((resolve, reject) => unix.listen(socket, resolve).once('error', reject));
   servers.push(unix);
   if (o.port) {
-    const tcp = createServer(handler);
+    const tcp = createServer(readOnly);
     await new Promise<void>((resolve, reject) => tcp.listen(o.port, '127.0.0.1', resolve).once('error', reject));
     servers.push(tcp);
-    o.log?.(`serving /healthz, /pods and /events on 127.0.0.1:${o.port}`);
+    o.log?.(`serving /healthz, /pods, /events and /metrics read-only on 127.0.0.1:${o.port}`);
   }
   return async () => {
     await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));

@@ -34,9 +34,17 @@ function dispatcherFor(o: HttpOptions): Dispatcher {
 export async function httpGet(url: string, o: HttpOptions = {}, conditional: { etag?: string; lastModified?: string } = {}): Promise<HttpResult> {
   const timeout = o.timeoutMs ?? 10_000;
   const headers: Record<string, string> = { 'user-agent': 'podrun', ...(o.headers ?? {}) };
+  // Credentials in the URL become basic auth (as curl does); the request line never carries them.
+  const target = new URL(url);
+  if (target.username || target.password) {
+    const hasAuth = Object.keys(headers).some((k) => k.toLowerCase() === 'authorization');
+    if (!hasAuth) headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(target.username)}:${decodeURIComponent(target.password)}`).toString('base64')}`;
+    target.username = '';
+    target.password = '';
+  }
   if (conditional.etag) headers['if-none-match'] = conditional.etag;
   if (conditional.lastModified) headers['if-modified-since'] = conditional.lastModified;
-  const res = await request(url, {
+  const res = await request(target, {
     headers,
     dispatcher: dispatcherFor(o),
     headersTimeout: timeout,

@@ -3,6 +3,7 @@ import { join, resolve } from 'node:path';
 import type { ManifestIssue } from '../manifest/errors.js';
 import type { ManifestText } from '../manifest/load.js';
 import { httpGet } from './http.js';
+import { redactText, redactUrl } from './redact.js';
 import { isManifestFileName, MAX_MANIFEST_BYTES } from './manifest-files.js';
 
 export interface ReadResult {
@@ -39,9 +40,10 @@ export async function readManifestInputs(paths: string[], headers: Record<string
   for (const p of paths) {
     if (isUrl(p)) {
       try {
-        texts.push({ file: p, source: `url:${p}`, text: (await httpGet(p, { headers })).body });
+        const shown = redactUrl(p);
+        texts.push({ file: shown, source: `url:${shown}`, text: (await httpGet(p, { headers })).body });
       } catch (err) {
-        issues.push(readIssue(p, `cannot fetch: ${(err as Error).message}`));
+        issues.push(readIssue(redactUrl(p), `cannot fetch: ${redactText((err as Error).message)}`));
       }
       continue;
     }

@@ -7,6 +7,7 @@ import type { DesiredPod } from '../manifest/types.js';
 import { writeFileAtomic } from './atomic-file.js';
 import { httpGet, type HttpOptions } from './http.js';
 import type { OriginPods } from './merge.js';
+import { redactText, redactUrl } from './redact.js';
 import type { PodSource } from './source.js';
 
 export interface UrlSourceOptions extends HttpOptions {
@@ -45,8 +46,12 @@ export class UrlSource implements PodSource {
   private stopped = false;
   private onChange: () => void = () => undefined;
 
+  /** The URL as shown: in errors, logs, labels and the cache (credentials masked). */
+  private readonly shown: string;
+
   constructor(readonly url: string, private readonly o: UrlSourceOptions) {
-    this.name = `url:${url}`;
+    this.shown = redactUrl(url);
+    this.name = `url:${this.shown}`;
   }
 
   get ready(): boolean {
@@ -87,7 +92,7 @@ export class UrlSource implements PodSource {
   private loadCache(): void {
     try {
       const c = JSON.parse(readFileSync(this.cachePath(), 'utf8')) as CacheFile;
-      if (c.url !== this.url) return;
+      if (c.url !== this.shown) return;
       if (this.accept(c.body, 'cache')) {
         this.etag = c.etag;
         this.lastModified = c.lastModified;
@@ -102,7 +107,7 @@ export class UrlSource implements PodSource {
   private accept(body: string, from: 'network' | 'cache'): boolean {
     const digest = createHash('sha256').update(body).digest('hex');
     if (digest === this.bodyDigest) return true;
-    const r = loadManifestText({ file: this.url, source: this.name, text: body });
+    const r = loadManifestText({ file: this.shown, source: this.name, text: body });
     const errors = r.issues.filter((i) => i.severity === 'error');
     if (errors.length) {
       this.issues = r.issues;
@@ -125,8 +130,8 @@ export class UrlSource implements PodSource {
 
   private fail(message: string): void {
     this.failures++;
-    this.issues = [{ file: this.url, line: 1, column: 1, field: '', message, severity: 'error' }];
-    this.o.log?.(`${this.name}: ${message} (keeping the last good set)`);
+    this.issues = [{ file: this.shown, line: 1, column: 1, field: '', message: redactText(message), severity: 'error' }];
+    this.o.log?.(`${this.name}: ${redactText(message)} (keeping the last good set)`);
     const period = this.o.periodMs ?? 20_000;
     this.schedule(Math.min(period, (this.o.retryMs ?? 1000) * 2 ** (this.failures - 1)));
   }
@@ -152,7 +157,7 @@ export class UrlSource implements PodSource {
       }
       this.etag = res.etag;
       this.lastModified = res.lastModified;
-      const cache: CacheFile = { url: this.url, body: res.body, ...(res.etag ? { etag: res.etag } : {}), ...(res.lastModified ? { lastModified: res.lastModified } : {}) };
+      const cache: CacheFile = { url: this.shown, body: res.body, ...(res.etag ? { etag: res.etag } : {}), ...(res.lastModified ? { lastModified: res.lastModified } : {}) };
       try {
         writeFileAtomic(this.cachePath(), JSON.stringify(cache));
       } catch (err) {

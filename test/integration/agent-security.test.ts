@@ -1,0 +1,99 @@
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { createServer, request as httpRequest } from 'node:http';
+import type { AddressInfo } from 'node:net';
+import { join } from 'node:path';
+import { load as parse } from 'js-yaml';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { AgentProcess } from './agent-helpers.js';
+import { freePort, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+
+const world = new World();
+const ns = unique('sec');
+let agent: AgentProcess | undefined;
+afterEach(async () => {
+  await agent?.stop();
+  agent = undefined;
+});
+afterAll(() => world.cleanup());
+
+function pod(name: string, extra = ''): string {
+  return `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: ${TEST_IMAGE}
+    command: [sleep, '3600']
+    env: [{name: SECRET_ENV, value: hunter2}]
+${extra}`;
+}
+
+/** Every file below a directory, recursively (sockets and dirs left out). */
+function filesBelow(dir: string): string[] {
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => {
+    const p = join(dir, e.name);
+    return e.isDirectory() ? filesBelow(p) : e.isFile() ? [p] : [];
+  });
+}
+
+function raw(port: number, method: string, path: string, host: string): Promise<number> {
+  return new Promise((resolve, reject) => {
+    const req = httpRequest({ host: '127.0.0.1', port, method, path, headers: { host } }, (res) => {
+      res.resume();
+      resolve(res.statusCode ?? 0);
+    });
+    req.on('error', reject);
+    req.end();
+  });
+}
+
+describe('secrets and doors', () => {
+  it('never shows URL credentials: not in logs, status, labels, describe, get -o yaml or the cache; state is private', async () => {
+    const name = unique('cred');
+    let seenAuth = '';
+    const server = createServer((req, res) => {
+      seenAuth = req.headers.authorization ?? '';
+      if (seenAuth !== `Basic ${Buffer.from('user:s3cretpw').toString('base64')}`) return void res.writeHead(401).end();
+      res.end(JSON.stringify({ apiVersion: 'v1', kind: 'PodList', items: [parse(pod(name))] }));
+    });
+    await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+    const port = (server.address() as AddressInfo).port;
+    try {
+      agent = new AgentProcess(world.stateDir, ['--manifest-url', `http://user:s3cretpw@127.0.0.1:${port}/pods.json?token=tok3n`]);
+      await agent.started();
+      await until('the pod to run', async () => ((await podContainers(ns, name)).filter((c) => c.State === 'running').length === 2 ? true : undefined));
+      const shown = [
+        agent.logs(),
+        ...filesBelow(world.stateDir).map((f) => readFileSync(f, 'utf8')),
+        JSON.stringify((await podContainers(ns, name)).map((c) => c.Labels)),
+        (await world.cli('describe', 'pod', '-n', ns, name)).out,
+        (await world.cli('get', 'pods', '-n', ns, '-o', 'yaml')).out,
+      ].join('\n');
+      expect(shown).toContain(`url:http://user:***@127.0.0.1:${port}/pods.json?token=***`);
+      expect(shown).not.toContain('s3cretpw');
+      expect(shown).not.toContain('tok3n');
+      // Private: the state dir is 0700, its files (the URL cache holds the pods' env values) 0600.
+      expect(statSync(world.stateDir).mode & 0o777).toBe(0o700);
+      const cache = filesBelow(join(world.stateDir, 'url-cache'));
+      expect(cache.length).toBe(1);
+      expect(readFileSync(cache[0]!, 'utf8')).toContain('hunter2');
+      for (const f of [...cache, join(world.stateDir, 'agent-status.json')]) expect(statSync(f).mode & 0o777, f).toBe(0o600);
+    } finally {
+      server.close();
+    }
+  });
+
+  it('keeps the TCP port read-only and answers only requests addressed to loopback', async () => {
+    const port = await freePort();
+    agent = new AgentProcess(world.stateDir, ['--http-port', String(port)]);
+    await agent.started();
+    expect(await raw(port, 'GET', '/healthz', `127.0.0.1:${port}`)).toBe(200);
+    expect(await raw(port, 'GET', '/metrics', `localhost:${port}`)).toBe(200);
+    // A page on evil.example that rebinds its name to 127.0.0.1 sends its own Host.
+    expect(await raw(port, 'GET', '/pods', `evil.example:${port}`)).toBe(403);
+    expect(await raw(port, 'POST', '/gc', `127.0.0.1:${port}`)).toBe(405);
+    expect(await raw(port, 'POST', '/gc', `evil.example:${port}`)).toBe(403);
+  });
+});
