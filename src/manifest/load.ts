@@ -1,5 +1,6 @@
 import { applyDefaults } from './defaults.js';
 import { ManifestError, type ManifestIssue } from './errors.js';
+import { MAX_POD_BYTES, size } from './limits.js';
 import { keyOf, podUid } from './identity.js';
 import { parseManifestText } from './parse.js';
 import type { DesiredPod } from './types.js';
@@ -31,6 +32,13 @@ export function loadManifestText(input: ManifestText): LoadResult {
     issues.push(...result.issues);
     for (const found of result.pods) {
       const defaulted = applyDefaults(found.pod);
+      // What the engine must hold is the defaulted pod (its sandbox carries it as a label).
+      const bytes = Buffer.byteLength(JSON.stringify(defaulted));
+      if (bytes > MAX_POD_BYTES) {
+        const at = doc.positions.locate(found.prefix);
+        issues.push({ file: input.file, line: at.line, column: at.column, field: '', severity: 'error', message: `pod ${keyOf(defaulted)} is ${size(bytes)} as JSON with its defaults; podrun takes pods up to ${size(MAX_POD_BYTES)} (the engine refuses a container whose configuration nears 1 MiB)` });
+        continue;
+      }
       const uid = podUid(defaulted);
       defaulted.metadata.uid = uid;
       pods.push({ key: keyOf(defaulted), uid, pod: defaulted, origin: { source: input.source, file: input.file, line: found.line } });

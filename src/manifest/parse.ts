@@ -1,5 +1,6 @@
 import { constructFromEvents, EVENT_ID, getScalarValue, parseEvents, YAMLException, type Event } from 'js-yaml';
 import type { ManifestIssue } from './errors.js';
+import { MAX_EXPANDED_DOCUMENT_BYTES, size } from './limits.js';
 
 export interface Position { line: number; column: number }
 export type PathSegment = string | number;
@@ -133,6 +134,108 @@ function indexDocuments(text: string, events: Event[], lines: LineMap): Position
 
 export type ParseResult = { ok: true; documents: ParsedDocument[] } | { ok: false; issue: ManifestIssue };
 
+function anchorName(text: string, start: number, end: number): string {
+  return text.slice(start, end).replace(/^[&*]/, '');
+}
+
+/**
+ * The offset of the first node at which a document, with its aliases expanded, grows past the
+ * limit; -1 when none does. Works on the event stream, before anything is built, so an alias
+ * bomb costs what its text costs. A node weighs its scalar text plus one per node.
+ */
+function expansionOverflow(text: string, events: Event[]): number {
+  const anchors = new Map<string, number>();
+  const open: { weight: number; anchor: string | undefined }[] = [];
+  let total = 0;
+  const add = (w: number): void => {
+    const top = open[open.length - 1];
+    if (top) top.weight += w;
+  };
+  for (const e of events) {
+    switch (e.type) {
+      case EVENT_ID.DOCUMENT:
+        total = 0;
+        open.length = 0;
+        anchors.clear();
+        open.push({ weight: 0, anchor: undefined });
+        continue;
+      case EVENT_ID.MAPPING:
+      case EVENT_ID.SEQUENCE:
+        total += 1;
+        open.push({ weight: 1, anchor: e.anchorStart >= 0 ? anchorName(text, e.anchorStart, e.anchorEnd) : undefined });
+        break;
+      case EVENT_ID.POP: {
+        const done = open.pop();
+        if (done?.anchor !== undefined) anchors.set(done.anchor, done.weight);
+        if (done) add(done.weight);
+        continue;
+      }
+      case EVENT_ID.SCALAR: {
+        const w = 1 + Math.max(0, e.valueEnd - e.valueStart);
+        total += w;
+        if (e.anchorStart >= 0) anchors.set(anchorName(text, e.anchorStart, e.anchorEnd), w);
+        add(w);
+        break;
+      }
+      case EVENT_ID.ALIAS: {
+        const w = anchors.get(anchorName(text, e.anchorStart, e.anchorEnd)) ?? 1;
+        total += w;
+        add(w);
+        if (total > MAX_EXPANDED_DOCUMENT_BYTES) return e.anchorStart;
+        break;
+      }
+    }
+    if (total > MAX_EXPANDED_DOCUMENT_BYTES) return nodeOffset(e);
+  }
+  return -1;
+}
+
+export type DecodeResult = { ok: true; text: string } | { ok: false; issue: ManifestIssue };
+
+const strictUtf8 = new TextDecoder('utf-8', { fatal: true, ignoreBOM: false });
+
+/**
+ * Manifest bytes to text. Invalid UTF-8 is refused at its line and column, never replaced by
+ * U+FFFD (an env value would silently change).
+ */
+export function decodeManifest(bytes: Uint8Array, file: string): DecodeResult {
+  try {
+    return { ok: true, text: strictUtf8.decode(bytes) };
+  } catch {
+    const bad = firstInvalidUtf8(bytes);
+    const before = strictUtf8.decode(bytes.subarray(0, bad));
+    const pos = new LineMap(before).position(before.length);
+    const byte = bytes[bad] ?? 0;
+    return { ok: false, issue: { file, line: pos.line, column: pos.column, field: '', message: `invalid UTF-8 (byte 0x${byte.toString(16).padStart(2, '0')}); manifests must be UTF-8 text`, severity: 'error' } };
+  }
+}
+
+/** Offset of the first byte that starts an invalid UTF-8 sequence (RFC 3629: no overlongs, surrogates or > U+10FFFF). */
+function firstInvalidUtf8(b: Uint8Array): number {
+  let i = 0;
+  while (i < b.length) {
+    const c = b[i] ?? 0;
+    let n = 0;
+    let min = 0;
+    if (c < 0x80) {
+      i++;
+      continue;
+    } else if (c >= 0xc2 && c <= 0xdf) [n, min] = [1, 0x80];
+    else if (c >= 0xe0 && c <= 0xef) [n, min] = [2, 0x800];
+    else if (c >= 0xf0 && c <= 0xf4) [n, min] = [3, 0x10000];
+    else return i;
+    let cp = c & (0x3f >> n);
+    for (let k = 1; k <= n; k++) {
+      const x = b[i + k];
+      if (x === undefined || (x & 0xc0) !== 0x80) return i;
+      cp = (cp << 6) | (x & 0x3f);
+    }
+    if (cp < min || cp > 0x10ffff || (cp >= 0xd800 && cp <= 0xdfff)) return i;
+    i += n + 1;
+  }
+  return b.length;
+}
+
 /**
  * Parses YAML or JSON text (JSON is read as YAML 1.2) into documents with source positions.
  * Empty documents (a stray `---`) are dropped.
@@ -141,6 +244,11 @@ export function parseManifestText(text: string, file: string): ParseResult {
   const lines = new LineMap(text);
   try {
     const events = parseEvents(text, { filename: file });
+    const overflow = expansionOverflow(text, events);
+    if (overflow >= 0) {
+      const pos = lines.position(overflow);
+      return { ok: false, issue: { file, line: pos.line, column: pos.column, field: '', message: `document is larger than ${size(MAX_EXPANDED_DOCUMENT_BYTES)} with its aliases expanded (an alias bomb?)`, severity: 'error' } };
+    }
     const values = constructFromEvents(events, { source: text, filename: file });
     const indexes = indexDocuments(text, events, lines);
     const documents: ParsedDocument[] = [];

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { fieldPath, type ManifestIssue } from './errors.js';
 import type { ParsedDocument, PathSegment } from './parse.js';
+import { MAX_ANNOTATION_BYTES, MAX_ARG_BYTES, MAX_EXEC_BYTES, size } from './limits.js';
 import type { Container, Pod, Probe, LifecycleHandler } from './types.js';
 
 const SCHEMA_PATH = fileURLToPath(new URL('../../schemas/pod.schema.json', import.meta.url));
@@ -82,7 +83,9 @@ function validatePod(value: unknown, prefix: PathSegment[], report: Report): Pod
   if (!validate(value)) for (const e of dedupe(validate.errors ?? [])) describeSchemaError(e, fail);
   if (isObject(value)) {
     staticPodRules(value, fail);
+    if (errors === 0) metadataChecks(value as unknown as Pod, fail);
     if (errors === 0) semanticChecks(value as unknown as Pod, fail);
+    if (errors === 0) holdableChecks(value as unknown as Pod, fail);
     ignoredFieldWarnings(value, fail);
   }
   return errors === 0 ? (value as unknown as Pod) : undefined;
@@ -177,6 +180,85 @@ function staticPodRules(pod: Record<string, unknown>, fail: Report): void {
       }
     });
   }
+}
+
+const QUALIFIED_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
+const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
+
+/** The apiserver's rule for label and annotation keys: `[prefix/]name`. Undefined when valid. */
+function qualifiedNameProblem(key: string): string | undefined {
+  const slash = key.lastIndexOf('/');
+  const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
+  const name = slash >= 0 ? key.slice(slash + 1) : key;
+  if (prefix !== undefined && (prefix.length === 0 || prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) return 'prefix must be a DNS subdomain (lower case, at most 253 characters)';
+  if (name.length === 0) return 'name part must not be empty';
+  if (name.length > 63) return 'name part must be at most 63 characters';
+  if (!QUALIFIED_NAME.test(name)) return 'name part must be alphanumeric, \'-\', \'_\' or \'.\', starting and ending with an alphanumeric';
+  return undefined;
+}
+
+/** Labels and annotations as the apiserver validates them for a pod create. */
+function metadataChecks(pod: Pod, fail: Report): void {
+  for (const [k, v] of Object.entries(pod.metadata.labels ?? {})) {
+    const at = ['metadata', 'labels', k];
+    const bad = qualifiedNameProblem(k);
+    if (bad) fail(at, `invalid label key ${JSON.stringify(k)}: ${bad}`, { atKey: true });
+    else if (v.length > 63) fail(at, 'a label value must be at most 63 characters');
+    else if (v !== '' && !QUALIFIED_NAME.test(v)) fail(at, `invalid label value ${JSON.stringify(v)}: alphanumeric, '-', '_' or '.', starting and ending with an alphanumeric`);
+  }
+  let total = 0;
+  for (const [k, v] of Object.entries(pod.metadata.annotations ?? {})) {
+    const bad = qualifiedNameProblem(k);
+    if (bad) fail(['metadata', 'annotations', k], `invalid annotation key ${JSON.stringify(k)}: ${bad}`, { atKey: true });
+    total += Buffer.byteLength(k) + Buffer.byteLength(v);
+  }
+  if (total > MAX_ANNOTATION_BYTES) fail(['metadata', 'annotations'], `annotations total ${size(total)}; at most ${size(MAX_ANNOTATION_BYTES)}`, { atKey: true });
+}
+
+/** Length of a string after Kubernetes' $(VAR) expansion, from the variables' lengths alone. */
+function expandedLength(input: string, lengths: ReadonlyMap<string, number>): number {
+  let n = 0;
+  let last = 0;
+  for (const m of input.matchAll(/\$\$|\$\(([^)]*)\)/g)) {
+    n += Buffer.byteLength(input.slice(last, m.index));
+    last = m.index + m[0].length;
+    if (m[0] === '$$') n += 1;
+    else n += lengths.get(m[1] ?? '') ?? Buffer.byteLength(m[0]);
+  }
+  return n + Buffer.byteLength(input.slice(last));
+}
+
+/** What the downward API can put in an env value, at the most. */
+const DOWNWARD_MAX = 253;
+
+/**
+ * Pods valid by every rule that the kernel still cannot run: an argument or environment past
+ * exec's limits once $(VAR) expands. Checked on lengths only, so a pod built to expand to
+ * gigabytes costs nothing to refuse. (The pod's own size is checked once defaulted, in load.ts.)
+ */
+function holdableChecks(pod: Pod, fail: Report): void {
+  const check = (c: Container, list: 'containers' | 'initContainers', i: number): void => {
+    const at: PathSegment[] = ['spec', list, i];
+    const lengths = new Map<string, number>();
+    let total = 0;
+    let tooLong = false;
+    const one = (path: PathSegment[], n: number): void => {
+      total += n;
+      if (n <= MAX_ARG_BYTES) return;
+      tooLong = true;
+      fail(path, `is ${size(n)} once $(VAR) references expand; a single argument or environment value may be at most ${size(MAX_ARG_BYTES)} (the kernel's limit)`);
+    };
+    (c.env ?? []).forEach((e, j) => {
+      const n = e.valueFrom ? DOWNWARD_MAX : expandedLength(e.value ?? '', lengths);
+      lengths.set(e.name, n);
+      one([...at, 'env', j, 'value'], Buffer.byteLength(e.name) + 1 + n);
+    });
+    (c.command ?? []).forEach((x, j) => one([...at, 'command', j], expandedLength(x, lengths)));
+    (c.args ?? []).forEach((x, j) => one([...at, 'args', j], expandedLength(x, lengths)));
+    if (total > MAX_EXEC_BYTES && !tooLong) fail(at, `command, args and env come to ${size(total)}; at most ${size(MAX_EXEC_BYTES)} can be passed to a process`);
+  };
+  (pod.spec.initContainers ?? []).forEach((c, i) => check(c, 'initContainers', i));
+  pod.spec.containers.forEach((c, i) => check(c, 'containers', i));
 }
 
 const VOLUME_SOURCES = ['hostPath', 'emptyDir', 'configMap', 'secret', 'persistentVolumeClaim', 'csi', 'ephemeral', 'projected', 'downwardAPI', 'image', 'nfs', 'iscsi', 'local', 'gitRepo'];

@@ -1,11 +1,11 @@
 import { createHash } from 'node:crypto';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { watch, type FSWatcher } from 'chokidar';
-import type { ManifestIssue } from '../manifest/errors.js';
+import { formatIssue, type ManifestIssue } from '../manifest/errors.js';
 import { loadManifestText } from '../manifest/load.js';
 import type { DesiredPod } from '../manifest/types.js';
-import { isManifestFileName, MAX_MANIFEST_BYTES } from './manifest-files.js';
+import { isManifestFileName, readManifestFile } from './manifest-files.js';
 import type { OriginPods } from './merge.js';
 import type { PodSource } from './source.js';
 
@@ -171,21 +171,16 @@ export class DirectorySource implements PodSource {
   }
 
   private readFile(path: string): void {
-    let text: string | undefined;
-    try {
-      const st = statSync(path);
-      if (!st.isFile()) text = undefined;
-      else if (st.size > MAX_MANIFEST_BYTES) {
-        this.setIssues(path, `is larger than ${MAX_MANIFEST_BYTES} bytes`);
-        return;
-      } else text = readFileSync(path, 'utf8');
-    } catch {
-      text = undefined;
-    }
-    if (text === undefined) {
+    const read = readManifestFile(path);
+    if (read.kind === 'gone') {
       this.scheduleRemoval(path);
       return;
     }
+    if (read.kind === 'issue') {
+      this.setIssue(path, read.issue);
+      return;
+    }
+    const text = read.text;
     const pending = this.removals.get(path);
     if (pending) {
       clearTimeout(pending);
@@ -229,9 +224,18 @@ export class DirectorySource implements PodSource {
     this.onChange();
   }
 
-  private setIssues(path: string, message: string): void {
+  /** A file that cannot be read keeps its last good pods, like an invalid one. */
+  private setIssue(path: string, issue: ManifestIssue): void {
     const prev = this.files.get(path);
-    this.files.set(path, { digest: '', lastGood: prev?.lastGood ?? [], issues: [{ file: path, line: 1, column: 1, field: '', message, severity: 'error' }], good: prev?.good ?? false });
+    const pending = this.removals.get(path);
+    if (pending) {
+      clearTimeout(pending);
+      this.removals.delete(path);
+    }
+    const digest = `issue:${issue.message}`;
+    if (prev?.digest === digest) return;
+    this.o.log?.(`${formatIssue(issue)} (keeping the last good version)`);
+    this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: [issue], good: prev?.good ?? false });
     this.onChange();
   }
 

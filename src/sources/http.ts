@@ -1,6 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { Agent, interceptors, request, type Dispatcher } from 'undici';
-import { MAX_MANIFEST_BYTES } from './manifest-files.js';
+import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
+import { MAX_MANIFEST_BYTES, size as sizeOf } from '../manifest/limits.js';
 
 export interface HttpOptions {
   headers?: Record<string, string>;
@@ -12,7 +13,8 @@ export interface HttpOptions {
 
 export interface HttpResult {
   status: number;
-  body: string;
+  /** The body as bytes (decompressed): the caller decodes it strictly, as it does files. */
+  body: Buffer;
   etag?: string;
   lastModified?: string;
 }
@@ -44,6 +46,8 @@ export async function httpGet(url: string, o: HttpOptions = {}, conditional: { e
   }
   if (conditional.etag) headers['if-none-match'] = conditional.etag;
   if (conditional.lastModified) headers['if-modified-since'] = conditional.lastModified;
+  // Only what can be decoded here is offered; anything else the server sends is refused by name.
+  headers['accept-encoding'] = 'gzip, deflate, br';
   const res = await request(target, {
     headers,
     dispatcher: dispatcherFor(o),
@@ -57,7 +61,15 @@ export async function httpGet(url: string, o: HttpOptions = {}, conditional: { e
   };
   if (res.statusCode === 304) {
     await res.body.dump();
-    return { status: 304, body: '' };
+    // A 304 answers a conditional request; to a plain one it says nothing usable.
+    if (!conditional.etag && !conditional.lastModified) throw new Error('HTTP 304 Not Modified to a request that was not conditional (no ETag or Last-Modified was ever sent)');
+    return { status: 304, body: Buffer.alloc(0) };
+  }
+  if (res.statusCode >= 300 && res.statusCode < 400) {
+    await res.body.dump();
+    // The redirect interceptor hands back the last redirect when it gives up.
+    const location = header('location');
+    throw new Error(location ? `HTTP ${res.statusCode}: too many redirects (more than ${o.maxRedirections ?? 5}; a redirect loop?), last to ${location}` : `HTTP ${res.statusCode} redirect without a Location header`);
   }
   if (res.statusCode < 200 || res.statusCode > 299) {
     await res.body.dump();
@@ -69,11 +81,27 @@ export async function httpGet(url: string, o: HttpOptions = {}, conditional: { e
     size += (chunk as Buffer).length;
     if (size > MAX_MANIFEST_BYTES) {
       res.body.destroy();
-      throw new Error(`body is larger than ${MAX_MANIFEST_BYTES} bytes`);
+      throw new Error(`body is larger than ${sizeOf(MAX_MANIFEST_BYTES)}`);
     }
     chunks.push(chunk as Buffer);
   }
   const etag = header('etag');
   const lastModified = header('last-modified');
-  return { status: res.statusCode, body: Buffer.concat(chunks).toString('utf8'), ...(etag ? { etag } : {}), ...(lastModified ? { lastModified } : {}) };
+  return { status: res.statusCode, body: decompress(Buffer.concat(chunks), header('content-encoding')), ...(etag ? { etag } : {}), ...(lastModified ? { lastModified } : {}) };
+}
+
+/** Undoes a Content-Encoding, with the decompressed size capped as the raw one is. */
+function decompress(body: Buffer, encoding: string | undefined): Buffer {
+  const enc = (encoding ?? 'identity').trim().toLowerCase();
+  const opts = { maxOutputLength: MAX_MANIFEST_BYTES };
+  try {
+    if (enc === 'identity' || enc === '') return body;
+    if (enc === 'gzip' || enc === 'x-gzip') return gunzipSync(body, opts);
+    if (enc === 'deflate') return inflateSync(body, opts);
+    if (enc === 'br') return brotliDecompressSync(body, opts);
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    throw new Error(e.code === 'ERR_BUFFER_TOO_LARGE' ? `body is larger than ${sizeOf(MAX_MANIFEST_BYTES)} once decompressed (${enc})` : `cannot decode the ${enc} body: ${e.message}`);
+  }
+  throw new Error(`unsupported Content-Encoding "${enc}" (podrun accepts gzip, deflate, br)`);
 }

@@ -1,4 +1,8 @@
+import { closeSync, constants, fstatSync, openSync, readFileSync, type Stats } from 'node:fs';
 import { basename, extname } from 'node:path';
+import type { ManifestIssue } from '../manifest/errors.js';
+import { MAX_MANIFEST_BYTES, size } from '../manifest/limits.js';
+import { decodeManifest } from '../manifest/parse.js';
 
 const EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 
@@ -14,5 +18,50 @@ export function isManifestFileName(path: string): boolean {
   return EXTENSIONS.has(extname(name).toLowerCase());
 }
 
-/** Manifests are read whole into memory; bigger than this is a mistake, as for the kubelet. */
-export const MAX_MANIFEST_BYTES = 10 * 1024 * 1024;
+
+export type FileRead = { kind: 'text'; text: string } | { kind: 'gone' } | { kind: 'issue'; issue: ManifestIssue };
+
+function fileIssue(file: string, message: string): FileRead {
+  return { kind: 'issue', issue: { file, line: 1, column: 1, field: '', message, severity: 'error' } };
+}
+
+function kindOf(st: Stats): string {
+  if (st.isDirectory()) return 'a directory';
+  if (st.isFIFO()) return 'a FIFO';
+  if (st.isSocket()) return 'a socket';
+  if (st.isCharacterDevice() || st.isBlockDevice()) return 'a device';
+  return 'not a regular file';
+}
+
+/**
+ * Reads one manifest file, never blocking and never throwing: a FIFO, a device, a directory named
+ * `*.yaml`, a symlink loop, a file over the size cap or with invalid UTF-8 becomes an issue with
+ * the reason; a file that vanished is `gone`. The file is opened non-blocking and checked through
+ * its descriptor, so one swapped for a FIFO after a stat cannot hang the reader.
+ */
+export function readManifestFile(path: string): FileRead {
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_NONBLOCK);
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    if (e.code === 'ENOENT') return { kind: 'gone' };
+    if (e.code === 'ELOOP') return fileIssue(path, 'cannot read: too many levels of symbolic links (a symlink loop)');
+    if (e.code === 'EACCES') return fileIssue(path, 'cannot read: permission denied');
+    if (e.code === 'ENXIO') return fileIssue(path, 'cannot read: is a socket or a FIFO with no writer, not a regular file');
+    return fileIssue(path, `cannot read: ${e.code ?? e.message}`);
+  }
+  try {
+    const st = fstatSync(fd);
+    if (!st.isFile()) return fileIssue(path, `is ${kindOf(st)}, not a manifest file`);
+    if (st.size > MAX_MANIFEST_BYTES) return fileIssue(path, `is larger than ${size(MAX_MANIFEST_BYTES)} (${size(st.size)})`);
+    const bytes = readFileSync(fd);
+    const decoded = decodeManifest(bytes, path);
+    return decoded.ok ? { kind: 'text', text: decoded.text } : { kind: 'issue', issue: decoded.issue };
+  } catch (err) {
+    const e = err as NodeJS.ErrnoException;
+    return fileIssue(path, `cannot read: ${e.code === 'EISDIR' ? 'is a directory' : (e.code ?? e.message)}`);
+  } finally {
+    closeSync(fd);
+  }
+}

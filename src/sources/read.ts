@@ -1,10 +1,11 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import type { ManifestIssue } from '../manifest/errors.js';
 import type { ManifestText } from '../manifest/load.js';
+import { decodeManifest } from '../manifest/parse.js';
 import { httpGet } from './http.js';
 import { redactText, redactUrl } from './redact.js';
-import { isManifestFileName, MAX_MANIFEST_BYTES } from './manifest-files.js';
+import { isManifestFileName, readManifestFile } from './manifest-files.js';
 
 export interface ReadResult {
   texts: ManifestText[];
@@ -24,10 +25,11 @@ export function canonicalSource(p: string): string {
   return isUrl(p) ? p : resolve(p);
 }
 
-function readFile(path: string): ManifestText {
-  const st = statSync(path);
-  if (st.size > MAX_MANIFEST_BYTES) throw new Error(`is larger than ${MAX_MANIFEST_BYTES} bytes`);
-  return { file: path, source: `file:${resolve(path)}`, text: readFileSync(path, 'utf8') };
+function readFile(path: string, texts: ManifestText[], issues: ManifestIssue[]): void {
+  const r = readManifestFile(path);
+  if (r.kind === 'text') texts.push({ file: path, source: `file:${resolve(path)}`, text: r.text });
+  else if (r.kind === 'issue') issues.push(r.issue);
+  else issues.push(readIssue(path, 'cannot read: no such file or directory'));
 }
 
 /**
@@ -41,27 +43,34 @@ export async function readManifestInputs(paths: string[], headers: Record<string
     if (isUrl(p)) {
       try {
         const shown = redactUrl(p);
-        texts.push({ file: shown, source: `url:${shown}`, text: (await httpGet(p, { headers })).body });
+        const decoded = decodeManifest((await httpGet(p, { headers })).body, shown);
+        if (decoded.ok) texts.push({ file: shown, source: `url:${shown}`, text: decoded.text });
+        else issues.push(decoded.issue);
       } catch (err) {
         issues.push(readIssue(redactUrl(p), `cannot fetch: ${redactText((err as Error).message)}`));
       }
       continue;
     }
+    let isDir = false;
     try {
-      if (statSync(p).isDirectory()) {
-        const names = readdirSync(p).filter(isManifestFileName).sort();
-        for (const name of names) {
-          const full = join(p, name);
-          if (statSync(full).isFile()) texts.push(readFile(full));
-        }
-        if (names.length === 0) issues.push({ ...readIssue(p, 'directory has no .yaml, .yml or .json manifests'), severity: 'warning' });
-      } else {
-        texts.push(readFile(p));
-      }
-    } catch (err) {
-      const e = err as NodeJS.ErrnoException;
-      issues.push(readIssue(p, `cannot read: ${e.code === 'ENOENT' ? 'no such file or directory' : e.message}`));
+      isDir = statSync(p).isDirectory();
+    } catch {
+      // Not there, a symlink loop, no permission: the reader says which.
     }
+    if (!isDir) {
+      readFile(p, texts, issues);
+      continue;
+    }
+    let names: string[];
+    try {
+      names = readdirSync(p).filter(isManifestFileName).sort();
+    } catch (err) {
+      issues.push(readIssue(p, `cannot read: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`));
+      continue;
+    }
+    // Every entry with a manifest's name is read: a directory, FIFO or loop so named is an error, not a silent skip.
+    for (const name of names) readFile(join(p, name), texts, issues);
+    if (names.length === 0) issues.push({ ...readIssue(p, 'directory has no .yaml, .yml or .json manifests'), severity: 'warning' });
   }
   return { texts, issues };
 }

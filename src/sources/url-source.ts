@@ -1,7 +1,8 @@
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type { ManifestIssue } from '../manifest/errors.js';
+import { formatIssue, type ManifestIssue } from '../manifest/errors.js';
+import { decodeManifest } from '../manifest/parse.js';
 import { loadManifestText } from '../manifest/load.js';
 import type { DesiredPod } from '../manifest/types.js';
 import { writeFileAtomic } from './atomic-file.js';
@@ -128,12 +129,17 @@ export class UrlSource implements PodSource {
     this.timer.unref();
   }
 
-  private fail(message: string): void {
+  /**
+   * A failed poll: the last good set stays, the problem shows in the log and (through onChange)
+   * in the agent's status; retried with backoff. `issues` are the body's own, when it was read.
+   */
+  private fail(message: string, issues?: ManifestIssue[]): void {
     this.failures++;
-    this.issues = [{ file: this.shown, line: 1, column: 1, field: '', message: redactText(message), severity: 'error' }];
+    this.issues = issues ?? [{ file: this.shown, line: 1, column: 1, field: '', message: redactText(message), severity: 'error' }];
     this.o.log?.(`${this.name}: ${redactText(message)} (keeping the last good set)`);
     const period = this.o.periodMs ?? 20_000;
     this.schedule(Math.min(period, (this.o.retryMs ?? 1000) * 2 ** (this.failures - 1)));
+    this.onChange();
   }
 
   async poll(): Promise<void> {
@@ -146,26 +152,34 @@ export class UrlSource implements PodSource {
       return;
     }
     if (res.status !== 304) {
-      if (res.body.trim() === '') {
+      const decoded = decodeManifest(res.body, this.shown);
+      if (!decoded.ok) {
+        this.fail(formatIssue(decoded.issue), [decoded.issue]);
+        return;
+      }
+      const body = decoded.text;
+      if (body.trim() === '') {
         // An empty answer is more likely a broken server than a wish to delete every pod.
         this.fail('empty body (an explicit empty PodList deletes pods; an empty body does not)');
         return;
       }
-      if (!this.accept(res.body, 'network')) {
-        this.fail('invalid manifest');
+      if (!this.accept(body, 'network')) {
+        this.fail('invalid manifest', this.issues);
         return;
       }
       this.etag = res.etag;
       this.lastModified = res.lastModified;
-      const cache: CacheFile = { url: this.shown, body: res.body, ...(res.etag ? { etag: res.etag } : {}), ...(res.lastModified ? { lastModified: res.lastModified } : {}) };
+      const cache: CacheFile = { url: this.shown, body, ...(res.etag ? { etag: res.etag } : {}), ...(res.lastModified ? { lastModified: res.lastModified } : {}) };
       try {
         writeFileAtomic(this.cachePath(), JSON.stringify(cache));
       } catch (err) {
         this.o.log?.(`${this.name}: cannot cache the body: ${(err as Error).message}`);
       }
     }
+    const recovered = this.failures > 0;
     this.failures = 0;
     if (res.status === 304) this.issues = [];
+    if (recovered) this.onChange();
     const period = this.o.periodMs ?? 20_000;
     const j = this.o.jitter ?? 0.1;
     this.schedule(period * (1 - j + Math.random() * 2 * j));
