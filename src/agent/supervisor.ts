@@ -1,11 +1,11 @@
-import { containerHash } from '../manifest/hash.js';
+import { containerHash, sandboxHash } from '../manifest/hash.js';
 import type { DesiredPod } from '../manifest/types.js';
 import type { PodCache } from '../pleg/cache.js';
 import { ProbeManager, type ProbeEvent, type ProbeTarget } from '../probe/manager.js';
 import { Backoff, type BackoffPolicy } from '../reconcile/backoff.js';
 import { defaultHostOf, fieldPathOf, graceOf, killContainer, removePod, specOf, type EventSink } from '../reconcile/lifecycle.js';
 import { computePodActions, hasActions, type ContainerToStart } from '../reconcile/plan.js';
-import { ContainerImageError, executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
+import { ContainerImageError, ContainerStartFailure, executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
 import { isActive, latestByName, type ObservedPod } from '../runtime/observed.js';
 import type { PodRuntime } from '../runtime/runtime.js';
 import { EventRecorder, type PodRef } from '../status/events.js';
@@ -22,6 +22,8 @@ export class PodSupervisor {
   readonly probes: ProbeManager;
   private readonly crash: Backoff;
   private readonly imagePulls: Backoff;
+  /** Creates and starts the engine refused, per container (or sandbox) and spec hash. */
+  private readonly startFailures: Backoff;
   private readonly waiting = new Map<string, { reason: string; message: string }>();
   private readonly details = new Map<string, ContainerDetails>();
   private readonly hosts = new Map<string, string>();
@@ -37,6 +39,7 @@ export class PodSupervisor {
   ) {
     this.crash = new Backoff(backoff);
     this.imagePulls = new Backoff(backoff);
+    this.startFailures = new Backoff(backoff);
     this.probes = new ProbeManager((id, cmd, t) => rt.exec(id, cmd, t), (e) => this.onProbe(e));
   }
 
@@ -67,6 +70,7 @@ export class PodSupervisor {
     await removePod(this.rt, o, graceOf(o), this.sink({ uid: o.uid, name: o.name, namespace: o.namespace }));
     this.crash.forgetPod(o.uid);
     this.imagePulls.forgetPod(o.uid);
+    this.startFailures.forgetPod(o.uid);
     this.events.forget(o.uid);
     for (const k of this.waiting.keys()) if (k.startsWith(`${o.uid}/`)) this.waiting.delete(k);
   }
@@ -136,6 +140,12 @@ export class PodSupervisor {
     // Crash-loop backoff for restarts of the same spec; new containers and spec changes start at once.
     let wait: number | undefined;
     const now = Date.now();
+    // A sandbox the engine refused is retried with back-off, not in a loop.
+    const sandboxKey = `${uid}/POD/${sandboxHash(d.pod)}`;
+    if (actions.createSandbox) {
+      const left = this.startFailures.remainingSinceLast(sandboxKey, now);
+      if (left > 0) return left;
+    }
     const latest = o ? latestByName(o) : undefined;
     const allowed: ContainerToStart[] = [];
     const waitedFor = new Map<string, number>();
@@ -146,6 +156,11 @@ export class PodSupervisor {
       const imageLeft = this.waiting.get(`${uid}/${s.name}`)?.reason.includes('Image') ? this.imagePulls.remainingSinceLast(imageKey, now) : 0;
       if (imageLeft > 0) {
         wait = Math.min(wait ?? imageLeft, imageLeft);
+        continue;
+      }
+      const refusedLeft = spec ? this.startFailures.remainingSinceLast(Backoff.key(uid, s.name, containerHash(d.pod, spec)), now) : 0;
+      if (refusedLeft > 0) {
+        wait = Math.min(wait ?? refusedLeft, refusedLeft);
         continue;
       }
       const isRestart = prev && spec && prev.state === 'exited' && prev.hash === containerHash(d.pod, spec);
@@ -181,17 +196,34 @@ export class PodSupervisor {
     }
     try {
       await executePodActions(this.rt, d, o, toRun, { engineRestarts: false, events: this.sink(this.ref(d)) });
-      for (const s of allowed) this.waiting.delete(`${uid}/${s.name}`);
+      for (const s of allowed) {
+        this.waiting.delete(`${uid}/${s.name}`);
+        const spec = specOf(d.pod, s.name);
+        if (spec) this.startFailures.forget(Backoff.key(uid, s.name, containerHash(d.pod, spec)));
+      }
+      if (toRun.createSandbox) this.startFailures.forget(sandboxKey);
     } catch (err) {
-      if (!(err instanceof ContainerImageError)) throw err;
-      const key = `${uid}/${err.container}`;
-      const spec = specOf(d.pod, err.container);
-      const imageKey = `${uid}/${err.container}/${spec?.image ?? ''}`;
-      const backoffMs = this.imagePulls.restarted(imageKey, Date.now());
-      const first = !this.waiting.get(key)?.reason.includes('Image');
-      this.waiting.set(key, { reason: first ? err.imageError.reason : err.imageError.reason === 'ErrImageNeverPull' ? 'ErrImageNeverPull' : 'ImagePullBackOff', message: err.message });
-      if (!first) this.events.record(this.ref(d), 'Normal', 'BackOff', `Back-off pulling image "${spec?.image ?? ''}"`, fieldPathOf(d.pod, err.container));
-      wait = Math.min(wait ?? backoffMs, backoffMs);
+      if (err instanceof ContainerStartFailure) {
+        // As the kubelet: CreateContainerError, RunContainerError and a refused sandbox back off
+        // like a crash loop (10 s doubling to 5 min), so a bad mount or a missing binary costs
+        // the engine one attempt per back-off, not a hot loop.
+        const spec = err.container ? specOf(d.pod, err.container) : undefined;
+        const key = err.container && spec ? Backoff.key(uid, err.container, containerHash(d.pod, spec)) : sandboxKey;
+        const backoffMs = this.startFailures.restarted(key, Date.now());
+        if (err.container) this.waiting.set(`${uid}/${err.container}`, { reason: err.reason, message: err.message });
+        this.log(`pod ${d.key}: ${err.container ? `container ${err.container}` : 'sandbox'}: ${err.reason}: ${err.message}; retrying in ${Math.round(backoffMs / 1000)}s`);
+        wait = Math.min(wait ?? backoffMs, backoffMs);
+      } else {
+        if (!(err instanceof ContainerImageError)) throw err;
+        const key = `${uid}/${err.container}`;
+        const spec = specOf(d.pod, err.container);
+        const imageKey = `${uid}/${err.container}/${spec?.image ?? ''}`;
+        const backoffMs = this.imagePulls.restarted(imageKey, Date.now());
+        const first = !this.waiting.get(key)?.reason.includes('Image');
+        this.waiting.set(key, { reason: first ? err.imageError.reason : err.imageError.reason === 'ErrImageNeverPull' ? 'ErrImageNeverPull' : 'ImagePullBackOff', message: err.message });
+        if (!first) this.events.record(this.ref(d), 'Normal', 'BackOff', `Back-off pulling image "${spec?.image ?? ''}"`, fieldPathOf(d.pod, err.container));
+        wait = Math.min(wait ?? backoffMs, backoffMs);
+      }
     } finally {
       await this.cache.refreshPod(uid);
     }

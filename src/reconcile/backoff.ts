@@ -59,6 +59,11 @@ export class Backoff {
     return nextMs;
   }
 
+  /** Forgets one key (it worked: the next failure starts the sequence over). */
+  forget(key: string): void {
+    this.entries.delete(key);
+  }
+
   /** Drops the state of pods that are gone. */
   forgetPod(podUid: string): void {
     for (const k of this.entries.keys()) if (k.startsWith(`${podUid}/`)) this.entries.delete(k);

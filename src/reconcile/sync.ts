@@ -2,7 +2,7 @@ import { containerHash, sandboxHash } from '../manifest/hash.js';
 import type { Container, DesiredPod } from '../manifest/types.js';
 import { runHandler } from '../probe/handlers.js';
 import { isActive, type ObservedPod } from '../runtime/observed.js';
-import { ImageError, type PodRuntime, type SandboxInfo } from '../runtime/runtime.js';
+import { ContainerStartError, ImageError, SandboxError, type PodRuntime, type SandboxInfo } from '../runtime/runtime.js';
 import { engineRestartPolicy, identityOf } from '../runtime/spec.js';
 import { fieldPathOf, killContainer, specOf, stopPod, type EventSink } from './lifecycle.js';
 import type { PodActions } from './plan.js';
@@ -19,6 +19,14 @@ export interface SyncOptions {
 }
 
 const POST_START_TIMEOUT_MS = 120_000;
+
+/** A container (or, with no container, the sandbox) the engine would not create or start: the caller backs off. */
+export class ContainerStartFailure extends Error {
+  constructor(readonly container: string | undefined, readonly reason: string, message: string) {
+    super(message);
+    this.name = 'ContainerStartFailure';
+  }
+}
 
 /** A container could not be started because its image could not be had: the caller backs off. */
 export class ContainerImageError extends Error {
@@ -73,7 +81,13 @@ export async function executePodActions(rt: PodRuntime, d: DesiredPod, observed:
   const volumes = await rt.prepareVolumes(pod);
   let sandbox: SandboxInfo;
   if (actions.createSandbox) {
-    sandbox = await rt.createSandbox(pod, id, actions.sandboxAttempt, sandboxHash(pod), restartPolicy('sandbox'));
+    try {
+      sandbox = await rt.createSandbox(pod, id, actions.sandboxAttempt, sandboxHash(pod), restartPolicy('sandbox'));
+    } catch (err) {
+      if (!(err instanceof SandboxError)) throw err;
+      events?.('Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${err.message}`);
+      throw new ContainerStartFailure(undefined, 'FailedCreatePodSandBox', err.message);
+    }
   } else {
     const current = observed?.sandboxes[0];
     if (!current) throw new Error(`pod ${d.key} has no sandbox to start containers in`);
@@ -106,6 +120,7 @@ export async function executePodActions(rt: PodRuntime, d: DesiredPod, observed:
         throw new ContainerImageError(c.name, err);
       }
       events?.('Warning', 'Failed', `Error: ${(err as Error).message}`, fp);
+      if (err instanceof ContainerStartError) throw new ContainerStartFailure(c.name, err.reason, err.message);
       throw err;
     }
     events?.('Normal', 'Created', `Created container ${c.name}`, fp);

@@ -47,6 +47,25 @@ export class ImageError extends Error {
   }
 }
 
+/**
+ * The engine refused to create or start a container (a bad mount, a missing binary): not a crash,
+ * but retried with the same back-off, as the kubelet does. `reason` is the kubelet's waiting reason.
+ */
+export class ContainerStartError extends Error {
+  constructor(message: string, readonly reason: 'CreateContainerConfigError' | 'CreateContainerError' | 'RunContainerError') {
+    super(message);
+    this.name = 'ContainerStartError';
+  }
+}
+
+/** The engine refused the pod's sandbox (a port in use, a bad network option): the kubelet's FailedCreatePodSandBox. */
+export class SandboxError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SandboxError';
+  }
+}
+
 /** The only code that talks to the engine: pods in, engine objects out, labels carrying identity. */
 export class PodRuntime {
   readonly docker: Docker;
@@ -243,8 +262,11 @@ export class PodRuntime {
   async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, restartPolicy: string): Promise<SandboxInfo> {
     await this.ensureImage(this.options.pauseImage, 'IfNotPresent');
     const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: this.options.network ?? 'bridge', restartPolicy });
-    const container = await this.call(`create sandbox for ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts)));
-    await this.call(`start sandbox for ${id.namespace}/${id.name}`, () => container.start());
+    const refused = (err: unknown): never => {
+      throw err instanceof EngineRequestError ? new SandboxError(err.message) : err;
+    };
+    const container = await this.call(`create sandbox for ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts))).catch(refused);
+    await this.call(`start sandbox for ${id.namespace}/${id.name}`, () => container.start()).catch(refused);
     return this.sandboxInfo(container.id, pod);
   }
 
@@ -270,17 +292,25 @@ export class PodRuntime {
     },
   ): Promise<string> {
     await this.ensureImage(c.image, c.imagePullPolicy, o.onPull);
-    const opts = containerCreateOptions(pod, { ...id, instance: this.instance }, c, {
-      type: o.type,
-      restartCount: o.restartCount,
-      hash: o.hash,
-      sandboxId: o.sandbox.id,
-      volumes: o.volumes,
-      runtime: { podIP: o.sandbox.ip, hostIP: this.hostIP, nodeName: this.nodeName },
-      restartPolicy: o.restartPolicy,
-    });
-    const container = await this.call(`create container ${c.name} of ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts)));
-    await this.call(`start container ${c.name} of ${id.namespace}/${id.name}`, () => container.start());
+    let opts: Docker.ContainerCreateOptions;
+    try {
+      opts = containerCreateOptions(pod, { ...id, instance: this.instance }, c, {
+        type: o.type,
+        restartCount: o.restartCount,
+        hash: o.hash,
+        sandboxId: o.sandbox.id,
+        volumes: o.volumes,
+        runtime: { podIP: o.sandbox.ip, hostIP: this.hostIP, nodeName: this.nodeName },
+        restartPolicy: o.restartPolicy,
+      });
+    } catch (err) {
+      throw new ContainerStartError((err as Error).message, 'CreateContainerConfigError');
+    }
+    const refused = (reason: ContainerStartError['reason']) => (err: unknown): never => {
+      throw err instanceof EngineRequestError ? new ContainerStartError(err.message, reason) : err;
+    };
+    const container = await this.call(`create container ${c.name} of ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts))).catch(refused('CreateContainerError'));
+    await this.call(`start container ${c.name} of ${id.namespace}/${id.name}`, () => container.start()).catch(refused('RunContainerError'));
     return container.id;
   }
 

@@ -101,7 +101,7 @@ function containerStatus(
     const started = p ? p.started : true;
     return { ...common, state: 'running', ready: p ? p.ready : true, started };
   }
-  if (c.state === 'created') return { ...common, state: 'waiting', reason: 'ContainerCreating', ready: false, started: false };
+  if (c.state === 'created') return { ...common, state: 'waiting', reason: imposed?.reason ?? 'ContainerCreating', ...(imposed ? { message: imposed.message } : {}), ready: false, started: false };
   const t = terminated(c, d);
   if (imposed) {
     // Waiting to run again: the instance that just ended becomes the last state.

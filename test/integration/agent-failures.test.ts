@@ -1,0 +1,68 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { podUid } from '../../src/manifest/identity.js';
+import { AgentProcess } from './agent-helpers.js';
+import { podEvents, TEST_IMAGE, unique, until, World } from './helpers.js';
+
+// A container the engine will not create or start is not a crash, but it backs off like one
+// (the kubelet's CreateContainerError / RunContainerError), instead of a hot loop against the engine.
+const world = new World();
+const ns = unique('fail');
+let agent: AgentProcess | undefined;
+afterEach(async () => {
+  await agent?.stop();
+  agent = undefined;
+});
+afterAll(() => world.cleanup());
+
+const uidOf = (name: string): string => podUid({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns }, spec: { containers: [] } });
+
+describe('containers the engine refuses', () => {
+  it('retries a missing binary and a refused mount with back-off, and says why in get pods', async () => {
+    const dir = join(world.dir, 'manifests');
+    mkdirSync(dir);
+    const nobin = unique('nobin');
+    const badmount = unique('badmount');
+    writeFileSync(join(dir, 'nobin.yaml'), `apiVersion: v1
+kind: Pod
+metadata: {name: ${nobin}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers: [{name: c, image: ${TEST_IMAGE}, command: [/nonexistent-binary]}]
+`);
+    writeFileSync(join(dir, 'badmount.yaml'), `apiVersion: v1
+kind: Pod
+metadata: {name: ${badmount}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: ${TEST_IMAGE}
+    command: [sleep, '3600']
+    volumeMounts: [{name: v, mountPath: /}]
+  volumes: [{name: v, emptyDir: {}}]
+`);
+    const since = Math.floor(Date.now() / 1000) - 1;
+    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir, '--crash-backoff-initial', '2s', '--crash-backoff-max', '1m']);
+    await agent.started();
+    await agent.waitForLog(`pod ${ns}/${nobin}: container c: RunContainerError`);
+    await agent.waitForLog(`pod ${ns}/${badmount}: container c: CreateContainerError`);
+    const get = await until('get pods to show both reasons', async () => {
+      const r = await world.cli('get', 'pods', '-n', ns);
+      return r.out.includes('RunContainerError') && r.out.includes('CreateContainerError') ? r.out : undefined;
+    });
+    expect(get).toMatch(new RegExp(`^${nobin}\\s+0/1\\s+RunContainerError\\s`, 'm'));
+    expect(get).toMatch(new RegExp(`^${badmount}\\s+0/1\\s+CreateContainerError\\s`, 'm'));
+    // 8 s with back-off 2 s, 4 s, 8 s: at most 3 attempts each (the hot loop made 80 starts in 10 s).
+    await new Promise((r) => setTimeout(r, 8000));
+    const attempts = (name: string, reason: string): number => agent!.logs().split('\n').filter((l) => l.includes(`pod ${ns}/${name}: container c: ${reason}`)).length;
+    expect(attempts(nobin, 'RunContainerError')).toBeGreaterThanOrEqual(2);
+    expect(attempts(nobin, 'RunContainerError')).toBeLessThanOrEqual(3);
+    expect(attempts(badmount, 'CreateContainerError')).toBeGreaterThanOrEqual(2);
+    expect(attempts(badmount, 'CreateContainerError')).toBeLessThanOrEqual(3);
+    // The engine agrees: one create per attempt (a refused create leaves no event), plus the sandbox's.
+    const creates = (await podEvents(uidOf(nobin), since)).filter((a) => a === 'create').length;
+    expect(creates - 1).toBe(attempts(nobin, 'RunContainerError'));
+  });
+});
