@@ -1,6 +1,7 @@
 import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatIssue } from '../manifest/errors.js';
+import { OPEN_POLICY, type PodPolicy } from '../manifest/policy.js';
 import type { DesiredPod } from '../manifest/types.js';
 import { PodCache } from '../pleg/cache.js';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from '../reconcile/backoff.js';
@@ -40,6 +41,8 @@ export interface AgentOptions {
   httpPort?: number;
   gc?: { periodMs?: number; imagePeriodMs?: number; imageGc?: boolean; containers?: ContainerGcPolicy; images?: ImageGcPolicy };
   backoff?: BackoffPolicy;
+  /** What manifests may ask of this node (every source). */
+  policy?: PodPolicy;
   log?: (line: string) => void;
 }
 
@@ -105,7 +108,8 @@ export class Agent {
       ...(o.gc?.images ? { images: o.gc.images } : {}),
       log: this.log,
     });
-    const dirOpts = { resyncMs: o.resyncMs ?? 20_000, removeGraceMs: o.removeGraceMs ?? 1000, log: this.log };
+    const policy = o.policy ?? OPEN_POLICY;
+    const dirOpts = { resyncMs: o.resyncMs ?? 20_000, removeGraceMs: o.removeGraceMs ?? 1000, policy, log: this.log };
     this.sources = [
       ...o.manifestDirs.map((d) => new DirectorySource(d, dirOpts)),
       ...o.manifestUrls.map(
@@ -114,12 +118,13 @@ export class Agent {
             stateDir: o.runtime.stateDir,
             periodMs: o.urlPeriodMs ?? 20_000,
             timeoutMs: o.urlTimeoutMs ?? 10_000,
+            policy,
             ...(o.urlHeaders ? { headers: o.urlHeaders } : {}),
             ...(o.urlCaFile ? { caFile: o.urlCaFile } : {}),
             log: this.log,
           }),
       ),
-      appliedSource(o.runtime.stateDir, { resyncMs: o.resyncMs ?? 20_000, log: this.log }),
+      appliedSource(o.runtime.stateDir, { resyncMs: o.resyncMs ?? 20_000, policy, log: this.log }),
     ];
   }
 

@@ -27,7 +27,7 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
   const read = await readManifestInputs(paths);
   let loaded;
   try {
-    loaded = loadManifestSet(read.texts);
+    loaded = loadManifestSet(read.texts, g.policy);
   } catch (err) {
     if (!(err instanceof ManifestError)) throw err;
     printIssues(io, [...read.issues, ...err.issues]);

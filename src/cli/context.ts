@@ -1,8 +1,11 @@
+import type { PodPolicy } from '../manifest/policy.js';
 import { PodRuntime } from '../runtime/runtime.js';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, engine: 3 } as const;
 
 export interface GlobalOptions {
+  /** What manifests may ask of this node: checked by validate, apply and the agent alike. */
+  policy: PodPolicy;
   dockerHost?: string;
   stateDir: string;
   pauseImage: string;

@@ -30,9 +30,19 @@ function nonNegativeInt(v: string): number {
   return Number(v);
 }
 
+function bool(v: string): boolean {
+  if (v !== 'true' && v !== 'false') throw new InvalidArgumentError('must be true or false');
+  return v === 'true';
+}
+
 function globals(cmd: Command): GlobalOptions {
-  const o = cmd.optsWithGlobals<{ dockerHost?: string; stateDir: string; pauseImage: string; network: string; nodeName?: string }>();
+  const o = cmd.optsWithGlobals<{ dockerHost?: string; stateDir: string; pauseImage: string; network: string; nodeName?: string; allowPrivileged: boolean; allowHostNamespaces: boolean; allowedHostPaths?: string }>();
   return {
+    policy: {
+      allowPrivileged: o.allowPrivileged,
+      allowHostNamespaces: o.allowHostNamespaces,
+      ...(o.allowedHostPaths !== undefined ? { allowedHostPaths: o.allowedHostPaths.split(',').map((p) => p.trim()).filter(Boolean) } : {}),
+    },
     ...(o.dockerHost ? { dockerHost: o.dockerHost } : {}),
     stateDir: o.stateDir,
     pauseImage: o.pauseImage,
@@ -49,6 +59,9 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .addOption(new Option('--pause-image <image>', 'image of the sandbox container that holds each pod\'s namespaces').default(DEFAULTS.pauseImage))
     .addOption(new Option('--network <name>', 'Docker network for pods without hostNetwork').default(DEFAULTS.network))
     .option('--node-name <name>', 'node name for spec.nodeName (default: the hostname)')
+    .option('--allow-privileged <bool>', 'allow privileged containers (true|false)', bool, true)
+    .option('--allow-host-namespaces <bool>', 'allow hostNetwork, hostPID and hostIPC (true|false)', bool, true)
+    .option('--allowed-host-paths <paths>', 'comma-separated paths hostPath volumes must be at or below (default: any)')
     .showHelpAfterError()
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
@@ -155,8 +168,8 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .command('validate')
     .description('check manifests without touching the engine')
     .argument('<path...>', 'manifest files, directories or URLs')
-    .action(async (paths: string[]) => {
-      setCode(await validateCommand(paths, io));
+    .action(async (paths: string[], _o: unknown, cmd: Command) => {
+      setCode(await validateCommand(paths, io, globals(cmd).policy));
     });
 
   program

@@ -63,6 +63,7 @@ export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSi
     maxParallel: o.maxParallel,
     ...(o.httpPort ? { httpPort: o.httpPort } : {}),
     backoff,
+    policy: g.policy,
     gc: {
       periodMs: o.gcPeriod,
       imagePeriodMs: o.imageGcPeriod,

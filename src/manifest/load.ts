@@ -3,6 +3,7 @@ import { ManifestError, type ManifestIssue } from './errors.js';
 import { MAX_POD_BYTES, size } from './limits.js';
 import { keyOf, podUid } from './identity.js';
 import { parseManifestText } from './parse.js';
+import { OPEN_POLICY, type PodPolicy } from './policy.js';
 import type { DesiredPod } from './types.js';
 import { validateDocument } from './validate.js';
 
@@ -22,13 +23,13 @@ export interface LoadResult {
 }
 
 /** Parses, validates, defaults and identifies the pods in one text. Pure: no I/O. */
-export function loadManifestText(input: ManifestText): LoadResult {
+export function loadManifestText(input: ManifestText, policy: PodPolicy = OPEN_POLICY): LoadResult {
   const parsed = parseManifestText(input.text, input.file);
   if (!parsed.ok) return { pods: [], issues: [parsed.issue] };
   const pods: DesiredPod[] = [];
   const issues: ManifestIssue[] = [];
   for (const doc of parsed.documents) {
-    const result = validateDocument(input.file, doc);
+    const result = validateDocument(input.file, doc, policy);
     issues.push(...result.issues);
     for (const found of result.pods) {
       const defaulted = applyDefaults(found.pod);
@@ -52,12 +53,12 @@ export function loadManifestText(input: ManifestText): LoadResult {
  * Loads a whole set (what one `apply` names): every text must be valid and no pod may be declared
  * twice, else nothing is accepted. Throws ManifestError with every problem found.
  */
-export function loadManifestSet(inputs: ManifestText[]): LoadResult {
+export function loadManifestSet(inputs: ManifestText[], policy: PodPolicy = OPEN_POLICY): LoadResult {
   const pods: DesiredPod[] = [];
   const issues: ManifestIssue[] = [];
   const seen = new Map<string, DesiredPod>();
   for (const input of inputs) {
-    const r = loadManifestText(input);
+    const r = loadManifestText(input, policy);
     issues.push(...r.issues);
     for (const p of r.pods) {
       const first = seen.get(p.key);

@@ -3,6 +3,7 @@ import { readFileSync } from 'node:fs';
 import { fileURLToPath } from 'node:url';
 import { fieldPath, type ManifestIssue } from './errors.js';
 import type { ParsedDocument, PathSegment } from './parse.js';
+import { OPEN_POLICY, policyViolations, type PodPolicy } from './policy.js';
 import { MAX_ANNOTATION_BYTES, MAX_ARG_BYTES, MAX_EXEC_BYTES, size } from './limits.js';
 import type { Container, Pod, Probe, LifecycleHandler } from './types.js';
 
@@ -43,7 +44,7 @@ function isObject(v: unknown): v is Record<string, unknown> {
 }
 
 /** Validates one parsed document: a Pod, or a PodList whose items are Pods (all or nothing). */
-export function validateDocument(file: string, doc: ParsedDocument): DocumentResult {
+export function validateDocument(file: string, doc: ParsedDocument, policy: PodPolicy = OPEN_POLICY): DocumentResult {
   const issues: ManifestIssue[] = [];
   const report = reporter(file, doc, issues);
   const value = doc.value;
@@ -59,7 +60,7 @@ export function validateDocument(file: string, doc: ParsedDocument): DocumentRes
     }
     const pods: FoundPod[] = [];
     value.items.forEach((item, i) => {
-      const found = validatePod(item, ['items', i], report);
+      const found = validatePod(item, ['items', i], report, policy);
       if (found) pods.push({ pod: found, prefix: ['items', i], line: doc.positions.locate(['items', i]).line });
     });
     return { pods: issues.some((x) => x.severity === 'error') ? [] : pods, issues };
@@ -69,11 +70,11 @@ export function validateDocument(file: string, doc: ParsedDocument): DocumentRes
     report(['kind'], `must be "Pod" or "PodList" (got ${shown}); podrun runs Pods only`);
     return { pods: [], issues };
   }
-  const pod = validatePod(value, [], report);
+  const pod = validatePod(value, [], report, policy);
   return { pods: pod ? [{ pod, prefix: [], line: doc.line }] : [], issues };
 }
 
-function validatePod(value: unknown, prefix: PathSegment[], report: Report): Pod | undefined {
+function validatePod(value: unknown, prefix: PathSegment[], report: Report, policy: PodPolicy): Pod | undefined {
   let errors = 0;
   const fail: Report = (path, message, opts) => {
     if ((opts?.severity ?? 'error') === 'error') errors++;
@@ -86,6 +87,7 @@ function validatePod(value: unknown, prefix: PathSegment[], report: Report): Pod
     if (errors === 0) metadataChecks(value as unknown as Pod, fail);
     if (errors === 0) semanticChecks(value as unknown as Pod, fail);
     if (errors === 0) holdableChecks(value as unknown as Pod, fail);
+    if (errors === 0) for (const v of policyViolations(value as unknown as Pod, policy)) fail(v.path, v.message);
     ignoredFieldWarnings(value, fail);
   }
   return errors === 0 ? (value as unknown as Pod) : undefined;

@@ -8,6 +8,7 @@ import type { DesiredPod } from '../manifest/types.js';
 import { isManifestFileName, readManifestFile } from './manifest-files.js';
 import type { OriginPods } from './merge.js';
 import type { PodSource } from './source.js';
+import type { PodPolicy } from '../manifest/policy.js';
 
 export interface DirectorySourceOptions {
   /** Full rescan period, the safety net under the watcher. */
@@ -19,11 +20,32 @@ export interface DirectorySourceOptions {
   removeGraceMs?: number;
   /** How pods from a file are labelled (default `file:<path>`), and the prefix that marks them as ours. */
   origin?: { of: (path: string) => string; prefix: string };
+  /** What manifests may ask of this node. */
+  policy?: PodPolicy;
   log?: (line: string) => void;
 }
 
 /** How long a file that lost pods must stay as it is before the loss is believed. */
 const SHRINK_SETTLE_MS = 300;
+
+/**
+ * Why a manifest directory or file may not be trusted, or undefined: it must belong to root or to
+ * the agent's own user, and no one else may write to it (a file in a world-writable directory,
+ * or a group-writable file, is a root shell for whoever can write there).
+ */
+export function writableByOthers(path: string): string | undefined {
+  let st;
+  try {
+    st = statSync(path);
+  } catch {
+    return undefined;
+  }
+  const me = process.getuid?.() ?? 0;
+  const what = st.isDirectory() ? 'directory' : 'file';
+  if (st.uid !== 0 && st.uid !== me) return `${what} belongs to uid ${st.uid}, not root or the agent's user; refusing it (fix: chown root ${path})`;
+  if (st.mode & 0o022) return `${what} is writable by ${st.mode & 0o002 ? 'everyone' : 'its group'} (mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')}); refusing it (fix: chmod go-w ${path})`;
+  return undefined;
+}
 
 interface FileState {
   digest: string;
@@ -51,6 +73,7 @@ export class DirectorySource implements PodSource {
   private timer: NodeJS.Timeout | undefined;
   private onChange: () => void = () => undefined;
   private scanned = false;
+  private dirIssue: ManifestIssue | undefined;
   private stopped = false;
 
   constructor(dir: string, private readonly o: DirectorySourceOptions = {}) {
@@ -82,7 +105,7 @@ export class DirectorySource implements PodSource {
   }
 
   errors(): ManifestIssue[] {
-    return [...this.files.values()].flatMap((f) => f.issues);
+    return [...(this.dirIssue ? [this.dirIssue] : []), ...[...this.files.values()].flatMap((f) => f.issues)];
   }
 
   async start(onChange: () => void): Promise<void> {
@@ -139,6 +162,22 @@ export class DirectorySource implements PodSource {
       // Not ready: its pods stay as they are until the directory comes (back).
       return;
     }
+    const unsafe = writableByOthers(this.dir);
+    if (unsafe) {
+      // Anyone who can write here could run a privileged pod as root: read nothing from it.
+      // What runs stays as it is (the source is not ready, or keeps its last good files).
+      if (this.dirIssue?.message !== unsafe) {
+        this.dirIssue = { file: this.dir, line: 1, column: 1, field: '', message: unsafe, severity: 'error' };
+        this.o.log?.(`${formatIssue(this.dirIssue)} (reading nothing from it)`);
+        this.onChange();
+      }
+      this.dropWatcher();
+      return;
+    }
+    if (this.dirIssue) {
+      this.dirIssue = undefined;
+      this.onChange();
+    }
     this.ensureWatcher();
     let names: string[];
     try {
@@ -181,6 +220,11 @@ export class DirectorySource implements PodSource {
       return;
     }
     const text = read.text;
+    const unsafe = writableByOthers(path);
+    if (unsafe) {
+      this.setIssue(path, { file: path, line: 1, column: 1, field: '', message: unsafe, severity: 'error' });
+      return;
+    }
     const pending = this.removals.get(path);
     if (pending) {
       clearTimeout(pending);
@@ -196,7 +240,7 @@ export class DirectorySource implements PodSource {
       this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: [issue], good: prev?.good ?? false });
       return;
     }
-    const r = loadManifestText({ file: path, source: this.origin(path), text });
+    const r = loadManifestText({ file: path, source: this.origin(path), text }, this.o.policy);
     const lost = prev ? prev.lastGood.filter((p) => !r.pods.some((q) => q.key === p.key)) : [];
     const settled = this.settled.delete(path);
     if (lost.length > 0 && !settled) {

@@ -10,6 +10,7 @@ import { httpGet, type HttpOptions } from './http.js';
 import type { OriginPods } from './merge.js';
 import { redactText, redactUrl } from './redact.js';
 import type { PodSource } from './source.js';
+import type { PodPolicy } from '../manifest/policy.js';
 
 export interface UrlSourceOptions extends HttpOptions {
   periodMs?: number;
@@ -19,6 +20,8 @@ export interface UrlSourceOptions extends HttpOptions {
   jitter?: number;
   /** First retry delay after a failure; doubles up to the poll period. */
   retryMs?: number;
+  /** What manifests may ask of this node. */
+  policy?: PodPolicy;
   log?: (line: string) => void;
 }
 
@@ -108,7 +111,7 @@ export class UrlSource implements PodSource {
   private accept(body: string, from: 'network' | 'cache'): boolean {
     const digest = createHash('sha256').update(body).digest('hex');
     if (digest === this.bodyDigest) return true;
-    const r = loadManifestText({ file: this.shown, source: this.name, text: body });
+    const r = loadManifestText({ file: this.shown, source: this.name, text: body }, this.o.policy);
     const errors = r.issues.filter((i) => i.severity === 'error');
     if (errors.length) {
       this.issues = r.issues;

@@ -1,4 +1,4 @@
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { chmodSync, chownSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
@@ -95,5 +95,50 @@ describe('secrets and doors', () => {
     expect(await raw(port, 'GET', '/pods', `evil.example:${port}`)).toBe(403);
     expect(await raw(port, 'POST', '/gc', `127.0.0.1:${port}`)).toBe(405);
     expect(await raw(port, 'POST', '/gc', `evil.example:${port}`)).toBe(403);
+  });
+
+  it('reads nothing from a directory or file that others can write, and names the path and the fix', async () => {
+    const dir = join(world.dir, unique('open'));
+    mkdirSync(dir);
+    chmodSync(dir, 0o777);
+    const name = unique('planted');
+    // What a local user could drop there: a privileged pod with the engine's socket.
+    const file = join(dir, 'planted.yaml');
+    writeFileSync(file, pod(name, '  volumes: [{name: sock, hostPath: {path: /var/run/docker.sock}}]\n'));
+    chownSync(file, 65534, 65534);
+    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir]);
+    await agent.started();
+    await agent.waitForLog(`${dir}:1:1 directory is writable by everyone (mode 0777); refusing it (fix: chmod go-w ${dir})`);
+    chmodSync(dir, 0o755);
+    await agent.waitForLog(`${file}:1:1 file belongs to uid 65534, not root or the agent's user; refusing it (fix: chown root ${file})`);
+    await new Promise((r) => setTimeout(r, 2500));
+    expect(await podContainers(ns, name)).toEqual([]);
+    chownSync(file, 0, 0);
+    chmodSync(file, 0o664);
+    await agent.waitForLog(`${file}:1:1 file is writable by its group (mode 0664); refusing it (fix: chmod go-w ${file})`);
+    expect(await podContainers(ns, name)).toEqual([]);
+    chmodSync(file, 0o644);
+    await until('the pod to run once the file is safe', async () => ((await podContainers(ns, name)).some((c) => c.State === 'running') ? true : undefined));
+  });
+
+  it('refuses pods that break the node policy, with the rule they broke, and runs the rest', async () => {
+    const dir = join(world.dir, unique('policy'));
+    mkdirSync(dir);
+    const [ok, priv, hostpath, hostnet] = ['ok', 'priv', 'hostpath', 'hostnet'].map((n) => unique(n)) as [string, string, string, string];
+    writeFileSync(join(dir, 'ok.yaml'), pod(ok, '  volumes: [{name: d, hostPath: {path: /srv/podrun-allowed/data, type: DirectoryOrCreate}}]\n'));
+    writeFileSync(join(dir, 'priv.yaml'), pod(priv).replace("command: [sleep, '3600']", "command: [sleep, '3600']\n    securityContext: {privileged: true}"));
+    writeFileSync(join(dir, 'hostpath.yaml'), pod(hostpath, '  volumes: [{name: root, hostPath: {path: /}}]\n'));
+    writeFileSync(join(dir, 'hostnet.yaml'), pod(hostnet).replace('spec:\n', 'spec:\n  hostNetwork: true\n'));
+    agent = new AgentProcess(world.stateDir, ['--allow-privileged', 'false', '--allow-host-namespaces', 'false', '--allowed-host-paths', '/srv/podrun-allowed,/opt/x', '--manifest-dir', dir]);
+    await agent.started();
+    await until('the compliant pod to run', async () => ((await podContainers(ns, ok)).filter((c) => c.State === 'running').length === 2 ? true : undefined));
+    await agent.waitForLog(`${join(dir, 'priv.yaml')}:10:35 spec.containers[0].securityContext.privileged: privileged containers are not allowed on this node (--allow-privileged=false)`);
+    await agent.waitForLog(`${join(dir, 'hostpath.yaml')}:11:43 spec.volumes[0].hostPath.path: "/" is not under an allowed host path (--allowed-host-paths=/srv/podrun-allowed,/opt/x)`);
+    await agent.waitForLog(`${join(dir, 'hostnet.yaml')}:5:16 spec.hostNetwork: host namespaces are not allowed on this node (--allow-host-namespaces=false)`);
+    for (const n of [priv, hostpath, hostnet]) expect(await podContainers(ns, n)).toEqual([]);
+    // validate knows the same rules.
+    const v = await world.cli('--allow-privileged', 'false', 'validate', join(dir, 'priv.yaml'));
+    expect(v.code).toBe(1);
+    expect(v.err).toContain('privileged containers are not allowed on this node');
   });
 });
