@@ -209,6 +209,11 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       return EXIT.engine;
     }
     if (err instanceof EngineRequestError) {
+      // A 5xx is the engine failing, not the request being wrong: as good as unreachable.
+      if ((err.statusCode ?? 0) >= 500) {
+        io.err(`podrun: the Docker engine is failing: ${err.message}`);
+        return EXIT.engine;
+      }
       io.err(`podrun: engine error: ${err.message}`);
       return EXIT.failed;
     }

@@ -48,6 +48,8 @@ export async function startServer(view: AgentView, o: { stateDir: string; port?:
     if (url.pathname === '/metrics') return send(res, 200, view.metrics());
     if (url.pathname === '/healthz') return view.healthy() ? send(res, 200, 'ok') : send(res, 503, 'engine unreachable\n');
     if (url.pathname === '/pods') {
+      // What the cache holds while the engine is away is history, not status: say so instead.
+      if (!view.healthy()) return send(res, 503, 'engine unreachable\n');
       view.podList().then(
         (items) => send(res, 200, { apiVersion: 'v1', kind: 'PodList', metadata: {}, items }),
         (err: unknown) => send(res, 500, `${(err as Error).message}\n`),

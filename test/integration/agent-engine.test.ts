@@ -41,6 +41,11 @@ spec:
     await agent.waitForLog('engine connection lost');
     await new Promise((r) => setTimeout(r, 1500));
     expect(agent.proc.exitCode).toBeNull();
+    // get pods must not show what the cache last saw as if it were now.
+    const g = await world.cli('--docker-host', engine.host, 'get', 'pods');
+    expect(g.out).not.toContain('Running');
+    expect(g.code).toBe(3);
+    expect(g.err).toContain(`podrun: cannot reach the Docker engine at ${engine.host}`);
 
     await engine.start();
     await until('the pod to run again', async () => ((await runningNames()).join() === 'POD,a,b' ? true : undefined), 40_000);

@@ -2,6 +2,8 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
+import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
+import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { PAUSE_IMAGE, TEST_IMAGE, until } from './helpers.js';
@@ -73,5 +75,79 @@ export class PrivateEngine {
     const mounts = readFileSync('/proc/mounts', 'utf8').split('\n').map((l) => l.split(' ')[1] ?? '').filter((m) => m.startsWith(this.dir));
     for (const m of mounts.reverse()) spawnSync('umount', ['-l', m]);
     rmSync(this.dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+  }
+}
+
+export type FaultMode = { kind: 'pass' } | { kind: 'fail'; status: number } | { kind: 'slow'; delayMs: number };
+
+/**
+ * A Docker API proxy on a unix socket of its own, in front of the shared engine, that can answer
+ * every request with an error or delay it: an engine that is sick rather than gone. Streams pass
+ * through; hijacked connections (exec, attach) are piped raw.
+ */
+export class FaultyEngine {
+  readonly dir = mkdtempSync(join(tmpdir(), 'podrun-faulty-'));
+  readonly socket = join(this.dir, 'docker.sock');
+  mode: FaultMode = { kind: 'pass' };
+  /** Requests seen while the mode was not `pass`. */
+  faultedRequests = 0;
+  private readonly server = createHttpServer((req, res) => this.handle(req, res));
+  private readonly open = new Set<Socket>();
+
+  constructor(private readonly upstream = '/var/run/docker.sock') {
+    this.server.on('connection', (s: Socket) => {
+      this.open.add(s);
+      s.on('close', () => this.open.delete(s));
+    });
+    this.server.on('upgrade', (req: IncomingMessage, client: Socket, head: Buffer) => {
+      const up = connect(this.upstream, () => {
+        up.write(`${req.method} ${req.url} HTTP/1.1\r\n${Object.entries(req.headers).map(([k, v]) => `${k}: ${String(v)}`).join('\r\n')}\r\n\r\n`);
+        if (head.length) up.write(head);
+        up.pipe(client).pipe(up);
+      });
+      up.on('error', () => client.destroy());
+      client.on('error', () => up.destroy());
+    });
+  }
+
+  get host(): string {
+    return `unix://${this.socket}`;
+  }
+
+  async start(): Promise<void> {
+    await new Promise<void>((r) => this.server.listen(this.socket, r));
+  }
+
+  /** Ends every open connection (the event stream included), as a sick engine's restart would. */
+  dropConnections(): void {
+    for (const s of this.open) s.destroy();
+  }
+
+  private handle(req: IncomingMessage, res: ServerResponse): void {
+    const mode = this.mode;
+    if (mode.kind !== 'pass') this.faultedRequests++;
+    if (mode.kind === 'fail') {
+      req.resume();
+      res.writeHead(mode.status, { 'content-type': 'application/json' }).end(JSON.stringify({ message: 'injected fault' }));
+      return;
+    }
+    const forward = (): void => {
+      const up = httpRequest({ socketPath: this.upstream, method: req.method, path: req.url, headers: req.headers }, (r) => {
+        res.writeHead(r.statusCode ?? 502, r.headers);
+        // Streams (events) answer headers long before a body: pass them on at once.
+        res.flushHeaders();
+        r.pipe(res);
+      });
+      up.on('error', () => res.destroy());
+      req.pipe(up);
+    };
+    if (mode.kind === 'slow') setTimeout(forward, mode.delayMs);
+    else forward();
+  }
+
+  async stop(): Promise<void> {
+    this.dropConnections();
+    await new Promise<void>((r) => this.server.close(() => r()));
+    rmSync(this.dir, { recursive: true, force: true });
   }
 }

@@ -1,0 +1,75 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { LABEL } from '../../src/runtime/labels.js';
+import { AgentProcess } from './agent-helpers.js';
+import { FaultyEngine } from './engine-helpers.js';
+import { podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+
+// An engine that is sick rather than gone: every call answered with a 500, or slowly. The agent
+// stays up, backs off instead of hammering it, converges once it heals, and get pods never
+// passes off the cache's memory as the present.
+const world = new World();
+const faulty = new FaultyEngine();
+const ns = unique('faulty');
+let agent: AgentProcess | undefined;
+afterAll(async () => {
+  await agent?.stop();
+  await faulty.stop();
+  await world.cleanup();
+});
+
+const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+describe('the agent on a failing engine', () => {
+  it('stays up through 500s and slow answers, backs off, and converges after', async () => {
+    await faulty.start();
+    const dir = join(world.dir, 'manifests');
+    mkdirSync(dir);
+    const name = unique('sick');
+    writeFileSync(join(dir, 'pod.yaml'), `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: steady, image: ${TEST_IMAGE}, command: [sleep, '3600']}
+  - {name: blinker, image: ${TEST_IMAGE}, command: [sh, -c, 'sleep 2; exit 1']}
+`);
+    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir, '--crash-backoff-initial', '1s', '--crash-backoff-max', '1s'], { DOCKER_HOST: faulty.host });
+    await agent.started();
+    const instances = async (c: string): Promise<{ id: string; count: number; state: string }[]> =>
+      (await podContainers(ns, name)).filter((x) => x.Labels[LABEL.containerName] === c).map((x) => ({ id: x.Id, count: Number(x.Labels[LABEL.restartCount]), state: x.State }));
+    const newest = async (c: string): Promise<number> => Math.max(-1, ...(await instances(c)).map((x) => x.count));
+    await until('the blinker to have restarted once', async () => ((await newest('blinker')) >= 1 ? true : undefined), 30_000);
+    const steady = (await instances('steady')).map((x) => x.id);
+    expect(steady).toHaveLength(1);
+
+    // Sick: every call fails, and the event stream is cut.
+    faulty.mode = { kind: 'fail', status: 500 };
+    faulty.dropConnections();
+    await agent.waitForLog('engine connection lost');
+    const got = await world.cli('--docker-host', faulty.host, 'get', 'pods', '-n', ns);
+    expect(got.out).not.toContain('Running');
+    expect(got.code).toBe(3);
+    expect(got.err).toContain('podrun: the Docker engine is failing: list containers: injected fault');
+    await sleep(8000);
+    expect(agent.proc.exitCode).toBeNull();
+    // Backing off (0.5 s doubling to 10 s between reconnects), not a loop: a handful of calls.
+    expect(faulty.faultedRequests).toBeLessThan(30);
+
+    // Healed: the blinker, dead meanwhile, is restarted; the steady container was never touched.
+    faulty.mode = { kind: 'pass' };
+    const before = await newest('blinker');
+    await until('the blinker to be restarted after the engine healed', async () => ((await newest('blinker')) > before ? true : undefined), 30_000);
+
+    // Slow: every call takes 1.5 s. Still up, still converging.
+    faulty.mode = { kind: 'slow', delayMs: 1500 };
+    const slowBefore = await newest('blinker');
+    await until('the blinker to be restarted on a slow engine', async () => ((await newest('blinker')) > slowBefore ? true : undefined), 45_000);
+    faulty.mode = { kind: 'pass' };
+    expect(agent.proc.exitCode).toBeNull();
+    expect((await instances('steady')).map((x) => x.id)).toEqual(steady);
+    expect((await instances('steady'))[0]?.state).toBe('running');
+  });
+});
