@@ -55,6 +55,11 @@ function originOf(o: ObservedPod): string {
   return o.applySet ? `${APPLY_PREFIX}${o.applySet}` : o.source;
 }
 
+/** A Prometheus label value, escaped as the text format wants. */
+function labelValue(v: string): string {
+  return v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
+}
+
 function digestOf(d: DesiredPod): string {
   return JSON.stringify(d.pod);
 }
@@ -354,6 +359,12 @@ export class Agent {
       `podrun_relist_duration_seconds ${(this.cache.lastRelistMs / 1000).toFixed(3)}`,
       '# TYPE podrun_engine_connected gauge',
       `podrun_engine_connected ${this.cache.connected ? 1 : 0}`,
+      '# HELP podrun_source_errors Manifests a source cannot take now (invalid, unreadable, refused); their last good pods keep running.',
+      '# TYPE podrun_source_errors gauge',
+      ...this.sources.map((s) => `podrun_source_errors{source="${labelValue(s.name)}"} ${s.errors().filter((i) => i.severity === 'error').length}`),
+      '# HELP podrun_source_ready Whether a source has loaded (1) or not yet (0).',
+      '# TYPE podrun_source_ready gauge',
+      ...this.sources.map((s) => `podrun_source_ready{source="${labelValue(s.name)}"} ${s.ready ? 1 : 0}`),
     ];
     return `${lines.join('\n')}\n`;
   }

@@ -30,7 +30,7 @@ export const MAX_ANNOTATION_BYTES = 256 * 1024;
 
 /** Bytes in human terms for messages. */
 export function size(n: number): string {
-  if (n >= 1024 * 1024) return `${(n / (1024 * 1024)).toFixed(n % (1024 * 1024) ? 1 : 0)} MiB`;
+  if (n >= 1024 * 1024) return `${(n / (1024 * 1024)).toFixed(n % (1024 * 1024) ? 2 : 0)} MiB`;
   if (n >= 1024) return `${(n / 1024).toFixed(n % 1024 ? 1 : 0)} KiB`;
   return `${n} bytes`;
 }

@@ -28,6 +28,7 @@ export function loadManifestText(input: ManifestText, policy: PodPolicy = OPEN_P
   if (!parsed.ok) return { pods: [], issues: [parsed.issue] };
   const pods: DesiredPod[] = [];
   const issues: ManifestIssue[] = [];
+  const seen = new Map<string, number>();
   for (const doc of parsed.documents) {
     const result = validateDocument(input.file, doc, policy);
     issues.push(...result.issues);
@@ -42,6 +43,14 @@ export function loadManifestText(input: ManifestText, policy: PodPolicy = OPEN_P
       }
       const uid = podUid(defaulted);
       defaulted.metadata.uid = uid;
+      const key = keyOf(defaulted);
+      const first = seen.get(key);
+      if (first !== undefined) {
+        // One file is one source: the same pod twice in it is a mistake, for apply and the agent alike.
+        issues.push({ file: input.file, line: found.line, column: 1, field: 'metadata.name', severity: 'error', message: `pod ${key} is also declared at line ${first} of this file` });
+        continue;
+      }
+      seen.set(key, found.line);
       pods.push({ key: keyOf(defaulted), uid, pod: defaulted, origin: { source: input.source, file: input.file, line: found.line } });
     }
   }

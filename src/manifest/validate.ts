@@ -1,5 +1,6 @@
 import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { fieldPath, type ManifestIssue } from './errors.js';
 import type { ParsedDocument, PathSegment } from './parse.js';
@@ -93,10 +94,11 @@ function validatePod(value: unknown, prefix: PathSegment[], report: Report, poli
   return errors === 0 ? (value as unknown as Pod) : undefined;
 }
 
+/** One error per field: an empty name breaks both minLength and pattern, and says one thing. */
 function dedupe(errors: ErrorObject[]): ErrorObject[] {
   const seen = new Set<string>();
   return errors.filter((e) => {
-    const k = `${e.instancePath}|${e.keyword}|${JSON.stringify(e.params)}`;
+    const k = e.keyword === 'required' || e.keyword === 'additionalProperties' ? `${e.instancePath}|${JSON.stringify(e.params)}` : e.instancePath;
     if (seen.has(k)) return false;
     seen.add(k);
     return true;
@@ -131,13 +133,26 @@ function describeSchemaError(e: ErrorObject, fail: Report): void {
     case 'const':
       fail(path, `must be ${JSON.stringify(p.allowedValue)}`);
       return;
-    case 'pattern':
-      fail(path, `${JSON.stringify(pathValue(e))} is not valid here (must match ${String(p.pattern)})`);
+    case 'minLength':
+      fail(path, p.limit === 1 ? 'must not be empty' : `must be at least ${String(p.limit)} characters`);
       return;
+    case 'pattern': {
+      const kind = /\$defs\/(\w+)\//.exec(e.schemaPath)?.[1];
+      const shape = kind ? PATTERN_MEANS[kind] : undefined;
+      fail(path, `${JSON.stringify(pathValue(e))} is not valid here (${shape ?? `must match ${String(p.pattern)}`})`);
+      return;
+    }
     default:
       fail(path, e.message ?? e.keyword);
   }
 }
+
+/** What the schema's shared patterns mean, in words, for the messages. */
+const PATTERN_MEANS: Record<string, string> = {
+  quantity: 'must be a quantity such as 500m, 2, 64Mi or 1.5Gi',
+  dnsSubdomain: "must be a DNS subdomain: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters",
+  dnsLabel: "must be a DNS label: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters",
+};
 
 function pathValue(e: ErrorObject): unknown {
   return e.data;
@@ -289,7 +304,11 @@ function semanticChecks(pod: Pod, fail: Report): void {
       if (!volumes.has(m.name)) fail([...at, 'volumeMounts', j, 'name'], `no volume named "${m.name}" in spec.volumes`);
     });
     const portNames = new Set((c.ports ?? []).flatMap((p) => (p.name ? [p.name] : [])));
+    (c.env ?? []).forEach((e, j) => {
+      if (e.value !== undefined && e.value !== '' && e.valueFrom) fail([...at, 'env', j, 'valueFrom'], 'may not be given together with a non-empty value', { atKey: true });
+    });
     (c.ports ?? []).forEach((p, j) => {
+      if (p.hostIP !== undefined && !isIP(p.hostIP)) fail([...at, 'ports', j, 'hostIP'], `${JSON.stringify(p.hostIP)} is not an IP address`);
       if (spec.hostNetwork && p.hostPort && p.hostPort !== p.containerPort) {
         fail([...at, 'ports', j, 'hostPort'], 'must equal containerPort when hostNetwork is true');
       }
@@ -320,6 +339,9 @@ function semanticChecks(pod: Pod, fail: Report): void {
   if (spec.hostNetwork && spec.hostname) {
     fail(['spec', 'hostname'], 'cannot be set with hostNetwork: the pod uses the host\'s hostname', { severity: 'warning' });
   }
+  (spec.hostAliases ?? []).forEach((a, i) => {
+    if (!isIP(a.ip)) fail(['spec', 'hostAliases', i, 'ip'], `${JSON.stringify(a.ip)} is not an IP address`);
+  });
   if (spec.shareProcessNamespace && spec.hostPID) fail(['spec', 'shareProcessNamespace'], 'cannot be combined with hostPID');
 }
 
