@@ -9,10 +9,15 @@ export interface ManifestIssue {
   severity: 'error' | 'warning';
 }
 
+/** Control characters (a newline quoted from the input by the parser, say) escaped: one issue, one line. */
+function oneLine(text: string): string {
+  return text.replace(/[\u0000-\u001f\u007f]/g, (c) => `\\x${c.charCodeAt(0).toString(16).padStart(2, '0')}`);
+}
+
 export function formatIssue(issue: ManifestIssue): string {
   const where = `${issue.file}:${issue.line}:${issue.column}`;
   const prefix = issue.severity === 'warning' ? 'warning: ' : '';
-  return issue.field ? `${where} ${prefix}${issue.field}: ${issue.message}` : `${where} ${prefix}${issue.message}`;
+  return oneLine(issue.field ? `${where} ${prefix}${issue.field}: ${issue.message}` : `${where} ${prefix}${issue.message}`);
 }
 
 /** Thrown when a set of manifests cannot be accepted; carries every problem found, not just the first. */

@@ -260,7 +260,7 @@ export class DirectorySource implements PodSource {
     }
     const errors = r.issues.filter((i) => i.severity === 'error');
     if (errors.length) {
-      for (const e of errors) this.o.log?.(`${e.file}:${e.line}:${e.column} ${e.field ? `${e.field}: ` : ''}${e.message} (keeping the last good version)`);
+      for (const e of errors) this.o.log?.(`${formatIssue(e)} (keeping the last good version)`);
       this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: r.issues, good: prev?.good ?? false });
     } else {
       this.files.set(path, { digest, lastGood: r.pods, issues: r.issues, good: true });

@@ -115,7 +115,7 @@ export class UrlSource implements PodSource {
     const errors = r.issues.filter((i) => i.severity === 'error');
     if (errors.length) {
       this.issues = r.issues;
-      for (const e of errors) this.o.log?.(`${e.file}:${e.line}:${e.column} ${e.field ? `${e.field}: ` : ''}${e.message} (keeping the last good set)`);
+      for (const e of errors) this.o.log?.(`${formatIssue(e)} (keeping the last good set)`);
       return false;
     }
     this.pods = r.pods;
