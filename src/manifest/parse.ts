@@ -268,7 +268,8 @@ export function parseManifestText(text: string, file: string): ParseResult {
           line: (mark?.line ?? 0) + 1,
           column: (mark?.column ?? 0) + 1,
           field: '',
-          message: `invalid YAML: ${err.reason}`,
+          // The parser may quote the input at length; the position already says where.
+          message: `invalid YAML: ${err.reason.length > 160 ? `${err.reason.slice(0, 160)}…` : err.reason}`,
           severity: 'error',
         },
       };
