@@ -1,11 +1,12 @@
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
 import { agentRunning } from '../../src/agent/lock.js';
 import { AgentProcess } from './agent-helpers.js';
-import { PAUSE_IMAGE, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { freePort, PAUSE_IMAGE, TEST_IMAGE, unique, until, World } from './helpers.js';
 
 const BIN = fileURLToPath(new URL('../../bin/podrun', import.meta.url));
 
@@ -92,6 +93,24 @@ spec:
       await second.stop();
     } finally {
       parent.kill('SIGKILL');
+    }
+  });
+
+  it('ends the process with a non-zero code when start-up fails half way, never lingering half alive', async () => {
+    // The HTTP port is taken: the cache, the watchers and the timers have started by then.
+    const port = await freePort();
+    const holder = createServer(() => undefined);
+    await new Promise<void>((r) => holder.listen(port, '127.0.0.1', r));
+    try {
+      const dir = join(world.dir, 'half');
+      mkdirSync(dir, { recursive: true });
+      const a = new AgentProcess(join(world.dir, 'half-state'), ['--manifest-dir', dir, '--http-port', String(port)]);
+      agents.push(a);
+      const code = await until('the agent to exit', async () => (a.proc.exitCode !== null ? a.proc.exitCode : undefined), 10_000);
+      expect(code).toBe(1);
+      expect(a.logs()).toContain('EADDRINUSE');
+    } finally {
+      holder.close();
     }
   });
 });
