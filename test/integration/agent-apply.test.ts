@@ -1,18 +1,13 @@
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
-import { AgentProcess } from './agent-helpers.js';
-import { containerIds, docker, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { AgentSuite, type AgentProcess } from './agent-helpers.js';
+import { containerIds, docker, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
 
-const world = new World();
-const ns = unique('handover');
+const suite = new AgentSuite('handover');
+const { world, ns } = suite;
 let agent: AgentProcess | undefined;
-afterEach(async () => {
-  await agent?.stop();
-  agent = undefined;
-});
-afterAll(() => world.cleanup());
 
 const pod = (name: string, v = 'one'): string => `apiVersion: v1
 kind: Pod
@@ -37,7 +32,7 @@ describe('apply and the agent on the same state directory', () => {
     const before = await containerIds(ns, name);
     expect((await restartPolicies(name)).sort()).toEqual(['always', 'always']);
 
-    agent = new AgentProcess(world.stateDir, []);
+    agent = suite.run([]);
     await agent.started();
     await until('the agent to take over restarts', async () => ((await restartPolicies(name)).every((p) => p === 'no') ? true : undefined));
     expect(await containerIds(ns, name)).toEqual(before);
@@ -54,7 +49,7 @@ describe('apply and the agent on the same state directory', () => {
   });
 
   it('apply with an agent running hands the set over and waits; delete keeps it deleted', async () => {
-    agent = new AgentProcess(world.stateDir, []);
+    agent = suite.run([]);
     await agent.started();
     const name = unique('handed');
     const file = world.write(`${name}.yaml`, pod(name));
@@ -82,7 +77,7 @@ describe('apply and the agent on the same state directory', () => {
     mkdirSync(dir);
     const name = unique('twice');
     writeFileSync(join(dir, 'b.yaml'), pod(name, 'from-b'));
-    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir]);
+    agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
     await until('the pod to run', async () => ((await podContainers(ns, name)).filter((c) => c.State === 'running').length === 2 ? true : undefined));
     const first = await containerIds(ns, name);

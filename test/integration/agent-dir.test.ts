@@ -1,18 +1,13 @@
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
-import { AgentProcess } from './agent-helpers.js';
-import { containerIds, docker, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { AgentSuite, type AgentProcess } from './agent-helpers.js';
+import { containerIds, docker, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
 
-const world = new World();
-const ns = unique('agentdir');
+const suite = new AgentSuite('agentdir');
+const { world, ns } = suite;
 let agent: AgentProcess | undefined;
-afterEach(async () => {
-  await agent?.stop();
-  agent = undefined;
-});
-afterAll(() => world.cleanup());
 
 function pod(name: string, env = 'one', extra = ''): string {
   return `apiVersion: v1
@@ -49,7 +44,7 @@ describe('the agent with a watched directory', () => {
     const dir = join(world.dir, unique('dir'));
     mkdirSync(dir);
     const name = unique('web');
-    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir]);
+    agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
 
     writeFileSync(join(dir, `${name}.yaml`), pod(name));
@@ -87,7 +82,7 @@ describe('the agent with a watched directory', () => {
     const name = unique('vim');
     const other = unique('bak');
     writeFileSync(join(dir, `${name}.yaml`), pod(name));
-    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir]);
+    agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
     const first = await running(name);
 
@@ -130,12 +125,12 @@ describe('the agent with a watched directory', () => {
     mkdirSync(dir);
     const name = unique('kill');
     writeFileSync(join(dir, `${name}.yaml`), pod(name));
-    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir]);
+    agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
     const before = await running(name);
     await agent.kill9();
 
-    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir]);
+    agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
     await new Promise((r) => setTimeout(r, 2500));
     expect(await containerIds(ns, name)).toEqual(before);
@@ -159,7 +154,7 @@ describe('the agent with a watched directory', () => {
     const rt = new PodRuntime({ stateDir: world.stateDir, pauseImage: 'podrun-test/pause:1' });
     const sandbox = await rt.createSandbox(d.pod, identityOf(d.pod, d.origin.source), 0, sandboxHash(d.pod), 'no');
 
-    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir]);
+    agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
     const ids = await running(name);
     expect(ids.POD).toBe(sandbox.id);
@@ -174,7 +169,7 @@ describe('the agent with a watched directory', () => {
   it('waits for a missing directory instead of failing', async () => {
     const dir = join(world.dir, unique('later'));
     const name = unique('late');
-    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir]);
+    agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
     await new Promise((r) => setTimeout(r, 500));
     expect(agent.proc.exitCode).toBeNull();

@@ -1,20 +1,15 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { podUid } from '../../src/manifest/identity.js';
-import { AgentProcess } from './agent-helpers.js';
-import { podEvents, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { AgentSuite, type AgentProcess } from './agent-helpers.js';
+import { podEvents, TEST_IMAGE, unique, until } from './helpers.js';
 
 // A container the engine will not create or start is not a crash, but it backs off like one
 // (the kubelet's CreateContainerError / RunContainerError), instead of a hot loop against the engine.
-const world = new World();
-const ns = unique('fail');
+const suite = new AgentSuite('fail');
+const { world, ns } = suite;
 let agent: AgentProcess | undefined;
-afterEach(async () => {
-  await agent?.stop();
-  agent = undefined;
-});
-afterAll(() => world.cleanup());
 
 const uidOf = (name: string): string => podUid({ apiVersion: 'v1', kind: 'Pod', metadata: { name, namespace: ns }, spec: { containers: [] } });
 
@@ -44,7 +39,7 @@ spec:
   volumes: [{name: v, emptyDir: {}}]
 `);
     const since = Math.floor(Date.now() / 1000) - 1;
-    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir, '--crash-backoff-initial', '2s', '--crash-backoff-max', '1m']);
+    agent = suite.run(['--manifest-dir', dir, '--crash-backoff-initial', '2s', '--crash-backoff-max', '1m']);
     await agent.started();
     await agent.waitForLog(`pod ${ns}/${nobin}: container c: RunContainerError`);
     await agent.waitForLog(`pod ${ns}/${badmount}: container c: CreateContainerError`);

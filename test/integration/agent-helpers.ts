@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
-import { PAUSE_IMAGE, until } from './helpers.js';
+import { afterAll, afterEach } from 'vitest';
+import { PAUSE_IMAGE, unique, until, World } from './helpers.js';
 
 const BIN = fileURLToPath(new URL('../../bin/podrun', import.meta.url));
 
@@ -42,5 +43,30 @@ export class AgentProcess {
   async kill9(): Promise<void> {
     this.proc.kill('SIGKILL');
     await this.exited;
+  }
+}
+
+/**
+ * One test file's agent world: its own state dir (so its own podrun instance) and namespace; the
+ * agent a test started is stopped after it, and everything the instance made goes after the file.
+ */
+export class AgentSuite {
+  readonly world = new World();
+  readonly ns: string;
+  private current: AgentProcess | undefined;
+
+  constructor(prefix: string) {
+    this.ns = unique(prefix);
+    afterEach(async () => {
+      await this.current?.stop();
+      this.current = undefined;
+    });
+    afterAll(() => this.world.cleanup());
+  }
+
+  /** Starts `podrun run` on this world's state dir; it is stopped after the test. */
+  run(args: string[], env: Record<string, string> = {}): AgentProcess {
+    this.current = new AgentProcess(this.world.stateDir, args, env);
+    return this.current;
   }
 }

@@ -4,21 +4,16 @@ import { createServer } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { load as parse } from 'js-yaml';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { afterAll, describe, expect, it } from 'vitest';
 import { writeFileAtomic } from '../../src/sources/atomic-file.js';
-import { AgentProcess } from './agent-helpers.js';
-import { containerIds, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { AgentSuite, type AgentProcess } from './agent-helpers.js';
+import { containerIds, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
 
 // What the agent believes after a restart: a corrupt state file, a contested name, a pod no one
 // declares any more. Nothing healthy may be lost, and nothing unwanted may linger.
-const world = new World();
-const ns = unique('recover');
+const suite = new AgentSuite('recover');
+const { world, ns } = suite;
 let agent: AgentProcess | undefined;
-afterEach(async () => {
-  await agent?.stop();
-  agent = undefined;
-});
-afterAll(() => world.cleanup());
 
 function pod(name: string, env = 'one'): string {
   return `apiVersion: v1
@@ -54,7 +49,7 @@ describe('the agent after a restart', () => {
     const [set] = readdirSync(applied).filter((n) => n.endsWith('.json'));
     truncateSync(join(applied, set!), 40);
 
-    agent = new AgentProcess(world.stateDir, []);
+    agent = suite.run([]);
     await agent.started();
     await agent.waitForLog(`${join(applied, set!)}:`);
     await settle();
@@ -72,7 +67,7 @@ describe('the agent after a restart', () => {
     mkdirSync(dir);
     const name = unique('twice');
     writeFileSync(join(dir, 'b.yaml'), pod(name, 'from-b'));
-    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir]);
+    agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
     const first = await running(name);
     writeFileSync(join(dir, 'a.yaml'), pod(name, 'from-a'));
@@ -80,7 +75,7 @@ describe('the agent after a restart', () => {
     await agent.stop();
 
     // a.yaml sorts first; after the restart the running pod from b.yaml must still win.
-    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir]);
+    agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
     await agent.waitForLog(`keeping the one from file:${join(dir, 'b.yaml')}`).catch((e: Error) => { throw new Error(`${e.message}\n${agent?.logs()}`); });
     await settle();
@@ -95,7 +90,7 @@ describe('the agent after a restart', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/pods.json`;
     try {
-      agent = new AgentProcess(world.stateDir, ['--manifest-url', url, '--url-period', '1h']);
+      agent = suite.run(['--manifest-url', url, '--url-period', '1h']);
       await agent.started();
       await running(name);
       await agent.stop();
@@ -103,7 +98,7 @@ describe('the agent after a restart', () => {
       rmSync(join(world.stateDir, 'url-cache'), { recursive: true, force: true });
       body = JSON.stringify({ apiVersion: 'v1', kind: 'PodList', items: [] });
       delayMs = 3000;
-      agent = new AgentProcess(world.stateDir, ['--manifest-url', url, '--url-period', '1h', '--relist-period', '10m']);
+      agent = suite.run(['--manifest-url', url, '--url-period', '1h', '--relist-period', '10m']);
       await agent.started();
       await until('the pod to be deleted', async () => ((await podContainers(ns, name)).length === 0 ? true : undefined), 10_000);
     } finally {

@@ -3,18 +3,13 @@ import { createServer, request as httpRequest } from 'node:http';
 import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { load as parse } from 'js-yaml';
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
-import { AgentProcess } from './agent-helpers.js';
-import { freePort, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { describe, expect, it } from 'vitest';
+import { AgentSuite, type AgentProcess } from './agent-helpers.js';
+import { freePort, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
 
-const world = new World();
-const ns = unique('sec');
+const suite = new AgentSuite('sec');
+const { world, ns } = suite;
 let agent: AgentProcess | undefined;
-afterEach(async () => {
-  await agent?.stop();
-  agent = undefined;
-});
-afterAll(() => world.cleanup());
 
 function pod(name: string, extra = ''): string {
   return `apiVersion: v1
@@ -61,7 +56,7 @@ describe('secrets and doors', () => {
     await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
     const port = (server.address() as AddressInfo).port;
     try {
-      agent = new AgentProcess(world.stateDir, ['--manifest-url', `http://user:s3cretpw@127.0.0.1:${port}/pods.json?token=tok3n`]);
+      agent = suite.run(['--manifest-url', `http://user:s3cretpw@127.0.0.1:${port}/pods.json?token=tok3n`]);
       await agent.started();
       await until('the pod to run', async () => ((await podContainers(ns, name)).filter((c) => c.State === 'running').length === 2 ? true : undefined));
       const shown = [
@@ -87,7 +82,7 @@ describe('secrets and doors', () => {
 
   it('keeps the TCP port read-only and answers only requests addressed to loopback', async () => {
     const port = await freePort();
-    agent = new AgentProcess(world.stateDir, ['--http-port', String(port)]);
+    agent = suite.run(['--http-port', String(port)]);
     await agent.started();
     expect(await raw(port, 'GET', '/healthz', `127.0.0.1:${port}`)).toBe(200);
     expect(await raw(port, 'GET', '/metrics', `localhost:${port}`)).toBe(200);
@@ -106,7 +101,7 @@ describe('secrets and doors', () => {
     const file = join(dir, 'planted.yaml');
     writeFileSync(file, pod(name, '  volumes: [{name: sock, hostPath: {path: /var/run/docker.sock}}]\n'));
     chownSync(file, 65534, 65534);
-    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir]);
+    agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
     await agent.waitForLog(`${dir}:1:1 directory is writable by everyone (mode 0777); refusing it (fix: chmod go-w ${dir})`);
     chmodSync(dir, 0o755);
@@ -129,7 +124,7 @@ describe('secrets and doors', () => {
     writeFileSync(join(dir, 'priv.yaml'), pod(priv).replace("command: [sleep, '3600']", "command: [sleep, '3600']\n    securityContext: {privileged: true}"));
     writeFileSync(join(dir, 'hostpath.yaml'), pod(hostpath, '  volumes: [{name: root, hostPath: {path: /}}]\n'));
     writeFileSync(join(dir, 'hostnet.yaml'), pod(hostnet).replace('spec:\n', 'spec:\n  hostNetwork: true\n'));
-    agent = new AgentProcess(world.stateDir, ['--allow-privileged', 'false', '--allow-host-namespaces', 'false', '--allowed-host-paths', '/srv/podrun-allowed,/opt/x', '--manifest-dir', dir]);
+    agent = suite.run(['--allow-privileged', 'false', '--allow-host-namespaces', 'false', '--allowed-host-paths', '/srv/podrun-allowed,/opt/x', '--manifest-dir', dir]);
     await agent.started();
     await until('the compliant pod to run', async () => ((await podContainers(ns, ok)).filter((c) => c.State === 'running').length === 2 ? true : undefined));
     await agent.waitForLog(`${join(dir, 'priv.yaml')}:10:35 spec.containers[0].securityContext.privileged: privileged containers are not allowed on this node (--allow-privileged=false)`);

@@ -1,18 +1,13 @@
-import { afterAll, afterEach, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { LABEL } from '../../src/runtime/labels.js';
-import { AgentProcess } from './agent-helpers.js';
-import { containerIds, docker, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { AgentSuite, type AgentProcess } from './agent-helpers.js';
+import { containerIds, docker, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
 
-const world = new World();
-const ns = unique('agenturl');
+const suite = new AgentSuite('agenturl');
+const { ns } = suite;
 let agent: AgentProcess | undefined;
-afterEach(async () => {
-  await agent?.stop();
-  agent = undefined;
-});
-afterAll(() => world.cleanup());
 
 type Mode = 'ok' | 'error' | 'garbage' | 'slow' | 'empty';
 
@@ -97,7 +92,7 @@ describe('the agent with a polled URL', () => {
     await server.start();
     const name = unique('url');
     server.body = podList([name]);
-    agent = new AgentProcess(world.stateDir, ['--manifest-url', server.url, '--manifest-url-header', 'X-Token: secret', '--url-timeout', '1s']);
+    agent = suite.run(['--manifest-url', server.url, '--manifest-url-header', 'X-Token: secret', '--url-timeout', '1s']);
     await agent.started();
     const first = await running(name);
 
@@ -138,7 +133,7 @@ describe('the agent with a polled URL', () => {
     await server.start();
     const name = unique('cache');
     server.body = podList([name]);
-    agent = new AgentProcess(world.stateDir, ['--manifest-url', server.url]);
+    agent = suite.run(['--manifest-url', server.url]);
     await agent.started();
     await running(name);
     await agent.stop();
@@ -147,7 +142,7 @@ describe('the agent with a polled URL', () => {
     // The box reboots without network: containers gone, server unreachable.
     await server.close();
     for (const c of await podContainers(ns, name)) await docker.getContainer(c.Id).remove({ force: true });
-    agent = new AgentProcess(world.stateDir, ['--manifest-url', server.url]);
+    agent = suite.run(['--manifest-url', server.url]);
     await agent.started();
     await running(name);
     expect(agent.logs()).toContain('using the cached copy');
