@@ -11,6 +11,7 @@ export interface GlobalOptions {
   pauseImage: string;
   network: string;
   nodeName?: string;
+  nodeIP?: string;
 }
 
 export const DEFAULTS = {
@@ -45,6 +46,7 @@ export function makeRuntime(g: GlobalOptions, io: Io): PodRuntime {
     pauseImage: g.pauseImage,
     network: g.network,
     ...(g.nodeName ? { nodeName: g.nodeName } : {}),
+    ...(g.nodeIP ? { hostIP: g.nodeIP } : {}),
     ...(io.isTTY
       ? {
           onPullProgress: (image: string, line: string) => {

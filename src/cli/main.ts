@@ -1,4 +1,5 @@
 import { readFileSync } from 'node:fs';
+import { isIP } from 'node:net';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EngineRequestError, EngineUnavailableError } from '../runtime/engine.js';
 import { connect } from '../runtime/engine.js';
@@ -30,13 +31,18 @@ function nonNegativeInt(v: string): number {
   return Number(v);
 }
 
+function ip(v: string): string {
+  if (!isIP(v)) throw new InvalidArgumentError('must be an IP address');
+  return v;
+}
+
 function bool(v: string): boolean {
   if (v !== 'true' && v !== 'false') throw new InvalidArgumentError('must be true or false');
   return v === 'true';
 }
 
 function globals(cmd: Command): GlobalOptions {
-  const o = cmd.optsWithGlobals<{ dockerHost?: string; stateDir: string; pauseImage: string; network: string; nodeName?: string; allowPrivileged: boolean; allowHostNamespaces: boolean; allowedHostPaths?: string }>();
+  const o = cmd.optsWithGlobals<{ dockerHost?: string; stateDir: string; pauseImage: string; network: string; nodeName?: string; nodeIp?: string; allowPrivileged: boolean; allowHostNamespaces: boolean; allowedHostPaths?: string }>();
   return {
     policy: {
       allowPrivileged: o.allowPrivileged,
@@ -48,6 +54,7 @@ function globals(cmd: Command): GlobalOptions {
     pauseImage: o.pauseImage,
     network: o.network,
     ...(o.nodeName ? { nodeName: o.nodeName } : {}),
+    ...(o.nodeIp ? { nodeIP: o.nodeIp } : {}),
   };
 }
 
@@ -59,6 +66,7 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .addOption(new Option('--pause-image <image>', 'image of the sandbox container that holds each pod\'s namespaces').default(DEFAULTS.pauseImage))
     .addOption(new Option('--network <name>', 'Docker network for pods without hostNetwork').default(DEFAULTS.network))
     .option('--node-name <name>', 'node name for spec.nodeName (default: the hostname)')
+    .addOption(new Option('--node-ip <ip>', "the node's IP: status.hostIP, and the pod IP of hostNetwork pods that probes and hooks use (default: the first non-loopback IPv4)").env('PODRUN_NODE_IP').argParser(ip))
     .option('--allow-privileged <bool>', 'allow privileged containers (true|false)', bool, true)
     .option('--allow-host-namespaces <bool>', 'allow hostNetwork, hostPID and hostIPC (true|false)', bool, true)
     .option('--allowed-host-paths <paths>', 'comma-separated paths hostPath volumes must be at or below (default: any)')

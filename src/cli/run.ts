@@ -51,6 +51,7 @@ export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSi
       pauseImage: g.pauseImage,
       network: g.network,
       ...(g.nodeName ? { nodeName: g.nodeName } : {}),
+      ...(g.nodeIP ? { hostIP: g.nodeIP } : {}),
     },
     manifestDirs: o.manifestDir,
     manifestUrls: o.manifestUrl,

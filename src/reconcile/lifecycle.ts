@@ -25,9 +25,13 @@ export function fieldPathOf(pod: Pod | undefined, name: string): string | undefi
   return (pod.spec.initContainers ?? []).some((c) => c.name === name) ? `spec.initContainers{${name}}` : undefined;
 }
 
-/** The address hooks and probes use when they name no host: the pod IP, or loopback on the host network. */
+/**
+ * The address hooks and probes use when they name no host: the pod IP, which on the host network
+ * is the node IP (`--node-ip`), as the kubelet probes it.
+ */
 export async function defaultHostOf(rt: PodRuntime, pod: Pod | undefined, observed: ObservedPod | undefined): Promise<string> {
-  if (!pod || pod.spec.hostNetwork) return '127.0.0.1';
+  if (!pod) return '127.0.0.1';
+  if (pod.spec.hostNetwork) return rt.hostIP;
   const sandbox = observed?.sandboxes[0];
   if (!sandbox || !isActive(sandbox)) return '127.0.0.1';
   return (await rt.sandboxInfo(sandbox.id, pod)).ip || '127.0.0.1';

@@ -49,7 +49,7 @@ export async function executePodActions(rt: PodRuntime, d: DesiredPod, observed:
   const grace = pod.spec.terminationGracePeriodSeconds ?? 30;
   const events = o.events;
   const restartPolicy = (type: 'init' | 'app' | 'sandbox', c?: Container): string => (o.engineRestarts ? engineRestartPolicy(pod, type, c) : 'no');
-  const podIP = pod.spec.hostNetwork ? '127.0.0.1' : undefined;
+  const podIP = pod.spec.hostNetwork ? rt.hostIP : undefined;
 
   // 1. Kill what must go.
   if (actions.killPod && observed) {
@@ -82,7 +82,7 @@ export async function executePodActions(rt: PodRuntime, d: DesiredPod, observed:
   let sandbox: SandboxInfo;
   if (actions.createSandbox) {
     try {
-      sandbox = await rt.createSandbox(pod, id, actions.sandboxAttempt, sandboxHash(pod), restartPolicy('sandbox'));
+      sandbox = await rt.createSandbox(pod, id, actions.sandboxAttempt, sandboxHash(pod), restartPolicy('sandbox'), volumes);
     } catch (err) {
       if (!(err instanceof SandboxError)) throw err;
       events?.('Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${err.message}`);

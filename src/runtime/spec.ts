@@ -23,6 +23,8 @@ export type VolumeBacking = { kind: 'bind'; path: string } | { kind: 'volume'; n
 
 export interface SandboxOptions {
   pauseImage: string;
+  /** The pod's volumes: memory ones are mounted in the sandbox too, so they live as long as the pod. */
+  volumes?: ReadonlyMap<string, VolumeBacking>;
   attempt: number;
   hash: string;
   /** Docker network for non-host-network pods. */
@@ -98,6 +100,9 @@ export function sandboxCreateOptions(pod: Pod, id: PodIdentity, o: SandboxOption
     ...(dns?.searches?.length ? { DnsSearch: dns.searches } : {}),
     ...(dns?.options?.length ? { DnsOptions: dns.options.map((x) => (x.value !== undefined ? `${x.name}:${x.value}` : x.name)) } : {}),
     ...(s.securityContext?.sysctls?.length ? { Sysctls: Object.fromEntries(s.securityContext.sysctls.map((x) => [x.name, x.value])) } : {}),
+    // The engine unmounts a tmpfs volume when its last container stops, which would empty a
+    // `medium: Memory` emptyDir whenever its only container restarts; the sandbox holds it open.
+    Mounts: [...(o.volumes ?? new Map<string, VolumeBacking>())].flatMap(([name, b]) => (b.kind === 'volume' ? [{ Type: 'volume' as const, Source: b.name, Target: `/.podrun/volumes/${name}` }] : [])),
   };
   return {
     name: dockerName(id, SANDBOX_NAME, o.attempt),

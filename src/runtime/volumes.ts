@@ -1,4 +1,4 @@
-import { closeSync, mkdirSync, openSync, rmSync, statSync, type Stats } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, rmSync, statSync, type Stats } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
 import type Docker from 'dockerode';
 import { parseQuantity } from '../manifest/quantity.js';
@@ -89,7 +89,10 @@ export async function prepareVolumes(docker: Docker, stateDir: string, pod: Pod,
       out.set(v.name, { kind: 'volume', name: await ensureMemoryVolume(docker, uid, v, instance) });
     } else {
       const dir = join(podDir(stateDir, uid), 'volumes', 'empty-dir', v.name);
-      mkdirSync(dir, { recursive: true, mode: 0o777 });
+      mkdirSync(dir, { recursive: true });
+      // The kubelet's emptyDir is 0777 (pkg/volume/emptydir): any uid in the pod can write. The
+      // process umask trims the mode mkdir is given, so set it outright.
+      chmodSync(dir, 0o777);
       out.set(v.name, { kind: 'bind', path: dir });
     }
   }

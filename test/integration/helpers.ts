@@ -42,7 +42,8 @@ export class World {
     let rawErr = '';
     const stdout = new PassThrough().on('data', (c: Buffer) => (rawOut += c.toString()));
     const stderr = new PassThrough().on('data', (c: Buffer) => (rawErr += c.toString()));
-    const code = await main(['node', 'podrun', '--state-dir', this.stateDir, '--pause-image', PAUSE_IMAGE, ...args], {
+    // The node IP is loopback: hostNetwork probes and status.hostIP never reach the machine's own addresses.
+    const code = await main(['node', 'podrun', '--state-dir', this.stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', ...args], {
       out: (l) => out.push(l),
       err: (l) => err.push(l),
       stdout,
