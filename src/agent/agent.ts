@@ -161,6 +161,9 @@ export class Agent {
     };
     every(this.o.gc?.periodMs ?? 60_000, () => this.collect(false));
     if (this.o.gc?.imageGc !== false) every(this.o.gc?.imagePeriodMs ?? 300_000, () => this.gc.collectImages(false));
+    if (this.runtime.oomScoreFloor > -1000) {
+      this.log('this node cannot lower oom_score_adj (no CAP_SYS_RESOURCE): critical, Guaranteed and sandbox containers run at 0 instead of -997/-998');
+    }
     this.log(`agent started: ${this.sources.map((s) => s.name).join(', ')}`);
   }
 

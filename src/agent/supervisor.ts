@@ -210,8 +210,8 @@ export class PodSupervisor {
         const spec = err.container ? specOf(d.pod, err.container) : undefined;
         const key = err.container && spec ? Backoff.key(uid, err.container, containerHash(d.pod, spec)) : sandboxKey;
         const backoffMs = this.startFailures.restarted(key, Date.now());
-        if (err.container) this.waiting.set(`${uid}/${err.container}`, { reason: err.reason, message: err.message });
-        this.log(`pod ${d.key}: ${err.container ? `container ${err.container}` : 'sandbox'}: ${err.reason}: ${err.message}; retrying in ${Math.round(backoffMs / 1000)}s`);
+        if (err.container) this.waiting.set(`${uid}/${err.container}`, { reason: err.reason, message: err.detail });
+        this.log(`pod ${d.key}: ${err.container ? `container ${err.container}` : 'sandbox'}: ${err.message}; retrying in ${Math.round(backoffMs / 1000)}s`);
         wait = Math.min(wait ?? backoffMs, backoffMs);
       } else {
         if (!(err instanceof ContainerImageError)) throw err;

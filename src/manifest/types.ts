@@ -150,6 +150,8 @@ export interface PodSpec {
   hostAliases?: HostAlias[];
   securityContext?: PodSecurityContext;
   readinessGates?: { conditionType: string }[];
+  /** system-node-critical pods get the kubelet's strongest OOM protection. */
+  priorityClassName?: string;
   [ignored: string]: unknown;
 }
 

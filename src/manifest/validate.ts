@@ -359,7 +359,8 @@ function checkHandler(h: Probe | LifecycleHandler, at: PathSegment[], kinds: str
   if (typeof port === 'number' && (port < 1 || port > 65535)) fail([...at, which, 'port'], 'must be between 1 and 65535');
 }
 
-const IGNORED_SPEC = ['nodeSelector', 'affinity', 'tolerations', 'schedulerName', 'priority', 'priorityClassName', 'preemptionPolicy', 'topologySpreadConstraints', 'schedulingGates', 'overhead'];
+// priorityClassName is not here: system-node-critical sets the OOM protection (qos.ts).
+const IGNORED_SPEC = ['nodeSelector', 'affinity', 'tolerations', 'schedulerName', 'priority', 'preemptionPolicy', 'topologySpreadConstraints', 'schedulingGates', 'overhead'];
 
 /** Scheduling fields mean nothing on one node: accepted (a manifest moves to a cluster unchanged) and named once. */
 function ignoredFieldWarnings(pod: Record<string, unknown>, fail: Report): void {

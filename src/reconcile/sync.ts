@@ -22,8 +22,8 @@ const POST_START_TIMEOUT_MS = 120_000;
 
 /** A container (or, with no container, the sandbox) the engine would not create or start: the caller backs off. */
 export class ContainerStartFailure extends Error {
-  constructor(readonly container: string | undefined, readonly reason: string, message: string) {
-    super(message);
+  constructor(readonly container: string | undefined, readonly reason: string, readonly detail: string) {
+    super(`${reason}: ${detail}`);
     this.name = 'ContainerStartFailure';
   }
 }

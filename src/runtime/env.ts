@@ -7,6 +7,10 @@ export interface PodRuntimeContext {
   podIP: string;
   hostIP: string;
   nodeName: string;
+  /** The node's memory, for the OOM score of Burstable containers (default: this machine's). */
+  nodeMemoryBytes?: number;
+  /** The lowest oom_score_adj the engine may set here: 0 where processes cannot lower it. */
+  oomScoreFloor?: number;
 }
 
 /** Kubernetes' $(VAR) expansion: known names are replaced, `$$` escapes, unknown refs stay as written. */

@@ -1,3 +1,4 @@
+import { readFileSync } from 'node:fs';
 import { networkInterfaces, hostname } from 'node:os';
 import { PassThrough } from 'node:stream';
 import type Docker from 'dockerode';
@@ -6,7 +7,7 @@ import { authFor } from './auth.js';
 import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound, type EngineOptions } from './engine.js';
 import { instanceId, LABEL, MANAGED_BY } from './labels.js';
 import { groupObserved, type ObservedPod } from './observed.js';
-import { containerCreateOptions, sandboxCreateOptions, type PodIdentity, type VolumeBacking } from './spec.js';
+import { containerCreateOptions, needsImageUser, sandboxCreateOptions, type PodIdentity, type VolumeBacking } from './spec.js';
 import { prepareVolumes, removePodVolumes } from './volumes.js';
 
 export interface RuntimeOptions extends EngineOptions {
@@ -30,6 +31,22 @@ export interface EngineEvent {
 export interface SandboxInfo {
   id: string;
   ip: string;
+}
+
+/**
+ * Lowering a process's oom_score_adj takes CAP_SYS_RESOURCE. Where the node lacks it (some VMs
+ * and nested containers), the engine fails to start a container asked for a negative value, so
+ * podrun asks for 0 at the lowest there. Only a local engine can be judged from here.
+ */
+function oomScoreFloor(endpoint: string): number {
+  if (!endpoint.startsWith('unix://') && !endpoint.startsWith('/')) return -1000;
+  try {
+    const eff = /^CapEff:\s*([0-9a-f]+)$/m.exec(readFileSync('/proc/self/status', 'utf8'))?.[1];
+    const CAP_SYS_RESOURCE = 24n;
+    return eff !== undefined && (BigInt(`0x${eff}`) >> CAP_SYS_RESOURCE) & 1n ? -1000 : 0;
+  } catch {
+    return -1000;
+  }
 }
 
 function defaultHostIP(): string {
@@ -73,6 +90,8 @@ export class PodRuntime {
   readonly nodeName: string;
   readonly hostIP: string;
   readonly instance: string;
+  /** The lowest oom_score_adj this node lets the engine set. */
+  readonly oomScoreFloor: number;
   private readonly pulls = new Map<string, Promise<void>>();
 
   constructor(readonly options: RuntimeOptions) {
@@ -81,6 +100,7 @@ export class PodRuntime {
     this.nodeName = options.nodeName ?? hostname();
     this.hostIP = options.hostIP ?? defaultHostIP();
     this.instance = instanceId(options.stateDir);
+    this.oomScoreFloor = oomScoreFloor(this.endpoint);
   }
 
   private owned(opts: Docker.ContainerCreateOptions): Docker.ContainerCreateOptions {
@@ -255,13 +275,19 @@ export class PodRuntime {
     }
   }
 
+  /** The image's configured USER ('' for root by default). */
+  private async imageUser(image: string): Promise<string> {
+    const info = await this.call(`inspect image ${image}`, () => this.docker.getImage(image).inspect());
+    return info.Config?.User ?? '';
+  }
+
   async prepareVolumes(pod: Pod): Promise<Map<string, VolumeBacking>> {
     return this.call(`prepare volumes of ${pod.metadata.name}`, () => prepareVolumes(this.docker, this.options.stateDir, pod, this.instance));
   }
 
   async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, restartPolicy: string, volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
     await this.ensureImage(this.options.pauseImage, 'IfNotPresent');
-    const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: this.options.network ?? 'bridge', restartPolicy, ...(volumes ? { volumes } : {}) });
+    const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: this.options.network ?? 'bridge', restartPolicy, oomScoreFloor: this.oomScoreFloor, ...(volumes ? { volumes } : {}) });
     const refused = (err: unknown): never => {
       throw err instanceof EngineRequestError ? new SandboxError(err.message) : err;
     };
@@ -292,15 +318,17 @@ export class PodRuntime {
     },
   ): Promise<string> {
     await this.ensureImage(c.image, c.imagePullPolicy, o.onPull);
+    const imageUser = needsImageUser(pod, c) ? await this.imageUser(c.image) : undefined;
     let opts: Docker.ContainerCreateOptions;
     try {
       opts = containerCreateOptions(pod, { ...id, instance: this.instance }, c, {
+        ...(imageUser !== undefined ? { imageUser } : {}),
         type: o.type,
         restartCount: o.restartCount,
         hash: o.hash,
         sandboxId: o.sandbox.id,
         volumes: o.volumes,
-        runtime: { podIP: o.sandbox.ip, hostIP: this.hostIP, nodeName: this.nodeName },
+        runtime: { podIP: o.sandbox.ip, hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor },
         restartPolicy: o.restartPolicy,
       });
     } catch (err) {

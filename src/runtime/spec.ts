@@ -1,5 +1,7 @@
 import { posix } from 'node:path';
 import type Docker from 'dockerode';
+import { totalmem } from 'node:os';
+import { cpuShares, oomScoreAdj, SANDBOX_OOM_SCORE_ADJ } from '../manifest/qos.js';
 import { milliCpu, parseQuantity } from '../manifest/quantity.js';
 import type { Container, Pod, SecurityContext } from '../manifest/types.js';
 import { expandVars, resolveEnv, type PodRuntimeContext } from './env.js';
@@ -23,6 +25,8 @@ export type VolumeBacking = { kind: 'bind'; path: string } | { kind: 'volume'; n
 
 export interface SandboxOptions {
   pauseImage: string;
+  /** The lowest oom_score_adj the engine may set (see PodRuntimeContext). */
+  oomScoreFloor?: number;
   /** The pod's volumes: memory ones are mounted in the sandbox too, so they live as long as the pod. */
   volumes?: ReadonlyMap<string, VolumeBacking>;
   attempt: number;
@@ -34,6 +38,8 @@ export interface SandboxOptions {
 }
 
 export interface ContainerOptions {
+  /** The image's USER, when the security context needs it (runAsNonRoot, runAsGroup alone). */
+  imageUser?: string;
   type: 'init' | 'app';
   restartCount: number;
   hash: string;
@@ -93,6 +99,7 @@ export function sandboxCreateOptions(pod: Pod, id: PodIdentity, o: SandboxOption
     NetworkMode: s.hostNetwork ? 'host' : o.network,
     PortBindings: bindings,
     IpcMode: s.hostIPC ? 'host' : 'shareable',
+    OomScoreAdj: Math.max(o.oomScoreFloor ?? -1000, SANDBOX_OOM_SCORE_ADJ),
     ...(s.hostPID ? { PidMode: 'host' } : {}),
     ExtraHosts: (s.hostAliases ?? []).flatMap((a) => (a.hostnames ?? []).map((h) => `${h}:${a.ip}`)),
     RestartPolicy: { Name: o.restartPolicy },
@@ -115,17 +122,44 @@ export function sandboxCreateOptions(pod: Pod, id: PodIdentity, o: SandboxOption
   };
 }
 
-function securityOf(pod: Pod, sc: SecurityContext | undefined): Partial<Docker.HostConfig> & { User?: string } {
+/** Whether the container needs its image's USER to be run: the caller inspects the image only then. */
+export function needsImageUser(pod: Pod, c: Container): boolean {
+  const sc = c.securityContext;
+  const psc = pod.spec.securityContext;
+  const user = sc?.runAsUser ?? psc?.runAsUser;
+  const group = sc?.runAsGroup ?? psc?.runAsGroup;
+  return user === undefined && (group !== undefined || (sc?.runAsNonRoot ?? psc?.runAsNonRoot) === true);
+}
+
+/**
+ * The kubelet's runAsNonRoot check (kuberuntime_container_linux.go verifyRunAsNonRoot), on the
+ * user the container will run as: the messages are the kubelet's.
+ */
+export function nonRootProblem(pod: Pod, c: Container, user: string | undefined): string | undefined {
+  if ((c.securityContext?.runAsNonRoot ?? pod.spec.securityContext?.runAsNonRoot) !== true) return undefined;
+  const who = `(pod: "${pod.metadata.name}_${pod.metadata.namespace ?? 'default'}(${pod.metadata.uid ?? ''})", container: ${c.name})`;
+  const explicit = c.securityContext?.runAsUser ?? pod.spec.securityContext?.runAsUser;
+  if (explicit !== undefined) return explicit === 0 ? `container's runAsUser breaks non-root policy ${who}` : undefined;
+  const name = (user ?? '').split(':')[0] ?? '';
+  if (name === '' || name === 'root') return `container has runAsNonRoot and image will run as root ${who}`;
+  if (!/^\d+$/.test(name)) return `container has runAsNonRoot and image has non-numeric user (${name}), cannot verify user is non-root ${who}`;
+  return Number(name) === 0 ? `container has runAsNonRoot and image will run as root ${who}` : undefined;
+}
+
+function securityOf(pod: Pod, sc: SecurityContext | undefined, imageUser?: string): Partial<Docker.HostConfig> & { User?: string } {
   const psc = pod.spec.securityContext;
   const user = sc?.runAsUser ?? psc?.runAsUser;
   const group = sc?.runAsGroup ?? psc?.runAsGroup;
   const seccomp = sc?.seccompProfile?.type ?? psc?.seccompProfile?.type;
   const opts: string[] = [];
-  if (seccomp === 'Unconfined') opts.push('seccomp=unconfined');
+  // Without a profile the kubelet runs containers Unconfined (unless --seccomp-default); only
+  // RuntimeDefault asks for the engine's profile.
+  if (seccomp !== 'RuntimeDefault') opts.push('seccomp=unconfined');
   if (sc?.allowPrivilegeEscalation === false) opts.push('no-new-privileges');
   const caps = (xs: string[] | undefined): string[] | undefined => xs?.map((x) => (x.toUpperCase() === 'ALL' ? 'ALL' : x.toUpperCase().replace(/^CAP_/, '')));
   return {
-    ...(user !== undefined ? { User: group !== undefined ? `${user}:${group}` : String(user) } : group !== undefined ? { User: `0:${group}` } : {}),
+    // runAsGroup alone keeps the image's user (not root's uid 0, as `0:group` would).
+    ...(user !== undefined ? { User: group !== undefined ? `${user}:${group}` : String(user) } : group !== undefined ? { User: `${(imageUser ?? '').split(':')[0] || '0'}:${group}` } : {}),
     ...(sc?.privileged ? { Privileged: true } : {}),
     ...(sc?.readOnlyRootFilesystem ? { ReadonlyRootfs: true } : {}),
     ...(sc?.capabilities?.add?.length ? { CapAdd: caps(sc.capabilities.add) } : {}),
@@ -141,9 +175,9 @@ function resourcesOf(c: Container): Partial<Docker.HostConfig> {
   if (mem !== undefined) out.Memory = Math.floor(parseQuantity(mem));
   const cpuLimit = c.resources?.limits?.cpu;
   if (cpuLimit !== undefined) out.NanoCpus = milliCpu(cpuLimit) * 1_000_000;
-  // The kubelet's shares: requests (else limits) in millicores * 1024 / 1000, at least 2.
-  const cpuReq = c.resources?.requests?.cpu ?? cpuLimit;
-  if (cpuReq !== undefined) out.CpuShares = Math.max(2, Math.floor((milliCpu(cpuReq) * 1024) / 1000));
+  // The kubelet's shares: the request (else the limit) in millicores * 1024 / 1000, and 2 (the
+  // least) with neither, so a BestEffort container yields to every other.
+  out.CpuShares = cpuShares(c);
   return out;
 }
 
@@ -172,7 +206,9 @@ function mountsOf(c: Container, volumes: ReadonlyMap<string, VolumeBacking>): Do
 export function containerCreateOptions(pod: Pod, id: PodIdentity, c: Container, o: ContainerOptions): Docker.ContainerCreateOptions {
   const s = pod.spec;
   const env = resolveEnv(pod, c, o.runtime);
-  const { User, ...security } = securityOf(pod, c.securityContext);
+  const { User, ...security } = securityOf(pod, c.securityContext, o.imageUser);
+  const nonRoot = nonRootProblem(pod, c, User ?? o.imageUser);
+  if (nonRoot) throw new Error(nonRoot);
   const sandbox = `container:${o.sandboxId}`;
   const hostConfig: Docker.HostConfig = {
     NetworkMode: sandbox,
@@ -181,6 +217,7 @@ export function containerCreateOptions(pod: Pod, id: PodIdentity, c: Container, 
     Mounts: mountsOf(c, o.volumes),
     RestartPolicy: { Name: o.restartPolicy },
     ...resourcesOf(c),
+    OomScoreAdj: Math.max(o.runtime.oomScoreFloor ?? -1000, oomScoreAdj(pod, c, o.runtime.nodeMemoryBytes ?? totalmem())),
     ...security,
   };
   return {

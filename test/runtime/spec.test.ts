@@ -54,6 +54,25 @@ describe('translation to Docker create options', () => {
     expect(JSON.parse(o.Labels?.[LABEL.podSpec] ?? '')).toEqual(d.pod);
   });
 
+  it('asks for the OOM score QoS gives, never below what the node allows', () => {
+    const critical = desired(`apiVersion: v1
+kind: Pod
+metadata: {name: cp}
+spec:
+  priorityClassName: system-node-critical
+  containers: [{name: c, image: busybox}]
+`);
+    const opts = (floor: number): number | undefined =>
+      containerCreateOptions(critical.pod, identityOf(critical.pod, 's'), critical.pod.spec.containers[0]!, {
+        type: 'app', restartCount: 0, hash: 'h', sandboxId: 'sb', restartPolicy: 'no', volumes: new Map(),
+        runtime: { podIP: '', hostIP: '', nodeName: 'n', oomScoreFloor: floor },
+      }).HostConfig?.OomScoreAdj;
+    expect(opts(-1000)).toBe(-997);
+    expect(opts(0)).toBe(0);
+    const sandbox = (floor: number): number | undefined => sandboxCreateOptions(critical.pod, identityOf(critical.pod, 's'), { pauseImage: 'p', attempt: 0, hash: 'h', network: 'bridge', restartPolicy: 'always', oomScoreFloor: floor }).HostConfig?.OomScoreAdj;
+    expect([sandbox(-1000), sandbox(0)]).toEqual([-998, 0]);
+  });
+
   it('joins containers to the sandbox with env, limits and security translated', () => {
     const o = containerCreateOptions(d.pod, id, d.pod.spec.containers[0]!, {
       type: 'app', restartCount: 3, hash: 'h1', sandboxId: 'sb', restartPolicy: 'always',
