@@ -38,30 +38,6 @@ export async function logsCommand(podName: string, o: LogsOptions, g: GlobalOpti
     io.err(o.previous ? `podrun: previous terminated container "${container}" in pod "${name}" not found` : `podrun: container "${container}" in pod "${name}" has not started yet`);
     return EXIT.failed;
   }
-  const c = rt.docker.getContainer(target.id);
-  const opts = { stdout: true, stderr: true, timestamps: o.timestamps, ...(o.tail !== undefined ? { tail: o.tail } : {}) };
-  if (o.follow && !o.previous) {
-    const stream = await c.logs({ ...opts, follow: true });
-    rt.docker.modem.demuxStream(stream, io.stdout, io.stderr);
-    await new Promise<void>((resolve) => {
-      stream.on('end', resolve);
-      stream.on('close', resolve);
-      stream.on('error', () => resolve());
-    });
-    return EXIT.ok;
-  }
-  const buf = (await c.logs({ ...opts, follow: false })) as unknown as Buffer;
-  // Non-TTY logs are multiplexed in 8-byte framed chunks; TTY logs are raw.
-  const info = await c.inspect();
-  if (info.Config.Tty) {
-    io.stdout.write(buf);
-    return EXIT.ok;
-  }
-  for (let i = 0; i + 8 <= buf.length; ) {
-    const len = buf.readUInt32BE(i + 4);
-    const chunk = buf.subarray(i + 8, i + 8 + len);
-    (buf[i] === 2 ? io.stderr : io.stdout).write(chunk);
-    i += 8 + len;
-  }
+  await rt.writeLogs(target.id, { follow: o.follow && !o.previous, timestamps: o.timestamps, ...(o.tail !== undefined ? { tail: o.tail } : {}) }, io.stdout, io.stderr);
   return EXIT.ok;
 }

@@ -82,17 +82,16 @@ export class GarbageCollector {
 
   async imageCandidates(): Promise<{ images: ImageInfo[]; usage: { capacity: number; used: number } }> {
     const now = Date.now();
-    const info = await this.rt.docker.info();
-    const st = statfsSync(String(info.DockerRootDir ?? '/var/lib/docker'));
+    const inv = await this.rt.imageInventory(this.o.pauseImage);
+    const st = statfsSync(inv.rootDir);
     const usage = { capacity: st.blocks * st.bsize, used: (st.blocks - st.bfree) * st.bsize };
-    const inUse = new Set((await this.rt.docker.listContainers({ all: true })).map((c) => c.ImageID));
-    const pause = await this.rt.docker.getImage(this.o.pauseImage).inspect().then((i) => i.Id, () => '');
-    const images = (await this.rt.docker.listImages()).map((i): ImageInfo => {
+    const { inUse, pinnedId: pause } = inv;
+    const images = inv.images.map((i): ImageInfo => {
       if (!this.firstSeen.has(i.Id)) this.firstSeen.set(i.Id, now);
       if (inUse.has(i.Id)) this.lastUsed.set(i.Id, now);
       return {
         id: i.Id,
-        tags: i.RepoTags ?? [],
+        tags: (i.RepoTags ?? []).filter((t) => t !== '<none>:<none>'),
         size: i.Size,
         inUse: inUse.has(i.Id),
         pinned: i.Id === pause,
@@ -113,7 +112,7 @@ export class GarbageCollector {
     let freedBytes = 0;
     for (const i of doomed) {
       try {
-        await this.rt.docker.getImage(i.id).remove({ force: false });
+        await this.rt.removeImage(i.id, i.tags);
         removed++;
         freedBytes += i.size;
       } catch {

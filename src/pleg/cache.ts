@@ -1,6 +1,5 @@
-import type Docker from 'dockerode';
 import { LABEL } from '../runtime/labels.js';
-import { groupObserved, type ObservedPod } from '../runtime/observed.js';
+import { groupObserved, type EngineContainer, type ObservedPod } from '../runtime/observed.js';
 import type { EngineEvent, PodRuntime } from '../runtime/runtime.js';
 
 export interface PodCacheOptions {
@@ -24,7 +23,7 @@ const RECENT_LIMIT = 2000;
  * safety net. Reconnects with backoff when the engine goes away.
  */
 export class PodCache {
-  private readonly records = new Map<string, Docker.ContainerInfo>();
+  private readonly records = new Map<string, EngineContainer>();
   private readonly finished = new Map<string, number>();
   private readonly recent: Recent[] = [];
   private seq = 0;

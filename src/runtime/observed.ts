@@ -2,6 +2,9 @@ import type Docker from 'dockerode';
 import { LABEL, MANAGED_BY, type ContainerType } from './labels.js';
 import type { Pod } from '../manifest/types.js';
 
+/** One container as the engine lists it: what the pod cache keeps, without knowing dockerode. */
+export type EngineContainer = Docker.ContainerInfo;
+
 export type ContainerState = 'created' | 'running' | 'paused' | 'restarting' | 'exited' | 'removing' | 'dead';
 
 /** One engine container as podrun sees it: identity from labels, state from the list call. */

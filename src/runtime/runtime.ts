@@ -85,7 +85,7 @@ export class SandboxError extends Error {
 
 /** The only code that talks to the engine: pods in, engine objects out, labels carrying identity. */
 export class PodRuntime {
-  readonly docker: Docker;
+  private readonly docker: Docker;
   readonly endpoint: string;
   readonly nodeName: string;
   readonly hostIP: string;
@@ -354,6 +354,62 @@ export class PodRuntime {
     await this.call('remove container', () => this.docker.getContainer(id).remove({ force: true, v: true })).catch((err: unknown) => {
       if (isNotFound(err) || (err instanceof EngineRequestError && err.statusCode === 409)) return;
       throw err;
+    });
+  }
+
+  /**
+   * Writes a container's log to `out` and `err` (split as the container wrote them); with
+   * `follow`, until the container stops or the stream ends.
+   */
+  async writeLogs(id: string, o: { follow: boolean; timestamps: boolean; tail?: number }, out: NodeJS.WritableStream, err: NodeJS.WritableStream): Promise<void> {
+    const c = this.docker.getContainer(id);
+    const opts = { stdout: true, stderr: true, timestamps: o.timestamps, ...(o.tail !== undefined ? { tail: o.tail } : {}) };
+    const tty = (await this.call('inspect container', () => c.inspect())).Config.Tty;
+    if (o.follow) {
+      const stream = await this.call('follow logs', () => c.logs({ ...opts, follow: true }));
+      if (tty) stream.pipe(out, { end: false });
+      else this.docker.modem.demuxStream(stream, out, err);
+      await new Promise<void>((resolve) => {
+        stream.on('end', resolve);
+        stream.on('close', resolve);
+        stream.on('error', () => resolve());
+      });
+      return;
+    }
+    const buf = (await this.call('read logs', () => c.logs({ ...opts, follow: false }))) as unknown as Buffer;
+    if (tty) {
+      out.write(buf);
+      return;
+    }
+    // Non-TTY logs are multiplexed in 8-byte framed chunks.
+    for (let i = 0; i + 8 <= buf.length; ) {
+      const len = buf.readUInt32BE(i + 4);
+      (buf[i] === 2 ? err : out).write(buf.subarray(i + 8, i + 8 + len));
+      i += 8 + len;
+    }
+  }
+
+  /** What image GC needs to know of the engine: where it keeps its data, its images, which are in use. */
+  async imageInventory(pinned: string): Promise<{ rootDir: string; images: Docker.ImageInfo[]; inUse: Set<string>; pinnedId: string }> {
+    const info = await this.call('engine info', () => this.docker.info());
+    const inUse = new Set((await this.call('list containers', () => this.docker.listContainers({ all: true }))).map((c) => c.ImageID));
+    const pinnedId = await this.call(`inspect image ${pinned}`, () => this.docker.getImage(pinned).inspect()).then((i) => i.Id, () => '');
+    const images = await this.call('list images', () => this.docker.listImages());
+    return { rootDir: String(info.DockerRootDir ?? '/var/lib/docker'), images, inUse, pinnedId };
+  }
+
+  /**
+   * Removes an unused image. An image with several tags cannot be removed by id without force
+   * (which would also take it from under stopped containers): each tag goes first, then the image.
+   */
+  async removeImage(id: string, tags: readonly string[]): Promise<void> {
+    for (const tag of tags) {
+      await this.call(`untag image ${tag}`, () => this.docker.getImage(tag).remove({ force: false, noprune: false })).catch((err: unknown) => {
+        if (!isNotFound(err)) throw err;
+      });
+    }
+    await this.call(`remove image ${id}`, () => this.docker.getImage(id).remove({ force: false })).catch((err: unknown) => {
+      if (!isNotFound(err)) throw err;
     });
   }
 

@@ -1,9 +1,13 @@
 import { afterAll, describe, expect, it } from 'vitest';
-import { existsSync, mkdirSync, unlinkSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, unlinkSync, writeFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
 import { AgentProcess } from './agent-helpers.js';
-import { docker, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { PodRuntime } from '../../src/runtime/runtime.js';
+import { docker, PAUSE_IMAGE, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+
+const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 
 const world = new World();
 const ns = unique('gc');
@@ -129,3 +133,26 @@ async function agentGetText(stateDir: string, path: string): Promise<string | un
     req.end();
   });
 }
+
+describe('image removal', () => {
+  it('removes an unused image that carries several tags (by tag, then by id)', async () => {
+    const c = await docker.createContainer({ Image: TEST_IMAGE, Cmd: ['true'] });
+    const repo = `podrun-test/gc-image-${ns}`;
+    const image = (await c.commit({ repo, tag: 'a', changes: [`LABEL podrun-test-gc=${ns}`] })) as { Id: string };
+    await c.remove({ force: true });
+    await docker.getImage(`${repo}:a`).tag({ repo, tag: 'b' });
+    await docker.getImage(`${repo}:a`).tag({ repo: `${repo}-other`, tag: 'c' });
+    const rt = new PodRuntime({ stateDir: world.stateDir, pauseImage: PAUSE_IMAGE });
+    await rt.removeImage(image.Id, [`${repo}:a`, `${repo}:b`, `${repo}-other:c`]);
+    await expect(docker.getImage(image.Id).inspect()).rejects.toThrow(/no such image/i);
+  });
+});
+
+describe('the engine door', () => {
+  it('is src/runtime alone: no other module imports dockerode', () => {
+    const offenders = readdirSync(SRC, { recursive: true, encoding: 'utf8' })
+      .filter((f) => f.endsWith('.ts') && !f.startsWith('runtime/'))
+      .filter((f) => /from 'dockerode'/.test(readFileSync(join(SRC, f), 'utf8')));
+    expect(offenders).toEqual([]);
+  });
+});
