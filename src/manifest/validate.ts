@@ -339,6 +339,13 @@ function semanticChecks(pod: Pod, fail: Report): void {
   if (spec.hostNetwork && spec.hostname) {
     fail(['spec', 'hostname'], 'cannot be set with hostNetwork: the pod uses the host\'s hostname', { severity: 'warning' });
   }
+  if (spec.dnsPolicy === 'None' && !spec.dnsConfig) fail(['spec', 'dnsConfig'], 'is required when dnsPolicy is None', { atKey: true });
+  const dns = spec.dnsConfig;
+  if ((dns?.nameservers?.length ?? 0) > 3) fail(['spec', 'dnsConfig', 'nameservers'], 'at most 3 nameservers');
+  if ((dns?.searches?.length ?? 0) > 32) fail(['spec', 'dnsConfig', 'searches'], 'at most 32 search domains');
+  (dns?.nameservers ?? []).forEach((n, i) => {
+    if (!isIP(n)) fail(['spec', 'dnsConfig', 'nameservers', i], `${JSON.stringify(n)} is not an IP address`);
+  });
   (spec.hostAliases ?? []).forEach((a, i) => {
     if (!isIP(a.ip)) fail(['spec', 'hostAliases', i, 'ip'], `${JSON.stringify(a.ip)} is not an IP address`);
   });

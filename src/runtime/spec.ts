@@ -104,7 +104,10 @@ export function sandboxCreateOptions(pod: Pod, id: PodIdentity, o: SandboxOption
     ExtraHosts: (s.hostAliases ?? []).flatMap((a) => (a.hostnames ?? []).map((h) => `${h}:${a.ip}`)),
     RestartPolicy: { Name: o.restartPolicy },
     ...(dns?.nameservers?.length ? { Dns: dns.nameservers } : {}),
-    ...(dns?.searches?.length ? { DnsSearch: dns.searches } : {}),
+    // dnsPolicy None: the pod's dnsConfig and nothing of the host's (`.` means no search list).
+    // ClusterFirst and ClusterFirstWithHostNet fall back to Default, as the kubelet does with no
+    // cluster DNS: the host's resolv.conf, with dnsConfig added.
+    ...(dns?.searches?.length ? { DnsSearch: dns.searches } : s.dnsPolicy === 'None' ? { DnsSearch: ['.'] } : {}),
     ...(dns?.options?.length ? { DnsOptions: dns.options.map((x) => (x.value !== undefined ? `${x.name}:${x.value}` : x.name)) } : {}),
     ...(s.securityContext?.sysctls?.length ? { Sysctls: Object.fromEntries(s.securityContext.sysctls.map((x) => [x.name, x.value])) } : {}),
     // The engine unmounts a tmpfs volume when its last container stops, which would empty a

@@ -84,3 +84,28 @@ spec:
     expect((await docker.getContainer(web.Id).inspect()).Config.Env).toContain('MY_IP=127.0.0.2');
   });
 });
+
+describe('DNS', () => {
+  it('gives a dnsPolicy None pod its dnsConfig and nothing of the host\'s', async () => {
+    const name = unique('dnsnone');
+    const r = await world.cli('apply', '--timeout', '20s', world.write(`${name}.yaml`, `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  dnsPolicy: None
+  dnsConfig: {nameservers: [192.0.2.53], options: [{name: ndots, value: '2'}]}
+  containers: [{name: c, image: ${TEST_IMAGE}, command: [sh, -c, 'cat /etc/resolv.conf; exec sleep 3600']}]
+`));
+    expect(r.code, r.err).toBe(0);
+    const c = (await podContainers(ns, name)).find((x) => x.Labels[LABEL.containerName] === 'c')!;
+    const conf = await until('resolv.conf to be printed', async () => {
+      const text = await logsOf(c.Id);
+      return text.includes('nameserver') ? text : undefined;
+    });
+    const lines = conf.split('\n').filter((l) => l.trim() && !l.startsWith('#'));
+    expect(lines.filter((l) => l.startsWith('nameserver'))).toEqual(['nameserver 192.0.2.53']);
+    expect(lines.filter((l) => l.startsWith('search') && l.trim() !== 'search .' && l.trim() !== 'search')).toEqual([]);
+    expect(lines.some((l) => l.startsWith('options') && l.includes('ndots:2'))).toBe(true);
+  });
+});

@@ -54,6 +54,24 @@ describe('translation to Docker create options', () => {
     expect(JSON.parse(o.Labels?.[LABEL.podSpec] ?? '')).toEqual(d.pod);
   });
 
+  it('gives dnsPolicy None no search list of the host\'s, and leaves the other policies the host\'s', () => {
+    const mk = (policy: string, searches = ''): string[] | undefined => {
+      const p = desired(`apiVersion: v1
+kind: Pod
+metadata: {name: d}
+spec:
+  dnsPolicy: ${policy}
+  dnsConfig: {nameservers: [192.0.2.53]${searches}}
+  containers: [{name: c, image: busybox}]
+`);
+      return sandboxCreateOptions(p.pod, identityOf(p.pod, 's'), { pauseImage: 'p', attempt: 0, hash: 'h', network: 'bridge', restartPolicy: 'always' }).HostConfig?.DnsSearch;
+    };
+    expect(mk('None')).toEqual(['.']);
+    expect(mk('None', ', searches: [corp.example]')).toEqual(['corp.example']);
+    expect(mk('ClusterFirst')).toBeUndefined();
+    expect(mk('Default')).toBeUndefined();
+  });
+
   it('asks for the OOM score QoS gives, never below what the node allows', () => {
     const critical = desired(`apiVersion: v1
 kind: Pod
