@@ -3,7 +3,7 @@ import type { DesiredPod } from '../manifest/types.js';
 import type { PodCache } from '../pleg/cache.js';
 import { ProbeManager, type ProbeEvent, type ProbeTarget } from '../probe/manager.js';
 import { Backoff, type BackoffPolicy } from '../reconcile/backoff.js';
-import { defaultHostOf, fieldPathOf, graceOf, killContainer, removePod, specOf, type EventSink } from '../reconcile/lifecycle.js';
+import { defaultHostOf, fieldPathOf, graceOf, removePod, specOf, type EventSink } from '../reconcile/lifecycle.js';
 import { computePodActions, hasActions, type ContainerToStart } from '../reconcile/plan.js';
 import { ContainerImageError, ContainerStartFailure, executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
 import { isActive, latestByName, type ObservedPod } from '../runtime/observed.js';
@@ -86,29 +86,6 @@ export class PodSupervisor {
     return host;
   }
 
-  /** Kills running containers whose liveness or startup probe failed; true if any was killed. */
-  private async probeKills(d: DesiredPod, o: ObservedPod): Promise<boolean> {
-    let killed = false;
-    for (const c of o.containers.filter(isActive)) {
-      const failed = this.probes.state(c.id)?.failed;
-      if (!failed) continue;
-      const spec = specOf(d.pod, c.name);
-      const fp = fieldPathOf(d.pod, c.name);
-      const policy = d.pod.spec.restartPolicy ?? 'Always';
-      const what = failed.kind === 'liveness' ? 'liveness' : 'startup';
-      this.log(`pod ${d.key}: container ${c.name} failed its ${what} probe (${failed.message}); killing it`);
-      await killContainer(this.rt, c, spec, failed.graceSeconds ?? d.pod.spec.terminationGracePeriodSeconds ?? 30, {
-        defaultHost: await this.defaultHost(d, o),
-        reason: `failed ${what} probe, will be ${policy === 'Never' ? 'left stopped' : 'restarted'}`,
-        events: this.sink(this.ref(d)),
-        ...(fp ? { fieldPath: fp } : {}),
-      });
-      this.probes.forget(c.id);
-      killed = true;
-    }
-    return killed;
-  }
-
   /** Starts or stops probe workers to match the pod's running containers. */
   private async updateProbes(d: DesiredPod, o: ObservedPod | undefined): Promise<void> {
     if (!o) return this.probes.removePod(d.uid);
@@ -125,12 +102,17 @@ export class PodSupervisor {
 
   async sync(d: DesiredPod): Promise<number | undefined> {
     const uid = d.uid;
-    let o = this.cache.pod(uid);
-    if (o && (await this.probeKills(d, o))) {
-      await this.cache.refreshPod(uid);
-      o = this.cache.pod(uid);
+    const o = this.cache.pod(uid);
+    const actions = computePodActions(d, o, {
+      probeFailure: (id) => {
+        const failed = this.probes.state(id)?.failed;
+        return failed && failed.kind !== 'readiness' ? { kind: failed.kind, ...(failed.graceSeconds !== undefined ? { graceSeconds: failed.graceSeconds } : {}) } : undefined;
+      },
+      started: (id) => this.probes.state(id)?.started ?? true,
+    });
+    for (const k of actions.containersToKill) {
+      if (k.reason.startsWith('failed ')) this.log(`pod ${d.key}: container ${k.name} ${k.reason}`);
     }
-    const actions = computePodActions(d, o);
     if (!hasActions(actions)) {
       await this.updateProbes(d, o);
       this.clearWaiting(d, o);
@@ -188,6 +170,7 @@ export class PodSupervisor {
     const toRun = { ...actions, containersToStart: allowed };
     if (!hasActions(toRun)) return wait;
     if (toRun.createSandbox) this.log(`pod ${d.key}: ${o ? `recreating (${actions.reason ?? ''})` : 'creating'}`);
+    else if (toRun.killPod) this.log(`pod ${d.key}: stopping the pod (${actions.reason ?? ''})`);
     else {
       for (const s of allowed) {
         const waited = waitedFor.get(s.name);

@@ -17,20 +17,30 @@ export interface ContainerToKill {
   id: string;
   name: string;
   reason: string;
+  /** A probe's own terminationGracePeriodSeconds, for a probe kill. */
+  graceSeconds?: number;
 }
 
 export interface PodActions {
-  /** Stop every container and sandbox of the pod (sandbox change or pod no longer desired). */
+  /** Stop every container and sandbox of the pod (sandbox change, nothing left to run, or pod no longer desired). */
   killPod: boolean;
   createSandbox: boolean;
   /** Attempt number of the sandbox to create. */
   sandboxAttempt: number;
   containersToKill: ContainerToKill[];
   containersToStart: ContainerToStart[];
-  /** Why the pod needs a new sandbox, for the plan printout. */
+  /** Why the pod is killed (and maybe re-created), for the plan printout and events. */
   reason?: string;
   /** A non-retried init container failed under restartPolicy Never: the pod has failed. */
   podFailed?: boolean;
+}
+
+/** What the plan needs beyond the spec and the engine: the prober's verdicts. */
+export interface PlanInputs {
+  /** A running container whose liveness or startup probe failed, with the probe's own grace period. */
+  probeFailure?: (containerId: string) => { kind: 'liveness' | 'startup'; graceSeconds?: number } | undefined;
+  /** Whether a running container passed its startup probe (a sidecar must, before the next init container). */
+  started?: (containerId: string) => boolean;
 }
 
 export function hasActions(a: PodActions): boolean {
@@ -79,19 +89,53 @@ function sandboxProblem(desired: DesiredPod, observed: ObservedPod | undefined):
   return undefined;
 }
 
-/** The kubelet's computePodActions, for one desired pod against what the engine holds. */
-export function computePodActions(desired: DesiredPod, observed: ObservedPod | undefined): PodActions {
+/**
+ * Whether the pod is initialized: one of its regular containers was made in this sandbox, or its
+ * last init container completed in it. Then its init containers are done, even if their dead instances were
+ * garbage-collected since, and never run again; sidecars restart on their own (the kubelet's
+ * computeInitContainerActions).
+ */
+function initialized(pod: Pod, current: (name: string) => ObservedContainer | undefined): boolean {
+  // Any app container made in this sandbox, exited ones included: the kubelet counts only created
+  // or running ones, since it cannot tell an old sandbox's containers apart; podrun can (by creation
+  // time), so a dead app container behind a sidecar in back-off is still restarted.
+  const appRan = pod.spec.containers.some((c) => current(c.name) !== undefined);
+  if (appRan) return true;
+  // Or the last init container, a regular one, has completed (the app may all have exited since).
+  const inits = pod.spec.initContainers ?? [];
+  const last = inits[inits.length - 1];
+  if (!last) return true;
+  const lastPrev = current(last.name);
+  return !isSidecar(last) && lastPrev?.state === 'exited' && lastPrev.exitCode === 0;
+}
+
+/**
+ * The kubelet's computePodActions, for one desired pod against what the engine holds and what the
+ * prober says: every decision of a sync (what to kill, what to start, whether the pod is done).
+ * Pure: no I/O, no clock (back-off is applied by the caller to the starts it returns).
+ */
+export function computePodActions(desired: DesiredPod, observed: ObservedPod | undefined, inputs: PlanInputs = {}): PodActions {
   const pod = desired.pod;
   const spec = pod.spec;
   const latest = observed ? latestByName(observed) : new Map<string, ObservedContainer>();
   const problem = sandboxProblem(desired, observed);
+  const restartOnFailure = (spec.restartPolicy ?? 'Always') !== 'Never';
+  const anyActive = observed ? [...observed.sandboxes, ...observed.containers].some(isActive) : false;
+  // An exited container whose spec was edited runs again whatever the policy: the kubelet sees an
+  // edited static pod as a new pod.
+  const edited = (c: Container): boolean => {
+    const prev = latest.get(c.name);
+    return prev !== undefined && !isActive(prev) && prev.hash !== containerHash(pod, c);
+  };
 
   if (problem) {
     const ranBefore = (observed?.containers.length ?? 0) > 0;
-    // As the kubelet: a Never pod whose containers already ran does not get a new sandbox,
-    // unless its spec changed (then it is a new pod for every practical purpose).
-    const specChanged = observed?.sandboxes[0] !== undefined && observed.sandboxes[0].hash !== sandboxHash(pod);
-    if (spec.restartPolicy === 'Never' && ranBefore && !specChanged && !problem.startsWith('init container')) return NONE;
+    const specChanged = (observed?.sandboxes[0] !== undefined && observed.sandboxes[0].hash !== sandboxHash(pod)) || spec.containers.some(edited);
+    // As the kubelet: a Never pod whose containers already ran gets no new sandbox (unless its
+    // spec changed: then it is a new pod), and whatever of it still runs is stopped.
+    if (!restartOnFailure && ranBefore && !specChanged && !problem.startsWith('init container')) {
+      return anyActive ? { ...NONE, killPod: true, reason: `${problem}; restartPolicy is Never` } : NONE;
+    }
     const starts: ContainerToStart[] = [];
     const firstInit = spec.initContainers?.[0];
     if (firstInit) {
@@ -104,6 +148,8 @@ export function computePodActions(desired: DesiredPod, observed: ObservedPod | u
         starts.push({ name: c.name, type: 'app', restartCount: nextCount(prev), reason: 'pod (re)created' });
       }
     }
+    // Nothing left to run (OnFailure, every container succeeded): no sandbox for nothing.
+    if (starts.length === 0) return anyActive ? { ...NONE, killPod: true, reason: 'all containers have completed' } : NONE;
     const hadAny = (observed?.sandboxes.length ?? 0) + (observed?.containers.length ?? 0) > 0;
     return {
       killPod: hadAny,
@@ -131,26 +177,61 @@ export function computePodActions(desired: DesiredPod, observed: ObservedPod | u
     }
   }
 
-  // Init containers, one at a time and in order; sidecars start and stay running.
+  const probeKill = (c: ObservedContainer): ContainerToKill | undefined => {
+    const failed = inputs.probeFailure?.(c.id);
+    if (!failed) return undefined;
+    return { id: c.id, name: c.name, reason: `failed ${failed.kind} probe, will be ${restartOnFailure ? 'restarted' : 'left stopped'}`, ...(failed.graceSeconds !== undefined ? { graceSeconds: failed.graceSeconds } : {}) };
+  };
+
+  // Init containers, one at a time and in order, until the pod is initialized; sidecars start in
+  // order and, once the pod is initialized, restart on their own without holding anything up.
+  // Only instances made for the current sandbox count (the kubelet purges the others).
+  const sandboxCreated = observed?.sandboxes[0]?.created ?? 0;
+  const current = (name: string): ObservedContainer | undefined => {
+    const prev = latest.get(name);
+    return prev && prev.created >= sandboxCreated ? prev : undefined;
+  };
+  const done = initialized(pod, current);
+  let pending = false;
   for (const c of spec.initContainers ?? []) {
-    const prev = latest.get(c.name);
+    const last = latest.get(c.name);
+    const prev = current(c.name);
     const hash = containerHash(pod, c);
     if (isSidecar(c)) {
-      if (prev && isActive(prev) && prev.hash === hash) continue;
-      if (prev && isActive(prev)) kills.push({ id: prev.id, name: c.name, reason: 'sidecar spec changed' });
-      starts.push({ name: c.name, type: 'init', restartCount: nextCount(prev), reason: prev ? 'sidecar restarted' : 'sidecar started' });
-      return { ...NONE, containersToKill: kills, containersToStart: starts };
+      if (prev && isActive(prev)) {
+        const failed = probeKill(prev);
+        if (prev.hash !== hash || failed) {
+          kills.push(failed ?? { id: prev.id, name: c.name, reason: 'sidecar spec changed' });
+          starts.push({ name: c.name, type: 'init', restartCount: nextCount(last), reason: failed ? failed.reason.replace(/, will be .*/, '') : 'sidecar spec changed' });
+          if (!done) pending = true;
+        } else if (!done && inputs.started?.(prev.id) === false) {
+          pending = true;
+        }
+      } else {
+        if (prev?.state === 'created') kills.push({ id: prev.id, name: c.name, reason: 'never started' });
+        starts.push({ name: c.name, type: 'init', restartCount: prev?.state === 'created' ? prev.restartCount : nextCount(last), reason: prev ? 'sidecar restarted' : 'sidecar started' });
+        if (!done) pending = true;
+      }
+      if (pending) break;
+      continue;
     }
+    if (done) continue;
     if (prev && prev.state === 'exited' && prev.exitCode === 0) continue;
-    if (prev && isActive(prev)) return { ...NONE, containersToKill: kills };
-    if (prev && prev.state === 'exited' && spec.restartPolicy === 'Never') {
-      return { ...NONE, containersToKill: kills, podFailed: true };
+    if (prev && isActive(prev)) {
+      pending = true;
+      break;
+    }
+    if (prev && prev.state === 'exited' && !restartOnFailure) {
+      return { ...NONE, killPod: anyActive, containersToKill: kills, podFailed: true, reason: `init container ${c.name} failed` };
     }
     if (prev && prev.state === 'created') kills.push({ id: prev.id, name: c.name, reason: 'never started' });
-    starts.push({ name: c.name, type: 'init', restartCount: nextCount(prev), reason: prev ? 'init container failed; retrying' : 'init container' });
-    return { ...NONE, containersToKill: kills, containersToStart: starts };
+    starts.push({ name: c.name, type: 'init', restartCount: prev?.state === 'created' ? prev.restartCount : nextCount(last), reason: prev ? 'init container failed; retrying' : 'init container' });
+    pending = true;
+    break;
   }
+  if (pending) return { ...NONE, containersToKill: kills, containersToStart: starts };
 
+  let keep = 0;
   for (const c of spec.containers) {
     const prev = latest.get(c.name);
     const hash = containerHash(pod, c);
@@ -159,9 +240,19 @@ export function computePodActions(desired: DesiredPod, observed: ObservedPod | u
       continue;
     }
     if (isActive(prev)) {
-      if (prev.hash === hash) continue;
-      kills.push({ id: prev.id, name: c.name, reason: 'container spec changed' });
-      starts.push({ name: c.name, type: 'app', restartCount: nextCount(prev), reason: 'container spec changed' });
+      if (prev.hash !== hash) {
+        kills.push({ id: prev.id, name: c.name, reason: 'container spec changed' });
+        starts.push({ name: c.name, type: 'app', restartCount: nextCount(prev), reason: 'container spec changed' });
+        continue;
+      }
+      const failed = probeKill(prev);
+      if (failed) {
+        // A probe kill restarts the container unless the policy is Never, whatever its exit code.
+        kills.push(failed);
+        if (restartOnFailure) starts.push({ name: c.name, type: 'app', restartCount: nextCount(prev), reason: failed.reason.replace(/, will be .*/, '') });
+        continue;
+      }
+      keep++;
       continue;
     }
     if (prev.state === 'created') {
@@ -170,9 +261,18 @@ export function computePodActions(desired: DesiredPod, observed: ObservedPod | u
       starts.push({ name: c.name, type: 'app', restartCount: prev.restartCount, reason: 'never started' });
       continue;
     }
+    if (edited(c)) {
+      starts.push({ name: c.name, type: 'app', restartCount: nextCount(prev), reason: 'container spec changed' });
+      continue;
+    }
     if (shouldRestart(pod, prev)) {
       starts.push({ name: c.name, type: 'app', restartCount: nextCount(prev), reason: `exited with code ${prev.exitCode ?? '?'}` });
     }
+  }
+  // Nothing runs and nothing will (Never, or OnFailure after success): stop the sandbox and the
+  // sidecars, freeing the pod's ports (the kubelet's KillPod when keepCount is 0).
+  if (keep === 0 && !starts.some((s) => s.type === 'app')) {
+    return anyActive ? { ...NONE, killPod: true, reason: 'all containers have terminated' } : NONE;
   }
   return { ...NONE, containersToKill: kills, containersToStart: starts };
 }

@@ -53,7 +53,7 @@ export async function executePodActions(rt: PodRuntime, d: DesiredPod, observed:
 
   // 1. Kill what must go.
   if (actions.killPod && observed) {
-    if (actions.reason) events?.('Normal', 'SandboxChanged', `Pod sandbox changed (${actions.reason}), it will be killed and re-created.`);
+    if (actions.createSandbox && actions.reason) events?.('Normal', 'SandboxChanged', `Pod sandbox changed (${actions.reason}), it will be killed and re-created.`);
     await stopPod(rt, observed, grace, events);
   }
   if (actions.containersToKill.length) {
@@ -66,7 +66,7 @@ export async function executePodActions(rt: PodRuntime, d: DesiredPod, observed:
         if (c.state === 'created') return rt.removeContainer(k.id);
         const fp = fieldPathOf(pod, c.name);
         // The running instance was made from the old spec: its preStop is the one to run.
-        await killContainer(rt, c, specOf(observed?.spec, c.name), grace, {
+        await killContainer(rt, c, specOf(observed?.spec, c.name), k.graceSeconds ?? grace, {
           defaultHost: host,
           reason: k.reason,
           ...(events ? { events } : {}),

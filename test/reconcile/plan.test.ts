@@ -12,6 +12,19 @@ spec:
   - {name: b, image: busybox:1.36}
 `;
 
+const INIT = (policy: string) => `apiVersion: v1
+kind: Pod
+metadata: {name: i}
+spec:
+  restartPolicy: ${policy}
+  initContainers:
+  - {name: first, image: busybox:1.36}
+  - {name: sidecar, image: busybox:1.36, restartPolicy: Always}
+  - {name: second, image: busybox:1.36}
+  containers:
+  - {name: app, image: busybox:1.36}
+`;
+
 describe('computePodActions', () => {
   it('creates the sandbox and every container for a new pod', () => {
     const a = computePodActions(desired(TWO()), undefined);
@@ -74,18 +87,6 @@ describe('computePodActions', () => {
     ]);
   });
 
-  const INIT = (policy: string) => `apiVersion: v1
-kind: Pod
-metadata: {name: i}
-spec:
-  restartPolicy: ${policy}
-  initContainers:
-  - {name: first, image: busybox:1.36}
-  - {name: sidecar, image: busybox:1.36, restartPolicy: Always}
-  - {name: second, image: busybox:1.36}
-  containers:
-  - {name: app, image: busybox:1.36}
-`;
 
   it('runs init containers one at a time, keeps sidecars running, then starts the app', () => {
     const d = desired(INIT('Always'));
@@ -119,6 +120,111 @@ spec:
     expect(a.containersToStart).toEqual([]);
   });
 });
+
+describe('computePodActions: the kubelet\'s corners (kuberuntime_manager.go)', () => {
+  const ONE = (policy: string, extra = '') => `apiVersion: v1
+kind: Pod
+metadata: {name: one}
+spec:
+  restartPolicy: ${policy}
+  containers:
+  - {name: a, image: busybox:1.36${extra}}
+`;
+  const failedLiveness = (id: string) => (x: string) => (x === id ? { kind: 'liveness' as const, graceSeconds: 7 } : undefined);
+
+  it('kills a container that failed its liveness probe and restarts it unless Never, whatever the exit code', () => {
+    for (const [policy, restarts] of [['Always', true], ['OnFailure', true], ['Never', false]] as const) {
+      const d = desired(TWO(policy));
+      const obs = observedFor(d);
+      const a = computePodActions(d, obs, { probeFailure: failedLiveness(obs.containers[0]!.id) });
+      expect([policy, a.containersToKill]).toEqual([policy, [{ id: obs.containers[0]!.id, name: 'a', reason: `failed liveness probe, will be ${restarts ? 'restarted' : 'left stopped'}`, graceSeconds: 7 }]]);
+      expect([policy, a.containersToStart.map((x) => x.name)]).toEqual([policy, restarts ? ['a'] : []]);
+      expect(a.killPod).toBe(false);
+    }
+  });
+
+  it('stops a finished pod (nothing runs, nothing will): its sandbox and sidecars go, its ports are freed', () => {
+    const never = desired(ONE('Never'));
+    const done = observedFor(never, { a: { state: 'exited', exitCode: 1 } });
+    expect(computePodActions(never, done)).toMatchObject({ killPod: true, createSandbox: false, containersToStart: [], reason: 'all containers have terminated' });
+    // Once stopped it stays so: no new sandbox for a Never pod that ran.
+    const stopped = observedFor(never, { a: { state: 'exited', exitCode: 1 }, POD: { state: 'exited', exitCode: 0 } });
+    expect(hasActions(computePodActions(never, stopped))).toBe(false);
+    // OnFailure, all succeeded: the same, and no sandbox is made again for nothing.
+    const onFailure = desired(ONE('OnFailure'));
+    expect(computePodActions(onFailure, observedFor(onFailure, { a: { state: 'exited', exitCode: 0 } }))).toMatchObject({ killPod: true, createSandbox: false });
+    expect(hasActions(computePodActions(onFailure, observedFor(onFailure, { a: { state: 'exited', exitCode: 0 }, POD: { state: 'exited', exitCode: 0 } })))).toBe(false);
+  });
+
+  it('stops what is left of a Never pod whose sandbox died, and makes it no new sandbox', () => {
+    const d = desired(ONE('Never'));
+    const a = computePodActions(d, observedFor(d, { POD: { state: 'exited', exitCode: 137 } }));
+    expect(a).toMatchObject({ killPod: true, createSandbox: false, containersToStart: [] });
+  });
+
+  it('runs an exited container again when its spec was edited, whatever the policy (an edited static pod is a new pod)', () => {
+    const before = desired(ONE('Never'));
+    const after = desired(ONE('Never', ', env: [{name: V, value: two}]'));
+    const exited = observedFor(before, { a: { state: 'exited', exitCode: 0 } });
+    expect(computePodActions(after, exited).containersToStart).toEqual([{ name: 'a', type: 'app', restartCount: 1, reason: 'container spec changed' }]);
+    // ... also once the finished pod's sandbox was stopped.
+    const stopped = observedFor(before, { a: { state: 'exited', exitCode: 0 }, POD: { state: 'exited', exitCode: 0 } });
+    expect(computePodActions(after, stopped)).toMatchObject({ createSandbox: true });
+  });
+
+  it('never runs init containers again once the app has run, even when their dead instances were collected', () => {
+    const d = desired(INIT_ONLY);
+    const obs = observedFor(d);
+    const collected = { ...obs, containers: obs.containers.filter((c) => c.name === 'app') };
+    expect(hasActions(computePodActions(d, collected))).toBe(false);
+  });
+
+  it('restarts a crash-looping sidecar on its own, and keeps handling the app containers meanwhile', () => {
+    const d = desired(INIT('Always'));
+    const obs = observedFor(d, { sidecar: { state: 'exited', exitCode: 1, restartCount: 4 }, app: { state: 'exited', exitCode: 137, restartCount: 1 } });
+    const a = computePodActions(d, obs);
+    expect(a.containersToStart.map((s) => [s.name, s.type, s.restartCount])).toEqual([['sidecar', 'init', 5], ['app', 'app', 2]]);
+  });
+
+  it('runs the init containers again in a new sandbox: instances of the old one do not count', () => {
+    const d = desired(INIT_ONLY);
+    // The sandbox was re-created at t=2000; setup's only instance is from the old sandbox.
+    const obs = observedFor(d, { POD: { created: 2000, restartCount: 1 }, setup: { created: 1000 }, app: { state: 'exited', exitCode: 137, created: 1000 } });
+    expect(computePodActions(d, obs).containersToStart).toEqual([{ name: 'setup', type: 'init', restartCount: 1, reason: 'init container' }]);
+    // Once it has run in the new sandbox, the app follows.
+    const ran = observedFor(d, { POD: { created: 2000, restartCount: 1 }, setup: { created: 2001, restartCount: 1 }, app: { state: 'exited', exitCode: 137, created: 1000 } });
+    expect(computePodActions(d, ran).containersToStart.map((s) => s.name)).toEqual(['app']);
+  });
+
+  it('restarts a dead app container while its sidecar (the last init container) waits in back-off', () => {
+    const d = desired(`apiVersion: v1
+kind: Pod
+metadata: {name: sl}
+spec:
+  initContainers: [{name: side, image: busybox:1.36, restartPolicy: Always}]
+  containers: [{name: app, image: busybox:1.36}]
+`);
+    const obs = observedFor(d, { side: { state: 'exited', exitCode: 1, restartCount: 1 }, app: { state: 'exited', exitCode: 137 } });
+    expect(computePodActions(d, obs).containersToStart.map((s) => s.name)).toEqual(['side', 'app']);
+  });
+
+  it('starts the next init container only once a sidecar has passed its startup probe', () => {
+    const d = desired(INIT('Always'));
+    const obs = observedFor(d);
+    const init = { ...obs, containers: obs.containers.filter((c) => c.name === 'first' || c.name === 'sidecar') };
+    init.containers[1] = { ...init.containers[1]!, state: 'running', exitCode: undefined };
+    expect(hasActions(computePodActions(d, init, { started: () => false }))).toBe(false);
+    expect(computePodActions(d, init, { started: () => true }).containersToStart.map((s) => s.name)).toEqual(['second']);
+  });
+});
+
+const INIT_ONLY = `apiVersion: v1
+kind: Pod
+metadata: {name: io}
+spec:
+  initContainers: [{name: setup, image: busybox:1.36}]
+  containers: [{name: app, image: busybox:1.36}]
+`;
 
 describe('planApply', () => {
   it('labels each pod created, updated, unchanged, replaced or deleted (with prune)', () => {

@@ -1,0 +1,138 @@
+import { mkdirSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:net';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { LABEL } from '../../src/runtime/labels.js';
+import { AgentSuite } from './agent-helpers.js';
+import { docker, freePort, logsOf, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
+
+// Kubelet parity for a pod's life under the agent (issue 9, items 2, 3 and 10).
+const suite = new AgentSuite('parity-life');
+const { world, ns } = suite;
+
+type Instance = { id: string; name: string; count: number; state: string };
+async function instances(name: string): Promise<Instance[]> {
+  return (await podContainers(ns, name)).map((c) => ({ id: c.Id, name: c.Labels[LABEL.containerName] ?? '', count: Number(c.Labels[LABEL.restartCount]), state: c.State }));
+}
+
+function agentOn(files: Record<string, string>): string {
+  const dir = join(world.dir, unique('m'));
+  mkdirSync(dir);
+  for (const [f, text] of Object.entries(files)) writeFileSync(join(dir, f), text);
+  return dir;
+}
+
+const portFree = (port: number): Promise<boolean> =>
+  new Promise((resolve) => {
+    const s = createServer();
+    s.once('error', () => resolve(false));
+    s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
+  });
+
+describe('a pod\'s life as the kubelet leads it', () => {
+  it('stops a finished pod\'s sandbox (its hostPort is freed), under Never and under OnFailure after success', async () => {
+    const port = await freePort();
+    const never = unique('done-never');
+    const onfail = unique('done-onfailure');
+    const pod = (name: string, policy: string, extra = ''): string => `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  restartPolicy: ${policy}
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: job
+    image: ${TEST_IMAGE}
+    command: [sh, -c, 'sleep 1; exit 0']
+${extra}`;
+    const dir = agentOn({ 'never.yaml': pod(never, 'Never', `    ports: [{containerPort: 80, hostPort: ${port}, hostIP: 127.0.0.1}]\n`), 'onfailure.yaml': pod(onfail, 'OnFailure') });
+    const agent = suite.run(['--manifest-dir', dir]);
+    await agent.started();
+    for (const name of [never, onfail]) {
+      await until(`${name} to be stopped whole`, async () => {
+        const all = await instances(name);
+        return all.length === 2 && all.every((c) => c.state === 'exited') ? true : undefined;
+      }, 30_000);
+    }
+    expect(await portFree(port)).toBe(true);
+    // And it stays so: no new sandbox for a finished pod.
+    await new Promise((r) => setTimeout(r, 3000));
+    expect((await instances(never)).filter((c) => c.name === 'POD')).toHaveLength(1);
+    expect((await instances(onfail)).filter((c) => c.name === 'POD')).toHaveLength(1);
+    const g = await world.cli('get', 'pods', '-n', ns);
+    expect(g.out).toMatch(new RegExp(`^${never}\\s+0/1\\s+Completed\\s`, 'm'));
+  });
+
+  it('keeps handling the app containers while a sidecar crash-loops in back-off', async () => {
+    const name = unique('sidecar-loop');
+    const dir = agentOn({
+      'pod.yaml': `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  initContainers:
+  - {name: side, image: ${TEST_IMAGE}, restartPolicy: Always, command: [sh, -c, 'sleep 2; exit 1']}
+  containers:
+  - {name: app, image: ${TEST_IMAGE}, command: [sh, -c, 'trap "exit 0" TERM; sleep 3600 & wait']}
+`,
+    });
+    const agent = suite.run(['--manifest-dir', dir, '--crash-backoff-initial', '20s']);
+    await agent.started();
+    const app = await until('the app to run', async () => (await instances(name)).find((c) => c.name === 'app' && c.state === 'running'), 20_000);
+    // The sidecar has crashed twice: it is in a 20 s back-off now.
+    await until('the sidecar to be in back-off', async () => ((await instances(name)).some((c) => c.name === 'side' && c.count >= 1 && c.state === 'exited') ? true : undefined), 20_000);
+    await docker.getContainer(app.id).kill();
+    const again = await until('the app to be restarted meanwhile', async () => (await instances(name)).find((c) => c.name === 'app' && c.state === 'running' && c.count === app.count + 1), 8_000).catch(async (e: Error) => {
+      throw new Error(`${e.message}\n${JSON.stringify(await instances(name))}\n${agent.logs()}`);
+    });
+    expect(again.id).not.toBe(app.id);
+    expect((await instances(name)).filter((c) => c.name === 'side' && c.state === 'running')).toEqual([]);
+  });
+
+  it('restarts a container its liveness probe killed under OnFailure, even when it exits 0 on SIGTERM', async () => {
+    const name = unique('live-onfailure');
+    const dir = agentOn({
+      'pod.yaml': `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  restartPolicy: OnFailure
+  terminationGracePeriodSeconds: 2
+  containers:
+  - name: c
+    image: ${TEST_IMAGE}
+    command: [sh, -c, 'trap "exit 0" TERM; sleep 3600 & wait']
+    livenessProbe: {exec: {command: [cat, /nonexistent]}, periodSeconds: 1, failureThreshold: 1, timeoutSeconds: 5}
+`,
+    });
+    const agent = suite.run(['--manifest-dir', dir]);
+    await agent.started();
+    await until('the killed container to be restarted', async () => ((await instances(name)).some((c) => c.name === 'c' && c.count >= 1) ? true : undefined), 30_000);
+    const first = (await instances(name)).find((c) => c.name === 'c' && c.count === 0);
+    expect((await docker.getContainer(first!.id).inspect()).State.ExitCode).toBe(0);
+    await agent.waitForLog(`pod ${ns}/${name}: container c failed liveness probe, will be restarted`);
+  });
+
+  it('runs an exited Never container again when its spec is edited', async () => {
+    const name = unique('edit-never');
+    const pod = (v: string): string => `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers: [{name: c, image: ${TEST_IMAGE}, command: [sh, -c, 'echo ${v}']}]
+`;
+    const dir = agentOn({ 'pod.yaml': pod('v1') });
+    const agent = suite.run(['--manifest-dir', dir]);
+    await agent.started();
+    await until('the first run to finish and the pod to stop', async () => {
+      const all = await instances(name);
+      return all.length === 2 && all.every((c) => c.state === 'exited') ? true : undefined;
+    }, 20_000);
+    writeFileSync(join(dir, 'pod.yaml'), pod('v2'));
+    const second = await until('the edited container to run', async () => (await instances(name)).find((c) => c.name === 'c' && c.count === 1 && c.state === 'exited'), 20_000);
+    expect((await logsOf(second.id)).trim()).toBe('v2');
+  });
+});
