@@ -53,11 +53,11 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
     return [p];
   });
   await mapLimit(found, 4, async (p) => {
-    const grace = o.gracePeriod ?? graceOf(p);
     try {
       // Forget it in the applied sets first, so a running agent does not bring it back.
       forgetApplied(g.stateDir, new Set([`${p.namespace}/${p.name}`]));
-      await removePod(rt, p, grace);
+      // --grace-period is taken as given (0 kills at once), as the kubelet takes a deletion's.
+      await removePod(rt, p, graceOf(p), undefined, o.gracePeriod);
       io.out(`pod/${p.namespace}/${p.name} deleted`);
     } catch (err) {
       io.err(`podrun: pod/${p.namespace}/${p.name}: ${(err as Error).message}`);

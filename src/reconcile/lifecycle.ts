@@ -6,8 +6,8 @@ import type { PodRuntime } from '../runtime/runtime.js';
 /** Where events about a pod go (the agent's recorder; nowhere for one-shot commands). */
 export type EventSink = (type: 'Normal' | 'Warning', reason: string, message: string, fieldPath?: string) => void;
 
-/** The kubelet's floor for what is left of the grace period after preStop. */
-const MIN_GRACE_AFTER_PRESTOP_S = 2;
+/** The kubelet's minimumGracePeriodInSeconds: every stop gets at least this, unless a grace period was given outright. */
+const MIN_GRACE_S = 2;
 
 /** The grace period a pod on the engine was made with (its spec label), the kubelet's 30 s if unknown. */
 export function graceOf(observed: ObservedPod): number {
@@ -38,38 +38,52 @@ export async function defaultHostOf(rt: PodRuntime, pod: Pod | undefined, observ
 }
 
 /**
- * Stops one container as the kubelet does: its preStop hook first (bounded by the grace period),
- * then the stop signal, then SIGKILL when what is left of the grace period (at least 2 s after a
- * preStop) runs out.
+ * Stops one container as the kubelet does (kuberuntime_container.go killContainer): its preStop
+ * hook first when there is any grace period, then the stop signal, then SIGKILL when what is left
+ * of the grace period runs out, never less than 2 s, unless the grace period was given outright
+ * (`exact`, as `delete --grace-period` does: the kubelet's gracePeriodOverride). The spec and
+ * grace period are the container's own (its labels) unless the caller knows better.
  */
 export async function killContainer(
   rt: PodRuntime,
   c: ObservedContainer,
   spec: Container | undefined,
   graceSeconds: number,
-  o: { defaultHost: string; reason: string; events?: EventSink; fieldPath?: string },
+  o: { defaultHost: string; reason: string; events?: EventSink; fieldPath?: string; exact?: boolean },
 ): Promise<void> {
   if (!isActive(c)) return;
   o.events?.('Normal', 'Killing', `Stopping container ${c.name}${o.reason ? `: ${o.reason}` : ''}`, o.fieldPath);
   let grace = graceSeconds;
-  const preStop = spec?.lifecycle?.preStop;
-  if (preStop && c.state === 'running') {
+  const own = spec ?? c.spec;
+  const preStop = own?.lifecycle?.preStop;
+  if (own && preStop && c.state === 'running' && grace > 0) {
     const started = Date.now();
-    const r = await runHandler(preStop, { containerId: c.id, container: spec, defaultHost: o.defaultHost, timeoutMs: Math.max(1, graceSeconds) * 1000, exec: (id, cmd, t) => rt.exec(id, cmd, t) }).catch(
+    const r = await runHandler(preStop, { containerId: c.id, container: own, defaultHost: o.defaultHost, timeoutMs: Math.max(1, graceSeconds) * 1000, exec: (id, cmd, t) => rt.exec(id, cmd, t) }).catch(
       (err: unknown) => ({ ok: false as const, message: (err as Error).message }),
     );
     if (!r.ok) o.events?.('Warning', 'FailedPreStopHook', `PreStop hook for container ${c.name} failed: ${r.message}`, o.fieldPath);
-    grace = Math.max(MIN_GRACE_AFTER_PRESTOP_S, graceSeconds - (Date.now() - started) / 1000);
+    grace = graceSeconds - (Date.now() - started) / 1000;
   }
-  await rt.stopContainer(c.id, grace);
+  if (!o.exact) grace = Math.max(MIN_GRACE_S, grace);
+  await rt.stopContainer(c.id, Math.max(0, grace));
 }
 
-/** Stops a whole pod: app containers in parallel, then sidecars and init containers, then the sandbox. */
-export async function stopPod(rt: PodRuntime, observed: ObservedPod, graceSeconds: number, events?: EventSink): Promise<void> {
+/**
+ * Stops a whole pod: app containers in parallel, then sidecars and init containers, then the
+ * sandbox. Each container stops with its own spec and grace period (its labels), or with
+ * `override` seconds exactly when given.
+ */
+export async function stopPod(rt: PodRuntime, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<void> {
   const pod = observed.spec;
   const defaultHost = await defaultHostOf(rt, pod, observed).catch(() => '127.0.0.1');
   const kill = (c: ObservedContainer): Promise<void> =>
-    killContainer(rt, c, specOf(pod, c.name), graceSeconds, { defaultHost, reason: 'pod is being stopped', ...(events ? { events } : {}), ...(fieldPathOf(pod, c.name) ? { fieldPath: fieldPathOf(pod, c.name) } : {}) });
+    killContainer(rt, c, c.spec ?? specOf(pod, c.name), override ?? c.graceSeconds ?? graceSeconds, {
+      defaultHost,
+      reason: 'pod is being stopped',
+      ...(override !== undefined ? { exact: true } : {}),
+      ...(events ? { events } : {}),
+      ...(fieldPathOf(pod, c.name) ? { fieldPath: fieldPathOf(pod, c.name) } : {}),
+    });
   await Promise.all(observed.containers.filter((c) => c.type === 'app').map(kill));
   await Promise.all(observed.containers.filter((c) => c.type === 'init').map(kill));
   // The sandbox only holds namespaces; it has nothing to shut down cleanly.
@@ -77,8 +91,8 @@ export async function stopPod(rt: PodRuntime, observed: ObservedPod, graceSecond
 }
 
 /** Stops and removes everything of the pod, its emptyDirs and memory volumes included. */
-export async function removePod(rt: PodRuntime, observed: ObservedPod, graceSeconds: number, events?: EventSink): Promise<void> {
-  await stopPod(rt, observed, graceSeconds, events);
+export async function removePod(rt: PodRuntime, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<void> {
+  await stopPod(rt, observed, graceSeconds, events, override);
   await Promise.all([...observed.containers, ...observed.sandboxes].map((c) => rt.removeContainer(c.id)));
   await rt.removePodVolumes(observed.uid);
 }

@@ -65,8 +65,8 @@ export async function executePodActions(rt: PodRuntime, d: DesiredPod, observed:
         if (!c) return;
         if (c.state === 'created') return rt.removeContainer(k.id);
         const fp = fieldPathOf(pod, c.name);
-        // The running instance was made from the old spec: its preStop is the one to run.
-        await killContainer(rt, c, specOf(observed?.spec, c.name), k.graceSeconds ?? grace, {
+        // The running instance was made from the old spec: its preStop (its own label) is the one to run.
+        await killContainer(rt, c, c.spec ?? specOf(observed?.spec, c.name), k.graceSeconds ?? grace, {
           defaultHost: host,
           reason: k.reason,
           ...(events ? { events } : {}),

@@ -19,6 +19,13 @@ export const LABEL = {
   applySet: 'podrun.io/apply-set',
   /** On the sandbox: the defaulted pod as JSON, so `get`, `delete` and adoption need no files. */
   podSpec: 'podrun.io/pod-spec',
+  /**
+   * On each container: its own defaulted spec and the pod's grace period when it was made, so
+   * stopping it (preStop, grace) never depends on a pod spec that a later container-only update
+   * left behind on the sandbox (the kubelet's kuberuntime/labels.go does the same).
+   */
+  containerSpec: 'podrun.io/container-spec',
+  gracePeriod: 'podrun.io/termination-grace-period',
 } as const;
 
 export const MANAGED_BY = 'podrun';

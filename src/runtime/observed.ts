@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import { LABEL, MANAGED_BY, type ContainerType } from './labels.js';
-import type { Pod } from '../manifest/types.js';
+import type { Container, Pod } from '../manifest/types.js';
 
 /** One container as the engine lists it: what the pod cache keeps, without knowing dockerode. */
 export type EngineContainer = Docker.ContainerInfo;
@@ -20,6 +20,10 @@ export interface ObservedContainer {
   exitCode?: number;
   created: number;
   image: string;
+  /** The spec it was made from (its own label; absent on containers made by podrun before 0.2). */
+  spec?: Container;
+  /** The pod's terminationGracePeriodSeconds when it was made (its own label). */
+  graceSeconds?: number;
 }
 
 export interface ObservedPod {
@@ -28,7 +32,10 @@ export interface ObservedPod {
   namespace: string;
   source: string;
   applySet?: string;
-  /** The pod as it was when its newest sandbox was made, from the sandbox label. */
+  /**
+   * The pod spec in force: the sandbox's pod (as it was when the sandbox was made) with each
+   * container as its newest instance was made, and the newest grace period.
+   */
   spec?: Pod;
   sandboxes: ObservedContainer[];
   containers: ObservedContainer[];
@@ -77,6 +84,10 @@ export function groupObserved(list: Docker.ContainerInfo[]): ObservedPod[] {
       created: info.Created,
       image: info.Image,
     };
+    const own = parseJson<Container>(l[LABEL.containerSpec]);
+    if (own) c.spec = own;
+    const grace = Number(l[LABEL.gracePeriod]);
+    if (l[LABEL.gracePeriod] !== undefined && Number.isFinite(grace)) c.graceSeconds = grace;
     if (type === 'sandbox') {
       pod.sandboxes.push(c);
       sandboxLabels.set(c.id, l);
@@ -92,10 +103,30 @@ export function groupObserved(list: Docker.ContainerInfo[]): ObservedPod[] {
     if (l) {
       pod.source = l[LABEL.source] ?? pod.source;
       pod.applySet = l[LABEL.applySet];
-      pod.spec = parseSpecLabel(l[LABEL.podSpec]);
+      const sandboxPod = parseJson<Pod>(l[LABEL.podSpec]);
+      if (sandboxPod) pod.spec = inForce(sandboxPod, pod.containers);
     }
   }
   return [...pods.values()];
+}
+
+/** The sandbox's pod, brought up to date by what the newest container instances carry. */
+function inForce(sandboxPod: Pod, containers: ObservedContainer[]): Pod {
+  const newest = new Map<string, ObservedContainer>();
+  for (const c of containers) if (!newest.has(c.name)) newest.set(c.name, c);
+  const swap = (list: Container[] | undefined): Container[] | undefined => list?.map((c) => newest.get(c.name)?.spec ?? c);
+  // The grace period of the most recently made container is the newest the engine knows.
+  const latest = [...newest.values()].filter((c) => c.graceSeconds !== undefined).sort((a, b) => b.created - a.created)[0];
+  const initContainers = swap(sandboxPod.spec.initContainers);
+  return {
+    ...sandboxPod,
+    spec: {
+      ...sandboxPod.spec,
+      containers: swap(sandboxPod.spec.containers) ?? [],
+      ...(initContainers ? { initContainers } : {}),
+      ...(latest?.graceSeconds !== undefined ? { terminationGracePeriodSeconds: latest.graceSeconds } : {}),
+    },
+  };
 }
 
 /** Newest instance of each container name, by restart count. */
@@ -110,10 +141,10 @@ function newestFirst(a: ObservedContainer, b: ObservedContainer): number {
   return b.restartCount - a.restartCount || b.created - a.created;
 }
 
-function parseSpecLabel(text: string | undefined): Pod | undefined {
+function parseJson<T>(text: string | undefined): T | undefined {
   if (!text) return undefined;
   try {
-    return JSON.parse(text) as Pod;
+    return JSON.parse(text) as T;
   } catch {
     // A damaged label only costs the spec; identity still comes from the other labels.
     return undefined;

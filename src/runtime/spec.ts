@@ -226,7 +226,11 @@ export function containerCreateOptions(pod: Pod, id: PodIdentity, c: Container, 
   return {
     name: dockerName(id, c.name, o.restartCount),
     Image: c.image,
-    Labels: baseLabels(id, c.name, o.type, o.hash, o.restartCount),
+    Labels: {
+      ...baseLabels(id, c.name, o.type, o.hash, o.restartCount),
+      [LABEL.containerSpec]: JSON.stringify(c),
+      [LABEL.gracePeriod]: String(s.terminationGracePeriodSeconds ?? 30),
+    },
     ...(c.command ? { Entrypoint: c.command.map((x) => expandVars(x, env)) } : {}),
     ...(c.args ? { Cmd: c.args.map((x) => expandVars(x, env)) } : {}),
     Env: [...env].map(([k, v]) => `${k}=${v}`),

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -134,5 +134,83 @@ spec:
     writeFileSync(join(dir, 'pod.yaml'), pod('v2'));
     const second = await until('the edited container to run', async () => (await instances(name)).find((c) => c.name === 'c' && c.count === 1 && c.state === 'exited'), 20_000);
     expect((await logsOf(second.id)).trim()).toBe('v2');
+  });
+});
+
+describe('the spec in force after a container-only update', () => {
+  it('shows the new spec, stops with the new grace period and runs the new preStop', async () => {
+    const name = unique('inforce');
+    const out = join(world.dir, unique('prestop'));
+    mkdirSync(out);
+    const pod = (v: string, grace: number): string => `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: ${grace}
+  containers:
+  - name: c
+    image: ${TEST_IMAGE}
+    # Ignores SIGTERM: only the grace period's end (SIGKILL) stops it.
+    command: [sh, -c, 'trap "" TERM; while :; do sleep 1; done']
+    env: [{name: V, value: ${v}}]
+    lifecycle: {preStop: {exec: {command: [sh, -c, 'echo ${v} > /out/prestop']}}}
+    volumeMounts: [{name: out, mountPath: /out}]
+  volumes: [{name: out, hostPath: {path: ${out}}}]
+`;
+    const file = world.write(`${name}.yaml`, pod('v1', 60));
+    expect((await world.cli('apply', '--timeout', '20s', file)).code).toBe(0);
+    world.write(`${name}.yaml`, pod('v2', 3));
+    const r = await world.cli('apply', '--timeout', '20s', file);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toContain(`pod/${ns}/${name} updated`);
+    // The replaced v1 container ran its own (v1) preStop.
+    expect(readFileSync(join(out, 'prestop'), 'utf8').trim()).toBe('v1');
+
+    const g = JSON.parse((await world.cli('get', 'pods', '-n', ns, '-o', 'json')).out) as { items: { metadata: { name: string }; spec: { terminationGracePeriodSeconds: number; containers: { env: { value: string }[] }[] } }[] };
+    const shown = g.items.find((p) => p.metadata.name === name)!;
+    expect([shown.spec.terminationGracePeriodSeconds, shown.spec.containers[0]!.env[0]!.value]).toEqual([3, 'v2']);
+
+    const started = Date.now();
+    const d = await world.cli('delete', '-n', ns, name);
+    expect(d.code, d.err).toBe(0);
+    // 3 s of grace, not the 60 s the sandbox was made with.
+    expect(Date.now() - started).toBeLessThan(30_000);
+    expect(readFileSync(join(out, 'prestop'), 'utf8').trim()).toBe('v2');
+  });
+
+  it('gives every stop at least 2 s, so a SIGTERM handler runs even at terminationGracePeriodSeconds 0', async () => {
+    const name = unique('floor');
+    const out = join(world.dir, unique('term'));
+    mkdirSync(out);
+    const file = world.write(`${name}.yaml`, `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: c
+    image: ${TEST_IMAGE}
+    command: [sh, -c, 'trap "sleep 0.5; echo term > /out/got; exit 0" TERM; while :; do sleep 0.1; done']
+    volumeMounts: [{name: out, mountPath: /out}]
+  volumes: [{name: out, hostPath: {path: ${out}}}]
+`);
+    expect((await world.cli('apply', '--timeout', '20s', file)).code).toBe(0);
+    expect((await world.cli('delete', '-n', ns, name)).code).toBe(0);
+    expect(readFileSync(join(out, 'got'), 'utf8').trim()).toBe('term');
+  });
+
+  it('takes delete --grace-period as given, below the 2 s floor too', async () => {
+    const name = unique('grace0');
+    const file = world.write(`${name}.yaml`, `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 60
+  containers: [{name: c, image: ${TEST_IMAGE}, command: [sh, -c, 'trap "" TERM; while :; do sleep 1; done']}]
+`);
+    expect((await world.cli('apply', '--timeout', '20s', file)).code).toBe(0);
+    const started = Date.now();
+    expect((await world.cli('delete', '--grace-period', '0', '-n', ns, name)).code).toBe(0);
+    expect(Date.now() - started).toBeLessThan(1500);
   });
 });

@@ -144,3 +144,27 @@ describe('groupObserved', () => {
     expect(pods[0]!.sandboxes.map((s) => s.id)).toEqual(['s0']);
   });
 });
+
+describe('the pod spec in force', () => {
+  it('takes each container from its newest instance\'s own label, and the newest grace period', () => {
+    const v1 = desired(POD);
+    const v2 = desired(POD.replace('image: nginx:1.27', 'image: nginx:1.28'));
+    const id = identityOf(v1.pod, 'file:/p.yaml');
+    const sandbox = sandboxCreateOptions(v1.pod, id, { pauseImage: 'p', attempt: 0, hash: 'sh', network: 'bridge', restartPolicy: 'always' });
+    const newer = { ...v2.pod, spec: { ...v2.pod.spec, terminationGracePeriodSeconds: 3 } };
+    const c = containerCreateOptions(newer, id, newer.spec.containers[0]!, {
+      type: 'app', restartCount: 1, hash: 'h2', sandboxId: 'sb', restartPolicy: 'no', volumes: new Map([['data', { kind: 'bind', path: '/srv' }]]),
+      runtime: { podIP: '', hostIP: '', nodeName: 'n' },
+    });
+    const list = [
+      { Id: 'sb', Names: ['/sb'], Labels: sandbox.Labels, State: 'running', Status: 'Up', Created: 1, Image: 'p' },
+      { Id: 'c1', Names: ['/c1'], Labels: c.Labels, State: 'running', Status: 'Up', Created: 2, Image: 'x' },
+    ] as unknown as Parameters<typeof groupObserved>[0];
+    const [o] = groupObserved(list);
+    expect(o!.spec!.spec.terminationGracePeriodSeconds).toBe(3);
+    expect(o!.spec!.spec.containers[0]).toEqual(newer.spec.containers[0]);
+    expect(o!.containers[0]!.graceSeconds).toBe(3);
+    expect(o!.containers[0]!.spec).toEqual(newer.spec.containers[0]);
+  });
+});
+
