@@ -95,7 +95,10 @@ export class PodSupervisor {
       const spec = specOf(d.pod, c.name);
       if (!spec || c.state !== 'running') continue;
       if (!spec.livenessProbe && !spec.readinessProbe && !spec.startupProbe) continue;
-      targets.push({ uid: d.uid, container: spec, containerId: c.id, defaultHost: host });
+      // initialDelaySeconds counts from the container's start, which only an inspect knows (once).
+      if (!this.probes.state(c.id) && !this.details.get(c.id)?.startedAt) await containerDetails(this.rt, o, this.details);
+      const startedAt = Date.parse(this.details.get(c.id)?.startedAt ?? '');
+      targets.push({ uid: d.uid, container: spec, containerId: c.id, defaultHost: host, ...(Number.isFinite(startedAt) ? { startedAt } : {}) });
     }
     this.probes.sync(d.uid, targets);
   }

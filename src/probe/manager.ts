@@ -8,8 +8,10 @@ export interface ProbeTarget {
   uid: string;
   container: Container;
   containerId: string;
-  /** Pod IP, or 127.0.0.1 for host-network pods. */
+  /** Pod IP (the node IP for host-network pods). */
   defaultHost: string;
+  /** When the container started (ms since epoch): initialDelaySeconds counts from here. */
+  startedAt?: number;
 }
 
 export interface ProbeEvent {
@@ -34,11 +36,20 @@ interface ContainerProbes {
   startMain?: () => void;
 }
 
+/**
+ * One probe of one container, after pkg/kubelet/prober/worker.go: it runs on a ticker (a slow probe
+ * does not stretch the period; a tick that finds the last probe still running is skipped), not
+ * before the container's StartedAt + initialDelaySeconds, and a result changes only after N
+ * identical results in a row. A prober error (the engine could not run an exec) is thrown away,
+ * not counted as a failure.
+ */
 class Worker {
   private timer: NodeJS.Timeout | undefined;
   private successes = 0;
   private failures = 0;
   private stopped = false;
+  /** When the ticker's first tick was: ticks fall at first + k * period. */
+  private first = 0;
   result: boolean | undefined;
 
   constructor(
@@ -52,8 +63,12 @@ class Worker {
     this.result = initial;
   }
 
-  start(delayMs: number): void {
-    this.schedule(delayMs);
+  /** Starts ticking; the first probe waits until the container has run for initialDelaySeconds. */
+  start(): void {
+    const now = Date.now();
+    const notBefore = (this.target.startedAt ?? now) + (this.probe.initialDelaySeconds ?? 0) * 1000;
+    this.first = Math.max(now, notBefore);
+    this.schedule(this.first - now);
   }
 
   stop(): void {
@@ -67,6 +82,13 @@ class Worker {
     this.timer.unref();
   }
 
+  /** The next tick after now, on the ticker's grid. */
+  private nextTick(): number {
+    const period = (this.probe.periodSeconds ?? 10) * 1000;
+    const now = Date.now();
+    return this.first + (Math.floor((now - this.first) / period) + 1) * period - now;
+  }
+
   private async tick(): Promise<void> {
     let r: ProbeResult;
     try {
@@ -77,8 +99,10 @@ class Worker {
         timeoutMs: (this.probe.timeoutSeconds ?? 1) * 1000,
         exec: this.exec,
       });
-    } catch (err) {
-      r = { ok: false, message: (err as Error).message };
+    } catch {
+      // The prober could not probe (an engine error): no verdict on the container.
+      this.schedule(this.nextTick());
+      return;
     }
     if (this.stopped) return;
     // A result changes only after N identical results in a row.
@@ -99,7 +123,7 @@ class Worker {
         this.report(this, false, r.message);
       }
     }
-    this.schedule((this.probe.periodSeconds ?? 10) * 1000);
+    this.schedule(this.nextTick());
   }
 }
 
@@ -164,12 +188,12 @@ export class ProbeManager {
       return w;
     };
     const startMain = (): void => {
-      if (c.livenessProbe) make('liveness', c.livenessProbe, true).start((c.livenessProbe.initialDelaySeconds ?? 0) * 1000);
-      if (c.readinessProbe) make('readiness', c.readinessProbe, false).start((c.readinessProbe.initialDelaySeconds ?? 0) * 1000);
+      if (c.livenessProbe) make('liveness', c.livenessProbe, true).start();
+      if (c.readinessProbe) make('readiness', c.readinessProbe, false).start();
       else s.ready = true;
     };
     if (c.startupProbe) {
-      make('startup', c.startupProbe, undefined).start((c.startupProbe.initialDelaySeconds ?? 0) * 1000);
+      make('startup', c.startupProbe, undefined).start();
       s.startMain = startMain;
     } else {
       startMain();
