@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { networkInterfaces, hostname } from 'node:os';
 import { PassThrough } from 'node:stream';
 import type Docker from 'dockerode';
@@ -8,7 +8,7 @@ import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound, t
 import { instanceId, LABEL, MANAGED_BY } from './labels.js';
 import { groupObserved, type ObservedPod } from './observed.js';
 import { containerCreateOptions, needsImageUser, sandboxCreateOptions, type PodIdentity, type VolumeBacking } from './spec.js';
-import { prepareVolumes, removePodVolumes } from './volumes.js';
+import { prepareTerminationLog, prepareVolumes, removePodVolumes, terminationLogPath } from './volumes.js';
 
 export interface RuntimeOptions extends EngineOptions {
   stateDir: string;
@@ -275,6 +275,33 @@ export class PodRuntime {
     }
   }
 
+  /**
+   * What a finished container left as its termination message (the kubelet's rules): the file at
+   * its terminationMessagePath, up to 4 KiB; with FallbackToLogsOnError, an empty file and a
+   * failure, the last 80 lines of its log, up to 2 KiB.
+   */
+  async terminationMessage(c: { id: string; name: string; restartCount: number; exitCode?: number; spec?: Container }, podUid: string): Promise<string | undefined> {
+    let text = '';
+    try {
+      const fd = openSync(terminationLogPath(this.options.stateDir, podUid, c.name, c.restartCount), 'r');
+      try {
+        const buf = Buffer.alloc(4096);
+        text = buf.subarray(0, readSync(fd, buf, 0, 4096, 0)).toString('utf8');
+      } finally {
+        closeSync(fd);
+      }
+    } catch {
+      // No file: made by an older podrun, or collected.
+    }
+    if (text || c.spec?.terminationMessagePolicy !== 'FallbackToLogsOnError' || !c.exitCode) return text || undefined;
+    const logs = new PassThrough();
+    let tail = '';
+    logs.on('data', (d: Buffer) => (tail += d.toString('utf8')));
+    await this.writeLogs(c.id, { follow: false, timestamps: false, tail: 80 }, logs, logs).catch(() => undefined);
+    const bytes = Buffer.from(tail);
+    return bytes.length > 2048 ? bytes.subarray(bytes.length - 2048).toString('utf8') : tail || undefined;
+  }
+
   /** The image's configured USER ('' for root by default). */
   private async imageUser(image: string): Promise<string> {
     const info = await this.call(`inspect image ${image}`, () => this.docker.getImage(image).inspect());
@@ -319,10 +346,13 @@ export class PodRuntime {
   ): Promise<string> {
     await this.ensureImage(c.image, c.imagePullPolicy, o.onPull);
     const imageUser = needsImageUser(pod, c) ? await this.imageUser(c.image) : undefined;
+    const terminationLog = terminationLogPath(this.options.stateDir, pod.metadata.uid ?? '', c.name, o.restartCount);
     let opts: Docker.ContainerCreateOptions;
     try {
+      prepareTerminationLog(terminationLog);
       opts = containerCreateOptions(pod, { ...id, instance: this.instance }, c, {
         ...(imageUser !== undefined ? { imageUser } : {}),
+        terminationLog,
         type: o.type,
         restartCount: o.restartCount,
         hash: o.hash,

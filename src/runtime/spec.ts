@@ -38,6 +38,8 @@ export interface SandboxOptions {
 }
 
 export interface ContainerOptions {
+  /** A host file for this instance, mounted at terminationMessagePath (the kubelet's termination log). */
+  terminationLog?: string;
   /** The image's USER, when the security context needs it (runAsNonRoot, runAsGroup alone). */
   imageUser?: string;
   type: 'init' | 'app';
@@ -217,7 +219,10 @@ export function containerCreateOptions(pod: Pod, id: PodIdentity, c: Container, 
     NetworkMode: sandbox,
     IpcMode: s.hostIPC ? 'host' : sandbox,
     ...(s.hostPID ? { PidMode: 'host' } : s.shareProcessNamespace ? { PidMode: sandbox } : {}),
-    Mounts: mountsOf(c, o.volumes),
+    Mounts: [
+      ...mountsOf(c, o.volumes),
+      ...(o.terminationLog ? [{ Type: 'bind' as const, Source: o.terminationLog, Target: c.terminationMessagePath ?? '/dev/termination-log', ReadOnly: false }] : []),
+    ],
     RestartPolicy: { Name: o.restartPolicy },
     ...resourcesOf(c),
     OomScoreAdj: Math.max(o.runtime.oomScoreFloor ?? -1000, oomScoreAdj(pod, c, o.runtime.nodeMemoryBytes ?? totalmem())),

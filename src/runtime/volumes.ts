@@ -57,6 +57,18 @@ export function prepareHostPath(volume: string, path: string, type: HostPathType
   }
 }
 
+/** The host file a container instance writes its termination message to (terminationMessagePath). */
+export function terminationLogPath(stateDir: string, uid: string, container: string, restartCount: number): string {
+  return join(podDir(stateDir, uid), 'containers', container, String(restartCount), 'termination-log');
+}
+
+/** Makes the instance's termination-log file, writable by whatever user the container runs as. */
+export function prepareTerminationLog(path: string): void {
+  mkdirSync(dirname(path), { recursive: true });
+  closeSync(openSync(path, 'w', 0o666));
+  chmodSync(path, 0o666);
+}
+
 export function memoryVolumeName(instance: string, uid: string, volume: string): string {
   return `podrun_${instance.slice(0, 8)}_${uid.replace(/-/g, '').slice(0, 12)}_${volume}`;
 }

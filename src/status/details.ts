@@ -20,9 +20,11 @@ export async function containerDetails(rt: PodRuntime, o: ObservedPod, cache: Ma
     const time = (t: string | undefined): string | undefined => (t && !t.startsWith('0001-') ? t : undefined);
     const startedAt = time(st.StartedAt);
     const finishedAt = isActive(c) ? undefined : time(st.FinishedAt);
+    const message = finishedAt ? await rt.terminationMessage({ ...c, exitCode: st.ExitCode }, o.uid) : undefined;
     cache.set(c.id, {
       ...(startedAt ? { startedAt } : {}),
       ...(finishedAt ? { finishedAt } : {}),
+      ...(message ? { message } : {}),
       exitCode: st.ExitCode,
       oomKilled: st.OOMKilled,
       ...(st.Error ? { error: st.Error } : {}),

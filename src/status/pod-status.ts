@@ -11,6 +11,8 @@ export interface ContainerDetails {
   exitCode?: number;
   oomKilled?: boolean;
   error?: string;
+  /** What the container left at its terminationMessagePath (or its log's tail, on error, if asked). */
+  message?: string;
 }
 
 export interface TerminatedState {
@@ -69,7 +71,7 @@ function terminated(c: ObservedContainer, d: ContainerDetails | undefined): Term
   return {
     exitCode: d?.exitCode ?? c.exitCode ?? -1,
     reason: terminatedReason(c, d),
-    ...(d?.error ? { message: d.error } : {}),
+    ...(d?.message || d?.error ? { message: d.message ?? d.error } : {}),
     ...(d?.startedAt ? { startedAt: d.startedAt } : {}),
     ...(d?.finishedAt ? { finishedAt: d.finishedAt } : {}),
     containerID: `docker://${c.id}`,

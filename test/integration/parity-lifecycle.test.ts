@@ -214,3 +214,32 @@ spec:
     expect(Date.now() - started).toBeLessThan(1500);
   });
 });
+
+describe('termination messages', () => {
+  it('reads terminationMessagePath into the terminated state, and the log\'s tail under FallbackToLogsOnError', async () => {
+    const name = unique('termmsg');
+    const file = world.write(`${name}.yaml`, `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  securityContext: {runAsUser: 1000}
+  containers:
+  - {name: file, image: ${TEST_IMAGE}, command: [sh, -c, 'echo "disk full" > /dev/termination-log; exit 3']}
+  - {name: custom, image: ${TEST_IMAGE}, terminationMessagePath: /tmp/why, command: [sh, -c, 'printf done > /tmp/why']}
+  - {name: fallback, image: ${TEST_IMAGE}, terminationMessagePolicy: FallbackToLogsOnError, command: [sh, -c, 'echo starting; echo "cannot bind :80"; exit 1']}
+`);
+    await world.cli('apply', '--timeout', '20s', file);
+    type Status = { name: string; state: { terminated?: { exitCode: number; message?: string } } };
+    const statuses = await until('all three to finish', async () => {
+      const g = JSON.parse((await world.cli('get', 'pods', '-n', ns, '-o', 'json')).out) as { items: { metadata: { name: string }; status: { containerStatuses: Status[] } }[] };
+      const s = g.items.find((p) => p.metadata.name === name)?.status.containerStatuses ?? [];
+      return s.length === 3 && s.every((c) => c.state.terminated) ? s : undefined;
+    });
+    const msg = (n: string): string | undefined => statuses.find((c) => c.name === n)?.state.terminated?.message;
+    expect(msg('file')).toBe('disk full\n');
+    expect(msg('custom')).toBe('done');
+    expect(msg('fallback')).toBe('starting\ncannot bind :80\n');
+  });
+});
