@@ -1,10 +1,11 @@
-import { containerHash, sandboxHash } from '../manifest/hash.js';
+import { containerHash } from '../manifest/hash.js';
 import type { DesiredPod } from '../manifest/types.js';
 import type { PodCache } from '../pleg/cache.js';
 import { ProbeManager, type ProbeEvent, type ProbeTarget } from '../probe/manager.js';
 import { Backoff, type BackoffPolicy } from '../reconcile/backoff.js';
 import { defaultHostOf, fieldPathOf, graceOf, removePod, specOf, type EventSink } from '../reconcile/lifecycle.js';
-import { computePodActions, hasActions, type ContainerToStart } from '../reconcile/plan.js';
+import { gateStarts, sandboxKey } from '../reconcile/gate.js';
+import { computePodActions, hasActions } from '../reconcile/plan.js';
 import { ContainerImageError, ContainerStartFailure, executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
 import { isActive, latestByName, type ObservedPod } from '../runtime/observed.js';
 import type { PodRuntime } from '../runtime/runtime.js';
@@ -122,55 +123,38 @@ export class PodSupervisor {
       return undefined;
     }
 
-    // Crash-loop backoff for restarts of the same spec; new containers and spec changes start at once.
-    let wait: number | undefined;
+    // Back-off is the gate's decision (pure); what it needs from the engine is gathered first.
     const now = Date.now();
-    // A sandbox the engine refused is retried with back-off, not in a loop.
-    const sandboxKey = `${uid}/POD/${sandboxHash(d.pod)}`;
-    if (actions.createSandbox) {
-      const left = this.startFailures.remainingSinceLast(sandboxKey, now);
-      if (left > 0) return left;
-    }
     const latest = o ? latestByName(o) : undefined;
-    const allowed: ContainerToStart[] = [];
-    const waitedFor = new Map<string, number>();
-    for (const s of actions.containersToStart) {
-      const prev = latest?.get(s.name);
-      const spec = specOf(d.pod, s.name);
-      const imageKey = `${uid}/${s.name}/${spec?.image ?? ''}`;
-      const imageLeft = this.waiting.get(`${uid}/${s.name}`)?.reason.includes('Image') ? this.imagePulls.remainingSinceLast(imageKey, now) : 0;
-      if (imageLeft > 0) {
-        wait = Math.min(wait ?? imageLeft, imageLeft);
-        continue;
-      }
-      const refusedLeft = spec ? this.startFailures.remainingSinceLast(Backoff.key(uid, s.name, containerHash(d.pod, spec)), now) : 0;
-      if (refusedLeft > 0) {
-        wait = Math.min(wait ?? refusedLeft, refusedLeft);
-        continue;
-      }
-      const isRestart = prev && spec && prev.state === 'exited' && prev.hash === containerHash(d.pod, spec);
-      if (!isRestart || !prev || !spec) {
-        allowed.push(s);
-        continue;
-      }
-      const key = Backoff.key(uid, s.name, prev.hash);
-      const finished = this.cache.finishedAt(prev.id) ?? (await this.rt.finishedAt(prev.id)) ?? now;
-      const left = this.crash.remaining(key, finished, now);
-      if (left > 0) {
-        wait = Math.min(wait ?? left, left);
-        const message = `back-off ${Math.round(left / 1000)}s restarting failed container=${s.name} pod=${d.pod.metadata.name}_${d.pod.metadata.namespace ?? 'default'}(${uid})`;
-        if (this.waiting.get(`${uid}/${s.name}`)?.reason !== 'CrashLoopBackOff') {
-          this.events.record(this.ref(d), 'Warning', 'BackOff', 'Back-off restarting failed container', fieldPathOf(d.pod, s.name));
-        }
-        this.waiting.set(`${uid}/${s.name}`, { reason: 'CrashLoopBackOff', message });
-        continue;
-      }
-      const waited = this.crash.currentDelay(key, now);
-      if (waited) waitedFor.set(s.name, waited);
-      this.crash.restarted(key, now);
-      allowed.push(s);
+    const finished = new Map<string, number>();
+    for (const st of actions.containersToStart) {
+      const prev = latest?.get(st.name);
+      if (prev?.state === 'exited') finished.set(prev.id, this.cache.finishedAt(prev.id) ?? (await this.rt.finishedAt(prev.id)) ?? now);
     }
-    const toRun = { ...actions, containersToStart: allowed };
+    const gate = gateStarts(d, o, actions, {
+      crash: this.crash,
+      imagePulls: this.imagePulls,
+      refused: this.startFailures,
+      waitingOnImage: (name) => this.waiting.get(`${uid}/${name}`)?.reason.includes('Image') ?? false,
+      finishedAt: (id) => finished.get(id),
+    }, now);
+    let wait = gate.waitMs;
+    for (const h of gate.held) {
+      if (h.reason !== 'CrashLoopBackOff') continue;
+      const message = `back-off ${Math.round(h.waitMs / 1000)}s restarting failed container=${h.name} pod=${d.pod.metadata.name}_${d.pod.metadata.namespace ?? 'default'}(${uid})`;
+      if (this.waiting.get(`${uid}/${h.name}`)?.reason !== 'CrashLoopBackOff') {
+        this.events.record(this.ref(d), 'Warning', 'BackOff', 'Back-off restarting failed container', fieldPathOf(d.pod, h.name));
+      }
+      this.waiting.set(`${uid}/${h.name}`, { reason: 'CrashLoopBackOff', message });
+    }
+    const waitedFor = new Map<string, number>();
+    for (const r of gate.restarts) {
+      if (r.waitedMs) waitedFor.set(r.name, r.waitedMs);
+      this.crash.restarted(r.key, now);
+    }
+    const allowed = gate.actions.containersToStart;
+    const sandboxKeyOf = sandboxKey(d);
+    const toRun = gate.actions;
     if (!hasActions(toRun)) return wait;
     if (toRun.createSandbox) this.log(`pod ${d.key}: ${o ? `recreating (${actions.reason ?? ''})` : 'creating'}`);
     else if (toRun.killPod) this.log(`pod ${d.key}: stopping the pod (${actions.reason ?? ''})`);
@@ -187,14 +171,14 @@ export class PodSupervisor {
         const spec = specOf(d.pod, s.name);
         if (spec) this.startFailures.forget(Backoff.key(uid, s.name, containerHash(d.pod, spec)));
       }
-      if (toRun.createSandbox) this.startFailures.forget(sandboxKey);
+      if (toRun.createSandbox) this.startFailures.forget(sandboxKeyOf);
     } catch (err) {
       if (err instanceof ContainerStartFailure) {
         // As the kubelet: CreateContainerError, RunContainerError and a refused sandbox back off
         // like a crash loop (10 s doubling to 5 min), so a bad mount or a missing binary costs
         // the engine one attempt per back-off, not a hot loop.
         const spec = err.container ? specOf(d.pod, err.container) : undefined;
-        const key = err.container && spec ? Backoff.key(uid, err.container, containerHash(d.pod, spec)) : sandboxKey;
+        const key = err.container && spec ? Backoff.key(uid, err.container, containerHash(d.pod, spec)) : sandboxKeyOf;
         const backoffMs = this.startFailures.restarted(key, Date.now());
         if (err.container) this.waiting.set(`${uid}/${err.container}`, { reason: err.reason, message: err.detail });
         this.log(`pod ${d.key}: ${err.container ? `container ${err.container}` : 'sandbox'}: ${err.message}; retrying in ${Math.round(backoffMs / 1000)}s`);

@@ -1,0 +1,90 @@
+import { containerHash, sandboxHash } from '../manifest/hash.js';
+import type { DesiredPod } from '../manifest/types.js';
+import { latestByName, type ObservedPod } from '../runtime/observed.js';
+import { Backoff } from './backoff.js';
+import { specOf } from './lifecycle.js';
+import type { ContainerToStart, PodActions } from './plan.js';
+
+/** The back-off state a gate reads (the supervisor keeps it; the gate never changes it). */
+export interface BackoffView {
+  /** Crash loops, per pod/container/hash, counted from the previous instance's finish. */
+  crash: Pick<Backoff, 'remaining' | 'currentDelay'>;
+  /** Image pulls that failed, per pod/container/image. */
+  imagePulls: Pick<Backoff, 'remainingSinceLast'>;
+  /** Creates and starts the engine refused, per pod/container/hash (and the sandbox). */
+  refused: Pick<Backoff, 'remainingSinceLast'>;
+  /** Whether the container's last attempt failed on its image (only then does image back-off hold it). */
+  waitingOnImage: (container: string) => boolean;
+  /** When an exited instance finished (ms), for the crash back-off. */
+  finishedAt: (containerId: string) => number | undefined;
+}
+
+export interface HeldStart {
+  name: string;
+  /** The kubelet's waiting reason while held. */
+  reason: 'CrashLoopBackOff' | 'ImagePullBackOff' | 'BackOff';
+  waitMs: number;
+}
+
+export interface GateResult {
+  /** The plan with only the starts that may go now (and no sandbox if that is held). */
+  actions: PodActions;
+  held: HeldStart[];
+  /** Restarts of the same spec that go now: the caller records them (key) and may log the delay they waited. */
+  restarts: { name: string; key: string; waitedMs: number }[];
+  /** When to look again, if anything is held. */
+  waitMs?: number;
+}
+
+/** The key of the sandbox's refused creates. */
+export function sandboxKey(d: DesiredPod): string {
+  return `${d.uid}/POD/${sandboxHash(d.pod)}`;
+}
+
+/**
+ * Applies back-off to a plan's starts, as the kubelet's doBackOff does before each start: a restart
+ * of the same spec waits out the crash back-off (10 s doubling to 5 min, from the previous
+ * instance's finish); a container whose image failed waits out the pull back-off; a create or
+ * start the engine refused waits out its own. New containers and spec changes start at once. Pure:
+ * the back-off state and the clock come in, decisions go out.
+ */
+export function gateStarts(d: DesiredPod, o: ObservedPod | undefined, actions: PodActions, view: BackoffView, now: number): GateResult {
+  const held: HeldStart[] = [];
+  const restarts: GateResult['restarts'] = [];
+  if (actions.createSandbox) {
+    const left = view.refused.remainingSinceLast(sandboxKey(d), now);
+    if (left > 0) return { actions: { ...actions, killPod: false, createSandbox: false, containersToStart: [], containersToKill: [] }, held: [], restarts: [], waitMs: left };
+  }
+  const latest = o ? latestByName(o) : undefined;
+  const allowed: ContainerToStart[] = [];
+  for (const s of actions.containersToStart) {
+    const spec = specOf(d.pod, s.name);
+    const prev = latest?.get(s.name);
+    const hash = spec ? containerHash(d.pod, spec) : '';
+    const imageLeft = view.waitingOnImage(s.name) ? view.imagePulls.remainingSinceLast(`${d.uid}/${s.name}/${spec?.image ?? ''}`, now) : 0;
+    if (imageLeft > 0) {
+      held.push({ name: s.name, reason: 'ImagePullBackOff', waitMs: imageLeft });
+      continue;
+    }
+    const refusedLeft = spec ? view.refused.remainingSinceLast(Backoff.key(d.uid, s.name, hash), now) : 0;
+    if (refusedLeft > 0) {
+      held.push({ name: s.name, reason: 'BackOff', waitMs: refusedLeft });
+      continue;
+    }
+    const isRestart = prev !== undefined && spec !== undefined && prev.state === 'exited' && prev.hash === hash;
+    if (!isRestart) {
+      allowed.push(s);
+      continue;
+    }
+    const key = Backoff.key(d.uid, s.name, prev.hash);
+    const left = view.crash.remaining(key, view.finishedAt(prev.id) ?? now, now);
+    if (left > 0) {
+      held.push({ name: s.name, reason: 'CrashLoopBackOff', waitMs: left });
+      continue;
+    }
+    restarts.push({ name: s.name, key, waitedMs: view.crash.currentDelay(key, now) });
+    allowed.push(s);
+  }
+  const waits = held.map((h) => h.waitMs);
+  return { actions: { ...actions, containersToStart: allowed }, held, restarts, ...(waits.length ? { waitMs: Math.min(...waits) } : {}) };
+}
