@@ -1,3 +1,5 @@
+import { readFileSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { canonicalJson, containerHash, sandboxHash } from '../../src/manifest/hash.js';
 import { desired } from '../fixtures/pods.js';
@@ -28,6 +30,22 @@ describe('spec hashes', () => {
     expect(sandboxHash(pod)).toBe('af19e1a8e4becf8f');
     expect(containerHash(pod, pod.spec.containers[0]!)).toBe('a11c0e578185e4be');
     expect(containerHash(pod, pod.spec.containers[1]!)).toBe('30e0838e57a6008b');
+  });
+
+  // The pods podrun's users actually run, and one that uses every honoured field (probes,
+  // resources, securityContext, lifecycle, init containers, a sidecar, every volume kind).
+  it.each([
+    ['static-pods/etcd.yaml', 'c413907097ad9a1c', { etcd: '6ced5e58d9c2a6b0' }],
+    ['static-pods/kube-apiserver.yaml', 'c413907097ad9a1c', { 'kube-apiserver': '1a78b7fc9bb0b9e1' }],
+    ['static-pods/haproxy.yaml', 'c413907097ad9a1c', { haproxy: 'dcff82660e5b3282' }],
+    ['static-pods/keepalived.json', 'c413907097ad9a1c', { keepalived: '39f266f66daad7c4' }],
+    ['static-pods/kube-vip.yaml', 'ce77830721bc876a', { 'kube-vip': '1175b09da85ba594' }],
+    ['kitchen-sink.yaml', '7e4b2262f02df690', { init: 'e56596b88e1cb6fe', side: '1368dae2b8004c7a', app: '2f4f5fefc421546c' }],
+  ] as const)('match the golden vectors of %s', (file, sandbox, containers) => {
+    const { pod } = desired(readFileSync(fileURLToPath(new URL(`../fixtures/${file}`, import.meta.url)), 'utf8'));
+    expect(sandboxHash(pod)).toBe(sandbox);
+    const all = [...(pod.spec.initContainers ?? []), ...pod.spec.containers];
+    expect(Object.fromEntries(all.map((c) => [c.name, containerHash(pod, c)]))).toEqual(containers);
   });
 
   it('ignore spelling: key order, explicit defaults, empty lists and objects', () => {

@@ -13,57 +13,7 @@ import { decodeManifest } from '../../src/manifest/parse.js';
 const STATIC = fileURLToPath(new URL('../fixtures/static-pods/', import.meta.url));
 const EXAMPLES = fileURLToPath(new URL('../../manifests/', import.meta.url));
 /** Every field podrun honours at least once, so a mutation can reach each rule. */
-const KITCHEN_SINK = `apiVersion: v1
-kind: Pod
-metadata:
-  name: sink
-  namespace: demo
-  labels: {app: sink, tier: web}
-  annotations: {podrun.io/note: hello}
-spec:
-  restartPolicy: OnFailure
-  terminationGracePeriodSeconds: 5
-  hostname: sink
-  dnsPolicy: None
-  dnsConfig: {nameservers: [1.1.1.1], searches: [a.local], options: [{name: ndots, value: '2'}]}
-  hostAliases: [{ip: 10.0.0.5, hostnames: [db]}]
-  securityContext: {runAsUser: 1000, runAsGroup: 1000, supplementalGroups: [5], sysctls: [{name: net.core.somaxconn, value: '1024'}], seccompProfile: {type: RuntimeDefault}}
-  initContainers:
-  - name: init
-    image: busybox:1.36
-    command: [sh, -c, 'echo init']
-  - name: side
-    image: busybox:1.36
-    restartPolicy: Always
-    readinessProbe: {exec: {command: [cat, /tmp/ok]}, periodSeconds: 2}
-  containers:
-  - name: app
-    image: busybox:1.36
-    imagePullPolicy: IfNotPresent
-    command: [sh, -c]
-    args: ['echo $(GREETING) $(POD_NAME); exec httpd -f -p 8080']
-    workingDir: /tmp
-    env:
-    - {name: GREETING, value: hello}
-    - {name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}
-    - {name: MEM, valueFrom: {resourceFieldRef: {resource: limits.memory, divisor: 1Mi}}}
-    ports: [{name: http, containerPort: 8080, hostPort: 18099, hostIP: 127.0.0.1, protocol: TCP}]
-    resources: {limits: {cpu: 500m, memory: 64Mi}, requests: {cpu: 100m, memory: 32Mi}}
-    securityContext: {readOnlyRootFilesystem: true, allowPrivilegeEscalation: false, capabilities: {drop: [ALL], add: [NET_BIND_SERVICE]}}
-    livenessProbe: {httpGet: {path: /, port: http, httpHeaders: [{name: X, value: y}]}, initialDelaySeconds: 1, periodSeconds: 5, timeoutSeconds: 2, failureThreshold: 3}
-    startupProbe: {tcpSocket: {port: 8080}, failureThreshold: 30, periodSeconds: 1}
-    lifecycle:
-      postStart: {exec: {command: [touch, /tmp/started]}}
-      preStop: {sleep: {seconds: 1}}
-    volumeMounts:
-    - {name: data, mountPath: /data, subPath: sub}
-    - {name: cache, mountPath: /cache, readOnly: true}
-    - {name: mem, mountPath: /mem}
-  volumes:
-  - {name: data, hostPath: {path: /srv/sink, type: DirectoryOrCreate}}
-  - {name: cache, emptyDir: {sizeLimit: 1Gi}}
-  - {name: mem, emptyDir: {medium: Memory, sizeLimit: 64Mi}}
-`;
+const KITCHEN_SINK = readFileSync(fileURLToPath(new URL('../fixtures/kitchen-sink.yaml', import.meta.url)), 'utf8');
 const seeds = [...readdirSync(STATIC).map((n) => join(STATIC, n)), ...readdirSync(EXAMPLES).map((n) => join(EXAMPLES, n))].map((p) => readFileSync(p, 'utf8')).concat(KITCHEN_SINK);
 
 const RUNS = Number(process.env.PODRUN_PROPERTY_RUNS ?? 400);
