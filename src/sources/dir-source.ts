@@ -25,8 +25,8 @@ export interface DirectorySourceOptions {
   log?: (line: string) => void;
 }
 
-/** How long a file that lost pods must stay as it is before the loss is believed. */
-const SHRINK_SETTLE_MS = 300;
+/** How long new content must stay as it is before it is believed. */
+const SETTLE_MS = 300;
 
 /**
  * Why a manifest directory or file may not be trusted, or undefined: it must belong to root or to
@@ -67,8 +67,10 @@ export class DirectorySource implements PodSource {
   private readonly removals = new Map<string, NodeJS.Timeout>();
   private readonly busy = new Set<string>();
   private readonly again = new Set<string>();
-  private readonly confirming = new Set<string>();
-  private readonly settled = new Set<string>();
+  /** Files waiting to be read again, with the content the wait is for. */
+  private readonly confirming = new Map<string, { digest: string; timer: NodeJS.Timeout }>();
+  /** Content that stayed the same through a wait: it may be believed. */
+  private readonly settled = new Map<string, string>();
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
   private onChange: () => void = () => undefined;
@@ -119,6 +121,7 @@ export class DirectorySource implements PodSource {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
     for (const t of this.removals.values()) clearTimeout(t);
+    for (const w of this.confirming.values()) clearTimeout(w.timer);
     await this.watcher?.close();
   }
 
@@ -240,24 +243,16 @@ export class DirectorySource implements PodSource {
       this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: [issue], good: prev?.good ?? false });
       return;
     }
-    const r = loadManifestText({ file: path, source: this.origin(path), text }, this.o.policy);
-    const lost = prev ? prev.lastGood.filter((p) => !r.pods.some((q) => q.key === p.key)) : [];
-    const settled = this.settled.delete(path);
-    if (lost.length > 0 && !settled) {
-      // Fewer pods than before may be a file caught half-written: believe it once it has settled.
-      if (!this.confirming.has(path)) {
-        this.confirming.add(path);
-        const t = setTimeout(() => {
-          this.confirming.delete(path);
-          this.settled.add(path);
-          const again = this.files.get(path);
-          if (again) again.digest = '';
-          this.fileEvent(path);
-        }, SHRINK_SETTLE_MS);
-        t.unref();
-      }
+    // A write may be caught half done, and a prefix of a manifest is often a valid manifest (the
+    // first container without the second). After the first scan, content is believed only once it
+    // has stayed the same for a moment; a rename into place (what careful writers do) costs the
+    // same moment and nothing else.
+    if (this.scanned && this.settled.get(path) !== digest) {
+      this.confirm(path, digest);
       return;
     }
+    this.settled.delete(path);
+    const r = loadManifestText({ file: path, source: this.origin(path), text }, this.o.policy);
     const errors = r.issues.filter((i) => i.severity === 'error');
     if (errors.length) {
       for (const e of errors) this.o.log?.(`${formatIssue(e)} (keeping the last good version)`);
@@ -266,6 +261,26 @@ export class DirectorySource implements PodSource {
       this.files.set(path, { digest, lastGood: r.pods, issues: r.issues, good: true });
     }
     this.onChange();
+  }
+
+  /**
+   * Reads the file again once its content has stayed `digest` for SETTLE_MS; then that content is
+   * believed. New content meanwhile starts the wait over.
+   */
+  private confirm(path: string, digest: string): void {
+    const waiting = this.confirming.get(path);
+    if (waiting?.digest === digest) return;
+    if (waiting) clearTimeout(waiting.timer);
+    const timer = setTimeout(() => {
+      this.confirming.delete(path);
+      if (this.stopped) return;
+      this.settled.set(path, digest);
+      const again = this.files.get(path);
+      if (again) again.digest = '';
+      this.fileEvent(path);
+    }, SETTLE_MS);
+    timer.unref();
+    this.confirming.set(path, { digest, timer });
   }
 
   /** A file that cannot be read keeps its last good pods, like an invalid one. */

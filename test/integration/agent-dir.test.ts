@@ -1,9 +1,9 @@
 import { describe, expect, it } from 'vitest';
-import { mkdirSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
 import { AgentSuite, type AgentProcess } from './agent-helpers.js';
-import { containerIds, docker, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
+import { containerIds, docker, freePort, podContainers, podEvents, TEST_IMAGE, unique, until } from './helpers.js';
 
 const suite = new AgentSuite('agentdir');
 const { world, ns } = suite;
@@ -92,6 +92,9 @@ describe('the agent with a watched directory', () => {
     writeFileSync(join(dir, `${name}.yaml~`), pod(other));
 
     // vim's save: probe file 4913, rename the original to a backup, write the new file, drop the backup.
+    // Events are counted by the second: start the save on a fresh one.
+    await new Promise((r) => setTimeout(r, 1010 - (Date.now() % 1000)));
+    const savedSince = Math.floor(Date.now() / 1000);
     writeFileSync(join(dir, '4913'), '');
     unlinkSync(join(dir, '4913'));
     renameSync(join(dir, `${name}.yaml`), join(dir, `${name}.yaml~`));
@@ -103,20 +106,29 @@ describe('the agent with a watched directory', () => {
     });
     expect(saved.POD).toBe(first.POD);
     await new Promise((r) => setTimeout(r, 2500));
-    expect(await instances(name, 'moving')).toBe(2); // the first and the saved one: applied once
+    // Applied once: the engine made exactly one new container for the save (pruning cannot hide a second).
+    const vimUid = (await podContainers(ns, name))[0]!.Labels[LABEL.podUid]!;
+    expect((await podEvents(vimUid, savedSince)).filter((a) => a === 'create')).toHaveLength(1);
     expect(await podContainers(ns, other)).toEqual([]);
 
-    // An in-place write seen half-written: the partial text is invalid, so only the final one runs.
+    // An in-place write seen half-written: the prefix up to the second container is a valid pod
+    // (with a different sandbox: the second container brings a host port). It must never run.
     const half = unique('half');
-    const text = pod(half);
+    const text = pod(half).replace("command: [sh, -c, 'echo $V; exec sleep 3600']", `command: [sh, -c, 'echo $V; exec sleep 3600']\n    ports: [{containerPort: 80, hostPort: ${await freePort()}, hostIP: 127.0.0.1}]`);
     const path = join(dir, `${half}.yaml`);
-    writeFileSync(path, text.slice(0, text.indexOf('  - name: moving') + 12));
-    await agent.waitForLog(`${path}:`);
-    writeFileSync(path, text);
+    const since = Math.floor(Date.now() / 1000) - 1;
+    const fd = openSync(path, 'w');
+    writeSync(fd, text.slice(0, text.indexOf('  - name: moving')));
+    await new Promise((r) => setTimeout(r, 150));
+    writeSync(fd, text.slice(text.indexOf('  - name: moving')));
+    closeSync(fd);
     await running(half);
     await new Promise((r) => setTimeout(r, 2500));
     expect(await instances(half, 'moving')).toBe(1);
     expect(await instances(half, 'POD')).toBe(1);
+    // The engine saw one sandbox and one of each container made, nothing else.
+    const uid = (await podContainers(ns, half))[0]!.Labels[LABEL.podUid]!;
+    expect((await podEvents(uid, since)).filter((a) => a === 'create')).toHaveLength(3);
     rmSync(path);
   });
 
