@@ -46,6 +46,19 @@ describe('apply and the agent on the same state directory', () => {
     });
     expect(after.POD).toBe(before.POD);
     expect((await docker.getContainer(after.a!).inspect()).Config.Labels[LABEL.restartCount]).toBe('1');
+
+    // Restart counts live on the engine, not in the agent: a new agent goes on from 1 to 2.
+    await agent.stop();
+    agent = suite.run([]);
+    await agent.started();
+    await docker.getContainer(after.a!).kill();
+    const third = await until('the new agent to restart it again', async () => {
+      const ids = await containerIds(ns, name);
+      const list = await podContainers(ns, name);
+      return ids.a !== after.a && list.some((c) => c.Id === ids.a && c.State === 'running') ? ids : undefined;
+    });
+    expect((await docker.getContainer(third.a!).inspect()).Config.Labels[LABEL.restartCount]).toBe('2');
+    await until('get pods to show 2 restarts', async () => (new RegExp(`^${name}\\s+\\d/\\d\\s+\\w+\\s+2\\s`, 'm').test((await world.cli('get', 'pods', '-n', ns)).out) ? true : undefined));
   });
 
   it('apply with an agent running hands the set over and waits; delete keeps it deleted', async () => {

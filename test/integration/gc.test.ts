@@ -134,6 +134,39 @@ async function agentGetText(stateDir: string, path: string): Promise<string | un
   });
 }
 
+describe('pruning right after a death', () => {
+  it('keeps a crash-looping container to one dead instance with no sweep at all', async () => {
+    const name = unique('prune');
+    // A world of its own: this file's other agent holds the shared state dir.
+    const own = new World();
+    const pdir = join(own.dir, 'manifests');
+    mkdirSync(pdir);
+    writeFileSync(join(pdir, 'pod.yaml'), `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers: [{name: c, image: ${TEST_IMAGE}, command: [sh, -c, 'sleep 0.3; exit 1']}]
+`);
+    // The sweep runs once an hour: only the prune after each death can keep the pile down.
+    const a = new AgentProcess(own.stateDir, ['--manifest-dir', pdir, '--crash-backoff-initial', '0.3s', '--crash-backoff-max', '0.3s', '--gc-period', '1h']);
+    try {
+      await a.started();
+      let most = 0;
+      const restarts = async (): Promise<number> => Math.max(0, ...(await podContainers(ns, name)).map((c) => Number(c.Labels[LABEL.restartCount])));
+      await until('five deaths', async () => {
+        most = Math.max(most, await dead(name, 'c'));
+        return (await restarts()) >= 5 ? true : undefined;
+      }, 30_000);
+      // The newest dead one is kept for logs --previous; another may be seen for the moment between a death and its prune.
+      expect(most).toBeLessThanOrEqual(2);
+    } finally {
+      await a.stop();
+      await own.cleanup();
+    }
+  });
+});
+
 describe('image removal', () => {
   it('removes an unused image that carries several tags (by tag, then by id)', async () => {
     const c = await docker.createContainer({ Image: TEST_IMAGE, Cmd: ['true'] });
