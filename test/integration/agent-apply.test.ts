@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
-import { AgentSuite, type AgentProcess } from './agent-helpers.js';
+import { AgentSuite, pastRelist, type AgentProcess } from './agent-helpers.js';
 import { containerIds, docker, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
 
 const suite = new AgentSuite('handover');
@@ -81,7 +81,7 @@ describe('apply and the agent on the same state directory', () => {
 
     const d = await world.cli('delete', '-n', ns, name);
     expect(d.code, d.err).toBe(0);
-    await new Promise((r) => setTimeout(r, 2500));
+    await pastRelist();
     expect(await podContainers(ns, name)).toEqual([]);
   });
 
@@ -98,7 +98,7 @@ describe('apply and the agent on the same state directory', () => {
     // a.yaml sorts first, but b.yaml's pod is the one running: it stays.
     writeFileSync(join(dir, 'a.yaml'), pod(name, 'from-a'));
     await agent.waitForLog(`conflict: pod ${ns}/${name} is declared by file:${join(dir, 'b.yaml')} and file:${join(dir, 'a.yaml')}; keeping the one from file:${join(dir, 'b.yaml')}`);
-    await new Promise((r) => setTimeout(r, 2500));
+    await pastRelist();
     expect(await containerIds(ns, name)).toEqual(first);
   });
 });

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
-import { AgentSuite, type AgentProcess } from './agent-helpers.js';
+import { AgentSuite, pastRelist, type AgentProcess } from './agent-helpers.js';
 import { containerIds, docker, freePort, podContainers, podEvents, TEST_IMAGE, unique, until } from './helpers.js';
 
 const suite = new AgentSuite('agentdir');
@@ -65,11 +65,11 @@ describe('the agent with a watched directory', () => {
     expect(described.out).toMatch(/Warning\s+FailedValidation\s+.*spec\.containers\[0\]\.ports\[0\]\.containerPort: must be <= 65535 \(running the last good version\)/);
     const status = JSON.parse(readFileSync(join(world.stateDir, 'agent-status.json'), 'utf8')) as { sources: { name: string; errors: string[] }[] };
     expect(status.sources.find((s) => s.name === `dir:${dir}`)?.errors[0]).toContain('containerPort: must be <= 65535');
-    await new Promise((r) => setTimeout(r, 2500)); // past a resync period: still untouched
+    await pastRelist(); // past a rescan and a relist: still untouched
     expect(await containerIds(ns, name)).toEqual(second);
     // Emptied (as a write caught between truncate and write looks): the pod stays too.
     writeFileSync(join(dir, `${name}.yaml`), '');
-    await new Promise((r) => setTimeout(r, 2500));
+    await pastRelist();
     expect(await containerIds(ns, name)).toEqual(second);
 
     unlinkSync(join(dir, `${name}.yaml`));
@@ -105,7 +105,7 @@ describe('the agent with a watched directory', () => {
       return ids.moving !== first.moving ? ids : undefined;
     });
     expect(saved.POD).toBe(first.POD);
-    await new Promise((r) => setTimeout(r, 2500));
+    await pastRelist();
     // Applied once: the engine made exactly one new container for the save (pruning cannot hide a second).
     const vimUid = (await podContainers(ns, name))[0]!.Labels[LABEL.podUid]!;
     expect((await podEvents(vimUid, savedSince)).filter((a) => a === 'create')).toHaveLength(1);
@@ -123,7 +123,7 @@ describe('the agent with a watched directory', () => {
     writeSync(fd, text.slice(text.indexOf('  - name: moving')));
     closeSync(fd);
     await running(half);
-    await new Promise((r) => setTimeout(r, 2500));
+    await pastRelist();
     expect(await instances(half, 'moving')).toBe(1);
     expect(await instances(half, 'POD')).toBe(1);
     // The engine saw one sandbox and one of each container made, nothing else.
@@ -144,7 +144,7 @@ describe('the agent with a watched directory', () => {
 
     agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
-    await new Promise((r) => setTimeout(r, 2500));
+    await pastRelist();
     expect(await containerIds(ns, name)).toEqual(before);
     expect(await agent.stop()).toBe(0);
     agent = undefined;
@@ -170,7 +170,7 @@ describe('the agent with a watched directory', () => {
     await agent.started();
     const ids = await running(name);
     expect(ids.POD).toBe(sandbox.id);
-    await new Promise((r) => setTimeout(r, 2500));
+    await pastRelist();
     const all = await podContainers(ns, name);
     expect(all.map((c) => c.Labels[LABEL.containerName]).sort()).toEqual(['POD', 'moving', 'steady']);
     expect(all.every((c) => c.State === 'running')).toBe(true);

@@ -71,3 +71,8 @@ export class AgentSuite {
     return this.current;
   }
 }
+
+/** Waits past a relist of the test agents (every 5 s): a window in which "nothing happened" means something. */
+export function pastRelist(): Promise<void> {
+  return new Promise((r) => setTimeout(r, 5500));
+}

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
 import { createServer, type Server } from 'node:http';
 import { LABEL } from '../../src/runtime/labels.js';
-import { AgentSuite, type AgentProcess } from './agent-helpers.js';
+import { AgentSuite, pastRelist, type AgentProcess } from './agent-helpers.js';
 import { containerIds, docker, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
 
 const suite = new AgentSuite('agenturl');
@@ -84,7 +84,6 @@ async function running(name: string): Promise<Record<string, string>> {
   });
 }
 
-const settle = (ms = 2500): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 describe('the agent with a polled URL', () => {
   it('applies what is served, answers 304s without work, and keeps pods through every failure', async () => {
@@ -118,7 +117,7 @@ describe('the agent with a polled URL', () => {
 
     server.mode = 'ok';
     await server.close();
-    await settle(2000);
+    await pastRelist(); // the server down past a relist: still untouched
     expect(await containerIds(ns, name)).toEqual(second);
 
     // An explicit empty PodList does delete.
