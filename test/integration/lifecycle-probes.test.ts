@@ -1,4 +1,6 @@
 import { describe, expect, it } from 'vitest';
+import { existsSync, lstatSync, mkdirSync, readlinkSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { createServer as createH2Server, type Http2Server } from 'node:http2';
 import { docker, freePort, TEST_IMAGE, unique, World } from './helpers.js';
 import { container, sleep, supervisedDirectory, untilPod } from './lifecycle-helpers.js';
@@ -131,6 +133,52 @@ describe('probes run by the agent', () => {
     } finally {
       server.close();
     }
+  });
+
+  it('gRPC health on the pod network: the probe goes to the pod IP', async () => {
+    // A gRPC health server inside the pod, on the bridge: the host's own node, run in the pod's
+    // network namespace through chroot into read-only binds of what it needs (the test image has
+    // no gRPC server). It answers NOT_SERVING while the flag file exists.
+    const dir = join(world.dir, unique('grpc-bridge'));
+    mkdirSync(dir);
+    const flag = join(dir, 'not-serving');
+    const script = join(dir, 'health.mjs');
+    writeFileSync(script, `import { createServer } from 'node:http2';
+import { existsSync } from 'node:fs';
+createServer((req, res) => {
+  req.resume();
+  req.on('end', () => {
+    res.writeHead(200, { 'content-type': 'application/grpc' });
+    res.write(Buffer.from([0, 0, 0, 0, 2, 0x08, existsSync(${JSON.stringify(flag)}) ? 2 : 1]));
+    res.addTrailers({ 'grpc-status': '0' });
+    res.end();
+  });
+}).listen(50051, '0.0.0.0');
+`);
+    const name = unique('grpcbr');
+    // Only what node needs: /usr (and /lib, /lib64 where they are not links into it) and the script.
+    const libs = ['/lib', '/lib64'].filter((l) => existsSync(l));
+    const links = libs.filter((l) => lstatSync(l).isSymbolicLink());
+    const dirs = ['/usr', ...libs.filter((l) => !links.includes(l)), dir];
+    const setup = links.map((l) => `ln -s ${readlinkSync(l)} /host${l}`).join('; ');
+    write(name, `  containers:
+  - name: app
+    image: ${TEST_IMAGE}
+    command: [sh, -c, '${setup ? `${setup}; ` : ''}exec chroot /host ${process.execPath} ${script}']
+    readinessProbe: {grpc: {port: 50051}, periodSeconds: 1, failureThreshold: 1}
+    volumeMounts:
+${dirs.map((d, i) => `    - {name: h${i}, mountPath: /host${d}, readOnly: true}`).join('\n')}
+  volumes:
+${dirs.map((d, i) => `  - {name: h${i}, hostPath: {path: ${d}}}`).join('\n')}
+`);
+    const p = await untilPod(world, ns, name, 'gRPC ready over the bridge', ready).catch(async (e: Error) => {
+      const d = await world.cli('describe', 'pod', '-n', ns, name);
+      throw new Error(`${e.message}\n${d.out}`);
+    });
+    expect(p.status.podIP).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
+    expect(p.status.podIP).not.toBe('127.0.0.1');
+    writeFileSync(flag, '');
+    await untilPod(world, ns, name, 'gRPC unready over the bridge', (x) => !ready(x));
   });
 
   it('a failing postStart hook kills the container', async () => {

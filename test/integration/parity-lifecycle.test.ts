@@ -137,6 +137,57 @@ spec:
   });
 });
 
+describe('what is left of a pod', () => {
+  it('stops the containers of a Never pod whose sandbox died, and makes it no new sandbox', async () => {
+    const name = unique('never-sandbox');
+    const dir = agentOn({
+      'pod.yaml': `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  restartPolicy: Never
+  terminationGracePeriodSeconds: 1
+  containers: [{name: c, image: ${TEST_IMAGE}, command: [sh, -c, 'trap "exit 0" TERM; sleep 3600 & wait']}]
+`,
+    });
+    const agent = suite.run(['--manifest-dir', dir]);
+    await agent.started();
+    const sandbox = await until('the pod to run', async () => {
+      const all = await instances(name);
+      return all.some((c) => c.name === 'c' && c.state === 'running') ? all.find((c) => c.name === 'POD') : undefined;
+    });
+    await docker.getContainer(sandbox!.id).kill();
+    await until('its container to be stopped', async () => ((await instances(name)).every((c) => c.state === 'exited') ? true : undefined), 20_000);
+    await new Promise((r) => setTimeout(r, 3000));
+    expect((await instances(name)).filter((c) => c.name === 'POD')).toHaveLength(1);
+  });
+
+  it('never runs an init container again once the pod is initialized, even when its dead instance is gone', async () => {
+    const name = unique('init-gc');
+    const dir = agentOn({
+      'pod.yaml': `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  initContainers: [{name: setup, image: ${TEST_IMAGE}, command: [sh, -c, 'exit 0']}]
+  containers: [{name: app, image: ${TEST_IMAGE}, command: [sh, -c, 'trap "exit 0" TERM; sleep 3600 & wait']}]
+`,
+    });
+    const agent = suite.run(['--manifest-dir', dir]);
+    await agent.started();
+    const app = await until('the app to run', async () => (await instances(name)).find((c) => c.name === 'app' && c.state === 'running'));
+    // The init container's dead instance goes (as a GC or a manual cleanup would take it)...
+    const setup = (await instances(name)).find((c) => c.name === 'setup')!;
+    await docker.getContainer(setup.id).remove({ force: true });
+    // ...and the app dies: it is restarted, the init container is not run again.
+    await docker.getContainer(app.id).kill();
+    await until('the app to be restarted', async () => ((await instances(name)).some((c) => c.name === 'app' && c.count === app.count + 1 && c.state === 'running') ? true : undefined), 20_000);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect((await instances(name)).filter((c) => c.name === 'setup')).toEqual([]);
+  });
+});
+
 describe('the spec in force after a container-only update', () => {
   it('shows the new spec, stops with the new grace period and runs the new preStop', async () => {
     const name = unique('inforce');
