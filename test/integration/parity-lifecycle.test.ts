@@ -1,4 +1,4 @@
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
@@ -250,19 +250,28 @@ spec:
     expect(readFileSync(join(out, 'got'), 'utf8').trim()).toBe('term');
   });
 
-  it('takes delete --grace-period as given, below the 2 s floor too', async () => {
+  it('takes delete --grace-period as given, below the 2 s floor too, and skips preStop at 0', async () => {
     const name = unique('grace0');
+    const out = join(world.dir, unique('nohook'));
+    mkdirSync(out);
     const file = world.write(`${name}.yaml`, `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
   terminationGracePeriodSeconds: 60
-  containers: [{name: c, image: ${TEST_IMAGE}, command: [sh, -c, 'trap "" TERM; while :; do sleep 1; done']}]
+  containers:
+  - name: c
+    image: ${TEST_IMAGE}
+    command: [sh, -c, 'trap "" TERM; while :; do sleep 1; done']
+    lifecycle: {preStop: {exec: {command: [sh, -c, 'echo ran > /out/prestop; sleep 5']}}}
+    volumeMounts: [{name: out, mountPath: /out}]
+  volumes: [{name: out, hostPath: {path: ${out}}}]
 `);
     expect((await world.cli('apply', '--timeout', '20s', file)).code).toBe(0);
     const started = Date.now();
     expect((await world.cli('delete', '--grace-period', '0', '-n', ns, name)).code).toBe(0);
     expect(Date.now() - started).toBeLessThan(1500);
+    expect(existsSync(join(out, 'prestop'))).toBe(false);
   });
 });
 
