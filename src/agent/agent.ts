@@ -36,6 +36,7 @@ export interface AgentOptions {
   /** Engine relist period (the event stream's safety net). */
   relistMs?: number;
   removeGraceMs?: number;
+  /** Engine calls that create, start, remove or list at once. */
   maxParallel?: number;
   /** Also serve /healthz, /pods, /events on 127.0.0.1:port. */
   httpPort?: number;
@@ -93,8 +94,10 @@ export class Agent {
     const sink = o.log ?? (() => undefined);
     // Whatever a line quotes (an engine or fetch error naming a URL), credentials never reach the log.
     this.log = (line) => sink(redactText(line));
-    this.runtime = new PodRuntime(o.runtime);
-    this.workers = new PodWorkers((uid) => this.syncPod(uid), o.maxParallel ?? 4, (uid, err) => this.log(`pod ${this.nameOf(uid)}: ${err.message}`));
+    this.runtime = new PodRuntime({ ...o.runtime, ...(o.maxParallel ? { engineSlots: o.maxParallel } : {}) });
+    // One worker per pod and no bound on them: a pod in its grace period, a hook or a back-off holds
+    // nothing of anyone else's. What costs the engine is bounded in the runtime (--max-parallel).
+    this.workers = new PodWorkers((uid) => this.syncPod(uid), Number.POSITIVE_INFINITY, (uid, err) => this.log(`pod ${this.nameOf(uid)}: ${err.message}`));
     this.cache = new PodCache(this.runtime, (uid) => this.workers.enqueue(uid), {
       relistMs: o.relistMs ?? 60_000,
       log: this.log,

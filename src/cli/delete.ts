@@ -1,6 +1,5 @@
 import { ManifestError } from '../manifest/errors.js';
 import { loadManifestSet } from '../manifest/load.js';
-import { mapLimit } from '../reconcile/converge.js';
 import { graceOf, removePod } from '../reconcile/lifecycle.js';
 import { forgetApplied } from '../sources/applied-sets.js';
 import { readManifestInputs } from '../sources/read.js';
@@ -52,7 +51,8 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
     }
     return [p];
   });
-  await mapLimit(found, 4, async (p) => {
+  // Every pod at once: their grace periods overlap (the runtime bounds the engine calls).
+  await Promise.all(found.map(async (p) => {
     try {
       // Forget it in the applied sets first, so a running agent does not bring it back.
       forgetApplied(g.stateDir, new Set([`${p.namespace}/${p.name}`]));
@@ -63,6 +63,6 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
       io.err(`podrun: pod/${p.namespace}/${p.name}: ${(err as Error).message}`);
       code = EXIT.failed;
     }
-  });
+  }));
   return code;
 }

@@ -98,7 +98,7 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('--url-period <duration>', 'URL poll period (jittered)', duration, 20_000)
     .option('--url-timeout <duration>', 'timeout of one URL request', duration, 10_000)
     .option('--relist-period <duration>', 'full engine relist, under the event stream', duration, 60_000)
-    .option('--max-parallel <n>', 'pods synced at once', (v) => Number(v), 4)
+    .option('--max-parallel <n>', 'engine calls that create, start, remove or list at once (pods never wait behind one another\'s grace period)', (v) => Number(v), 4)
     .option('--http-port <port>', 'also serve /healthz, /pods and /events on 127.0.0.1:port (the unix socket <state-dir>/podrun.sock always)', (v) => Number(v))
     .option('--gc-period <duration>', 'container garbage collection sweep period', duration, 60_000)
     .option('--maximum-dead-containers-per-container <n>', 'dead instances kept per container, for logs --previous', (v) => Number(v), 1)

@@ -9,9 +9,6 @@ import { agentGet } from '../server/client.js';
 import type { V1Pod } from '../status/v1.js';
 import { executePodActions, pruneDeadInstances, type SyncOptions } from './sync.js';
 
-/** At most this many pods are synced at once: the engine gains little past two or three. */
-const POD_CONCURRENCY = 4;
-
 export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array<R>(items.length);
   let next = 0;
@@ -30,9 +27,12 @@ export interface PodOutcome {
   error?: string;
 }
 
-/** Carries out a plan once: each pod's actions, deletions included. Errors stay per pod. */
+/**
+ * Carries out a plan once: each pod's actions, deletions included, all pods at once (the runtime
+ * bounds the engine calls; grace periods overlap). Errors stay per pod.
+ */
 export async function executePlan(rt: PodRuntime, plans: PodPlan[], o: SyncOptions): Promise<PodOutcome[]> {
-  return mapLimit(plans, POD_CONCURRENCY, async (p): Promise<PodOutcome> => {
+  return Promise.all(plans.map(async (p): Promise<PodOutcome> => {
     try {
       if (p.verdict === 'deleted') {
         if (p.observed) await removePod(rt, p.observed, graceOf(p.observed));
@@ -43,7 +43,7 @@ export async function executePlan(rt: PodRuntime, plans: PodPlan[], o: SyncOptio
     } catch (err) {
       return { key: p.key, error: (err as Error).message };
     }
-  });
+  }));
 }
 
 export interface WaitResult {

@@ -77,11 +77,17 @@ export class PodWorkers {
     return new Promise((r) => this.idleWaiters.push(r));
   }
 
-  async stop(): Promise<void> {
+  /**
+   * Stops taking work and waits a moment for what is under way. A sync in a long grace period is
+   * not waited for: the engine finishes a stop it was asked for, and the next agent completes
+   * whatever is left, so SIGTERM ends the agent promptly.
+   */
+  async stop(maxWaitMs = 2000): Promise<void> {
     this.stopped = true;
     for (const t of this.timers.values()) clearTimeout(t);
     this.queue.length = 0;
     this.queued.clear();
-    while (this.active > 0) await new Promise((r) => setTimeout(r, 20));
+    const deadline = Date.now() + maxWaitMs;
+    while (this.active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   }
 }

@@ -8,6 +8,7 @@ import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound, t
 import { instanceId, LABEL, MANAGED_BY } from './labels.js';
 import { groupObserved, type ObservedPod } from './observed.js';
 import { containerCreateOptions, needsImageUser, sandboxCreateOptions, type PodIdentity, type VolumeBacking } from './spec.js';
+import { Slots } from './slots.js';
 import { prepareTerminationLog, prepareVolumes, removePodVolumes, terminationLogPath } from './volumes.js';
 
 export interface RuntimeOptions extends EngineOptions {
@@ -19,6 +20,8 @@ export interface RuntimeOptions extends EngineOptions {
   hostIP?: string;
   /** Pull progress, for a TTY. */
   onPullProgress?: (image: string, line: string) => void;
+  /** Engine calls that create, start, remove or list at once (default 4: the engine gains little past that). */
+  engineSlots?: number;
 }
 
 export interface EngineEvent {
@@ -93,6 +96,8 @@ export class PodRuntime {
   /** The lowest oom_score_adj this node lets the engine set. */
   readonly oomScoreFloor: number;
   private readonly pulls = new Map<string, Promise<void>>();
+  /** Bounds the calls that cost the engine; stops, execs, events and pulls are waits, not work, and are not bounded. */
+  private readonly slots: Slots;
 
   constructor(readonly options: RuntimeOptions) {
     this.docker = connect(options);
@@ -101,6 +106,12 @@ export class PodRuntime {
     this.hostIP = options.hostIP ?? defaultHostIP();
     this.instance = instanceId(options.stateDir);
     this.oomScoreFloor = oomScoreFloor(this.endpoint);
+    this.slots = new Slots(options.engineSlots ?? 4);
+  }
+
+  /** An engine call that costs the engine: it waits for a slot. */
+  private work<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    return this.slots.run(() => this.call(what, fn));
   }
 
   private owned(opts: Docker.ContainerCreateOptions): Docker.ContainerCreateOptions {
@@ -127,7 +138,7 @@ export class PodRuntime {
   /** podrun's containers (all of them, or one pod's), as the engine lists them. */
   async listContainers(uid?: string): Promise<Docker.ContainerInfo[]> {
     const label = [`${LABEL.instance}=${this.instance}`, ...(uid ? [`${LABEL.podUid}=${uid}`] : [`${LABEL.managedBy}=${MANAGED_BY}`])];
-    return this.call('list containers', () => this.docker.listContainers({ all: true, filters: JSON.stringify({ label }) }));
+    return this.work('list containers', () => this.docker.listContainers({ all: true, filters: JSON.stringify({ label }) }));
   }
 
   /**
@@ -318,8 +329,8 @@ export class PodRuntime {
     const refused = (err: unknown): never => {
       throw err instanceof EngineRequestError ? new SandboxError(err.message) : err;
     };
-    const container = await this.call(`create sandbox for ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts))).catch(refused);
-    await this.call(`start sandbox for ${id.namespace}/${id.name}`, () => container.start()).catch(refused);
+    const container = await this.work(`create sandbox for ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts))).catch(refused);
+    await this.work(`start sandbox for ${id.namespace}/${id.name}`, () => container.start()).catch(refused);
     return this.sandboxInfo(container.id, pod);
   }
 
@@ -367,8 +378,8 @@ export class PodRuntime {
     const refused = (reason: ContainerStartError['reason']) => (err: unknown): never => {
       throw err instanceof EngineRequestError ? new ContainerStartError(err.message, reason) : err;
     };
-    const container = await this.call(`create container ${c.name} of ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts))).catch(refused('CreateContainerError'));
-    await this.call(`start container ${c.name} of ${id.namespace}/${id.name}`, () => container.start()).catch(refused('RunContainerError'));
+    const container = await this.work(`create container ${c.name} of ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts))).catch(refused('CreateContainerError'));
+    await this.work(`start container ${c.name} of ${id.namespace}/${id.name}`, () => container.start()).catch(refused('RunContainerError'));
     return container.id;
   }
 
@@ -381,7 +392,7 @@ export class PodRuntime {
   }
 
   async removeContainer(id: string): Promise<void> {
-    await this.call('remove container', () => this.docker.getContainer(id).remove({ force: true, v: true })).catch((err: unknown) => {
+    await this.work('remove container', () => this.docker.getContainer(id).remove({ force: true, v: true })).catch((err: unknown) => {
       if (isNotFound(err) || (err instanceof EngineRequestError && err.statusCode === 409)) return;
       throw err;
     });

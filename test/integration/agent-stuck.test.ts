@@ -1,0 +1,103 @@
+import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { LABEL } from '../../src/runtime/labels.js';
+import { AgentSuite } from './agent-helpers.js';
+import { docker, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+
+// Never stuck behind a graceful stop (issue 10): a pod in its grace period holds nothing of anyone
+// else's, and the grace periods of many pods overlap.
+const suite = new AgentSuite('stuck');
+const { world, ns } = suite;
+
+/** Ignores SIGTERM: only the end of the grace period stops it. */
+const STUBBORN = `[sh, -c, 'trap "" TERM; while :; do sleep 1; done']`;
+
+function pod(name: string, grace: number, command = STUBBORN): string {
+  return `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: ${grace}
+  containers: [{name: c, image: ${TEST_IMAGE}, command: ${command}}]
+`;
+}
+
+/** The engine's own record of a pod's container events: action and time (ms). */
+async function engineEvents(uid: string, sinceS: number): Promise<{ action: string; ms: number; name: string }[]> {
+  const stream = await docker.getEvents({ since: sinceS, until: Math.floor(Date.now() / 1000) + 1, filters: JSON.stringify({ type: ['container'], label: [`${LABEL.podUid}=${uid}`] }) });
+  const chunks: Buffer[] = [];
+  for await (const c of stream as AsyncIterable<Buffer>) chunks.push(c);
+  return Buffer.concat(chunks)
+    .toString('utf8')
+    .split('\n')
+    .filter(Boolean)
+    .map((l) => JSON.parse(l) as { Action: string; timeNano: number; Actor: { Attributes: Record<string, string> } })
+    .map((e) => ({ action: e.Action, ms: e.timeNano / 1e6, name: e.Actor.Attributes[LABEL.containerName] ?? '' }));
+}
+
+describe('the agent never waits behind a graceful stop', () => {
+  it('restarts a crashed container within 2 s while six other pods spend a 20 s grace period', async () => {
+    const dir = join(world.dir, 'manifests');
+    mkdirSync(dir);
+    const draining = Array.from({ length: 6 }, () => unique('drain'));
+    const victim = unique('victim');
+    for (const n of draining) writeFileSync(join(dir, `${n}.yaml`), pod(n, 20));
+    writeFileSync(join(dir, `${victim}.yaml`), pod(victim, 1, `[sh, -c, 'trap "exit 0" TERM; sleep 3600 & wait']`));
+    const agent = suite.run(['--manifest-dir', dir]);
+    await agent.started();
+    const runningC = async (n: string): Promise<string | undefined> => (await podContainers(ns, n)).find((c) => c.Labels[LABEL.containerName] === 'c' && c.State === 'running')?.Id;
+    for (const n of [...draining, victim]) await until(`${n} to run`, () => runningC(n), 30_000);
+
+    for (const n of draining) rmSync(join(dir, `${n}.yaml`));
+    for (const n of draining) await agent.waitForLog(`pod ${ns}/${n}: no longer declared; deleting`);
+    // All six are in their grace period now: still running, being stopped.
+    for (const n of draining) expect(await runningC(n)).toBeDefined();
+
+    const since = Math.floor(Date.now() / 1000) - 1;
+    const first = (await runningC(victim))!;
+    await docker.getContainer(first).kill();
+    const second = await until('the victim to be restarted', async () => {
+      const id = await runningC(victim);
+      return id && id !== first ? id : undefined;
+    }, 15_000);
+    const uid = (await podContainers(ns, victim))[0]!.Labels[LABEL.podUid]!;
+    const events = await engineEvents(uid, since);
+    const died = events.find((e) => e.action === 'die' && e.name === 'c')!.ms;
+    const started = events.filter((e) => e.action === 'start' && e.name === 'c' && e.ms > died)[0]!.ms;
+    expect(second).toBeDefined();
+    expect(started - died).toBeLessThan(2000);
+    // And the six are still draining: nothing was cut short to make room.
+    for (const n of draining) expect(await runningC(n)).toBeDefined();
+  });
+});
+
+describe('delete', () => {
+  it('lets the grace periods of many pods overlap', async () => {
+    const w = new World();
+    try {
+      const names = Array.from({ length: 8 }, () => unique('del'));
+      for (const n of names) expect((await w.cli('apply', '--no-wait', w.write(`${n}.yaml`, pod(n, 3)))).code).toBe(0);
+      for (const n of names) await until(`${n} to run`, async () => ((await podContainers(ns, n)).some((c) => c.State === 'running' && c.Labels[LABEL.containerName] === 'c') ? true : undefined));
+      const since = Math.floor(Date.now() / 1000) - 1;
+      const d = await w.cli('delete', '-n', ns, ...names);
+      expect(d.code, d.err).toBe(0);
+      // Each container dies at the end of its own 3 s grace period: together, not four at a time.
+      const deaths: number[] = [];
+      for (const n of names) deaths.push(await dieTime(n, since));
+      expect(deaths.every(Number.isFinite)).toBe(true);
+      expect(Math.max(...deaths) - Math.min(...deaths)).toBeLessThan(2000);
+    } finally {
+      await w.cleanup();
+    }
+  });
+});
+
+/** When pod `name`'s container c died (ms), from the engine's events. */
+async function dieTime(name: string, sinceS: number): Promise<number> {
+  const stream = await docker.getEvents({ since: sinceS, until: Math.floor(Date.now() / 1000) + 1, filters: JSON.stringify({ type: ['container'], event: ['die'], label: [`${LABEL.podName}=${name}`, `${LABEL.containerName}=c`] }) });
+  const chunks: Buffer[] = [];
+  for await (const c of stream as AsyncIterable<Buffer>) chunks.push(c);
+  const line = Buffer.concat(chunks).toString('utf8').split('\n').find(Boolean);
+  return line ? (JSON.parse(line) as { timeNano: number }).timeNano / 1e6 : Number.NaN;
+}
