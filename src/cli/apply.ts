@@ -40,7 +40,7 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
     return EXIT.failed;
   }
 
-  const rt = makeRuntime(g, io);
+  const rt = await makeRuntime(g, io);
   const applySet = applySetId(paths);
   const plans = planApply(loaded.pods, await rt.listPods(), o.prune ? { applySet } : undefined);
   printPlan(io, plans, o.dryRun);

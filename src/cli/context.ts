@@ -1,5 +1,5 @@
 import type { PodPolicy } from '../manifest/policy.js';
-import { PodRuntime } from '../runtime/runtime.js';
+import type { PodRuntime } from '../runtime/runtime.js';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, engine: 3 } as const;
 
@@ -38,7 +38,9 @@ export const processIo: Io = {
   isTTY: process.stderr.isTTY === true,
 };
 
-export function makeRuntime(g: GlobalOptions, io: Io): PodRuntime {
+/** The engine client, loaded only by the commands that talk to the engine (it is most of start-up). */
+export async function makeRuntime(g: GlobalOptions, io: Io): Promise<PodRuntime> {
+  const { PodRuntime } = await import('../runtime/runtime.js');
   let last = 0;
   return new PodRuntime({
     ...(g.dockerHost ? { host: g.dockerHost } : {}),

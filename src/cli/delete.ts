@@ -37,7 +37,7 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
     io.err('podrun: name the pods to delete, or give -f PATH');
     return EXIT.usage;
   }
-  const rt = makeRuntime(g, io);
+  const rt = await makeRuntime(g, io);
   const observed = await rt.listPods();
   let code: number = EXIT.ok;
   const found = wanted.flatMap((w) => {

@@ -108,7 +108,7 @@ export function renderDescribe(p: V1Pod, events: PodEvent[] | undefined, node: s
 }
 
 export async function describePodCommand(podName: string, namespace: string, g: GlobalOptions, io: Io): Promise<number> {
-  const rt = makeRuntime(g, io);
+  const rt = await makeRuntime(g, io);
   const [ns, name] = podName.includes('/') ? (podName.split('/', 2) as [string, string]) : [namespace, podName];
   const { pods } = await loadPodViews(rt, g.stateDir);
   const p = pods.find((x) => x.metadata.namespace === ns && x.metadata.name === name);

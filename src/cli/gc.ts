@@ -29,7 +29,7 @@ export async function gcCommand(o: GcCommandOptions, g: GlobalOptions, io: Io): 
       return EXIT.ok;
     }
   }
-  const rt = makeRuntime(g, io);
+  const rt = await makeRuntime(g, io);
   const gc = new GarbageCollector(rt, { stateDir: g.stateDir, pauseImage: g.pauseImage });
   const containers = await gc.collectContainers(await rt.listPods(), undefined, o.dryRun);
   const images = o.images ? await gc.collectImages(o.dryRun) : undefined;

@@ -47,7 +47,7 @@ export async function getPodsCommand(o: GetOptions, g: GlobalOptions, io: Io): P
     io.err(`podrun: unknown output format "${output}" (use wide, json or yaml)`);
     return EXIT.usage;
   }
-  const rt = makeRuntime(g, io);
+  const rt = await makeRuntime(g, io);
   const ns = o.allNamespaces ? undefined : (o.namespace ?? 'default');
   const { pods: all } = await loadPodViews(rt, g.stateDir);
   const pods = all

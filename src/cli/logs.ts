@@ -11,7 +11,7 @@ export interface LogsOptions {
 
 /** `podrun logs POD`: the container's output from the engine, kubectl's way. */
 export async function logsCommand(podName: string, o: LogsOptions, g: GlobalOptions, io: Io): Promise<number> {
-  const rt = makeRuntime(g, io);
+  const rt = await makeRuntime(g, io);
   const [ns, name] = podName.includes('/') ? (podName.split('/', 2) as [string, string]) : [o.namespace, podName];
   const pod = (await rt.listPods()).find((p) => p.namespace === ns && p.name === name);
   if (!pod) {

@@ -1,17 +1,13 @@
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
-import { EngineRequestError, EngineUnavailableError } from '../runtime/engine.js';
-import { connect } from '../runtime/engine.js';
-import { applyCommand } from './apply.js';
+import { EngineRequestError, EngineUnavailableError } from '../runtime/engine-errors.js';
 import { DEFAULTS, EXIT, parseDuration, processIo, type GlobalOptions, type Io } from './context.js';
-import { deleteCommand } from './delete.js';
-import { describePodCommand } from './describe.js';
-import { gcCommand } from './gc.js';
-import { getPodsCommand } from './get.js';
-import { logsCommand } from './logs.js';
-import { runCommand } from './run.js';
-import { validateCommand } from './validate.js';
+import { engineVersion } from './engine-version.js';
+import type { RunOptions } from './run.js';
+
+// Each command loads its own modules when it runs: start-up is mostly module loading, and a
+// command should pay only for what it uses (validate never loads the engine client).
 
 export function version(): string {
   const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
@@ -83,7 +79,7 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('--no-wait', 'return once the changes are made, without waiting for the pods to run')
     .option('--timeout <duration>', 'how long to wait for the pods to run', duration, 120_000)
     .action(async (paths: string[], o: { dryRun: boolean; prune: boolean; wait: boolean; timeout: number }, cmd: Command) => {
-      setCode(await applyCommand(paths, { dryRun: o.dryRun, prune: o.prune, wait: o.wait, timeoutMs: o.timeout }, globals(cmd), io));
+      setCode(await (await import('./apply.js')).applyCommand(paths, { dryRun: o.dryRun, prune: o.prune, wait: o.wait, timeoutMs: o.timeout }, globals(cmd), io));
     });
 
   const collect = (v: string, prev: string[]): string[] => [...prev, v];
@@ -109,8 +105,8 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('--image-gc-low-threshold <percent>', 'disk usage image GC frees down to', (v) => Number(v), 80)
     .option('--crash-backoff-initial <duration>', 'first crash-loop restart delay', duration, 10_000)
     .option('--crash-backoff-max <duration>', 'longest crash-loop restart delay', duration, 300_000)
-    .action(async (o: Parameters<typeof runCommand>[0] & { crashBackoffInitial: number; crashBackoffMax: number }, cmd: Command) => {
-      setCode(await runCommand({ ...o, backoffInitial: o.crashBackoffInitial, backoffMax: o.crashBackoffMax }, globals(cmd), io));
+    .action(async (o: RunOptions & { crashBackoffInitial: number; crashBackoffMax: number }, cmd: Command) => {
+      setCode(await (await import('./run.js')).runCommand({ ...o, backoffInitial: o.crashBackoffInitial, backoffMax: o.crashBackoffMax }, globals(cmd), io));
     });
 
   const get = program.command('get').description('show pods');
@@ -123,7 +119,7 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('-n, --namespace <ns>', 'namespace', 'default')
     .option('-A, --all-namespaces', 'pods of every namespace', false)
     .action(async (o: { output?: string; namespace: string; allNamespaces: boolean }, cmd: Command) => {
-      setCode(await getPodsCommand(o, globals(cmd), io));
+      setCode(await (await import('./get.js')).getPodsCommand(o, globals(cmd), io));
     });
 
   const describe = program.command('describe').description('show one pod in detail, with its events');
@@ -134,7 +130,7 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .argument('<name>', 'pod name, or namespace/name')
     .option('-n, --namespace <ns>', 'namespace', 'default')
     .action(async (name: string, o: { namespace: string }, cmd: Command) => {
-      setCode(await describePodCommand(name, o.namespace, globals(cmd), io));
+      setCode(await (await import('./describe.js')).describePodCommand(name, o.namespace, globals(cmd), io));
     });
 
   program
@@ -148,7 +144,7 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('--tail <lines>', 'only the last lines', (v) => Number(v))
     .option('--timestamps', 'prefix each line with its time', false)
     .action(async (pod: string, o: { container?: string; namespace: string; follow: boolean; previous: boolean; tail?: number; timestamps: boolean }, cmd: Command) => {
-      setCode(await logsCommand(pod, o, globals(cmd), io));
+      setCode(await (await import('./logs.js')).logsCommand(pod, o, globals(cmd), io));
     });
 
   program
@@ -160,7 +156,7 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('--grace-period <seconds>', 'override terminationGracePeriodSeconds', nonNegativeInt)
     .option('--ignore-not-found', 'a pod that does not exist is not an error', false)
     .action(async (names: string[], o: { filename?: string[]; namespace: string; gracePeriod?: number; ignoreNotFound: boolean }, cmd: Command) => {
-      setCode(await deleteCommand(names, o, globals(cmd), io));
+      setCode(await (await import('./delete.js')).deleteCommand(names, o, globals(cmd), io));
     });
 
   program
@@ -169,7 +165,7 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('--dry-run', 'show what would go', false)
     .option('--no-images', 'leave images alone')
     .action(async (o: { dryRun: boolean; images: boolean }, cmd: Command) => {
-      setCode(await gcCommand(o, globals(cmd), io));
+      setCode(await (await import('./gc.js')).gcCommand(o, globals(cmd), io));
     });
 
   program
@@ -177,20 +173,23 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .description('check manifests without touching the engine')
     .argument('<path...>', 'manifest files, directories or URLs')
     .action(async (paths: string[], _o: unknown, cmd: Command) => {
-      setCode(await validateCommand(paths, io, globals(cmd).policy));
+      setCode(await (await import('./validate.js')).validateCommand(paths, io, globals(cmd).policy));
     });
 
   program
     .command('version')
     .description('print podrun\'s version and the engine\'s')
-    .action(async (_o: unknown, cmd: Command) => {
+    .option('--client', 'podrun\'s version only, without asking the engine', false)
+    .action(async (o: { client: boolean }, cmd: Command) => {
       io.out(`podrun ${version()}`);
-      const g = globals(cmd);
-      try {
-        const v = await connect(g.dockerHost ? { host: g.dockerHost } : {}).version();
-        io.out(`engine ${v.Version} (API ${v.ApiVersion})`);
-      } catch (err) {
-        io.out(`engine unreachable (${(err as Error).message})`);
+      if (!o.client) {
+        const g = globals(cmd);
+        try {
+          const v = await engineVersion(g.dockerHost ?? process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock');
+          io.out(`engine ${v.version} (API ${v.apiVersion})`);
+        } catch (err) {
+          io.out(`engine unreachable (${(err as Error).message})`);
+        }
       }
       setCode(EXIT.ok);
     });

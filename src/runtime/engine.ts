@@ -1,20 +1,7 @@
 import Docker from 'dockerode';
+import { EngineRequestError, EngineUnavailableError } from './engine-errors.js';
 
-/** The engine could not be reached at all (as opposed to refusing one request). */
-export class EngineUnavailableError extends Error {
-  constructor(readonly endpoint: string, cause: string) {
-    super(`cannot reach the Docker engine at ${endpoint}: ${cause}`);
-    this.name = 'EngineUnavailableError';
-  }
-}
-
-/** The engine answered with an error status. */
-export class EngineRequestError extends Error {
-  constructor(message: string, readonly statusCode: number | undefined) {
-    super(message);
-    this.name = 'EngineRequestError';
-  }
-}
+export { EngineRequestError, EngineUnavailableError } from './engine-errors.js';
 
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND']);
 
