@@ -188,12 +188,12 @@ spec:
   });
 });
 
-describe('the spec in force after a container-only update', () => {
-  it('shows the new spec, stops with the new grace period and runs the new preStop', async () => {
-    const name = unique('inforce');
-    const out = join(world.dir, unique('prestop'));
-    mkdirSync(out);
-    const pod = (v: string, grace: number): string => `apiVersion: v1
+/**
+ * A one-container pod with a host directory at /out, where its hooks and signal handlers leave
+ * what they did for the test to read. `extra` is added to the container.
+ */
+function observedPod(name: string, out: string, grace: number, command: string, extra = ''): string {
+  return `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
@@ -201,13 +201,22 @@ spec:
   containers:
   - name: c
     image: ${TEST_IMAGE}
-    # Ignores SIGTERM: only the grace period's end (SIGKILL) stops it.
-    command: [sh, -c, 'trap "" TERM; while :; do sleep 1; done']
-    env: [{name: V, value: ${v}}]
-    lifecycle: {preStop: {exec: {command: [sh, -c, 'echo ${v} > /out/prestop']}}}
-    volumeMounts: [{name: out, mountPath: /out}]
+    command: ${command}
+${extra}    volumeMounts: [{name: out, mountPath: /out}]
   volumes: [{name: out, hostPath: {path: ${out}}}]
 `;
+}
+
+/** Ignores SIGTERM: only the grace period's end (SIGKILL) stops it. */
+const STUBBORN = `[sh, -c, 'trap "" TERM; while :; do sleep 1; done']`;
+
+describe('the spec in force after a container-only update', () => {
+  it('shows the new spec, stops with the new grace period and runs the new preStop', async () => {
+    const name = unique('inforce');
+    const out = join(world.dir, unique('prestop'));
+    mkdirSync(out);
+    const pod = (v: string, grace: number): string =>
+      observedPod(name, out, grace, STUBBORN, `    env: [{name: V, value: ${v}}]\n    lifecycle: {preStop: {exec: {command: [sh, -c, 'echo ${v} > /out/prestop']}}}\n`);
     const file = world.write(`${name}.yaml`, pod('v1', 60));
     expect((await world.cli('apply', '--timeout', '20s', file)).code).toBe(0);
     world.write(`${name}.yaml`, pod('v2', 3));
@@ -233,18 +242,7 @@ spec:
     const name = unique('floor');
     const out = join(world.dir, unique('term'));
     mkdirSync(out);
-    const file = world.write(`${name}.yaml`, `apiVersion: v1
-kind: Pod
-metadata: {name: ${name}, namespace: ${ns}}
-spec:
-  terminationGracePeriodSeconds: 0
-  containers:
-  - name: c
-    image: ${TEST_IMAGE}
-    command: [sh, -c, 'trap "sleep 0.5; echo term > /out/got; exit 0" TERM; while :; do sleep 0.1; done']
-    volumeMounts: [{name: out, mountPath: /out}]
-  volumes: [{name: out, hostPath: {path: ${out}}}]
-`);
+    const file = world.write(`${name}.yaml`, observedPod(name, out, 0, `[sh, -c, 'trap "sleep 0.5; echo term > /out/got; exit 0" TERM; while :; do sleep 0.1; done']`));
     expect((await world.cli('apply', '--timeout', '20s', file)).code).toBe(0);
     expect((await world.cli('delete', '-n', ns, name)).code).toBe(0);
     expect(readFileSync(join(out, 'got'), 'utf8').trim()).toBe('term');
@@ -254,19 +252,7 @@ spec:
     const name = unique('grace0');
     const out = join(world.dir, unique('nohook'));
     mkdirSync(out);
-    const file = world.write(`${name}.yaml`, `apiVersion: v1
-kind: Pod
-metadata: {name: ${name}, namespace: ${ns}}
-spec:
-  terminationGracePeriodSeconds: 60
-  containers:
-  - name: c
-    image: ${TEST_IMAGE}
-    command: [sh, -c, 'trap "" TERM; while :; do sleep 1; done']
-    lifecycle: {preStop: {exec: {command: [sh, -c, 'echo ran > /out/prestop; sleep 5']}}}
-    volumeMounts: [{name: out, mountPath: /out}]
-  volumes: [{name: out, hostPath: {path: ${out}}}]
-`);
+    const file = world.write(`${name}.yaml`, observedPod(name, out, 60, STUBBORN, `    lifecycle: {preStop: {exec: {command: [sh, -c, 'echo ran > /out/prestop; sleep 5']}}}\n`));
     expect((await world.cli('apply', '--timeout', '20s', file)).code).toBe(0);
     const started = Date.now();
     expect((await world.cli('delete', '--grace-period', '0', '-n', ns, name)).code).toBe(0);
