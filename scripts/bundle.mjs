@@ -2,6 +2,9 @@
 // than hundreds. The engine client's gRPC, protobuf and ssh code (BuildKit
 // sessions, ssh:// engines) is never used by podrun, which speaks to engines over unix and tcp
 // sockets only, so it is left out: an inert stand-in takes its place.
+import { readFileSync } from 'node:fs';
+import { Ajv } from 'ajv';
+import standaloneCode from 'ajv/dist/standalone/index.js';
 import { build } from 'esbuild';
 
 const UNUSED = /^(@grpc\/grpc-js|@grpc\/proto-loader|protobufjs|ssh2|cpu-features)$/;
@@ -19,6 +22,25 @@ const leaveOut = {
   },
 };
 
+// The Pod schema's validator, compiled now rather than at every start (src/manifest/pod-validator.ts
+// compiles the same schema with the same options on first use when run unbundled, as in tests).
+const ajv = new Ajv({ allErrors: true, strict: false, verbose: true, code: { source: true, esm: true } });
+const validate = ajv.compile(JSON.parse(readFileSync('schemas/pod.schema.json', 'utf8')));
+const source = standaloneCode.default(ajv, validate);
+const entry = /export default (\w+)/.exec(source)?.[1];
+if (!entry) throw new Error('ajv standalone code has no default export');
+const precompiled = {
+  name: 'precompiled-pod-validator',
+  setup(b) {
+    b.onResolve({ filter: /\/pod-validator\.js$/ }, (a) => ({ path: a.path, namespace: 'precompiled' }));
+    b.onLoad({ filter: /.*/, namespace: 'precompiled' }, () => ({
+      contents: `${source}\nexport function podValidator() { return ${entry}; }\n`,
+      loader: 'js',
+      resolveDir: process.cwd(),
+    }));
+  },
+};
+
 await build({
   entryPoints: ['src/cli/main.ts'],
   bundle: true,
@@ -32,7 +54,7 @@ await build({
   entryNames: 'podrun',
   chunkNames: '[name]-[hash]',
   outExtension: { '.js': '.mjs' },
-  plugins: [leaveOut],
+  plugins: [leaveOut, precompiled],
   // CommonJS dependencies call require() for Node's own modules.
   banner: { js: "import { createRequire as __podrunRequire } from 'node:module'; const require = __podrunRequire(import.meta.url);" },
   logLevel: 'warning',

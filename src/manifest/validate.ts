@@ -1,23 +1,11 @@
-import { Ajv, type ErrorObject, type ValidateFunction } from 'ajv';
-import { readFileSync } from 'node:fs';
+import type { ErrorObject } from 'ajv';
 import { isIP } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { fieldPath, type ManifestIssue } from './errors.js';
 import type { ParsedDocument, PathSegment } from './parse.js';
 import { OPEN_POLICY, policyViolations, type PodPolicy } from './policy.js';
 import { MAX_ANNOTATION_BYTES, MAX_ARG_BYTES, MAX_EXEC_BYTES, size } from './limits.js';
+import { podValidator } from './pod-validator.js';
 import type { Container, Pod, Probe, LifecycleHandler } from './types.js';
-
-const SCHEMA_PATH = fileURLToPath(new URL('../../schemas/pod.schema.json', import.meta.url));
-
-let compiled: ValidateFunction | undefined;
-function podValidator(): ValidateFunction {
-  if (!compiled) {
-    const ajv = new Ajv({ allErrors: true, strict: false, verbose: true });
-    compiled = ajv.compile(JSON.parse(readFileSync(SCHEMA_PATH, 'utf8')) as object);
-  }
-  return compiled;
-}
 
 /** One pod found in a document, with where it sits (PodList items have a prefix). */
 export interface FoundPod {

@@ -146,6 +146,9 @@ export async function waitForPods(
 
 async function syncApplyProbes(rt: PodRuntime, probes: ProbeManager, d: DesiredPod, obs: ObservedPod | undefined): Promise<void> {
   if (!obs) return;
+  // The pod IP costs an inspect: only pods with something to probe need it.
+  const probed = [...(d.pod.spec.initContainers ?? []), ...d.pod.spec.containers].some((c) => c.readinessProbe || c.startupProbe);
+  if (!probed) return probes.sync(d.uid, []);
   const host = await defaultHostOf(rt, d.pod, obs).catch(() => '127.0.0.1');
   const targets: ProbeTarget[] = [];
   for (const c of latestByName(obs).values()) {

@@ -3,7 +3,6 @@ import { join, resolve } from 'node:path';
 import type { ManifestIssue } from '../manifest/errors.js';
 import type { ManifestText } from '../manifest/load.js';
 import { decodeManifest } from '../manifest/parse.js';
-import { httpGet } from './http.js';
 import { redactText, redactUrl } from './redact.js';
 import { isManifestFileName, readManifestFile } from './manifest-files.js';
 
@@ -43,6 +42,8 @@ export async function readManifestInputs(paths: string[], headers: Record<string
     if (isUrl(p)) {
       try {
         const shown = redactUrl(p);
+        // The HTTP client is loaded only when a URL is given: local files should not pay for it.
+        const { httpGet } = await import('./http.js');
         const decoded = decodeManifest((await httpGet(p, { headers })).body, shown);
         if (decoded.ok) texts.push({ file: shown, source: `url:${shown}`, text: decoded.text });
         else issues.push(decoded.issue);
