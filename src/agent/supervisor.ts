@@ -112,7 +112,14 @@ export class PodSupervisor {
         const failed = this.probes.state(id)?.failed;
         return failed && failed.kind !== 'readiness' ? { kind: failed.kind, ...(failed.graceSeconds !== undefined ? { graceSeconds: failed.graceSeconds } : {}) } : undefined;
       },
-      started: (id) => this.probes.state(id)?.started ?? true,
+      // No worker yet (the container has just started): started only if it has no startup probe
+      // to pass, as the kubelet waits for a startup result it has not got.
+      started: (id) => {
+        const state = this.probes.state(id);
+        if (state) return state.started;
+        const name = o?.containers.find((c) => c.id === id)?.name;
+        return !(name && specOf(d.pod, name)?.startupProbe);
+      },
     });
     for (const k of actions.containersToKill) {
       if (k.reason.startsWith('failed ')) this.log(`pod ${d.key}: container ${k.name} ${k.reason}`);
