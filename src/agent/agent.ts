@@ -201,8 +201,9 @@ export class Agent {
   private recompute(): void {
     if (!this.loaded) return;
     // After a restart the engine says who held a contested name: the running pod keeps it.
+    const observed = this.cache.pods();
     const holders = new Map(this.holders);
-    for (const o of this.cache.pods()) {
+    for (const o of observed) {
       const key = `${o.namespace}/${o.name}`;
       if (!holders.has(key) && o.source) holders.set(key, originOf(o));
     }
@@ -226,7 +227,7 @@ export class Agent {
     for (const uid of before.keys()) if (!this.desiredByUid.has(uid)) this.workers.enqueue(uid);
     // Pods on the engine that nothing declares (any more): at start, as soon as their source has
     // loaded, not at the next relist.
-    for (const o of this.cache.pods()) if (!this.desiredByUid.has(o.uid) && this.mayDelete(o)) this.workers.enqueue(o.uid);
+    for (const o of observed) if (!this.desiredByUid.has(o.uid) && this.mayDelete(o)) this.workers.enqueue(o.uid);
     this.writeStatus();
   }
 
