@@ -26,6 +26,9 @@ export class PodCache {
   private readonly records = new Map<string, EngineContainer>();
   private readonly finished = new Map<string, number>();
   private readonly recent: Recent[] = [];
+  /** Containers podrun created whose create event may not have arrived yet, by pod. */
+  private readonly createdUnseen = new Map<string, Set<string>>();
+  private readonly unsubscribeCreated: () => void;
   private seq = 0;
   private unsubscribe: (() => void) | undefined;
   private relistTimer: NodeJS.Timeout | undefined;
@@ -40,7 +43,13 @@ export class PodCache {
     private readonly rt: PodRuntime,
     private readonly onPodChange: (uid: string) => void,
     private readonly o: PodCacheOptions = {},
-  ) {}
+  ) {
+    this.unsubscribeCreated = rt.onCreated((uid, id) => {
+      const ids = this.createdUnseen.get(uid) ?? new Set<string>();
+      ids.add(id);
+      this.createdUnseen.set(uid, ids);
+    });
+  }
 
   async start(): Promise<void> {
     await this.connect();
@@ -50,6 +59,7 @@ export class PodCache {
 
   stop(): void {
     this.stopped = true;
+    this.unsubscribeCreated();
     this.unsubscribe?.();
     if (this.relistTimer) clearInterval(this.relistTimer);
     if (this.retryTimer) clearTimeout(this.retryTimer);
@@ -149,40 +159,55 @@ export class PodCache {
     return uid;
   }
 
-  /** Replaces the records (all, or one pod's) with a fresh list, then replays newer events. */
-  private async replaceFrom(uid: string | undefined): Promise<Set<string>> {
+  /** Replaces every record with a fresh list, then replays newer events. */
+  private async replaceAll(): Promise<Set<string>> {
     const startSeq = this.seq;
-    const list = await this.rt.listContainers(uid);
+    const list = await this.rt.listContainers();
     const touched = new Set<string>();
     for (const [id, rec] of this.records) {
-      const u = rec.Labels[LABEL.podUid] ?? '';
-      if (uid && u !== uid) continue;
-      touched.add(u);
+      touched.add(rec.Labels[LABEL.podUid] ?? '');
       this.records.delete(id);
     }
     for (const info of list) {
       this.records.set(info.Id, info);
       touched.add(info.Labels[LABEL.podUid] ?? '');
     }
-    for (const r of this.recent) {
-      if (r.seq <= startSeq) continue;
-      if (uid && r.event.attributes[LABEL.podUid] !== uid) continue;
-      this.apply(r.event);
-    }
+    for (const r of this.recent) if (r.seq > startSeq) this.apply(r.event);
     touched.delete('');
     return touched;
   }
 
   async relist(): Promise<void> {
     const started = Date.now();
-    const touched = await this.replaceFrom(undefined);
+    const touched = await this.replaceAll();
     this.lastRelistMs = Date.now() - started;
     for (const uid of touched) this.onPodChange(uid);
   }
 
-  /** An authoritative look at one pod, after podrun changed it (so a re-sync never acts on stale state). */
+  /**
+   * An authoritative look at one pod, after podrun changed it (so a re-sync never acts on stale
+   * state). It inspects the containers the cache knows for the pod and those podrun just created,
+   * by id: a list call costs the engine O(every container it holds), which is seconds with a
+   * pile of dead ones, and this runs after every sync. New containers made by anyone else arrive
+   * as events, and the periodic relist is the safety net.
+   */
   async refreshPod(uid: string): Promise<void> {
-    await this.replaceFrom(uid);
+    const startSeq = this.seq;
+    const ids = new Set(this.createdUnseen.get(uid));
+    this.createdUnseen.delete(uid);
+    for (const [id, rec] of this.records) if (rec.Labels[LABEL.podUid] === uid) ids.add(id);
+    const seen = await this.rt.inspectContainers([...ids]);
+    for (const [id, info] of seen) {
+      if (info) {
+        this.records.set(id, info);
+      } else {
+        this.records.delete(id);
+        this.finished.delete(id);
+      }
+    }
+    for (const r of this.recent) {
+      if (r.seq > startSeq && r.event.attributes[LABEL.podUid] === uid) this.apply(r.event);
+    }
   }
 
   pod(uid: string): ObservedPod | undefined {

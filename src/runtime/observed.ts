@@ -5,6 +5,30 @@ import type { Container, Pod } from '../manifest/types.js';
 /** One container as the engine lists it: what the pod cache keeps, without knowing dockerode. */
 export type EngineContainer = Docker.ContainerInfo;
 
+/**
+ * An inspect answer in the shape of a list entry, so the pod cache keeps one kind of record
+ * whichever call told it. Pure.
+ */
+export function listedFromInspect(i: Docker.ContainerInspectInfo): EngineContainer {
+  const state = i.State.Status;
+  const status = state === 'exited' || state === 'dead' ? `Exited (${i.State.ExitCode})` : state === 'running' ? 'Up' : state === 'created' ? 'Created' : state;
+  return {
+    Id: i.Id,
+    Names: [i.Name.startsWith('/') ? i.Name : `/${i.Name}`],
+    Image: i.Config.Image,
+    ImageID: i.Image,
+    Command: [i.Path, ...(i.Args ?? [])].join(' '),
+    Created: Math.floor(Date.parse(i.Created) / 1000),
+    Ports: [],
+    Labels: i.Config.Labels ?? {},
+    State: state,
+    Status: status,
+    HostConfig: { NetworkMode: i.HostConfig.NetworkMode ?? '' },
+    NetworkSettings: { Networks: i.NetworkSettings.Networks ?? {} },
+    Mounts: [],
+  };
+}
+
 export type ContainerState = 'created' | 'running' | 'paused' | 'restarting' | 'exited' | 'removing' | 'dead';
 
 /** One engine container as podrun sees it: identity from labels, state from the list call. */

@@ -6,7 +6,7 @@ import type { Container, Pod } from '../manifest/types.js';
 import { authFor } from './auth.js';
 import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound, type EngineOptions } from './engine.js';
 import { instanceId, LABEL, MANAGED_BY } from './labels.js';
-import { groupObserved, type ObservedPod } from './observed.js';
+import { groupObserved, listedFromInspect, type EngineContainer, type ObservedPod } from './observed.js';
 import { containerCreateOptions, needsImageUser, sandboxCreateOptions, type PodIdentity, type VolumeBacking } from './spec.js';
 import { Slots } from './slots.js';
 import { prepareTerminationLog, prepareVolumes, removePodVolumes, terminationLogPath } from './volumes.js';
@@ -98,6 +98,7 @@ export class PodRuntime {
   private readonly pulls = new Map<string, Promise<void>>();
   /** Bounds the calls that cost the engine; stops, execs, events and pulls are waits, not work, and are not bounded. */
   private readonly slots: Slots;
+  private readonly createdListeners = new Set<(podUid: string, id: string) => void>();
 
   constructor(readonly options: RuntimeOptions) {
     this.docker = connect(options);
@@ -107,6 +108,37 @@ export class PodRuntime {
     this.instance = instanceId(options.stateDir);
     this.oomScoreFloor = oomScoreFloor(this.endpoint);
     this.slots = new Slots(options.engineSlots ?? 4);
+  }
+
+  /**
+   * Tells `fn` of every container this runtime creates, before it starts, so the pod cache can
+   * look at it by id before the engine's event for it arrives.
+   */
+  onCreated(fn: (podUid: string, id: string) => void): () => void {
+    this.createdListeners.add(fn);
+    return () => this.createdListeners.delete(fn);
+  }
+
+  private created(pod: Pod, id: string): void {
+    for (const fn of this.createdListeners) fn(pod.metadata.uid ?? '', id);
+  }
+
+  /**
+   * Containers by id, as a list call would show them; a container that is gone maps to undefined.
+   * Each inspect costs the engine O(1), where a list costs O(every container it holds).
+   */
+  async inspectContainers(ids: readonly string[]): Promise<Map<string, EngineContainer | undefined>> {
+    const out = new Map<string, EngineContainer | undefined>();
+    await Promise.all(
+      ids.map(async (id) => {
+        const info = await this.call('inspect container', () => this.docker.getContainer(id).inspect()).catch((err: unknown) => {
+          if (isNotFound(err)) return undefined;
+          throw err;
+        });
+        out.set(id, info && info.Config.Labels?.[LABEL.instance] === this.instance ? listedFromInspect(info) : undefined);
+      }),
+    );
+    return out;
   }
 
   /** An engine call that costs the engine: it waits for a slot. */
@@ -330,6 +362,7 @@ export class PodRuntime {
       throw err instanceof EngineRequestError ? new SandboxError(err.message) : err;
     };
     const container = await this.work(`create sandbox for ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts))).catch(refused);
+    this.created(pod, container.id);
     await this.work(`start sandbox for ${id.namespace}/${id.name}`, () => container.start()).catch(refused);
     return this.sandboxInfo(container.id, pod);
   }
@@ -379,6 +412,7 @@ export class PodRuntime {
       throw err instanceof EngineRequestError ? new ContainerStartError(err.message, reason) : err;
     };
     const container = await this.work(`create container ${c.name} of ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts))).catch(refused('CreateContainerError'));
+    this.created(pod, container.id);
     await this.work(`start container ${c.name} of ${id.namespace}/${id.name}`, () => container.start()).catch(refused('RunContainerError'));
     return container.id;
   }

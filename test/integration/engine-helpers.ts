@@ -91,6 +91,8 @@ export class FaultyEngine {
   mode: FaultMode = { kind: 'pass' };
   /** Requests seen while the mode was not `pass`. */
   faultedRequests = 0;
+  /** Every request passed through, as `METHOD /path` without the query. */
+  readonly requests: string[] = [];
   private readonly server = createHttpServer((req, res) => this.handle(req, res));
   private readonly open = new Set<Socket>();
 
@@ -125,6 +127,7 @@ export class FaultyEngine {
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
     const mode = this.mode;
+    this.requests.push(`${req.method ?? ''} ${(req.url ?? '').split('?')[0] ?? ''}`);
     if (mode.kind !== 'pass') this.faultedRequests++;
     if (mode.kind === 'fail') {
       req.resume();
