@@ -1,16 +1,21 @@
 /**
  * Benchmark: garbage collection and restart reaction with 10,000 exited containers.
  *
- * Two private engines run side by side in one run: A holds the garbage (half podrun's, of pods no
- * longer desired, half foreign), B is clean. On each, a podrun agent supervises one desired pod.
- * Measured: the engine's list cost, podrun's relist, restart reaction (kill the container →
- * replacement running) against the raw Docker API floor (the same replacement made directly), and
- * the time podrun takes to collect its own garbage, foreign containers untouched.
+ * Two private engines run side by side in one run: A holds the garbage (half podrun's, of pods a
+ * URL source declared, half foreign), B is clean. On each, a podrun agent supervises one desired
+ * pod. Measured, in three phases:
+ *   1. the URL answers 500, so podrun's dead pods are protected and stay: restart reaction (kill
+ *      the container → replacement started) with the whole pile present, A against B;
+ *   2. the URL answers an empty PodList: the time podrun takes to collect its own pile;
+ *   3. with the foreign half left: reaction again, and against the raw Docker API floor.
+ * Foreign containers are never touched.
  *
  *   npm run bench:gc                 # 10,000 containers
  *   BENCH_GARBAGE=2000 npm run bench:gc
  */
 import { mkdirSync, mkdtempSync, writeFileSync } from 'node:fs';
+import { createServer } from 'node:http';
+import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import Docker from 'dockerode';
@@ -38,7 +43,7 @@ function median(xs: number[]): number {
 }
 
 /** Exited containers: half labelled as podrun's (pods of 1 sandbox + 4 containers, none desired), half foreign. */
-async function makeGarbage(docker: Docker, stateDir: string, n: number): Promise<void> {
+async function makeGarbage(docker: Docker, stateDir: string, n: number, source: string): Promise<void> {
   const instance = instanceId(stateDir);
   const started = Date.now();
   await mapLimit(n, CONCURRENCY, async (i) => {
@@ -56,11 +61,11 @@ async function makeGarbage(docker: Docker, stateDir: string, n: number): Promise
           [LABEL.containerType]: slot === 0 ? 'sandbox' : 'app',
           [LABEL.hash]: 'old',
           [LABEL.restartCount]: '0',
-          [LABEL.source]: 'file:/gone.yaml',
+          [LABEL.source]: source,
         }
       : { 'com.example.owner': 'someone-else' };
-    // Host network: no namespace to set up, so the pile is made at the engine's best start rate.
-    const c = await docker.createContainer({ Image: TEST_IMAGE, Cmd: ['true'], Labels: labels, HostConfig: { NetworkMode: 'host' } });
+    // No network: nothing to set up, so the pile is made at the engine's best start rate.
+    const c = await docker.createContainer({ Image: TEST_IMAGE, Cmd: ['true'], Labels: labels, HostConfig: { NetworkMode: 'none' } });
     await c.start();
     if (i % 500 === 499) log(`  garbage ${i + 1}/${n} (${((i + 1) / ((Date.now() - started) / 1000)).toFixed(1)}/s)`);
   });
@@ -112,7 +117,7 @@ async function rawReaction(docker: Docker, sandboxId: string): Promise<number> {
   return t;
 }
 
-async function startAgent(engine: PrivateEngine, root: string, name: string): Promise<{ agent: Agent; stateDir: string }> {
+async function startAgent(engine: PrivateEngine, root: string, name: string, urls: string[] = []): Promise<{ agent: Agent; stateDir: string }> {
   const stateDir = join(root, `${name}-state`);
   const dir = join(root, `${name}-manifests`);
   mkdirSync(dir, { recursive: true });
@@ -126,7 +131,8 @@ spec:
   const agent = new Agent({
     runtime: { host: engine.host, stateDir, pauseImage: PAUSE_IMAGE, network: 'none' },
     manifestDirs: [dir],
-    manifestUrls: [],
+    manifestUrls: urls,
+    urlPeriodMs: 1000,
     // Crash backoff off: the reaction measured is podrun's own path, not a deliberate wait.
     backoff: { initialMs: 0, maxMs: 0, resetMs: 600_000 },
     relistMs: 3_600_000,
@@ -135,10 +141,35 @@ spec:
   return { agent, stateDir };
 }
 
+/** The URL source of podrun's dead pods: 500 (so they are protected) until told to serve an empty PodList. */
+async function garbageSource(): Promise<{ url: string; heal: () => void; close: () => Promise<void> }> {
+  let healthy = false;
+  const server = createServer((_req, res) => {
+    if (!healthy) res.writeHead(500).end('down');
+    else res.writeHead(200, { 'content-type': 'application/yaml' }).end('apiVersion: v1\nkind: PodList\nitems: []\n');
+  });
+  await new Promise<void>((r) => server.listen(0, '127.0.0.1', r));
+  const { port } = server.address() as AddressInfo;
+  return { url: `http://127.0.0.1:${port}/pods.yaml`, heal: () => (healthy = true), close: () => new Promise((r) => server.close(() => r())) };
+}
+
+async function reactions(A: Docker, B: Docker, n: number): Promise<{ a: number[]; b: number[] }> {
+  const a: number[] = [];
+  const b: number[] = [];
+  for (let i = 0; i < n; i++) {
+    // Interleaved, so drift in the machine's load hits both engines alike.
+    a.push(await podrunReaction(A, 'target'));
+    b.push(await podrunReaction(B, 'target'));
+    await new Promise((r) => setTimeout(r, 300));
+  }
+  return { a, b };
+}
+
 async function main(): Promise<void> {
   const root = mkdtempSync(join(tmpdir(), 'podrun-bench-'));
   const garbageEngine = new PrivateEngine();
   const cleanEngine = new PrivateEngine();
+  const source = await garbageSource();
   // An interrupted run must not leave private engines, mounts and bridges behind.
   for (const sig of ['SIGINT', 'SIGTERM'] as const) {
     process.once(sig, () => {
@@ -153,11 +184,11 @@ async function main(): Promise<void> {
     const A = garbageEngine.docker;
     const B = cleanEngine.docker;
 
-    const a = await startAgent(garbageEngine, root, 'garbage');
+    const a = await startAgent(garbageEngine, root, 'garbage', [source.url]);
     const b = await startAgent(cleanEngine, root, 'clean');
     log(`creating ${GARBAGE} exited containers on engine A`);
     const tg = performance.now();
-    await makeGarbage(A, a.stateDir, GARBAGE);
+    await makeGarbage(A, a.stateDir, GARBAGE, `url:${source.url}`);
     results.garbageCreationSeconds = (performance.now() - tg) / 1000;
 
     const count = async (label: string): Promise<number> => (await A.listContainers({ all: true, filters: JSON.stringify({ label: [label] }) })).length;
@@ -167,33 +198,16 @@ async function main(): Promise<void> {
     results.listMsClean = await timeList(B);
     log(`engine list (label-filtered): ${(results.listMsWithAllGarbage as number).toFixed(1)} ms with ${GARBAGE} exited, ${(results.listMsClean as number).toFixed(1)} ms clean`);
 
-    // Collection: the agent starts on an engine holding its own dead pods; how long until they are gone?
+    // Phase 1: the pile's source is down, so podrun's own dead pods stay while the target is restarted.
     const ta = performance.now();
     await a.agent.start();
     results.agentStartMsGarbage = performance.now() - ta;
-    const relistStart = performance.now();
-    await a.agent.cache.relist();
-    results.relistMsWithAllGarbage = performance.now() - relistStart;
-    let swept = false;
-    for (;;) {
-      const left = await count(`${LABEL.podNamespace}=bench-garbage`);
-      if (left === 0) break;
-      if (!swept && performance.now() - ta > 5_000) {
-        // Whatever the workers have not reached yet, a sweep takes.
-        swept = true;
-        void a.agent.collect(false);
-      }
-      await new Promise((r) => setTimeout(r, 250));
-    }
-    results.gcSeconds = (performance.now() - ta) / 1000;
-    results.podrunGarbageBefore = oursBefore;
-    results.foreignBefore = foreignBefore;
-    results.foreignAfter = await count('com.example.owner');
-    log(`gc: ${oursBefore} of podrun's dead containers gone in ${(results.gcSeconds as number).toFixed(1)} s; foreign ${foreignBefore} -> ${results.foreignAfter as number}`);
-
     const tb = performance.now();
     await b.agent.start();
     results.agentStartMsClean = performance.now() - tb;
+    const relistStart = performance.now();
+    await a.agent.cache.relist();
+    results.relistMsWithAllGarbage = performance.now() - relistStart;
     const waitRunning = async (d: Docker): Promise<string> => {
       for (;;) {
         const [c] = await d.listContainers({ filters: JSON.stringify({ label: [`${LABEL.podName}=target`, `${LABEL.containerType}=sandbox`] }) });
@@ -204,6 +218,37 @@ async function main(): Promise<void> {
     };
     const sandboxA = await waitRunning(A);
     const sandboxB = await waitRunning(B);
+    const pile = await reactions(A, B, REACTIONS);
+    results.podrunPileDuringReactions = await count(`${LABEL.podNamespace}=bench-garbage`);
+    Object.assign(results, {
+      reactionMsOwnPile: median(pile.a),
+      reactionMsCleanPhase1: median(pile.b),
+      reactionSamplesOwnPile: pile.a.map(Math.round),
+      reactionSamplesCleanPhase1: pile.b.map(Math.round),
+    });
+    log(`reaction with podrun's own ${results.podrunPileDuringReactions as number} dead containers present: ${median(pile.a).toFixed(0)} ms vs ${median(pile.b).toFixed(0)} ms clean`);
+
+    // Phase 2: the source answers and declares none of them: collection.
+    const tc = performance.now();
+    source.heal();
+    let swept = false;
+    for (;;) {
+      const left = await count(`${LABEL.podNamespace}=bench-garbage`);
+      if (left === 0) break;
+      if (!swept && performance.now() - tc > 5_000) {
+        // Whatever the workers have not reached yet, a sweep takes.
+        swept = true;
+        void a.agent.collect(false);
+      }
+      await new Promise((r) => setTimeout(r, 250));
+    }
+    results.gcSeconds = (performance.now() - tc) / 1000;
+    results.podrunGarbageBefore = oursBefore;
+    results.foreignBefore = foreignBefore;
+    results.foreignAfter = await count('com.example.owner');
+    log(`gc: ${oursBefore} of podrun's dead containers gone in ${(results.gcSeconds as number).toFixed(1)} s; foreign ${foreignBefore} -> ${results.foreignAfter as number}`);
+
+    // Phase 3: the foreign half stays; reaction again, and the raw API floor.
     const t1 = performance.now();
     await a.agent.cache.relist();
     results.relistMsForeignGarbage = performance.now() - t1;
@@ -211,37 +256,32 @@ async function main(): Promise<void> {
     await b.agent.cache.relist();
     results.relistMsClean = performance.now() - t2;
     results.listMsForeignGarbage = await timeList(A);
-
-    // Reaction, with the foreign garbage still there, against the clean engine and the raw API floor.
-    const reactA: number[] = [];
-    const reactB: number[] = [];
+    const foreign = await reactions(A, B, REACTIONS);
     const rawA: number[] = [];
     const rawB: number[] = [];
     for (let i = 0; i < REACTIONS; i++) {
-      // Interleaved, so drift in the machine's load hits both engines alike.
-      reactA.push(await podrunReaction(A, 'target'));
-      reactB.push(await podrunReaction(B, 'target'));
       rawA.push(await rawReaction(A, sandboxA));
       rawB.push(await rawReaction(B, sandboxB));
-      await new Promise((r) => setTimeout(r, 500));
     }
     Object.assign(results, {
-      reactionMsGarbage: median(reactA),
-      reactionMsClean: median(reactB),
+      reactionMsGarbage: median(foreign.a),
+      reactionMsClean: median(foreign.b),
       rawMsGarbage: median(rawA),
       rawMsClean: median(rawB),
-      reactionSamplesGarbage: reactA.map(Math.round),
-      reactionSamplesClean: reactB.map(Math.round),
+      reactionSamplesGarbage: foreign.a.map(Math.round),
+      reactionSamplesClean: foreign.b.map(Math.round),
     });
-    log(`reaction: podrun ${median(reactA).toFixed(0)} ms with garbage vs ${median(reactB).toFixed(0)} ms clean; raw API ${median(rawA).toFixed(0)} / ${median(rawB).toFixed(0)} ms`);
+    log(`reaction: podrun ${median(foreign.a).toFixed(0)} ms with foreign garbage vs ${median(foreign.b).toFixed(0)} ms clean; raw API ${median(rawA).toFixed(0)} / ${median(rawB).toFixed(0)} ms`);
 
     await Promise.all([a.agent.stop(), b.agent.stop()]);
   } finally {
+    await source.close();
     await Promise.all([garbageEngine.destroy(), cleanEngine.destroy()]);
   }
-  const ratio = (x: unknown, y: unknown): string => ((x as number) / (y as number)).toFixed(2);
-  results.reactionRatioGarbageToClean = Number(ratio(results.reactionMsGarbage, results.reactionMsClean));
-  results.reactionRatioPodrunToRawClean = Number(ratio(results.reactionMsClean, results.rawMsClean));
+  const ratio = (x: unknown, y: unknown): number => Number(((x as number) / (y as number)).toFixed(2));
+  results.reactionRatioOwnPileToClean = ratio(results.reactionMsOwnPile, results.reactionMsCleanPhase1);
+  results.reactionRatioGarbageToClean = ratio(results.reactionMsGarbage, results.reactionMsClean);
+  results.reactionRatioPodrunToRawClean = ratio(results.reactionMsClean, results.rawMsClean);
   process.stdout.write(`\nRESULT ${JSON.stringify(results)}\n`);
 }
 

@@ -15,16 +15,21 @@ export async function loadPodViews(rt: PodRuntime, stateDir: string): Promise<{ 
   const fromAgent = await agentGet<{ items: V1Pod[] }>(stateDir, '/pods');
   if (fromAgent) return { pods: fromAgent.items, fromAgent: true };
   const observed = await rt.listPods();
-  const pods: V1Pod[] = [];
-  for (const o of observed) {
-    if (!o.spec) continue;
-    const details = await containerDetails(rt, o);
-    const status = podStatus(o.spec, o, { details: (id) => details.get(id) });
-    const sandbox = o.sandboxes[0];
-    const podIP = sandbox?.state === 'running' ? (await rt.sandboxInfo(sandbox.id, o.spec).catch(() => undefined))?.ip : undefined;
-    pods.push(toV1Pod(o, status, { hostIP: rt.hostIP, ...(podIP ? { podIP } : {}) }) as unknown as V1Pod);
-  }
-  return { pods, fromAgent: false };
+  // Every pod at once: each costs a few inspects, answered by the engine in parallel.
+  const views = await Promise.all(
+    observed.map(async (o) => {
+      if (!o.spec) return undefined;
+      const spec = o.spec;
+      const sandbox = o.sandboxes[0];
+      const [details, podIP] = await Promise.all([
+        containerDetails(rt, o),
+        sandbox?.state === 'running' ? (spec.spec.hostNetwork ? rt.hostIP : sandbox.ip ?? rt.sandboxInfo(sandbox.id, spec).then((s) => s.ip, () => undefined)) : undefined,
+      ]);
+      const status = podStatus(spec, o, { details: (id) => details.get(id) });
+      return toV1Pod(o, status, { hostIP: rt.hostIP, ...(podIP ? { podIP } : {}) }) as unknown as V1Pod;
+    }),
+  );
+  return { pods: views.filter((v): v is V1Pod => v !== undefined), fromAgent: false };
 }
 
 export async function loadEvents(stateDir: string, uid: string): Promise<PodEvent[] | undefined> {

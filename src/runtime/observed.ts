@@ -48,6 +48,8 @@ export interface ObservedContainer {
   spec?: Container;
   /** The pod's terminationGracePeriodSeconds when it was made (its own label). */
   graceSeconds?: number;
+  /** Its IP on its network, when the engine's answer carried one (a list does; an event does not). */
+  ip?: string;
 }
 
 export interface ObservedPod {
@@ -108,6 +110,8 @@ export function groupObserved(list: Docker.ContainerInfo[]): ObservedPod[] {
       created: info.Created,
       image: info.Image,
     };
+    const ip = Object.values(info.NetworkSettings?.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress;
+    if (ip) c.ip = ip;
     const own = parseJson<Container>(l[LABEL.containerSpec]);
     if (own) c.spec = own;
     const grace = Number(l[LABEL.gracePeriod]);

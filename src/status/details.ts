@@ -8,27 +8,32 @@ import type { ContainerDetails } from './pod-status.js';
  */
 export async function containerDetails(rt: PodRuntime, o: ObservedPod, cache: Map<string, ContainerDetails> = new Map()): Promise<Map<string, ContainerDetails>> {
   const perName = new Map<string, number>();
-  for (const c of o.containers) {
+  const wanted = o.containers.filter((c) => {
     const n = perName.get(c.name) ?? 0;
-    if (n >= 2) continue;
+    if (n >= 2) return false;
     perName.set(c.name, n + 1);
     const have = cache.get(c.id);
-    if (have && (have.finishedAt || isActive(c))) continue;
-    const st = await rt.containerState(c.id);
-    if (!st) continue;
-    // The engine reports "never" as the zero time.
-    const time = (t: string | undefined): string | undefined => (t && !t.startsWith('0001-') ? t : undefined);
-    const startedAt = time(st.StartedAt);
-    const finishedAt = isActive(c) ? undefined : time(st.FinishedAt);
-    const message = finishedAt ? await rt.terminationMessage({ ...c, exitCode: st.ExitCode }, o.uid) : undefined;
-    cache.set(c.id, {
-      ...(startedAt ? { startedAt } : {}),
-      ...(finishedAt ? { finishedAt } : {}),
-      ...(message ? { message } : {}),
-      exitCode: st.ExitCode,
-      oomKilled: st.OOMKilled,
-      ...(st.Error ? { error: st.Error } : {}),
-    });
-  }
+    return !(have && (have.finishedAt || isActive(c)));
+  });
+  // The engine answers inspects in parallel; one after another they add up for a pod with many containers.
+  await Promise.all(
+    wanted.map(async (c) => {
+      const st = await rt.containerState(c.id);
+      if (!st) return;
+      // The engine reports "never" as the zero time.
+      const time = (t: string | undefined): string | undefined => (t && !t.startsWith('0001-') ? t : undefined);
+      const startedAt = time(st.StartedAt);
+      const finishedAt = isActive(c) ? undefined : time(st.FinishedAt);
+      const message = finishedAt ? await rt.terminationMessage({ ...c, exitCode: st.ExitCode }, o.uid) : undefined;
+      cache.set(c.id, {
+        ...(startedAt ? { startedAt } : {}),
+        ...(finishedAt ? { finishedAt } : {}),
+        ...(message ? { message } : {}),
+        exitCode: st.ExitCode,
+        oomKilled: st.OOMKilled,
+        ...(st.Error ? { error: st.Error } : {}),
+      });
+    }),
+  );
   return cache;
 }

@@ -1,0 +1,264 @@
+/**
+ * The agent (`podrun run`) as a process: restart reaction idle and while six pods spend a 20 s
+ * grace period, against Docker's own restart policy and the raw API floor; a delete of 50 pods
+ * with a 30 s grace; start-up adoption of 50 running pods; and its footprint with 50 probed pods.
+ */
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync, rmSync } from 'node:fs';
+import { join } from 'node:path';
+import type Docker from 'dockerode';
+import { instanceId, LABEL } from '../src/runtime/labels.js';
+import { FaultyEngine } from '../test/integration/engine-helpers.js';
+import { BIN, docker, followEvents, log, ms, PAUSE_IMAGE, podrun, procUsage, QUICK, ratio, removeInstance, removeLabelled, sleep, stat, table, TEST_IMAGE, until, writePods, type Stat } from './lib.js';
+
+class Agent {
+  readonly proc: ChildProcess;
+  out = '';
+  private readonly exited: Promise<unknown>;
+
+  constructor(stateDir: string, args: string[], env: Record<string, string> = {}) {
+    this.proc = spawn(BIN, ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', 'run', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.proc.stdout?.on('data', (c: Buffer) => (this.out += c.toString()));
+    this.proc.stderr?.on('data', (c: Buffer) => (this.out += c.toString()));
+    this.exited = new Promise((r) => this.proc.on('exit', r));
+  }
+
+  async logged(text: string, timeoutMs = 120_000): Promise<void> {
+    await until(`agent log "${text}"`, async () => (this.out.includes(text) ? true : undefined), timeoutMs);
+  }
+
+  async stop(): Promise<void> {
+    if (this.proc.exitCode === null) this.proc.kill('SIGTERM');
+    await this.exited;
+  }
+}
+
+async function running(labels: string[], n: number): Promise<Docker.ContainerInfo[]> {
+  return until(`${n} running containers`, async () => {
+    const list = await docker.listContainers({ filters: JSON.stringify({ label: labels, status: ['running'] }) });
+    return list.length >= n ? list : undefined;
+  }, 180_000);
+}
+
+/**
+ * A crash: the container's main process is SIGKILLed from the host, as an OOM kill or a fault
+ * would end it. (A \`docker kill\` would also do for podrun, but Docker never restarts a
+ * container that was killed through its API, so the peer could not be measured alike.)
+ */
+async function crash(id: string): Promise<void> {
+  const pid = (await docker.getContainer(id).inspect()).State.Pid;
+  if (!pid) throw new Error(`container ${id} has no process`);
+  process.kill(pid, 'SIGKILL');
+}
+
+/** Crash one container; the engine's own clock from its `die` to the replacement's `start`. */
+async function reaction(labels: string[]): Promise<number> {
+  const [c] = await running(labels, 1);
+  const ev = await followEvents(labels);
+  try {
+    await crash(c!.Id);
+    const start = await until('the replacement to start', async () => ev.events.find((e) => e.action === 'start' && e.id !== c!.Id), 60_000);
+    const die = await until('the death', async () => ev.events.find((e) => e.action === 'die' && e.id === c!.Id), 10_000);
+    return start.timeMs - die.timeMs;
+  } finally {
+    ev.stop();
+  }
+}
+
+/** Docker's own restart policy on a fresh container (its first restart; later ones back off). */
+async function dockerRestart(): Promise<number> {
+  const label = 'podrun-bench.restart-policy=1';
+  const c = await docker.createContainer({ Image: TEST_IMAGE, Cmd: ['sleep', '3600'], Labels: { 'podrun-bench.restart-policy': '1' }, HostConfig: { NetworkMode: 'bridge', RestartPolicy: { Name: 'always' } } });
+  await c.start();
+  const ev = await followEvents([label]);
+  try {
+    await crash(c.id);
+    const start = await until('docker to restart it', async () => ev.events.find((e) => e.action === 'start'), 30_000);
+    const die = ev.events.find((e) => e.action === 'die')!;
+    return start.timeMs - die.timeMs;
+  } finally {
+    ev.stop();
+    await c.remove({ force: true });
+  }
+}
+
+/** The floor: the same replacement made through the API by hand (wait for the death, create, start). */
+async function rawRestart(sandboxId: string): Promise<number> {
+  const opts = { Image: TEST_IMAGE, Cmd: ['sleep', '3600'], Labels: { 'podrun-bench.raw': '1' }, HostConfig: { NetworkMode: `container:${sandboxId}` } };
+  const first = await docker.createContainer(opts);
+  await first.start();
+  const ev = await followEvents(['podrun-bench.raw=1']);
+  try {
+    const waited = first.wait();
+    await crash(first.id);
+    await waited;
+    const next = await docker.createContainer(opts);
+    await next.start();
+    const start = await until('the raw start', async () => ev.events.find((e) => e.action === 'start' && e.id === next.id), 10_000);
+    const die = ev.events.find((e) => e.action === 'die' && e.id === first.id)!;
+    await Promise.all([first.remove({ force: true }), next.remove({ force: true })]);
+    return start.timeMs - die.timeMs;
+  } finally {
+    ev.stop();
+  }
+}
+
+async function reactions(root: string): Promise<string> {
+  const dir = join(root, 'react');
+  const stateDir = join(root, 'react-state');
+  const ns = 'bench-react';
+  writePods(dir, 'target', ns, 1, { containers: 1, hostNetwork: false });
+  // Crash back-off off: what is measured is podrun's own path, not a deliberate wait.
+  const agent = new Agent(stateDir, ['--manifest-dir', dir, '--crash-backoff-initial', '0s', '--crash-backoff-max', '0s']);
+  const labels = [`${LABEL.instance}=${instanceId(stateDir)}`, `${LABEL.podName}=target-0`, `${LABEL.containerName}=c0`];
+  const n = QUICK ? 3 : 9;
+  try {
+    await agent.logged('agent started');
+    await running(labels, 1);
+    const [sandbox] = await running([`${LABEL.instance}=${instanceId(stateDir)}`, `${LABEL.podName}=target-0`, `${LABEL.containerType}=sandbox`], 1);
+    const idle: number[] = [];
+    const dockerPolicy: number[] = [];
+    const raw: number[] = [];
+    for (let i = 0; i < n; i++) {
+      idle.push(await reaction(labels));
+      dockerPolicy.push(await dockerRestart());
+      raw.push(await rawRestart(sandbox!.Id));
+      await sleep(300);
+    }
+    // Six pods that ignore SIGTERM, with a 20 s grace period, leave: their stops overlap the kills.
+    writePods(dir, 'drain', ns, 6, { containers: 1, hostNetwork: false, ignoreTerm: true, grace: 20 });
+    await running([`${LABEL.instance}=${instanceId(stateDir)}`, `${LABEL.podNamespace}=${ns}`], 7);
+    for (let i = 0; i < 6; i++) rmSync(join(dir, `drain-${i}.yaml`));
+    await until('the drains to begin', async () => ((agent.out.match(/drain-\d: no longer declared/g) ?? []).length >= 6 ? true : undefined), 30_000);
+    const draining: number[] = [];
+    for (let i = 0; i < Math.min(n, 5); i++) {
+      draining.push(await reaction(labels));
+      await sleep(300);
+    }
+    const stillDraining = (await docker.listContainers({ filters: JSON.stringify({ label: [`${LABEL.instance}=${instanceId(stateDir)}`, `${LABEL.podName}=drain-0`], status: ['running'] }) })).length > 0;
+    log(`reaction: idle ${ms(stat(idle))}, draining ${ms(stat(draining))}, docker policy ${ms(stat(dockerPolicy))}, raw ${ms(stat(raw))}`);
+    return `### Restart reaction (agent; a container's process SIGKILLed → its replacement started)
+
+From the engine's own \`die\` and \`start\` event times. Crash back-off is off in the benchmark's
+agent (\`--crash-backoff-initial 0s\`), so what is measured is podrun's own path. Docker's
+restart policy is measured on a fresh container each time (its first restart; Docker waits
+100 ms before it, and doubles that for later ones). The raw floor waits for the death, then
+creates and starts the replacement in the same sandbox.
+
+${table(
+  ['case', 'podrun', 'Docker restart policy', 'raw API floor', 'podrun / raw floor'],
+  [
+    ['idle', ms(stat(idle)), ms(stat(dockerPolicy)), ms(stat(raw)), ratio(stat(idle.map((x, i) => x / raw[i]!)))],
+    [`while 6 pods spend a 20 s grace period${stillDraining ? '' : ' (the drains ended before the last sample)'}`, ms(stat(draining)), '—', '—', ratio(stat(draining.map((x, i) => x / raw[i]!)))],
+  ],
+)}`;
+  } finally {
+    await agent.stop();
+    await removeInstance(stateDir);
+    await removeLabelled('podrun-bench.raw=1');
+  }
+}
+
+async function deleteMany(root: string): Promise<string> {
+  const dir = join(root, 'delete');
+  const stateDir = join(root, 'delete-state');
+  const pods = QUICK ? 10 : 50;
+  writePods(dir, 'del', 'bench-delete', pods, { containers: 1, hostNetwork: false, ignoreTerm: true, grace: 30 });
+  const cli = podrun(stateDir);
+  try {
+    const applied = await cli(['apply', dir]);
+    if (applied.code !== 0) throw new Error(`apply failed: ${applied.err}`);
+    const del = await cli(['delete', '-f', dir]);
+    if (del.code !== 0) throw new Error(`delete failed: ${del.err}`);
+    log(`delete of ${pods} pods with a 30 s grace: ${ms(stat([del.ms]))}`);
+    return `### Delete of ${pods} pods with a 30 s grace period
+
+Every container ignores SIGTERM, so each stop takes its whole grace period; the grace periods
+overlap. \`podrun delete -f\`: **${ms(stat([del.ms]))}**, against the grace period itself (30 s) as
+the floor: ${(del.ms / 30_000).toFixed(2)}×. (Before issue 10, four pods at a time: about 6 minutes
+for 50.)`;
+  } finally {
+    await removeInstance(stateDir);
+  }
+}
+
+async function adoption(root: string): Promise<string> {
+  const dir = join(root, 'adopt');
+  const stateDir = join(root, 'adopt-state');
+  const pods = QUICK ? 10 : 50;
+  writePods(dir, 'adopt', 'bench-adopt', pods, { containers: 1, hostNetwork: false });
+  const cli = podrun(stateDir);
+  const proxy = new FaultyEngine();
+  await proxy.start();
+  let agent: Agent | undefined;
+  try {
+    const applied = await cli(['apply', dir]);
+    if (applied.code !== 0) throw new Error(`apply failed: ${applied.err}`);
+    const before = (await docker.listContainers({ filters: JSON.stringify({ label: [`${LABEL.instance}=${instanceId(stateDir)}`] }) })).map((c) => c.Id).sort();
+    const t0 = performance.now();
+    // The same directory the pods were applied from: the agent takes them over as they are.
+    agent = new Agent(stateDir, ['--manifest-dir', dir], { DOCKER_HOST: proxy.host });
+    await agent.logged('agent started');
+    const startedMs = performance.now() - t0;
+    await sleep(3000);
+    const after = (await docker.listContainers({ filters: JSON.stringify({ label: [`${LABEL.instance}=${instanceId(stateDir)}`] }) })).map((c) => c.Id).sort();
+    const mutating = proxy.requests.filter((r) => /^(POST|DELETE|PUT) /.test(r));
+    const updates = mutating.filter((r) => r.endsWith('/update')).length;
+    const same = JSON.stringify(before) === JSON.stringify(after);
+    log(`adoption of ${pods}: started in ${Math.round(startedMs)} ms; ${mutating.length} mutating calls (${updates} restart-policy updates); containers unchanged: ${same}`);
+    return `### Agent start-up adopting ${pods} running pods
+
+Pods made by \`podrun apply\` (which leaves them an engine restart policy), then \`podrun run\` on
+the same directory and state dir. From spawn to "agent started" (lock, first relist, sources read,
+desired set made): **${ms(stat([startedMs]))}**. Engine calls that change anything:
+${mutating.length}, of which ${updates} set a container's restart policy to \`no\` (the agent restarts
+them from now on); containers replaced: ${same ? 'none (the same ids before and after)' : 'SOME — a bug'}.`;
+  } finally {
+    await agent?.stop();
+    await proxy.stop();
+    await cli(['delete', '-f', dir, '--grace-period', '0']);
+    await removeInstance(stateDir);
+  }
+}
+
+async function footprint(root: string): Promise<string> {
+  const dir = join(root, 'footprint');
+  const stateDir = join(root, 'footprint-state');
+  mkdirSync(dir, { recursive: true });
+  const pods = 50;
+  const seconds = Number(process.env.BENCH_FOOTPRINT_S ?? (QUICK ? 60 : 300));
+  writePods(dir, 'fp', 'bench-footprint', pods, { containers: 1, hostNetwork: false, probes: true });
+  const agent = new Agent(stateDir, ['--manifest-dir', dir]);
+  try {
+    await agent.logged('agent started');
+    await running([`${LABEL.instance}=${instanceId(stateDir)}`, `${LABEL.containerType}=app`], pods);
+    // Past start-up and the first probes: what is measured is the steady state.
+    await sleep(15_000);
+    const pid = agent.proc.pid!;
+    const start = procUsage(pid);
+    const t0 = performance.now();
+    const rss: number[] = [];
+    while (performance.now() - t0 < seconds * 1000) {
+      rss.push(procUsage(pid).rssKiB / 1024);
+      await sleep(1000);
+    }
+    const end = procUsage(pid);
+    const cpu = ((end.cpuSeconds - start.cpuSeconds) / ((performance.now() - t0) / 1000)) * 100;
+    const r: Stat = stat(rss);
+    const restarts = (await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL.instance}=${instanceId(stateDir)}`, `${LABEL.containerType}=app`] }) })).filter((c) => Number(c.Labels[LABEL.restartCount]) > 0).length;
+    log(`footprint: RSS ${r.median.toFixed(0)} MB (max ${r.max.toFixed(0)}), CPU ${cpu.toFixed(2)} %`);
+    return `### Agent footprint: ${pods} pods, each with an httpGet liveness and a tcpSocket readiness probe every 10 s
+
+Over ${seconds} s of steady state (after start-up and the first probes), sampled every second
+from /proc: resident memory **${r.median.toFixed(0)} MB** median, ${r.max.toFixed(0)} MB at most
+(target ≤ 80 MB); CPU **${cpu.toFixed(2)} %** of one core (target ≤ 1 %). Containers restarted
+meanwhile: ${restarts} (every probe passed).`;
+  } finally {
+    await agent.stop();
+    await removeInstance(stateDir);
+  }
+}
+
+export async function agentScenarios(root: string): Promise<string[]> {
+  return [await reactions(root), await deleteMany(root), await adoption(root), await footprint(root)];
+}

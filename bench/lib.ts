@@ -1,0 +1,206 @@
+/**
+ * What every benchmark scenario shares: whole-process timing, statistics, manifests, the podrun
+ * binary as users run it, and cleanup that touches only what the benchmark made.
+ */
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join, resolve } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import Docker from 'dockerode';
+import { instanceId, LABEL } from '../src/runtime/labels.js';
+import { PAUSE_IMAGE, TEST_IMAGE } from '../test/integration/helpers.js';
+
+export { PAUSE_IMAGE, TEST_IMAGE };
+
+/** The repository: the compiled bench runs from `.bench-build/bench/`. */
+export const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
+export const BIN = join(REPO, 'bin', 'podrun');
+export const docker = new Docker();
+export const QUICK = process.env.BENCH_QUICK === '1';
+
+export const log = (s: string): void => void process.stderr.write(`${new Date().toISOString().slice(11, 19)} ${s}\n`);
+export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+
+export interface Ran {
+  code: number | null;
+  out: string;
+  err: string;
+  ms: number;
+}
+
+/** Runs a whole process and times it from spawn to exit, as a user waits for it. */
+export function run(cmd: string, args: string[], o: { env?: Record<string, string>; cwd?: string } = {}): Promise<Ran> {
+  return new Promise((resolveRun, reject) => {
+    const t0 = performance.now();
+    const p = spawn(cmd, args, { env: { ...process.env, ...o.env }, cwd: o.cwd ?? REPO, stdio: ['ignore', 'pipe', 'pipe'] });
+    let out = '';
+    let err = '';
+    p.stdout.on('data', (c: Buffer) => (out += c.toString()));
+    p.stderr.on('data', (c: Buffer) => (err += c.toString()));
+    p.on('error', reject);
+    p.on('close', (code) => resolveRun({ code, out, err, ms: performance.now() - t0 }));
+  });
+}
+
+/** Like `run`, but a non-zero exit is an error: a benchmark of a failing command measures nothing. */
+export async function must(cmd: string, args: string[], o: { env?: Record<string, string>; cwd?: string } = {}): Promise<Ran> {
+  const r = await run(cmd, args, o);
+  if (r.code !== 0) throw new Error(`${cmd} ${args.join(' ')} exited ${String(r.code)}: ${r.err.trim() || r.out.trim()}`);
+  return r;
+}
+
+export function onPath(cmd: string): boolean {
+  return spawnSync('sh', ['-c', `command -v ${cmd}`], { stdio: 'ignore' }).status === 0;
+}
+
+export interface Stat {
+  median: number;
+  min: number;
+  max: number;
+  n: number;
+}
+
+export function stat(xs: number[]): Stat {
+  const s = [...xs].sort((a, b) => a - b);
+  const mid = s.length % 2 ? s[(s.length - 1) / 2]! : (s[s.length / 2 - 1]! + s[s.length / 2]!) / 2;
+  return { median: mid, min: s[0] ?? NaN, max: s[s.length - 1] ?? NaN, n: s.length };
+}
+
+/** Milliseconds as a table cell: median, then min–max when there were several runs. */
+export function ms(s: Stat | undefined): string {
+  if (!s || Number.isNaN(s.median)) return '—';
+  const f = (x: number): string => (x >= 10_000 ? `${(x / 1000).toFixed(1)} s` : `${Math.round(x).toLocaleString('en-US')} ms`);
+  return s.n > 1 ? `${f(s.median)} (${f(s.min)}–${f(s.max)})` : f(s.median);
+}
+
+export function ratio(s: Stat | undefined): string {
+  if (!s || Number.isNaN(s.median)) return '—';
+  return s.n > 1 ? `${s.median.toFixed(2)} (${s.min.toFixed(2)}–${s.max.toFixed(2)})` : s.median.toFixed(2);
+}
+
+/** Ratios run by run (a[i] / b[i]), so a drift in the machine's speed hits both sides alike. */
+export function pairwise(a: number[], b: number[]): Stat {
+  return stat(a.map((x, i) => x / b[i]!));
+}
+
+export function table(header: string[], rows: string[][]): string {
+  return [`| ${header.join(' | ')} |`, `| ${header.map(() => '---').join(' | ')} |`, ...rows.map((r) => `| ${r.join(' | ')} |`)].join('\n');
+}
+
+export interface PodShape {
+  containers: number;
+  hostNetwork: boolean;
+  /** Main process ignores SIGTERM, so a stop takes the whole grace period. */
+  ignoreTerm?: boolean;
+  grace?: number;
+  probes?: boolean;
+  command?: string;
+}
+
+/** One Pod manifest; every benchmark pod is plain Kubernetes. */
+export function podYaml(name: string, namespace: string, s: PodShape): string {
+  const cmd = s.command ?? (s.probes ? 'mkdir -p /www && echo ok > /www/index.html && exec httpd -f -p 8080 -h /www' : s.ignoreTerm ? "trap '' TERM; while :; do sleep 1; done" : 'exec sleep 3600');
+  const probes = s.probes
+    ? `
+    livenessProbe: {httpGet: {path: /, port: 8080}, periodSeconds: 10}
+    readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 10}`
+    : '';
+  const containers = Array.from({ length: s.containers }, (_, i) => {
+    const c = i === 0 ? cmd : 'exec sleep 3600';
+    return `  - name: c${i}
+    image: ${TEST_IMAGE}
+    command: [sh, -c, ${JSON.stringify(c)}]${i === 0 ? probes : ''}`;
+  }).join('\n');
+  return `apiVersion: v1
+kind: Pod
+metadata:
+  name: ${name}
+  namespace: ${namespace}
+spec:
+  terminationGracePeriodSeconds: ${s.grace ?? 1}
+${s.hostNetwork ? '  hostNetwork: true\n' : ''}  containers:
+${containers}
+`;
+}
+
+/** A directory of `n` pod files named `<prefix>-<i>`. */
+export function writePods(dir: string, prefix: string, namespace: string, n: number, s: PodShape): string[] {
+  mkdirSync(dir, { recursive: true });
+  const names: string[] = [];
+  for (let i = 0; i < n; i++) {
+    const name = `${prefix}-${i}`;
+    writeFileSync(join(dir, `${name}.yaml`), podYaml(name, namespace, s));
+    names.push(name);
+  }
+  return names;
+}
+
+/** `podrun` as users run it, on a state dir of the benchmark's own (so its own instance). */
+export function podrun(stateDir: string): (args: string[], env?: Record<string, string>) => Promise<Ran> {
+  return (args, env) => run(BIN, ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', ...args], env ? { env } : {});
+}
+
+/** Removes what one podrun state dir made on the engine, and nothing else. */
+export async function removeInstance(stateDir: string, engine: Docker = docker): Promise<void> {
+  await removeLabelled(`${LABEL.instance}=${instanceId(stateDir)}`, engine);
+}
+
+export async function removeLabelled(label: string, engine: Docker = docker): Promise<void> {
+  const list = await engine.listContainers({ all: true, filters: JSON.stringify({ label: [label] }) });
+  let next = 0;
+  await Promise.all(
+    Array.from({ length: 8 }, async () => {
+      while (next < list.length) {
+        const c = list[next++]!;
+        await engine.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+      }
+    }),
+  );
+}
+
+/** Container event times from the engine's own clock, for reactions measured without the harness's delays. */
+export interface EngineEventRecord {
+  action: string;
+  id: string;
+  timeMs: number;
+  attributes: Record<string, string>;
+}
+
+export async function followEvents(labels: string[], engine: Docker = docker): Promise<{ events: EngineEventRecord[]; stop: () => void }> {
+  const stream = (await engine.getEvents({ filters: JSON.stringify({ type: ['container'], label: labels }) })) as NodeJS.ReadableStream & { destroy(): void };
+  const events: EngineEventRecord[] = [];
+  let buf = '';
+  stream.on('data', (c: Buffer) => {
+    buf += c.toString();
+    let i: number;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      if (!line.trim()) continue;
+      const e = JSON.parse(line) as { Action: string; id: string; timeNano: number; Actor: { Attributes: Record<string, string> } };
+      events.push({ action: e.Action, id: e.id, timeMs: e.timeNano / 1e6, attributes: e.Actor.Attributes });
+    }
+  });
+  return { events, stop: () => stream.destroy() };
+}
+
+export async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
+  const end = Date.now() + timeoutMs;
+  for (;;) {
+    const v = await fn();
+    if (v !== undefined) return v;
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await sleep(100);
+  }
+}
+
+/** Resident set and CPU seconds of a process, from /proc. */
+export function procUsage(pid: number): { rssKiB: number; cpuSeconds: number } {
+  const status = readFileSync(`/proc/${pid}/status`, 'utf8');
+  const rssKiB = Number(/^VmRSS:\s+(\d+)/m.exec(status)?.[1] ?? NaN);
+  const stat = readFileSync(`/proc/${pid}/stat`, 'utf8');
+  const fields = stat.slice(stat.lastIndexOf(')') + 2).split(' ');
+  // utime and stime are fields 14 and 15 of /proc/PID/stat (1-based), 12 and 13 after the name.
+  const ticks = Number(fields[11]) + Number(fields[12]);
+  return { rssKiB, cpuSeconds: ticks / 100 };
+}

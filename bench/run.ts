@@ -1,0 +1,118 @@
+/**
+ * `npm run bench`: every scenario in one run, each figure beside its reference measured in the
+ * same run, written into docs/benchmarks.md between the bench markers.
+ *
+ *   npm run bench                      # everything (about 30 min)
+ *   BENCH_QUICK=1 npm run bench        # fewer runs and pods, to try it out (not written to docs)
+ *   BENCH_ONLY=cold,cli npm run bench  # some scenarios (printed, not written to docs)
+ *   BENCH_GARBAGE=10000 npm run bench  # the exited-container pile (default 2,000)
+ */
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { cpus, totalmem, tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { agentScenarios } from './agent.js';
+import { cliStartup } from './cli.js';
+import { coldApply } from './cold-apply.js';
+import { docker, log, must, onPath, QUICK, REPO, run, table } from './lib.js';
+import { reapply } from './reapply.js';
+
+const BEGIN = '<!-- bench:begin (written by npm run bench) -->';
+const END = '<!-- bench:end -->';
+
+async function versions(): Promise<string> {
+  const v = await docker.version();
+  const line = async (cmd: string, args: string[]): Promise<string> => (onPath(cmd) ? ((await run(cmd, args)).out.trim().split('\n')[0] ?? '') : 'not installed');
+  return [
+    `- Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}`,
+    `- Docker Engine ${v.Version} (API ${v.ApiVersion}), storage on ${(await docker.info() as { Driver: string }).Driver}`,
+    `- docker-compose: ${await line('docker-compose', ['version', '--short'])}; podman: ${await line('podman', ['--version'])}`,
+  ].join('\n');
+}
+
+async function garbage(): Promise<string> {
+  const n = process.env.BENCH_GARBAGE ?? (QUICK ? '200' : '2000');
+  const reactions = QUICK ? '3' : '7';
+  const r = await must('node', [join(REPO, '.bench-build/bench/gc-reaction.js')], { env: { BENCH_GARBAGE: n, BENCH_REACTIONS: reactions } });
+  const line = r.out.split('\n').find((l) => l.startsWith('RESULT '));
+  if (!line) throw new Error(`gc-reaction printed no result: ${r.err}`);
+  const x = JSON.parse(line.slice(7)) as Record<string, number>;
+  const f = (v: number | undefined): string => (v === undefined ? '—' : `${Math.round(v).toLocaleString('en-US')} ms`);
+  const half = Number(n) / 2;
+  log(`garbage: own pile ${f(x.reactionMsOwnPile)} vs clean ${f(x.reactionMsCleanPhase1)}; gc ${x.gcSeconds?.toFixed(1) ?? '?'} s`);
+  return `### Restart reaction and collection with ${Number(n).toLocaleString('en-US')} exited containers
+
+Two private engines side by side: A holds ${Number(n).toLocaleString('en-US')} exited containers (half
+podrun's: dead pods of a URL source, half foreign), B is clean; an agent on each supervises one pod.
+While the URL answers 500, podrun's own dead pods are protected and stay (phase 1); then it serves
+an empty PodList and podrun collects them (phase 2); the foreign half stays (phase 3).
+Reaction is the engine's \`die\` → replacement \`start\`, interleaved A/B, median of ${reactions}.
+
+${table(
+  ['measure', 'engine A (pile)', 'engine B (clean)', 'A / B'],
+  [
+    ['engine list call, label-filtered, whole pile present', f(x.listMsWithAllGarbage), f(x.listMsClean), (x.listMsWithAllGarbage! / x.listMsClean!).toFixed(0)],
+    ['podrun full relist, whole pile present', f(x.relistMsWithAllGarbage), '—', ''],
+    ['agent start (lock, first relist, sources)', f(x.agentStartMsGarbage), f(x.agentStartMsClean), ''],
+    [`**restart reaction, podrun's own ${x.podrunPileDuringReactions?.toLocaleString('en-US') ?? '?'} dead containers present**`, f(x.reactionMsOwnPile), f(x.reactionMsCleanPhase1), `**${x.reactionRatioOwnPileToClean?.toFixed(2) ?? '—'}**`],
+    [`collection of podrun's ${half.toLocaleString('en-US')} dead containers`, `${x.gcSeconds?.toFixed(1) ?? '?'} s (${(half / (x.gcSeconds ?? NaN)).toFixed(0)}/s)`, '—', ''],
+    ['foreign containers before → after', `${x.foreignBefore} → ${x.foreignAfter}`, '—', x.foreignBefore === x.foreignAfter ? 'untouched' : 'TOUCHED'],
+    [`restart reaction, ${half.toLocaleString('en-US')} foreign exited present`, f(x.reactionMsGarbage), f(x.reactionMsClean), x.reactionRatioGarbageToClean?.toFixed(2) ?? '—'],
+    ['raw Docker API floor (kill, wait, create, start)', f(x.rawMsGarbage), f(x.rawMsClean), ''],
+  ],
+)}
+
+Samples (ms), own pile: A ${String(x.reactionSamplesOwnPile)}; B ${String(x.reactionSamplesCleanPhase1)}. Making the pile took ${x.garbageCreationSeconds?.toFixed(0) ?? '?'} s.`;
+}
+
+const SCENARIOS: Record<string, (root: string) => Promise<string | string[]>> = {
+  cold: coldApply,
+  reapply,
+  agent: agentScenarios,
+  cli: cliStartup,
+  gc: garbage,
+};
+
+async function main(): Promise<void> {
+  const only = process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean);
+  const names = only ?? Object.keys(SCENARIOS);
+  for (const n of names) if (!SCENARIOS[n]) throw new Error(`unknown scenario "${n}" (known: ${Object.keys(SCENARIOS).join(', ')})`);
+  const root = mkdtempSync(join(tmpdir(), 'podrun-bench-'));
+  const sections: string[] = [];
+  const t0 = Date.now();
+  try {
+    for (const n of names) {
+      log(`scenario ${n}`);
+      const out = await SCENARIOS[n]!(root);
+      sections.push(...(Array.isArray(out) ? out : [out]));
+    }
+  } finally {
+    rmSync(root, { recursive: true, force: true });
+  }
+  const body = `${BEGIN}
+## Results of \`npm run bench\` (${new Date().toISOString().slice(0, 10)}, ${Math.round((Date.now() - t0) / 60_000)} min)
+
+${await versions()}
+
+Medians, with min–max of the runs in brackets; every ratio is taken run by run against its
+reference measured in the same run.
+
+${sections.join('\n\n')}
+${END}`;
+  if (only || QUICK) {
+    process.stdout.write(`${body}\n`);
+    log('partial or quick run: printed, docs/benchmarks.md left as it is');
+    return;
+  }
+  const path = join(REPO, 'docs', 'benchmarks.md');
+  const doc = readFileSync(path, 'utf8');
+  const i = doc.indexOf(BEGIN);
+  const j = doc.indexOf(END);
+  const next = i >= 0 && j > i ? `${doc.slice(0, i)}${body}${doc.slice(j + END.length)}` : doc.replace(/\n## /, `\n${body}\n\n## `);
+  writeFileSync(path, next);
+  log(`written to ${path}`);
+}
+
+main().catch((err: unknown) => {
+  process.stderr.write(`${(err as Error).stack ?? String(err)}\n`);
+  process.exitCode = 1;
+});
