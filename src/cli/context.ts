@@ -61,11 +61,3 @@ export async function makeRuntime(g: GlobalOptions, io: Io): Promise<PodRuntime>
       : {}),
   });
 }
-
-export function parseDuration(text: string): number {
-  const m = /^(\d+(?:\.\d+)?)(ms|s|m|h)?$/.exec(text.trim());
-  if (!m) throw new Error(`invalid duration "${text}" (use e.g. 90s, 2m)`);
-  const n = Number(m[1]);
-  const unit = m[2] ?? 's';
-  return n * { ms: 1, s: 1000, m: 60_000, h: 3_600_000 }[unit]!;
-}

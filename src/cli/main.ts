@@ -2,7 +2,8 @@ import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EngineRequestError, EngineUnavailableError } from '../runtime/engine-errors.js';
-import { DEFAULTS, EXIT, parseDuration, processIo, type GlobalOptions, type Io } from './context.js';
+import { formatDuration, parseDuration } from '../config/duration.js';
+import { DEFAULTS, EXIT, processIo, type GlobalOptions, type Io } from './context.js';
 import { engineVersion } from './engine-version.js';
 import type { RunOptions } from './run.js';
 
@@ -20,6 +21,11 @@ function duration(v: string): number {
   } catch (err) {
     throw new InvalidArgumentError((err as Error).message);
   }
+}
+
+/** A duration flag whose help shows its default as it would be written (`20s`, not 20000). */
+function durationOption(flags: string, description: string, defaultMs: number): Option {
+  return new Option(flags, description).argParser(duration).default(defaultMs, formatDuration(defaultMs));
 }
 
 function nonNegativeInt(v: string): number {
@@ -77,7 +83,7 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('--dry-run', 'print the plan and change nothing', false)
     .option('--prune', 'delete pods that an earlier apply of the same paths created and that are gone now', false)
     .option('--no-wait', 'return once the changes are made, without waiting for the pods to run')
-    .option('--timeout <duration>', 'how long to wait for the pods to run', duration, 120_000)
+    .addOption(durationOption('--timeout <duration>', 'how long to wait for the pods to run', 120_000))
     .action(async (paths: string[], o: { dryRun: boolean; prune: boolean; wait: boolean; timeout: number }, cmd: Command) => {
       setCode(await (await import('./apply.js')).applyCommand(paths, { dryRun: o.dryRun, prune: o.prune, wait: o.wait, timeoutMs: o.timeout }, globals(cmd), io));
     });
@@ -90,21 +96,21 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('--manifest-url <url>', 'a URL serving a Pod or PodList to poll (repeatable)', collect, [])
     .option('--manifest-url-header <header>', "an HTTP header for the URLs, 'Name: value' (repeatable)", collect, [])
     .option('--manifest-url-ca <file>', 'PEM file of CAs to trust for https URLs')
-    .option('--resync-period <duration>', 'full rescan of the directories, under the watcher', duration, 20_000)
-    .option('--url-period <duration>', 'URL poll period (jittered)', duration, 20_000)
-    .option('--url-timeout <duration>', 'timeout of one URL request', duration, 10_000)
-    .option('--relist-period <duration>', 'full engine relist, under the event stream', duration, 60_000)
+    .addOption(durationOption('--resync-period <duration>', 'full rescan of the directories, under the watcher', 20_000))
+    .addOption(durationOption('--url-period <duration>', 'URL poll period (jittered)', 20_000))
+    .addOption(durationOption('--url-timeout <duration>', 'timeout of one URL request', 10_000))
+    .addOption(durationOption('--relist-period <duration>', 'full engine relist, under the event stream', 60_000))
     .option('--max-parallel <n>', 'engine calls that create, start, remove or list at once (pods never wait behind one another\'s grace period)', (v) => Number(v), 4)
     .option('--http-port <port>', 'also serve /healthz, /pods and /events on 127.0.0.1:port (the unix socket <state-dir>/podrun.sock always)', (v) => Number(v))
-    .option('--gc-period <duration>', 'container garbage collection sweep period', duration, 60_000)
+    .addOption(durationOption('--gc-period <duration>', 'container garbage collection sweep period', 60_000))
     .option('--maximum-dead-containers-per-container <n>', 'dead instances kept per container, for logs --previous', (v) => Number(v), 1)
     .option('--maximum-dead-containers <n>', 'cap on dead containers overall (-1: none)', (v) => Number(v), -1)
     .option('--image-gc <bool>', 'remove unused images when the disk fills (true|false)', (v) => v !== 'false', true)
-    .option('--image-gc-period <duration>', 'image garbage collection period', duration, 300_000)
+    .addOption(durationOption('--image-gc-period <duration>', 'image garbage collection period', 300_000))
     .option('--image-gc-high-threshold <percent>', 'disk usage that starts image GC', (v) => Number(v), 85)
     .option('--image-gc-low-threshold <percent>', 'disk usage image GC frees down to', (v) => Number(v), 80)
-    .option('--crash-backoff-initial <duration>', 'first crash-loop restart delay', duration, 10_000)
-    .option('--crash-backoff-max <duration>', 'longest crash-loop restart delay', duration, 300_000)
+    .addOption(durationOption('--crash-backoff-initial <duration>', 'first crash-loop restart delay', 10_000))
+    .addOption(durationOption('--crash-backoff-max <duration>', 'longest crash-loop restart delay', 300_000))
     .action(async (o: RunOptions & { crashBackoffInitial: number; crashBackoffMax: number }, cmd: Command) => {
       setCode(await (await import('./run.js')).runCommand({ ...o, backoffInitial: o.crashBackoffInitial, backoffMax: o.crashBackoffMax }, globals(cmd), io));
     });
