@@ -1,3 +1,4 @@
+import { silentLogger, type Logger } from '../log/logger.js';
 import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatIssue } from '../manifest/errors.js';
@@ -44,7 +45,7 @@ export interface AgentOptions {
   backoff?: BackoffPolicy;
   /** What manifests may ask of this node (every source). */
   policy?: PodPolicy;
-  log?: (line: string) => void;
+  log?: Logger;
 }
 
 /**
@@ -54,6 +55,15 @@ export interface AgentOptions {
  */
 function originOf(o: ObservedPod): string {
   return o.applySet ? `${APPLY_PREFIX}${o.applySet}` : o.source;
+}
+
+function redacting(log: Logger): Logger {
+  return {
+    debug: (msg, f) => log.debug(redactText(msg), f),
+    info: (msg, f) => log.info(redactText(msg), f),
+    warn: (msg, f) => log.warn(redactText(msg), f),
+    error: (msg, f) => log.error(redactText(msg), f),
+  };
 }
 
 /** A Prometheus label value, escaped as the text format wants. */
@@ -88,21 +98,20 @@ export class Agent {
   private resyncTimer: NodeJS.Timeout | undefined;
   private gcTimers: NodeJS.Timeout[] = [];
   readonly gc: GarbageCollector;
-  private readonly log: (line: string) => void;
+  private readonly log: Logger;
 
   constructor(private readonly o: AgentOptions) {
-    const sink = o.log ?? (() => undefined);
     // Whatever a line quotes (an engine or fetch error naming a URL), credentials never reach the log.
-    this.log = (line) => sink(redactText(line));
+    this.log = redacting(o.log ?? silentLogger);
     this.runtime = new PodRuntime({ ...o.runtime, ...(o.maxParallel ? { engineSlots: o.maxParallel } : {}) });
     // One worker per pod and no bound on them: a pod in its grace period, a hook or a back-off holds
     // nothing of anyone else's. What costs the engine is bounded in the runtime (--max-parallel).
-    this.workers = new PodWorkers((uid) => this.syncPod(uid), Number.POSITIVE_INFINITY, (uid, err) => this.log(`pod ${this.nameOf(uid)}: ${err.message}`));
+    this.workers = new PodWorkers((uid) => this.syncPod(uid), Number.POSITIVE_INFINITY, (uid, err) => this.log.error(`pod ${this.nameOf(uid)}: ${err.message}`, { pod: this.nameOf(uid) }));
     this.cache = new PodCache(this.runtime, (uid) => this.workers.enqueue(uid), {
       relistMs: o.relistMs ?? 60_000,
       log: this.log,
       onConnected: () => {
-        this.log(`engine connected at ${this.runtime.endpoint}`);
+        this.log.info(`engine connected at ${this.runtime.endpoint}`);
         this.enqueueAll();
       },
     });
@@ -158,16 +167,16 @@ export class Agent {
     this.resyncTimer = setInterval(() => this.enqueueAll(), this.o.relistMs ?? 60_000);
     this.resyncTimer.unref();
     const every = (ms: number, fn: () => Promise<unknown>): void => {
-      const t = setInterval(() => void fn().catch((err: unknown) => this.log(`gc: ${(err as Error).message}`)), ms);
+      const t = setInterval(() => void fn().catch((err: unknown) => this.log.warn(`gc: ${(err as Error).message}`)), ms);
       t.unref();
       this.gcTimers.push(t);
     };
     every(this.o.gc?.periodMs ?? 60_000, () => this.collect(false));
     if (this.o.gc?.imageGc !== false) every(this.o.gc?.imagePeriodMs ?? 300_000, () => this.gc.collectImages(false));
     if (this.runtime.oomScoreFloor > -1000) {
-      this.log('this node cannot lower oom_score_adj (no CAP_SYS_RESOURCE): critical, Guaranteed and sandbox containers run at 0 instead of -997/-998');
+      this.log.warn('this node cannot lower oom_score_adj (no CAP_SYS_RESOURCE): critical, Guaranteed and sandbox containers run at 0 instead of -997/-998');
     }
-    this.log(`agent started: ${this.sources.map((s) => s.name).join(', ')}`);
+    this.log.info(`agent started: ${this.sources.map((s) => s.name).join(', ')}`);
   }
 
   /** Stops supervising; the pods keep running, as with the kubelet. */
@@ -180,7 +189,7 @@ export class Agent {
     this.supervisor.stop();
     await this.workers.stop();
     this.release?.();
-    this.log('agent stopped; pods left running');
+    this.log.info('agent stopped; pods left running');
   }
 
   /** Resolves when no pod is being synced or waiting to be (for tests and `apply`). */
@@ -212,7 +221,7 @@ export class Agent {
       const id = `${c.key}|${c.origins.join('|')}`;
       if (this.reported.has(id)) continue;
       this.reported.add(id);
-      this.log(`conflict: pod ${c.key} is declared by ${c.origins.join(' and ')}; keeping the one from ${c.kept}`);
+      this.log.warn(`conflict: pod ${c.key} is declared by ${c.origins.join(' and ')}; keeping the one from ${c.kept}`, { pod: c.key, source: c.kept });
     }
     this.conflicts = merged.conflicts;
     this.recordValidationEvents();
@@ -257,7 +266,7 @@ export class Agent {
     try {
       writeFileAtomic(join(this.o.runtime.stateDir, 'agent-status.json'), `${JSON.stringify(status, null, 2)}\n`);
     } catch (err) {
-      this.log(`cannot write status: ${(err as Error).message}`);
+      this.log.error(`cannot write status: ${(err as Error).message}`);
     }
   }
 
@@ -290,12 +299,13 @@ export class Agent {
     const o = this.cache.pod(uid);
     if (!d) {
       if (!o || !this.mayDelete(o)) return undefined;
-      this.log(`pod ${o.namespace}/${o.name}: no longer declared; deleting`);
+      this.log.info(`pod ${o.namespace}/${o.name}: no longer declared; deleting`, { pod: `${o.namespace}/${o.name}` });
       try {
         await this.supervisor.remove(o);
       } finally {
         await this.cache.refreshPod(uid);
       }
+      if (!this.cache.pod(uid)) this.log.info(`pod ${o.namespace}/${o.name}: deleted`, { pod: `${o.namespace}/${o.name}` });
       return undefined;
     }
     if (o) await this.adopt(o);

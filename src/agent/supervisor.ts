@@ -1,3 +1,4 @@
+import type { Logger } from '../log/logger.js';
 import { containerHash } from '../manifest/hash.js';
 import type { DesiredPod } from '../manifest/types.js';
 import type { PodCache } from '../pleg/cache.js';
@@ -34,7 +35,7 @@ export class PodSupervisor {
     private readonly cache: PodCache,
     backoff: BackoffPolicy,
     private readonly wake: (uid: string, afterMs?: number) => void,
-    private readonly log: (line: string) => void,
+    private readonly log: Logger,
     private readonly keepDead = 1,
     private readonly onPruned: (count: number) => void = () => undefined,
   ) {
@@ -57,6 +58,8 @@ export class PodSupervisor {
     if (o && !e.ok) {
       const kind = e.kind === 'liveness' ? 'Liveness' : e.kind === 'readiness' ? 'Readiness' : 'Startup';
       this.events.record({ uid: o.uid, name: o.name, namespace: o.namespace }, 'Warning', 'Unhealthy', `${kind} probe failed: ${e.message}`, fieldPathOf(o.spec, e.container));
+      // As the kubelet's prober ("Probe failed"): every failure, with what the probe said.
+      this.log.warn(`pod ${o.namespace}/${o.name}: container ${e.container} ${e.kind} probe failed: ${e.message}`, { pod: `${o.namespace}/${o.name}`, container: e.container, probe: e.kind });
     }
     this.wake(e.uid);
   }
@@ -122,7 +125,7 @@ export class PodSupervisor {
       },
     });
     for (const k of actions.containersToKill) {
-      if (k.reason.startsWith('failed ')) this.log(`pod ${d.key}: container ${k.name} ${k.reason}`);
+      if (k.reason.startsWith('failed ')) this.log.warn(`pod ${d.key}: container ${k.name} ${k.reason}`, { pod: d.key, container: k.name });
     }
     if (!hasActions(actions)) {
       await this.updateProbes(d, o);
@@ -163,12 +166,12 @@ export class PodSupervisor {
     const sandboxKeyOf = sandboxKey(d);
     const toRun = gate.actions;
     if (!hasActions(toRun)) return wait;
-    if (toRun.createSandbox) this.log(`pod ${d.key}: ${o ? `recreating (${actions.reason ?? ''})` : 'creating'}`);
-    else if (toRun.killPod) this.log(`pod ${d.key}: stopping the pod (${actions.reason ?? ''})`);
+    if (toRun.createSandbox) this.log.info(`pod ${d.key}: ${o ? `recreating (${actions.reason ?? ''})` : 'creating'}`, { pod: d.key });
+    else if (toRun.killPod) this.log.info(`pod ${d.key}: stopping the pod (${actions.reason ?? ''})`, { pod: d.key });
     else {
       for (const s of allowed) {
         const waited = waitedFor.get(s.name);
-        this.log(`pod ${d.key}: starting ${s.type === 'init' ? 'init container' : 'container'} ${s.name} (${s.reason})${waited ? ` after a back-off of ${Math.round(waited / 1000)}s` : ''}`);
+        this.log.info(`pod ${d.key}: starting ${s.type === 'init' ? 'init container' : 'container'} ${s.name} (${s.reason})${waited ? ` after a back-off of ${Math.round(waited / 1000)}s` : ''}`, { pod: d.key, container: s.name });
       }
     }
     try {
@@ -188,7 +191,7 @@ export class PodSupervisor {
         const key = err.container && spec ? Backoff.key(uid, err.container, containerHash(d.pod, spec)) : sandboxKeyOf;
         const backoffMs = this.startFailures.restarted(key, Date.now());
         if (err.container) this.waiting.set(`${uid}/${err.container}`, { reason: err.reason, message: err.detail });
-        this.log(`pod ${d.key}: ${err.container ? `container ${err.container}` : 'sandbox'}: ${err.message}; retrying in ${Math.round(backoffMs / 1000)}s`);
+        this.log.warn(`pod ${d.key}: ${err.container ? `container ${err.container}` : 'sandbox'}: ${err.message}; retrying in ${Math.round(backoffMs / 1000)}s`, { pod: d.key, container: err.container ?? 'POD', reason: err.reason });
         wait = Math.min(wait ?? backoffMs, backoffMs);
       } else {
         if (!(err instanceof ContainerImageError)) throw err;

@@ -111,6 +111,9 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('--image-gc-low-threshold <percent>', 'disk usage image GC frees down to', (v) => Number(v), 80)
     .addOption(durationOption('--crash-backoff-initial <duration>', 'first crash-loop restart delay', 10_000))
     .addOption(durationOption('--crash-backoff-max <duration>', 'longest crash-loop restart delay', 300_000))
+    .addOption(new Option('--log-level <level>', 'least severe level logged').choices(['debug', 'info', 'warn', 'error']))
+    .option('--v <n>', "log verbosity as the kubelet's --v: 4 and up logs at debug", (v) => Number(v))
+    .addOption(new Option('--log-format <format>', 'json lines, or text (default: text on a terminal, else json)').choices(['json', 'text']))
     .action(async (o: RunOptions & { crashBackoffInitial: number; crashBackoffMax: number }, cmd: Command) => {
       setCode(await (await import('./run.js')).runCommand({ ...o, backoffInitial: o.crashBackoffInitial, backoffMax: o.crashBackoffMax }, globals(cmd), io));
     });

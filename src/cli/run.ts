@@ -1,5 +1,6 @@
 import { Agent } from '../agent/agent.js';
 import type { BackoffPolicy } from '../reconcile/backoff.js';
+import { createLogger, levelFromVerbosity, type LogLevel } from '../log/logger.js';
 import { EXIT, type GlobalOptions, type Io } from './context.js';
 
 export interface RunOptions {
@@ -22,6 +23,10 @@ export interface RunOptions {
   imageGcPeriod: number;
   imageGcHighThreshold: number;
   imageGcLowThreshold: number;
+  logLevel?: LogLevel;
+  /** The kubelet's verbosity: 4 and up is debug. */
+  v?: number;
+  logFormat?: 'json' | 'text';
 }
 
 export function parseHeaders(lines: string[]): Record<string, string> {
@@ -72,7 +77,11 @@ export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSi
       containers: { maxPerPodContainer: o.maximumDeadContainersPerContainer, ...(o.maximumDeadContainers >= 0 ? { maxContainers: o.maximumDeadContainers } : {}) },
       images: { highPercent: o.imageGcHighThreshold, lowPercent: o.imageGcLowThreshold, minAgeMs: 120_000 },
     },
-    log: (line) => io.err(`${new Date().toISOString()} ${line}`),
+    log: createLogger({
+      level: o.logLevel ?? (o.v !== undefined ? levelFromVerbosity(o.v) : 'info'),
+      format: o.logFormat ?? (io.isTTY ? 'text' : 'json'),
+      write: (line) => io.err(line),
+    }),
   });
   try {
     await agent.start();

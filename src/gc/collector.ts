@@ -1,3 +1,4 @@
+import type { Logger } from '../log/logger.js';
 import { readdirSync, rmSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { mapLimit } from '../reconcile/converge.js';
@@ -11,7 +12,7 @@ export interface GcOptions {
   pauseImage: string;
   containers?: ContainerGcPolicy;
   images?: ImageGcPolicy;
-  log?: (line: string) => void;
+  log?: Logger;
 }
 
 export interface ContainerGcResult {
@@ -64,7 +65,7 @@ export class GarbageCollector {
     this.counters.containersRemoved += removed;
     this.counters.podsRemoved += plan.podsGone.length;
     this.counters.runs++;
-    if (removed || failed) this.o.log?.(`gc: removed ${removed} dead container(s)${failed ? `, ${failed} failed` : ''}${plan.podsGone.length ? `, ${plan.podsGone.length} pod(s) gone` : ''}`);
+    if (removed || failed) this.o.log?.info(`gc: removed ${removed} dead container(s)${failed ? `, ${failed} failed` : ''}${plan.podsGone.length ? `, ${plan.podsGone.length} pod(s) gone` : ''}`);
     return { ...plan, removed, failed };
   }
 
@@ -121,7 +122,7 @@ export class GarbageCollector {
     }
     this.counters.imagesRemoved += removed;
     this.counters.imageBytesFreed += freedBytes;
-    if (removed) this.o.log?.(`image gc: disk at ${usagePercent.toFixed(1)}%, removed ${removed} image(s), ${(freedBytes / 1e6).toFixed(1)} MB`);
+    if (removed) this.o.log?.info(`image gc: disk at ${usagePercent.toFixed(1)}%, removed ${removed} image(s), ${(freedBytes / 1e6).toFixed(1)} MB`);
     return { usagePercent, candidates, removed, freedBytes };
   }
 }

@@ -1,3 +1,4 @@
+import type { Logger } from '../log/logger.js';
 import { LABEL } from '../runtime/labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../runtime/observed.js';
 import type { EngineEvent, PodRuntime } from '../runtime/runtime.js';
@@ -5,7 +6,7 @@ import type { EngineEvent, PodRuntime } from '../runtime/runtime.js';
 export interface PodCacheOptions {
   /** Safety-net relist period; events drive everything else. */
   relistMs?: number;
-  log?: (line: string) => void;
+  log?: Logger;
   /** Called when the engine comes back after being unreachable (or on first contact). */
   onConnected?: () => void;
 }
@@ -86,7 +87,7 @@ export class PodCache {
 
   private lost(err?: Error): void {
     if (this.stopped) return;
-    if (this.connected) this.o.log?.(`engine connection lost${err ? `: ${err.message}` : ''}; reconnecting`);
+    if (this.connected) this.o.log?.warn(`engine connection lost${err ? `: ${err.message}` : ''}; reconnecting`);
     this.connected = false;
     this.unsubscribe?.();
     this.unsubscribe = undefined;
@@ -103,7 +104,15 @@ export class PodCache {
     this.recent.push({ seq: ++this.seq, event: e });
     if (this.recent.length > RECENT_LIMIT) this.recent.splice(0, this.recent.length - RECENT_LIMIT);
     const uid = this.apply(e);
-    if (uid) this.onPodChange(uid);
+    if (uid) {
+      const a = e.attributes;
+      this.o.log?.debug(`engine event ${e.action} of container ${a[LABEL.containerName] ?? '?'} of pod ${a[LABEL.podNamespace] ?? '?'}/${a[LABEL.podName] ?? '?'}`, {
+        pod: `${a[LABEL.podNamespace] ?? ''}/${a[LABEL.podName] ?? ''}`,
+        container: a[LABEL.containerName],
+        event: e.action,
+      });
+      this.onPodChange(uid);
+    }
   }
 
   /** Folds one event into the records; returns the pod it concerns. */

@@ -1,3 +1,4 @@
+import type { Logger } from '../log/logger.js';
 import { rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
@@ -31,7 +32,7 @@ function send(res: ServerResponse, status: number, body: unknown): void {
  * /events. Served on a unix socket in the state directory (what the CLI uses) and, when asked, on
  * 127.0.0.1:port.
  */
-export async function startServer(view: AgentView, o: { stateDir: string; port?: number; log?: (l: string) => void }): Promise<() => Promise<void>> {
+export async function startServer(view: AgentView, o: { stateDir: string; port?: number; log?: Logger }): Promise<() => Promise<void>> {
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
     const url = new URL(req.url ?? '/', 'http://podrun');
     if (url.pathname === '/gc') {
@@ -77,7 +78,7 @@ export async function startServer(view: AgentView, o: { stateDir: string; port?:
     const tcp = createServer(readOnly);
     await new Promise<void>((resolve, reject) => tcp.listen(o.port, '127.0.0.1', resolve).once('error', reject));
     servers.push(tcp);
-    o.log?.(`serving /healthz, /pods, /events and /metrics read-only on 127.0.0.1:${o.port}`);
+    o.log?.info(`serving /healthz, /pods, /events and /metrics read-only on 127.0.0.1:${o.port}`);
   }
   return async () => {
     await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));

@@ -1,3 +1,4 @@
+import type { Logger } from '../log/logger.js';
 import { createHash } from 'node:crypto';
 import { readdirSync, statSync } from 'node:fs';
 import { join, resolve } from 'node:path';
@@ -22,7 +23,7 @@ export interface DirectorySourceOptions {
   origin?: { of: (path: string) => string; prefix: string };
   /** What manifests may ask of this node. */
   policy?: PodPolicy;
-  log?: (line: string) => void;
+  log?: Logger;
 }
 
 /** How long new content must stay as it is before it is believed. */
@@ -148,7 +149,7 @@ export class DirectorySource implements PodSource {
     this.watcher.on('unlinkDir', (path: string) => {
       if (resolve(path) === this.dir) this.dropWatcher();
     });
-    this.watcher.on('error', (err: unknown) => this.o.log?.(`${this.name}: watch error: ${(err as Error).message}`));
+    this.watcher.on('error', (err: unknown) => this.o.log?.warn(`${this.name}: watch error: ${(err as Error).message}`, { source: this.name }));
   }
 
   private dropWatcher(): void {
@@ -171,7 +172,7 @@ export class DirectorySource implements PodSource {
       // What runs stays as it is (the source is not ready, or keeps its last good files).
       if (this.dirIssue?.message !== unsafe) {
         this.dirIssue = { file: this.dir, line: 1, column: 1, field: '', message: unsafe, severity: 'error' };
-        this.o.log?.(`${formatIssue(this.dirIssue)} (reading nothing from it)`);
+        this.o.log?.error(`${formatIssue(this.dirIssue)} (reading nothing from it)`, { source: this.name });
         this.onChange();
       }
       this.dropWatcher();
@@ -255,7 +256,7 @@ export class DirectorySource implements PodSource {
     const r = loadManifestText({ file: path, source: this.origin(path), text }, this.o.policy);
     const errors = r.issues.filter((i) => i.severity === 'error');
     if (errors.length) {
-      for (const e of errors) this.o.log?.(`${formatIssue(e)} (keeping the last good version)`);
+      for (const e of errors) this.o.log?.warn(`${formatIssue(e)} (keeping the last good version)`, { source: this.name, file: e.file });
       this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: r.issues, good: prev?.good ?? false });
     } else {
       this.files.set(path, { digest, lastGood: r.pods, issues: r.issues, good: true });
@@ -293,7 +294,7 @@ export class DirectorySource implements PodSource {
     }
     const digest = `issue:${issue.message}`;
     if (prev?.digest === digest) return;
-    this.o.log?.(`${formatIssue(issue)} (keeping the last good version)`);
+    this.o.log?.warn(`${formatIssue(issue)} (keeping the last good version)`, { source: this.name, file: issue.file });
     this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: [issue], good: prev?.good ?? false });
     this.onChange();
   }

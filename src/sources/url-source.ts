@@ -1,3 +1,4 @@
+import type { Logger } from '../log/logger.js';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
@@ -22,7 +23,7 @@ export interface UrlSourceOptions extends HttpOptions {
   retryMs?: number;
   /** What manifests may ask of this node. */
   policy?: PodPolicy;
-  log?: (line: string) => void;
+  log?: Logger;
 }
 
 interface CacheFile {
@@ -100,7 +101,7 @@ export class UrlSource implements PodSource {
       if (this.accept(c.body, 'cache')) {
         this.etag = c.etag;
         this.lastModified = c.lastModified;
-        this.o.log?.(`${this.name}: using the cached copy until the URL answers`);
+        this.o.log?.warn(`${this.name}: using the cached copy until the URL answers`, { source: this.name });
       }
     } catch {
       // No cache yet.
@@ -115,7 +116,7 @@ export class UrlSource implements PodSource {
     const errors = r.issues.filter((i) => i.severity === 'error');
     if (errors.length) {
       this.issues = r.issues;
-      for (const e of errors) this.o.log?.(`${formatIssue(e)} (keeping the last good set)`);
+      for (const e of errors) this.o.log?.warn(`${formatIssue(e)} (keeping the last good set)`, { source: this.name });
       return false;
     }
     this.pods = r.pods;
@@ -139,7 +140,7 @@ export class UrlSource implements PodSource {
   private fail(message: string, issues?: ManifestIssue[]): void {
     this.failures++;
     this.issues = issues ?? [{ file: this.shown, line: 1, column: 1, field: '', message: redactText(message), severity: 'error' }];
-    this.o.log?.(`${this.name}: ${redactText(message)} (keeping the last good set)`);
+    this.o.log?.warn(`${this.name}: ${redactText(message)} (keeping the last good set)`, { source: this.name });
     const period = this.o.periodMs ?? 20_000;
     this.schedule(Math.min(period, (this.o.retryMs ?? 1000) * 2 ** (this.failures - 1)));
     this.onChange();
@@ -176,7 +177,7 @@ export class UrlSource implements PodSource {
       try {
         writeFileAtomic(this.cachePath(), JSON.stringify(cache));
       } catch (err) {
-        this.o.log?.(`${this.name}: cannot cache the body: ${(err as Error).message}`);
+        this.o.log?.warn(`${this.name}: cannot cache the body: ${(err as Error).message}`, { source: this.name });
       }
     }
     const recovered = this.failures > 0;

@@ -15,7 +15,7 @@ export class AgentProcess {
     this.proc = spawn(
       BIN,
       // The node IP is loopback: hostNetwork probes never reach the machine's own addresses.
-      ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', 'run', '--resync-period', '2s', '--relist-period', '5s', '--url-period', '1s', ...args],
+      ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', 'run', '--log-format', 'text', '--resync-period', '2s', '--relist-period', '5s', '--url-period', '1s', ...args],
       { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
     );
     this.proc.stdout?.on('data', (c: Buffer) => (this.log += c.toString()));

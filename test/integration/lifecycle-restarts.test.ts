@@ -43,7 +43,7 @@ describe('restart policies and crash-loop backoff', () => {
     expect(container(waiting, 'c')?.lastState?.terminated?.exitCode).toBe(3);
     await untilPod(world, ns, name, 'five restarts', (p) => (container(p, 'c')?.restartCount ?? 0) >= 5, 40_000);
     // The sequence of waits podrun decided, from its log; the wall clock confirms each wait happened.
-    const lines = [...agent().logs().matchAll(new RegExp(`^(\\S+) pod ${ns}/${name}: starting container c \\(exited with code 3\\)(?: after a back-off of (\\d+)s)?$`, 'gm'))];
+    const lines = [...agent().logs().matchAll(new RegExp(`^(\\S+) INFO  pod ${ns}/${name}: starting container c \\(exited with code 3\\)(?: after a back-off of (\\d+)s)?$`, 'gm'))];
     const waits = lines.map((m) => Number(m[2] ?? 0));
     expect(waits.slice(0, 5)).toEqual([0, 1, 2, 4, 4]);
     const starts = lines.map((m) => Date.parse(m[1]!));
