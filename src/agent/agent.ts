@@ -1,3 +1,4 @@
+import { AgentMetrics, operationType } from '../metrics/agent-metrics.js';
 import { silentLogger, type Logger } from '../log/logger.js';
 import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
@@ -18,7 +19,7 @@ import { PodRuntime, type RuntimeOptions } from '../runtime/runtime.js';
 import { APPLY_PREFIX, appliedDir, appliedSource } from '../sources/applied-sets.js';
 import { writeFileAtomic } from '../sources/atomic-file.js';
 import { DirectorySource } from '../sources/dir-source.js';
-import { redactText } from '../sources/redact.js';
+import { redactText, redactUrl } from '../sources/redact.js';
 import { mergeOrigins, type Conflict } from '../sources/merge.js';
 import type { PodSource } from '../sources/source.js';
 import { UrlSource } from '../sources/url-source.js';
@@ -66,10 +67,6 @@ function redacting(log: Logger): Logger {
   };
 }
 
-/** A Prometheus label value, escaped as the text format wants. */
-function labelValue(v: string): string {
-  return v.replace(/\\/g, '\\\\').replace(/"/g, '\\"').replace(/\n/g, '\\n');
-}
 
 function digestOf(d: DesiredPod): string {
   return JSON.stringify(d.pod);
@@ -99,25 +96,53 @@ export class Agent {
   private gcTimers: NodeJS.Timeout[] = [];
   readonly gc: GarbageCollector;
   private readonly log: Logger;
+  private readonly metricsRegistry: AgentMetrics;
 
   constructor(private readonly o: AgentOptions) {
     // Whatever a line quotes (an engine or fetch error naming a URL), credentials never reach the log.
     this.log = redacting(o.log ?? silentLogger);
-    this.runtime = new PodRuntime({ ...o.runtime, ...(o.maxParallel ? { engineSlots: o.maxParallel } : {}) });
+    const m = new AgentMetrics({
+      pods: () => this.cache.pods().map((p) => ({ running: p.sandboxes[0]?.state === 'running', containers: [...p.sandboxes, ...p.containers].map((c) => ({ state: c.state, type: c.type })) })),
+      engineConnected: () => this.cache.connected,
+      sources: () => this.sources.map((s) => ({ name: s.name, ready: s.ready, errors: s.errors().filter((i) => i.severity === 'error').length })),
+      gc: () => this.gc.counters,
+    });
+    this.metricsRegistry = m;
+    this.runtime = new PodRuntime({
+      ...o.runtime,
+      ...(o.maxParallel ? { engineSlots: o.maxParallel } : {}),
+      observer: { call: (what, seconds, failed) => m.engineCall(operationType(what), seconds, failed), pull: (seconds, ok) => m.imagePulled(seconds, ok) },
+    });
     // One worker per pod and no bound on them: a pod in its grace period, a hook or a back-off holds
     // nothing of anyone else's. What costs the engine is bounded in the runtime (--max-parallel).
     this.workers = new PodWorkers((uid) => this.syncPod(uid), Number.POSITIVE_INFINITY, (uid, err) => this.log.error(`pod ${this.nameOf(uid)}: ${err.message}`, { pod: this.nameOf(uid) }));
     this.cache = new PodCache(this.runtime, (uid) => this.workers.enqueue(uid), {
       relistMs: o.relistMs ?? 60_000,
       log: this.log,
+      onRelisted: (seconds) => m.relisted(seconds),
+      onReconnected: () => m.reconnected(),
       onConnected: () => {
         this.log.info(`engine connected at ${this.runtime.endpoint}`);
         this.enqueueAll();
       },
     });
-    this.supervisor = new PodSupervisor(this.runtime, this.cache, o.backoff ?? DEFAULT_BACKOFF, (uid, after) => this.workers.enqueue(uid, after), this.log, o.gc?.containers?.maxPerPodContainer ?? 1, (n) => {
-      this.gc.counters.containersRemoved += n;
-    });
+    this.supervisor = new PodSupervisor(
+      this.runtime,
+      this.cache,
+      o.backoff ?? DEFAULT_BACKOFF,
+      (uid, after) => this.workers.enqueue(uid, after),
+      this.log,
+      o.gc?.containers?.maxPerPodContainer ?? 1,
+      (n) => {
+        this.gc.counters.containersRemoved += n;
+      },
+      {
+        started: (type) => m.containerStarted(type),
+        startFailed: (type, reason) => m.containerStartFailed(type, reason),
+        restarted: (ns, pod, c) => m.containerRestarted(ns, pod, c),
+        probed: (kind, result, seconds, where) => m.probed(kind, result, seconds, where),
+      },
+    );
     this.gc = new GarbageCollector(this.runtime, {
       stateDir: o.runtime.stateDir,
       pauseImage: o.runtime.pauseImage,
@@ -139,6 +164,7 @@ export class Agent {
             ...(o.urlHeaders ? { headers: o.urlHeaders } : {}),
             ...(o.urlCaFile ? { caFile: o.urlCaFile } : {}),
             log: this.log,
+            onFetch: (result) => m.fetched(`url:${redactUrl(u)}`, result),
           }),
       ),
       appliedSource(o.runtime.stateDir, { resyncMs: o.resyncMs ?? 20_000, policy, log: this.log }),
@@ -294,6 +320,16 @@ export class Agent {
   }
 
   private async syncPod(uid: string): Promise<number | undefined> {
+    const t0 = performance.now();
+    const deleting = !this.desiredByUid.has(uid);
+    try {
+      return await this.syncPodOnce(uid);
+    } finally {
+      this.metricsRegistry.podWorked(deleting ? 'delete' : 'sync', (performance.now() - t0) / 1000);
+    }
+  }
+
+  private async syncPodOnce(uid: string): Promise<number | undefined> {
     if (!this.cache.connected) return 1000;
     const d = this.desiredByUid.get(uid);
     const o = this.cache.pod(uid);
@@ -354,35 +390,8 @@ export class Agent {
     return this.gc.collectImages(dryRun);
   }
 
-  /** Prometheus text: what GC removed, how big the engine view is, how long relists take. */
-  metrics(): string {
-    const c = this.gc.counters;
-    const pods = this.cache.pods();
-    const lines = [
-      '# HELP podrun_gc_containers_removed_total Dead containers removed by garbage collection.',
-      '# TYPE podrun_gc_containers_removed_total counter',
-      `podrun_gc_containers_removed_total ${c.containersRemoved}`,
-      '# TYPE podrun_gc_pods_removed_total counter',
-      `podrun_gc_pods_removed_total ${c.podsRemoved}`,
-      '# TYPE podrun_gc_images_removed_total counter',
-      `podrun_gc_images_removed_total ${c.imagesRemoved}`,
-      '# TYPE podrun_gc_image_bytes_freed_total counter',
-      `podrun_gc_image_bytes_freed_total ${c.imageBytesFreed}`,
-      '# TYPE podrun_pods gauge',
-      `podrun_pods ${pods.length}`,
-      '# TYPE podrun_containers gauge',
-      `podrun_containers ${pods.reduce((n, p) => n + p.containers.length + p.sandboxes.length, 0)}`,
-      '# TYPE podrun_relist_duration_seconds gauge',
-      `podrun_relist_duration_seconds ${(this.cache.lastRelistMs / 1000).toFixed(3)}`,
-      '# TYPE podrun_engine_connected gauge',
-      `podrun_engine_connected ${this.cache.connected ? 1 : 0}`,
-      '# HELP podrun_source_errors Manifests a source cannot take now (invalid, unreadable, refused); their last good pods keep running.',
-      '# TYPE podrun_source_errors gauge',
-      ...this.sources.map((s) => `podrun_source_errors{source="${labelValue(s.name)}"} ${s.errors().filter((i) => i.severity === 'error').length}`),
-      '# HELP podrun_source_ready Whether a source has loaded (1) or not yet (0).',
-      '# TYPE podrun_source_ready gauge',
-      ...this.sources.map((s) => `podrun_source_ready{source="${labelValue(s.name)}"} ${s.ready ? 1 : 0}`),
-    ];
-    return `${lines.join('\n')}\n`;
+  /** The Prometheus exposition of this agent's metrics. */
+  async metrics(): Promise<{ contentType: string; text: string }> {
+    return { contentType: this.metricsRegistry.contentType, text: await this.metricsRegistry.text() };
   }
 }

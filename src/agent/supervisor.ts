@@ -19,6 +19,14 @@ import { podStatus, type ContainerDetails, type PodStatusSummary } from '../stat
  * reasons, probe workers, events, and the inspect details that status needs. `sync` is one pod
  * worker's turn: probe kills, the plan, backoff, the actions.
  */
+/** For metrics: what the supervisor started, failed to start and restarted, and every probe run. */
+export interface SupervisorObserver {
+  started?(type: 'sandbox' | 'init' | 'app'): void;
+  startFailed?(type: 'sandbox' | 'init' | 'app', reason: string): void;
+  restarted?(namespace: string, pod: string, container: string): void;
+  probed?(kind: string, result: 'successful' | 'failed' | 'unknown', seconds: number, where: { namespace: string; pod: string; container: string }): void;
+}
+
 export class PodSupervisor {
   readonly events = new EventRecorder();
   readonly probes: ProbeManager;
@@ -38,11 +46,22 @@ export class PodSupervisor {
     private readonly log: Logger,
     private readonly keepDead = 1,
     private readonly onPruned: (count: number) => void = () => undefined,
+    private readonly observer: SupervisorObserver = {},
   ) {
     this.crash = new Backoff(backoff);
     this.imagePulls = new Backoff(backoff);
     this.startFailures = new Backoff(backoff);
-    this.probes = new ProbeManager((id, cmd, t) => rt.exec(id, cmd, t), (e) => this.onProbe(e));
+    const probed = observer.probed;
+    this.probes = new ProbeManager(
+      (id, cmd, t) => rt.exec(id, cmd, t),
+      (e) => this.onProbe(e),
+      probed
+        ? (t, kind, result, seconds) => {
+            const o = this.cache.pod(t.uid);
+            probed(kind, result, seconds, { namespace: o?.namespace ?? '', pod: o?.name ?? '', container: t.container.name });
+          }
+        : undefined,
+    );
   }
 
   private ref(d: { uid: string; pod: { metadata: { name: string; namespace?: string } } }): PodRef {
@@ -176,6 +195,9 @@ export class PodSupervisor {
     }
     try {
       await executePodActions(this.rt, d, o, toRun, { engineRestarts: false, events: this.sink(this.ref(d)) });
+      if (toRun.createSandbox) this.observer.started?.('sandbox');
+      for (const s of allowed) this.observer.started?.(s.type);
+      for (const r of gate.restarts) this.observer.restarted?.(d.pod.metadata.namespace ?? 'default', d.pod.metadata.name, r.name);
       for (const s of allowed) {
         this.waiting.delete(`${uid}/${s.name}`);
         const spec = specOf(d.pod, s.name);
@@ -190,6 +212,7 @@ export class PodSupervisor {
         const spec = err.container ? specOf(d.pod, err.container) : undefined;
         const key = err.container && spec ? Backoff.key(uid, err.container, containerHash(d.pod, spec)) : sandboxKeyOf;
         const backoffMs = this.startFailures.restarted(key, Date.now());
+        this.observer.startFailed?.(err.container ? (d.pod.spec.initContainers?.some((c) => c.name === err.container) ? 'init' : 'app') : 'sandbox', err.reason);
         if (err.container) this.waiting.set(`${uid}/${err.container}`, { reason: err.reason, message: err.detail });
         this.log.warn(`pod ${d.key}: ${err.container ? `container ${err.container}` : 'sandbox'}: ${err.message}; retrying in ${Math.round(backoffMs / 1000)}s`, { pod: d.key, container: err.container ?? 'POD', reason: err.reason });
         wait = Math.min(wait ?? backoffMs, backoffMs);

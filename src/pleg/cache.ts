@@ -9,6 +9,9 @@ export interface PodCacheOptions {
   log?: Logger;
   /** Called when the engine comes back after being unreachable (or on first contact). */
   onConnected?: () => void;
+  /** For metrics: each full relist's duration, and each time the event stream was followed again after a loss. */
+  onRelisted?: (seconds: number) => void;
+  onReconnected?: () => void;
 }
 
 interface Recent {
@@ -37,6 +40,7 @@ export class PodCache {
   private retryMs = 500;
   private stopped = false;
   connected = false;
+  private everConnected = false;
   /** How long the last full relist took: the cost the event stream saves on every reaction. */
   lastRelistMs = 0;
 
@@ -77,6 +81,8 @@ export class PodCache {
         },
       );
       await this.relist();
+      if (this.everConnected) this.o.onReconnected?.();
+      this.everConnected = true;
       this.connected = true;
       this.retryMs = 500;
       this.o.onConnected?.();
@@ -190,6 +196,7 @@ export class PodCache {
     const started = Date.now();
     const touched = await this.replaceAll();
     this.lastRelistMs = Date.now() - started;
+    this.o.onRelisted?.(this.lastRelistMs / 1000);
     for (const uid of touched) this.onPodChange(uid);
   }
 

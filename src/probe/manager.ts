@@ -14,6 +14,9 @@ export interface ProbeTarget {
   startedAt?: number;
 }
 
+/** Every probe run, for metrics: the kubelet's prober_probe_total results. */
+export type ProbeObserver = (t: ProbeTarget, kind: ProbeKind, result: 'successful' | 'failed' | 'unknown', seconds: number) => void;
+
 export interface ProbeEvent {
   uid: string;
   container: string;
@@ -58,6 +61,7 @@ class Worker {
     private readonly target: ProbeTarget,
     private readonly exec: ExecRunner,
     private readonly report: (w: Worker, ok: boolean, message: string) => void,
+    private readonly observe: ProbeObserver | undefined,
     initial: boolean | undefined,
   ) {
     this.result = initial;
@@ -91,6 +95,7 @@ class Worker {
 
   private async tick(): Promise<void> {
     let r: ProbeResult;
+    const t0 = performance.now();
     try {
       r = await runHandler(this.probe, {
         containerId: this.target.containerId,
@@ -101,10 +106,12 @@ class Worker {
       });
     } catch {
       // The prober could not probe (an engine error): no verdict on the container.
+      this.observe?.(this.target, this.kind, 'unknown', (performance.now() - t0) / 1000);
       this.schedule(this.nextTick());
       return;
     }
     if (this.stopped) return;
+    this.observe?.(this.target, this.kind, r.ok ? 'successful' : 'failed', (performance.now() - t0) / 1000);
     // A result changes only after N identical results in a row.
     if (r.ok) {
       this.successes++;
@@ -140,6 +147,7 @@ export class ProbeManager {
   constructor(
     private readonly exec: ExecRunner,
     private readonly onEvent: (e: ProbeEvent) => void,
+    private readonly observe?: ProbeObserver,
   ) {}
 
   /** Makes the running containers of pod `uid` exactly `targets`: new ones get workers, gone ones lose them. */
@@ -183,7 +191,7 @@ export class ProbeManager {
     const s: ContainerProbes = { started: !c.startupProbe, ready: !c.readinessProbe && !c.startupProbe, workers: [] };
     this.byId.set(t.containerId, s);
     const make = (kind: ProbeKind, probe: Probe, initial: boolean | undefined): Worker => {
-      const w = new Worker(kind, probe, t, this.exec, (worker, ok, message) => this.report(t, s, worker, ok, message), initial);
+      const w = new Worker(kind, probe, t, this.exec, (worker, ok, message) => this.report(t, s, worker, ok, message), this.observe, initial);
       s.workers.push(w);
       return w;
     };

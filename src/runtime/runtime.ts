@@ -22,6 +22,14 @@ export interface RuntimeOptions extends EngineOptions {
   onPullProgress?: (image: string, line: string) => void;
   /** Engine calls that create, start, remove or list at once (default 4: the engine gains little past that). */
   engineSlots?: number;
+  /** Told of every engine call and pull, for metrics. */
+  observer?: RuntimeObserver;
+}
+
+export interface RuntimeObserver {
+  /** `what` describes the call ("create container web of default/p"); failed: the engine refused or was gone. */
+  call?(what: string, seconds: number, failed: boolean): void;
+  pull?(seconds: number, ok: boolean): void;
 }
 
 export interface EngineEvent {
@@ -151,10 +159,16 @@ export class PodRuntime {
   }
 
   private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    const observer = this.options.observer;
+    const t0 = observer ? performance.now() : 0;
+    let failed = false;
     try {
       return await fn();
     } catch (err) {
+      failed = true;
       throw engineError(err, what, this.endpoint);
+    } finally {
+      observer?.call?.(what, (performance.now() - t0) / 1000, failed);
     }
   }
 
@@ -298,6 +312,8 @@ export class PodRuntime {
 
   private async pull(image: string): Promise<void> {
     const auth = authFor(image);
+    const t0 = performance.now();
+    let ok = false;
     try {
       const stream = await this.docker.pull(image, auth ? { authconfig: auth } : {});
       await new Promise<void>((resolve, reject) => {
@@ -311,10 +327,13 @@ export class PodRuntime {
           },
         );
       });
+      ok = true;
     } catch (err) {
       const e = engineError(err, `pull ${image}`, this.endpoint);
       if (e instanceof EngineRequestError) throw new ImageError(`failed to pull image ${image}: ${e.message.replace(/^pull [^:]+: /, '')}`, 'ErrImagePull');
       throw e;
+    } finally {
+      this.options.observer?.pull?.((performance.now() - t0) / 1000, ok);
     }
   }
 

@@ -9,7 +9,7 @@ export interface AgentView {
   healthy(): boolean;
   podList(): Promise<Record<string, unknown>[]>;
   events(uid?: string): PodEvent[];
-  metrics(): string;
+  metrics(): Promise<{ contentType: string; text: string }>;
   collect(dryRun: boolean): Promise<unknown>;
   collectImages(dryRun: boolean): Promise<unknown>;
 }
@@ -46,7 +46,13 @@ export async function startServer(view: AgentView, o: { stateDir: string; port?:
       return;
     }
     if (req.method !== 'GET') return send(res, 405, 'method not allowed\n');
-    if (url.pathname === '/metrics') return send(res, 200, view.metrics());
+    if (url.pathname === '/metrics') {
+      view.metrics().then(
+        (m) => res.writeHead(200, { 'content-type': m.contentType }).end(m.text),
+        (err: unknown) => send(res, 500, `${(err as Error).message}\n`),
+      );
+      return;
+    }
     if (url.pathname === '/healthz') return view.healthy() ? send(res, 200, 'ok') : send(res, 503, 'engine unreachable\n');
     if (url.pathname === '/pods') {
       // What the cache holds while the engine is away is history, not status: say so instead.

@@ -24,6 +24,8 @@ export interface UrlSourceOptions extends HttpOptions {
   /** What manifests may ask of this node. */
   policy?: PodPolicy;
   log?: Logger;
+  /** For metrics: each poll's outcome (a 304 is not_modified; any refused answer is an error). */
+  onFetch?: (result: 'ok' | 'not_modified' | 'error') => void;
 }
 
 interface CacheFile {
@@ -139,6 +141,7 @@ export class UrlSource implements PodSource {
    */
   private fail(message: string, issues?: ManifestIssue[]): void {
     this.failures++;
+    this.o.onFetch?.('error');
     this.issues = issues ?? [{ file: this.shown, line: 1, column: 1, field: '', message: redactText(message), severity: 'error' }];
     this.o.log?.warn(`${this.name}: ${redactText(message)} (keeping the last good set)`, { source: this.name });
     const period = this.o.periodMs ?? 20_000;
@@ -180,6 +183,7 @@ export class UrlSource implements PodSource {
         this.o.log?.warn(`${this.name}: cannot cache the body: ${(err as Error).message}`, { source: this.name });
       }
     }
+    this.o.onFetch?.(res.status === 304 ? 'not_modified' : 'ok');
     const recovered = this.failures > 0;
     this.failures = 0;
     if (res.status === 304) this.issues = [];

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
 import { AgentProcess } from './agent-helpers.js';
 import { PodRuntime } from '../../src/runtime/runtime.js';
-import { docker, PAUSE_IMAGE, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { agentGetText, docker, PAUSE_IMAGE, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
 
@@ -60,7 +60,7 @@ spec:
         const removed = Number(/^podrun_gc_containers_removed_total (\d+)$/m.exec(m ?? '')?.[1] ?? 0);
         return removed >= piled - 1 ? m : undefined;
       });
-      expect(metrics).toMatch(/^podrun_relist_duration_seconds \d/m);
+      expect(metrics).toMatch(/^podrun_pleg_relist_duration_seconds_count [1-9]/m);
       // The foreign container is exactly as it was.
       expect((await foreign.inspect()).State.Status).toBe('exited');
     } finally {
@@ -121,18 +121,6 @@ spec: {containers: [{name: c, image: ${TEST_IMAGE}}]}
   });
 });
 
-async function agentGetText(stateDir: string, path: string): Promise<string | undefined> {
-  const { request } = await import('node:http');
-  return new Promise((resolve) => {
-    const req = request({ socketPath: join(stateDir, 'podrun.sock'), path }, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve(body));
-    });
-    req.on('error', () => resolve(undefined));
-    req.end();
-  });
-}
 
 describe('pruning right after a death', () => {
   it('keeps a crash-looping container to one dead instance with no sweep at all', async () => {

@@ -146,3 +146,17 @@ export async function podEvents(uid: string, since: number): Promise<string[]> {
     .filter(Boolean)
     .map((l) => (JSON.parse(l) as { Action: string }).Action);
 }
+
+/** GET from the agent's unix socket; undefined when no agent answers. */
+export async function agentGetText(stateDir: string, path: string): Promise<string | undefined> {
+  const { request } = await import('node:http');
+  return new Promise((resolve) => {
+    const req = request({ socketPath: join(stateDir, 'podrun.sock'), path }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolve(body));
+    });
+    req.on('error', () => resolve(undefined));
+    req.end();
+  });
+}
