@@ -14,10 +14,11 @@ export interface GlobalOptions {
   nodeIP?: string;
 }
 
+/** The defaults; PODRUN_STATE_DIR and the like are read as each flag's environment variable. */
 export const DEFAULTS = {
-  stateDir: process.env.PODRUN_STATE_DIR ?? '/var/lib/podrun',
-  pauseImage: process.env.PODRUN_PAUSE_IMAGE ?? 'registry.k8s.io/pause:3.10',
-  network: process.env.PODRUN_NETWORK ?? 'bridge',
+  stateDir: '/var/lib/podrun',
+  pauseImage: 'registry.k8s.io/pause:3.10',
+  network: 'bridge',
 };
 
 /** Where command output goes; tests hand in their own. */

@@ -60,15 +60,33 @@ function globals(cmd: Command): GlobalOptions {
   };
 }
 
+/**
+ * Every option of podrun itself and of `podrun run` can also come from the environment, as
+ * PODRUN_<FLAG> (flags > environment > --config file > defaults), as a unit file's Environment=
+ * lines set them. Commander binds an option's variable when the option is added, hence here.
+ */
+class PodrunCommand extends Command {
+  override createCommand(name?: string): PodrunCommand {
+    return new PodrunCommand(name);
+  }
+
+  override addOption(option: Option): this {
+    const own = this.name() === 'podrun' || this.name() === 'run';
+    if (own && !option.envVar && option.long && option.long !== '--print-config') option.env(`PODRUN_${option.long.slice(2).toUpperCase().replace(/-/g, '_')}`);
+    return super.addOption(option);
+  }
+}
+
 export function buildProgram(io: Io, setCode: (code: number) => void): Command {
-  const program = new Command('podrun')
+  const program = new PodrunCommand('podrun')
     .description('Run Kubernetes Pod manifests on one Docker engine, with no apiserver.')
+    .addOption(new Option('--config <file>', 'a PodrunConfiguration file (schemas/config.schema.json); flags and PODRUN_* variables override it'))
     .addOption(new Option('--docker-host <url>', 'Docker engine endpoint (unix:///path or tcp://host:port)').env('DOCKER_HOST'))
     .addOption(new Option('--state-dir <dir>', 'where podrun keeps emptyDir volumes and its state').default(DEFAULTS.stateDir))
     .addOption(new Option('--pause-image <image>', 'image of the sandbox container that holds each pod\'s namespaces').default(DEFAULTS.pauseImage))
     .addOption(new Option('--network <name>', 'Docker network for pods without hostNetwork').default(DEFAULTS.network))
     .option('--node-name <name>', 'node name for spec.nodeName (default: the hostname)')
-    .addOption(new Option('--node-ip <ip>', "the node's IP: status.hostIP, and the pod IP of hostNetwork pods that probes and hooks use (default: the first non-loopback IPv4)").env('PODRUN_NODE_IP').argParser(ip))
+    .addOption(new Option('--node-ip <ip>', "the node's IP: status.hostIP, and the pod IP of hostNetwork pods that probes and hooks use (default: the first non-loopback IPv4)").argParser(ip))
     .option('--allow-privileged <bool>', 'allow privileged containers (true|false)', bool, true)
     .option('--allow-host-namespaces <bool>', 'allow hostNetwork, hostPID and hostIPC (true|false)', bool, true)
     .option('--allowed-host-paths <paths>', 'comma-separated paths hostPath volumes must be at or below (default: any)')
@@ -107,6 +125,7 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('--maximum-dead-containers <n>', 'cap on dead containers overall (-1: none)', (v) => Number(v), -1)
     .option('--image-gc <bool>', 'remove unused images when the disk fills (true|false)', (v) => v !== 'false', true)
     .addOption(durationOption('--image-gc-period <duration>', 'image garbage collection period', 300_000))
+    .addOption(durationOption('--image-minimum-gc-age <duration>', 'an unused image younger than this is never removed', 120_000))
     .option('--image-gc-high-threshold <percent>', 'disk usage that starts image GC', (v) => Number(v), 85)
     .option('--image-gc-low-threshold <percent>', 'disk usage image GC frees down to', (v) => Number(v), 80)
     .addOption(durationOption('--crash-backoff-initial <duration>', 'first crash-loop restart delay', 10_000))
@@ -114,7 +133,14 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .addOption(new Option('--log-level <level>', 'least severe level logged').choices(['debug', 'info', 'warn', 'error']))
     .option('--v <n>', "log verbosity as the kubelet's --v: 4 and up logs at debug", (v) => Number(v))
     .addOption(new Option('--log-format <format>', 'json lines, or text (default: text on a terminal, else json)').choices(['json', 'text']))
-    .action(async (o: RunOptions & { crashBackoffInitial: number; crashBackoffMax: number }, cmd: Command) => {
+    .option('--print-config', 'print the configuration in force (flags, PODRUN_* variables, --config file, defaults) as a config file, and exit', false)
+    .action(async (o: RunOptions & { crashBackoffInitial: number; crashBackoffMax: number; printConfig: boolean }, cmd: Command) => {
+      if (o.printConfig) {
+        const [{ effectiveConfig }, { dump }] = await Promise.all([import('../config/effective.js'), import('js-yaml')]);
+        io.out(dump(effectiveConfig(program, cmd), { lineWidth: -1 }).trimEnd());
+        setCode(EXIT.ok);
+        return;
+      }
       setCode(await (await import('./run.js')).runCommand({ ...o, backoffInitial: o.crashBackoffInitial, backoffMax: o.crashBackoffMax }, globals(cmd), io));
     });
 
@@ -202,6 +228,18 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
       }
       setCode(EXIT.ok);
     });
+
+  program.hook('preAction', async (_self, action) => {
+    const file = program.getOptionValue('config') as string | undefined;
+    if (!file) return;
+    const [{ loadConfigFile }, { applyConfig }, { formatIssue }] = await Promise.all([import('../config/config-file.js'), import('../config/effective.js'), import('../manifest/errors.js')]);
+    const loaded = loadConfigFile(file);
+    if (!loaded.ok) {
+      for (const issue of loaded.issues) io.err(`podrun: ${formatIssue(issue)}`);
+      throw new CommanderError(EXIT.usage, 'podrun.invalidConfig', 'invalid configuration file');
+    }
+    applyConfig(loaded.config, program, action.name() === 'run' ? action : undefined);
+  });
 
   return program;
 }

@@ -23,6 +23,7 @@ export interface RunOptions {
   imageGcPeriod: number;
   imageGcHighThreshold: number;
   imageGcLowThreshold: number;
+  imageMinimumGcAge: number;
   logLevel?: LogLevel;
   /** The kubelet's verbosity: 4 and up is debug. */
   v?: number;
@@ -75,7 +76,7 @@ export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSi
       imagePeriodMs: o.imageGcPeriod,
       imageGc: o.imageGc,
       containers: { maxPerPodContainer: o.maximumDeadContainersPerContainer, ...(o.maximumDeadContainers >= 0 ? { maxContainers: o.maximumDeadContainers } : {}) },
-      images: { highPercent: o.imageGcHighThreshold, lowPercent: o.imageGcLowThreshold, minAgeMs: 120_000 },
+      images: { highPercent: o.imageGcHighThreshold, lowPercent: o.imageGcLowThreshold, minAgeMs: o.imageMinimumGcAge },
     },
     log: createLogger({
       level: o.logLevel ?? (o.v !== undefined ? levelFromVerbosity(o.v) : 'info'),

@@ -12,8 +12,8 @@ async function cli(...args: string[]): Promise<{ code: number; out: string; err:
 describe('duration flags', () => {
   it('print their defaults as durations', async () => {
     const help = await cli('run', '--help');
-    expect(help.out).toContain('(default: 20s)');
-    expect(help.out).toContain('(default: 5m0s)');
+    expect(help.out).toContain('(default: 20s, env: PODRUN_RESYNC_PERIOD)');
+    expect(help.out).toContain('(default: 5m0s, env: PODRUN_CRASH_BACKOFF_MAX)');
     expect(help.out).not.toMatch(/default: \d{4,}\)/);
   });
 

@@ -1,0 +1,117 @@
+import { mkdtempSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { PassThrough } from 'node:stream';
+import { load } from 'js-yaml';
+import { afterEach, describe, expect, it } from 'vitest';
+import { main } from '../../src/cli/main.js';
+
+const dir = mkdtempSync(join(tmpdir(), 'podrun-config-'));
+
+async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
+  const out: string[] = [];
+  const err: string[] = [];
+  const code = await main(['node', 'podrun', ...args], { out: (l) => out.push(l), err: (l) => err.push(l), stdout: new PassThrough(), stderr: new PassThrough(), isTTY: false });
+  return { code, out: out.join('\n'), err: err.join('\n') };
+}
+
+function file(name: string, text: string): string {
+  const p = join(dir, name);
+  writeFileSync(p, text);
+  return p;
+}
+
+const touched: string[] = [];
+function env(name: string, value: string): void {
+  touched.push(name);
+  process.env[name] = value;
+}
+afterEach(() => {
+  for (const n of touched.splice(0)) delete process.env[n];
+});
+
+describe('the configuration file', () => {
+  const config = file(
+    'config.yaml',
+    `apiVersion: podrun.io/v1alpha1
+kind: PodrunConfiguration
+stateDir: /srv/from-file
+podInfraContainerImage: pause:from-file
+staticPodPath: /etc/kubernetes/manifests
+staticPodURL: [https://example.invalid/pods.yaml]
+staticPodURLHeader: {Authorization: [Bearer t], X-Node: [a, b]}
+syncFrequency: 1m30s
+fileCheckFrequency: 500ms
+readOnlyPort: 10255
+imageGCHighThresholdPercent: 90
+crashLoopBackOff: {maxContainerRestartPeriod: 2m}
+logging: {format: text, verbosity: 4}
+`,
+  );
+
+  it('fills what flags and PODRUN_* variables leave unset (flags > environment > file > defaults)', async () => {
+    env('PODRUN_PAUSE_IMAGE', 'pause:from-env');
+    env('PODRUN_RELIST_PERIOD', '45s');
+    env('PODRUN_IMAGE_GC_HIGH_THRESHOLD', '95');
+    const r = await cli('run', '--config', config, '--print-config', '--image-gc-high-threshold', '99', '--manifest-dir', '/from/flag');
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    const c = load(r.out) as Record<string, unknown>;
+    expect(c).toMatchObject({
+      apiVersion: 'podrun.io/v1alpha1',
+      kind: 'PodrunConfiguration',
+      stateDir: '/srv/from-file', // file over default
+      podInfraContainerImage: 'pause:from-env', // environment over file
+      syncFrequency: '45s', // environment over file
+      imageGCHighThresholdPercent: 99, // flag over environment
+      staticPodPath: ['/from/flag'], // flag over file
+      staticPodURL: ['https://example.invalid/pods.yaml'],
+      staticPodURLHeader: { Authorization: ['Bearer t'], 'X-Node': ['a', 'b'] },
+      fileCheckFrequency: '500ms',
+      readOnlyPort: 10255,
+      httpCheckFrequency: '20s', // default
+      crashLoopBackOff: { initialDelay: '10s', maxContainerRestartPeriod: '2m0s' },
+      logging: { format: 'text', verbosity: 4 },
+    });
+    // What --print-config prints is itself a valid configuration file that means the same.
+    for (const n of touched.splice(0)) delete process.env[n];
+    const again = await cli('run', '--config', file('printed.yaml', r.out), '--print-config');
+    expect(again.code).toBe(0);
+    expect(load(again.out)).toEqual(c);
+  });
+
+  it('refuses a bad file with file:line:column, the field and the reason, and exits 2', async () => {
+    const bad = file(
+      'bad.yaml',
+      `apiVersion: podrun.io/v1alpha1
+kind: PodrunConfiguration
+syncFrequency: 60
+fileCheckFrequency: 1m30
+staticPodPth: /etc/kubernetes/manifests
+readOnlyPort: http
+logging:
+  format: xml
+crashLoopBackOff: {initialDelay: 10s, maxRestart: 1m}
+nodeIP: not-an-ip
+`,
+    );
+    const r = await cli('run', '--config', bad, '--print-config');
+    expect(r.code).toBe(2);
+    expect(r.err.split('\n').sort()).toEqual(
+      [
+        `podrun: ${bad}:3:16 syncFrequency: must be a duration such as 20s, 1m30s or 500ms (units: ms, s, m, h)`,
+        `podrun: ${bad}:4:21 fileCheckFrequency: must be a duration such as 20s, 1m30s or 500ms (units: ms, s, m, h)`,
+        `podrun: ${bad}:5:1 staticPodPth: unknown field: not part of a PodrunConfiguration (see schemas/config.schema.json)`,
+        `podrun: ${bad}:6:15 readOnlyPort: must be integer`,
+        `podrun: ${bad}:8:11 logging.format: must be one of: "json", "text"`,
+        `podrun: ${bad}:9:39 crashLoopBackOff.maxRestart: unknown field: not part of a PodrunConfiguration (see schemas/config.schema.json)`,
+      ].sort(),
+    );
+    const ip = await cli('run', '--config', file('ip.yaml', 'apiVersion: podrun.io/v1alpha1\nkind: PodrunConfiguration\nnodeIP: not-an-ip\n'), '--print-config');
+    expect(ip.err).toBe(`podrun: ${join(dir, 'ip.yaml')}:3:9 nodeIP: must be an IP address`);
+    const kind = await cli('run', '--config', file('kind.yaml', 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n'), '--print-config');
+    expect(kind.err).toContain(`kind.yaml:1:13 apiVersion: must be "podrun.io/v1alpha1"`);
+    const missing = await cli('get', 'pods', '--config', join(dir, 'nope.yaml'));
+    expect(missing).toMatchObject({ code: 2, err: `podrun: ${join(dir, 'nope.yaml')}:1:1 cannot read: no such file` });
+  });
+});
