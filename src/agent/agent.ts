@@ -91,6 +91,9 @@ export class Agent {
   private release: (() => void) | undefined;
   /** Sources call back file by file while they first load; the desired set is made once all have. */
   private loaded = false;
+  /** Pods that have had a sync with the engine connected since the agent started. */
+  private readonly synced = new Set<string>();
+  private stopped = false;
   private closeServer: (() => Promise<void>) | undefined;
   private resyncTimer: NodeJS.Timeout | undefined;
   private gcTimers: NodeJS.Timeout[] = [];
@@ -205,8 +208,23 @@ export class Agent {
     this.log.info(`agent started: ${this.sources.map((s) => s.name).join(', ')}`);
   }
 
+  /**
+   * Resolves once every source has made its first load (a URL that cannot be reached counts: its
+   * cached set, or none) and every declared pod has had one sync with the engine: podrun has acted
+   * on everything it was given. A pod that crash-loops or cannot pull its image still counts. This
+   * is when the service manager hears READY=1. Resolves with the number of declared pods.
+   */
+  async converged(): Promise<number> {
+    for (;;) {
+      if (this.stopped) throw new Error('the agent stopped before it converged');
+      if (this.loaded && [...this.desiredByUid.keys()].every((uid) => this.synced.has(uid))) return this.desiredByUid.size;
+      await new Promise((r) => setTimeout(r, 100));
+    }
+  }
+
   /** Stops supervising; the pods keep running, as with the kubelet. */
   async stop(): Promise<void> {
+    this.stopped = true;
     if (this.resyncTimer) clearInterval(this.resyncTimer);
     for (const t of this.gcTimers) clearInterval(t);
     await this.closeServer?.();
@@ -322,10 +340,12 @@ export class Agent {
   private async syncPod(uid: string): Promise<number | undefined> {
     const t0 = performance.now();
     const deleting = !this.desiredByUid.has(uid);
+    const connected = this.cache.connected;
     try {
       return await this.syncPodOnce(uid);
     } finally {
       this.metricsRegistry.podWorked(deleting ? 'delete' : 'sync', (performance.now() - t0) / 1000);
+      if (connected) this.synced.add(uid);
     }
   }
 

@@ -1,6 +1,7 @@
 import { Agent } from '../agent/agent.js';
 import type { BackoffPolicy } from '../reconcile/backoff.js';
 import { createLogger, levelFromVerbosity, type LogLevel } from '../log/logger.js';
+import { sdNotify } from '../agent/notify.js';
 import { EXIT, type GlobalOptions, type Io } from './context.js';
 
 export interface RunOptions {
@@ -50,6 +51,11 @@ export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSi
     return EXIT.usage;
   }
   const backoff: BackoffPolicy = { initialMs: o.backoffInitial, maxMs: o.backoffMax, resetMs: 600_000 };
+  const log = createLogger({
+    level: o.logLevel ?? (o.v !== undefined ? levelFromVerbosity(o.v) : 'info'),
+    format: o.logFormat ?? (io.isTTY ? 'text' : 'json'),
+    write: (line) => io.err(line),
+  });
   const agent = new Agent({
     runtime: {
       ...(g.dockerHost ? { host: g.dockerHost } : {}),
@@ -78,11 +84,7 @@ export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSi
       containers: { maxPerPodContainer: o.maximumDeadContainersPerContainer, ...(o.maximumDeadContainers >= 0 ? { maxContainers: o.maximumDeadContainers } : {}) },
       images: { highPercent: o.imageGcHighThreshold, lowPercent: o.imageGcLowThreshold, minAgeMs: o.imageMinimumGcAge },
     },
-    log: createLogger({
-      level: o.logLevel ?? (o.v !== undefined ? levelFromVerbosity(o.v) : 'info'),
-      format: o.logFormat ?? (io.isTTY ? 'text' : 'json'),
-      write: (line) => io.err(line),
-    }),
+    log,
   });
   try {
     await agent.start();
@@ -91,11 +93,23 @@ export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSi
     await agent.stop().catch(() => undefined);
     return EXIT.failed;
   }
-  await (stopSignal ??
+  const stop =
+    stopSignal ??
     new Promise<void>((resolve) => {
       process.once('SIGTERM', () => resolve());
       process.once('SIGINT', () => resolve());
-    }));
+    });
+  // READY=1 for systemd (Type=notify) once podrun has acted on everything it was given.
+  void agent.converged().then(
+    async (pods) => {
+      const sent = await sdNotify({ ready: true, status: `converged: ${pods} pod(s) declared` });
+      if (sent === 'sent') log.info(`told the service manager READY (${pods} pod(s) declared)`);
+      else if (sent !== 'no-socket') log.warn(`cannot tell the service manager READY: ${sent}`);
+    },
+    () => undefined,
+  );
+  await stop;
+  await sdNotify({ stopping: true });
   await agent.stop();
   return EXIT.ok;
 }
