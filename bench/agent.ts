@@ -4,6 +4,7 @@
  * with a 30 s grace; start-up adoption of 50 running pods; and its footprint with 50 probed pods.
  */
 import { spawn, type ChildProcess } from 'node:child_process';
+import { request } from 'node:http';
 import { mkdirSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type Docker from 'dockerode';
@@ -221,14 +222,23 @@ them from now on); containers replaced: ${same ? 'none (the same ids before and 
   }
 }
 
-async function footprint(root: string): Promise<string> {
-  const dir = join(root, 'footprint');
-  const stateDir = join(root, 'footprint-state');
-  mkdirSync(dir, { recursive: true });
-  const pods = 50;
-  const seconds = Number(process.env.BENCH_FOOTPRINT_S ?? (QUICK ? 60 : 300));
-  writePods(dir, 'fp', 'bench-footprint', pods, { containers: 1, hostNetwork: false, probes: true });
-  const agent = new Agent(stateDir, ['--manifest-dir', dir]);
+function socketGet(stateDir: string, path: string): Promise<string> {
+  return new Promise((resolveGet, reject) => {
+    request({ socketPath: join(stateDir, 'podrun.sock'), path }, (res) => {
+      let body = '';
+      res.on('data', (c: Buffer) => (body += c.toString()));
+      res.on('end', () => resolveGet(body));
+    })
+      .on('error', reject)
+      .end();
+  });
+}
+
+const sample = (text: string, name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
+
+/** One agent over the pods for `seconds` of steady state: resident memory and CPU from /proc. */
+async function measureAgent(stateDir: string, dir: string, pods: number, seconds: number, extra: string[]): Promise<{ rss: Stat; cpu: number; metrics: string }> {
+  const agent = new Agent(stateDir, ['--manifest-dir', dir, ...extra]);
   try {
     await agent.logged('agent started');
     await running([`${LABEL.instance}=${instanceId(stateDir)}`, `${LABEL.containerType}=app`], pods);
@@ -244,17 +254,41 @@ async function footprint(root: string): Promise<string> {
     }
     const end = procUsage(pid);
     const cpu = ((end.cpuSeconds - start.cpuSeconds) / ((performance.now() - t0) / 1000)) * 100;
-    const r: Stat = stat(rss);
-    const restarts = (await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL.instance}=${instanceId(stateDir)}`, `${LABEL.containerType}=app`] }) })).filter((c) => Number(c.Labels[LABEL.restartCount]) > 0).length;
-    log(`footprint: RSS ${r.median.toFixed(0)} MB (max ${r.max.toFixed(0)}), CPU ${cpu.toFixed(2)} %`);
-    return `### Agent footprint: ${pods} pods, each with an httpGet liveness and a tcpSocket readiness probe every 10 s
-
-Over ${seconds} s of steady state (after start-up and the first probes), sampled every second
-from /proc: resident memory **${r.median.toFixed(0)} MB** median, ${r.max.toFixed(0)} MB at most
-(target ≤ 80 MB); CPU **${cpu.toFixed(2)} %** of one core (target ≤ 1 %). Containers restarted
-meanwhile: ${restarts} (every probe passed).`;
+    return { rss: stat(rss), cpu, metrics: await socketGet(stateDir, '/metrics') };
   } finally {
     await agent.stop();
+  }
+}
+
+async function footprint(root: string): Promise<string> {
+  const dir = join(root, 'footprint');
+  const stateDir = join(root, 'footprint-state');
+  mkdirSync(dir, { recursive: true });
+  const pods = 50;
+  const seconds = Number(process.env.BENCH_FOOTPRINT_S ?? (QUICK ? 60 : 300));
+  const offSeconds = Number(process.env.BENCH_FOOTPRINT_OFF_S ?? (QUICK ? 20 : 120));
+  writePods(dir, 'fp', 'bench-footprint', pods, { containers: 1, hostNetwork: false, probes: true });
+  try {
+    const on = await measureAgent(stateDir, dir, pods, seconds, []);
+    const off = await measureAgent(stateDir, dir, pods, offSeconds, ['--housekeeping-interval', '0']);
+    const restarts = (await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL.instance}=${instanceId(stateDir)}`, `${LABEL.containerType}=app`] }) })).filter((c) => Number(c.Labels[LABEL.restartCount]) > 0).length;
+    const collections = sample(on.metrics, 'podrun_stats_collection_duration_seconds_count');
+    const collectMs = (sample(on.metrics, 'podrun_stats_collection_duration_seconds_sum') / collections) * 1000;
+    const calls = sample(on.metrics, 'podrun_stats_engine_calls_total') / collections;
+    log(`footprint: RSS ${on.rss.median.toFixed(0)} MB (max ${on.rss.max.toFixed(0)}), CPU ${on.cpu.toFixed(2)} %; without stats ${off.cpu.toFixed(2)} %, ${off.rss.median.toFixed(0)} MB`);
+    return `### Agent footprint: ${pods} pods, each with an httpGet liveness and a tcpSocket readiness probe every 10 s
+
+Sampled every second from /proc over ${seconds} s of steady state (after start-up and the first
+probes): resident memory **${on.rss.median.toFixed(0)} MB** median, ${on.rss.max.toFixed(0)} MB at most
+(target ≤ 80 MB); CPU **${on.cpu.toFixed(2)} %** of one core (target ≤ 1 %). Containers restarted
+meanwhile: ${restarts} (every probe passed).
+
+Resource usage readings (\`--housekeeping-interval\`, 10 s): each reading of the ${calls.toFixed(0)} running
+containers (sandboxes included) took ${collectMs.toFixed(0)} ms with ${calls.toFixed(0)} engine calls, ${collections} readings
+in all. The same agent with readings off (\`--housekeeping-interval 0\`, ${offSeconds} s): CPU
+${off.cpu.toFixed(2)} %, ${off.rss.median.toFixed(0)} MB; so the readings cost about
+${(on.cpu - off.cpu).toFixed(2)} % of a core and ${(on.rss.median - off.rss.median).toFixed(0)} MB.`;
+  } finally {
     await removeInstance(stateDir);
   }
 }

@@ -1,3 +1,8 @@
+import { podrunVersion } from '../status/version.js';
+import { StatsCollector } from '../stats/collector.js';
+import { DEFAULT_EVICTION_HARD, parseEvictionThresholds, type NodeCondition, type Signal, type Threshold } from '../stats/node.js';
+import { nodeView, type NodeSummary, type NodeView } from '../stats/node-view.js';
+import type { CpuStats, PodStatsV1 } from '../stats/summary.js';
 import { AgentMetrics, operationType } from '../metrics/agent-metrics.js';
 import { silentLogger, type Logger } from '../log/logger.js';
 import { chmodSync, mkdirSync } from 'node:fs';
@@ -47,6 +52,10 @@ export interface AgentOptions {
   /** What manifests may ask of this node (every source). */
   policy?: PodPolicy;
   log?: Logger;
+  /** Node pressure thresholds, in the kubelet's --eviction-hard form (default: the kubelet's). */
+  evictionHard?: string;
+  /** Resource usage reading period (default 10 s, cAdvisor's housekeeping interval). */
+  statsPeriodMs?: number;
 }
 
 /**
@@ -100,6 +109,11 @@ export class Agent {
   readonly gc: GarbageCollector;
   private readonly log: Logger;
   private readonly metricsRegistry: AgentMetrics;
+  private readonly stats: StatsCollector;
+  private readonly thresholds: ReadonlyMap<Signal, Threshold>;
+  private facts: Awaited<ReturnType<PodRuntime['engineFacts']>> | undefined;
+  private lastNode: { conditions: NodeCondition[]; cpu: CpuStats } | undefined;
+  private readonly startTime = new Date().toISOString();
 
   constructor(private readonly o: AgentOptions) {
     // Whatever a line quotes (an engine or fetch error naming a URL), credentials never reach the log.
@@ -111,6 +125,8 @@ export class Agent {
       gc: () => this.gc.counters,
     });
     this.metricsRegistry = m;
+    // Refused here, before anything starts, so a typo in a threshold is a start-up error.
+    this.thresholds = parseEvictionThresholds(o.evictionHard ?? DEFAULT_EVICTION_HARD);
     this.runtime = new PodRuntime({
       ...o.runtime,
       ...(o.maxParallel ? { engineSlots: o.maxParallel } : {}),
@@ -126,6 +142,10 @@ export class Agent {
       onReconnected: () => m.reconnected(),
       onConnected: () => {
         this.log.info(`engine connected at ${this.runtime.endpoint}`);
+        void this.runtime.engineFacts().then(
+          (f) => (this.facts = f),
+          () => undefined,
+        );
         this.enqueueAll();
       },
     });
@@ -146,6 +166,11 @@ export class Agent {
         probed: (kind, result, seconds, where) => m.probed(kind, result, seconds, where),
       },
     );
+    this.stats = new StatsCollector(this.runtime, () => this.cache.pods(), {
+      periodMs: o.statsPeriodMs ?? 10_000,
+      startedAt: (id) => this.supervisor.startedAt(id),
+      onCollected: (seconds, calls) => m.statsCollected(seconds, calls),
+    });
     this.gc = new GarbageCollector(this.runtime, {
       stateDir: o.runtime.stateDir,
       pauseImage: o.runtime.pauseImage,
@@ -192,6 +217,7 @@ export class Agent {
     await Promise.all(this.sources.map((s) => s.start(() => this.recompute())));
     this.loaded = true;
     this.recompute();
+    if ((this.o.statsPeriodMs ?? 10_000) > 0) this.stats.start();
     this.closeServer = await startServer(this, { stateDir: this.o.runtime.stateDir, ...(this.o.httpPort ? { port: this.o.httpPort } : {}), log: this.log });
     this.resyncTimer = setInterval(() => this.enqueueAll(), this.o.relistMs ?? 60_000);
     this.resyncTimer.unref();
@@ -229,6 +255,7 @@ export class Agent {
     for (const t of this.gcTimers) clearInterval(t);
     await this.closeServer?.();
     await Promise.all(this.sources.map((s) => s.stop()));
+    this.stats.stop();
     this.cache.stop();
     this.supervisor.stop();
     await this.workers.stop();
@@ -408,6 +435,32 @@ export class Agent {
 
   async collectImages(dryRun: boolean): Promise<ImageGcResult> {
     return this.gc.collectImages(dryRun);
+  }
+
+  /** The node as a v1 Node: addresses, capacity, node info, and conditions from eviction signals. */
+  async node(): Promise<Record<string, unknown>> {
+    return this.nodeNow().node;
+  }
+
+  /** The kubelet's Summary API: the node, and every pod from the last resource readings. */
+  async statsSummary(): Promise<{ node: NodeSummary; pods: PodStatsV1[] }> {
+    return { node: this.nodeNow().summary, pods: this.stats.summary() };
+  }
+
+  private nodeNow(): NodeView {
+    const v = nodeView({
+      rt: this.runtime,
+      facts: this.facts,
+      stateDir: this.o.runtime.stateDir,
+      engineUp: this.cache.connected,
+      thresholds: this.thresholds,
+      startTime: this.startTime,
+      podrunVersion: podrunVersion(),
+      pods: this.cache.pods().length,
+      ...(this.lastNode ? { previous: this.lastNode.conditions, previousCpu: this.lastNode.cpu } : {}),
+    });
+    this.lastNode = { conditions: v.conditions, cpu: v.summary.cpu };
+    return v;
   }
 
   /** The Prometheus exposition of this agent's metrics. */

@@ -247,6 +247,11 @@ export class PodSupervisor {
     for (const c of latestByName(o).values()) if (isActive(c)) this.waiting.delete(`${d.uid}/${c.name}`);
   }
 
+  /** When a container started, if its details were read (they are for every running container with probes or status asked). */
+  startedAt(id: string): string | undefined {
+    return this.details.get(id)?.startedAt;
+  }
+
   /** The pod's status as the agent sees it: engine state, probe results, waiting reasons. */
   async status(d: DesiredPod | undefined, o: ObservedPod | undefined): Promise<PodStatusSummary | undefined> {
     const pod = d?.pod ?? o?.spec;

@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { DEFAULT_EVICTION_HARD, parseEvictionThresholds } from '../stats/node.js';
+import { podrunVersion } from '../status/version.js';
 import { isIP } from 'node:net';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EngineRequestError, EngineUnavailableError } from '../runtime/engine-errors.js';
@@ -11,8 +12,7 @@ import type { RunOptions } from './run.js';
 // command should pay only for what it uses (validate never loads the engine client).
 
 export function version(): string {
-  const pkg = JSON.parse(readFileSync(new URL('../../package.json', import.meta.url), 'utf8')) as { version: string };
-  return pkg.version;
+  return podrunVersion();
 }
 
 function duration(v: string): number {
@@ -26,6 +26,15 @@ function duration(v: string): number {
 /** A duration flag whose help shows its default as it would be written (`20s`, not 20000). */
 function durationOption(flags: string, description: string, defaultMs: number): Option {
   return new Option(flags, description).argParser(duration).default(defaultMs, formatDuration(defaultMs));
+}
+
+function evictionHard(v: string): string {
+  try {
+    parseEvictionThresholds(v);
+  } catch (err) {
+    throw new InvalidArgumentError((err as Error).message);
+  }
+  return v;
 }
 
 function nonNegativeInt(v: string): number {
@@ -130,6 +139,8 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('--image-gc-low-threshold <percent>', 'disk usage image GC frees down to', (v) => Number(v), 80)
     .addOption(durationOption('--crash-backoff-initial <duration>', 'first crash-loop restart delay', 10_000))
     .addOption(durationOption('--crash-backoff-max <duration>', 'longest crash-loop restart delay', 300_000))
+    .addOption(durationOption('--housekeeping-interval <duration>', "how often each running container's resource usage is read, for /stats/summary and top (0: never), as cAdvisor's", 10_000))
+    .option('--eviction-hard <thresholds>', "node pressure thresholds as the kubelet's, e.g. 'memory.available<100Mi,nodefs.available<10%' (signals: memory.available, nodefs.available, nodefs.inodesFree, imagefs.available, imagefs.inodesFree, pid.available); podrun reports pressure in the node conditions and evicts nothing", evictionHard, DEFAULT_EVICTION_HARD)
     .addOption(new Option('--log-level <level>', 'least severe level logged').choices(['debug', 'info', 'warn', 'error']))
     .option('--v <n>', "log verbosity as the kubelet's --v: 4 and up logs at debug", (v) => Number(v))
     .addOption(new Option('--log-format <format>', 'json lines, or text (default: text on a terminal, else json)').choices(['json', 'text']))
@@ -155,6 +166,30 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('-A, --all-namespaces', 'pods of every namespace', false)
     .action(async (o: { output?: string; namespace: string; allNamespaces: boolean }, cmd: Command) => {
       setCode(await (await import('./get.js')).getPodsCommand(o, globals(cmd), io));
+    });
+
+  get
+    .command('node')
+    .alias('nodes')
+    .alias('no')
+    .description('show this machine as a Kubernetes Node: addresses, capacity, engine, and the Ready and pressure conditions')
+    .option('-o, --output <format>', 'wide, json or yaml')
+    .action(async (o: { output?: string }, cmd: Command) => {
+      setCode(await (await import('./node.js')).getNodeCommand(o, globals(cmd), io));
+    });
+
+  program
+    .command('top')
+    .description('show resource usage (CPU and memory working set), as kubectl top')
+    .command('pods')
+    .alias('pod')
+    .alias('po')
+    .description('CPU and memory of each pod (or, with --containers, each container)')
+    .option('-n, --namespace <ns>', 'namespace', 'default')
+    .option('-A, --all-namespaces', 'pods of every namespace', false)
+    .option('--containers', 'one line per container', false)
+    .action(async (o: { namespace: string; allNamespaces: boolean; containers: boolean }, cmd: Command) => {
+      setCode(await (await import('./top.js')).topPodsCommand(o, globals(cmd), io));
     });
 
   const describe = program.command('describe').description('show one pod in detail, with its events');

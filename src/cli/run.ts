@@ -25,6 +25,8 @@ export interface RunOptions {
   imageGcHighThreshold: number;
   imageGcLowThreshold: number;
   imageMinimumGcAge: number;
+  evictionHard: string;
+  housekeepingInterval: number;
   logLevel?: LogLevel;
   /** The kubelet's verbosity: 4 and up is debug. */
   v?: number;
@@ -76,6 +78,8 @@ export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSi
     maxParallel: o.maxParallel,
     ...(o.httpPort ? { httpPort: o.httpPort } : {}),
     backoff,
+    evictionHard: o.evictionHard,
+    statsPeriodMs: o.housekeepingInterval,
     policy: g.policy,
     gc: {
       periodMs: o.gcPeriod,

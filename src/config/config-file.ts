@@ -36,6 +36,8 @@ export interface PodrunConfiguration {
   containerGCPeriod?: string;
   maxPerPodContainerCount?: number;
   maxContainerCount?: number;
+  housekeepingInterval?: string;
+  evictionHard?: Record<string, string>;
   imageGCEnabled?: boolean;
   imageGCPeriod?: string;
   imageGCHighThresholdPercent?: number;

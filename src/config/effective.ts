@@ -70,6 +70,7 @@ const FIELDS: Field[] = [
   { path: ['containerGCPeriod'], option: 'gcPeriod', scope: 'run', ...duration },
   { path: ['maxPerPodContainerCount'], option: 'maximumDeadContainersPerContainer', scope: 'run' },
   { path: ['maxContainerCount'], option: 'maximumDeadContainers', scope: 'run' },
+  { path: ['housekeepingInterval'], option: 'housekeepingInterval', scope: 'run', ...duration },
   { path: ['imageGCEnabled'], option: 'imageGc', scope: 'run' },
   { path: ['imageGCPeriod'], option: 'imageGcPeriod', scope: 'run', ...duration },
   { path: ['imageGCHighThresholdPercent'], option: 'imageGcHighThreshold', scope: 'run' },
@@ -77,6 +78,14 @@ const FIELDS: Field[] = [
   { path: ['imageMinimumGCAge'], option: 'imageMinimumGcAge', scope: 'run', ...duration },
   { path: ['crashLoopBackOff', 'initialDelay'], option: 'crashBackoffInitial', scope: 'run', ...duration },
   { path: ['crashLoopBackOff', 'maxContainerRestartPeriod'], option: 'crashBackoffMax', scope: 'run', ...duration },
+  {
+    path: ['evictionHard'],
+    option: 'evictionHard',
+    scope: 'run',
+    // KubeletConfiguration's map (signal: threshold), the flag's list.
+    toOption: (v) => Object.entries(v as Record<string, string>).map(([signal, t]) => `${signal}<${t}`).join(','),
+    toFile: (v) => Object.fromEntries(String(v).split(',').filter(Boolean).map((p) => p.split('<') as [string, string])),
+  },
   { path: ['logging', 'format'], option: 'logFormat', scope: 'run' },
   { path: ['logging', 'verbosity'], option: 'v', scope: 'run' },
   { path: ['logging', 'level'], option: 'logLevel', scope: 'run' },

@@ -39,6 +39,17 @@ export interface EngineEvent {
   timeMs: number;
 }
 
+/** The parts of the engine's stats answer podrun reads (cgroup v1 and v2 alike). */
+export interface EngineStats {
+  read: string;
+  cpu_stats: { cpu_usage: { total_usage: number }; system_cpu_usage?: number; online_cpus?: number };
+  precpu_stats?: { cpu_usage?: { total_usage?: number }; system_cpu_usage?: number };
+  memory_stats: { usage?: number; stats?: Record<string, number> };
+  networks?: Record<string, { rx_bytes: number; rx_errors: number; tx_bytes: number; tx_errors: number }>;
+  pids_stats?: { current?: number };
+  preread?: string;
+}
+
 export interface SandboxInfo {
   id: string;
   ip: string;
@@ -481,6 +492,47 @@ export class PodRuntime {
       (buf[i] === 2 ? err : out).write(buf.subarray(i + 8, i + 8 + len));
       i += 8 + len;
     }
+  }
+
+  /**
+   * One container's resource counters as the engine reads them from its cgroup. `oneShot` answers
+   * at once with no previous sample (the caller keeps its own, for rates); without it the engine
+   * waits about a second to include one, as `docker stats --no-stream` does.
+   */
+  async containerStats(id: string, oneShot: boolean): Promise<EngineStats | undefined> {
+    const c = this.docker.getContainer(id);
+    return this.call('stats container', () => c.stats({ stream: false, ...(oneShot ? { 'one-shot': true } : {}) } as { stream: false })).then(
+      (s) => s as unknown as EngineStats,
+      (err: unknown) => {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      },
+    );
+  }
+
+  /** A container's writable layer size and log file, for filesystem usage (the engine sums the layer: call it seldom). */
+  async containerDisk(id: string): Promise<{ rwBytes?: number; logPath?: string } | undefined> {
+    const info = await this.call('inspect container size', () => this.docker.getContainer(id).inspect({ size: true } as Docker.ContainerInspectOptions)).catch((err: unknown) => {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    });
+    if (!info) return undefined;
+    const sized = info as Docker.ContainerInspectInfo & { SizeRw?: number };
+    return { ...(sized.SizeRw !== undefined ? { rwBytes: sized.SizeRw } : {}), ...(info.LogPath ? { logPath: info.LogPath } : {}) };
+  }
+
+  /** What the node status says of the engine. */
+  async engineFacts(): Promise<{ version: string; rootDir: string; cpus: number; memoryBytes: number; operatingSystem: string; kernelVersion: string; architecture: string }> {
+    const [info, version] = await Promise.all([this.call('engine info', () => this.docker.info()), this.call('engine version', () => this.docker.version())]);
+    return {
+      version: String(version.Version),
+      rootDir: String(info.DockerRootDir ?? '/var/lib/docker'),
+      cpus: Number(info.NCPU ?? 0),
+      memoryBytes: Number(info.MemTotal ?? 0),
+      operatingSystem: String(info.OperatingSystem ?? ''),
+      kernelVersion: String(info.KernelVersion ?? ''),
+      architecture: String(info.Architecture ?? ''),
+    };
   }
 
   /** What image GC needs to know of the engine: where it keeps its data, its images, which are in use. */

@@ -10,6 +10,8 @@ export interface AgentView {
   podList(): Promise<Record<string, unknown>[]>;
   events(uid?: string): PodEvent[];
   metrics(): Promise<{ contentType: string; text: string }>;
+  node(): Promise<Record<string, unknown>>;
+  statsSummary(): Promise<unknown>;
   collect(dryRun: boolean): Promise<unknown>;
   collectImages(dryRun: boolean): Promise<unknown>;
 }
@@ -59,6 +61,13 @@ export async function startServer(view: AgentView, o: { stateDir: string; port?:
       if (!view.healthy()) return send(res, 503, 'engine unreachable\n');
       view.podList().then(
         (items) => send(res, 200, { apiVersion: 'v1', kind: 'PodList', metadata: {}, items }),
+        (err: unknown) => send(res, 500, `${(err as Error).message}\n`),
+      );
+      return;
+    }
+    if (url.pathname === '/node' || url.pathname === '/stats/summary') {
+      (url.pathname === '/node' ? view.node() : view.statsSummary()).then(
+        (body) => send(res, 200, body),
         (err: unknown) => send(res, 500, `${(err as Error).message}\n`),
       );
       return;

@@ -1,0 +1,180 @@
+/**
+ * Pod and container resource usage in the shape of the kubelet's Summary API
+ * (k8s.io/kubelet/pkg/apis/stats/v1alpha1, served at /stats/summary), so tools that read a
+ * kubelet read podrun. Pure: built from engine samples, tested with plain data.
+ */
+import type { EngineStats } from '../runtime/runtime.js';
+
+export interface CpuStats {
+  time: string;
+  usageNanoCores?: number;
+  usageCoreNanoSeconds: number;
+}
+
+export interface MemoryStats {
+  time: string;
+  availableBytes?: number;
+  usageBytes: number;
+  workingSetBytes: number;
+  rssBytes?: number;
+  pageFaults?: number;
+  majorPageFaults?: number;
+}
+
+export interface InterfaceStats {
+  name: string;
+  rxBytes: number;
+  rxErrors: number;
+  txBytes: number;
+  txErrors: number;
+}
+
+export interface NetworkStats extends InterfaceStats {
+  time: string;
+  interfaces: InterfaceStats[];
+}
+
+export interface FsStats {
+  time: string;
+  availableBytes?: number;
+  capacityBytes?: number;
+  usedBytes?: number;
+  inodesFree?: number;
+  inodes?: number;
+  inodesUsed?: number;
+}
+
+export interface ContainerStatsV1 {
+  name: string;
+  startTime?: string;
+  cpu: CpuStats;
+  memory: MemoryStats;
+  rootfs?: FsStats;
+  logs?: FsStats;
+}
+
+export interface PodStatsV1 {
+  podRef: { name: string; namespace: string; uid: string };
+  startTime?: string;
+  containers: ContainerStatsV1[];
+  cpu: CpuStats;
+  memory: MemoryStats;
+  network?: NetworkStats;
+  'ephemeral-storage'?: FsStats;
+  process_stats: { process_count: number };
+}
+
+/** One reading of one container, with what is known of it. */
+export interface ContainerSample {
+  id: string;
+  name: string;
+  type: 'sandbox' | 'init' | 'app';
+  pod: { name: string; namespace: string; uid: string };
+  startedAt?: string;
+  stats: EngineStats;
+  /** The same container's previous reading, for rates. */
+  previous?: EngineStats;
+  rootfsBytes?: number;
+  logsBytes?: number;
+}
+
+/** cgroup v1 names first (total_*, hierarchical), then v2's. */
+function memField(s: Record<string, number> | undefined, v1: string, v2: string): number | undefined {
+  return s?.[v1] ?? s?.[v2];
+}
+
+export function cpuOf(stats: EngineStats, previous?: EngineStats): CpuStats {
+  const total = stats.cpu_stats.cpu_usage.total_usage;
+  const out: CpuStats = { time: stats.read, usageCoreNanoSeconds: total };
+  // The engine's own previous sample (a non-one-shot read) or the caller's.
+  const prevTotal = previous?.cpu_stats.cpu_usage.total_usage ?? (stats.preread && !stats.preread.startsWith('0001-') ? stats.precpu_stats?.cpu_usage?.total_usage : undefined);
+  const prevTime = previous?.read ?? stats.preread;
+  if (prevTotal !== undefined && prevTime && !prevTime.startsWith('0001-')) {
+    const seconds = (Date.parse(stats.read) - Date.parse(prevTime)) / 1000;
+    if (seconds > 0 && total >= prevTotal) out.usageNanoCores = Math.round((total - prevTotal) / seconds);
+  }
+  return out;
+}
+
+/** Working set as cAdvisor and the kubelet count it: usage less inactive file pages. */
+export function memoryOf(stats: EngineStats): MemoryStats {
+  const s = stats.memory_stats.stats;
+  const usage = stats.memory_stats.usage ?? 0;
+  const inactiveFile = memField(s, 'total_inactive_file', 'inactive_file') ?? 0;
+  const out: MemoryStats = { time: stats.read, usageBytes: usage, workingSetBytes: Math.max(0, usage - inactiveFile) };
+  const rss = memField(s, 'total_rss', 'anon');
+  const faults = memField(s, 'total_pgfault', 'pgfault');
+  const major = memField(s, 'total_pgmajfault', 'pgmajfault');
+  if (rss !== undefined) out.rssBytes = rss;
+  if (faults !== undefined) out.pageFaults = faults;
+  if (major !== undefined) out.majorPageFaults = major;
+  return out;
+}
+
+export function networkOf(stats: EngineStats): NetworkStats | undefined {
+  const nets = Object.entries(stats.networks ?? {});
+  if (!nets.length) return undefined;
+  const interfaces = nets.map(([name, n]) => ({ name, rxBytes: n.rx_bytes, rxErrors: n.rx_errors, txBytes: n.tx_bytes, txErrors: n.tx_errors }));
+  const main = interfaces.find((i) => i.name === 'eth0') ?? interfaces[0]!;
+  return { time: stats.read, ...main, interfaces };
+}
+
+function sumCpu(parts: CpuStats[], time: string): CpuStats {
+  const out: CpuStats = { time, usageCoreNanoSeconds: parts.reduce((n, c) => n + c.usageCoreNanoSeconds, 0) };
+  if (parts.every((c) => c.usageNanoCores !== undefined)) out.usageNanoCores = parts.reduce((n, c) => n + (c.usageNanoCores ?? 0), 0);
+  return out;
+}
+
+function sumMemory(parts: MemoryStats[], time: string): MemoryStats {
+  const add = (k: 'usageBytes' | 'workingSetBytes' | 'rssBytes' | 'pageFaults' | 'majorPageFaults'): number => parts.reduce((n, m) => n + (m[k] ?? 0), 0);
+  return { time, usageBytes: add('usageBytes'), workingSetBytes: add('workingSetBytes'), rssBytes: add('rssBytes'), pageFaults: add('pageFaults'), majorPageFaults: add('majorPageFaults') };
+}
+
+/**
+ * Pods from their containers' samples. The sandbox counts toward the pod's totals (its cgroup is
+ * the pod's, as the kubelet's pod cgroup holds the pause process) and gives the pod's network;
+ * it is not listed among the containers.
+ */
+export function podStats(samples: ContainerSample[]): PodStatsV1[] {
+  const byPod = new Map<string, ContainerSample[]>();
+  for (const s of samples) byPod.set(s.pod.uid, [...(byPod.get(s.pod.uid) ?? []), s]);
+  const pods: PodStatsV1[] = [];
+  for (const list of byPod.values()) {
+    const first = list[0]!;
+    const sandbox = list.find((s) => s.type === 'sandbox');
+    const time = list.map((s) => s.stats.read).sort().at(-1)!;
+    const containers: ContainerStatsV1[] = list
+      .filter((s) => s.type !== 'sandbox')
+      .map((s) => {
+        const c: ContainerStatsV1 = { name: s.name, cpu: cpuOf(s.stats, s.previous), memory: memoryOf(s.stats) };
+        if (s.startedAt) c.startTime = s.startedAt;
+        if (s.rootfsBytes !== undefined) c.rootfs = { time: s.stats.read, usedBytes: s.rootfsBytes };
+        if (s.logsBytes !== undefined) c.logs = { time: s.stats.read, usedBytes: s.logsBytes };
+        return c;
+      })
+      .sort((a, b) => a.name.localeCompare(b.name));
+    const pod: PodStatsV1 = {
+      podRef: first.pod,
+      containers,
+      cpu: sumCpu(list.map((s) => cpuOf(s.stats, s.previous)), time),
+      memory: sumMemory(list.map((s) => memoryOf(s.stats)), time),
+      process_stats: { process_count: list.reduce((n, s) => n + (s.stats.pids_stats?.current ?? 0), 0) },
+    };
+    if (sandbox?.startedAt) pod.startTime = sandbox.startedAt;
+    const net = sandbox ? networkOf(sandbox.stats) : undefined;
+    if (net) pod.network = net;
+    const disk = list.reduce((n, s) => n + (s.rootfsBytes ?? 0) + (s.logsBytes ?? 0), 0);
+    if (list.some((s) => s.rootfsBytes !== undefined || s.logsBytes !== undefined)) pod['ephemeral-storage'] = { time, usedBytes: disk };
+    pods.push(pod);
+  }
+  return pods.sort((a, b) => `${a.podRef.namespace}/${a.podRef.name}`.localeCompare(`${b.podRef.namespace}/${b.podRef.name}`));
+}
+
+/** kubectl top's units: millicores ("12m") and binary bytes ("3Mi"). */
+export function formatCpu(nanoCores: number | undefined): string {
+  return nanoCores === undefined ? '<unknown>' : `${Math.round(nanoCores / 1e6)}m`;
+}
+
+export function formatMemory(bytes: number): string {
+  return `${Math.round(bytes / 2 ** 20)}Mi`;
+}
