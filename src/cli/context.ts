@@ -7,6 +7,8 @@ export interface GlobalOptions {
   /** What manifests may ask of this node: checked by validate, apply and the agent alike. */
   policy: PodPolicy;
   dockerHost?: string;
+  /** --runtime-request-timeout. */
+  requestTimeoutMs?: number;
   stateDir: string;
   pauseImage: string;
   network: string;
@@ -45,6 +47,7 @@ export async function makeRuntime(g: GlobalOptions, io: Io): Promise<PodRuntime>
   let last = 0;
   return new PodRuntime({
     ...(g.dockerHost ? { host: g.dockerHost } : {}),
+    ...(g.requestTimeoutMs !== undefined ? { requestTimeoutMs: g.requestTimeoutMs } : {}),
     stateDir: g.stateDir,
     pauseImage: g.pauseImage,
     network: g.network,

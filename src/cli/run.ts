@@ -61,6 +61,7 @@ export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSi
   const agent = new Agent({
     runtime: {
       ...(g.dockerHost ? { host: g.dockerHost } : {}),
+      ...(g.requestTimeoutMs !== undefined ? { requestTimeoutMs: g.requestTimeoutMs } : {}),
       stateDir: g.stateDir,
       pauseImage: g.pauseImage,
       network: g.network,

@@ -16,6 +16,7 @@ export interface PodrunConfiguration {
   kind: 'PodrunConfiguration';
   containerRuntimeEndpoint?: string;
   stateDir?: string;
+  runtimeRequestTimeout?: string;
   podInfraContainerImage?: string;
   network?: string;
   nodeName?: string;

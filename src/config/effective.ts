@@ -30,6 +30,7 @@ const list = { toOption: (v: unknown) => (Array.isArray(v) ? v : [v]), toFile: (
 const FIELDS: Field[] = [
   { path: ['containerRuntimeEndpoint'], option: 'dockerHost', scope: 'global' },
   { path: ['stateDir'], option: 'stateDir', scope: 'global' },
+  { path: ['runtimeRequestTimeout'], option: 'runtimeRequestTimeout', scope: 'global', ...duration },
   { path: ['podInfraContainerImage'], option: 'pauseImage', scope: 'global' },
   { path: ['network'], option: 'network', scope: 'global' },
   { path: ['nodeName'], option: 'nodeName', scope: 'global' },

@@ -16,3 +16,15 @@ export class EngineRequestError extends Error {
     this.name = 'EngineRequestError';
   }
 }
+
+/**
+ * The engine took the request but never answered (seen with Docker 20.10 losing a container's
+ * exit: its stop and inspect then wait forever). Reported as a gateway timeout: the engine is
+ * failing, not the request wrong.
+ */
+export class EngineTimeoutError extends EngineRequestError {
+  constructor(what: string, timeout: string) {
+    super(`the Docker engine did not answer within ${timeout}: ${what} (the engine may be stuck; see its log)`, 504);
+    this.name = 'EngineTimeoutError';
+  }
+}

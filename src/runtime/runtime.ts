@@ -5,6 +5,8 @@ import type Docker from 'dockerode';
 import type { Container, Pod } from '../manifest/types.js';
 import { authFor } from './auth.js';
 import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound, type EngineOptions } from './engine.js';
+import { EngineTimeoutError } from './engine-errors.js';
+import { formatDuration } from '../config/duration.js';
 import { instanceId, LABEL, MANAGED_BY } from './labels.js';
 import { groupObserved, listedFromInspect, type EngineContainer, type ObservedPod } from './observed.js';
 import { containerCreateOptions, needsImageUser, sandboxCreateOptions, type PodIdentity, type VolumeBacking } from './spec.js';
@@ -24,6 +26,11 @@ export interface RuntimeOptions extends EngineOptions {
   engineSlots?: number;
   /** Told of every engine call and pull, for metrics. */
   observer?: RuntimeObserver;
+  /**
+   * How long one engine call may take before podrun gives up on it (a stop: the grace period
+   * plus this), as the kubelet's --runtime-request-timeout (default 2 min). Pulls are not bounded.
+   */
+  requestTimeoutMs?: number;
 }
 
 export interface RuntimeObserver {
@@ -169,16 +176,23 @@ export class PodRuntime {
     return { ...opts, Labels: { ...opts.Labels, [LABEL.instance]: this.instance } };
   }
 
-  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+  private async call<T>(what: string, fn: () => Promise<T>, timeoutMs = this.options.requestTimeoutMs ?? 120_000): Promise<T> {
     const observer = this.options.observer;
     const t0 = observer ? performance.now() : 0;
     let failed = false;
+    let timer: NodeJS.Timeout | undefined;
     try {
-      return await fn();
+      // A request the engine never answers must not hold a pod (or a delete) forever.
+      const timeout = new Promise<never>((_, reject) => {
+        timer = setTimeout(() => reject(new EngineTimeoutError(what, formatDuration(timeoutMs))), timeoutMs);
+        timer.unref();
+      });
+      return await Promise.race([fn(), timeout]);
     } catch (err) {
       failed = true;
-      throw engineError(err, what, this.endpoint);
+      throw err instanceof EngineTimeoutError ? err : engineError(err, what, this.endpoint);
     } finally {
+      clearTimeout(timer);
       observer?.call?.(what, (performance.now() - t0) / 1000, failed);
     }
   }
@@ -271,6 +285,46 @@ export class PodRuntime {
     }
     const info = await this.call('exec inspect', () => exec.inspect());
     return { exitCode: info.ExitCode ?? -1, output };
+  }
+
+  /**
+   * `podrun exec`: a command in a running container, attached to the caller's streams, with a
+   * TTY (resized with the terminal) when asked. Resolves with the command's exit code.
+   */
+  async execAttached(
+    containerId: string,
+    command: string[],
+    o: { tty: boolean; stdin: boolean; size?: () => { rows: number; columns: number } | undefined; onResize?: (fn: () => void) => () => void },
+    streams: { stdin: NodeJS.ReadableStream; stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream },
+  ): Promise<number> {
+    const container = this.docker.getContainer(containerId);
+    const exec = await this.call('exec create', () => container.exec({ Cmd: command, AttachStdin: o.stdin, AttachStdout: true, AttachStderr: true, Tty: o.tty }));
+    const stream = await this.call('exec start', () => exec.start({ hijack: true, stdin: o.stdin, Tty: o.tty }));
+    const resize = (): void => {
+      const size = o.size?.();
+      if (size) void exec.resize({ h: size.rows, w: size.columns }).catch(() => undefined);
+    };
+    const stopResizing = o.tty ? o.onResize?.(resize) : undefined;
+    if (o.tty) {
+      resize();
+      stream.pipe(streams.stdout, { end: false });
+    } else {
+      this.docker.modem.demuxStream(stream, streams.stdout, streams.stderr);
+    }
+    if (o.stdin) {
+      streams.stdin.pipe(stream);
+      // End of input closes the command's stdin, as kubectl exec -i does.
+      streams.stdin.on('end', () => (stream as unknown as { end?: () => void }).end?.());
+    }
+    await new Promise<void>((resolve) => {
+      stream.on('end', resolve);
+      stream.on('close', resolve);
+      stream.on('error', () => resolve());
+    });
+    stopResizing?.();
+    if (o.stdin) streams.stdin.unpipe(stream);
+    const info = await this.call('exec inspect', () => exec.inspect());
+    return info.ExitCode ?? 1;
   }
 
   /** Details only an inspect gives: exit reason, times, OOM. */
@@ -449,7 +503,8 @@ export class PodRuntime {
 
   /** SIGTERM (or the image's stop signal), then SIGKILL after `graceSeconds`. Gone already is fine. */
   async stopContainer(id: string, graceSeconds: number): Promise<void> {
-    await this.call('stop container', () => this.docker.getContainer(id).stop({ t: Math.max(0, Math.round(graceSeconds)) })).catch((err: unknown) => {
+    const t = Math.max(0, Math.round(graceSeconds));
+    await this.call('stop container', () => this.docker.getContainer(id).stop({ t }), t * 1000 + (this.options.requestTimeoutMs ?? 120_000)).catch((err: unknown) => {
       if (isNotFound(err) || (err instanceof EngineRequestError && err.statusCode === 304)) return;
       throw err;
     });
@@ -466,9 +521,9 @@ export class PodRuntime {
    * Writes a container's log to `out` and `err` (split as the container wrote them); with
    * `follow`, until the container stops or the stream ends.
    */
-  async writeLogs(id: string, o: { follow: boolean; timestamps: boolean; tail?: number }, out: NodeJS.WritableStream, err: NodeJS.WritableStream): Promise<void> {
+  async writeLogs(id: string, o: { follow: boolean; timestamps: boolean; tail?: number; since?: number }, out: NodeJS.WritableStream, err: NodeJS.WritableStream): Promise<void> {
     const c = this.docker.getContainer(id);
-    const opts = { stdout: true, stderr: true, timestamps: o.timestamps, ...(o.tail !== undefined ? { tail: o.tail } : {}) };
+    const opts = { stdout: true, stderr: true, timestamps: o.timestamps, ...(o.tail !== undefined ? { tail: o.tail } : {}), ...(o.since !== undefined ? { since: o.since } : {}) };
     const tty = (await this.call('inspect container', () => c.inspect())).Config.Tty;
     if (o.follow) {
       const stream = await this.call('follow logs', () => c.logs({ ...opts, follow: true }));

@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
+import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
@@ -78,7 +78,7 @@ export class PrivateEngine {
   }
 }
 
-export type FaultMode = { kind: 'pass' } | { kind: 'fail'; status: number } | { kind: 'slow'; delayMs: number };
+export type FaultMode = { kind: 'pass' } | { kind: 'fail'; status: number } | { kind: 'slow'; delayMs: number } | { kind: 'hang'; match: RegExp };
 
 /**
  * A Docker API proxy on a unix socket of its own, in front of the shared engine, that can answer
@@ -126,7 +126,15 @@ export class FaultyEngine {
   }
 
   private handle(req: IncomingMessage, res: ServerResponse): void {
-    const mode = this.mode;
+    let mode = this.mode;
+    // A hang holds only the matching requests, unanswered, as an engine stuck on one container does.
+    if (mode.kind === 'hang') {
+      if (mode.match.test(`${req.method ?? ''} ${req.url ?? ''}`)) {
+        this.faultedRequests++;
+        return;
+      }
+      mode = { kind: 'pass' };
+    }
     this.requests.push(`${req.method ?? ''} ${(req.url ?? '').split('?')[0] ?? ''}`);
     if (mode.kind !== 'pass') this.faultedRequests++;
     if (mode.kind === 'fail') {
@@ -151,6 +159,53 @@ export class FaultyEngine {
   async stop(): Promise<void> {
     this.dropConnections();
     await new Promise<void>((r) => this.server.close(() => r()));
+    rmSync(this.dir, { recursive: true, force: true });
+  }
+}
+
+/**
+ * Podman's Docker-compatible API (`podman system service`) on a socket of its own, for the tests
+ * that run podrun on Podman. Podman keeps its own images: the test images are loaded into it.
+ * Debian's podman 4.3 on this VM needs higher default ulimits than its built-in ones to start
+ * containers, given in a containers.conf of the test's own (CONTAINERS_CONF), not the machine's.
+ */
+export class PodmanService {
+  readonly dir = mkdtempSync(join(tmpdir(), 'podrun-podman-'));
+  readonly socket = join(this.dir, 'podman.sock');
+  readonly conf = join(this.dir, 'containers.conf');
+  private proc: ChildProcess | undefined;
+
+  get host(): string {
+    return `unix://${this.socket}`;
+  }
+
+  get docker(): Docker {
+    return new Docker({ socketPath: this.socket });
+  }
+
+  get env(): Record<string, string> {
+    return { CONTAINERS_CONF: this.conf };
+  }
+
+  static installed(): boolean {
+    return spawnSync('sh', ['-c', 'command -v podman'], { stdio: 'ignore' }).status === 0;
+  }
+
+  async start(): Promise<void> {
+    writeFileSync(this.conf, '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]\n');
+    const load = spawnSync('sh', ['-c', `podman image exists localhost/${TEST_IMAGE} && podman image exists localhost/${PAUSE_IMAGE} || docker save ${TEST_IMAGE} ${PAUSE_IMAGE} | podman load`], { encoding: 'utf8', env: { ...process.env, ...this.env } });
+    if (load.status !== 0) throw new Error(`loading the test images into podman failed: ${load.stderr}`);
+    this.proc = spawn('podman', ['system', 'service', '--time=0', this.host], { stdio: 'ignore', env: { ...process.env, ...this.env } });
+    await until('the podman service to answer', async () => ((await this.docker.ping().catch(() => undefined)) ? true : undefined), 30_000);
+  }
+
+  async stop(): Promise<void> {
+    const p = this.proc;
+    if (p && p.exitCode === null) {
+      const exited = new Promise((r) => p.on('exit', r));
+      p.kill('SIGTERM');
+      await exited;
+    }
     rmSync(this.dir, { recursive: true, force: true });
   }
 }
