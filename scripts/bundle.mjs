@@ -1,13 +1,14 @@
 // Bundles the CLI for bin/podrun: start-up is mostly module loading, and a few files load faster
-// than hundreds. The engine client's gRPC, protobuf and ssh code (BuildKit
-// sessions, ssh:// engines) is never used by podrun, which speaks to engines over unix and tcp
+// than hundreds. The engine client's gRPC, protobuf, ssh and tar code (BuildKit
+// sessions, ssh:// engines, build contexts) is never used by podrun, which speaks to engines over unix and tcp
 // sockets only, so it is left out: an inert stand-in takes its place.
-import { readFileSync } from 'node:fs';
+import { readFileSync, rmSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import standaloneCode from 'ajv/dist/standalone/index.js';
 import { build } from 'esbuild';
 
-const UNUSED = /^(@grpc\/grpc-js|@grpc\/proto-loader|protobufjs|ssh2|cpu-features)$/;
+// tar-fs packs build contexts and archives (docker build, putArchive): podrun does neither.
+const UNUSED = /^(@grpc\/grpc-js|@grpc\/proto-loader|protobufjs|ssh2|cpu-features|tar-fs)$/;
 
 const leaveOut = {
   name: 'leave-out-unused',
@@ -41,6 +42,8 @@ const precompiled = {
   },
 };
 
+// Chunk names carry content hashes: without this, every build would leave the last one's behind.
+rmSync('dist/bundle', { recursive: true, force: true });
 await build({
   entryPoints: ['src/cli/main.ts'],
   bundle: true,

@@ -1,3 +1,4 @@
+import { terminatingPods } from '../reconcile/terminating.js';
 import { podrunVersion } from '../status/version.js';
 import { StatsCollector } from '../stats/collector.js';
 import { DEFAULT_EVICTION_HARD, parseEvictionThresholds, type NodeCondition, type Signal, type Threshold } from '../stats/node.js';
@@ -400,6 +401,7 @@ export class Agent {
     const observed = new Map(this.cache.pods().map((p) => [p.uid, p]));
     const uids = new Set([...this.desiredByUid.keys(), ...observed.keys()]);
     const items: Record<string, unknown>[] = [];
+    const terminating = terminatingPods(this.o.runtime.stateDir);
     for (const uid of uids) {
       const d = this.desiredByUid.get(uid);
       const o = observed.get(uid) ?? { uid, name: d?.pod.metadata.name ?? '', namespace: d?.pod.metadata.namespace ?? 'default', source: d?.origin.source ?? '', sandboxes: [], containers: [] };
@@ -408,7 +410,7 @@ export class Agent {
       if (!status) continue;
       const sandbox = o.sandboxes[0];
       const podIP = sandbox && isActive(sandbox) && view.spec ? (await this.runtime.sandboxInfo(sandbox.id, view.spec).catch(() => undefined))?.ip : undefined;
-      items.push(toV1Pod(view, status, { hostIP: this.runtime.hostIP, ...(podIP ? { podIP } : {}) }));
+      items.push(toV1Pod(view, status, { hostIP: this.runtime.hostIP, ...(podIP ? { podIP } : {}) }, observed.has(uid) ? terminating.get(uid) : undefined));
     }
     return items;
   }

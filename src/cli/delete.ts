@@ -5,12 +5,22 @@ import { forgetApplied } from '../sources/applied-sets.js';
 import { readManifestInputs } from '../sources/read.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { printIssues } from './print.js';
+import { parseSelector, type Selector } from './selector.js';
 
 export interface DeleteOptions {
   filename?: string[];
   namespace?: string;
+  selector?: string;
+  all?: boolean;
+  allNamespaces?: boolean;
   gracePeriod?: number;
   ignoreNotFound: boolean;
+}
+
+/** kubectl's spellings: `pod NAME...`, `pods NAME`, `pod/NAME`; a bare `NAME` or `namespace/NAME` as before. */
+export function podNames(args: string[]): string[] {
+  const rest = ['pod', 'pods', 'po'].includes(args[0] ?? '') ? args.slice(1) : args;
+  return rest.map((a) => a.replace(/^(pod|pods|po)\//, ''));
 }
 
 /** Deletes pods gracefully: stop signal, grace period, SIGKILL; then removes them and their emptyDirs. */
@@ -32,13 +42,28 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
     }
   }
   const ns = o.namespace ?? 'default';
-  wanted.push(...names.map((n) => ({ key: n.includes('/') ? n : `${ns}/${n}` })));
-  if (wanted.length === 0) {
-    io.err('podrun: name the pods to delete, or give -f PATH');
+  wanted.push(...podNames(names).map((n) => ({ key: n.includes('/') ? n : `${ns}/${n}` })));
+  let select: Selector | undefined;
+  try {
+    if (o.selector !== undefined) select = parseSelector(o.selector);
+  } catch (err) {
+    io.err(`podrun: ${(err as Error).message}`);
+    return EXIT.usage;
+  }
+  if (o.all && select) select = undefined;
+  if (wanted.length === 0 && !o.all && !select) {
+    io.err('podrun: name the pods to delete, or give -f PATH, -l SELECTOR or --all');
     return EXIT.usage;
   }
   const rt = await makeRuntime(g, io);
   const observed = await rt.listPods();
+  if (o.all || select) {
+    for (const p of observed) {
+      if (!o.allNamespaces && p.namespace !== ns) continue;
+      if (select && !select(p.spec?.metadata.labels)) continue;
+      wanted.push({ key: `${p.namespace}/${p.name}`, uid: p.uid });
+    }
+  }
   let code: number = EXIT.ok;
   const found = wanted.flatMap((w) => {
     const p = observed.find((x) => (w.uid ? x.uid === w.uid : `${x.namespace}/${x.name}` === w.key));
@@ -51,8 +76,10 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
     }
     return [p];
   });
+  const unique = [...new Map(found.map((p) => [p.uid, p])).values()];
+  if (unique.length === 0 && (o.all || select) && wanted.length === 0) io.err(o.allNamespaces ? 'No resources found' : `No resources found in ${ns} namespace.`);
   // Every pod at once: their grace periods overlap (the runtime bounds the engine calls).
-  await Promise.all(found.map(async (p) => {
+  await Promise.all(unique.map(async (p) => {
     try {
       // Forget it in the applied sets first, so a running agent does not bring it back.
       forgetApplied(g.stateDir, new Set([`${p.namespace}/${p.name}`]));

@@ -1,4 +1,6 @@
 import { dump } from 'js-yaml';
+import { parseTemplate, renderJsonPath } from './jsonpath.js';
+import { parseSelector, type Selector } from './selector.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { table } from './print.js';
 import { loadPodViews, type V1Pod } from './views.js';
@@ -7,6 +9,10 @@ export interface GetOptions {
   output?: string;
   namespace?: string;
   allNamespaces: boolean;
+  selector?: string;
+  showLabels?: boolean;
+  noHeaders?: boolean;
+  watch?: boolean;
 }
 
 export function age(iso: string | undefined): string {
@@ -21,6 +27,8 @@ export function age(iso: string | undefined): string {
 
 /** kubectl's STATUS column: the most telling reason, else the phase. */
 export function statusWord(p: V1Pod): string {
+  // As kubectl: a pod being deleted is Terminating, whatever else it is.
+  if (p.metadata.deletionTimestamp) return 'Terminating';
   const inits = p.status.initContainerStatuses ?? [];
   for (const c of inits) {
     const w = c.state.waiting?.reason;
@@ -41,42 +49,144 @@ export function statusWord(p: V1Pod): string {
   return p.status.phase;
 }
 
-export async function getPodsCommand(o: GetOptions, g: GlobalOptions, io: Io): Promise<number> {
-  const output = o.output ?? '';
-  if (!['', 'wide', 'json', 'yaml'].includes(output)) {
-    io.err(`podrun: unknown output format "${output}" (use wide, json or yaml)`);
+type Output = { kind: 'table'; wide: boolean } | { kind: 'json' | 'yaml' | 'name' } | { kind: 'jsonpath'; template: string };
+
+function outputOf(text: string | undefined): Output | string {
+  const o = text ?? '';
+  if (o === '' || o === 'wide') return { kind: 'table', wide: o === 'wide' };
+  if (o === 'json' || o === 'yaml' || o === 'name') return { kind: o };
+  const m = /^jsonpath=(.*)$/s.exec(o);
+  if (m) {
+    try {
+      parseTemplate(m[1]!);
+    } catch (err) {
+      return (err as Error).message;
+    }
+    return { kind: 'jsonpath', template: m[1]! };
+  }
+  return `unknown output format "${o}" (use wide, json, yaml, name or jsonpath=TEMPLATE)`;
+}
+
+function labelsText(p: V1Pod): string {
+  const l = Object.entries(p.metadata.labels ?? {});
+  return l.length ? l.map(([k, v]) => `${k}=${v}`).join(',') : '<none>';
+}
+
+function row(p: V1Pod, allNamespaces: boolean, o: GetOptions, wide: boolean, nodeName: string): string[] {
+  const cs = p.status.containerStatuses ?? [];
+  const ready = cs.filter((c) => c.ready).length;
+  const restarts = cs.reduce((n, c) => n + c.restartCount, 0);
+  return [
+    ...(allNamespaces ? [p.metadata.namespace] : []),
+    p.metadata.name,
+    `${ready}/${cs.length}`,
+    statusWord(p),
+    String(restarts),
+    age(p.metadata.creationTimestamp),
+    ...(wide ? [p.status.podIP ?? '<none>', nodeName, p.metadata.annotations?.['podrun.io/source'] ?? ''] : []),
+    ...(o.showLabels ? [labelsText(p)] : []),
+  ];
+}
+
+/** `podrun get pods [NAME...]`: kubectl's table, or the pods as json, yaml, names or a JSONPath template. */
+export async function getPodsCommand(names: string[], o: GetOptions, g: GlobalOptions, io: Io): Promise<number> {
+  const out = outputOf(o.output);
+  if (typeof out === 'string') {
+    io.err(`podrun: ${out}`);
+    return EXIT.usage;
+  }
+  let select: Selector;
+  try {
+    select = parseSelector(o.selector ?? '');
+  } catch (err) {
+    io.err(`podrun: ${(err as Error).message}`);
+    return EXIT.usage;
+  }
+  if (names.length && o.selector) {
+    io.err('podrun: name pods or give a selector (-l), not both');
     return EXIT.usage;
   }
   const rt = await makeRuntime(g, io);
-  const ns = o.allNamespaces ? undefined : (o.namespace ?? 'default');
-  const { pods: all } = await loadPodViews(rt, g.stateDir);
-  const pods = all
-    .filter((p) => !ns || p.metadata.namespace === ns)
-    .sort((a, b) => `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`));
-  if (output === 'json' || output === 'yaml') {
-    const list = { apiVersion: 'v1', kind: 'PodList', items: pods };
-    io.out(output === 'json' ? JSON.stringify(list, null, 2) : dump(list).trimEnd());
-    return EXIT.ok;
+  const ns = o.allNamespaces && !names.length ? undefined : (o.namespace ?? 'default');
+  const load = async (): Promise<V1Pod[]> =>
+    (await loadPodViews(rt, g.stateDir)).pods
+      .filter((p) => (!ns || p.metadata.namespace === ns) && (!names.length || names.includes(p.metadata.name)) && select(p.metadata.labels))
+      .sort((a, b) => `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`));
+  const pods = await load();
+  let code: number = EXIT.ok;
+  for (const n of names) {
+    if (!pods.some((p) => p.metadata.name === n)) {
+      io.err(`Error from server (NotFound): pods "${n}" not found`);
+      code = EXIT.failed;
+    }
   }
-  if (pods.length === 0) {
-    io.err(ns ? `No pods found in ${ns} namespace.` : 'No pods found.');
-    return EXIT.ok;
+  const allNs = ns === undefined;
+  const header = [...(allNs ? ['NAMESPACE'] : []), 'NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE', ...(out.kind === 'table' && out.wide ? ['IP', 'NODE', 'SOURCE'] : []), ...(o.showLabels ? ['LABELS'] : [])];
+  const render = (list: V1Pod[], withHeader: boolean): string[] => {
+    switch (out.kind) {
+      case 'json':
+      case 'yaml': {
+        // One pod named alone prints as the pod, as kubectl does; otherwise a list.
+        const doc = names.length === 1 && list.length === 1 && !o.watch ? list[0] : { apiVersion: 'v1', kind: 'List', items: list };
+        return [out.kind === 'json' ? JSON.stringify(doc, null, 2) : dump(doc).trimEnd()];
+      }
+      case 'name':
+        return list.map((p) => `pod/${p.metadata.name}`);
+      case 'jsonpath': {
+        const doc = names.length === 1 && list.length === 1 ? list[0] : { apiVersion: 'v1', kind: 'List', items: list };
+        return [renderJsonPath(out.template, doc)];
+      }
+      case 'table': {
+        const rows = list.map((p) => row(p, allNs, o, out.wide, rt.nodeName));
+        return table(withHeader && !o.noHeaders ? [header, ...rows] : rows);
+      }
+    }
+  };
+  if (pods.length === 0 && !names.length && !o.watch && out.kind === 'table') {
+    io.err(ns ? `No resources found in ${ns} namespace.` : 'No resources found');
+    return code;
   }
-  const header = [...(ns ? [] : ['NAMESPACE']), 'NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE', ...(output === 'wide' ? ['IP', 'NODE', 'SOURCE'] : [])];
-  const lines = pods.map((p) => {
-    const cs = p.status.containerStatuses ?? [];
-    const ready = cs.filter((c) => c.ready).length;
-    const restarts = cs.reduce((n, c) => n + c.restartCount, 0);
-    return [
-      ...(ns ? [] : [p.metadata.namespace]),
-      p.metadata.name,
-      `${ready}/${cs.length}`,
-      statusWord(p),
-      String(restarts),
-      age(p.metadata.creationTimestamp),
-      ...(output === 'wide' ? [p.status.podIP ?? '<none>', rt.nodeName, p.metadata.annotations?.['podrun.io/source'] ?? ''] : []),
-    ];
-  });
-  for (const l of table([header, ...lines])) io.out(l);
+  const printed = render(pods, true);
+  // As kubectl: a template's output is printed as it is, with no newline added.
+  if (out.kind === 'jsonpath') io.stdout.write(printed.join(''));
+  else for (const l of printed) io.out(l);
+  if (!o.watch) return code;
+  return watch(load, (list) => render(list, false), io, pods);
+}
+
+/**
+ * `--watch`: after the first listing, a line for each pod whose row changed (and for each pod
+ * that went, shown one last time), polled every second, until interrupted. kubectl gets changes
+ * from the apiserver's watch; podrun asks the agent or the engine again.
+ */
+async function watch(load: () => Promise<V1Pod[]>, render: (list: V1Pod[]) => string[], io: Io, first: V1Pod[]): Promise<number> {
+  const key = (p: V1Pod): string => `${p.metadata.namespace}/${p.metadata.name}`;
+  const shown = new Map(first.map((p) => [key(p), render([p]).join('\n')]));
+  let stop = false;
+  const onSignal = (): void => {
+    stop = true;
+  };
+  process.once('SIGINT', onSignal);
+  process.once('SIGTERM', onSignal);
+  try {
+    while (!stop) {
+      await new Promise((r) => setTimeout(r, 1000));
+      if (stop) break;
+      const now = await load();
+      const seen = new Set<string>();
+      for (const p of now) {
+        seen.add(key(p));
+        const text = render([p]).join('\n');
+        if (shown.get(key(p)) !== text) {
+          io.out(text);
+          shown.set(key(p), text);
+        }
+      }
+      for (const k of [...shown.keys()]) if (!seen.has(k)) shown.delete(k);
+    }
+  } finally {
+    process.removeListener('SIGINT', onSignal);
+    process.removeListener('SIGTERM', onSignal);
+  }
   return EXIT.ok;
 }

@@ -53,7 +53,7 @@ function bool(v: string): boolean {
 }
 
 function globals(cmd: Command): GlobalOptions {
-  const o = cmd.optsWithGlobals<{ dockerHost?: string; stateDir: string; pauseImage: string; network: string; nodeName?: string; nodeIp?: string; allowPrivileged: boolean; allowHostNamespaces: boolean; allowedHostPaths?: string }>();
+  const o = cmd.optsWithGlobals<{ runtimeRequestTimeout: number; dockerHost?: string; stateDir: string; pauseImage: string; network: string; nodeName?: string; nodeIp?: string; allowPrivileged: boolean; allowHostNamespaces: boolean; allowedHostPaths?: string }>();
   return {
     policy: {
       allowPrivileged: o.allowPrivileged,
@@ -61,6 +61,7 @@ function globals(cmd: Command): GlobalOptions {
       ...(o.allowedHostPaths !== undefined ? { allowedHostPaths: o.allowedHostPaths.split(',').map((p) => p.trim()).filter(Boolean) } : {}),
     },
     ...(o.dockerHost ? { dockerHost: o.dockerHost } : {}),
+    requestTimeoutMs: o.runtimeRequestTimeout,
     stateDir: o.stateDir,
     pauseImage: o.pauseImage,
     network: o.network,
@@ -96,9 +97,19 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .addOption(new Option('--network <name>', 'Docker network for pods without hostNetwork').default(DEFAULTS.network))
     .option('--node-name <name>', 'node name for spec.nodeName (default: the hostname)')
     .addOption(new Option('--node-ip <ip>', "the node's IP: status.hostIP, and the pod IP of hostNetwork pods that probes and hooks use (default: the first non-loopback IPv4)").argParser(ip))
+    .addOption(durationOption('--runtime-request-timeout <duration>', 'how long one engine call may take before podrun gives up on it (a stop: its grace period plus this), as the kubelet\'s', 120_000))
     .option('--allow-privileged <bool>', 'allow privileged containers (true|false)', bool, true)
     .option('--allow-host-namespaces <bool>', 'allow hostNetwork, hostPID and hostIPC (true|false)', bool, true)
     .option('--allowed-host-paths <paths>', 'comma-separated paths hostPath volumes must be at or below (default: any)')
+    .addHelpText(
+      'after',
+      `
+For kubectl users: apply, get, describe, logs, exec, wait, delete, explain and top work as
+kubectl's do, for Pods only and for the pods of this state directory on this engine (there is no
+apiserver). Differences: apply waits until the pods run; get -w polls; -o json lists are a List;
+logs keeps a container's stderr on stderr; there are no contexts or kubeconfig (--docker-host,
+--state-dir and --config instead). Exit codes: 0 ok, 1 failed, 2 usage, 3 engine unreachable.`,
+    )
     .showHelpAfterError()
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
@@ -106,12 +117,20 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
   program
     .command('apply')
     .description('validate manifests (files, directories, http(s) URLs), then make the engine run exactly those pods')
-    .argument('<path...>', 'manifest files, directories or URLs')
+    .argument('[path...]', 'manifest files, directories or URLs; - for standard input')
+    .option('-f, --filename <path...>', 'the same, as kubectl spells it (apply -f DIR, apply -f -)')
     .option('--dry-run', 'print the plan and change nothing', false)
     .option('--prune', 'delete pods that an earlier apply of the same paths created and that are gone now', false)
     .option('--no-wait', 'return once the changes are made, without waiting for the pods to run')
     .addOption(durationOption('--timeout <duration>', 'how long to wait for the pods to run', 120_000))
-    .action(async (paths: string[], o: { dryRun: boolean; prune: boolean; wait: boolean; timeout: number }, cmd: Command) => {
+    .addHelpText('after', '\nAs kubectl apply, for Pods; unlike kubectl it waits until the pods run (--no-wait does not), and --prune needs no selector: it deletes what an earlier apply of the same paths made.')
+    .action(async (args: string[], o: { filename?: string[]; dryRun: boolean; prune: boolean; wait: boolean; timeout: number }, cmd: Command) => {
+      const paths = [...args, ...(o.filename ?? [])];
+      if (!paths.length) {
+        io.err('podrun: give the manifests: podrun apply -f PATH (a file, a directory, a URL, or - for stdin)');
+        setCode(EXIT.usage);
+        return;
+      }
       setCode(await (await import('./apply.js')).applyCommand(paths, { dryRun: o.dryRun, prune: o.prune, wait: o.wait, timeoutMs: o.timeout }, globals(cmd), io));
     });
 
@@ -160,12 +179,18 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .command('pods')
     .alias('pod')
     .alias('po')
-    .description('list the pods podrun runs on this engine')
-    .option('-o, --output <format>', 'wide, json or yaml')
+    .description('list the pods podrun runs on this engine (all of them, or those named)')
+    .argument('[name...]', 'pod names')
+    .option('-o, --output <format>', 'wide, json, yaml, name or jsonpath=TEMPLATE')
     .option('-n, --namespace <ns>', 'namespace', 'default')
     .option('-A, --all-namespaces', 'pods of every namespace', false)
-    .action(async (o: { output?: string; namespace: string; allNamespaces: boolean }, cmd: Command) => {
-      setCode(await (await import('./get.js')).getPodsCommand(o, globals(cmd), io));
+    .option('-l, --selector <selector>', 'label selector: app=web, tier!=db, env in (prod,qa), app, !app')
+    .option('--show-labels', 'a LABELS column', false)
+    .option('--no-headers', 'no header line')
+    .option('-w, --watch', 'after the list, a line for each pod that changes (polled every second), until interrupted', false)
+    .addHelpText('after', '\nAs kubectl get pods, but for the pods of this state directory on this engine; -o json prints a List. --watch polls (podrun has no apiserver to watch).')
+    .action(async (names: string[], o: { output?: string; namespace: string; allNamespaces: boolean; selector?: string; showLabels: boolean; headers: boolean; watch: boolean }, cmd: Command) => {
+      setCode(await (await import('./get.js')).getPodsCommand(names, { ...o, noHeaders: !o.headers }, globals(cmd), io));
     });
 
   get
@@ -192,40 +217,96 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
       setCode(await (await import('./top.js')).topPodsCommand(o, globals(cmd), io));
     });
 
-  const describe = program.command('describe').description('show one pod in detail, with its events');
+  const describe = program.command('describe').description('show pods in detail, with their events');
   describe
     .command('pod')
     .alias('pods')
     .alias('po')
-    .argument('<name>', 'pod name, or namespace/name')
+    .argument('[name...]', 'pod names, or namespace/name (none: every pod of the namespace)')
     .option('-n, --namespace <ns>', 'namespace', 'default')
-    .action(async (name: string, o: { namespace: string }, cmd: Command) => {
-      setCode(await (await import('./describe.js')).describePodCommand(name, o.namespace, globals(cmd), io));
+    .option('-A, --all-namespaces', 'pods of every namespace', false)
+    .option('-l, --selector <selector>', 'label selector')
+    .action(async (names: string[], o: { namespace: string; allNamespaces: boolean; selector?: string }, cmd: Command) => {
+      setCode(await (await import('./describe.js')).describePodCommand(names, o, globals(cmd), io));
     });
 
   program
     .command('logs')
     .description("print a container's logs")
-    .argument('<pod>', 'pod name, or namespace/name')
-    .option('-c, --container <name>', 'container (needed when the pod has several)')
+    .argument('[pod]', 'pod name, pod/NAME or namespace/name')
+    .option('-c, --container <name>', 'container (default: the kubectl.kubernetes.io/default-container annotation, else the first)')
     .option('-n, --namespace <ns>', 'namespace', 'default')
+    .option('-l, --selector <selector>', 'the logs of every pod these labels select')
+    .option('--all-containers', 'every container of the pod, init containers first', false)
     .option('-f, --follow', 'stream new output', false)
     .option('-p, --previous', 'the previous instance of the container (after a restart)', false)
     .option('--tail <lines>', 'only the last lines', (v) => Number(v))
+    .addOption(new Option('--since <duration>', 'only lines newer than this (e.g. 5s, 2m, 1h)').argParser(duration))
+    .option('--since-time <time>', 'only lines after this RFC3339 time')
     .option('--timestamps', 'prefix each line with its time', false)
-    .action(async (pod: string, o: { container?: string; namespace: string; follow: boolean; previous: boolean; tail?: number; timestamps: boolean }, cmd: Command) => {
+    .option('--prefix', 'prefix each line with [pod/NAME/CONTAINER]', false)
+    .addHelpText('after', "\nAs kubectl logs; a container's stderr goes to stderr (kubectl merges it into stdout).")
+    .action(async (pod: string | undefined, o: { container?: string; namespace: string; selector?: string; allContainers: boolean; follow: boolean; previous: boolean; tail?: number; since?: number; sinceTime?: string; timestamps: boolean; prefix: boolean }, cmd: Command) => {
       setCode(await (await import('./logs.js')).logsCommand(pod, o, globals(cmd), io));
+    });
+
+  program
+    .command('explain')
+    .description('what a Pod field means, and whether podrun honours, ignores or refuses it')
+    .argument('<field>', 'e.g. pod.spec.containers.livenessProbe')
+    .option('--recursive', 'every field below, as a tree', false)
+    .action(async (field: string, o: { recursive: boolean }) => {
+      setCode((await import('./explain.js')).explainCommand(field, o, io));
+    });
+
+  program
+    .command('completion')
+    .description('print a shell completion script: source <(podrun completion bash)')
+    .argument('<shell>', 'bash or zsh')
+    .action(async (shell: string) => {
+      setCode((await import('./completion.js')).completionCommand(program, shell, io));
+    });
+
+  program
+    .command('wait')
+    .description('wait until pods meet a condition')
+    .argument('[pod...]', 'pod/NAME or NAME')
+    .requiredOption('--for <condition>', 'condition=Ready, condition=Ready=false, delete, or jsonpath={.status.phase}=Running')
+    .option('-n, --namespace <ns>', 'namespace', 'default')
+    .option('-l, --selector <selector>', 'the pods these labels select')
+    .option('--all', 'every pod of the namespace', false)
+    .addOption(durationOption('--timeout <duration>', 'give up after this long', 30_000))
+    .addHelpText('after', '\nAs kubectl wait, for pods. Prints "pod/NAME condition met" for each; exits 1 on a timeout.')
+    .action(async (names: string[], o: { for: string; namespace: string; selector?: string; all: boolean; timeout: number }, cmd: Command) => {
+      setCode(await (await import('./wait.js')).waitCommand(names, o, globals(cmd), io));
+    });
+
+  program
+    .command('exec')
+    .description('run a command in a container of a pod')
+    .argument('<pod>', 'pod name, pod/NAME or namespace/name')
+    .argument('[command...]', 'the command, after --')
+    .option('-c, --container <name>', 'container (default: the kubectl.kubernetes.io/default-container annotation, else the first)')
+    .option('-n, --namespace <ns>', 'namespace', 'default')
+    .option('-i, --stdin', 'pass stdin to the command', false)
+    .option('-t, --tty', 'stdin is a TTY', false)
+    .addHelpText('after', '\nAs kubectl exec: podrun exec -it web -- sh. Exits with the command\'s exit code.')
+    .action(async (pod: string, command: string[], o: { container?: string; namespace: string; stdin: boolean; tty: boolean }, cmd: Command) => {
+      setCode(await (await import('./exec.js')).execCommand(pod, command, o, globals(cmd), io));
     });
 
   program
     .command('delete')
     .description('delete pods gracefully (stop signal, grace period, then SIGKILL)')
-    .argument('[pod...]', 'pod names, or namespace/name')
+    .argument('[pod...]', 'pod names: NAME, pod NAME..., pod/NAME, or namespace/name')
     .option('-f, --filename <path...>', 'delete the pods these manifests declare')
     .option('-n, --namespace <ns>', 'namespace of the named pods', 'default')
+    .option('-l, --selector <selector>', 'delete the pods these labels select')
+    .option('--all', 'delete every pod of the namespace (with -A, of every namespace)', false)
+    .option('-A, --all-namespaces', 'with --all or -l: pods of every namespace', false)
     .option('--grace-period <seconds>', 'override terminationGracePeriodSeconds', nonNegativeInt)
     .option('--ignore-not-found', 'a pod that does not exist is not an error', false)
-    .action(async (names: string[], o: { filename?: string[]; namespace: string; gracePeriod?: number; ignoreNotFound: boolean }, cmd: Command) => {
+    .action(async (names: string[], o: { filename?: string[]; namespace: string; selector?: string; all: boolean; allNamespaces: boolean; gracePeriod?: number; ignoreNotFound: boolean }, cmd: Command) => {
       setCode(await (await import('./delete.js')).deleteCommand(names, o, globals(cmd), io));
     });
 

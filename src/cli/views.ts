@@ -1,3 +1,4 @@
+import { terminatingPods } from '../reconcile/terminating.js';
 import type { PodRuntime } from '../runtime/runtime.js';
 import { agentGet } from '../server/client.js';
 import type { PodEvent } from '../status/events.js';
@@ -15,6 +16,7 @@ export async function loadPodViews(rt: PodRuntime, stateDir: string): Promise<{ 
   const fromAgent = await agentGet<{ items: V1Pod[] }>(stateDir, '/pods');
   if (fromAgent) return { pods: fromAgent.items, fromAgent: true };
   const observed = await rt.listPods();
+  const terminating = terminatingPods(stateDir);
   // Every pod at once: each costs a few inspects, answered by the engine in parallel.
   const views = await Promise.all(
     observed.map(async (o) => {
@@ -26,7 +28,7 @@ export async function loadPodViews(rt: PodRuntime, stateDir: string): Promise<{ 
         sandbox?.state === 'running' ? (spec.spec.hostNetwork ? rt.hostIP : sandbox.ip ?? rt.sandboxInfo(sandbox.id, spec).then((s) => s.ip, () => undefined)) : undefined,
       ]);
       const status = podStatus(spec, o, { details: (id) => details.get(id) });
-      return toV1Pod(o, status, { hostIP: rt.hostIP, ...(podIP ? { podIP } : {}) }) as unknown as V1Pod;
+      return toV1Pod(o, status, { hostIP: rt.hostIP, ...(podIP ? { podIP } : {}) }, terminating.get(o.uid)) as unknown as V1Pod;
     }),
   );
   return { pods: views.filter((v): v is V1Pod => v !== undefined), fromAgent: false };

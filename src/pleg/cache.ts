@@ -125,7 +125,8 @@ export class PodCache {
   private apply(e: EngineEvent): string | undefined {
     const uid = e.attributes[LABEL.podUid];
     if (!uid || !e.id) return undefined;
-    if (e.action === 'destroy') {
+    // Docker says destroy; Podman's Docker-compatible API says remove.
+    if (e.action === 'destroy' || e.action === 'remove') {
       this.records.delete(e.id);
       this.finished.delete(e.id);
       return uid;

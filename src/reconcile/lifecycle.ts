@@ -1,3 +1,4 @@
+import { clearTerminating, markTerminating } from './terminating.js';
 import type { Container, Pod } from '../manifest/types.js';
 import { runHandler } from '../probe/handlers.js';
 import { isActive, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
@@ -92,7 +93,15 @@ export async function stopPod(rt: PodRuntime, observed: ObservedPod, graceSecond
 
 /** Stops and removes everything of the pod, its emptyDirs and memory volumes included. */
 export async function removePod(rt: PodRuntime, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<void> {
-  await stopPod(rt, observed, graceSeconds, events, override);
-  await Promise.all([...observed.containers, ...observed.sandboxes].map((c) => rt.removeContainer(c.id)));
-  await rt.removePodVolumes(observed.uid);
+  markTerminating(rt.options.stateDir, observed.uid, override ?? graceSeconds);
+  try {
+    await stopPod(rt, observed, graceSeconds, events, override);
+    // Containers before the sandbox: an engine that tracks the namespaces they joined (Podman)
+    // refuses to remove a sandbox that others still depend on.
+    await Promise.all(observed.containers.map((c) => rt.removeContainer(c.id)));
+    await Promise.all(observed.sandboxes.map((c) => rt.removeContainer(c.id)));
+    await rt.removePodVolumes(observed.uid);
+  } finally {
+    clearTerminating(rt.options.stateDir, observed.uid);
+  }
 }

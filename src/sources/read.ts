@@ -4,6 +4,7 @@ import type { ManifestIssue } from '../manifest/errors.js';
 import type { ManifestText } from '../manifest/load.js';
 import { decodeManifest } from '../manifest/parse.js';
 import { redactText, redactUrl } from './redact.js';
+import { MAX_MANIFEST_BYTES, size as sizeText } from '../manifest/limits.js';
 import { isManifestFileName, readManifestFile } from './manifest-files.js';
 
 export interface ReadResult {
@@ -21,7 +22,25 @@ function isUrl(p: string): boolean {
 
 /** A stable name for what one `apply` names, so `--prune` finds the pods of the same set later. */
 export function canonicalSource(p: string): string {
-  return isUrl(p) ? p : resolve(p);
+  return isUrl(p) || p === '-' ? p : resolve(p);
+}
+
+/** `-` as kubectl reads it: the manifests on standard input, up to the size cap of a file. */
+async function readStdin(stdin: NodeJS.ReadableStream, texts: ManifestText[], issues: ManifestIssue[]): Promise<void> {
+  const chunks: Buffer[] = [];
+  let size = 0;
+  for await (const c of stdin) {
+    const b = typeof c === 'string' ? Buffer.from(c) : (c as Buffer);
+    size += b.length;
+    if (size > MAX_MANIFEST_BYTES) {
+      issues.push(readIssue('STDIN', `is larger than ${sizeText(MAX_MANIFEST_BYTES)}`));
+      return;
+    }
+    chunks.push(b);
+  }
+  const decoded = decodeManifest(Buffer.concat(chunks), 'STDIN');
+  if (decoded.ok) texts.push({ file: 'STDIN', source: 'stdin', text: decoded.text });
+  else issues.push(decoded.issue);
 }
 
 function readFile(path: string, texts: ManifestText[], issues: ManifestIssue[]): void {
@@ -35,10 +54,14 @@ function readFile(path: string, texts: ManifestText[], issues: ManifestIssue[]):
  * Reads what `apply` or `validate` was given: files, directories (their YAML/JSON files, not
  * recursive, in name order) and http(s) URLs. Unreadable inputs become issues, not exceptions.
  */
-export async function readManifestInputs(paths: string[], headers: Record<string, string> = {}): Promise<ReadResult> {
+export async function readManifestInputs(paths: string[], headers: Record<string, string> = {}, stdin: NodeJS.ReadableStream = process.stdin): Promise<ReadResult> {
   const texts: ManifestText[] = [];
   const issues: ManifestIssue[] = [];
   for (const p of paths) {
+    if (p === '-') {
+      await readStdin(stdin, texts, issues);
+      continue;
+    }
     if (isUrl(p)) {
       try {
         const shown = redactUrl(p);

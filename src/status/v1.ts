@@ -49,7 +49,7 @@ export function toV1Status(status: PodStatusSummary, ips: { podIP?: string; host
 }
 
 /** The pod as a v1 Pod with a status, for `get pods -o json|yaml` and the agent's /pods. */
-export function toV1Pod(observed: ObservedPod, status: PodStatusSummary, ips: { podIP?: string; hostIP: string }): Record<string, unknown> {
+export function toV1Pod(observed: ObservedPod, status: PodStatusSummary, ips: { podIP?: string; hostIP: string }, deletion?: { deletionTimestamp: string; deletionGracePeriodSeconds: number }): Record<string, unknown> {
   const spec: Pod | undefined = observed.spec;
   return {
     apiVersion: 'v1',
@@ -61,6 +61,7 @@ export function toV1Pod(observed: ObservedPod, status: PodStatusSummary, ips: { 
       uid: observed.uid,
       annotations: { ...(spec?.metadata.annotations ?? {}), 'podrun.io/source': observed.source },
       ...(observed.sandboxes[0] ? { creationTimestamp: new Date(observed.sandboxes[0].created * 1000).toISOString() } : {}),
+      ...(deletion ?? {}),
     },
     spec: spec?.spec ?? {},
     status: toV1Status(status, ips),
@@ -69,7 +70,7 @@ export function toV1Pod(observed: ObservedPod, status: PodStatusSummary, ips: { 
 
 /** The few fields of a v1 Pod that readers of the status (CLI, apply) use. */
 export interface V1Pod {
-  metadata: { name: string; namespace: string; uid: string; creationTimestamp?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
+  metadata: { name: string; namespace: string; uid: string; creationTimestamp?: string; deletionTimestamp?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
   spec: Record<string, unknown> & { containers?: { name: string; image: string }[]; initContainers?: { name: string; image: string }[]; restartPolicy?: string; hostNetwork?: boolean };
   status: {
     phase: string;

@@ -65,7 +65,7 @@ describe('the examples in manifests/', () => {
 
     const json = await world.cli('get', 'pods', '-n', 'demo', '-o', 'json');
     const list = JSON.parse(json.out) as { kind: string; items: { metadata: { name: string }; status: { phase: string; podIP: string } }[] };
-    expect(list.kind).toBe('PodList');
+    expect(list.kind).toBe('List');
     expect(list.items.map((p) => [p.metadata.name, p.status.phase])).toEqual([['web', 'Running']]);
     expect(list.items[0]!.status.podIP).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
 

@@ -1,4 +1,6 @@
+import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
+import { fileURLToPath } from 'node:url';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { tmpdir } from 'node:os';
@@ -10,6 +12,7 @@ import { instanceId, LABEL } from '../../src/runtime/labels.js';
 
 export const docker = new Docker();
 export const TEST_IMAGE = 'podrun-test/busybox:1';
+const BIN = fileURLToPath(new URL('../../bin/podrun', import.meta.url));
 export const PAUSE_IMAGE = 'podrun-test/pause:1';
 
 export function unique(prefix: string): string {
@@ -51,6 +54,25 @@ export class World {
       isTTY: false,
     });
     return { code, out: out.join('\n') + rawOut, err: err.join('\n') + rawErr };
+  }
+
+  /** Runs the real binary (bin/podrun, the bundle users run) on this world's state dir, with optional stdin. */
+  bin(args: string[], o: { input?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+    return new Promise((resolveRun, reject) => {
+      const p = spawn(BIN, ['--state-dir', this.stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', ...args], { env: { ...process.env, ...o.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+      let out = '';
+      let err = '';
+      p.stdout.on('data', (c: Buffer) => (out += c.toString()));
+      p.stderr.on('data', (c: Buffer) => (err += c.toString()));
+      p.on('error', reject);
+      p.on('close', (code) => resolveRun({ code: code ?? -1, out, err }));
+      p.stdin.end(o.input ?? '');
+    });
+  }
+
+  /** The real binary as a long-running process (get -w, logs -f), for the test to read and stop. */
+  spawnBin(args: string[]): ChildProcessWithoutNullStreams {
+    return spawn(BIN, ['--state-dir', this.stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', ...args], { stdio: ['pipe', 'pipe', 'pipe'] });
   }
 
   /** Writes a manifest file in this world's directory. */

@@ -1,0 +1,100 @@
+// Writes the field descriptions into schemas/pod.schema.json, for editors (yaml-language-server
+// shows them on hover) and `podrun explain`: the Kubernetes API's own description of each field,
+// as the kubernetes-models package ships it (from the Kubernetes OpenAPI document, Apache-2.0),
+// and, for the fields podrun does not honour, what podrun does with them. Run it after editing
+// the schema: node scripts/describe-schema.mjs (a test checks that it changes nothing).
+import { readFileSync, readdirSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+
+const SCHEMA = 'schemas/pod.schema.json';
+const SOURCES = ['node_modules/kubernetes-models/v1', 'node_modules/@kubernetes-models/apimachinery/apis/meta/v1'];
+
+/** interface name (without the IIoK8s...V1 prefix) → property → { description, type } */
+function readTypes() {
+  const types = new Map();
+  for (const dir of SOURCES) {
+    for (const f of readdirSync(dir).filter((n) => n.endsWith('.d.ts'))) {
+      const text = readFileSync(join(dir, f), 'utf8');
+      for (const m of text.matchAll(/export interface I(\w+)(?: extends [\w, ]+)? \{([\s\S]*?)\n\}/g)) {
+        const name = m[1];
+        const props = new Map();
+        for (const p of m[2].matchAll(/(?:\/\*\*\s*\n((?:\s*\*.*\n)+?)\s*\*\/\s*\n)?\s*"([\w$-]+)"\??: ([^;]+);/g)) {
+          const description = (p[1] ?? '')
+            .split('\n')
+            .map((l) => l.replace(/^\s*\*\s?/, ''))
+            .join(' ')
+            .replace(/\s+/g, ' ')
+            .trim();
+          const ref = /IIoK8s\w+?V1(\w+)/.exec(p[3])?.[1];
+          props.set(p[2], { description, type: ref });
+        }
+        if (!types.has(name)) types.set(name, props);
+      }
+    }
+  }
+  return types;
+}
+
+const NOTES = {
+  ignored: 'podrun: accepted and ignored (it means nothing on a single node); validate and apply print a warning.',
+  unsupported: 'podrun: refused. podrun cannot honour this field on the Docker engine.',
+  staticRule: 'podrun: refused, as the kubelet refuses it in a static pod.',
+};
+
+function noteOf(schema) {
+  const ref = /^#\/\$defs\/(ignored|unsupported|staticRule)$/.exec(schema.$ref ?? '')?.[1];
+  return ref ? NOTES[ref] : undefined;
+}
+
+const schema = JSON.parse(readFileSync(SCHEMA, 'utf8'));
+const types = readTypes();
+const seen = new Set();
+
+function describe(node, type) {
+  if (!node || typeof node !== 'object') return;
+  if (node.$ref?.startsWith('#/$defs/')) {
+    const name = node.$ref.slice(8);
+    const key = `${name}:${type}`;
+    if (seen.has(key)) return;
+    seen.add(key);
+    describe(schema.$defs[name], type);
+    return;
+  }
+  if (node.type === 'array' && node.items) describe(node.items, type);
+  for (const k of ['oneOf', 'anyOf', 'allOf']) for (const s of node[k] ?? []) describe(s, type);
+  if (!node.properties) return;
+  const props = types.get(type);
+  for (const [name, sub] of Object.entries(node.properties)) {
+    const k8s = props?.get(name);
+    const note = noteOf(sub);
+    const text = [k8s?.description, note].filter(Boolean).join('\n\n');
+    if (text) sub.description = text;
+    else delete sub.description;
+    describe(sub, k8s?.type);
+  }
+}
+
+schema.$comment = 'Field descriptions: the Kubernetes API reference (via kubernetes-models, Apache-2.0), with what podrun does where it differs; written by scripts/describe-schema.mjs.';
+describe({ properties: schema.properties }, 'Pod');
+// A ResourceList is a map in the API; its keys are described in the resource docs.
+const RESOURCES = {
+  cpu: 'CPU, in cores or millicores (500m). Requests set the container\'s CPU shares; limits set its CPU quota.',
+  memory: 'Memory, in bytes or with a suffix (64Mi, 1Gi). Limits set the container\'s memory limit; requests count for its QoS class.',
+  'ephemeral-storage': 'Local ephemeral storage (the writable layer, logs, emptyDirs on disk).',
+};
+for (const [k, v] of Object.entries(schema.$defs.ResourceList?.properties ?? {})) {
+  const note = k === 'ephemeral-storage' ? '\n\npodrun: accepted; not enforced on the Docker engine.' : '';
+  v.description = `${RESOURCES[k] ?? ''}${note}`;
+}
+// TypeMeta's fields carry no description in the models.
+schema.properties.apiVersion.description = 'The API version of the object: always v1 for a Pod.';
+schema.properties.kind.description = 'The kind of object: Pod (a file may also hold a PodList, see manifest.schema.json).';
+const out = `${JSON.stringify(schema, null, 2)}\n`;
+if (process.argv.includes('--check')) {
+  if (out !== readFileSync(SCHEMA, 'utf8')) {
+    process.stderr.write(`${SCHEMA} is not up to date: run node scripts/describe-schema.mjs\n`);
+    process.exit(1);
+  }
+} else {
+  writeFileSync(SCHEMA, out);
+}

@@ -1,0 +1,35 @@
+import { readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+
+// bin/podrun runs dist/bundle: the engine client's dependencies that podrun never uses (gRPC and
+// protobuf for BuildKit, ssh2 for ssh:// engines, tar-fs for build contexts) are left out of it,
+// and package.json declares nothing podrun does not import.
+const REPO = fileURLToPath(new URL('../..', import.meta.url));
+
+describe('what podrun ships and loads', () => {
+  it('leaves the unused engine-client code out of the bundle', () => {
+    const dir = join(REPO, 'dist/bundle');
+    const text = readdirSync(dir)
+      .filter((f) => f.endsWith('.mjs'))
+      .map((f) => readFileSync(join(dir, f), 'utf8'))
+      .join('\n');
+    // A string from the code of each: present in the bundle only if that code is.
+    for (const [what, marker] of [
+      ['@grpc/grpc-js', 'grpc.max_receive_message_length'],
+      ['ssh2', 'SSH-2.0-'],
+      ['protobufjs', 'Long.fromBits'],
+      ['tar-fs', 'dmode'],
+      ['cpu-features', 'cpu-features.node'],
+    ]) expect(text.includes(marker!), what).toBe(false);
+  });
+
+  it('declares only dependencies that the code imports', () => {
+    const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
+    const sources = (dir: string): string[] =>
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [readFileSync(join(dir, e.name), 'utf8')] : []));
+    const code = sources(join(REPO, 'src')).join('\n');
+    for (const dep of Object.keys(pkg.dependencies)) expect(code.includes(`from '${dep}`) || code.includes(`import('${dep}`), dep).toBe(true);
+  });
+});
