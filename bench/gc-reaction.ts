@@ -26,6 +26,8 @@ import { PAUSE_IMAGE, TEST_IMAGE } from '../test/integration/helpers.js';
 
 const GARBAGE = Number(process.env.BENCH_GARBAGE ?? 10_000);
 const REACTIONS = Number(process.env.BENCH_REACTIONS ?? 7);
+/** How many of the pile are foreign (not podrun's); half by default. */
+const FOREIGN = Math.min(Number(process.env.BENCH_GARBAGE_FOREIGN ?? Math.floor(GARBAGE / 2)), Math.floor(GARBAGE / 2));
 const CONCURRENCY = Number(process.env.BENCH_CONCURRENCY ?? 6);
 
 const log = (s: string): void => void process.stdout.write(`${new Date().toISOString()} ${s}\n`);
@@ -47,9 +49,11 @@ async function makeGarbage(docker: Docker, stateDir: string, n: number, source: 
   const instance = instanceId(stateDir);
   const started = Date.now();
   await mapLimit(n, CONCURRENCY, async (i) => {
-    const ours = i % 2 === 0;
-    const podIndex = Math.floor(i / 10);
-    const slot = (i / 2) % 5;
+    // The first FOREIGN of every 2 × FOREIGN are foreign, interleaved; the rest are podrun's.
+    const ours = i >= 2 * FOREIGN || i % 2 === 0;
+    const k = i < 2 * FOREIGN ? i / 2 : i - FOREIGN;
+    const podIndex = Math.floor(k / 5);
+    const slot = k % 5;
     const labels: Record<string, string> = ours
       ? {
           [LABEL.managedBy]: MANAGED_BY,

@@ -152,7 +152,8 @@ export async function removeLabelled(label: string, engine: Docker = docker): Pr
     Array.from({ length: 8 }, async () => {
       while (next < list.length) {
         const c = list[next++]!;
-        await engine.getContainer(c.Id).remove({ force: true }).catch(() => undefined);
+        // An engine wedged on one container (it happens to Docker 20.10) must not hang the benchmark.
+        await Promise.race([engine.getContainer(c.Id).remove({ force: true }).catch(() => undefined), sleep(60_000)]);
       }
     }),
   );

@@ -31,20 +31,22 @@ async function versions(): Promise<string> {
 
 async function garbage(): Promise<string> {
   const n = process.env.BENCH_GARBAGE ?? (QUICK ? '200' : '2000');
+  const foreign = Number(process.env.BENCH_GARBAGE_FOREIGN ?? Math.floor(Number(n) / 2));
   const reactions = QUICK ? '3' : '7';
-  const r = await must('node', [join(REPO, '.bench-build/bench/gc-reaction.js')], { env: { BENCH_GARBAGE: n, BENCH_REACTIONS: reactions } });
+  const r = await must('node', [join(REPO, '.bench-build/bench/gc-reaction.js')], { env: { BENCH_GARBAGE: n, BENCH_GARBAGE_FOREIGN: String(foreign), BENCH_REACTIONS: reactions } });
   const line = r.out.split('\n').find((l) => l.startsWith('RESULT '));
   if (!line) throw new Error(`gc-reaction printed no result: ${r.err}`);
   const x = JSON.parse(line.slice(7)) as Record<string, number>;
   const f = (v: number | undefined): string => (v === undefined ? '—' : `${Math.round(v).toLocaleString('en-US')} ms`);
-  const half = Number(n) / 2;
+  const ours = x.podrunGarbageBefore ?? Number(n) - foreign;
   log(`garbage: own pile ${f(x.reactionMsOwnPile)} vs clean ${f(x.reactionMsCleanPhase1)}; gc ${x.gcSeconds?.toFixed(1) ?? '?'} s`);
   return `### Restart reaction and collection with ${Number(n).toLocaleString('en-US')} exited containers
 
-Two private engines side by side: A holds ${Number(n).toLocaleString('en-US')} exited containers (half
-podrun's: dead pods of a URL source, half foreign), B is clean; an agent on each supervises one pod.
-While the URL answers 500, podrun's own dead pods are protected and stay (phase 1); then it serves
-an empty PodList and podrun collects them (phase 2); the foreign half stays (phase 3).
+Two private engines side by side: A holds ${Number(n).toLocaleString('en-US')} exited containers
+(${ours.toLocaleString('en-US')} podrun's: dead pods of a URL source; ${foreign.toLocaleString('en-US')} foreign), B is clean; an agent on each
+supervises one pod. While the URL answers 500, podrun's own dead pods are protected and stay
+(phase 1); then it serves an empty PodList and podrun collects them (phase 2); the foreign ones
+stay (phase 3).
 Reaction is the engine's \`die\` → replacement \`start\`, interleaved A/B, median of ${reactions}.
 
 ${table(
@@ -54,9 +56,9 @@ ${table(
     ['podrun full relist, whole pile present', f(x.relistMsWithAllGarbage), '—', ''],
     ['agent start (lock, first relist, sources)', f(x.agentStartMsGarbage), f(x.agentStartMsClean), ''],
     [`**restart reaction, podrun's own ${x.podrunPileDuringReactions?.toLocaleString('en-US') ?? '?'} dead containers present**`, f(x.reactionMsOwnPile), f(x.reactionMsCleanPhase1), `**${x.reactionRatioOwnPileToClean?.toFixed(2) ?? '—'}**`],
-    [`collection of podrun's ${half.toLocaleString('en-US')} dead containers`, `${x.gcSeconds?.toFixed(1) ?? '?'} s (${(half / (x.gcSeconds ?? NaN)).toFixed(0)}/s)`, '—', ''],
+    [`collection of podrun's ${ours.toLocaleString('en-US')} dead containers`, `${x.gcSeconds?.toFixed(1) ?? '?'} s (${(ours / (x.gcSeconds ?? NaN)).toFixed(0)}/s)`, '—', ''],
     ['foreign containers before → after', `${x.foreignBefore} → ${x.foreignAfter}`, '—', x.foreignBefore === x.foreignAfter ? 'untouched' : 'TOUCHED'],
-    [`restart reaction, ${half.toLocaleString('en-US')} foreign exited present`, f(x.reactionMsGarbage), f(x.reactionMsClean), x.reactionRatioGarbageToClean?.toFixed(2) ?? '—'],
+    [`restart reaction, ${foreign.toLocaleString('en-US')} foreign exited present`, f(x.reactionMsGarbage), f(x.reactionMsClean), x.reactionRatioGarbageToClean?.toFixed(2) ?? '—'],
     ['raw Docker API floor (kill, wait, create, start)', f(x.rawMsGarbage), f(x.rawMsClean), ''],
   ],
 )}

@@ -1,3 +1,4 @@
+import { EngineRequestError } from '../runtime/engine-errors.js';
 import { terminatingPods } from '../reconcile/terminating.js';
 import { podrunVersion } from '../status/version.js';
 import { StatsCollector } from '../stats/collector.js';
@@ -14,7 +15,7 @@ import type { DesiredPod } from '../manifest/types.js';
 import { PodCache } from '../pleg/cache.js';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from '../reconcile/backoff.js';
 import { PodWorkers } from '../reconcile/workers.js';
-import { isActive, type ObservedPod } from '../runtime/observed.js';
+import { isActive, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
 import type { PodEvent } from '../status/events.js';
 import { toV1Pod } from '../status/v1.js';
 import { GarbageCollector, type ContainerGcResult, type ImageGcResult } from '../gc/collector.js';
@@ -68,6 +69,9 @@ function originOf(o: ObservedPod): string {
   return o.applySet ? `${APPLY_PREFIX}${o.applySet}` : o.source;
 }
 
+/** How long podrun leaves a dead container to an engine policy it could not take over. */
+const ENGINE_RESTART_WAIT_MS = 5000;
+
 function redacting(log: Logger): Logger {
   return {
     debug: (msg, f) => log.debug(redactText(msg), f),
@@ -110,6 +114,9 @@ export class Agent {
   readonly gc: GarbageCollector;
   private readonly log: Logger;
   private readonly metricsRegistry: AgentMetrics;
+  /** Adopted containers whose engine restart policy could not be changed, with that policy. */
+  private readonly enginePolicies = new Map<string, string>();
+  private warnedNoUpdate = false;
   private readonly stats: StatsCollector;
   private readonly thresholds: ReadonlyMap<Signal, Threshold>;
   private facts: Awaited<ReturnType<PodRuntime['engineFacts']>> | undefined;
@@ -165,6 +172,7 @@ export class Agent {
         startFailed: (type, reason) => m.containerStartFailed(type, reason),
         restarted: (ns, pod, c) => m.containerRestarted(ns, pod, c),
         probed: (kind, result, seconds, where) => m.probed(kind, result, seconds, where),
+        engineRestarts: (c) => this.engineRestarts(c),
       },
     );
     this.stats = new StatsCollector(this.runtime, () => this.cache.pods(), {
@@ -353,16 +361,45 @@ export class Agent {
     return owner ? owner.canForget(origin) : this.sources.every((s) => s.ready);
   }
 
-  /** Takes over supervision from the engine's restart policy, without restarting anything. */
+  /**
+   * Takes over supervision from the engine's restart policy, without restarting anything. An
+   * engine that cannot change a policy in place (Podman 4.x has no container update) keeps
+   * restarting that container on a crash; podrun lets it, and takes over when the engine does
+   * not (a container stopped or killed through the API), see `engineRestarts`.
+   */
   private async adopt(o: ObservedPod): Promise<void> {
     const fresh = [...o.sandboxes, ...o.containers].filter((c) => isActive(c) && !this.adopted.has(c.id));
     await Promise.all(
       fresh.map(async (c) => {
         const policy = await this.runtime.restartPolicyOf(c.id);
-        if (policy && policy !== 'no') await this.runtime.setRestartPolicy(c.id, 'no');
+        if (policy && policy !== 'no') {
+          try {
+            await this.runtime.setRestartPolicy(c.id, 'no');
+          } catch (err) {
+            if (!(err instanceof EngineRequestError) || (err.statusCode !== 404 && err.statusCode !== 501)) throw err;
+            if ((await this.runtime.restartPolicyOf(c.id)) === undefined) throw err;
+            this.enginePolicies.set(c.id, policy);
+            if (!this.warnedNoUpdate) {
+              this.warnedNoUpdate = true;
+              this.log.warn(`the engine cannot change a container's restart policy (no container update); containers adopted from it keep their engine policy, and podrun restarts them only when the engine does not`);
+            }
+          }
+        }
         this.adopted.add(c.id);
       }),
     );
+  }
+
+  /** A dead adopted container whose engine policy restarts it, within the engine's time to do so. */
+  private engineRestarts(c: ObservedContainer): boolean {
+    const policy = this.enginePolicies.get(c.id);
+    if (!policy || c.state !== 'exited') return false;
+    if (policy !== 'always' && policy !== 'unless-stopped' && !(policy === 'on-failure' && c.exitCode !== 0)) return false;
+    const finished = this.cache.finishedAt(c.id) ?? Date.now();
+    if (Date.now() - finished < ENGINE_RESTART_WAIT_MS) return true;
+    // The engine let it be (a stop or kill through its API): podrun's from now on.
+    this.enginePolicies.delete(c.id);
+    return false;
   }
 
   private async syncPod(uid: string): Promise<number | undefined> {

@@ -8,7 +8,7 @@ import { defaultHostOf, fieldPathOf, graceOf, removePod, specOf, type EventSink 
 import { gateStarts, sandboxKey } from '../reconcile/gate.js';
 import { computePodActions, hasActions } from '../reconcile/plan.js';
 import { ContainerImageError, ContainerStartFailure, executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
-import { isActive, latestByName, type ObservedPod } from '../runtime/observed.js';
+import { isActive, latestByName, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
 import type { PodRuntime } from '../runtime/runtime.js';
 import { EventRecorder, type PodRef } from '../status/events.js';
 import { containerDetails } from '../status/details.js';
@@ -25,6 +25,8 @@ export interface SupervisorObserver {
   startFailed?(type: 'sandbox' | 'init' | 'app', reason: string): void;
   restarted?(namespace: string, pod: string, container: string): void;
   probed?(kind: string, result: 'successful' | 'failed' | 'unknown', seconds: number, where: { namespace: string; pod: string; container: string }): void;
+  /** Whether the engine is about to restart this dead container by its own policy. */
+  engineRestarts?(c: ObservedContainer): boolean;
 }
 
 export class PodSupervisor {
@@ -128,7 +130,11 @@ export class PodSupervisor {
 
   async sync(d: DesiredPod): Promise<number | undefined> {
     const uid = d.uid;
-    const o = this.cache.pod(uid);
+    const cached = this.cache.pod(uid);
+    // A dead container the engine is about to restart itself (its policy could not be taken
+    // over, as on Podman) counts as restarting: podrun restarting it too would make two.
+    const engineRestarting = cached ? [...cached.sandboxes, ...cached.containers].filter((c) => this.observer.engineRestarts?.(c)) : [];
+    const o = cached && engineRestarting.length ? { ...cached, containers: cached.containers.map((c) => (engineRestarting.includes(c) ? { ...c, state: 'restarting' as const } : c)), sandboxes: cached.sandboxes.map((c) => (engineRestarting.includes(c) ? { ...c, state: 'restarting' as const } : c)) } : cached;
     const actions = computePodActions(d, o, {
       probeFailure: (id) => {
         const failed = this.probes.state(id)?.failed;
@@ -149,7 +155,8 @@ export class PodSupervisor {
     if (!hasActions(actions)) {
       await this.updateProbes(d, o);
       this.clearWaiting(d, o);
-      return undefined;
+      // Look again shortly: the engine restarts it, or its time runs out and podrun does.
+      return engineRestarting.length ? 1000 : undefined;
     }
 
     // Back-off is the gate's decision (pure); what it needs from the engine is gathered first.

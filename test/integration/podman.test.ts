@@ -1,0 +1,82 @@
+import { writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, describe, expect, it } from 'vitest';
+import { LABEL } from '../../src/runtime/labels.js';
+import { AgentProcess } from './agent-helpers.js';
+import { PodmanService } from './engine-helpers.js';
+import { TEST_IMAGE, unique, until, World } from './helpers.js';
+
+// podrun on Podman's Docker-compatible socket (Debian's podman 4.3, `podman system service`):
+// apply, an agent adopting what apply made, a restart after a kill, events, and delete. Podman is
+// installed by scripts/setup; a machine without it fails here rather than skipping.
+const world = new World();
+const podman = new PodmanService();
+const ns = unique('podman');
+let agent: AgentProcess | undefined;
+afterAll(async () => {
+  await agent?.stop();
+  const mine = await podman.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL.instance}=${world.instance}`] }) }).catch(() => []);
+  await Promise.all(mine.map((c) => podman.docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+  await podman.stop();
+  await world.cleanup();
+});
+
+describe('podrun on Podman', () => {
+  it('applies a pod, lets an agent adopt it, restarts a killed container, and deletes it whole', async () => {
+    expect(PodmanService.installed()).toBe(true);
+    await podman.start();
+    const env = { DOCKER_HOST: podman.host, ...podman.env };
+    const name = unique('pm');
+    const file = join(world.dir, 'pod.yaml');
+    writeFileSync(file, `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: web, image: ${TEST_IMAGE}, command: [sh, -c, 'mkdir -p /www && echo ok > /www/index.html && exec httpd -f -p 8080 -h /www'], readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}}
+  - {name: side, image: ${TEST_IMAGE}, command: [sleep, '3600']}
+`);
+    const applied = await world.bin(['apply', '-f', file], { env });
+    expect(applied.err).toBe('');
+    expect(applied.code).toBe(0);
+    const ours = async (): Promise<{ Id: string; name: string; count: number; state: string; type: string }[]> =>
+      (await podman.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL.instance}=${world.instance}`, `${LABEL.podName}=${name}`] }) })).map((c) => ({
+        Id: c.Id,
+        name: c.Labels[LABEL.containerName] ?? '',
+        count: Number(c.Labels[LABEL.restartCount]),
+        state: c.State,
+        type: c.Labels[LABEL.containerType] ?? '',
+      }));
+    expect((await ours()).filter((c) => c.state === 'running').map((c) => c.name).sort()).toEqual(['POD', 'side', 'web']);
+
+    // The agent adopts the pod as it is: nothing replaced.
+    const before = (await ours()).map((c) => c.Id).sort();
+    // The agent takes the pod over from apply's record. No relist within the test: what it
+    // knows of deletions comes from Podman's events.
+    agent = new AgentProcess(world.stateDir, ['--crash-backoff-initial', '1s', '--relist-period', '10m'], env);
+    await agent.started();
+    await new Promise((r) => setTimeout(r, 3000));
+    expect((await ours()).map((c) => c.Id).sort()).toEqual(before);
+    expect(agent.logs(), agent.logs()).not.toMatch(/no such container|not found|ERROR/i);
+
+    // A killed container comes back (a new instance, as podrun restarts them).
+    const web = (await ours()).find((c) => c.name === 'web')!;
+    await podman.docker.getContainer(web.Id).kill();
+    await until('web to run again', async () => ((await ours()).some((c) => c.name === 'web' && c.state === 'running') ? true : undefined), 30_000).catch((e: Error) => {
+      throw new Error(`${e.message}\n${agent?.logs() ?? ''}`);
+    });
+    expect((await ours()).filter((c) => c.name === 'web' && c.state === 'running')).toHaveLength(1);
+    const got = await world.bin(['get', 'pods', '-n', ns, name, '--no-headers'], { env });
+    expect(got.out).toMatch(new RegExp(`^${name}\\s+2/2\\s+Running\\s+1\\s`));
+
+    // Deleted whole, sandbox included (Podman refuses to remove a sandbox others joined), and the
+    // agent's view follows Podman's events (remove, not destroy), not a relist.
+    const deleted = await world.bin(['delete', 'pod', name, '-n', ns], { env });
+    expect(deleted, deleted.err).toMatchObject({ code: 0, err: '' });
+    expect(await ours()).toEqual([]);
+    await until('the pod to be gone from the agent', async () => ((await world.bin(['get', 'pods', '-n', ns, name], { env })).code === 1 ? true : undefined), 10_000).catch((e: Error) => {
+      throw new Error(`${e.message}\n${agent?.logs() ?? ''}`);
+    });
+  });
+});
