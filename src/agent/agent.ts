@@ -478,15 +478,17 @@ export class Agent {
 
   /** The node as a v1 Node: addresses, capacity, node info, and conditions from eviction signals. */
   async node(): Promise<Record<string, unknown>> {
-    return this.nodeNow().node;
+    return (await this.nodeNow()).node;
   }
 
   /** The kubelet's Summary API: the node, and every pod from the last resource readings. */
   async statsSummary(): Promise<{ node: NodeSummary; pods: PodStatsV1[] }> {
-    return { node: this.nodeNow().summary, pods: this.stats.summary() };
+    return { node: (await this.nodeNow()).summary, pods: this.stats.summary() };
   }
 
-  private nodeNow(): NodeView {
+  private async nodeNow(): Promise<NodeView> {
+    // Read once per connection; asked for before that (just after start), read now.
+    if (!this.facts && this.cache.connected) this.facts = await this.runtime.engineFacts().catch(() => undefined);
     const v = nodeView({
       rt: this.runtime,
       facts: this.facts,

@@ -1,4 +1,6 @@
+import { agentRunning } from '../agent/lock.js';
 import { ManifestError } from '../manifest/errors.js';
+import type { PodRuntime } from '../runtime/runtime.js';
 import { loadManifestSet } from '../manifest/load.js';
 import { graceOf, removePod } from '../reconcile/lifecycle.js';
 import { forgetApplied } from '../sources/applied-sets.js';
@@ -15,6 +17,15 @@ export interface DeleteOptions {
   allNamespaces?: boolean;
   gracePeriod?: number;
   ignoreNotFound: boolean;
+}
+
+/** Waits until the engine holds nothing of the pod; throws after `ms`. */
+async function gone(rt: PodRuntime, uid: string, ms: number): Promise<void> {
+  const deadline = Date.now() + ms;
+  while ((await rt.listContainers(uid)).length > 0) {
+    if (Date.now() > deadline) throw new Error(`the agent has not deleted it after ${Math.round(ms / 1000)}s`);
+    await new Promise((r) => setTimeout(r, 250));
+  }
 }
 
 /** kubectl's spellings: `pod NAME...`, `pods NAME`, `pod/NAME`; a bare `NAME` or `namespace/NAME` as before. */
@@ -78,11 +89,20 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
   });
   const unique = [...new Map(found.map((p) => [p.uid, p])).values()];
   if (unique.length === 0 && (o.all || select) && wanted.length === 0) io.err(o.allNamespaces ? 'No resources found' : `No resources found in ${ns} namespace.`);
+  // With an agent on this state directory, a pod it runs from an applied set is the agent's to
+  // delete: forgetting it in the set is enough, and stopping its containers from here would
+  // only race the agent, which would see them die and restart them.
+  const agent = await agentRunning(g.stateDir);
   // Every pod at once: their grace periods overlap (the runtime bounds the engine calls).
   await Promise.all(unique.map(async (p) => {
     try {
       // Forget it in the applied sets first, so a running agent does not bring it back.
       forgetApplied(g.stateDir, new Set([`${p.namespace}/${p.name}`]));
+      if (agent && p.applySet && o.gracePeriod === undefined) {
+        await gone(rt, p.uid, (graceOf(p) + 120) * 1000);
+        io.out(`pod/${p.namespace}/${p.name} deleted`);
+        return;
+      }
       // --grace-period is taken as given (0 kills at once), as the kubelet takes a deletion's.
       await removePod(rt, p, graceOf(p), undefined, o.gracePeriod);
       io.out(`pod/${p.namespace}/${p.name} deleted`);

@@ -38,7 +38,9 @@ spec:
 `);
     const app = async (): Promise<{ Id: string; count: number; State: string }[]> =>
       (await podContainers(suite.ns, name)).filter((c) => c.Labels[LABEL.containerName] === 'app').map((c) => ({ Id: c.Id, State: c.State, count: Number(c.Labels[LABEL.restartCount]) }));
-    const first = await until('the app to run', async () => (await app()).find((c) => c.State === 'running'), 30_000);
+    const first = await until('the app to run', async () => (await app()).find((c) => c.State === 'running'), 30_000).catch((e: Error) => {
+      throw new Error(`${e.message}\n${agent.logs()}`);
+    });
     await docker.getContainer(first.Id).kill();
     await until('the app to be restarted', async () => (await app()).find((c) => c.count === first.count + 1 && c.State === 'running'), 30_000);
     // Past the refresh that follows the restart.

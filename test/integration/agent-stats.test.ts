@@ -36,7 +36,7 @@ metadata: {name: ${name}, namespace: ${suite.ns}}
 spec:
   terminationGracePeriodSeconds: 0
   containers:
-  - {name: burner, image: ${TEST_IMAGE}, command: [sh, -c, 'while :; do :; done']}
+  - {name: burner, image: ${TEST_IMAGE}, command: [sh, -c, 'while :; do i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done; sleep 0.05; done']}
   - {name: hog, image: ${TEST_IMAGE}, command: [sh, -c, 'head -c 41943040 /dev/zero > /dev/shm/hog; exec sleep 3600']}
 `);
     const agent = suite.run(['--manifest-dir', dir]);
@@ -46,13 +46,13 @@ spec:
       const p = s.pods?.find((x) => x.podRef.name === name);
       const burner = p?.containers.find((c) => c.name === 'burner');
       const hog = p?.containers.find((c) => c.name === 'hog');
-      return burner?.cpu.usageNanoCores !== undefined && (hog?.memory.workingSetBytes ?? 0) > 40 * MiB ? s : undefined;
+      return burner?.cpu.usageNanoCores !== undefined && p?.cpu.usageNanoCores !== undefined && (hog?.memory.workingSetBytes ?? 0) > 40 * MiB ? s : undefined;
     }, 40_000);
     const pod = summary.pods.find((x) => x.podRef.name === name)!;
     const burner = pod.containers.find((c) => c.name === 'burner')!;
     const hog = pod.containers.find((c) => c.name === 'hog')!;
-    // A busy loop on a 2-core machine shared with the other test files: well over 100m.
-    expect(burner.cpu.usageNanoCores).toBeGreaterThan(100e6);
+    // A loop that works most of the time (not all: the suite shares the machine): well over 50m.
+    expect(burner.cpu.usageNanoCores).toBeGreaterThan(50e6);
     expect(hog.cpu.usageNanoCores ?? 0).toBeLessThan(burner.cpu.usageNanoCores! / 5);
     expect(pod.memory.workingSetBytes).toBeGreaterThanOrEqual(hog.memory.workingSetBytes);
     expect(pod.cpu.usageNanoCores).toBeGreaterThanOrEqual(burner.cpu.usageNanoCores!);
@@ -67,7 +67,7 @@ spec:
     const lines = top.out.split('\n');
     expect(lines[0]).toMatch(/^POD\s+NAME\s+CPU\(cores\)\s+MEMORY\(bytes\)$/);
     const cpuOf = (c: string): number => Number(new RegExp(`^${name}\\s+${c}\\s+(\\d+)m\\s+\\d+Mi$`, 'm').exec(top.out)?.[1] ?? NaN);
-    expect(cpuOf('burner')).toBeGreaterThan(100);
+    expect(cpuOf('burner')).toBeGreaterThan(50);
     expect(top.out).toMatch(new RegExp(`^${name}\\s+hog\\s+\\d+m\\s+(4\\d|[5-9]\\d)Mi$`, 'm'));
     const podsOnly = await suite.world.cli('top', 'pods', '-A');
     expect(podsOnly.out).toMatch(new RegExp(`^${suite.ns}\\s+${name}\\s+\\d+m\\s+\\d+Mi$`, 'm'));
@@ -76,7 +76,7 @@ spec:
     await agent.stop();
     const direct = await suite.world.cli('top', 'pods', '-n', suite.ns);
     expect(direct.code).toBe(0);
-    expect(Number(new RegExp(`^${name}\\s+(\\d+)m\\s+\\d+Mi$`, 'm').exec(direct.out)?.[1])).toBeGreaterThan(100);
+    expect(Number(new RegExp(`^${name}\\s+(\\d+)m\\s+\\d+Mi$`, 'm').exec(direct.out)?.[1])).toBeGreaterThan(50);
   });
 
   it('reports the node with its conditions, pressure from the thresholds, and NotReady without the engine', async () => {

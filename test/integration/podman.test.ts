@@ -67,8 +67,11 @@ spec:
       throw new Error(`${e.message}\n${agent?.logs() ?? ''}`);
     });
     expect((await ours()).filter((c) => c.name === 'web' && c.state === 'running')).toHaveLength(1);
-    const got = await world.bin(['get', 'pods', '-n', ns, name, '--no-headers'], { env });
-    expect(got.out).toMatch(new RegExp(`^${name}\\s+2/2\\s+Running\\s+1\\s`));
+    // Ready again once its readiness probe passes.
+    await until('the pod to be 2/2 with one restart', async () => {
+      const got = await world.bin(['get', 'pods', '-n', ns, name, '--no-headers'], { env });
+      return new RegExp(`^${name}\\s+2/2\\s+Running\\s+1\\s`).test(got.out) ? true : undefined;
+    }, 20_000);
 
     // Deleted whole, sandbox included (Podman refuses to remove a sandbox others joined), and the
     // agent's view follows Podman's events (remove, not destroy), not a relist.
