@@ -237,8 +237,8 @@ function socketGet(stateDir: string, path: string): Promise<string> {
 const sample = (text: string, name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
 
 /** One agent over the pods for `seconds` of steady state: resident memory and CPU from /proc. */
-async function measureAgent(stateDir: string, dir: string, pods: number, seconds: number, extra: string[]): Promise<{ rss: Stat; cpu: number; metrics: string }> {
-  const agent = new Agent(stateDir, ['--manifest-dir', dir, ...extra]);
+async function measureAgent(stateDir: string, dir: string, pods: number, seconds: number, readStats: boolean): Promise<{ rss: Stat; cpu: number; metrics: string }> {
+  const agent = new Agent(stateDir, ['--manifest-dir', dir]);
   try {
     await agent.logged('agent started');
     await running([`${LABEL.instance}=${instanceId(stateDir)}`, `${LABEL.containerType}=app`], pods);
@@ -248,8 +248,14 @@ async function measureAgent(stateDir: string, dir: string, pods: number, seconds
     const start = procUsage(pid);
     const t0 = performance.now();
     const rss: number[] = [];
+    let lastRead = 0;
     while (performance.now() - t0 < seconds * 1000) {
       rss.push(procUsage(pid).rssKiB / 1024);
+      // As a monitoring agent would: the Summary API every 10 s.
+      if (readStats && performance.now() - lastRead >= 10_000) {
+        lastRead = performance.now();
+        await socketGet(stateDir, '/stats/summary');
+      }
       await sleep(1000);
     }
     const end = procUsage(pid);
@@ -269,13 +275,13 @@ async function footprint(root: string): Promise<string> {
   const offSeconds = Number(process.env.BENCH_FOOTPRINT_OFF_S ?? (QUICK ? 20 : 120));
   writePods(dir, 'fp', 'bench-footprint', pods, { containers: 1, hostNetwork: false, probes: true });
   try {
-    const on = await measureAgent(stateDir, dir, pods, seconds, []);
-    const off = await measureAgent(stateDir, dir, pods, offSeconds, ['--housekeeping-interval', '0']);
+    const on = await measureAgent(stateDir, dir, pods, seconds, false);
+    const read = await measureAgent(stateDir, dir, pods, offSeconds, true);
     const restarts = (await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL.instance}=${instanceId(stateDir)}`, `${LABEL.containerType}=app`] }) })).filter((c) => Number(c.Labels[LABEL.restartCount]) > 0).length;
-    const collections = sample(on.metrics, 'podrun_stats_collection_duration_seconds_count');
-    const collectMs = (sample(on.metrics, 'podrun_stats_collection_duration_seconds_sum') / collections) * 1000;
-    const calls = sample(on.metrics, 'podrun_stats_engine_calls_total') / collections;
-    log(`footprint: RSS ${on.rss.median.toFixed(0)} MB (max ${on.rss.max.toFixed(0)}), CPU ${on.cpu.toFixed(2)} %; without stats ${off.cpu.toFixed(2)} %, ${off.rss.median.toFixed(0)} MB`);
+    const collections = sample(read.metrics, 'podrun_stats_collection_duration_seconds_count');
+    const collectMs = (sample(read.metrics, 'podrun_stats_collection_duration_seconds_sum') / collections) * 1000;
+    const calls = sample(read.metrics, 'podrun_stats_engine_calls_total') / collections;
+    log(`footprint: RSS ${on.rss.median.toFixed(0)} MB (max ${on.rss.max.toFixed(0)}), CPU ${on.cpu.toFixed(2)} %; with /stats/summary read every 10 s ${read.cpu.toFixed(2)} %, ${read.rss.median.toFixed(0)} MB`);
     return `### Agent footprint: ${pods} pods, each with an httpGet liveness and a tcpSocket readiness probe every 10 s
 
 Sampled every second from /proc over ${seconds} s of steady state (after start-up and the first
@@ -283,11 +289,11 @@ probes): resident memory **${on.rss.median.toFixed(0)} MB** median, ${on.rss.max
 (target ≤ 80 MB); CPU **${on.cpu.toFixed(2)} %** of one core (target ≤ 1 %). Containers restarted
 meanwhile: ${restarts} (every probe passed).
 
-Resource usage readings (\`--housekeeping-interval\`, 10 s): each reading of the ${calls.toFixed(0)} running
-containers (sandboxes included) took ${collectMs.toFixed(0)} ms with ${calls.toFixed(0)} engine calls, ${collections} readings
-in all. The same agent with readings off (\`--housekeeping-interval 0\`, ${offSeconds} s): CPU
-${off.cpu.toFixed(2)} %, ${off.rss.median.toFixed(0)} MB; so the readings cost about
-${(on.cpu - off.cpu).toFixed(2)} % of a core and ${(on.rss.median - off.rss.median).toFixed(0)} MB.`;
+Resource usage readings run only while something reads them. The same agent with
+\`/stats/summary\` read every 10 s, as a monitoring agent would (${offSeconds} s): each reading of the
+${calls.toFixed(0)} running containers (sandboxes included) took ${collectMs.toFixed(0)} ms with ${calls.toFixed(0)} engine calls, ${collections} readings
+in all; CPU ${read.cpu.toFixed(2)} %, ${read.rss.median.toFixed(0)} MB. So reading them costs about
+${(read.cpu - on.cpu).toFixed(2)} % of a core and ${(read.rss.median - on.rss.median).toFixed(0)} MB.`;
   } finally {
     await removeInstance(stateDir);
   }

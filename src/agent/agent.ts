@@ -226,7 +226,6 @@ export class Agent {
     await Promise.all(this.sources.map((s) => s.start(() => this.recompute())));
     this.loaded = true;
     this.recompute();
-    if ((this.o.statsPeriodMs ?? 10_000) > 0) this.stats.start();
     this.closeServer = await startServer(this, { stateDir: this.o.runtime.stateDir, ...(this.o.httpPort ? { port: this.o.httpPort } : {}), log: this.log });
     this.resyncTimer = setInterval(() => this.enqueueAll(), this.o.relistMs ?? 60_000);
     this.resyncTimer.unref();
@@ -483,7 +482,7 @@ export class Agent {
 
   /** The kubelet's Summary API: the node, and every pod from the last resource readings. */
   async statsSummary(): Promise<{ node: NodeSummary; pods: PodStatsV1[] }> {
-    return { node: (await this.nodeNow()).summary, pods: this.stats.summary() };
+    return { node: (await this.nodeNow()).summary, pods: (this.o.statsPeriodMs ?? 10_000) > 0 ? await this.stats.summary() : [] };
   }
 
   private async nodeNow(): Promise<NodeView> {

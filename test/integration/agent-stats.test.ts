@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AgentSuite } from './agent-helpers.js';
 import { FaultyEngine } from './engine-helpers.js';
-import { agentGetText, TEST_IMAGE, unique, until } from './helpers.js';
+import { agentGetText, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
 
 // Resource usage and node status as the kubelet serves them: /stats/summary (Summary API),
 // `podrun top pods` (kubectl top's columns, from the agent or from the engine alone), /node and
@@ -41,6 +41,10 @@ spec:
 `);
     const agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
+    // Nobody has asked yet: no readings, no engine calls for them.
+    await until('the pod to run', async () => ((await podContainers(suite.ns, name)).filter((c) => c.State === 'running').length === 3 ? true : undefined), 30_000);
+    await new Promise((r) => setTimeout(r, 1500));
+    expect(await agentGetText(suite.world.stateDir, '/metrics')).toMatch(/^podrun_stats_engine_calls_total 0$/m);
     const summary = await until('a CPU rate and the hog\'s memory in /stats/summary', async () => {
       const s = JSON.parse((await agentGetText(suite.world.stateDir, '/stats/summary')) ?? '{}') as Summary;
       const p = s.pods?.find((x) => x.podRef.name === name);
