@@ -300,5 +300,10 @@ ${(read.cpu - on.cpu).toFixed(2)} % of a core and ${(read.rss.median - on.rss.me
 }
 
 export async function agentScenarios(root: string): Promise<string[]> {
-  return [await reactions(root), await deleteMany(root), await adoption(root), await footprint(root)];
+  // BENCH_AGENT_PARTS=footprint,delete runs some of them (printed, with BENCH_ONLY=agent).
+  const parts = process.env.BENCH_AGENT_PARTS?.split(',');
+  const all: [string, (r: string) => Promise<string>][] = [['reactions', reactions], ['delete', deleteMany], ['adoption', adoption], ['footprint', footprint]];
+  const out: string[] = [];
+  for (const [name, fn] of all) if (!parts || parts.includes(name)) out.push(await fn(root));
+  return out;
 }
