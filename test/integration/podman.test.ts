@@ -16,7 +16,10 @@ let agent: AgentProcess | undefined;
 afterAll(async () => {
   await agent?.stop();
   const mine = await podman.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL.instance}=${world.instance}`] }) }).catch(() => []);
-  await Promise.all(mine.map((c) => podman.docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+  // Sandboxes last: Podman refuses to remove one that others joined.
+  const remove = (list: typeof mine): Promise<unknown> => Promise.all(list.map((c) => podman.docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+  await remove(mine.filter((c) => c.Labels[LABEL.containerType] !== 'sandbox'));
+  await remove(mine.filter((c) => c.Labels[LABEL.containerType] === 'sandbox'));
   await podman.stop();
   await world.cleanup();
 });
