@@ -8,9 +8,9 @@ import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
 import { instanceId, LABEL } from '../src/runtime/labels.js';
-import { PAUSE_IMAGE, TEST_IMAGE } from '../test/integration/helpers.js';
+import { PAUSE_IMAGE, TEST_IMAGE, until } from '../test/integration/helpers.js';
 
-export { PAUSE_IMAGE, TEST_IMAGE };
+export { PAUSE_IMAGE, TEST_IMAGE, until };
 
 /** The repository: the compiled bench runs from `.bench-build/bench/`. */
 export const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -183,16 +183,6 @@ export async function followEvents(labels: string[], engine: Docker = docker): P
     }
   });
   return { events, stop: () => stream.destroy() };
-}
-
-export async function until<T>(what: string, fn: () => Promise<T | undefined>, timeoutMs = 60_000): Promise<T> {
-  const end = Date.now() + timeoutMs;
-  for (;;) {
-    const v = await fn();
-    if (v !== undefined) return v;
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await sleep(100);
-  }
 }
 
 /** Resident set and CPU seconds of a process, from /proc. */

@@ -7,7 +7,8 @@ import { forgetApplied } from '../sources/applied-sets.js';
 import { readManifestInputs } from '../sources/read.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { printIssues } from './print.js';
-import { parseSelector, type Selector } from './selector.js';
+import { noResources, podArg, POD_TYPES, selectorFrom } from './pod-args.js';
+import type { Selector } from './selector.js';
 
 export interface DeleteOptions {
   filename?: string[];
@@ -29,9 +30,12 @@ async function gone(rt: PodRuntime, uid: string, ms: number): Promise<void> {
 }
 
 /** kubectl's spellings: `pod NAME...`, `pods NAME`, `pod/NAME`; a bare `NAME` or `namespace/NAME` as before. */
-export function podNames(args: string[]): string[] {
-  const rest = ['pod', 'pods', 'po'].includes(args[0] ?? '') ? args.slice(1) : args;
-  return rest.map((a) => a.replace(/^(pod|pods|po)\//, ''));
+export function podKeys(args: string[], namespace: string): string[] {
+  const rest = POD_TYPES.includes(args[0] ?? '') ? args.slice(1) : args;
+  return rest.map((a) => {
+    const p = podArg(a, namespace);
+    return `${p.namespace}/${p.name}`;
+  });
 }
 
 /** Deletes pods gracefully: stop signal, grace period, SIGKILL; then removes them and their emptyDirs. */
@@ -53,13 +57,11 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
     }
   }
   const ns = o.namespace ?? 'default';
-  wanted.push(...podNames(names).map((n) => ({ key: n.includes('/') ? n : `${ns}/${n}` })));
+  wanted.push(...podKeys(names, ns).map((key) => ({ key })));
   let select: Selector | undefined;
-  try {
-    if (o.selector !== undefined) select = parseSelector(o.selector);
-  } catch (err) {
-    io.err(`podrun: ${(err as Error).message}`);
-    return EXIT.usage;
+  if (o.selector !== undefined) {
+    select = selectorFrom(o.selector, io);
+    if (!select) return EXIT.usage;
   }
   if (o.all && select) select = undefined;
   if (wanted.length === 0 && !o.all && !select) {
@@ -88,7 +90,7 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
     return [p];
   });
   const unique = [...new Map(found.map((p) => [p.uid, p])).values()];
-  if (unique.length === 0 && (o.all || select) && wanted.length === 0) io.err(o.allNamespaces ? 'No resources found' : `No resources found in ${ns} namespace.`);
+  if (unique.length === 0 && (o.all || select) && wanted.length === 0) noResources(io, o.allNamespaces ? undefined : ns);
   // With an agent on this state directory, a pod it runs from an applied set is the agent's to
   // delete: forgetting it in the set is enough, and stopping its containers from here would
   // only race the agent, which would see them die and restart them.

@@ -1,4 +1,4 @@
-import { parseSelector, type Selector } from './selector.js';
+import { noResources, podArg, selectorFrom } from './pod-args.js';
 import type { Container, Pod, Probe, Volume } from '../manifest/types.js';
 import type { PodEvent } from '../status/events.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
@@ -110,20 +110,15 @@ export function renderDescribe(p: V1Pod, events: PodEvent[] | undefined, node: s
 
 /** `podrun describe pods [NAME...] [-l SELECTOR] [-A]`: each pod in detail, separated by a blank line, as kubectl does. */
 export async function describePodCommand(podNames: string[], o: { namespace: string; selector?: string; allNamespaces?: boolean }, g: GlobalOptions, io: Io): Promise<number> {
-  let select: Selector;
-  try {
-    select = parseSelector(o.selector ?? '');
-  } catch (err) {
-    io.err(`podrun: ${(err as Error).message}`);
-    return EXIT.usage;
-  }
+  const select = selectorFrom(o.selector, io);
+  if (!select) return EXIT.usage;
   const rt = await makeRuntime(g, io);
   const { pods } = await loadPodViews(rt, g.stateDir);
   const chosen: V1Pod[] = [];
   let code: number = EXIT.ok;
   if (podNames.length) {
     for (const podName of podNames) {
-      const [ns, name] = podName.includes('/') ? (podName.split('/', 2) as [string, string]) : [o.namespace, podName];
+      const { namespace: ns, name } = podArg(podName, o.namespace);
       const p = pods.find((x) => x.metadata.namespace === ns && x.metadata.name === name);
       if (p) chosen.push(p);
       else {
@@ -137,7 +132,7 @@ export async function describePodCommand(podNames: string[], o: { namespace: str
         .filter((p) => (o.allNamespaces || p.metadata.namespace === o.namespace) && select(p.metadata.labels))
         .sort((a, b) => `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`)),
     );
-    if (!chosen.length) io.err(o.allNamespaces ? 'No resources found' : `No resources found in ${o.namespace} namespace.`);
+    if (!chosen.length) noResources(io, o.allNamespaces ? undefined : o.namespace);
   }
   for (const [i, p] of chosen.entries()) {
     if (i > 0) io.out('');

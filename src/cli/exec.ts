@@ -1,4 +1,5 @@
 import { defaultContainer } from './logs.js';
+import { podArg } from './pod-args.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 
 export interface ExecOptions {
@@ -18,8 +19,7 @@ export async function execCommand(podName: string, command: string[], o: ExecOpt
     return EXIT.usage;
   }
   const rt = await makeRuntime(g, io);
-  const bare = podName.replace(/^(pod|pods|po)\//, '');
-  const [ns, name] = bare.includes('/') ? (bare.split('/', 2) as [string, string]) : [o.namespace, bare];
+  const { namespace: ns, name } = podArg(podName, o.namespace);
   const pod = (await rt.listPods()).find((p) => p.namespace === ns && p.name === name);
   if (!pod) {
     io.err(`Error from server (NotFound): pods "${name}" not found`);

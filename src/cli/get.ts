@@ -1,6 +1,6 @@
 import { dump } from 'js-yaml';
 import { parseTemplate, renderJsonPath } from './jsonpath.js';
-import { parseSelector, type Selector } from './selector.js';
+import { noResources, selectorFrom } from './pod-args.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { table } from './print.js';
 import { loadPodViews, type V1Pod } from './views.js';
@@ -95,13 +95,8 @@ export async function getPodsCommand(names: string[], o: GetOptions, g: GlobalOp
     io.err(`podrun: ${out}`);
     return EXIT.usage;
   }
-  let select: Selector;
-  try {
-    select = parseSelector(o.selector ?? '');
-  } catch (err) {
-    io.err(`podrun: ${(err as Error).message}`);
-    return EXIT.usage;
-  }
+  const select = selectorFrom(o.selector, io);
+  if (!select) return EXIT.usage;
   if (names.length && o.selector) {
     io.err('podrun: name pods or give a selector (-l), not both');
     return EXIT.usage;
@@ -143,7 +138,7 @@ export async function getPodsCommand(names: string[], o: GetOptions, g: GlobalOp
     }
   };
   if (pods.length === 0 && !names.length && !o.watch && out.kind === 'table') {
-    io.err(ns ? `No resources found in ${ns} namespace.` : 'No resources found');
+    noResources(io, ns);
     return code;
   }
   const printed = render(pods, true);

@@ -1,7 +1,7 @@
 import { PassThrough, Transform } from 'node:stream';
 import type { ObservedPod } from '../runtime/observed.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
-import { parseSelector } from './selector.js';
+import { noResources, podArg, selectorFrom } from './pod-args.js';
 
 export interface LogsOptions {
   container?: string;
@@ -62,8 +62,7 @@ export async function logsCommand(podName: string | undefined, o: LogsOptions, g
   const observed = await rt.listPods();
   let pods: ObservedPod[];
   if (podName) {
-    const bare = podName.replace(/^(pod|pods|po)\//, '');
-    const [ns, name] = bare.includes('/') ? (bare.split('/', 2) as [string, string]) : [o.namespace, bare];
+    const { namespace: ns, name } = podArg(podName, o.namespace);
     const pod = observed.find((p) => p.namespace === ns && p.name === name);
     if (!pod) {
       io.err(`Error from server (NotFound): pods "${name}" not found`);
@@ -71,16 +70,11 @@ export async function logsCommand(podName: string | undefined, o: LogsOptions, g
     }
     pods = [pod];
   } else {
-    let select;
-    try {
-      select = parseSelector(o.selector!);
-    } catch (err) {
-      io.err(`podrun: ${(err as Error).message}`);
-      return EXIT.usage;
-    }
+    const select = selectorFrom(o.selector, io);
+    if (!select) return EXIT.usage;
     pods = observed.filter((p) => p.namespace === o.namespace && select(p.spec?.metadata.labels)).sort((a, b) => a.name.localeCompare(b.name));
     if (!pods.length) {
-      io.err(`No resources found in ${o.namespace} namespace.`);
+      noResources(io, o.namespace);
       return EXIT.ok;
     }
   }

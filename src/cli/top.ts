@@ -2,6 +2,7 @@ import type { PodRuntime } from '../runtime/runtime.js';
 import { agentGet } from '../server/client.js';
 import { formatCpu, formatMemory, podStats, type ContainerSample, type PodStatsV1 } from '../stats/summary.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
+import { noResources } from './pod-args.js';
 import { table } from './print.js';
 
 /**
@@ -29,7 +30,7 @@ export async function topPodsCommand(o: { namespace: string; allNamespaces: bool
   const all = fromAgent?.pods ?? (await podsFromEngine(await makeRuntime(g, io)));
   const pods = all.filter((p) => o.allNamespaces || p.podRef.namespace === o.namespace);
   if (pods.length === 0) {
-    io.err(o.allNamespaces ? 'No resources found' : `No resources found in ${o.namespace} namespace.`);
+    noResources(io, o.allNamespaces ? undefined : o.namespace);
     return EXIT.ok;
   }
   const ns = (p: PodStatsV1): string[] => (o.allNamespaces ? [p.podRef.namespace] : []);

@@ -1,6 +1,6 @@
 import { renderJsonPath } from './jsonpath.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
-import { parseSelector } from './selector.js';
+import { POD_TYPES, selectorFrom } from './pod-args.js';
 import { loadPodViews, type V1Pod } from './views.js';
 
 export interface WaitOptions {
@@ -34,15 +34,15 @@ export function parseFor(text: string): Check {
 /** Waits until every chosen pod meets the condition, as kubectl wait. */
 export async function waitCommand(names: string[], o: WaitOptions, g: GlobalOptions, io: Io): Promise<number> {
   let check: Check;
-  let select;
   try {
     check = parseFor(o.for);
-    select = parseSelector(o.selector ?? '');
   } catch (err) {
     io.err(`podrun: ${(err as Error).message}`);
     return EXIT.usage;
   }
-  const wanted = names.map((n) => n.replace(/^(pod|pods|po)\//, '')).filter((n) => !['pod', 'pods', 'po'].includes(n));
+  const select = selectorFrom(o.selector, io);
+  if (!select) return EXIT.usage;
+  const wanted = names.filter((n) => !POD_TYPES.includes(n)).map((n) => n.replace(/^(pod|pods|po)\//, ''));
   if (!wanted.length && !o.selector && !o.all) {
     io.err('podrun: name the pods (pod/NAME), or give -l SELECTOR or --all');
     return EXIT.usage;

@@ -1,10 +1,9 @@
 import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { request } from 'node:http';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { copyCases, EXPECTED, makeSpecialCases } from '../fixtures/invalid-cases.js';
 import { AgentProcess } from './agent-helpers.js';
-import { containerIds, docker, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { agentGetText, containerIds, docker, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
 import { LABEL } from '../../src/runtime/labels.js';
 
 // Every bad manifest of test/fixtures/invalid/ (and the ones git cannot hold) dropped at once into
@@ -16,18 +15,6 @@ afterAll(async () => {
   await agent?.stop();
   await world.cleanup();
 });
-
-function metrics(stateDir: string): Promise<string> {
-  return new Promise((resolve, reject) => {
-    request({ socketPath: join(stateDir, 'podrun.sock'), path: '/metrics' }, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve(body));
-    })
-      .on('error', reject)
-      .end();
-  });
-}
 
 describe('the agent and a directory full of bad manifests', () => {
   it('keeps the good pod, reports every bad file, and stays up', async () => {
@@ -63,7 +50,7 @@ spec:
     expect([...status.errors].sort()).toEqual(want);
     const log = agent.logs();
     for (const line of want) expect(log, line).toContain(`${line} (keeping the last good version)`);
-    expect(await metrics(world.stateDir)).toContain(`podrun_source_errors{source="dir:${dir}"} ${count}`);
+    expect(await agentGetText(world.stateDir, '/metrics')).toContain(`podrun_source_errors{source="dir:${dir}"} ${count}`);
 
     // A rescan later (the test agent rescans every 2 s), still nothing else has happened.
     await new Promise((r) => setTimeout(r, 2500));

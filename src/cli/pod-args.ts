@@ -1,0 +1,27 @@
+import type { Io } from './context.js';
+import { parseSelector, type Selector } from './selector.js';
+
+/** The words kubectl takes for the pod type: `pod NAME`, `pods/NAME`, `po/NAME`. */
+export const POD_TYPES = ['pod', 'pods', 'po'];
+
+/** `-l` as given: its selector, or undefined after saying why it is refused (the caller exits 2). */
+export function selectorFrom(text: string | undefined, io: Io): Selector | undefined {
+  try {
+    return parseSelector(text ?? '');
+  } catch (err) {
+    io.err(`podrun: ${(err as Error).message}`);
+    return undefined;
+  }
+}
+
+/** A pod argument as kubectl takes it (NAME, pod/NAME), or as podrun also does (namespace/NAME). */
+export function podArg(arg: string, namespace: string): { namespace: string; name: string } {
+  const bare = arg.replace(/^(pod|pods|po)\//, '');
+  const i = bare.indexOf('/');
+  return i >= 0 ? { namespace: bare.slice(0, i), name: bare.slice(i + 1) } : { namespace, name: bare };
+}
+
+/** kubectl's line when nothing matched. */
+export function noResources(io: Io, namespace: string | undefined): void {
+  io.err(namespace === undefined ? 'No resources found' : `No resources found in ${namespace} namespace.`);
+}
