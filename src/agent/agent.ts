@@ -31,6 +31,8 @@ import { mergeOrigins, type Conflict } from '../sources/merge.js';
 import type { PodSource } from '../sources/source.js';
 import { UrlSource } from '../sources/url-source.js';
 import { acquireAgentLock } from './lock.js';
+import type { Signer } from '../sources/sshsig.js';
+import { SIGNATURE_REFUSED, type SignaturePolicy } from '../sources/signed.js';
 
 export interface AgentOptions {
   runtime: RuntimeOptions;
@@ -38,6 +40,12 @@ export interface AgentOptions {
   manifestUrls: string[];
   urlHeaders?: Record<string, string>;
   urlCaFile?: string;
+  /** Keys a URL's set must be signed with (its detached signature, URL.sig). */
+  urlSigners?: Signer[];
+  /** Keys a watched directory's files must be signed with (FILE.sig beside each). */
+  dirSigners?: Signer[];
+  /** Default health gate for every pod's updates (0: only pods annotated podrun.io/rollback-after). */
+  rollbackAfterMs?: number;
   /** Directory rescan period (the watcher's safety net). */
   resyncMs?: number;
   urlPeriodMs?: number;
@@ -188,7 +196,9 @@ export class Agent {
       log: this.log,
     });
     const policy = o.policy ?? OPEN_POLICY;
-    const dirOpts = { resyncMs: o.resyncMs ?? 20_000, removeGraceMs: o.removeGraceMs ?? 1000, policy, log: this.log };
+    const checked = (source: string, verified: boolean): void => m.signatureChecked(source, verified);
+    const signatures = (signers: Signer[] | undefined): { signatures?: SignaturePolicy } => (signers ? { signatures: { signers, onCheck: checked } } : {});
+    const dirOpts = { resyncMs: o.resyncMs ?? 20_000, removeGraceMs: o.removeGraceMs ?? 1000, policy, log: this.log, ...signatures(o.dirSigners) };
     this.sources = [
       ...o.manifestDirs.map((d) => new DirectorySource(d, dirOpts)),
       ...o.manifestUrls.map(
@@ -202,6 +212,7 @@ export class Agent {
             ...(o.urlCaFile ? { caFile: o.urlCaFile } : {}),
             log: this.log,
             onFetch: (result) => m.fetched(`url:${redactUrl(u)}`, result),
+            ...signatures(o.urlSigners),
           }),
       ),
       appliedSource(o.runtime.stateDir, { resyncMs: o.resyncMs ?? 20_000, policy, log: this.log }),
@@ -328,7 +339,9 @@ export class Agent {
         const mine = errors.filter((e) => origin.endsWith(`:${e.file}`));
         for (const e of mine) {
           for (const d of pods) {
-            this.supervisor.events.record({ uid: d.uid, name: d.pod.metadata.name, namespace: d.pod.metadata.namespace ?? 'default' }, 'Warning', 'FailedValidation', `${formatIssue(e)} (running the last good version)`);
+            // A refused signature is not a broken manifest: say which, so no one hunts for a typo.
+            const reason = e.message.startsWith(SIGNATURE_REFUSED) ? 'FailedVerification' : 'FailedValidation';
+            this.supervisor.events.record({ uid: d.uid, name: d.pod.metadata.name, namespace: d.pod.metadata.namespace ?? 'default' }, 'Warning', reason, `${formatIssue(e)} (running the last good version)`);
           }
         }
       }

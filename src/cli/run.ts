@@ -2,6 +2,8 @@ import { Agent } from '../agent/agent.js';
 import type { BackoffPolicy } from '../reconcile/backoff.js';
 import { createLogger, levelFromVerbosity, type LogLevel } from '../log/logger.js';
 import { sdNotify } from '../agent/notify.js';
+import { loadSigners } from '../sources/signed.js';
+import type { Signer } from '../sources/sshsig.js';
 import { EXIT, type GlobalOptions, type Io } from './context.js';
 
 export interface RunOptions {
@@ -9,6 +11,9 @@ export interface RunOptions {
   manifestUrl: string[];
   manifestUrlHeader: string[];
   manifestUrlCa?: string;
+  manifestUrlVerifyKey: string[];
+  manifestDirVerifyKey: string[];
+  rollbackAfter: number;
   resyncPeriod: number;
   urlPeriod: number;
   urlTimeout: number;
@@ -52,6 +57,16 @@ export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSi
     io.err(`podrun: ${(err as Error).message}`);
     return EXIT.usage;
   }
+  let urlSigners: Signer[] | undefined;
+  let dirSigners: Signer[] | undefined;
+  try {
+    // A key that cannot be read is a start-up error, never a silently open door.
+    if (o.manifestUrlVerifyKey.length) urlSigners = loadSigners(o.manifestUrlVerifyKey);
+    if (o.manifestDirVerifyKey.length) dirSigners = loadSigners(o.manifestDirVerifyKey);
+  } catch (err) {
+    io.err(`podrun: ${(err as Error).message}`);
+    return EXIT.usage;
+  }
   const backoff: BackoffPolicy = { initialMs: o.backoffInitial, maxMs: o.backoffMax, resetMs: 600_000 };
   const log = createLogger({
     level: o.logLevel ?? (o.v !== undefined ? levelFromVerbosity(o.v) : 'info'),
@@ -72,6 +87,9 @@ export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSi
     manifestUrls: o.manifestUrl,
     urlHeaders: headers,
     ...(o.manifestUrlCa ? { urlCaFile: o.manifestUrlCa } : {}),
+    ...(urlSigners ? { urlSigners } : {}),
+    ...(dirSigners ? { dirSigners } : {}),
+    rollbackAfterMs: o.rollbackAfter,
     resyncMs: o.resyncPeriod,
     urlPeriodMs: o.urlPeriod,
     urlTimeoutMs: o.urlTimeout,

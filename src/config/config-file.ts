@@ -28,6 +28,9 @@ export interface PodrunConfiguration {
   staticPodURL?: string | string[];
   staticPodURLHeader?: Record<string, string[]>;
   staticPodURLCA?: string;
+  staticPodURLVerifyKeys?: string | string[];
+  staticPodPathVerifyKeys?: string | string[];
+  rollbackAfter?: string;
   fileCheckFrequency?: string;
   httpCheckFrequency?: string;
   httpCheckTimeout?: string;

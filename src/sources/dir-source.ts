@@ -10,6 +10,7 @@ import { isManifestFileName, readManifestFile } from './manifest-files.js';
 import type { OriginPods } from './merge.js';
 import type { PodSource } from './source.js';
 import type { PodPolicy } from '../manifest/policy.js';
+import { checkSignature, isSignatureFile, SIGNATURE_REFUSED, signaturePath, type SignaturePolicy } from './signed.js';
 
 export interface DirectorySourceOptions {
   /** Full rescan period, the safety net under the watcher. */
@@ -24,6 +25,8 @@ export interface DirectorySourceOptions {
   /** What manifests may ask of this node. */
   policy?: PodPolicy;
   log?: Logger;
+  /** Read a file only when its detached signature (`FILE.sig` beside it) verifies against these keys. */
+  signatures?: SignaturePolicy;
 }
 
 /** How long new content must stay as it is before it is believed. */
@@ -142,7 +145,7 @@ export class DirectorySource implements PodSource {
       // We handle editors' rename dances ourselves (removeGraceMs), and want changes at once.
       atomic: false,
       awaitWriteFinish: false,
-      ignored: (path: string) => path !== this.dir && !isManifestFileName(path),
+      ignored: (path: string) => path !== this.dir && !isManifestFileName(path) && !(this.o.signatures && isSignatureFile(path) && isManifestFileName(path.slice(0, -'.sig'.length))),
     });
     const touch = (path: string): void => this.fileEvent(path);
     this.watcher.on('add', touch).on('change', touch).on('unlink', touch);
@@ -199,7 +202,8 @@ export class DirectorySource implements PodSource {
   }
 
   private fileEvent(path: string): void {
-    const full = resolve(path);
+    // A signature's change is its manifest's: read the two together.
+    const full = resolve(this.o.signatures && isSignatureFile(path) ? path.slice(0, -'.sig'.length) : path);
     if (this.busy.has(full)) {
       this.again.add(full);
       return;
@@ -234,7 +238,17 @@ export class DirectorySource implements PodSource {
       clearTimeout(pending);
       this.removals.delete(path);
     }
-    const digest = createHash('sha256').update(text).digest('hex');
+    let signature: string | undefined;
+    if (this.o.signatures) {
+      const sig = readManifestFile(signaturePath(path));
+      if (sig.kind === 'issue') {
+        this.setIssue(path, { ...sig.issue, message: `${SIGNATURE_REFUSED}: ${sig.issue.file} ${sig.issue.message}` });
+        return;
+      }
+      signature = sig.kind === 'text' ? sig.text : undefined;
+    }
+    // With signatures, the pair is the content: a new signature for the same file is news too.
+    const digest = createHash('sha256').update(text).update(signature === undefined ? '' : `\0${signature}`).digest('hex');
     const prev = this.files.get(path);
     if (prev && prev.digest === digest) return;
     if (text.trim() === '') {
@@ -253,6 +267,14 @@ export class DirectorySource implements PodSource {
       return;
     }
     this.settled.delete(path);
+    if (this.o.signatures) {
+      const v = checkSignature(read.bytes, signature, signaturePath(path), this.o.signatures, this.origin(path));
+      if ('reason' in v) {
+        this.setIssue(path, { file: path, line: 1, column: 1, field: '', message: v.reason, severity: 'error' });
+        return;
+      }
+      this.o.log?.info(`${path}: signature verified (key ${v.signer.fingerprint}, ${v.signer.name || v.signer.from})`, { source: this.name, file: path });
+    }
     const r = loadManifestText({ file: path, source: this.origin(path), text }, this.o.policy);
     const errors = r.issues.filter((i) => i.severity === 'error');
     if (errors.length) {

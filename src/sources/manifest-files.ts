@@ -19,7 +19,7 @@ export function isManifestFileName(path: string): boolean {
 }
 
 
-export type FileRead = { kind: 'text'; text: string } | { kind: 'gone' } | { kind: 'issue'; issue: ManifestIssue };
+export type FileRead = { kind: 'text'; text: string; bytes: Buffer } | { kind: 'gone' } | { kind: 'issue'; issue: ManifestIssue };
 
 function fileIssue(file: string, message: string): FileRead {
   return { kind: 'issue', issue: { file, line: 1, column: 1, field: '', message, severity: 'error' } };
@@ -57,7 +57,7 @@ export function readManifestFile(path: string): FileRead {
     if (st.size > MAX_MANIFEST_BYTES) return fileIssue(path, `is larger than ${size(MAX_MANIFEST_BYTES)} (${size(st.size)})`);
     const bytes = readFileSync(fd);
     const decoded = decodeManifest(bytes, path);
-    return decoded.ok ? { kind: 'text', text: decoded.text } : { kind: 'issue', issue: decoded.issue };
+    return decoded.ok ? { kind: 'text', text: decoded.text, bytes } : { kind: 'issue', issue: decoded.issue };
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
     return fileIssue(path, `cannot read: ${e.code === 'EISDIR' ? 'is a directory' : (e.code ?? e.message)}`);

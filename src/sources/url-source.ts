@@ -12,6 +12,7 @@ import type { OriginPods } from './merge.js';
 import { redactText, redactUrl } from './redact.js';
 import type { PodSource } from './source.js';
 import type { PodPolicy } from '../manifest/policy.js';
+import { checkSignature, signatureUrl, type SignaturePolicy } from './signed.js';
 
 export interface UrlSourceOptions extends HttpOptions {
   periodMs?: number;
@@ -26,6 +27,8 @@ export interface UrlSourceOptions extends HttpOptions {
   log?: Logger;
   /** For metrics: each poll's outcome (a 304 is not_modified; any refused answer is an error). */
   onFetch?: (result: 'ok' | 'not_modified' | 'error') => void;
+  /** Apply a set only when its detached signature (`URL.sig`) verifies against these keys. */
+  signatures?: SignaturePolicy;
 }
 
 interface CacheFile {
@@ -33,6 +36,8 @@ interface CacheFile {
   etag?: string;
   lastModified?: string;
   body: string;
+  /** With signatures required: the exact bytes that were verified, and their signature. */
+  signed?: { bytes: string; signature: string };
 }
 
 /**
@@ -100,7 +105,8 @@ export class UrlSource implements PodSource {
     try {
       const c = JSON.parse(readFileSync(this.cachePath(), 'utf8')) as CacheFile;
       if (c.url !== this.shown) return;
-      if (this.accept(c.body, 'cache')) {
+      const body = this.verifiedCache(c);
+      if (body !== undefined && this.accept(body, 'cache')) {
         this.etag = c.etag;
         this.lastModified = c.lastModified;
         this.o.log?.warn(`${this.name}: using the cached copy until the URL answers`, { source: this.name });
@@ -108,6 +114,29 @@ export class UrlSource implements PodSource {
     } catch {
       // No cache yet.
     }
+  }
+
+  /**
+   * The cached body, if it may be used: with signatures required, only bytes that verify now
+   * against the pinned keys (a cache written before they were required, edited on disk, or signed
+   * by a key no longer trusted is not used: the box waits for the URL instead).
+   */
+  private verifiedCache(c: CacheFile): string | undefined {
+    const policy = this.o.signatures;
+    if (!policy) return c.body;
+    if (!c.signed) {
+      this.o.log?.warn(`${this.name}: the cached copy is unsigned; not using it (waiting for the URL)`, { source: this.name });
+      return undefined;
+    }
+    const bytes = Buffer.from(c.signed.bytes, 'base64');
+    const v = checkSignature(bytes, c.signed.signature, 'the cache', policy, this.name);
+    const decoded = decodeManifest(bytes, this.shown);
+    if ('reason' in v || !decoded.ok) {
+      const why = 'reason' in v ? v.reason : formatIssue((decoded as { issue: ManifestIssue }).issue);
+      this.o.log?.warn(`${this.name}: the cached copy is not used: ${why} (waiting for the URL)`, { source: this.name });
+      return undefined;
+    }
+    return decoded.text;
   }
 
   /** Validates a body; on success it becomes the current set. Returns whether it was accepted. */
@@ -149,6 +178,16 @@ export class UrlSource implements PodSource {
     this.onChange();
   }
 
+  /** The detached signature next to the URL; a missing one is undefined with the reason. */
+  private async fetchSignature(): Promise<{ text?: string; error?: string }> {
+    try {
+      const r = await httpGet(signatureUrl(this.url), this.o);
+      return { text: r.body.toString('utf8') };
+    } catch (err) {
+      return { error: redactText((err as Error).message) };
+    }
+  }
+
   async poll(): Promise<void> {
     if (this.stopped) return;
     let res;
@@ -170,13 +209,25 @@ export class UrlSource implements PodSource {
         this.fail('empty body (an explicit empty PodList deletes pods; an empty body does not)');
         return;
       }
+      let signed: CacheFile['signed'];
+      if (this.o.signatures) {
+        // Before anything of the body is believed: the bytes as served, against their signature.
+        const sig = await this.fetchSignature();
+        const v = checkSignature(res.body, sig.text, redactUrl(signatureUrl(this.url)) + (sig.error ? ` (${sig.error})` : ''), this.o.signatures, this.name);
+        if ('reason' in v) {
+          this.fail(v.reason);
+          return;
+        }
+        signed = { bytes: res.body.toString('base64'), signature: sig.text ?? '' };
+        if (this.bodyDigest !== createHash('sha256').update(body).digest('hex')) this.o.log?.info(`${this.name}: signature verified (key ${v.signer.fingerprint}, ${v.signer.name || v.signer.from})`, { source: this.name });
+      }
       if (!this.accept(body, 'network')) {
         this.fail('invalid manifest', this.issues);
         return;
       }
       this.etag = res.etag;
       this.lastModified = res.lastModified;
-      const cache: CacheFile = { url: this.shown, body, ...(res.etag ? { etag: res.etag } : {}), ...(res.lastModified ? { lastModified: res.lastModified } : {}) };
+      const cache: CacheFile = { url: this.shown, body, ...(signed ? { signed } : {}), ...(res.etag ? { etag: res.etag } : {}), ...(res.lastModified ? { lastModified: res.lastModified } : {}) };
       try {
         writeFileAtomic(this.cachePath(), JSON.stringify(cache));
       } catch (err) {

@@ -32,7 +32,14 @@ export class AgentProcess {
   }
 
   async waitForLog(pattern: RegExp | string, timeoutMs = 20_000): Promise<void> {
-    await until(`agent log ${String(pattern)}`, async () => ((typeof pattern === 'string' ? this.log.includes(pattern) : pattern.test(this.log)) ? true : undefined), timeoutMs);
+    try {
+      await until(`agent log ${String(pattern)}`, async () => ((typeof pattern === 'string' ? this.log.includes(pattern) : pattern.test(this.log)) ? true : undefined), timeoutMs);
+    } catch (err) {
+      // What the agent did say is what explains the failure.
+      const lines = this.log.trimEnd().split('\n');
+      const shown = lines.length > 30 ? [...lines.slice(0, 15), '...', ...lines.slice(-15)] : lines;
+      throw new Error(`${(err as Error).message}\nthe agent's log:\n${shown.join('\n')}`);
+    }
   }
 
   /** SIGTERM: the agent stops, the pods stay. */

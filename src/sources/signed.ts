@@ -1,0 +1,58 @@
+import { readFileSync } from 'node:fs';
+import { MAX_SIGNATURE_BYTES, parseSigners, verifySignature, type Signer } from './sshsig.js';
+
+/** How every refusal's message begins (the agent's events tell it from an invalid manifest by it). */
+export const SIGNATURE_REFUSED = 'signature refused';
+
+/** The keys a source's manifests must be signed with, and who hears of each check (metrics). */
+export interface SignaturePolicy {
+  signers: readonly Signer[];
+  /** Every check's outcome, for metrics. */
+  onCheck?: (source: string, verified: boolean) => void;
+}
+
+/**
+ * Reads `--manifest-*-verify-key` files (OpenSSH public keys or allowed-signers files) at start:
+ * a key that cannot be read or parsed is a start-up error naming the file and line, never a
+ * silently open door.
+ */
+export function loadSigners(files: readonly string[]): Signer[] {
+  return files.flatMap((f) => {
+    let text: string;
+    try {
+      text = readFileSync(f, 'utf8');
+    } catch (err) {
+      throw new Error(`cannot read verify key ${f}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
+    }
+    return parseSigners(text, f);
+  });
+}
+
+/** Where a URL's detached signature is: `.sig` appended to its path, the query kept. */
+export function signatureUrl(url: string): string {
+  const u = new URL(url);
+  u.pathname = `${u.pathname}.sig`;
+  return u.toString();
+}
+
+/** A signature file's path beside a manifest file. */
+export function signaturePath(path: string): string {
+  return `${path}.sig`;
+}
+
+export function isSignatureFile(path: string): boolean {
+  return path.endsWith('.sig');
+}
+
+/**
+ * Checks a manifest's exact bytes against its signature text (undefined: none was found, `where`
+ * says where it was looked for): the key that signed it, or why it is refused.
+ */
+export function checkSignature(bytes: Uint8Array, signature: string | undefined, where: string, policy: SignaturePolicy, source: string): { reason: string } | { signer: Signer } {
+  let verdict: { ok: true; signer: Signer } | { ok: false; reason: string };
+  if (signature === undefined) verdict = { ok: false, reason: `no signature (looked for ${where}; sign with: ssh-keygen -Y sign -n podrun -f KEY FILE)` };
+  else if (Buffer.byteLength(signature) > MAX_SIGNATURE_BYTES) verdict = { ok: false, reason: `${where} is larger than a signature can be` };
+  else verdict = verifySignature(bytes, signature, policy.signers);
+  policy.onCheck?.(source, verdict.ok);
+  return verdict.ok ? { signer: verdict.signer } : { reason: `${SIGNATURE_REFUSED}: ${verdict.reason}` };
+}
