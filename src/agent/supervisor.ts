@@ -12,7 +12,8 @@ import { isActive, latestByName, type ObservedContainer, type ObservedPod } from
 import type { PodRuntime } from '../runtime/runtime.js';
 import { EventRecorder, type PodRef } from '../status/events.js';
 import { containerDetails } from '../status/details.js';
-import { podStatus, type ContainerDetails, type PodStatusSummary } from '../status/pod-status.js';
+import { podStatus, settled, type ContainerDetails, type PodStatusSummary, type StatusInputs } from '../status/pod-status.js';
+import { notReadyReason, type Readiness } from '../reconcile/rollback.js';
 
 /**
  * What the agent keeps per pod beyond the engine's state: crash and image backoff, waiting
@@ -257,6 +258,45 @@ export class PodSupervisor {
   /** When a container started, if its details were read (they are for every running container with probes or status asked). */
   startedAt(id: string): string | undefined {
     return this.details.get(id)?.startedAt;
+  }
+
+  /**
+   * Whether the pod runs `d` and is Ready, and if not, why (which container, which probe or exit
+   * code): what a health-gated update is judged by. No engine call: the cache and the prober.
+   */
+  readiness(d: DesiredPod): Readiness {
+    const o = this.cache.pod(d.uid);
+    const probed = (name: string | undefined): { readiness: boolean; startup: boolean } => {
+      const spec = name ? specOf(d.pod, name) : undefined;
+      return { readiness: !!spec?.readinessProbe, startup: !!spec?.startupProbe };
+    };
+    const inputs: StatusInputs = {
+      details: (id) => this.details.get(id),
+      // A probed container without a worker yet has not passed: as the kubelet's initial results.
+      probes: (id) => {
+        const state = this.probes.state(id);
+        if (state) return state;
+        const p = probed(o?.containers.find((c) => c.id === id)?.name);
+        return { started: !p.startup, ready: !p.readiness && !p.startup };
+      },
+      waiting: (name) => this.waiting.get(`${d.uid}/${name}`),
+    };
+    const s = settled(d, o, inputs);
+    if (s.done && !s.failed) return { ready: true };
+    const latest = o ? latestByName(o) : undefined;
+    const reason = notReadyReason(
+      s.status,
+      !hasActions(computePodActions(d, o)),
+      (name) => {
+        const id = latest?.get(name)?.id;
+        return id ? this.probes.state(id)?.last : undefined;
+      },
+      (name) => {
+        const p = probed(name);
+        return p.readiness || p.startup;
+      },
+    );
+    return reason === undefined ? { ready: false } : { ready: false, reason };
   }
 
   /** The pod's status as the agent sees it: engine state, probe results, waiting reasons. */

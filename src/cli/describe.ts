@@ -90,6 +90,7 @@ export function renderDescribe(p: V1Pod, events: PodEvent[] | undefined, node: s
     `Annotations:  ${kv(p.metadata.annotations)}`,
     `Status:       ${p.status.phase}`,
     ...(p.status.reason ? [`Reason:       ${p.status.reason}`] : []),
+    ...(p.status.message ? [`Message:      ${p.status.message}`] : []),
     `IP:           ${p.status.podIP ?? ''}`,
   ];
   if (spec.initContainers?.length) {

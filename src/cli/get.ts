@@ -44,6 +44,8 @@ export function statusWord(p: V1Pod): string {
     if (w && w !== 'ContainerCreating') return w;
     if (c.state.terminated && p.status.phase === 'Running') return c.state.terminated.reason ?? 'Error';
   }
+  // A pod running the version it went back to after a failed update (podrun's health gate).
+  if (p.status.reason === 'RolledBack') return 'RolledBack';
   if (p.status.phase === 'Succeeded') return 'Completed';
   if (p.status.phase === 'Pending' && (p.status.containerStatuses ?? []).some((c) => c.state.waiting?.reason === 'ContainerCreating')) return 'ContainerCreating';
   return p.status.phase;

@@ -80,3 +80,11 @@ export function sandboxHash(pod: Pod): string {
     ports,
   });
 }
+
+/**
+ * The version of a whole pod manifest, metadata included: what a health-gated update tries, what
+ * it goes back to, and what `describe` names. Not a runtime hash: nothing on the engine carries it.
+ */
+export function podVersion(pod: Pod): string {
+  return digest({ v: HASH_VERSION, kind: 'pod', pod });
+}

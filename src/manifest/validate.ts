@@ -5,6 +5,8 @@ import type { ParsedDocument, PathSegment } from './parse.js';
 import { OPEN_POLICY, policyViolations, type PodPolicy } from './policy.js';
 import { MAX_ANNOTATION_BYTES, MAX_ARG_BYTES, MAX_EXEC_BYTES, size } from './limits.js';
 import { podValidator } from './pod-validator.js';
+import { ROLLBACK_ANNOTATION } from './annotations.js';
+import { parseDuration } from '../config/duration.js';
 import type { Container, Pod, Probe, LifecycleHandler } from './types.js';
 
 /** One pod found in a document, with where it sits (PodList items have a prefix). */
@@ -215,6 +217,13 @@ function metadataChecks(pod: Pod, fail: Report): void {
   for (const [k, v] of Object.entries(pod.metadata.annotations ?? {})) {
     const bad = qualifiedNameProblem(k);
     if (bad) fail(['metadata', 'annotations', k], `invalid annotation key ${JSON.stringify(k)}: ${bad}`, { atKey: true });
+    if (k === ROLLBACK_ANNOTATION) {
+      try {
+        parseDuration(v);
+      } catch (err) {
+        fail(['metadata', 'annotations', k], `${(err as Error).message} (a Go duration such as 2m or 90s; 0 turns the rollback off)`);
+      }
+    }
     total += Buffer.byteLength(k) + Buffer.byteLength(v);
   }
   if (total > MAX_ANNOTATION_BYTES) fail(['metadata', 'annotations'], `annotations total ${size(total)}; at most ${size(MAX_ANNOTATION_BYTES)}`, { atKey: true });

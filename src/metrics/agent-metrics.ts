@@ -35,6 +35,7 @@ export class AgentMetrics {
   private readonly imagePull: Histogram<'result'>;
   private readonly fetches: Counter<'source' | 'result'>;
   private readonly signatureChecks: Counter<'source' | 'result'>;
+  private readonly rollbacks: Counter<'namespace' | 'pod'>;
   private readonly reconnects: Counter;
   private readonly statsDuration: Histogram;
   private readonly statsCalls: Counter;
@@ -130,6 +131,7 @@ export class AgentMetrics {
     this.runtimeDuration = new Histogram({ name: 'podrun_runtime_operations_duration_seconds', help: 'How long engine calls took, by operation.', labelNames: ['operation_type'], buckets: DURATION_BUCKETS, registers });
     this.imagePull = new Histogram({ name: 'podrun_image_pull_duration_seconds', help: 'How long image pulls took, by result.', labelNames: ['result'], buckets: [0.5, 1, 5, 10, 30, 60, 120, 300, 600], registers });
     this.fetches = new Counter({ name: 'podrun_url_fetches_total', help: 'Fetches of manifest URLs, by result (ok, not_modified: a 304, error).', labelNames: ['source', 'result'], registers });
+    this.rollbacks = new Counter({ name: 'podrun_pod_rollbacks_total', help: 'Health-gated updates that were not Ready in time and went back to the last Ready version.', labelNames: ['namespace', 'pod'], registers });
     this.signatureChecks = new Counter({ name: 'podrun_manifest_signature_checks_total', help: 'Signature checks of manifests (URL sets, directory files, the URL cache), by result (verified, refused).', labelNames: ['source', 'result'], registers });
     this.statsDuration = new Histogram({ name: 'podrun_stats_collection_duration_seconds', help: 'How long one reading of every running container\'s resource usage took.', buckets: DURATION_BUCKETS, registers });
     this.statsCalls = new Counter({ name: 'podrun_stats_engine_calls_total', help: 'Engine stats calls made to read resource usage (one per running container per period).', registers });
@@ -174,6 +176,10 @@ export class AgentMetrics {
 
   fetched(source: string, result: FetchResult): void {
     this.fetches.inc({ source, result });
+  }
+
+  rolledBack(namespace: string, pod: string): void {
+    this.rollbacks.inc({ namespace, pod });
   }
 
   signatureChecked(source: string, verified: boolean): void {

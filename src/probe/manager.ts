@@ -37,6 +37,8 @@ interface ContainerProbes {
   workers: Worker[];
   /** Starts liveness and readiness once startup has succeeded. */
   startMain?: () => void;
+  /** The last readiness or startup result, threshold or not: what a not-Ready verdict quotes. */
+  last?: { kind: ProbeKind; ok: boolean; message: string };
 }
 
 /**
@@ -63,6 +65,7 @@ class Worker {
     private readonly report: (w: Worker, ok: boolean, message: string) => void,
     private readonly observe: ProbeObserver | undefined,
     initial: boolean | undefined,
+    private readonly note?: (ok: boolean, message: string) => void,
   ) {
     this.result = initial;
   }
@@ -112,6 +115,7 @@ class Worker {
     }
     if (this.stopped) return;
     this.observe?.(this.target, this.kind, r.ok ? 'successful' : 'failed', (performance.now() - t0) / 1000);
+    this.note?.(r.ok, r.message ?? '');
     // A result changes only after N identical results in a row.
     if (r.ok) {
       this.successes++;
@@ -175,9 +179,9 @@ export class ProbeManager {
   }
 
   /** started: startup passed (or none); ready: started and readiness passed (or none). */
-  state(containerId: string): { started: boolean; ready: boolean; failed?: ProbeEvent } | undefined {
+  state(containerId: string): { started: boolean; ready: boolean; failed?: ProbeEvent; last?: { kind: ProbeKind; ok: boolean; message: string } } | undefined {
     const s = this.byId.get(containerId);
-    return s ? { started: s.started, ready: s.ready, ...(s.failed ? { failed: s.failed } : {}) } : undefined;
+    return s ? { started: s.started, ready: s.ready, ...(s.failed ? { failed: s.failed } : {}), ...(s.last ? { last: s.last } : {}) } : undefined;
   }
 
   private drop(id: string): void {
@@ -191,7 +195,8 @@ export class ProbeManager {
     const s: ContainerProbes = { started: !c.startupProbe, ready: !c.readinessProbe && !c.startupProbe, workers: [] };
     this.byId.set(t.containerId, s);
     const make = (kind: ProbeKind, probe: Probe, initial: boolean | undefined): Worker => {
-      const w = new Worker(kind, probe, t, this.exec, (worker, ok, message) => this.report(t, s, worker, ok, message), this.observe, initial);
+      const note = kind === 'liveness' ? undefined : (ok: boolean, message: string): void => void (s.last = { kind, ok, message });
+      const w = new Worker(kind, probe, t, this.exec, (worker, ok, message) => this.report(t, s, worker, ok, message), this.observe, initial, note);
       s.workers.push(w);
       return w;
     };

@@ -75,6 +75,7 @@ export interface V1Pod {
   status: {
     phase: string;
     reason?: string;
+    message?: string;
     podIP?: string;
     hostIP?: string;
     conditions?: { type: string; status: string }[];

@@ -1,0 +1,202 @@
+import { describe, expect, it } from 'vitest';
+import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LABEL } from '../../src/runtime/labels.js';
+import type { V1Pod } from '../../src/status/v1.js';
+import type { RollbackRecord } from '../../src/reconcile/rollback.js';
+import { AgentSuite, pastRelist, type AgentProcess } from './agent-helpers.js';
+import { docker, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
+
+// Health-gated updates: a pod annotated podrun.io/rollback-after must be Ready within that time
+// after its spec changes, or it goes back to the last version that was Ready.
+const suite = new AgentSuite('rollback');
+const { world, ns } = suite;
+let agent: AgentProcess | undefined;
+
+const DEADLINE_S = 4;
+const PROBE_PERIOD_S = 1;
+
+/** Two containers carrying V; `app` is Ready only when V is not "bad". */
+function pod(name: string, v: string, annotations = `{podrun.io/rollback-after: ${DEADLINE_S}s}`): string {
+  return `apiVersion: v1
+kind: Pod
+metadata:
+  name: ${name}
+  namespace: ${ns}
+  annotations: ${annotations}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: app
+    image: ${TEST_IMAGE}
+    command: [sleep, '3600']
+    env: [{name: V, value: ${v}}]
+    readinessProbe:
+      exec: {command: [sh, -c, 'test "$V" != bad']}
+      periodSeconds: ${PROBE_PERIOD_S}
+      failureThreshold: 1
+  - name: side
+    image: ${TEST_IMAGE}
+    command: [sleep, '3600']
+    env: [{name: V, value: ${v}}]
+`;
+}
+
+/** V of each running container of the pod, by container name, with the ids. */
+async function running(name: string): Promise<{ v: Record<string, string>; ids: Record<string, string> }> {
+  const v: Record<string, string> = {};
+  const ids: Record<string, string> = {};
+  for (const c of await podContainers(ns, name)) {
+    const cname = c.Labels[LABEL.containerName] ?? '';
+    if (c.State !== 'running' || cname === 'POD') continue;
+    const env = (await docker.getContainer(c.Id).inspect()).Config.Env ?? [];
+    v[cname] = (env.find((e) => e.startsWith('V=')) ?? '').slice(2);
+    ids[cname] = c.Id;
+  }
+  return { v, ids };
+}
+
+/** Both containers run V=`v`: one version, never a mix. */
+async function runningVersion(name: string, v: string, timeoutMs = 30_000): Promise<Record<string, string>> {
+  return until(`pod ${name} to run V=${v} in both containers`, async () => {
+    const r = await running(name);
+    return r.v.app === v && r.v.side === v ? r.ids : undefined;
+  }, timeoutMs);
+}
+
+async function view(name: string): Promise<V1Pod> {
+  const r = await world.cli('get', 'pods', '-n', ns, name, '-o', 'json');
+  return JSON.parse(r.out) as V1Pod;
+}
+
+async function ready(name: string): Promise<void> {
+  await until(`pod ${name} to be Ready`, async () => ((await view(name)).status.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? true : undefined));
+}
+
+function record(name: string): RollbackRecord & { key: string } {
+  const dir = join(world.stateDir, 'rollback');
+  for (const f of readdirSync(dir)) {
+    const r = JSON.parse(readFileSync(join(dir, f), 'utf8')) as RollbackRecord & { key: string };
+    if (r.key === `${ns}/${name}`) return r;
+  }
+  throw new Error(`no rollback record for ${name}`);
+}
+
+async function allInstances(name: string): Promise<string[]> {
+  return (await podContainers(ns, name)).map((c) => c.Id).sort();
+}
+
+describe('health-gated updates', () => {
+  it('an update that is never Ready is rolled back within the deadline plus a probe period, is not retried until it changes, and one that becomes Ready stays', async () => {
+    const dir = join(world.dir, unique('dir'));
+    mkdirSync(dir);
+    const name = unique('gated');
+    const file = join(dir, `${name}.yaml`);
+    writeFileSync(file, pod(name, 'one'));
+    agent = suite.run(['--manifest-dir', dir]);
+    await agent.started();
+    await runningVersion(name, 'one');
+    await ready(name);
+    const good = await until('v1 to be recorded as Ready', async () => record(name).good?.version);
+
+    writeFileSync(file, pod(name, 'bad'));
+    await runningVersion(name, 'bad');
+    await agent.waitForLog(/version \w+ was not Ready within 4s: container app: readiness probe failed: .*; rolled back to version \w+, the last that was Ready/);
+    const back = await runningVersion(name, 'one');
+    const r = record(name);
+    expect(r.good?.version).toBe(good);
+    expect(r.failed?.rolledBackTo).toBe(good);
+    expect(r.failed?.reason).toMatch(/^container app: readiness probe failed/);
+    // Judged at the deadline, and no later than one probe period after it.
+    const took = Date.parse(r.failed?.at ?? '') - Date.parse(r.failed?.since ?? '');
+    expect(took).toBeGreaterThanOrEqual(DEADLINE_S * 1000);
+    expect(took).toBeLessThanOrEqual((DEADLINE_S + PROBE_PERIOD_S) * 1000);
+
+    // Shown where an operator looks.
+    const listed = await world.cli('get', 'pods', '-n', ns, name);
+    expect(listed.out).toMatch(new RegExp(`${name}\\s+2/2\\s+RolledBack\\s`));
+    const described = await world.cli('describe', 'pod', '-n', ns, name);
+    expect(described.out).toMatch(/Reason:\s+RolledBack/);
+    expect(described.out).toMatch(/Message:\s+version \w+ was not Ready within 4s \(container app: readiness probe failed/);
+    expect(described.out).toMatch(/Warning\s+RolledBack\s+.*rolled back to version/);
+
+    // Not retried while the source declares it: past a rescan and a relist, and a rewrite of the same bytes.
+    const instances = await allInstances(name);
+    writeFileSync(file, pod(name, 'bad'));
+    await pastRelist();
+    expect(await allInstances(name)).toEqual(instances);
+    expect((await running(name)).ids).toEqual(back);
+
+    // A new version is tried; this one becomes Ready and stays past its deadline.
+    writeFileSync(file, pod(name, 'three'));
+    await runningVersion(name, 'three');
+    await ready(name);
+    await new Promise((res) => setTimeout(res, (DEADLINE_S + PROBE_PERIOD_S + 1) * 1000));
+    const kept = await running(name);
+    expect(kept.v).toEqual({ app: 'three', side: 'three' });
+    expect((await view(name)).status.reason).toBeUndefined();
+    expect(record(name).failed).toBeUndefined();
+    expect(record(name).good?.version).not.toBe(good);
+  });
+
+  it('a kill -9 in the middle of an update or of a rollback converges to one of the two versions, never a mix', async () => {
+    const dir = join(world.dir, unique('dir'));
+    mkdirSync(dir);
+    const name = unique('killed');
+    const file = join(dir, `${name}.yaml`);
+    writeFileSync(file, pod(name, 'one'));
+    agent = suite.run(['--manifest-dir', dir]);
+    await agent.started();
+    await runningVersion(name, 'one');
+    await ready(name);
+    await until('v1 to be recorded as Ready', async () => record(name).good?.version);
+
+    // Mid-update: the bad version runs, its deadline not reached; the agent dies.
+    writeFileSync(file, pod(name, 'bad'));
+    await runningVersion(name, 'bad');
+    await agent.kill9();
+    agent = suite.run(['--manifest-dir', dir]);
+    await agent.waitForLog('rolled back to version');
+    await runningVersion(name, 'one');
+
+    // Mid-rollback: the agent dies the moment it decided to go back.
+    writeFileSync(file, pod(name, 'two'));
+    await runningVersion(name, 'two');
+    await ready(name);
+    writeFileSync(file, pod(name, 'bad'));
+    await runningVersion(name, 'bad');
+    const before = agent.logs().split('rolled back to version').length;
+    await until('the rollback decision', async () => (agent!.logs().split('rolled back to version').length > before ? true : undefined), 30_000);
+    await agent.kill9();
+    agent = suite.run(['--manifest-dir', dir]);
+    await agent.started();
+    await runningVersion(name, 'two');
+    await pastRelist();
+    expect((await running(name)).v).toEqual({ app: 'two', side: 'two' });
+
+    // And once back, a restart does not try the failed version again.
+    const instances = await allInstances(name);
+    await agent.stop();
+    agent = suite.run(['--manifest-dir', dir]);
+    await agent.started();
+    await pastRelist();
+    expect(await allInstances(name)).toEqual(instances);
+  });
+
+  it('a pod without the annotation behaves as the kubelet: the update that is never Ready stays', async () => {
+    const dir = join(world.dir, unique('dir'));
+    mkdirSync(dir);
+    const name = unique('plain');
+    const file = join(dir, `${name}.yaml`);
+    writeFileSync(file, pod(name, 'one', '{}'));
+    agent = suite.run(['--manifest-dir', dir]);
+    await agent.started();
+    await runningVersion(name, 'one');
+    await ready(name);
+    writeFileSync(file, pod(name, 'bad', '{}'));
+    const ids = await runningVersion(name, 'bad');
+    await new Promise((res) => setTimeout(res, (DEADLINE_S + PROBE_PERIOD_S + 1) * 1000));
+    expect((await running(name)).ids).toEqual(ids);
+    expect(agent.logs()).not.toContain('rolled back');
+  });
+});
