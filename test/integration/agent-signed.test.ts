@@ -91,6 +91,16 @@ function sourceErrors(): string[] {
 }
 
 describe('signed manifest sets', () => {
+  it('a key file that cannot be used stops the agent at start, naming the file and line', async () => {
+    const missing = await world.bin(['run', '--manifest-url', 'http://127.0.0.1:9/pods.yaml', '--manifest-url-verify-key', join(world.dir, 'nope.pub')]);
+    expect([missing.code, missing.err.trim()]).toEqual([2, `podrun: cannot read verify key ${join(world.dir, 'nope.pub')}: ENOENT`]);
+    const bad = join(world.dir, 'bad.pub');
+    writeFileSync(bad, '# signers\nnot a key\n');
+    const invalid = await world.bin(['run', '--manifest-dir', world.dir, '--manifest-dir-verify-key', bad]);
+    expect(invalid.code).toBe(2);
+    expect(invalid.err).toContain(`podrun: ${bad}:2: not an OpenSSH public key or allowed-signers line`);
+  });
+
   it('a URL: a signed set runs; an altered body, a missing or foreign signature is refused and the pods stay; offline boot uses only a verified cache', async () => {
     const trusted = keyPair(unique('trusted'));
     const foreign = keyPair(unique('foreign'));
