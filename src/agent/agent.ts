@@ -337,6 +337,10 @@ export class Agent {
     this.desired = new Map([...merged.pods].map(([key, d]) => [key, this.gated(d)]));
     this.desiredByUid = new Map([...this.desired.values()].map((d) => [d.uid, d]));
     for (const uid of this.rollbackTimers.keys()) if (!this.declaredByUid.has(uid)) this.scheduleCheck(uid, undefined);
+    // Records of pods gone while no agent ran: a pod declared again later starts afresh.
+    if (this.sources.every((s) => s.ready) && this.cache.connected) {
+      for (const uid of this.rollbacks.uids()) if (!this.declaredByUid.has(uid) && !this.cache.pod(uid)) this.rollbacks.forget(uid);
+    }
     this.holders = new Map([...merged.pods.values()].map((d) => [d.key, d.origin.source]));
     for (const [uid, d] of this.desiredByUid) {
       const prev = before.get(uid);

@@ -65,6 +65,10 @@ export class RollbackStore {
     writeFileAtomic(path, `${JSON.stringify({ uid, key, ...record }, null, 2)}\n`);
   }
 
+  uids(): string[] {
+    return [...this.records.keys()];
+  }
+
   forget(uid: string): void {
     if (!this.records.delete(uid)) return;
     rmSync(join(this.dir, fileOf(uid)), { force: true });

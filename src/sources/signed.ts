@@ -50,7 +50,7 @@ export function isSignatureFile(path: string): boolean {
  */
 export function checkSignature(bytes: Uint8Array, signature: string | undefined, where: string, policy: SignaturePolicy, source: string): { reason: string } | { signer: Signer } {
   let verdict: { ok: true; signer: Signer } | { ok: false; reason: string };
-  if (signature === undefined) verdict = { ok: false, reason: `no signature (looked for ${where}; sign with: ssh-keygen -Y sign -n podrun -f KEY FILE)` };
+  if (signature === undefined) verdict = { ok: false, reason: `no signature (looked for ${where}; sign with: ssh-keygen -Y sign -n podrun -f KEY < FILE > FILE.sig)` };
   else if (Buffer.byteLength(signature) > MAX_SIGNATURE_BYTES) verdict = { ok: false, reason: `${where} is larger than a signature can be` };
   else verdict = verifySignature(bytes, signature, policy.signers);
   policy.onCheck?.(source, verdict.ok);
