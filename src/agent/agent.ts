@@ -502,7 +502,7 @@ export class Agent {
     }
     const before = this.rollbacks.get(d.uid);
     const now = Date.now();
-    const dec = decideRollback(before, { declared: { version: this.versionOf(d), pod: d.pod }, deadlineMs, ...(observed ? { observed } : {}), now });
+    const dec = decideRollback(before, { declared: { version: this.versionOf(d), pod: d.pod }, deadlineMs, ...(observed ? { observed } : {}), now, engineUp: this.cache.connected });
     if (!sameRecord(before, dec.record)) {
       try {
         this.rollbacks.set(d.uid, d.key, dec.record);

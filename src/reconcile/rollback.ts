@@ -29,6 +29,8 @@ export interface RollbackInput {
   /** How the version that was just synced does; unset when not judged on this turn. */
   observed?: { version: string; readiness: Readiness };
   now: number;
+  /** False while the engine cannot be reached: nothing of an update can start, so its clock does not either. */
+  engineUp?: boolean;
 }
 
 export interface RollbackDecision {
@@ -72,7 +74,10 @@ export function decideRollback(record: RollbackRecord, input: RollbackInput): Ro
   if (r.failed?.version === v) return { record: r, run: 'good' };
   // A new version: a failed one before it is forgotten (its source changed again).
   delete r.failed;
-  if (r.trying?.version !== v) r.trying = { version: v, since: at };
+  if (r.trying?.version !== v) {
+    if (input.engineUp === false) return { record: r, run: 'declared' };
+    r.trying = { version: v, since: at };
+  }
   const deadline = Date.parse(r.trying.since) + deadlineMs;
   if (now < deadline) return { record: r, run: 'declared', checkAt: deadline };
   if (observed?.version !== v || observed.readiness.ready || observed.readiness.reason === undefined) {

@@ -55,6 +55,15 @@ describe('health-gated updates (the rollback decision)', () => {
     expect(decideRollback(ok.record, { declared: v2, deadlineMs: MIN2, observed: { version: 'v2', readiness: failing }, now: T0 + 10 * MIN2 }).run).toBe('declared');
   });
 
+  it('the deadline starts only once the engine can be reached', () => {
+    const away = decideRollback(goodV1, { declared: v2, deadlineMs: MIN2, now: T0, engineUp: false });
+    expect(away).toEqual({ record: goodV1, run: 'declared' });
+    const back = decideRollback(away.record, { declared: v2, deadlineMs: MIN2, now: T0 + 10 * MIN2, engineUp: true });
+    expect(back.record.trying).toEqual({ version: 'v2', since: new Date(T0 + 10 * MIN2).toISOString() });
+    // A version already being tried keeps its clock while the engine is away.
+    expect(decideRollback(back.record, { declared: v2, deadlineMs: MIN2, now: T0 + 11 * MIN2, engineUp: false }).record).toEqual(back.record);
+  });
+
   it('the deadline counts from when the update was first seen, across restarts', () => {
     const restarted: RollbackRecord = { ...goodV1, trying: { version: 'v2', since: new Date(T0).toISOString() } };
     // The agent came back after the deadline and no probe has answered yet: not judged blind.
