@@ -31,10 +31,7 @@ import { mergeOrigins, type Conflict } from '../sources/merge.js';
 import type { PodSource } from '../sources/source.js';
 import { UrlSource } from '../sources/url-source.js';
 import { acquireAgentLock } from './lock.js';
-import { RollbackStore } from './rollback-store.js';
-import { decideRollback, rollbackDeadline, type Readiness, type RollbackRecord } from '../reconcile/rollback.js';
-import { podVersion } from '../manifest/hash.js';
-import { formatDuration, parseDuration } from '../config/duration.js';
+import { HealthGate } from './health-gate.js';
 import type { Signer } from '../sources/sshsig.js';
 import { SIGNATURE_REFUSED, type SignaturePolicy } from '../sources/signed.js';
 
@@ -94,10 +91,6 @@ function redacting(log: Logger): Logger {
 }
 
 
-function sameRecord(a: RollbackRecord, b: RollbackRecord): boolean {
-  return a.good?.version === b.good?.version && a.trying?.version === b.trying?.version && a.trying?.since === b.trying?.since && a.failed?.version === b.failed?.version;
-}
-
 function digestOf(d: DesiredPod): string {
   return JSON.stringify(d.pod);
 }
@@ -117,9 +110,7 @@ export class Agent {
   private desiredByUid = new Map<string, DesiredPod>();
   /** What the sources declare. */
   private declaredByUid = new Map<string, DesiredPod>();
-  private readonly rollbacks: RollbackStore;
-  private readonly rollbackTimers = new Map<string, NodeJS.Timeout>();
-  private readonly versions = new WeakMap<object, string>();
+  private readonly gate: HealthGate;
   private holders = new Map<string, string>();
   private conflicts: Conflict[] = [];
   private readonly reported = new Set<string>();
@@ -155,7 +146,17 @@ export class Agent {
       gc: () => this.gc.counters,
     });
     this.metricsRegistry = m;
-    this.rollbacks = new RollbackStore(o.runtime.stateDir, this.log);
+    this.gate = new HealthGate({
+      stateDir: o.runtime.stateDir,
+      defaultMs: o.rollbackAfterMs ?? 0,
+      log: this.log,
+      engineUp: () => this.cache.connected,
+      wake: (uid) => this.workers.enqueue(uid),
+      rolledBack: (pod, message) => {
+        this.supervisor.events.record(pod, 'Warning', 'RolledBack', message);
+        m.rolledBack(pod.namespace, pod.name);
+      },
+    });
     // Refused here, before anything starts, so a typo in a threshold is a start-up error.
     this.thresholds = parseEvictionThresholds(o.evictionHard ?? DEFAULT_EVICTION_HARD);
     this.runtime = new PodRuntime({
@@ -248,7 +249,7 @@ export class Agent {
     // podrun's own directory: made here, so its source is ready at once (a missing directory
     // would leave it "not loaded yet", and with it every deletion of pods no one declares).
     mkdirSync(appliedDir(this.o.runtime.stateDir), { recursive: true });
-    this.rollbacks.load();
+    this.gate.load();
     await this.cache.start();
     await Promise.all(this.sources.map((s) => s.start(() => this.recompute())));
     this.loaded = true;
@@ -288,7 +289,7 @@ export class Agent {
     this.stopped = true;
     if (this.resyncTimer) clearInterval(this.resyncTimer);
     for (const t of this.gcTimers) clearInterval(t);
-    for (const t of this.rollbackTimers.values()) clearTimeout(t);
+    this.gate.stop();
     await this.closeServer?.();
     await Promise.all(this.sources.map((s) => s.stop()));
     this.stats.stop();
@@ -334,13 +335,9 @@ export class Agent {
     this.recordValidationEvents();
     const before = this.desiredByUid;
     this.declaredByUid = new Map([...merged.pods.values()].map((d) => [d.uid, d]));
-    this.desired = new Map([...merged.pods].map(([key, d]) => [key, this.gated(d)]));
+    this.desired = new Map([...merged.pods].map(([key, d]) => [key, this.gate.gate(d)]));
     this.desiredByUid = new Map([...this.desired.values()].map((d) => [d.uid, d]));
-    for (const uid of this.rollbackTimers.keys()) if (!this.declaredByUid.has(uid)) this.scheduleCheck(uid, undefined);
-    // Records of pods gone while no agent ran: a pod declared again later starts afresh.
-    if (this.sources.every((s) => s.ready) && this.cache.connected) {
-      for (const uid of this.rollbacks.uids()) if (!this.declaredByUid.has(uid) && !this.cache.pod(uid)) this.rollbacks.forget(uid);
-    }
+    this.gate.prune(new Set(this.declaredByUid.keys()), (uid) => this.cache.pod(uid) !== undefined, this.sources.every((s) => s.ready) && this.cache.connected);
     this.holders = new Map([...merged.pods.values()].map((d) => [d.key, d.origin.source]));
     for (const [uid, d] of this.desiredByUid) {
       const prev = before.get(uid);
@@ -463,7 +460,7 @@ export class Agent {
       }
       if (!this.cache.pod(uid)) {
         this.log.info(`pod ${o.namespace}/${o.name}: deleted`, { pod: `${o.namespace}/${o.name}` });
-        this.rollbacks.forget(uid);
+        this.gate.forget(uid);
       }
       return undefined;
     }
@@ -472,72 +469,11 @@ export class Agent {
     // Judge a health-gated update by how the pod does now (unless the sources moved on meanwhile).
     const declared = this.declaredByUid.get(uid);
     if (!declared || this.desiredByUid.get(uid) !== d || !this.cache.connected) return wait;
-    const next = this.gated(declared, { version: this.versionOf(d), readiness: this.supervisor.readiness(d) });
+    const next = this.gate.gate(declared, { version: this.gate.versionOf(d), readiness: this.supervisor.readiness(d) });
     if (next === d || (next.pod === d.pod && next.origin === d.origin)) return wait;
     this.desiredByUid.set(uid, next);
     this.desired.set(next.key, next);
     return 0;
-  }
-
-  private versionOf(d: DesiredPod): string {
-    let v = this.versions.get(d.pod);
-    if (!v) {
-      v = podVersion(d.pod);
-      this.versions.set(d.pod, v);
-    }
-    return v;
-  }
-
-  /**
-   * The version of a declared pod to run: itself, or for an update that was not Ready in time the
-   * last version that was (see reconcile/rollback.ts). The record is stored before anything acts
-   * on it; `observed` is how the version just synced does, when judging.
-   */
-  private gated(d: DesiredPod, observed?: { version: string; readiness: Readiness }): DesiredPod {
-    let deadlineMs: number | undefined;
-    try {
-      deadlineMs = rollbackDeadline(d.pod, this.o.rollbackAfterMs ?? 0, parseDuration);
-    } catch {
-      // Refused at validation; a pod from before that check is not gated.
-    }
-    const before = this.rollbacks.get(d.uid);
-    const now = Date.now();
-    const dec = decideRollback(before, { declared: { version: this.versionOf(d), pod: d.pod }, deadlineMs, ...(observed ? { observed } : {}), now, engineUp: this.cache.connected });
-    if (!sameRecord(before, dec.record)) {
-      try {
-        this.rollbacks.set(d.uid, d.key, dec.record);
-      } catch (err) {
-        // Acted on anyway: after a restart the older record leads to the same verdict again.
-        this.log.error(`pod ${d.key}: cannot store its rollback record: ${(err as Error).message}`, { pod: d.key });
-      }
-    }
-    this.scheduleCheck(d.uid, dec.checkAt);
-    const good = dec.record.good;
-    if (dec.rolledBack && good) {
-      const message = `version ${this.versionOf(d)} was not Ready within ${formatDuration(deadlineMs ?? 0)}: ${dec.rolledBack}; rolled back to version ${good.version}, the last that was Ready (not tried again until its manifest changes)`;
-      this.log.warn(`pod ${d.key}: ${message}`, { pod: d.key });
-      this.supervisor.events.record({ uid: d.uid, name: d.pod.metadata.name, namespace: d.pod.metadata.namespace ?? 'default' }, 'Warning', 'RolledBack', message);
-      this.metricsRegistry.rolledBack(d.pod.metadata.namespace ?? 'default', d.pod.metadata.name);
-    }
-    if (dec.run !== 'good' || !good) return d;
-    const current = this.desiredByUid.get(d.uid);
-    // The same object while nothing changed, so the workers are not woken for nothing.
-    if (current && current.pod === good.pod && current.origin === d.origin) return current;
-    return { ...d, pod: good.pod };
-  }
-
-  /** Wakes the pod's worker at `at` to judge its update again (undefined: no check pending). */
-  private scheduleCheck(uid: string, at: number | undefined): void {
-    const t = this.rollbackTimers.get(uid);
-    if (t) clearTimeout(t);
-    this.rollbackTimers.delete(uid);
-    if (at === undefined || this.stopped) return;
-    const timer = setTimeout(() => {
-      this.rollbackTimers.delete(uid);
-      this.workers.enqueue(uid);
-    }, Math.max(0, at - Date.now()));
-    timer.unref();
-    this.rollbackTimers.set(uid, timer);
   }
 
   /** Every pod the agent knows (desired or present), as v1 Pods with status. */
@@ -555,20 +491,13 @@ export class Agent {
       const sandbox = o.sandboxes[0];
       const podIP = sandbox && isActive(sandbox) && view.spec ? (await this.runtime.sandboxInfo(sandbox.id, view.spec).catch(() => undefined))?.ip : undefined;
       const item = toV1Pod(view, status, { hostIP: this.runtime.hostIP, ...(podIP ? { podIP } : {}) }, observed.has(uid) ? terminating.get(uid) : undefined);
-      const rolledBack = this.rolledBack(uid);
+      const declared = this.declaredByUid.get(uid);
+      const rolledBack = declared ? this.gate.rolledBackReason(declared) : undefined;
       // As a pod's status.reason, kubectl's STATUS column and describe show it.
       if (rolledBack) Object.assign(item.status as Record<string, unknown>, { reason: 'RolledBack', message: rolledBack });
       items.push(item);
     }
     return items;
-  }
-
-  /** Why the pod runs an older version than its source declares, if it does. */
-  private rolledBack(uid: string): string | undefined {
-    const declared = this.declaredByUid.get(uid);
-    const r = this.rollbacks.get(uid);
-    if (!declared || !r.failed || !r.good || r.failed.version !== this.versionOf(declared)) return undefined;
-    return `version ${r.failed.version} was not Ready within ${formatDuration(r.failed.deadlineMs)} (${r.failed.reason}); running version ${r.good.version}, the last that was Ready, until the manifest changes`;
   }
 
   events(uid?: string): PodEvent[] {

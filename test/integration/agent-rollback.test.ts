@@ -118,8 +118,9 @@ describe('health-gated updates', () => {
     expect(took).toBeLessThanOrEqual((DEADLINE_S + PROBE_PERIOD_S) * 1000);
 
     // Shown where an operator looks.
-    const listed = await world.cli('get', 'pods', '-n', ns, name);
-    expect(listed.out).toMatch(new RegExp(`${name}\\s+2/2\\s+RolledBack\\s`));
+    // (Ready again once the restored version's readiness probe has passed.)
+    const listing = new RegExp(`${name}\\s+2/2\\s+RolledBack\\s`);
+    await until('get pods to show the restored version Ready and RolledBack', async () => (listing.test((await world.cli('get', 'pods', '-n', ns, name)).out) ? true : undefined));
     const described = await world.cli('describe', 'pod', '-n', ns, name);
     expect(described.out).toMatch(/Reason:\s+RolledBack/);
     expect(described.out).toMatch(/Message:\s+version \w+ was not Ready within 4s \(container app: readiness probe failed/);
