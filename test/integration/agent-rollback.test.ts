@@ -17,7 +17,7 @@ const DEADLINE_S = 4;
 const PROBE_PERIOD_S = 1;
 
 /** Two containers carrying V; `app` is Ready only when V is not "bad". */
-function pod(name: string, v: string, annotations = `{podrun.io/rollback-after: ${DEADLINE_S}s}`): string {
+function pod(name: string, v: string, annotations = `{podrun.io/rollback-after: ${DEADLINE_S}s}`, appCommand = "[sleep, '3600']"): string {
   return `apiVersion: v1
 kind: Pod
 metadata:
@@ -29,7 +29,7 @@ spec:
   containers:
   - name: app
     image: ${TEST_IMAGE}
-    command: [sleep, '3600']
+    command: ${appCommand}
     env: [{name: V, value: ${v}}]
     readinessProbe:
       exec: {command: [sh, -c, 'test "$V" != bad']}
@@ -187,6 +187,24 @@ describe('health-gated updates', () => {
     await agent.started();
     await pastRelist();
     expect(await createdSince(name, instances)).toEqual([]);
+  });
+
+  it('an update whose container keeps exiting is rolled back with the exit code in the reason', async () => {
+    const dir = join(world.dir, unique('dir'));
+    mkdirSync(dir);
+    const name = unique('crashing');
+    const file = join(dir, `${name}.yaml`);
+    writeFileSync(file, pod(name, 'one'));
+    agent = suite.run(['--manifest-dir', dir]);
+    await agent.started();
+    await runningVersion(name, 'one');
+    await ready(name);
+    await until('v1 to be recorded as Ready', async () => record(name).good?.version);
+    writeFileSync(file, pod(name, 'two', undefined, "[sh, -c, 'exit 3']"));
+    await agent.waitForLog(/was not Ready within 4s: container app (exited with code 3 \(Error\)|is waiting: CrashLoopBackOff.*last exit code 3 \(Error\)); rolled back/);
+    await runningVersion(name, 'one');
+    const described = await world.cli('describe', 'pod', '-n', ns, name);
+    expect(described.out).toMatch(/Warning\s+RolledBack\s+.*container app .*code 3/);
   });
 
   it('a pod without the annotation behaves as the kubelet: the update that is never Ready stays', async () => {
