@@ -2,7 +2,7 @@ import { formatDuration, parseDuration } from '../config/duration.js';
 import type { Logger } from '../log/logger.js';
 import { podVersion } from '../manifest/hash.js';
 import type { DesiredPod } from '../manifest/types.js';
-import { decideRollback, rollbackDeadline, type Readiness, type RollbackRecord } from '../reconcile/rollback.js';
+import { decideRollback, rollbackDeadline, rolledBackMessage, type Readiness, type RollbackRecord } from '../reconcile/rollback.js';
 import type { PodRef } from '../status/events.js';
 import { RollbackStore } from './rollback-store.js';
 
@@ -99,8 +99,7 @@ export class HealthGate {
   /** Why the pod runs an older version than `declared`, if it does: for its status. */
   rolledBackReason(declared: DesiredPod): string | undefined {
     const r = this.store.get(declared.uid);
-    if (!r.failed || !r.good || r.failed.version !== this.versionOf(declared)) return undefined;
-    return `version ${r.failed.version} was not Ready within ${formatDuration(r.failed.deadlineMs)} (${r.failed.reason}); running version ${r.good.version}, the last that was Ready, until the manifest changes`;
+    return r.failed?.version === this.versionOf(declared) ? rolledBackMessage(r) : undefined;
   }
 
   /** Forgets pods no longer declared: their timers, and (when `present` says they are gone) their records. */

@@ -1,4 +1,6 @@
 import { terminatingPods } from '../reconcile/terminating.js';
+import { rolledBackMessage } from '../reconcile/rollback.js';
+import { RollbackStore } from '../agent/rollback-store.js';
 import type { PodRuntime } from '../runtime/runtime.js';
 import { agentGet } from '../server/client.js';
 import type { PodEvent } from '../status/events.js';
@@ -17,6 +19,11 @@ export async function loadPodViews(rt: PodRuntime, stateDir: string): Promise<{ 
   if (fromAgent) return { pods: fromAgent.items, fromAgent: true };
   const observed = await rt.listPods();
   const terminating = terminatingPods(stateDir);
+  // What the agent last decided about health-gated updates, while no agent answers.
+  // (A record that cannot be read just shows nothing here; the agent logs it.)
+  const quiet = (): undefined => undefined;
+  const rollbacks = new RollbackStore(stateDir, { debug: quiet, info: quiet, warn: quiet, error: quiet });
+  rollbacks.load();
   // Every pod at once: each costs a few inspects, answered by the engine in parallel.
   const views = await Promise.all(
     observed.map(async (o) => {
@@ -28,7 +35,10 @@ export async function loadPodViews(rt: PodRuntime, stateDir: string): Promise<{ 
         sandbox?.state === 'running' ? (spec.spec.hostNetwork ? rt.hostIP : sandbox.ip ?? rt.sandboxInfo(sandbox.id, spec).then((s) => s.ip, () => undefined)) : undefined,
       ]);
       const status = podStatus(spec, o, { details: (id) => details.get(id) });
-      return toV1Pod(o, status, { hostIP: rt.hostIP, ...(podIP ? { podIP } : {}) }, terminating.get(o.uid)) as unknown as V1Pod;
+      const pod = toV1Pod(o, status, { hostIP: rt.hostIP, ...(podIP ? { podIP } : {}) }, terminating.get(o.uid)) as unknown as V1Pod;
+      const rolledBack = rolledBackMessage(rollbacks.get(o.uid));
+      if (rolledBack) Object.assign(pod.status, { reason: 'RolledBack', message: rolledBack });
+      return pod;
     }),
   );
   return { pods: views.filter((v): v is V1Pod => v !== undefined), fromAgent: false };

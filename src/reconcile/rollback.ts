@@ -6,6 +6,7 @@
  * The agent persists the record before acting on it, so a restart (a kill -9 mid-update or
  * mid-rollback) picks up the same decision: the pod converges to one of the two versions.
  */
+import { formatDuration } from '../config/duration.js';
 import { ROLLBACK_ANNOTATION } from '../manifest/annotations.js';
 import type { Pod } from '../manifest/types.js';
 import type { ContainerStatusSummary, PodStatusSummary } from '../status/pod-status.js';
@@ -40,6 +41,12 @@ export interface RollbackDecision {
   rolledBack?: string;
   /** When to judge again (the deadline, or soon when the readiness is not known yet). */
   checkAt?: number;
+}
+
+/** The status message of a pod that runs its last Ready version instead of a failed update, if it does. */
+export function rolledBackMessage(r: RollbackRecord): string | undefined {
+  if (!r.failed || !r.good) return undefined;
+  return `version ${r.failed.version} was not Ready within ${formatDuration(r.failed.deadlineMs)} (${r.failed.reason}); running version ${r.good.version}, the last that was Ready, until the manifest changes`;
 }
 
 /** How long a pod may take to be Ready after an update, from its annotation or the default; undefined: not gated. */

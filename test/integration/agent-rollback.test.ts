@@ -126,6 +126,12 @@ describe('health-gated updates', () => {
     expect(described.out).toMatch(/Message:\s+version \w+ was not Ready within 4s \(container app: readiness probe failed/);
     expect(described.out).toMatch(/Warning\s+RolledBack\s+.*rolled back to version/);
 
+    // Without an agent, get pods shows what the agent last decided.
+    await agent.stop();
+    expect((await world.cli('get', 'pods', '-n', ns, name)).out).toMatch(listing);
+    agent = suite.run(['--manifest-dir', dir]);
+    await agent.started();
+
     // Not retried while the source declares it: past a rescan and a relist, and a rewrite of the same bytes.
     const instances = await allInstances(name);
     writeFileSync(file, pod(name, 'bad'));
