@@ -85,6 +85,30 @@ describe('apply and the agent on the same state directory', () => {
     expect(await podContainers(ns, name)).toEqual([]);
   });
 
+  it('delete --grace-period with an agent running stops the pod with that grace period, and the agent does not bring it back', async () => {
+    agent = suite.run([]);
+    await agent.started();
+    const name = unique('graced');
+    // A container that ignores SIGTERM, with a long grace period of its own.
+    const file = world.write(`${name}.yaml`, `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 60
+  containers:
+  - {name: a, image: ${TEST_IMAGE}, command: [sh, -c, 'trap "" TERM; while true; do sleep 1; done']}
+`);
+    expect((await world.cli('apply', file)).code).toBe(0);
+    const t0 = Date.now();
+    const d = await world.cli('delete', '-n', ns, name, '--grace-period', '1');
+    expect(d.code, d.err).toBe(0);
+    // Stopped with the deletion's 1 s, not the pod's 60 s, and not brought back.
+    expect(Date.now() - t0).toBeLessThan(30_000);
+    await pastRelist();
+    expect(await podContainers(ns, name)).toEqual([]);
+    expect(agent.logs()).toContain(`pod ${ns}/${name}: deleted`);
+  });
+
   it('reports the same pod from two files as a conflict and keeps the running one', async () => {
     const dir = join(world.dir, unique('dup'));
     mkdirSync(dir);
