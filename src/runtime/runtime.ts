@@ -328,9 +328,10 @@ export class PodRuntime {
   }
 
   /** Details only an inspect gives: exit reason, times, OOM. */
-  async containerState(id: string): Promise<Docker.ContainerInspectInfo['State'] | undefined> {
+  /** A container's state, and how often the engine restarted it in place (under its own restart policy). */
+  async containerState(id: string): Promise<(Docker.ContainerInspectInfo['State'] & { RestartCount: number }) | undefined> {
     const info = await this.call('inspect container', () => this.docker.getContainer(id).inspect()).catch(() => undefined);
-    return info?.State;
+    return info ? { ...info.State, RestartCount: info.RestartCount ?? 0 } : undefined;
   }
 
   /** When an exited container finished (ms since epoch), for crash backoff. */

@@ -29,6 +29,7 @@ export async function containerDetails(rt: PodRuntime, o: ObservedPod, cache: Ma
         ...(startedAt ? { startedAt } : {}),
         ...(finishedAt ? { finishedAt } : {}),
         ...(message ? { message } : {}),
+        ...(st.RestartCount > 0 ? { engineRestarts: st.RestartCount } : {}),
         exitCode: st.ExitCode,
         oomKilled: st.OOMKilled,
         ...(st.Error ? { error: st.Error } : {}),

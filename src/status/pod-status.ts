@@ -13,6 +13,8 @@ export interface ContainerDetails {
   error?: string;
   /** What the container left at its terminationMessagePath (or its log's tail, on error, if asked). */
   message?: string;
+  /** Restarts the engine made in place under its own restart policy (`apply` without an agent). */
+  engineRestarts?: number;
 }
 
 export interface TerminatedState {
@@ -93,7 +95,8 @@ function containerStatus(
     return { ...base, state: 'waiting', reason: imposed?.reason ?? notYet, ...(imposed ? { message: imposed.message } : {}), restartCount: 0, ready: false, started: false };
   }
   const d = inputs.details?.(c.id);
-  const common = { ...base, restartCount: c.restartCount, containerID: `docker://${c.id}`, ...(d?.startedAt ? { startedAt: d.startedAt } : {}) };
+  // podrun's own restarts are new instances (the label); the engine's are in place (its count).
+  const common = { ...base, restartCount: c.restartCount + (d?.engineRestarts ?? 0), containerID: `docker://${c.id}`, ...(d?.startedAt ? { startedAt: d.startedAt } : {}) };
   if (c.state === 'restarting') {
     // The engine restarts it (no agent): it is crash-looping as far as anyone can tell.
     return { ...common, state: 'waiting', reason: 'CrashLoopBackOff', ready: false, started: false };

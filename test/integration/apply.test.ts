@@ -265,6 +265,27 @@ spec:
     expect(await podContainers(ns, gone)).toEqual([]);
   });
 
+  it('counts the restarts the engine makes without an agent, as kubectl would see them', async () => {
+    const name = unique('crashy');
+    const file = world.write(`${name}.yaml`, `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: a, image: ${TEST_IMAGE}, command: [sh, -c, 'sleep 0.2; exit 1']}
+`);
+    expect((await world.cli('apply', '--no-wait', file)).code).toBe(0);
+    const engineCount = async (): Promise<number> => {
+      const c = (await podContainers(ns, name)).find((x) => x.Labels[LABEL.containerName] === 'a');
+      return c ? (await docker.getContainer(c.Id).inspect()).RestartCount : 0;
+    };
+    await until('the engine to restart it twice', async () => ((await engineCount()) >= 2 ? true : undefined));
+    const pod = JSON.parse((await world.cli('get', 'pods', '-n', ns, name, '-o', 'json')).out) as { status: { containerStatuses: { restartCount: number }[] } };
+    expect(pod.status.containerStatuses[0]?.restartCount).toBeGreaterThanOrEqual(2);
+    expect((await world.cli('delete', '-n', ns, name, '--grace-period', '0')).code).toBe(0);
+  });
+
   it('says clearly when an image with imagePullPolicy Never is missing', async () => {
     const name = unique('noimg');
     const file = world.write(`${name}.yaml`, `apiVersion: v1

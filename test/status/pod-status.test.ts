@@ -49,6 +49,13 @@ describe('podStatus', () => {
     expect(b.lastTerminated).toMatchObject({ exitCode: 137, reason: 'OOMKilled' });
   });
 
+  it('counts restarts the engine made in place (its own restart policy) with podrun\'s own', () => {
+    const d = desired(POD('Always'));
+    const o = observedFor(d, { a: { state: 'restarting', restartCount: 1 } });
+    const s = podStatus(d.pod, o, { details: (id) => (id === o.containers[0]!.id ? { exitCode: 1, engineRestarts: 5 } : {}) });
+    expect(s.containers.map((c) => c.restartCount)).toEqual([6, 0]);
+  });
+
   it('is Pending with PodInitializing until init containers are done', () => {
     const d = desired(`apiVersion: v1
 kind: Pod
