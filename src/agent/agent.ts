@@ -11,7 +11,7 @@ import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatIssue } from '../manifest/errors.js';
 import { OPEN_POLICY, type PodPolicy } from '../manifest/policy.js';
-import type { DesiredPod } from '../manifest/types.js';
+import type { DesiredPod, Pod } from '../manifest/types.js';
 import { PodCache } from '../pleg/cache.js';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from '../reconcile/backoff.js';
 import { PodWorkers } from '../reconcile/workers.js';
@@ -111,6 +111,7 @@ export class Agent {
   /** What the sources declare. */
   private declaredByUid = new Map<string, DesiredPod>();
   private readonly gate: HealthGate;
+  private readonly podIPs = new Map<string, string>();
   private holders = new Map<string, string>();
   private conflicts: Conflict[] = [];
   private readonly reported = new Set<string>();
@@ -476,9 +477,20 @@ export class Agent {
     return 0;
   }
 
+  /** A sandbox's IP, read once: it does not change while the sandbox lives. */
+  private async podIP(sandboxId: string, spec: Pod): Promise<string | undefined> {
+    const known = this.podIPs.get(sandboxId);
+    if (known) return known;
+    const ip = (await this.runtime.sandboxInfo(sandboxId, spec).catch(() => undefined))?.ip;
+    if (ip) this.podIPs.set(sandboxId, ip);
+    return ip;
+  }
+
   /** Every pod the agent knows (desired or present), as v1 Pods with status. */
   async podList(): Promise<Record<string, unknown>[]> {
     const observed = new Map(this.cache.pods().map((p) => [p.uid, p]));
+    const sandboxes = new Set([...observed.values()].flatMap((p) => p.sandboxes.map((c) => c.id)));
+    for (const id of this.podIPs.keys()) if (!sandboxes.has(id)) this.podIPs.delete(id);
     const uids = new Set([...this.desiredByUid.keys(), ...observed.keys()]);
     const items: Record<string, unknown>[] = [];
     const terminating = terminatingPods(this.o.runtime.stateDir);
@@ -489,7 +501,7 @@ export class Agent {
       const status = await this.supervisor.status(d, observed.get(uid));
       if (!status) continue;
       const sandbox = o.sandboxes[0];
-      const podIP = sandbox && isActive(sandbox) && view.spec ? (await this.runtime.sandboxInfo(sandbox.id, view.spec).catch(() => undefined))?.ip : undefined;
+      const podIP = sandbox && isActive(sandbox) && view.spec ? await this.podIP(sandbox.id, view.spec) : undefined;
       const item = toV1Pod(view, status, { hostIP: this.runtime.hostIP, ...(podIP ? { podIP } : {}) }, observed.has(uid) ? terminating.get(uid) : undefined);
       const declared = this.declaredByUid.get(uid);
       const rolledBack = declared ? this.gate.rolledBackReason(declared) : undefined;

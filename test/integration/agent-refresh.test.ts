@@ -16,7 +16,7 @@ afterAll(() => proxy.stop());
 const lists = (): number => proxy.requests.filter((r) => /^GET \/(v[\d.]+\/)?containers\/json$/.test(r)).length;
 
 describe('the agent after acting on a pod', () => {
-  it('creates pods and restarts a killed container without one list call', async () => {
+  it('creates pods and restarts a killed container without one list call, and answers get pods without any engine call', async () => {
     await proxy.start();
     const dir = join(suite.world.dir, 'manifests');
     mkdirSync(dir);
@@ -46,5 +46,19 @@ spec:
     // Past the refresh that follows the restart.
     await new Promise((r) => setTimeout(r, 1000));
     expect(lists()).toBe(atStart);
+
+    // Reading the pods through the agent again asks the engine nothing: what status shows of a
+    // running pod (its IP, its containers' start times) does not change, and is read once.
+    const calls = (): number => proxy.requests.length;
+    const get = async (): Promise<void> => {
+      const r = await suite.world.cli('get', 'pods', '-n', suite.ns, name, '-o', 'json');
+      const pod = JSON.parse(r.out) as { status: { phase: string; podIP?: string } };
+      expect([pod.status.phase, pod.status.podIP]).toEqual(['Running', expect.stringMatching(/^\d+\.\d+\.\d+\.\d+$/)]);
+    };
+    await get();
+    const before = calls();
+    await get();
+    await get();
+    expect(proxy.requests.slice(before).filter((r) => !/\/events|\/_ping|\/version/.test(r))).toEqual([]);
   });
 });
