@@ -15,6 +15,7 @@ import { cliStartup } from './cli.js';
 import { coldApply } from './cold-apply.js';
 import { docker, log, must, onPath, QUICK, REPO, run, table } from './lib.js';
 import { reapply } from './reapply.js';
+import { signatureCost } from './signature.js';
 
 const BEGIN = '<!-- bench:begin (written by npm run bench) -->';
 const END = '<!-- bench:end -->';
@@ -71,6 +72,7 @@ const SCENARIOS: Record<string, (root: string) => Promise<string | string[]>> = 
   reapply,
   agent: agentScenarios,
   cli: cliStartup,
+  signature: signatureCost,
   gc: garbage,
 };
 
