@@ -17,7 +17,7 @@ import { DEFAULT_BACKOFF, type BackoffPolicy } from '../reconcile/backoff.js';
 import { PodWorkers } from '../reconcile/workers.js';
 import { isActive, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
 import type { PodEvent } from '../status/events.js';
-import { toV1Pod } from '../status/v1.js';
+import { markRolledBack, toV1Pod } from '../status/v1.js';
 import { GarbageCollector, type ContainerGcResult, type ImageGcResult } from '../gc/collector.js';
 import type { ContainerGcPolicy, ImageGcPolicy } from '../gc/plan.js';
 import { startServer } from '../server/server.js';
@@ -504,9 +504,8 @@ export class Agent {
       const podIP = sandbox && isActive(sandbox) && view.spec ? await this.podIP(sandbox.id, view.spec) : undefined;
       const item = toV1Pod(view, status, { hostIP: this.runtime.hostIP, ...(podIP ? { podIP } : {}) }, observed.has(uid) ? terminating.get(uid) : undefined);
       const declared = this.declaredByUid.get(uid);
-      const rolledBack = declared ? this.gate.rolledBackReason(declared) : undefined;
-      // As a pod's status.reason, kubectl's STATUS column and describe show it.
-      if (rolledBack) Object.assign(item.status as Record<string, unknown>, { reason: 'RolledBack', message: rolledBack });
+      const rolledBack = declared ? this.gate.rolledBack(declared) : undefined;
+      if (rolledBack) markRolledBack(item, rolledBack);
       items.push(item);
     }
     return items;

@@ -2,7 +2,7 @@ import { formatDuration, parseDuration } from '../config/duration.js';
 import type { Logger } from '../log/logger.js';
 import { podVersion } from '../manifest/hash.js';
 import type { DesiredPod } from '../manifest/types.js';
-import { decideRollback, rollbackDeadline, rolledBackMessage, type Readiness, type RollbackRecord } from '../reconcile/rollback.js';
+import { decideRollback, rollbackDeadline, rolledBack, type Readiness, type RollbackRecord } from '../reconcile/rollback.js';
 import type { PodRef } from '../status/events.js';
 import { RollbackStore } from './rollback-store.js';
 
@@ -97,9 +97,9 @@ export class HealthGate {
   }
 
   /** Why the pod runs an older version than `declared`, if it does: for its status. */
-  rolledBackReason(declared: DesiredPod): string | undefined {
+  rolledBack(declared: DesiredPod): { version: string; message: string } | undefined {
     const r = this.store.get(declared.uid);
-    return r.failed?.version === this.versionOf(declared) ? rolledBackMessage(r) : undefined;
+    return r.failed?.version === this.versionOf(declared) ? rolledBack(r) : undefined;
   }
 
   /** Forgets pods no longer declared: their timers, and (when `present` says they are gone) their records. */

@@ -1,12 +1,12 @@
 import { terminatingPods } from '../reconcile/terminating.js';
-import { rolledBackMessage } from '../reconcile/rollback.js';
+import { rolledBack } from '../reconcile/rollback.js';
 import { RollbackStore } from '../agent/rollback-store.js';
 import type { PodRuntime } from '../runtime/runtime.js';
 import { agentGet } from '../server/client.js';
 import type { PodEvent } from '../status/events.js';
 import { containerDetails } from '../status/details.js';
 import { podStatus } from '../status/pod-status.js';
-import { toV1Pod, type V1Pod } from '../status/v1.js';
+import { markRolledBack, toV1Pod, type V1Pod } from '../status/v1.js';
 
 export type { V1ContainerStatus, V1Pod } from '../status/v1.js';
 
@@ -35,10 +35,10 @@ export async function loadPodViews(rt: PodRuntime, stateDir: string): Promise<{ 
         sandbox?.state === 'running' ? (spec.spec.hostNetwork ? rt.hostIP : sandbox.ip ?? rt.sandboxInfo(sandbox.id, spec).then((s) => s.ip, () => undefined)) : undefined,
       ]);
       const status = podStatus(spec, o, { details: (id) => details.get(id) });
-      const pod = toV1Pod(o, status, { hostIP: rt.hostIP, ...(podIP ? { podIP } : {}) }, terminating.get(o.uid)) as unknown as V1Pod;
-      const rolledBack = rolledBackMessage(rollbacks.get(o.uid));
-      if (rolledBack) Object.assign(pod.status, { reason: 'RolledBack', message: rolledBack });
-      return pod;
+      const pod = toV1Pod(o, status, { hostIP: rt.hostIP, ...(podIP ? { podIP } : {}) }, terminating.get(o.uid));
+      const rb = rolledBack(rollbacks.get(o.uid));
+      if (rb) markRolledBack(pod, rb);
+      return pod as unknown as V1Pod;
     }),
   );
   return { pods: views.filter((v): v is V1Pod => v !== undefined), fromAgent: false };

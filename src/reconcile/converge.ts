@@ -6,7 +6,8 @@ import { computePodActions, hasActions, type PodPlan } from './plan.js';
 import { defaultHostOf, graceOf, removePod, specOf } from './lifecycle.js';
 import { ProbeManager, type ProbeTarget } from '../probe/manager.js';
 import { agentGet } from '../server/client.js';
-import type { V1Pod } from '../status/v1.js';
+import { ROLLED_BACK_VERSION, type V1Pod } from '../status/v1.js';
+import { podVersion } from '../manifest/hash.js';
 import { executePodActions, pruneDeadInstances, type SyncOptions } from './sync.js';
 
 export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
@@ -68,8 +69,10 @@ function describeNotReady(status: PodStatusSummary): string {
 }
 
 /** Readiness as the agent reports it, for an apply that leaves the work to the agent. */
-function agentVerdict(p: V1Pod | undefined): { done: boolean; failed: boolean; message: string } {
+function agentVerdict(p: V1Pod | undefined, version: string): { done: boolean; failed: boolean; message: string } {
   if (!p) return { done: false, failed: false, message: 'not known to the agent yet' };
+  // The agent went back from this very version (a health-gated update): no use waiting for it.
+  if (p.status.reason === 'RolledBack' && p.metadata.annotations?.[ROLLED_BACK_VERSION] === version) return { done: true, failed: true, message: `rolled back: ${p.status.message ?? ''}` };
   const ready = p.status.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
   const notReady = [...(p.status.initContainerStatuses ?? []), ...(p.status.containerStatuses ?? [])]
     .filter((c) => !c.ready)
@@ -108,8 +111,9 @@ export async function waitForPods(
           const s = settled(d, obs, { probes: (id) => probes.state(id) });
           verdict = { done: s.done, failed: s.failed, message: describeNotReady(s.status) };
         } else {
-          const a = agentVerdict(agentPods?.get(d.uid));
-          verdict = { ...a, done: a.done && !hasActions(computePodActions(d, obs)) };
+          const a = agentVerdict(agentPods?.get(d.uid), podVersion(d.pod));
+          // A failure is final whatever still runs (a rolled-back pod runs the older version).
+          verdict = { ...a, done: a.failed || (a.done && !hasActions(computePodActions(d, obs))) };
         }
         last.set(d.uid, verdict.message);
         if (verdict.done) {

@@ -43,10 +43,13 @@ export interface RollbackDecision {
   checkAt?: number;
 }
 
-/** The status message of a pod that runs its last Ready version instead of a failed update, if it does. */
-export function rolledBackMessage(r: RollbackRecord): string | undefined {
+/** The failed version and the status message of a pod that runs its last Ready version instead, if it does. */
+export function rolledBack(r: RollbackRecord): { version: string; message: string } | undefined {
   if (!r.failed || !r.good) return undefined;
-  return `version ${r.failed.version} was not Ready within ${formatDuration(r.failed.deadlineMs)} (${r.failed.reason}); running version ${r.good.version}, the last that was Ready, until the manifest changes`;
+  return {
+    version: r.failed.version,
+    message: `version ${r.failed.version} was not Ready within ${formatDuration(r.failed.deadlineMs)} (${r.failed.reason}); running version ${r.good.version}, the last that was Ready, until the manifest changes`,
+  };
 }
 
 /** How long a pod may take to be Ready after an update, from its annotation or the default; undefined: not gated. */

@@ -95,3 +95,13 @@ export interface V1ContainerStatus {
   lastState?: { terminated?: { exitCode: number; reason?: string; startedAt?: string; finishedAt?: string } };
 }
 
+
+/** On the view of a pod that runs its last Ready version: which version failed (for `apply` to know its own). */
+export const ROLLED_BACK_VERSION = 'podrun.io/rolled-back-version';
+
+/** Marks a v1 Pod view as rolled back: kubectl's STATUS column and describe show the reason. */
+export function markRolledBack(pod: Record<string, unknown>, rb: { version: string; message: string }): void {
+  const metadata = pod.metadata as { annotations?: Record<string, string> };
+  metadata.annotations = { ...(metadata.annotations ?? {}), [ROLLED_BACK_VERSION]: rb.version };
+  Object.assign(pod.status as Record<string, unknown>, { reason: 'RolledBack', message: rb.message });
+}

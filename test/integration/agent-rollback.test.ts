@@ -213,6 +213,25 @@ describe('health-gated updates', () => {
     expect(described.out).toMatch(/Warning\s+RolledBack\s+.*container app .*code 3/);
   });
 
+  it('podrun apply of an update the agent rolls back says so and exits 1, without waiting out its timeout', async () => {
+    agent = suite.run([]);
+    await agent.started();
+    const name = unique('applied');
+    const file = world.write(`${name}.yaml`, pod(name, 'one'));
+    const first = await world.cli('apply', file);
+    expect(first.code, first.err).toBe(0);
+    await until('v1 to be recorded as Ready', async () => record(name).good?.version);
+    world.write(`${name}.yaml`, pod(name, 'bad'));
+    const second = await world.cli('apply', '--timeout', '5m', file);
+    expect(second.code).toBe(1);
+    expect(second.err).toMatch(new RegExp(`pod/${ns}/${name}: failed: rolled back: version \\w+ was not Ready within 4s \\(container app: readiness probe failed`));
+    await runningVersion(name, 'one');
+    // The same update applied again is the same failed version: refused at once, not retried.
+    const third = await world.cli('apply', '--timeout', '5m', file);
+    expect(third.code).toBe(1);
+    expect(third.err).toContain('rolled back');
+  });
+
   it('a pod without the annotation behaves as the kubelet: the update that is never Ready stays', async () => {
     const dir = join(world.dir, unique('dir'));
     mkdirSync(dir);
