@@ -1,6 +1,7 @@
 import { DEFAULT_EVICTION_HARD, parseEvictionThresholds } from '../stats/node.js';
 import { podrunVersion } from '../status/version.js';
 import { isIP } from 'node:net';
+import { dirname, resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EngineRequestError, EngineUnavailableError } from '../runtime/engine-errors.js';
 import { formatDuration, parseDuration } from '../config/duration.js';
@@ -357,7 +358,7 @@ logs keeps a container's stderr on stderr; there are no contexts or kubeconfig (
       for (const issue of loaded.issues) io.err(`podrun: ${formatIssue(issue)}`);
       throw new CommanderError(EXIT.usage, 'podrun.invalidConfig', 'invalid configuration file');
     }
-    applyConfig(loaded.config, program, action.name() === 'run' ? action : undefined);
+    applyConfig(loaded.config, program, action.name() === 'run' ? action : undefined, dirname(resolve(file)));
   });
 
   return program;

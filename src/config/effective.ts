@@ -3,6 +3,7 @@
  * the file fills only what neither a flag nor an environment variable set (flags > environment >
  * file > defaults). The same table prints the effective configuration back in the file's form.
  */
+import { resolve } from 'node:path';
 import { formatDuration, parseDuration } from './duration.js';
 import type { PodrunConfiguration } from './config-file.js';
 
@@ -22,6 +23,8 @@ interface Field {
   scope: 'global' | 'run';
   toOption?: (v: unknown) => unknown;
   toFile?: (v: unknown) => unknown;
+  /** Holds file paths: a relative one is taken from the file's own directory, as the kubelet does. */
+  paths?: true;
 }
 
 const duration = { toOption: (v: unknown) => parseDuration(String(v)), toFile: (v: unknown) => (typeof v === 'number' ? formatDuration(v) : v) };
@@ -29,7 +32,7 @@ const list = { toOption: (v: unknown) => (Array.isArray(v) ? v : [v]), toFile: (
 
 const FIELDS: Field[] = [
   { path: ['containerRuntimeEndpoint'], option: 'dockerHost', scope: 'global' },
-  { path: ['stateDir'], option: 'stateDir', scope: 'global' },
+  { path: ['stateDir'], option: 'stateDir', scope: 'global', paths: true },
   { path: ['runtimeRequestTimeout'], option: 'runtimeRequestTimeout', scope: 'global', ...duration },
   { path: ['podInfraContainerImage'], option: 'pauseImage', scope: 'global' },
   { path: ['network'], option: 'network', scope: 'global' },
@@ -44,7 +47,7 @@ const FIELDS: Field[] = [
     toOption: (v) => (v as string[]).join(','),
     toFile: (v) => String(v).split(',').map((p) => p.trim()).filter(Boolean),
   },
-  { path: ['staticPodPath'], option: 'manifestDir', scope: 'run', ...list },
+  { path: ['staticPodPath'], option: 'manifestDir', scope: 'run', ...list, paths: true },
   { path: ['staticPodURL'], option: 'manifestUrl', scope: 'run', ...list },
   {
     path: ['staticPodURLHeader'],
@@ -61,9 +64,9 @@ const FIELDS: Field[] = [
       return out;
     },
   },
-  { path: ['staticPodURLCA'], option: 'manifestUrlCa', scope: 'run' },
-  { path: ['staticPodURLVerifyKeys'], option: 'manifestUrlVerifyKey', scope: 'run', ...list },
-  { path: ['staticPodPathVerifyKeys'], option: 'manifestDirVerifyKey', scope: 'run', ...list },
+  { path: ['staticPodURLCA'], option: 'manifestUrlCa', scope: 'run', paths: true },
+  { path: ['staticPodURLVerifyKeys'], option: 'manifestUrlVerifyKey', scope: 'run', ...list, paths: true },
+  { path: ['staticPodPathVerifyKeys'], option: 'manifestDirVerifyKey', scope: 'run', ...list, paths: true },
   { path: ['rollbackAfter'], option: 'rollbackAfter', scope: 'run', ...duration },
   { path: ['fileCheckFrequency'], option: 'resyncPeriod', scope: 'run', ...duration },
   { path: ['httpCheckFrequency'], option: 'urlPeriod', scope: 'run', ...duration },
@@ -107,13 +110,21 @@ function set(obj: Record<string, unknown>, path: string[], value: unknown): void
   o[path[path.length - 1]!] = value;
 }
 
-/** Fills, from the file, each option that no flag or environment variable set. */
-export function applyConfig(config: PodrunConfiguration, global: OptionHolder, run: OptionHolder | undefined): void {
+/**
+ * Fills, from the file, each option that no flag or environment variable set. Relative paths in
+ * the file are taken from the file's directory (`fileDir`), as the kubelet's resolveRelativePaths
+ * does (pkg/kubelet/kubeletconfig/configfiles): the file reads the same from any working directory.
+ */
+export function applyConfig(config: PodrunConfiguration, global: OptionHolder, run: OptionHolder | undefined, fileDir?: string): void {
   for (const f of FIELDS) {
     const holder = f.scope === 'global' ? global : run;
     if (!holder) continue;
-    const v = get(config, f.path);
+    let v = get(config, f.path);
     if (v === undefined) continue;
+    if (f.paths && fileDir !== undefined) {
+      const from = (p: unknown): unknown => (typeof p === 'string' && p !== '' ? resolve(fileDir, p) : p);
+      v = Array.isArray(v) ? v.map(from) : from(v);
+    }
     const source = holder.getOptionValueSource(f.option);
     if (source === 'cli' || source === 'env') continue;
     holder.setOptionValueWithSource(f.option, f.toOption ? f.toOption(v) : v, 'config');

@@ -49,6 +49,31 @@ logging: {format: text, verbosity: 4}
 `,
   );
 
+  it('takes relative paths in the file from the file\'s directory, as the kubelet does; flags stay relative to the working directory', async () => {
+    const relative = file(
+      'relative.yaml',
+      `apiVersion: podrun.io/v1alpha1
+kind: PodrunConfiguration
+stateDir: state
+staticPodPath: [manifests, /abs/manifests]
+staticPodURLCA: certs/ca.pem
+staticPodURLVerifyKeys: keys/allowed_signers
+staticPodPathVerifyKeys: [keys/usb.pub]
+`,
+    );
+    const r = await cli('run', '--config', relative, '--print-config');
+    expect(r.err).toBe('');
+    expect(load(r.out)).toMatchObject({
+      stateDir: join(dir, 'state'),
+      staticPodPath: [join(dir, 'manifests'), '/abs/manifests'],
+      staticPodURLCA: join(dir, 'certs/ca.pem'),
+      staticPodURLVerifyKeys: [join(dir, 'keys/allowed_signers')],
+      staticPodPathVerifyKeys: [join(dir, 'keys/usb.pub')],
+    });
+    const flag = await cli('run', '--config', relative, '--print-config', '--manifest-dir', 'here');
+    expect((load(flag.out) as { staticPodPath: string[] }).staticPodPath).toEqual(['here']);
+  });
+
   it('fills what flags and PODRUN_* variables leave unset (flags > environment > file > defaults)', async () => {
     env('PODRUN_PAUSE_IMAGE', 'pause:from-env');
     env('PODRUN_RELIST_PERIOD', '45s');
