@@ -17,7 +17,12 @@ export interface HealthGateOptions {
   wake: (uid: string) => void;
   /** A rollback: its event, and the metric. */
   rolledBack: (pod: PodRef, message: string) => void;
+  /** The wall clock and a monotonic one (ms); for tests. */
+  clock?: { wall: () => number; mono: () => number };
 }
+
+/** An elapsed time across a restart that is negative or longer than this is a clock that jumped. */
+const PLAUSIBLE_MS = 24 * 3600_000;
 
 function sameRecord(a: RollbackRecord, b: RollbackRecord): boolean {
   return a.good?.version === b.good?.version && a.trying?.version === b.trying?.version && a.trying?.since === b.trying?.since && a.failed?.version === b.failed?.version;
@@ -34,10 +39,35 @@ export class HealthGate {
   private readonly versions = new WeakMap<object, string>();
   /** What each pod was last given to run, so an unchanged answer is the same object. */
   private readonly running = new Map<string, DesiredPod>();
+  /** For each update being tried: its `since`, and the monotonic time that stands for it here. */
+  private readonly origins = new Map<string, { since: string; mono: number }>();
   private stopped = false;
+  private readonly wall: () => number;
+  private readonly mono: () => number;
 
   constructor(private readonly o: HealthGateOptions) {
     this.store = new RollbackStore(o.stateDir, o.log);
+    this.wall = o.clock?.wall ?? Date.now;
+    this.mono = o.clock?.mono ?? (() => performance.now());
+  }
+
+  /**
+   * "Now" for a pod's decision, on a clock that does not jump: an update's deadline is counted on
+   * the monotonic clock from its `since`. Appliances without a real-time clock boot in 1970 and
+   * step to today when NTP answers; a wall-clock deadline would then pass (or never come) in an
+   * instant. Across an agent restart the time already spent is taken from the wall clock only when
+   * it is plausible; otherwise the update gets its whole deadline again.
+   */
+  private nowFor(uid: string, record: RollbackRecord, version: string): number {
+    const t = record.trying;
+    if (!t || t.version !== version) return this.wall();
+    let origin = this.origins.get(uid);
+    if (!origin || origin.since !== t.since) {
+      const spent = this.wall() - Date.parse(t.since);
+      origin = { since: t.since, mono: this.mono() - (spent >= 0 && spent <= PLAUSIBLE_MS ? spent : 0) };
+      this.origins.set(uid, origin);
+    }
+    return Date.parse(t.since) + (this.mono() - origin.mono);
   }
 
   load(): void {
@@ -71,7 +101,10 @@ export class HealthGate {
       // Refused at validation; a pod from before that check is not gated.
     }
     const before = this.store.get(d.uid);
-    const dec = decideRollback(before, { declared: { version: this.versionOf(d), pod: d.pod }, deadlineMs, ...(observed ? { observed } : {}), now: Date.now(), engineUp: this.o.engineUp() });
+    const now = this.nowFor(d.uid, before, this.versionOf(d));
+    const dec = decideRollback(before, { declared: { version: this.versionOf(d), pod: d.pod }, deadlineMs, ...(observed ? { observed } : {}), now, engineUp: this.o.engineUp() });
+    if (dec.record.trying && dec.record.trying !== before.trying) this.origins.set(d.uid, { since: dec.record.trying.since, mono: this.mono() });
+    if (!dec.record.trying) this.origins.delete(d.uid);
     if (!sameRecord(before, dec.record)) {
       try {
         this.store.set(d.uid, d.key, dec.record);
@@ -80,7 +113,7 @@ export class HealthGate {
         this.o.log.error(`pod ${d.key}: cannot store its rollback record: ${(err as Error).message}`, { pod: d.key });
       }
     }
-    this.schedule(d.uid, dec.checkAt);
+    this.schedule(d.uid, dec.checkAt === undefined ? undefined : dec.checkAt - now);
     const good = dec.record.good;
     if (dec.rolledBack && good) {
       const message = `version ${this.versionOf(d)} was not Ready within ${formatDuration(deadlineMs ?? 0)}: ${dec.rolledBack}; rolled back to version ${good.version}, the last that was Ready (not tried again until its manifest changes)`;
@@ -106,6 +139,7 @@ export class HealthGate {
   prune(declared: ReadonlySet<string>, present: (uid: string) => boolean, sourcesLoaded: boolean): void {
     for (const uid of [...this.timers.keys()]) if (!declared.has(uid)) this.schedule(uid, undefined);
     for (const uid of [...this.running.keys()]) if (!declared.has(uid)) this.running.delete(uid);
+    for (const uid of [...this.origins.keys()]) if (!declared.has(uid)) this.origins.delete(uid);
     // Records of pods gone while no agent ran: a pod declared again later starts afresh.
     if (sourcesLoaded) for (const uid of this.store.uids()) if (!declared.has(uid) && !present(uid)) this.store.forget(uid);
   }
@@ -114,18 +148,20 @@ export class HealthGate {
   forget(uid: string): void {
     this.schedule(uid, undefined);
     this.running.delete(uid);
+    this.origins.delete(uid);
     this.store.forget(uid);
   }
 
-  private schedule(uid: string, at: number | undefined): void {
+  /** Wakes the pod's worker in `inMs` (undefined: no check pending). */
+  private schedule(uid: string, inMs: number | undefined): void {
     const t = this.timers.get(uid);
     if (t) clearTimeout(t);
     this.timers.delete(uid);
-    if (at === undefined || this.stopped) return;
+    if (inMs === undefined || this.stopped) return;
     const timer = setTimeout(() => {
       this.timers.delete(uid);
       this.o.wake(uid);
-    }, Math.max(0, at - Date.now()));
+    }, Math.max(0, inMs));
     timer.unref();
     this.timers.set(uid, timer);
   }
