@@ -102,7 +102,7 @@ function keyFromBlob(blob: Buffer): { type: string; key: KeyObject } {
   if (type === 'ssh-rsa') {
     const e = unsigned(w.string());
     const n = unsigned(w.string());
-    if (n.length * 8 < 2048 - 8) throw new Error(`an RSA key of ${n.length * 8} bits is too weak (2048 at least, as OpenSSH requires)`);
+    if (n.length * 8 < 2048 - 8) throw new Error(`an RSA key of ${n.length * 8} bits is too weak (podrun requires 2048 bits, as NIST SP 800-131A does)`);
     return { type, key: createPublicKey({ key: { kty: 'RSA', n: b64url(n), e: b64url(e) }, format: 'jwk' }) };
   }
   if (type.includes('-cert-v01@openssh.com')) throw new Error(`certificates (${type}) are not supported; pin the signing key itself`);

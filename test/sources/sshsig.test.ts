@@ -64,6 +64,8 @@ describe('SSH signatures (SSHSIG)', () => {
     expect(() => parseSigners(`ops bogus=1 ${ed}`, 'keys')).toThrow('keys:1: unknown allowed-signers option "bogus"');
     expect(() => parseSigners('ssh-ed25519 AAAAC3NzaC1lZDI1NTE5', 'keys')).toThrow('keys:1: the key is truncated');
     expect(() => parseSigners(`ssh-rsa ${ed.split(' ')[1]}`, 'keys')).toThrow('keys:1: the key says ssh-ed25519, the line says ssh-rsa');
+    expect(() => parseSigners(fixture('rsa1024.pub'), 'keys')).toThrow('keys:1: an RSA key of 1024 bits is too weak (podrun requires 2048 bits, as NIST SP 800-131A does)');
+    expect(() => parseSigners(fixture('ed25519-cert.pub'), 'keys')).toThrow('keys:1: certificates (ssh-ed25519-cert-v01@openssh.com) are not supported; pin the signing key itself');
     expect(() => parseSigners('sk-ssh-ed25519@openssh.com AAAAGnNrLXNzaC1lZDI1NTE5QG9wZW5zc2guY29tAAAAIA==', 'keys')).toThrow(/security-key types/);
   });
 });
