@@ -372,7 +372,10 @@ export class Agent {
   private writeStatus(): void {
     const status = {
       pid: process.pid,
-      sources: this.sources.map((s) => ({ name: s.name, ready: s.ready, errors: s.errors().filter((i) => i.severity === 'error').map(formatIssue) })),
+      sources: this.sources.map((s) => {
+        const signedBy = s.signedBy?.() ?? [];
+        return { name: s.name, ready: s.ready, errors: s.errors().filter((i) => i.severity === 'error').map(formatIssue), ...(signedBy.length ? { signedBy } : {}) };
+      }),
       conflicts: this.conflicts,
       desired: [...this.desired.keys()].sort(),
     };

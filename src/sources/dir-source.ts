@@ -10,7 +10,7 @@ import { isManifestFileName, readManifestFile } from './manifest-files.js';
 import type { OriginPods } from './merge.js';
 import type { PodSource } from './source.js';
 import type { PodPolicy } from '../manifest/policy.js';
-import { checkSignature, isSignatureFile, SIGNATURE_REFUSED, signaturePath, type SignaturePolicy } from './signed.js';
+import { checkSignature, isSignatureFile, SIGNATURE_REFUSED, signaturePath, signerText, type SignaturePolicy } from './signed.js';
 
 export interface DirectorySourceOptions {
   /** Full rescan period, the safety net under the watcher. */
@@ -57,6 +57,8 @@ interface FileState {
   issues: ManifestIssue[];
   /** Read valid at least once: only then does its content say which pods are not wanted. */
   good: boolean;
+  /** Who signed its last good version (with signatures required). */
+  signedBy?: string;
 }
 
 /**
@@ -108,6 +110,10 @@ export class DirectorySource implements PodSource {
 
   snapshot(): OriginPods[] {
     return [...this.files].map(([path, f]) => ({ origin: this.origin(path), pods: f.lastGood }));
+  }
+
+  signedBy(): string[] {
+    return [...this.files].flatMap(([path, f]) => (f.signedBy ? [`${path}: ${f.signedBy}`] : []));
   }
 
   errors(): ManifestIssue[] {
@@ -255,7 +261,7 @@ export class DirectorySource implements PodSource {
       // Most often a write caught between truncate and write. Like an empty URL body, it never
       // deletes pods: removing the file does.
       const issue: ManifestIssue = { file: path, line: 1, column: 1, field: '', message: 'file is empty; keeping its pods (remove the file to delete them)', severity: 'warning' };
-      this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: [issue], good: prev?.good ?? false });
+      this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: [issue], good: prev?.good ?? false, ...(prev?.signedBy ? { signedBy: prev.signedBy } : {}) });
       return;
     }
     // A write may be caught half done, and a prefix of a manifest is often a valid manifest (the
@@ -267,21 +273,23 @@ export class DirectorySource implements PodSource {
       return;
     }
     this.settled.delete(path);
+    let signedBy: string | undefined;
     if (this.o.signatures) {
       const v = checkSignature(read.bytes, signature, signaturePath(path), this.o.signatures, this.origin(path));
       if ('reason' in v) {
         this.setIssue(path, { file: path, line: 1, column: 1, field: '', message: v.reason, severity: 'error' });
         return;
       }
-      this.o.log?.info(`${path}: signature verified (key ${v.signer.fingerprint}, ${v.signer.name || v.signer.from})`, { source: this.name, file: path });
+      signedBy = signerText(v.signer);
+      this.o.log?.info(`${path}: signature verified (key ${signedBy})`, { source: this.name, file: path });
     }
     const r = loadManifestText({ file: path, source: this.origin(path), text }, this.o.policy);
     const errors = r.issues.filter((i) => i.severity === 'error');
     if (errors.length) {
       for (const e of errors) this.o.log?.warn(`${formatIssue(e)} (keeping the last good version)`, { source: this.name, file: e.file });
-      this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: r.issues, good: prev?.good ?? false });
+      this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: r.issues, good: prev?.good ?? false, ...(prev?.signedBy ? { signedBy: prev.signedBy } : {}) });
     } else {
-      this.files.set(path, { digest, lastGood: r.pods, issues: r.issues, good: true });
+      this.files.set(path, { digest, lastGood: r.pods, issues: r.issues, good: true, ...(signedBy ? { signedBy } : {}) });
     }
     this.onChange();
   }
@@ -317,7 +325,7 @@ export class DirectorySource implements PodSource {
     const digest = `issue:${issue.message}`;
     if (prev?.digest === digest) return;
     this.o.log?.warn(`${formatIssue(issue)} (keeping the last good version)`, { source: this.name, file: issue.file });
-    this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: [issue], good: prev?.good ?? false });
+    this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: [issue], good: prev?.good ?? false, ...(prev?.signedBy ? { signedBy: prev.signedBy } : {}) });
     this.onChange();
   }
 

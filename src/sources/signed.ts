@@ -28,6 +28,11 @@ export function loadSigners(files: readonly string[]): Signer[] {
   });
 }
 
+/** A signer as logs and the status name it: its fingerprint, and who (principals or comment). */
+export function signerText(s: Signer): string {
+  return `${s.fingerprint} (${s.name || s.from})`;
+}
+
 /** Where a URL's detached signature is: `.sig` appended to its path, the query kept. */
 export function signatureUrl(url: string): string {
   const u = new URL(url);

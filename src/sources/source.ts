@@ -10,6 +10,8 @@ export interface PodSource {
   snapshot(): OriginPods[];
   /** Current problems (an invalid file keeps its last good pods and shows here). */
   errors(): ManifestIssue[];
+  /** With signatures required: who signed what it serves now, `origin: key (signer)`, for the status. */
+  signedBy?(): string[];
   /** Whether a pod labelled with `source` came from here (to decide who may delete it). */
   owns(source: string): boolean;
   /**

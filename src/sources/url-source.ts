@@ -12,7 +12,7 @@ import type { OriginPods } from './merge.js';
 import { redactText, redactUrl } from './redact.js';
 import type { PodSource } from './source.js';
 import type { PodPolicy } from '../manifest/policy.js';
-import { checkSignature, signatureUrl, type SignaturePolicy } from './signed.js';
+import { checkSignature, signatureUrl, signerText, type SignaturePolicy } from './signed.js';
 
 export interface UrlSourceOptions extends HttpOptions {
   periodMs?: number;
@@ -53,6 +53,8 @@ export class UrlSource implements PodSource {
   private lastModified: string | undefined;
   private bodyDigest: string | undefined;
   private loaded = false;
+  /** Who signed the set in force (with signatures required). */
+  private signer: string | undefined;
   private failures = 0;
   private timer: NodeJS.Timeout | undefined;
   private stopped = false;
@@ -86,6 +88,10 @@ export class UrlSource implements PodSource {
     return this.issues;
   }
 
+  signedBy(): string[] {
+    return this.signer ? [`${this.name}: ${this.signer}`] : [];
+  }
+
   private cachePath(): string {
     return join(this.o.stateDir, 'url-cache', `${createHash('sha256').update(this.url).digest('hex').slice(0, 24)}.json`);
   }
@@ -105,8 +111,9 @@ export class UrlSource implements PodSource {
     try {
       const c = JSON.parse(readFileSync(this.cachePath(), 'utf8')) as CacheFile;
       if (c.url !== this.shown) return;
-      const body = this.verifiedCache(c);
-      if (body !== undefined && this.accept(body, 'cache')) {
+      const verified = this.verifiedCache(c);
+      if (verified && this.accept(verified.text, 'cache')) {
+        this.signer = verified.signer;
         this.etag = c.etag;
         this.lastModified = c.lastModified;
         this.o.log?.warn(`${this.name}: using the cached copy until the URL answers`, { source: this.name });
@@ -121,9 +128,9 @@ export class UrlSource implements PodSource {
    * against the pinned keys (a cache written before they were required, edited on disk, or signed
    * by a key no longer trusted is not used: the box waits for the URL instead).
    */
-  private verifiedCache(c: CacheFile): string | undefined {
+  private verifiedCache(c: CacheFile): { text: string; signer?: string } | undefined {
     const policy = this.o.signatures;
-    if (!policy) return c.body;
+    if (!policy) return { text: c.body };
     if (!c.signed) {
       this.o.log?.warn(`${this.name}: the cached copy is unsigned; not using it (waiting for the URL)`, { source: this.name });
       return undefined;
@@ -136,7 +143,7 @@ export class UrlSource implements PodSource {
       this.o.log?.warn(`${this.name}: the cached copy is not used: ${why} (waiting for the URL)`, { source: this.name });
       return undefined;
     }
-    return decoded.text;
+    return { text: decoded.text, signer: signerText(v.signer) };
   }
 
   /** Validates a body; on success it becomes the current set. Returns whether it was accepted. */
@@ -210,6 +217,7 @@ export class UrlSource implements PodSource {
         return;
       }
       let signed: CacheFile['signed'];
+      let signer: string | undefined;
       if (this.o.signatures) {
         // Before anything of the body is believed: the bytes as served, against their signature.
         const sig = await this.fetchSignature();
@@ -219,12 +227,14 @@ export class UrlSource implements PodSource {
           return;
         }
         signed = { bytes: res.body.toString('base64'), signature: sig.text ?? '' };
-        if (this.bodyDigest !== createHash('sha256').update(body).digest('hex')) this.o.log?.info(`${this.name}: signature verified (key ${v.signer.fingerprint}, ${v.signer.name || v.signer.from})`, { source: this.name });
+        signer = signerText(v.signer);
+        if (this.bodyDigest !== createHash('sha256').update(body).digest('hex')) this.o.log?.info(`${this.name}: signature verified (key ${signer})`, { source: this.name });
       }
       if (!this.accept(body, 'network')) {
         this.fail('invalid manifest', this.issues);
         return;
       }
+      this.signer = signer;
       this.etag = res.etag;
       this.lastModified = res.lastModified;
       const cache: CacheFile = { url: this.shown, body, ...(signed ? { signed } : {}), ...(res.etag ? { etag: res.etag } : {}), ...(res.lastModified ? { lastModified: res.lastModified } : {}) };

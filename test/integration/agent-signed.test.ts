@@ -85,9 +85,12 @@ async function runningWith(name: string, env: string): Promise<string> {
   });
 }
 
+function status(): { sources: { name: string; errors: string[]; signedBy?: string[] }[] } {
+  return JSON.parse(readFileSync(join(world.stateDir, 'agent-status.json'), 'utf8')) as { sources: { name: string; errors: string[]; signedBy?: string[] }[] };
+}
+
 function sourceErrors(): string[] {
-  const s = JSON.parse(readFileSync(join(world.stateDir, 'agent-status.json'), 'utf8')) as { sources: { errors: string[] }[] };
-  return s.sources.flatMap((x) => x.errors);
+  return status().sources.flatMap((x) => x.errors);
 }
 
 describe('signed manifest sets', () => {
@@ -119,7 +122,9 @@ describe('signed manifest sets', () => {
     agent = suite.run(['--manifest-url', server.url, '--manifest-url-verify-key', trusted.pub]);
     await agent.started();
     const first = await runningWith(name, 'one');
-    await agent.waitForLog(/signature verified \(key SHA256:\S+, trusted-\S+@test\)/);
+    await agent.waitForLog(/signature verified \(key SHA256:\S+ \(trusted-\S+@test\)\)/);
+    // Who signed what runs, in the status an operator reads.
+    await until('the signer in agent-status.json', async () => (status().sources.some((x) => x.signedBy?.some((b) => /^url:http:\/\/127\.0\.0\.1:\d+\/pods\.yaml: SHA256:\S+ \(trusted-\S+@test\)$/.test(b))) ? true : undefined));
     const good = await containerIds(ns, name);
 
     const refusals: [string, () => void, RegExp][] = [
@@ -192,6 +197,7 @@ describe('signed manifest sets', () => {
     agent = suite.run(['--manifest-dir', dir, '--manifest-dir-verify-key', trusted.pub]);
     await agent.started();
     const first = await runningWith(signedName, 'one');
+    expect(status().sources.find((x) => x.name === `dir:${dir}`)?.signedBy).toEqual([expect.stringMatching(new RegExp(`^${signedFile}: SHA256:\\S+ \\(dirkey-\\S+@test\\)$`))]);
     await agent.waitForLog(new RegExp(`${unsignedName}\\.yaml:1:1 signature refused: no signature \\(looked for ${dir}/${unsignedName}\\.yaml\\.sig`));
     expect(await podContainers(ns, unsignedName)).toEqual([]);
 
