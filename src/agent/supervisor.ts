@@ -303,7 +303,16 @@ export class PodSupervisor {
   async status(d: DesiredPod | undefined, o: ObservedPod | undefined): Promise<PodStatusSummary | undefined> {
     const pod = d?.pod ?? o?.spec;
     if (!pod) return undefined;
-    if (o) await containerDetails(this.rt, o, this.details);
+    if (o) {
+      // A running container that died after the start we read was restarted in place by the
+      // engine (its own policy, on Podman): a new start, one more restart; read it again.
+      for (const c of o.containers) {
+        const known = this.details.get(c.id)?.startedAt;
+        const died = this.cache.finishedAt(c.id);
+        if (known && died && isActive(c) && died > Date.parse(known)) this.details.delete(c.id);
+      }
+      await containerDetails(this.rt, o, this.details);
+    }
     const uid = d?.uid ?? o?.uid ?? '';
     return podStatus(pod, o, {
       details: (id) => this.details.get(id),

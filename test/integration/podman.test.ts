@@ -38,7 +38,7 @@ spec:
   terminationGracePeriodSeconds: 1
   containers:
   - {name: web, image: ${TEST_IMAGE}, command: [sh, -c, 'mkdir -p /www && echo ok > /www/index.html && exec httpd -f -p 8080 -h /www'], readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}}
-  - {name: side, image: ${TEST_IMAGE}, command: [sleep, '3600']}
+  - {name: side, image: ${TEST_IMAGE}, command: [sh, -c, 'while [ ! -f /tmp/stop ]; do sleep 0.2; done; rm /tmp/stop; exit 1']}
 `);
     const applied = await world.bin(['apply', '-f', file], { env });
     expect(applied.err).toBe('');
@@ -75,6 +75,20 @@ spec:
       const got = await world.bin(['get', 'pods', '-n', ns, name, '--no-headers'], { env });
       return new RegExp(`^${name}\\s+2/2\\s+Running\\s+1\\s`).test(got.out) ? true : undefined;
     }, 20_000);
+
+    // A container that exits by itself is restarted in place by Podman (its policy from apply,
+    // which Podman cannot hand over), and that restart counts in RESTARTS too.
+    const exec = await world.bin(['exec', name, '-n', ns, '-c', 'side', '--', 'touch', '/tmp/stop'], { env });
+    expect(exec.code, exec.err).toBe(0);
+    let listed = '';
+    await until('the pod to be 2/2 with two restarts', async () => {
+      listed = (await world.bin(['get', 'pods', '-n', ns, name, '--no-headers'], { env })).out;
+      return new RegExp(`^${name}\\s+2/2\\s+Running\\s+2\\s`).test(listed) ? true : undefined;
+    }, 20_000).catch(async (e: Error) => {
+      const side = (await ours()).find((c) => c.name === 'side');
+      const inspected = side ? await podman.docker.getContainer(side.Id).inspect() : undefined;
+      throw new Error(`${e.message}\nlast: ${listed}\nside: ${JSON.stringify({ restarts: inspected?.RestartCount, state: inspected?.State.Status })}\n${agent?.logs() ?? ''}`);
+    });
 
     // Deleted whole, sandbox included (Podman refuses to remove a sandbox others joined), and the
     // agent's view follows Podman's events (remove, not destroy), not a relist.
