@@ -271,7 +271,11 @@ export class PodSupervisor {
       return { readiness: !!spec?.readinessProbe, startup: !!spec?.startupProbe };
     };
     const inputs: StatusInputs = {
-      details: (id) => this.details.get(id),
+      // Only what was read after a container finished: details read while it ran say exit code 0.
+      details: (id) => {
+        const known = this.details.get(id);
+        return known?.finishedAt ? known : undefined;
+      },
       // A probed container without a worker yet has not passed: as the kubelet's initial results.
       probes: (id) => {
         const state = this.probes.state(id);

@@ -1,0 +1,35 @@
+import { describe, expect, it } from 'vitest';
+import { PodSupervisor } from '../../src/agent/supervisor.js';
+import type { PodCache } from '../../src/pleg/cache.js';
+import { DEFAULT_BACKOFF } from '../../src/reconcile/backoff.js';
+import type { ObservedPod } from '../../src/runtime/observed.js';
+import type { PodRuntime } from '../../src/runtime/runtime.js';
+import { desired, observedFor } from '../fixtures/pods.js';
+
+const none = (): undefined => undefined;
+const log = { debug: none, info: none, warn: none, error: none };
+
+describe('how the agent judges a gated update', () => {
+  it('quotes the exit code of a container that died after its details were read while it ran', async () => {
+    const d = desired(`apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers: [{name: app, image: busybox:1.36}]
+`);
+    const running = observedFor(d);
+    const app = running.containers[0]!;
+    let now: ObservedPod = running;
+    // The engine as an inspect sees the container: running (exit code 0) until it dies with 3.
+    let state = { Status: 'running', Running: true, ExitCode: 0, StartedAt: '2026-11-30T10:00:00Z', FinishedAt: '0001-01-01T00:00:00Z', OOMKilled: false, Error: '', RestartCount: 0 };
+    const rt = { containerState: async () => state, terminationMessage: async () => undefined } as unknown as PodRuntime;
+    const cache = { pod: () => now, finishedAt: () => undefined } as unknown as PodCache;
+    const supervisor = new PodSupervisor(rt, cache, DEFAULT_BACKOFF, none, log);
+    // Status read while it ran: its details are kept.
+    await supervisor.status(d, running);
+    state = { ...state, Status: 'exited', Running: false, ExitCode: 3, FinishedAt: '2026-11-30T10:00:05Z' };
+    now = { ...running, containers: [{ ...app, state: 'exited', exitCode: 3 }] };
+    expect(supervisor.readiness(d)).toEqual({ ready: false, reason: 'container app exited with code 3 (Error)' });
+    supervisor.stop();
+  });
+});
