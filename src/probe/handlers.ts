@@ -34,6 +34,9 @@ export async function execHandler(a: ExecAction, ctx: HandlerContext): Promise<P
   if (r === 'timeout') return { ok: false, message: `command timed out after ${ctx.timeoutMs / 1000}s` };
   if (r.exitCode === 0) return { ok: true };
   const out = r.output.trim();
+  // The container stopped between the exec's creation and its start: the runtime could not run
+  // the command, which says nothing of the container's health (the kubelet throws such a result away).
+  if (r.exitCode === 126 && /cannot exec in a stopped container|is not running/i.test(out)) throw new Error(`cannot run the command: ${out.slice(0, 200)}`);
   return { ok: false, message: `command exited with ${r.exitCode}${out ? `: ${out.slice(0, 200)}` : ''}` };
 }
 

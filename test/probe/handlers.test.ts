@@ -1,6 +1,6 @@
 import { createServer } from 'node:http';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { grpcStatusOf, httpGetHandler, resolvePort, tcpHandler, type HandlerContext } from '../../src/probe/handlers.js';
+import { execHandler, grpcStatusOf, httpGetHandler, resolvePort, tcpHandler, type HandlerContext } from '../../src/probe/handlers.js';
 
 let port = 0;
 const seen: Record<string, string | undefined>[] = [];
@@ -41,6 +41,14 @@ describe('probe handlers', () => {
     expect(await httpGetHandler({ port, path: '/fail' }, ctx())).toEqual({ ok: false, message: 'HTTP probe failed with statuscode: 500' });
     const slow = await httpGetHandler({ port, path: '/slow' }, ctx());
     expect(slow.ok).toBe(false);
+  });
+
+  it('exec: exit 0 passes, another code fails; a container that stopped under the exec is a prober error, not a failure', async () => {
+    const run = (exitCode: number, output: string): HandlerContext => ctx({ exec: async () => ({ exitCode, output }) });
+    expect(await execHandler({ command: ['true'] }, run(0, ''))).toEqual({ ok: true });
+    expect(await execHandler({ command: ['false'] }, run(1, 'no\n'))).toEqual({ ok: false, message: 'command exited with 1: no' });
+    expect(await execHandler({ command: ['nope'] }, run(126, 'OCI runtime exec failed: exec failed: unable to start container process: exec: "nope": executable file not found in $PATH: unknown'))).toMatchObject({ ok: false });
+    await expect(execHandler({ command: ['true'] }, run(126, 'OCI runtime exec failed: exec failed: cannot exec in a stopped container: unknown'))).rejects.toThrow('cannot run the command');
   });
 
   it('tcpSocket: connect is success, refusal is failure', async () => {
