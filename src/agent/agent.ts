@@ -1,3 +1,4 @@
+import { timerDelay } from '../config/duration.js';
 import { EngineRequestError } from '../runtime/engine-errors.js';
 import { terminatingPods } from '../reconcile/terminating.js';
 import { podrunVersion } from '../status/version.js';
@@ -256,10 +257,10 @@ export class Agent {
     this.loaded = true;
     this.recompute();
     this.closeServer = await startServer(this, { stateDir: this.o.runtime.stateDir, ...(this.o.httpPort ? { port: this.o.httpPort } : {}), log: this.log });
-    this.resyncTimer = setInterval(() => this.enqueueAll(), this.o.relistMs ?? 60_000);
+    this.resyncTimer = setInterval(() => this.enqueueAll(), timerDelay(this.o.relistMs ?? 60_000));
     this.resyncTimer.unref();
     const every = (ms: number, fn: () => Promise<unknown>): void => {
-      const t = setInterval(() => void fn().catch((err: unknown) => this.log.warn(`gc: ${(err as Error).message}`)), ms);
+      const t = setInterval(() => void fn().catch((err: unknown) => this.log.warn(`gc: ${(err as Error).message}`)), timerDelay(ms));
       t.unref();
       this.gcTimers.push(t);
     };

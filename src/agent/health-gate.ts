@@ -1,4 +1,4 @@
-import { formatDuration, parseDuration } from '../config/duration.js';
+import { formatDuration, parseDuration, timerDelay } from '../config/duration.js';
 import type { Logger } from '../log/logger.js';
 import { podVersion } from '../manifest/hash.js';
 import type { DesiredPod } from '../manifest/types.js';
@@ -161,7 +161,7 @@ export class HealthGate {
     const timer = setTimeout(() => {
       this.timers.delete(uid);
       this.o.wake(uid);
-    }, Math.max(0, inMs));
+    }, timerDelay(inMs));
     timer.unref();
     this.timers.set(uid, timer);
   }

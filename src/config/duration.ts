@@ -39,3 +39,11 @@ export function formatDuration(ms: number): string {
   if (m) return `${m}m${s}s`;
   return `${s}s`;
 }
+
+/** The longest delay Node's timers take: a longer one fires after 1 ms instead (a hot loop). */
+export const MAX_TIMER_MS = 2 ** 31 - 1;
+
+/** A delay for setTimeout/setInterval from any duration: at most MAX_TIMER_MS (about 24.8 days; a timer that fires early looks again). */
+export function timerDelay(ms: number): number {
+  return Math.min(Math.max(ms, 0), MAX_TIMER_MS);
+}

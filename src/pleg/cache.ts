@@ -1,3 +1,4 @@
+import { timerDelay } from '../config/duration.js';
 import type { Logger } from '../log/logger.js';
 import { LABEL } from '../runtime/labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../runtime/observed.js';
@@ -58,7 +59,7 @@ export class PodCache {
 
   async start(): Promise<void> {
     await this.connect();
-    this.relistTimer = setInterval(() => void this.relist().catch(() => this.lost()), this.o.relistMs ?? 60_000);
+    this.relistTimer = setInterval(() => void this.relist().catch(() => this.lost()), timerDelay(this.o.relistMs ?? 60_000));
     this.relistTimer.unref();
   }
 

@@ -1,3 +1,4 @@
+import { timerDelay } from '../config/duration.js';
 import type { Container, Probe } from '../manifest/types.js';
 import { runHandler, type ExecRunner, type ProbeResult } from './handlers.js';
 
@@ -85,7 +86,7 @@ class Worker {
 
   private schedule(ms: number): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.tick(), ms);
+    this.timer = setTimeout(() => void this.tick(), timerDelay(ms));
     this.timer.unref();
   }
 

@@ -1,3 +1,5 @@
+import { timerDelay } from '../config/duration.js';
+
 /**
  * One worker per pod, pods in parallel up to a bound. Changes to a pod while it syncs coalesce
  * into one more sync afterwards; a sync may ask to run again later (backoff, retry after error).
@@ -26,7 +28,7 @@ export class PodWorkers {
       const t = setTimeout(() => {
         this.timers.delete(uid);
         this.enqueue(uid);
-      }, afterMs);
+      }, timerDelay(afterMs));
       t.unref();
       this.timers.set(uid, t);
       return;

@@ -6,7 +6,7 @@ import type { Container, Pod } from '../manifest/types.js';
 import { authFor } from './auth.js';
 import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound, type EngineOptions } from './engine.js';
 import { EngineTimeoutError } from './engine-errors.js';
-import { formatDuration } from '../config/duration.js';
+import { formatDuration, timerDelay } from '../config/duration.js';
 import { instanceId, LABEL, MANAGED_BY } from './labels.js';
 import { groupObserved, listedFromInspect, type EngineContainer, type ObservedPod } from './observed.js';
 import { containerCreateOptions, needsImageUser, sandboxCreateOptions, type PodIdentity, type VolumeBacking } from './spec.js';
@@ -184,7 +184,7 @@ export class PodRuntime {
     try {
       // A request the engine never answers must not hold a pod (or a delete) forever.
       const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new EngineTimeoutError(what, formatDuration(timeoutMs))), timeoutMs);
+        timer = setTimeout(() => reject(new EngineTimeoutError(what, formatDuration(timeoutMs))), timerDelay(timeoutMs));
         timer.unref();
       });
       return await Promise.race([fn(), timeout]);
@@ -270,7 +270,7 @@ export class PodRuntime {
     // Non-TTY exec output is multiplexed (stdout/stderr frames).
     this.docker.modem.demuxStream(stream, sink, sink);
     const finished = await new Promise<boolean>((resolve) => {
-      const timer = setTimeout(() => resolve(false), timeoutMs);
+      const timer = setTimeout(() => resolve(false), timerDelay(timeoutMs));
       const done = (): void => {
         clearTimeout(timer);
         resolve(true);

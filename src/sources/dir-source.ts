@@ -1,3 +1,4 @@
+import { timerDelay } from '../config/duration.js';
 import type { Logger } from '../log/logger.js';
 import { createHash } from 'node:crypto';
 import { readdirSync, statSync } from 'node:fs';
@@ -123,7 +124,7 @@ export class DirectorySource implements PodSource {
   async start(onChange: () => void): Promise<void> {
     this.onChange = onChange;
     this.resync();
-    this.timer = setInterval(() => this.resync(), this.o.resyncMs ?? 20_000);
+    this.timer = setInterval(() => this.resync(), timerDelay(this.o.resyncMs ?? 20_000));
     this.timer.unref();
   }
 
@@ -344,7 +345,7 @@ export class DirectorySource implements PodSource {
       }
       this.files.delete(path);
       this.onChange();
-    }, this.o.removeGraceMs ?? 1000);
+    }, timerDelay(this.o.removeGraceMs ?? 1000));
     t.unref();
     this.removals.set(path, t);
   }

@@ -1,3 +1,4 @@
+import { timerDelay } from '../config/duration.js';
 import type { Logger } from '../log/logger.js';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -167,7 +168,7 @@ export class UrlSource implements PodSource {
 
   private schedule(ms: number): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.poll(), ms);
+    this.timer = setTimeout(() => void this.poll(), timerDelay(ms));
     this.timer.unref();
   }
 

@@ -6,6 +6,7 @@
  * nothing for them (with 50 pods, 100 engine calls every 10 s cost about 0.6 % of a core).
  * The writable layer size costs the engine a walk of the layer, so it is read every minute.
  */
+import { timerDelay } from '../config/duration.js';
 import type { ObservedPod } from '../runtime/observed.js';
 import type { EngineStats, PodRuntime } from '../runtime/runtime.js';
 import { Slots } from '../runtime/slots.js';
@@ -59,7 +60,7 @@ export class StatsCollector {
     this.timer = setInterval(() => {
       if (Date.now() - this.lastDemand > (this.o.idleMs ?? 300_000)) this.pause();
       else void this.collect().catch(() => undefined);
-    }, this.o.periodMs ?? 10_000);
+    }, timerDelay(this.o.periodMs ?? 10_000));
     this.timer.unref();
     this.diskTimer = setInterval(() => void this.collectDisk().catch(() => undefined), this.o.diskPeriodMs ?? 60_000);
     this.diskTimer.unref();

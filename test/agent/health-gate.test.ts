@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { HealthGate } from '../../src/agent/health-gate.js';
 import type { DesiredPod, Pod } from '../../src/manifest/types.js';
 
@@ -15,11 +15,11 @@ afterEach(() => {
 const none = (): undefined => undefined;
 const log = { debug: none, info: none, warn: none, error: none };
 
-function declared(v: string): DesiredPod {
+function declared(v: string, after = '4s'): DesiredPod {
   const pod: Pod = {
     apiVersion: 'v1',
     kind: 'Pod',
-    metadata: { name: 'web', namespace: 'default', annotations: { 'podrun.io/rollback-after': '4s' } },
+    metadata: { name: 'web', namespace: 'default', annotations: { 'podrun.io/rollback-after': after } },
     spec: { containers: [{ name: 'app', image: 'busybox', env: [{ name: 'V', value: v }] }] },
   };
   return { key: 'default/web', uid: 'uid-web', pod, origin: { source: 'file:/m/web.yaml', file: '/m/web.yaml', line: 1 } };
@@ -39,6 +39,24 @@ function setup(stateDir = mkdtempSync(join(tmpdir(), 'podrun-gate-'))): { gate: 
 const failing = { ready: false, reason: 'container app: readiness probe failed: no' } as const;
 
 describe('the health gate in the agent', () => {
+  it('a deadline longer than a timer can hold does not wake the pod at once, over and over', async () => {
+    vi.useFakeTimers();
+    try {
+      const stateDir = mkdtempSync(join(tmpdir(), 'podrun-gate-'));
+      dirs.push(stateDir);
+      const woken: string[] = [];
+      const gate = new HealthGate({ stateDir, defaultMs: 0, log, engineUp: () => true, wake: (uid) => void woken.push(uid), rolledBack: none });
+      gates.push(gate);
+      const v1 = declared('one', '1000h');
+      gate.gate(v1, { version: gate.versionOf(v1), readiness: { ready: true } });
+      gate.gate(declared('bad', '1000h'));
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(woken).toEqual([]);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
   it('counts a deadline on a clock that does not jump: a wall clock stepped a day ahead rolls nothing back', () => {
     const { gate, clock, rolledBack } = setup();
     const v1 = declared('one');
