@@ -105,7 +105,7 @@ class Worker {
         containerId: this.target.containerId,
         container: this.target.container,
         defaultHost: this.target.defaultHost,
-        timeoutMs: (this.probe.timeoutSeconds ?? 1) * 1000,
+        timeoutMs: timerDelay((this.probe.timeoutSeconds ?? 1) * 1000),
         exec: this.exec,
       });
     } catch {

@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Agent, interceptors, request, type Dispatcher } from 'undici';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { MAX_MANIFEST_BYTES, size as sizeOf } from '../manifest/limits.js';
+import { timerDelay } from '../config/duration.js';
 
 export interface HttpOptions {
   headers?: Record<string, string>;
@@ -34,7 +35,7 @@ function dispatcherFor(o: HttpOptions): Dispatcher {
 
 /** GETs a manifest URL with a timeout and a body cap; non-2xx (but 304) is an error. */
 export async function httpGet(url: string, o: HttpOptions = {}, conditional: { etag?: string; lastModified?: string } = {}): Promise<HttpResult> {
-  const timeout = o.timeoutMs ?? 10_000;
+  const timeout = timerDelay(o.timeoutMs ?? 10_000);
   const headers: Record<string, string> = { 'user-agent': 'podrun', ...(o.headers ?? {}) };
   // Credentials in the URL become basic auth (as curl does); the request line never carries them.
   const target = new URL(url);

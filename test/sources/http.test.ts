@@ -45,6 +45,11 @@ describe('fetching a manifest URL', () => {
     await expect(httpGet(`${base}/r0`)).rejects.toThrow('HTTP 302: too many redirects (more than 5; a redirect loop?), last to /r6');
   });
 
+  it('a timeout longer than a timer can hold waits (it once aborted every request after 1 ms)', async () => {
+    handler = (_req, res) => void setTimeout(() => res.writeHead(200).end(POD), 50);
+    expect((await httpGet(`${base}/p`, { timeoutMs: 30 * 24 * 3600_000 })).body.toString()).toBe(POD);
+  });
+
   it('refuses a 304 to a request that was not conditional', async () => {
     handler = (_q, res) => res.writeHead(304).end();
     await expect(httpGet(`${base}/p`)).rejects.toThrow('HTTP 304 Not Modified to a request that was not conditional');
