@@ -290,7 +290,7 @@ export class PodSupervisor {
     const latest = o ? latestByName(o) : undefined;
     const reason = notReadyReason(
       s.status,
-      !hasActions(computePodActions(d, o)),
+      s.idle,
       (name) => {
         const id = latest?.get(name)?.id;
         return id ? this.probes.state(id)?.last : undefined;

@@ -157,13 +157,16 @@ export function podStatus(pod: Pod, observed: ObservedPod | undefined, inputs: S
   return { ...base, phase: 'Running', reason: 'containers failed and will be restarted' };
 }
 
-/** Whether `apply` may stop waiting for this pod: Ready and running what the manifest says now, or done. */
-export function settled(d: DesiredPod, observed: ObservedPod | undefined, inputs: StatusInputs = {}): { done: boolean; failed: boolean; status: PodStatusSummary } {
+/**
+ * Whether `apply` may stop waiting for this pod: Ready and running what the manifest says now, or
+ * done. `idle`: nothing is left to stop or start for the manifest as it is now.
+ */
+export function settled(d: DesiredPod, observed: ObservedPod | undefined, inputs: StatusInputs = {}): { done: boolean; failed: boolean; idle: boolean; status: PodStatusSummary } {
   const status = podStatus(d.pod, observed, inputs);
-  if (status.phase === 'Failed') return { done: true, failed: true, status };
-  if (status.phase === 'Succeeded') return { done: true, failed: false, status };
-  const running = status.phase === 'Running' && status.containers.every((c) => c.state === 'running');
   // Running what the manifest says now (an agent may not have caught up yet).
-  const nothingToDo = !hasActions(computePodActions(d, observed));
-  return { done: running && status.ready && nothingToDo, failed: false, status };
+  const idle = !hasActions(computePodActions(d, observed));
+  if (status.phase === 'Failed') return { done: true, failed: true, idle, status };
+  if (status.phase === 'Succeeded') return { done: true, failed: false, idle, status };
+  const running = status.phase === 'Running' && status.containers.every((c) => c.state === 'running');
+  return { done: running && status.ready && idle, failed: false, idle, status };
 }
