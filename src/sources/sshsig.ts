@@ -116,37 +116,32 @@ export function fingerprint(blob: Buffer): string {
 
 const KEY_TYPE = /^(ssh-ed25519|ssh-rsa|ecdsa-sha2-nistp(256|384|521)|sk-\S+|\S+-cert-v01@openssh\.com|ssh-dss)$/;
 
-/** Splits an allowed-signers options field (`a,b="x,y",c`) on commas outside quotes. */
-function splitOptions(s: string): string[] {
-  const out: string[] = [];
+/** Splits `s` where `sep` matches outside double quotes; `open` when a quote is never closed. */
+function splitUnquoted(s: string, sep: RegExp): { parts: string[]; open: boolean } {
+  const parts: string[] = [];
   let cur = '';
-  let quoted = false;
+  let open = false;
   for (const ch of s) {
-    if (ch === '"') quoted = !quoted;
-    if (ch === ',' && !quoted) {
-      out.push(cur);
+    if (ch === '"') open = !open;
+    if (!open && sep.test(ch)) {
+      parts.push(cur);
       cur = '';
     } else cur += ch;
   }
-  if (quoted) throw new Error('unterminated quote in the options');
-  out.push(cur);
-  return out;
+  parts.push(cur);
+  return { parts, open };
 }
 
-/** Splits a line on blanks outside double quotes (allowed-signers options may quote blanks). */
+/** An allowed-signers options field (`a,b="x,y",c`), on commas outside quotes. */
+function splitOptions(s: string): string[] {
+  const { parts, open } = splitUnquoted(s, /,/);
+  if (open) throw new Error('unterminated quote in the options');
+  return parts;
+}
+
+/** A line's fields, on blanks outside double quotes (allowed-signers options may quote blanks). */
 function fields(line: string): string[] {
-  const out: string[] = [];
-  let cur = '';
-  let quoted = false;
-  for (const ch of line) {
-    if (ch === '"') quoted = !quoted;
-    if (/\s/.test(ch) && !quoted) {
-      if (cur) out.push(cur);
-      cur = '';
-    } else cur += ch;
-  }
-  if (cur) out.push(cur);
-  return out;
+  return splitUnquoted(line, /\s/).parts.filter((f) => f !== '');
 }
 
 /** ssh-keygen's allowed-signers time: YYYYMMDD[HHMM[SS]], local time unless it ends in Z. */
