@@ -11,7 +11,7 @@ import { isManifestFileName, readManifestFile } from './manifest-files.js';
 import type { OriginPods } from './merge.js';
 import type { PodSource } from './source.js';
 import type { PodPolicy } from '../manifest/policy.js';
-import { checkSignature, isSignatureFile, SIGNATURE_REFUSED, signaturePath, signerText, type SignaturePolicy } from './signed.js';
+import { checkSignature, SIGNATURE_REFUSED, signaturePath, signedFileOf, signerText, type SignaturePolicy } from './signed.js';
 
 export interface DirectorySourceOptions {
   /** Full rescan period, the safety net under the watcher. */
@@ -152,7 +152,7 @@ export class DirectorySource implements PodSource {
       // We handle editors' rename dances ourselves (removeGraceMs), and want changes at once.
       atomic: false,
       awaitWriteFinish: false,
-      ignored: (path: string) => path !== this.dir && !isManifestFileName(path) && !(this.o.signatures && isSignatureFile(path) && isManifestFileName(path.slice(0, -'.sig'.length))),
+      ignored: (path: string) => path !== this.dir && !isManifestFileName(path) && !(this.o.signatures && isManifestFileName(signedFileOf(path) ?? '')),
     });
     const touch = (path: string): void => this.fileEvent(path);
     this.watcher.on('add', touch).on('change', touch).on('unlink', touch);
@@ -210,7 +210,7 @@ export class DirectorySource implements PodSource {
 
   private fileEvent(path: string): void {
     // A signature's change is its manifest's: read the two together.
-    const full = resolve(this.o.signatures && isSignatureFile(path) ? path.slice(0, -'.sig'.length) : path);
+    const full = resolve((this.o.signatures && signedFileOf(path)) || path);
     if (this.busy.has(full)) {
       this.again.add(full);
       return;

@@ -45,8 +45,9 @@ export function signaturePath(path: string): string {
   return `${path}.sig`;
 }
 
-export function isSignatureFile(path: string): boolean {
-  return path.endsWith('.sig');
+/** The manifest a signature file signs (`FILE` for `FILE.sig`), or undefined for any other file. */
+export function signedFileOf(path: string): string | undefined {
+  return path.endsWith('.sig') ? path.slice(0, -'.sig'.length) : undefined;
 }
 
 /**

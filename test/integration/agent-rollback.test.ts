@@ -91,18 +91,28 @@ async function createdSince(name: string, before: string[]): Promise<string[]> {
   return (await allInstances(name)).filter((id) => !before.includes(id));
 }
 
+/**
+ * A watched directory with pod `prefix-…` at V=one (annotated as `pod` says unless `annotations`
+ * is given), an agent on it, and the pod running and Ready; for a gated pod, recorded as Ready.
+ */
+async function startReady(prefix: string, annotations?: string): Promise<{ dir: string; name: string; file: string; good: string | undefined; started: AgentProcess }> {
+  const dir = join(world.dir, unique('dir'));
+  mkdirSync(dir);
+  const name = unique(prefix);
+  const file = join(dir, `${name}.yaml`);
+  writeFileSync(file, pod(name, 'one', annotations));
+  const started = suite.run(['--manifest-dir', dir]);
+  await started.started();
+  await runningVersion(name, 'one');
+  await ready(name);
+  const good = annotations === undefined ? await until('v1 to be recorded as Ready', async () => record(name).good?.version) : undefined;
+  return { dir, name, file, good, started };
+}
+
 describe('health-gated updates', () => {
   it('an update that is never Ready is rolled back within the deadline plus a probe period, is not retried until it changes, and one that becomes Ready stays', async () => {
-    const dir = join(world.dir, unique('dir'));
-    mkdirSync(dir);
-    const name = unique('gated');
-    const file = join(dir, `${name}.yaml`);
-    writeFileSync(file, pod(name, 'one'));
-    agent = suite.run(['--manifest-dir', dir]);
-    await agent.started();
-    await runningVersion(name, 'one');
-    await ready(name);
-    const good = await until('v1 to be recorded as Ready', async () => record(name).good?.version);
+    const { dir, name, file, good, started } = await startReady('gated');
+    agent = started;
 
     writeFileSync(file, pod(name, 'bad'));
     await runningVersion(name, 'bad');
@@ -152,16 +162,8 @@ describe('health-gated updates', () => {
   });
 
   it('a kill -9 in the middle of an update or of a rollback converges to one of the two versions, never a mix', async () => {
-    const dir = join(world.dir, unique('dir'));
-    mkdirSync(dir);
-    const name = unique('killed');
-    const file = join(dir, `${name}.yaml`);
-    writeFileSync(file, pod(name, 'one'));
-    agent = suite.run(['--manifest-dir', dir]);
-    await agent.started();
-    await runningVersion(name, 'one');
-    await ready(name);
-    await until('v1 to be recorded as Ready', async () => record(name).good?.version);
+    const { dir, name, file, started } = await startReady('killed');
+    agent = started;
 
     // Mid-update: the bad version runs, its deadline not reached; the agent dies.
     writeFileSync(file, pod(name, 'bad'));
@@ -196,16 +198,8 @@ describe('health-gated updates', () => {
   });
 
   it('an update whose container keeps exiting is rolled back with the exit code in the reason', async () => {
-    const dir = join(world.dir, unique('dir'));
-    mkdirSync(dir);
-    const name = unique('crashing');
-    const file = join(dir, `${name}.yaml`);
-    writeFileSync(file, pod(name, 'one'));
-    agent = suite.run(['--manifest-dir', dir]);
-    await agent.started();
-    await runningVersion(name, 'one');
-    await ready(name);
-    await until('v1 to be recorded as Ready', async () => record(name).good?.version);
+    const { name, file, started } = await startReady('crashing');
+    agent = started;
     writeFileSync(file, pod(name, 'bad', undefined, "[sh, -c, 'exit 3']"));
     // Never Ready (its readiness would fail too). At the deadline it is waiting out a crash
     // back-off, or just restarted: either way the reason names the exit code (a container's
@@ -236,15 +230,8 @@ describe('health-gated updates', () => {
   });
 
   it('a pod without the annotation behaves as the kubelet: the update that is never Ready stays', async () => {
-    const dir = join(world.dir, unique('dir'));
-    mkdirSync(dir);
-    const name = unique('plain');
-    const file = join(dir, `${name}.yaml`);
-    writeFileSync(file, pod(name, 'one', '{}'));
-    agent = suite.run(['--manifest-dir', dir]);
-    await agent.started();
-    await runningVersion(name, 'one');
-    await ready(name);
+    const { name, file, started } = await startReady('plain', '{}');
+    agent = started;
     writeFileSync(file, pod(name, 'bad', '{}'));
     const ids = await runningVersion(name, 'bad');
     await new Promise((res) => setTimeout(res, (DEADLINE_S + PROBE_PERIOD_S + 1) * 1000));

@@ -2,11 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
-import { createServer, type Server } from 'node:http';
 import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
 import { AgentSuite, pastRelist, type AgentProcess } from './agent-helpers.js';
-import { agentGetText, containerIds, docker, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
+import { agentGetText, containerIds, docker, podContainers, serveLocal, TEST_IMAGE, unique, until } from './helpers.js';
 
 // Signed manifest sets: what a polled URL or a watched directory serves runs only when a pinned
 // key signed it (ssh-keygen -Y sign -n podrun), and nothing else ever touches the running pods.
@@ -34,11 +33,10 @@ class SignedServer {
   body = '';
   sig: string | undefined;
   requests = 0;
-  private server: Server | undefined;
-  port = 0;
+  private served: Awaited<ReturnType<typeof serveLocal>> | undefined;
 
   async start(): Promise<void> {
-    this.server = createServer((req, res) => {
+    this.served = await serveLocal((req, res) => {
       this.requests++;
       if (req.url === '/pods.yaml.sig') {
         if (this.sig === undefined) res.writeHead(404).end('not found');
@@ -47,20 +45,14 @@ class SignedServer {
       }
       res.writeHead(200, { etag: `"${createHash('sha256').update(this.body).digest('hex').slice(0, 16)}"` }).end(this.body);
     });
-    await new Promise<void>((r) => this.server?.listen(0, '127.0.0.1', () => r()));
-    const addr = this.server.address();
-    this.port = typeof addr === 'object' && addr ? addr.port : 0;
   }
 
   get url(): string {
-    return `http://127.0.0.1:${this.port}/pods.yaml`;
+    return `http://127.0.0.1:${this.served?.port ?? 0}/pods.yaml`;
   }
 
   async close(): Promise<void> {
-    await new Promise<void>((r) => {
-      this.server?.closeAllConnections();
-      this.server?.close(() => r());
-    });
+    await this.served?.close();
   }
 }
 

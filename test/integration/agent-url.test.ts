@@ -1,9 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { createHash } from 'node:crypto';
-import { createServer, type Server } from 'node:http';
 import { LABEL } from '../../src/runtime/labels.js';
 import { AgentSuite, pastRelist, type AgentProcess } from './agent-helpers.js';
-import { containerIds, docker, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
+import { containerIds, docker, podContainers, serveLocal, TEST_IMAGE, unique, until } from './helpers.js';
 
 const suite = new AgentSuite('agenturl');
 const { ns } = suite;
@@ -18,11 +17,14 @@ class ManifestServer {
   requests = 0;
   notModified = 0;
   authorized = 0;
-  private server: Server | undefined;
-  port = 0;
+  private served: Awaited<ReturnType<typeof serveLocal>> | undefined;
+
+  get port(): number {
+    return this.served?.port ?? 0;
+  }
 
   async start(port = 0): Promise<void> {
-    this.server = createServer((req, res) => {
+    this.served = await serveLocal((req, res) => {
       this.requests++;
       if (req.headers['x-token'] === 'secret') this.authorized++;
       const etag = `"${createHash('sha256').update(this.body).digest('hex').slice(0, 16)}"`;
@@ -47,10 +49,7 @@ class ManifestServer {
           }
           res.writeHead(200, { etag, 'content-type': 'application/yaml' }).end(this.body);
       }
-    });
-    await new Promise<void>((r) => this.server?.listen(port, '127.0.0.1', () => r()));
-    const addr = this.server.address();
-    this.port = typeof addr === 'object' && addr ? addr.port : 0;
+    }, port);
   }
 
   get url(): string {
@@ -58,10 +57,7 @@ class ManifestServer {
   }
 
   async close(): Promise<void> {
-    await new Promise<void>((r) => {
-      this.server?.closeAllConnections();
-      this.server?.close(() => r());
-    });
+    await this.served?.close();
   }
 }
 

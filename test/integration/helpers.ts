@@ -3,6 +3,7 @@ import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
+import { createServer as createHttpServer, type RequestListener } from 'node:http';
 import { tmpdir } from 'node:os';
 import { PassThrough } from 'node:stream';
 import { join } from 'node:path';
@@ -181,4 +182,19 @@ export async function agentGetText(stateDir: string, path: string): Promise<stri
     req.on('error', () => resolve(undefined));
     req.end();
   });
+}
+
+/** An HTTP server of the test's own on 127.0.0.1 (port 0: any free one); `close` cuts open connections too. */
+export async function serveLocal(handler: RequestListener, port = 0): Promise<{ port: number; close: () => Promise<void> }> {
+  const server = createHttpServer(handler);
+  await new Promise<void>((r) => server.listen(port, '127.0.0.1', () => r()));
+  const addr = server.address();
+  return {
+    port: typeof addr === 'object' && addr ? addr.port : 0,
+    close: () =>
+      new Promise<void>((r) => {
+        server.closeAllConnections();
+        server.close(() => r());
+      }),
+  };
 }
