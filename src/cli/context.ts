@@ -1,5 +1,5 @@
 import type { PodPolicy } from '../manifest/policy.js';
-import type { PodRuntime } from '../runtime/runtime.js';
+import type { PodRuntime, RuntimeOptions } from '../runtime/runtime.js';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, engine: 3 } as const;
 
@@ -14,6 +14,26 @@ export interface GlobalOptions {
   network: string;
   nodeName?: string;
   nodeIP?: string;
+  /** Log rotation of every container podrun makes (--container-log-max-size, --container-log-max-files). */
+  containerLog?: { maxBytes: number; maxFiles: number };
+  /** The node's resolver configuration that pods inherit (--resolv-conf). */
+  resolvConf?: string;
+}
+
+/** What the engine door needs of the global options: one place, for apply and the agent alike. */
+export function runtimeOptionsOf(g: GlobalOptions): RuntimeOptions {
+  return {
+    ...(g.dockerHost ? { host: g.dockerHost } : {}),
+    ...(g.requestTimeoutMs !== undefined ? { requestTimeoutMs: g.requestTimeoutMs } : {}),
+    stateDir: g.stateDir,
+    pauseImage: g.pauseImage,
+    network: g.network,
+    ...(g.nodeName ? { nodeName: g.nodeName } : {}),
+    ...(g.nodeIP ? { hostIP: g.nodeIP } : {}),
+    ...(g.policy.allowedHostPaths ? { allowedHostPaths: g.policy.allowedHostPaths } : {}),
+    ...(g.containerLog ? { containerLog: g.containerLog } : {}),
+    ...(g.resolvConf ? { resolvConf: g.resolvConf } : {}),
+  };
 }
 
 /** The defaults; PODRUN_STATE_DIR and the like are read as each flag's environment variable. */
@@ -46,13 +66,7 @@ export async function makeRuntime(g: GlobalOptions, io: Io): Promise<PodRuntime>
   const { PodRuntime } = await import('../runtime/runtime.js');
   let last = 0;
   return new PodRuntime({
-    ...(g.dockerHost ? { host: g.dockerHost } : {}),
-    ...(g.requestTimeoutMs !== undefined ? { requestTimeoutMs: g.requestTimeoutMs } : {}),
-    stateDir: g.stateDir,
-    pauseImage: g.pauseImage,
-    network: g.network,
-    ...(g.nodeName ? { nodeName: g.nodeName } : {}),
-    ...(g.nodeIP ? { hostIP: g.nodeIP } : {}),
+    ...runtimeOptionsOf(g),
     ...(io.isTTY
       ? {
           onPullProgress: (image: string, line: string) => {

@@ -1,6 +1,7 @@
 import { DEFAULT_EVICTION_HARD, parseEvictionThresholds } from '../stats/node.js';
 import { podrunVersion } from '../status/version.js';
 import { isIP } from 'node:net';
+import { parseQuantity } from '../manifest/quantity.js';
 import { dirname, resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EngineRequestError, EngineUnavailableError } from '../runtime/engine-errors.js';
@@ -43,6 +44,22 @@ function nonNegativeInt(v: string): number {
   return Number(v);
 }
 
+function logSize(v: string): string {
+  let bytes: number;
+  try {
+    bytes = parseQuantity(v);
+  } catch {
+    bytes = Number.NaN;
+  }
+  if (!Number.isFinite(bytes) || bytes < 1) throw new InvalidArgumentError('must be a size such as 10Mi or 500Ki');
+  return v;
+}
+
+function logFiles(v: string): number {
+  if (!/^\d+$/.test(v) || Number(v) < 2) throw new InvalidArgumentError('must be a whole number, at least 2 (the file being written and one rotated)');
+  return Number(v);
+}
+
 function ip(v: string): string {
   if (!isIP(v)) throw new InvalidArgumentError('must be an IP address');
   return v;
@@ -54,13 +71,21 @@ function bool(v: string): boolean {
 }
 
 function globals(cmd: Command): GlobalOptions {
-  const o = cmd.optsWithGlobals<{ runtimeRequestTimeout: number; dockerHost?: string; stateDir: string; pauseImage: string; network: string; nodeName?: string; nodeIp?: string; allowPrivileged: boolean; allowHostNamespaces: boolean; allowedHostPaths?: string }>();
+  const o = cmd.optsWithGlobals<{
+    runtimeRequestTimeout: number; dockerHost?: string; stateDir: string; pauseImage: string; network: string; nodeName?: string; nodeIp?: string;
+    allowPrivileged: boolean; allowHostNamespaces: boolean; allowedHostPaths?: string; allowedUnsafeSysctls?: string;
+    containerLogMaxSize: string; containerLogMaxFiles: number | string; resolvConf: string;
+  }>();
+  const commaList = (v: string): string[] => v.split(',').map((p) => p.trim()).filter(Boolean);
   return {
     policy: {
       allowPrivileged: o.allowPrivileged,
       allowHostNamespaces: o.allowHostNamespaces,
-      ...(o.allowedHostPaths !== undefined ? { allowedHostPaths: o.allowedHostPaths.split(',').map((p) => p.trim()).filter(Boolean) } : {}),
+      ...(o.allowedHostPaths !== undefined ? { allowedHostPaths: commaList(o.allowedHostPaths) } : {}),
+      ...(o.allowedUnsafeSysctls !== undefined ? { allowedUnsafeSysctls: commaList(o.allowedUnsafeSysctls) } : {}),
     },
+    containerLog: { maxBytes: Math.floor(parseQuantity(logSize(o.containerLogMaxSize))), maxFiles: logFiles(String(o.containerLogMaxFiles)) },
+    resolvConf: o.resolvConf,
     ...(o.dockerHost ? { dockerHost: o.dockerHost } : {}),
     requestTimeoutMs: o.runtimeRequestTimeout,
     stateDir: o.stateDir,
@@ -101,7 +126,11 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .addOption(durationOption('--runtime-request-timeout <duration>', 'how long one engine call may take before podrun gives up on it (a stop: its grace period plus this), as the kubelet\'s', 120_000))
     .option('--allow-privileged <bool>', 'allow privileged containers (true|false)', bool, true)
     .option('--allow-host-namespaces <bool>', 'allow hostNetwork, hostPID and hostIPC (true|false)', bool, true)
-    .option('--allowed-host-paths <paths>', 'comma-separated paths hostPath volumes must be at or below (default: any)')
+    .option('--allowed-host-paths <paths>', 'comma-separated paths hostPath volumes must be at or below, judged where they really lead when mounted (default: any)')
+    .option('--allowed-unsafe-sysctls <patterns>', "comma-separated sysctls (or prefixes ending in *) pods may set beyond the kubelet's safe set, as the kubelet's flag")
+    .addOption(new Option('--container-log-max-size <size>', "a container's log file is rotated at this size, as the kubelet's").argParser(logSize).default('10Mi'))
+    .addOption(new Option('--container-log-max-files <n>', 'log files kept per container, the current one included, as the kubelet\'s').argParser(logFiles).default(5))
+    .addOption(new Option('--resolv-conf <file>', "the resolver configuration pods inherit (their dnsConfig is added to it), as the kubelet's").default('/etc/resolv.conf'))
     .addHelpText(
       'after',
       `

@@ -4,7 +4,7 @@ import { createLogger, levelFromVerbosity, type LogLevel } from '../log/logger.j
 import { sdNotify } from '../agent/notify.js';
 import { loadSigners } from '../sources/signed.js';
 import type { Signer } from '../sources/sshsig.js';
-import { EXIT, type GlobalOptions, type Io } from './context.js';
+import { EXIT, runtimeOptionsOf, type GlobalOptions, type Io } from './context.js';
 
 export interface RunOptions {
   manifestDir: string[];
@@ -74,15 +74,7 @@ export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSi
     write: (line) => io.err(line),
   });
   const agent = new Agent({
-    runtime: {
-      ...(g.dockerHost ? { host: g.dockerHost } : {}),
-      ...(g.requestTimeoutMs !== undefined ? { requestTimeoutMs: g.requestTimeoutMs } : {}),
-      stateDir: g.stateDir,
-      pauseImage: g.pauseImage,
-      network: g.network,
-      ...(g.nodeName ? { nodeName: g.nodeName } : {}),
-      ...(g.nodeIP ? { hostIP: g.nodeIP } : {}),
-    },
+    runtime: runtimeOptionsOf(g),
     manifestDirs: o.manifestDir,
     manifestUrls: o.manifestUrl,
     urlHeaders: headers,

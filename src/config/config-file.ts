@@ -24,6 +24,10 @@ export interface PodrunConfiguration {
   allowPrivileged?: boolean;
   allowHostNamespaces?: boolean;
   allowedHostPaths?: string[];
+  allowedUnsafeSysctls?: string[];
+  containerLogMaxSize?: string;
+  containerLogMaxFiles?: number;
+  resolvConf?: string;
   staticPodPath?: string | string[];
   staticPodURL?: string | string[];
   staticPodURLHeader?: Record<string, string[]>;

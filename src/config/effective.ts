@@ -47,6 +47,16 @@ const FIELDS: Field[] = [
     toOption: (v) => (v as string[]).join(','),
     toFile: (v) => String(v).split(',').map((p) => p.trim()).filter(Boolean),
   },
+  {
+    path: ['allowedUnsafeSysctls'],
+    option: 'allowedUnsafeSysctls',
+    scope: 'global',
+    toOption: (v) => (v as string[]).join(','),
+    toFile: (v) => String(v).split(',').map((p) => p.trim()).filter(Boolean),
+  },
+  { path: ['containerLogMaxSize'], option: 'containerLogMaxSize', scope: 'global' },
+  { path: ['containerLogMaxFiles'], option: 'containerLogMaxFiles', scope: 'global' },
+  { path: ['resolvConf'], option: 'resolvConf', scope: 'global', paths: true },
   { path: ['staticPodPath'], option: 'manifestDir', scope: 'run', ...list, paths: true },
   { path: ['staticPodURL'], option: 'manifestUrl', scope: 'run', ...list },
   {

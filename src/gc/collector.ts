@@ -1,9 +1,10 @@
 import type { Logger } from '../log/logger.js';
-import { readdirSync, rmSync, statfsSync } from 'node:fs';
+import { readdirSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { mapLimit } from '../reconcile/converge.js';
 import type { ObservedPod } from '../runtime/observed.js';
 import type { PodRuntime } from '../runtime/runtime.js';
+import { removeTree } from '../runtime/safe-mount.js';
 import { podDir } from '../runtime/volumes.js';
 import { DEFAULT_CONTAINER_GC, DEFAULT_IMAGE_GC, planContainerGc, planImageGc, type ContainerGcPolicy, type ImageGcPolicy, type ImageInfo, type Removal } from './plan.js';
 
@@ -61,7 +62,7 @@ export class GarbageCollector {
       }
     });
     for (const uid of plan.podsGone) await this.rt.removePodVolumes(uid).catch(() => undefined);
-    if (desired) this.removeOrphanDirs(pods, desired);
+    if (desired) await this.removeOrphanDirs(pods, desired);
     this.counters.containersRemoved += removed;
     this.counters.podsRemoved += plan.podsGone.length;
     this.counters.runs++;
@@ -70,7 +71,7 @@ export class GarbageCollector {
   }
 
   /** emptyDir directories of pods that neither exist nor are wanted. */
-  private removeOrphanDirs(pods: ObservedPod[], desired: ReadonlySet<string>): void {
+  private async removeOrphanDirs(pods: ObservedPod[], desired: ReadonlySet<string>): Promise<void> {
     const known = new Set([...pods.map((p) => p.uid), ...desired]);
     let uids: string[];
     try {
@@ -78,7 +79,7 @@ export class GarbageCollector {
     } catch {
       return;
     }
-    for (const uid of uids) if (!known.has(uid)) rmSync(podDir(this.o.stateDir, uid), { recursive: true, force: true });
+    for (const uid of uids) if (!known.has(uid)) await removeTree(podDir(this.o.stateDir, uid)).catch(() => undefined);
   }
 
   async imageCandidates(): Promise<{ images: ImageInfo[]; usage: { capacity: number; used: number } }> {

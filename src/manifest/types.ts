@@ -124,11 +124,29 @@ export interface Container {
 export type HostPathType =
   | '' | 'DirectoryOrCreate' | 'Directory' | 'FileOrCreate' | 'File' | 'Socket' | 'CharDevice' | 'BlockDevice';
 
+/** One file of a downwardAPI volume: a field of the pod, or a resource of one of its containers. */
+export interface DownwardAPIVolumeFile {
+  path: string;
+  fieldRef?: { apiVersion?: string; fieldPath: string };
+  resourceFieldRef?: { containerName?: string; resource: string; divisor?: Quantity };
+  mode?: number;
+}
+
+export interface DownwardAPIVolumeSource {
+  items?: DownwardAPIVolumeFile[];
+  defaultMode?: number;
+}
+
 export interface Volume {
   name: string;
   hostPath?: { path: string; type?: HostPathType };
   emptyDir?: { medium?: '' | 'Memory'; sizeLimit?: Quantity };
+  downwardAPI?: DownwardAPIVolumeSource;
+  /** Static pods may project the downward API only (the kubelet refuses the other sources). */
+  projected?: { sources?: { downwardAPI?: { items?: DownwardAPIVolumeFile[] } }[]; defaultMode?: number };
 }
+
+export interface PodDNSConfig { nameservers?: string[]; searches?: string[]; options?: { name: string; value?: string }[] }
 
 export interface HostAlias { ip: string; hostnames?: string[] }
 
@@ -140,7 +158,9 @@ export interface PodSpec {
   terminationGracePeriodSeconds?: number;
   activeDeadlineSeconds?: number;
   dnsPolicy?: 'ClusterFirst' | 'ClusterFirstWithHostNet' | 'Default' | 'None';
-  dnsConfig?: { nameservers?: string[]; searches?: string[]; options?: { name: string; value?: string }[] };
+  dnsConfig?: PodDNSConfig;
+  os?: { name: string };
+  hostUsers?: boolean;
   hostNetwork?: boolean;
   hostPID?: boolean;
   hostIPC?: boolean;

@@ -1,6 +1,6 @@
 import { cpus, totalmem } from 'node:os';
 import { milliCpu, parseQuantity } from '../manifest/quantity.js';
-import type { Container, Pod } from '../manifest/types.js';
+import type { Container, DownwardAPIVolumeFile, Pod } from '../manifest/types.js';
 
 /** What the downward API needs that only exists once the sandbox runs. */
 export interface PodRuntimeContext {
@@ -48,6 +48,25 @@ function resourceValue(pod: Pod, self: Container, ref: { containerName?: string;
   }
   const bytes = set !== undefined ? parseQuantity(set) : kind === 'limits' ? totalmem() : 0;
   return String(Math.ceil(bytes / divisor));
+}
+
+/** A map as the kubelet writes it into a downwardAPI file (fieldpath.FormatMap): sorted `key="value"` lines. */
+export function formatMap(m: Record<string, string> | undefined): string {
+  return Object.keys(m ?? {})
+    .sort()
+    .map((k) => `${k}=${JSON.stringify(m?.[k] ?? '')}`)
+    .join('\n');
+}
+
+/** What one file of a downwardAPI volume holds (validation allows only these fields in a volume). */
+export function downwardFileContent(pod: Pod, item: DownwardAPIVolumeFile): string {
+  const path = item.fieldRef?.fieldPath;
+  if (path === 'metadata.labels') return formatMap(pod.metadata.labels);
+  if (path === 'metadata.annotations') return formatMap(pod.metadata.annotations);
+  if (path !== undefined) return fieldValue(pod, path, { podIP: '', hostIP: '', nodeName: '' });
+  const ref = item.resourceFieldRef;
+  const c = [...pod.spec.containers, ...(pod.spec.initContainers ?? [])].find((x) => x.name === ref?.containerName);
+  return ref && c ? resourceValue(pod, c, ref) : '';
 }
 
 /** The container's environment, in order, with downward-API values and $(VAR) expansion. */

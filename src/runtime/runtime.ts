@@ -9,9 +9,11 @@ import { EngineTimeoutError } from './engine-errors.js';
 import { formatDuration, timerDelay } from '../config/duration.js';
 import { instanceId, LABEL, MANAGED_BY } from './labels.js';
 import { groupObserved, listedFromInspect, type EngineContainer, type ObservedPod } from './observed.js';
-import { containerCreateOptions, needsImageUser, sandboxCreateOptions, type PodIdentity, type VolumeBacking } from './spec.js';
+import { containerCreateOptions, mountsToPin, needsImageUser, sandboxCreateOptions, type ContainerOptions, type PodIdentity, type VolumeBacking } from './spec.js';
+import { parseResolvConf, podDns, type ResolvConf } from './dns.js';
 import { Slots } from './slots.js';
-import { prepareTerminationLog, prepareVolumes, removePodVolumes, terminationLogPath } from './volumes.js';
+import { pinMount } from './safe-mount.js';
+import { prepareTerminationLog, prepareVolumes, removePodVolumes, stagingPath, terminationLogPath, writeHostNetworkHosts } from './volumes.js';
 
 export interface RuntimeOptions extends EngineOptions {
   stateDir: string;
@@ -20,6 +22,12 @@ export interface RuntimeOptions extends EngineOptions {
   network?: string;
   nodeName?: string;
   hostIP?: string;
+  /** hostPath volumes only at or below these paths, judged where they really lead when mounted. */
+  allowedHostPaths?: readonly string[];
+  /** Log rotation of every container made (the kubelet's containerLogMaxSize and containerLogMaxFiles). */
+  containerLog?: { maxBytes: number; maxFiles: number };
+  /** The node's resolv.conf that pods inherit (the kubelet's --resolv-conf; default /etc/resolv.conf). */
+  resolvConf?: string;
   /** Pull progress, for a TTY. */
   onPullProgress?: (image: string, line: string) => void;
   /** Engine calls that create, start, remove or list at once (default 4: the engine gains little past that). */
@@ -75,6 +83,15 @@ function oomScoreFloor(endpoint: string): number {
     return eff !== undefined && (BigInt(`0x${eff}`) >> CAP_SYS_RESOURCE) & 1n ? -1000 : 0;
   } catch {
     return -1000;
+  }
+}
+
+/** The node's resolver configuration; one that cannot be read counts as empty, as the kubelet takes it. */
+function nodeResolvConf(path: string): ResolvConf {
+  try {
+    return parseResolvConf(readFileSync(path, 'utf8'));
+  } catch {
+    return { nameservers: [], searches: [], options: [] };
   }
 }
 
@@ -437,12 +454,13 @@ export class PodRuntime {
   }
 
   async prepareVolumes(pod: Pod): Promise<Map<string, VolumeBacking>> {
-    return this.call(`prepare volumes of ${pod.metadata.name}`, () => prepareVolumes(this.docker, this.options.stateDir, pod, this.instance));
+    return this.call(`prepare volumes of ${pod.metadata.name}`, () => prepareVolumes(this.docker, this.options.stateDir, pod, this.instance, this.options.allowedHostPaths));
   }
 
   async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, restartPolicy: string, volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
     await this.ensureImage(this.options.pauseImage, 'IfNotPresent');
-    const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: this.options.network ?? 'bridge', restartPolicy, oomScoreFloor: this.oomScoreFloor, ...(volumes ? { volumes } : {}) });
+    const dns = podDns(pod.spec.dnsPolicy, pod.spec.dnsConfig, nodeResolvConf(this.options.resolvConf ?? '/etc/resolv.conf'), pod.spec.hostNetwork === true);
+    const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: this.options.network ?? 'bridge', restartPolicy, oomScoreFloor: this.oomScoreFloor, ...(volumes ? { volumes } : {}), ...(dns ? { dns } : {}) });
     const refused = (err: unknown): never => {
       throw err instanceof EngineRequestError ? new SandboxError(err.message) : err;
     };
@@ -479,7 +497,13 @@ export class PodRuntime {
     let opts: Docker.ContainerCreateOptions;
     try {
       prepareTerminationLog(terminationLog);
+      const pinned = await this.pinMounts(pod, c, o.volumes);
+      const hostsFile = pod.spec.hostNetwork && pod.spec.hostAliases?.length ? writeHostNetworkHosts(this.options.stateDir, pod) : undefined;
+      const logConfig = await this.logConfig();
       opts = containerCreateOptions(pod, { ...id, instance: this.instance }, c, {
+        pinned,
+        ...(hostsFile ? { hostsFile } : {}),
+        ...(logConfig ? { logConfig } : {}),
         ...(imageUser !== undefined ? { imageUser } : {}),
         terminationLog,
         type: o.type,
@@ -500,6 +524,37 @@ export class PodRuntime {
     this.created(pod, container.id);
     await this.work(`start container ${c.name} of ${id.namespace}/${id.name}`, () => container.start()).catch(refused('RunContainerError'));
     return container.id;
+  }
+
+  private logDriver?: Promise<string>;
+
+  /**
+   * Rotation for the engine's own file drivers (json-file, local), as the kubelet rotates CRI
+   * logs. A node whose engine sends logs elsewhere by default (journald, syslog) keeps that.
+   */
+  private async logConfig(): Promise<ContainerOptions['logConfig']> {
+    const limits = this.options.containerLog;
+    if (!limits) return undefined;
+    this.logDriver ??= this.call('engine info', () => this.docker.info()).then((i) => String(i.LoggingDriver ?? 'json-file'), () => 'json-file');
+    const driver = await this.logDriver;
+    if (driver !== 'json-file' && driver !== 'local') return undefined;
+    return { Type: driver, Config: { 'max-size': String(limits.maxBytes), 'max-file': String(limits.maxFiles) } };
+  }
+
+  /** Checks and pins the container's subPath and allow-listed hostPath mounts (safe-mount.ts). */
+  private async pinMounts(pod: Pod, c: Container, volumes: ReadonlyMap<string, VolumeBacking>): Promise<Map<number, string>> {
+    const out = new Map<number, string>();
+    const allowed = this.options.allowedHostPaths;
+    const mounts = c.volumeMounts ?? [];
+    for (const j of mountsToPin(c, volumes, allowed !== undefined)) {
+      const m = mounts[j];
+      const b = m && volumes.get(m.name);
+      if (!m || b?.kind !== 'bind') continue;
+      const staging = stagingPath(this.options.stateDir, pod.metadata.uid ?? '', m.name, c.name, j);
+      await pinMount({ base: b.path, ...(m.subPath ? { subPath: m.subPath } : {}), ...(b.hostPath && allowed ? { allowed } : {}), what: `volume "${m.name}" of container ${c.name}` }, staging);
+      out.set(j, staging);
+    }
+    return out;
   }
 
   /** SIGTERM (or the image's stop signal), then SIGKILL after `graceSeconds`. Gone already is fine. */

@@ -1,9 +1,9 @@
-import { posix } from 'node:path';
 import type Docker from 'dockerode';
 import { totalmem } from 'node:os';
 import { cpuShares, oomScoreAdj, SANDBOX_OOM_SCORE_ADJ } from '../manifest/qos.js';
 import { milliCpu, parseQuantity } from '../manifest/quantity.js';
 import type { Container, Pod, SecurityContext } from '../manifest/types.js';
+import type { ResolvConf } from './dns.js';
 import { expandVars, resolveEnv, type PodRuntimeContext } from './env.js';
 import { dockerName, LABEL, MANAGED_BY, SANDBOX_NAME } from './labels.js';
 
@@ -21,7 +21,8 @@ export interface PodIdentity {
 }
 
 /** Where each pod volume lives on the engine's host, decided by the I/O layer. */
-export type VolumeBacking = { kind: 'bind'; path: string } | { kind: 'volume'; name: string };
+/** `readOnly`: every mount of it is read-only, whatever the container asks (downwardAPI volumes). */
+export type VolumeBacking = { kind: 'bind'; path: string; hostPath?: boolean; readOnly?: boolean } | { kind: 'volume'; name: string };
 
 export interface SandboxOptions {
   pauseImage: string;
@@ -35,9 +36,15 @@ export interface SandboxOptions {
   network: string;
   /** Engine restart policy: keeps the pod alive when no agent supervises it. */
   restartPolicy: string;
+  /** The resolver the pod gets (dns.ts podDns); undefined: the node's file, copied by the engine. */
+  dns?: ResolvConf;
 }
 
 export interface ContainerOptions {
+  /** A hosts file podrun wrote for the pod (hostNetwork with hostAliases), mounted at /etc/hosts. */
+  hostsFile?: string;
+  /** The engine's log driver and rotation (--container-log-max-size, --container-log-max-files). */
+  logConfig?: { Type: string; Config: Record<string, string> };
   /** A host file for this instance, mounted at terminationMessagePath (the kubelet's termination log). */
   terminationLog?: string;
   /** The image's USER, when the security context needs it (runAsNonRoot, runAsGroup alone). */
@@ -47,6 +54,11 @@ export interface ContainerOptions {
   hash: string;
   sandboxId: string;
   volumes: ReadonlyMap<string, VolumeBacking>;
+  /**
+   * Host paths already checked and pinned (safe-mount.ts), by the mount's index in volumeMounts:
+   * every subPath mount must have one, so an unchecked subPath never reaches the engine.
+   */
+  pinned?: ReadonlyMap<number, string>;
   runtime: PodRuntimeContext;
   restartPolicy: string;
 }
@@ -96,21 +108,21 @@ export function sandboxCreateOptions(pod: Pod, id: PodIdentity, o: SandboxOption
       }
     }
   }
-  const dns = s.dnsConfig;
+  const dns = o.dns;
   const hostConfig: Docker.HostConfig = {
     NetworkMode: s.hostNetwork ? 'host' : o.network,
     PortBindings: bindings,
     IpcMode: s.hostIPC ? 'host' : 'shareable',
     OomScoreAdj: Math.max(o.oomScoreFloor ?? -1000, SANDBOX_OOM_SCORE_ADJ),
     ...(s.hostPID ? { PidMode: 'host' } : {}),
-    ExtraHosts: (s.hostAliases ?? []).flatMap((a) => (a.hostnames ?? []).map((h) => `${h}:${a.ip}`)),
+    // On the host network the engine would write a fresh /etc/hosts for the aliases, dropping the
+    // node's own names; podrun writes the node's file plus the aliases instead (ContainerOptions.hostsFile).
+    ...(s.hostNetwork ? {} : { ExtraHosts: (s.hostAliases ?? []).flatMap((a) => (a.hostnames ?? []).map((h) => `${h}:${a.ip}`)) }),
     RestartPolicy: { Name: o.restartPolicy },
-    ...(dns?.nameservers?.length ? { Dns: dns.nameservers } : {}),
-    // dnsPolicy None: the pod's dnsConfig and nothing of the host's (`.` means no search list).
-    // ClusterFirst and ClusterFirstWithHostNet fall back to Default, as the kubelet does with no
-    // cluster DNS: the host's resolv.conf, with dnsConfig added.
-    ...(dns?.searches?.length ? { DnsSearch: dns.searches } : s.dnsPolicy === 'None' ? { DnsSearch: ['.'] } : {}),
-    ...(dns?.options?.length ? { DnsOptions: dns.options.map((x) => (x.value !== undefined ? `${x.name}:${x.value}` : x.name)) } : {}),
+    // The merged resolver (dns.ts): the node's, with the pod's dnsConfig added; `.` means no search list.
+    ...(dns?.nameservers.length ? { Dns: dns.nameservers } : {}),
+    ...(dns ? { DnsSearch: dns.searches.length ? dns.searches : ['.'] } : {}),
+    ...(dns?.options.length ? { DnsOptions: dns.options } : {}),
     ...(s.securityContext?.sysctls?.length ? { Sysctls: Object.fromEntries(s.securityContext.sysctls.map((x) => [x.name, x.value])) } : {}),
     // The engine unmounts a tmpfs volume when its last container stops, which would empty a
     // `medium: Memory` emptyDir whenever its only container restarts; the sandbox holds it open.
@@ -177,7 +189,9 @@ function securityOf(pod: Pod, sc: SecurityContext | undefined, imageUser?: strin
 function resourcesOf(c: Container): Partial<Docker.HostConfig> {
   const out: Partial<Docker.HostConfig> = {};
   const mem = c.resources?.limits?.memory;
-  if (mem !== undefined) out.Memory = Math.floor(parseQuantity(mem));
+  // The kubelet runs containers without swap (NoSwap: the swap limit is the memory limit); the
+  // engine's default would let a container use as much swap again as its limit.
+  if (mem !== undefined) out.Memory = out.MemorySwap = Math.floor(parseQuantity(mem));
   const cpuLimit = c.resources?.limits?.cpu;
   if (cpuLimit !== undefined) out.NanoCpus = milliCpu(cpuLimit) * 1_000_000;
   // The kubelet's shares: the request (else the limit) in millicores * 1024 / 1000, and 2 (the
@@ -188,16 +202,25 @@ function resourcesOf(c: Container): Partial<Docker.HostConfig> {
 
 const PROPAGATION = { None: 'rprivate', HostToContainer: 'rslave', Bidirectional: 'rshared' } as const;
 
-function mountsOf(c: Container, volumes: ReadonlyMap<string, VolumeBacking>): Docker.MountSettings[] {
-  return (c.volumeMounts ?? []).map((m) => {
+/** Which of the container's mounts must be pinned before the engine sees them (by index). */
+export function mountsToPin(c: Container, volumes: ReadonlyMap<string, VolumeBacking>, allowList: boolean): number[] {
+  return (c.volumeMounts ?? []).flatMap((m, j) => {
+    const b = volumes.get(m.name);
+    return b?.kind === 'bind' && (m.subPath || (b.hostPath && allowList)) ? [j] : [];
+  });
+}
+
+function mountsOf(c: Container, volumes: ReadonlyMap<string, VolumeBacking>, pinned: ReadonlyMap<number, string>): Docker.MountSettings[] {
+  return (c.volumeMounts ?? []).map((m, j) => {
     const backing = volumes.get(m.name);
     if (!backing) throw new Error(`volume ${m.name} has no backing`);
-    const readOnly = m.readOnly === true;
+    const readOnly = m.readOnly === true || (backing.kind === 'bind' && backing.readOnly === true);
     if (backing.kind === 'volume') {
       if (m.subPath) throw new Error(`subPath is not supported on a medium: Memory emptyDir (volume ${m.name})`);
       return { Type: 'volume', Source: backing.name, Target: m.mountPath, ReadOnly: readOnly };
     }
-    const source = m.subPath ? posix.join(backing.path, m.subPath) : backing.path;
+    const source = pinned.get(j) ?? backing.path;
+    if (m.subPath && !pinned.has(j)) throw new Error(`subPath ${JSON.stringify(m.subPath)} of volume ${m.name} was not checked`);
     return {
       Type: 'bind',
       Source: source,
@@ -220,9 +243,11 @@ export function containerCreateOptions(pod: Pod, id: PodIdentity, c: Container, 
     IpcMode: s.hostIPC ? 'host' : sandbox,
     ...(s.hostPID ? { PidMode: 'host' } : s.shareProcessNamespace ? { PidMode: sandbox } : {}),
     Mounts: [
-      ...mountsOf(c, o.volumes),
+      ...mountsOf(c, o.volumes, o.pinned ?? new Map()),
       ...(o.terminationLog ? [{ Type: 'bind' as const, Source: o.terminationLog, Target: c.terminationMessagePath ?? '/dev/termination-log', ReadOnly: false }] : []),
+      ...(o.hostsFile ? [{ Type: 'bind' as const, Source: o.hostsFile, Target: '/etc/hosts', ReadOnly: false }] : []),
     ],
+    ...(o.logConfig ? { LogConfig: o.logConfig } : {}),
     RestartPolicy: { Name: o.restartPolicy },
     ...resourcesOf(c),
     OomScoreAdj: Math.max(o.runtime.oomScoreFloor ?? -1000, oomScoreAdj(pod, c, o.runtime.nodeMemoryBytes ?? totalmem())),

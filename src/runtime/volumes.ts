@@ -1,9 +1,11 @@
-import { chmodSync, closeSync, mkdirSync, openSync, rmSync, statSync, type Stats } from 'node:fs';
-import { dirname, join, posix } from 'node:path';
+import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync, type Stats } from 'node:fs';
+import { dirname, join } from 'node:path';
 import type Docker from 'dockerode';
 import { parseQuantity } from '../manifest/quantity.js';
 import type { HostPathType, Pod, Volume } from '../manifest/types.js';
+import { downwardFileContent } from './env.js';
 import { LABEL, MANAGED_BY } from './labels.js';
+import { allowedRoots, inside, MountRefused, removeTree } from './safe-mount.js';
 import type { VolumeBacking } from './spec.js';
 
 export function podDir(stateDir: string, uid: string): string {
@@ -18,12 +20,37 @@ function statOrUndefined(path: string): Stats | undefined {
   }
 }
 
-/** The kubelet's hostPath type rules: create what `*OrCreate` asks for, check the rest. */
-export function prepareHostPath(volume: string, path: string, type: HostPathType): void {
+/** The deepest part of `path` that exists, resolved: where a mkdir -p of `path` would start. */
+function existingAncestor(path: string): string {
+  for (let p = path; ; p = dirname(p)) {
+    if (statOrUndefined(p)) return realpathOf(p);
+    if (p === '/') return '/';
+  }
+}
+
+function realpathOf(p: string): string {
+  try {
+    return realpathSync(p);
+  } catch {
+    return p;
+  }
+}
+
+/**
+ * The kubelet's hostPath type rules: create what `*OrCreate` asks for, check the rest. With an
+ * allow-list, nothing is created unless the part that exists already resolves to an allowed path.
+ */
+export function prepareHostPath(volume: string, path: string, type: HostPathType, allowed?: readonly string[]): void {
   const st = statOrUndefined(path);
   const fail = (what: string): never => {
     throw new Error(`hostPath volume "${volume}": ${path} ${what}`);
   };
+  if (!st && allowed && (type === '' || type === 'DirectoryOrCreate' || type === 'FileOrCreate')) {
+    const from = existingAncestor(path);
+    if (!allowedRoots(allowed).some((r) => inside(from, r))) {
+      throw new MountRefused(`hostPath volume "${volume}": ${path} would be created through ${from}, which is not under an allowed host path (--allowed-host-paths=${allowed.join(',')})`);
+    }
+  }
   switch (type) {
     case '':
       // No checks asked for; a missing path becomes a directory, as `docker run -v` and dockershim did.
@@ -90,13 +117,15 @@ async function ensureMemoryVolume(docker: Docker, uid: string, v: Volume, instan
  * directory under the state dir (so it survives container restarts and goes with the pod);
  * `medium: Memory` is an engine tmpfs volume that all the pod's containers share.
  */
-export async function prepareVolumes(docker: Docker, stateDir: string, pod: Pod, instance: string): Promise<Map<string, VolumeBacking>> {
+export async function prepareVolumes(docker: Docker, stateDir: string, pod: Pod, instance: string, allowedHostPaths?: readonly string[]): Promise<Map<string, VolumeBacking>> {
   const uid = pod.metadata.uid ?? '';
   const out = new Map<string, VolumeBacking>();
   for (const v of pod.spec.volumes ?? []) {
     if (v.hostPath) {
-      prepareHostPath(v.name, v.hostPath.path, v.hostPath.type ?? '');
-      out.set(v.name, { kind: 'bind', path: v.hostPath.path });
+      prepareHostPath(v.name, v.hostPath.path, v.hostPath.type ?? '', allowedHostPaths);
+      out.set(v.name, { kind: 'bind', path: v.hostPath.path, hostPath: true });
+    } else if (v.downwardAPI || v.projected) {
+      out.set(v.name, { kind: 'bind', path: writeDownwardApiVolume(stateDir, pod, v), readOnly: true });
     } else if (v.emptyDir?.medium === 'Memory') {
       out.set(v.name, { kind: 'volume', name: await ensureMemoryVolume(docker, uid, v, instance) });
     } else {
@@ -108,21 +137,62 @@ export async function prepareVolumes(docker: Docker, stateDir: string, pod: Pod,
       out.set(v.name, { kind: 'bind', path: dir });
     }
   }
-  // A subPath that does not exist yet is created as a directory, as the kubelet does.
-  for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) {
-    for (const m of c.volumeMounts ?? []) {
-      const b = out.get(m.name);
-      if (!m.subPath || b?.kind !== 'bind') continue;
-      const target = posix.join(b.path, m.subPath);
-      if (!statOrUndefined(target)) mkdirSync(target, { recursive: true, mode: 0o755 });
-    }
-  }
   return out;
 }
 
-/** Removes the pod's emptyDir directories and memory volumes. */
+/**
+ * Where a container's mount is pinned when its source had to be checked (a subPath, or a hostPath
+ * under an allow-list): the kubelet's `volume-subpaths/<volume>/<container>/<index>`.
+ */
+export function stagingPath(stateDir: string, uid: string, volume: string, container: string, index: number): string {
+  return join(podDir(stateDir, uid), 'volume-subpaths', volume, container, String(index));
+}
+
+/**
+ * A downwardAPI volume (or a projection of downwardAPI items): one file per item, written whole
+ * and renamed into place so a reader never sees half a file; the containers mount it read-only.
+ */
+export function writeDownwardApiVolume(stateDir: string, pod: Pod, v: Volume): string {
+  const dir = join(podDir(stateDir, pod.metadata.uid ?? ''), 'volumes', 'downward-api', v.name);
+  mkdirSync(dir, { recursive: true, mode: 0o755 });
+  chmodSync(dir, 0o755);
+  const sets = v.downwardAPI ? [{ items: v.downwardAPI.items ?? [], mode: v.downwardAPI.defaultMode }] : (v.projected?.sources ?? []).map((src) => ({ items: src.downwardAPI?.items ?? [], mode: v.projected?.defaultMode }));
+  for (const set of sets) {
+    for (const item of set.items) {
+      const file = join(dir, item.path);
+      // Validation refuses '..' and absolute paths; this keeps a mistake there from writing elsewhere.
+      if (!file.startsWith(`${dir}/`)) throw new Error(`downwardAPI volume "${v.name}": ${item.path} is outside the volume`);
+      mkdirSync(dirname(file), { recursive: true, mode: 0o755 });
+      const tmp = `${file}.podrun-tmp`;
+      writeFileSync(tmp, downwardFileContent(pod, item), { mode: 0o600 });
+      chmodSync(tmp, item.mode ?? set.mode ?? 0o644);
+      renameSync(tmp, file);
+    }
+  }
+  return dir;
+}
+
+/** Removes the pod's directory (its pinned mounts are detached first) and memory volumes. */
 export async function removePodVolumes(docker: Docker, stateDir: string, uid: string, instance: string): Promise<void> {
-  rmSync(podDir(stateDir, uid), { recursive: true, force: true });
+  await removeTree(podDir(stateDir, uid));
   const vols = await docker.listVolumes({ filters: JSON.stringify({ label: [`${LABEL.podUid}=${uid}`, `${LABEL.instance}=${instance}`] }) });
   await Promise.all((vols.Volumes ?? []).map((v) => docker.getVolume(v.Name).remove().catch(() => undefined)));
+}
+
+/**
+ * The hosts file of a hostNetwork pod with hostAliases: the node's own file, then the aliases, as
+ * the kubelet writes it (kubelet_pods.go nodeHostsFileContent), so the node's names still resolve.
+ */
+export function writeHostNetworkHosts(stateDir: string, pod: Pod, nodeHosts = '/etc/hosts'): string {
+  let node = '';
+  try {
+    node = readFileSync(nodeHosts, 'utf8');
+  } catch {
+    // No node file: the aliases alone.
+  }
+  const aliases = (pod.spec.hostAliases ?? []).map((a) => `${a.ip}\t${(a.hostnames ?? []).join('\t')}\n`).join('');
+  const path = join(podDir(stateDir, pod.metadata.uid ?? ''), 'etc-hosts');
+  mkdirSync(dirname(path), { recursive: true });
+  writeFileSync(path, `# Kubernetes-managed hosts file (host network).\n${node}${node.endsWith('\n') || node === '' ? '' : '\n'}\n# Entries added by HostAliases.\n${aliases}`, { mode: 0o644 });
+  return path;
 }

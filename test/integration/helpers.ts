@@ -10,6 +10,7 @@ import { join } from 'node:path';
 import Docker from 'dockerode';
 import { main } from '../../src/cli/main.js';
 import { instanceId, LABEL } from '../../src/runtime/labels.js';
+import { removeTree } from '../../src/runtime/safe-mount.js';
 
 export const docker = new Docker();
 export const TEST_IMAGE = 'podrun-test/busybox:1';
@@ -93,7 +94,8 @@ export class World {
     await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
     const volumes = (await docker.listVolumes({ filters: mine })).Volumes ?? [];
     await Promise.all(volumes.map((v) => docker.getVolume(v.Name).remove().catch(() => undefined)));
-    rmSync(this.dir, { recursive: true, force: true });
+    // Pinned mounts (subPath, allow-listed hostPath) are detached first: rm must never walk into a host directory.
+    await removeTree(this.dir);
   }
 }
 

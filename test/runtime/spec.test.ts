@@ -3,6 +3,7 @@ import { LABEL } from '../../src/runtime/labels.js';
 import { groupObserved } from '../../src/runtime/observed.js';
 import { containerCreateOptions, identityOf, sandboxCreateOptions } from '../../src/runtime/spec.js';
 import { expandVars } from '../../src/runtime/env.js';
+import { parseResolvConf, podDns } from '../../src/runtime/dns.js';
 import { desired } from '../fixtures/pods.js';
 
 const POD = `apiVersion: v1
@@ -54,22 +55,41 @@ describe('translation to Docker create options', () => {
     expect(JSON.parse(o.Labels?.[LABEL.podSpec] ?? '')).toEqual(d.pod);
   });
 
-  it('gives dnsPolicy None no search list of the host\'s, and leaves the other policies the host\'s', () => {
-    const mk = (policy: string, searches = ''): string[] | undefined => {
+  it('adds the pod\'s dnsConfig to the node\'s resolver, as the kubelet\'s appendDNSConfig; dnsPolicy None has the pod\'s alone', () => {
+    const node = parseResolvConf('# node\nnameserver 10.0.0.2\nnameserver 127.0.0.53\nsearch node.example\noptions ndots:2 edns0\n');
+    const mk = (policy: string, config = '{nameservers: [192.0.2.53]}', hostNetwork = false): Record<string, unknown> => {
       const p = desired(`apiVersion: v1
 kind: Pod
 metadata: {name: d}
 spec:
+  hostNetwork: ${hostNetwork}
   dnsPolicy: ${policy}
-  dnsConfig: {nameservers: [192.0.2.53]${searches}}
+  ${config ? `dnsConfig: ${config}` : ''}
   containers: [{name: c, image: busybox}]
 `);
-      return sandboxCreateOptions(p.pod, identityOf(p.pod, 's'), { pauseImage: 'p', attempt: 0, hash: 'h', network: 'bridge', restartPolicy: 'always' }).HostConfig?.DnsSearch;
+      const dns = podDns(p.pod.spec.dnsPolicy, p.pod.spec.dnsConfig, node, hostNetwork);
+      const h = sandboxCreateOptions(p.pod, identityOf(p.pod, 's'), { pauseImage: 'p', attempt: 0, hash: 'h', network: 'bridge', restartPolicy: 'always', ...(dns ? { dns } : {}) }).HostConfig ?? {};
+      return { Dns: h.Dns, DnsSearch: h.DnsSearch, DnsOptions: h.DnsOptions };
     };
-    expect(mk('None')).toEqual(['.']);
-    expect(mk('None', ', searches: [corp.example]')).toEqual(['corp.example']);
-    expect(mk('ClusterFirst')).toBeUndefined();
-    expect(mk('Default')).toBeUndefined();
+    expect(mk('None')).toEqual({ Dns: ['192.0.2.53'], DnsSearch: ['.'], DnsOptions: undefined });
+    expect(mk('None', '{nameservers: [192.0.2.53], searches: [corp.example]}')).toEqual({ Dns: ['192.0.2.53'], DnsSearch: ['corp.example'], DnsOptions: undefined });
+    // The node's servers first, the pod's after; the node's loopback cache is the pod's own loopback on a bridge.
+    expect(mk('ClusterFirst')).toEqual({ Dns: ['10.0.0.2', '192.0.2.53'], DnsSearch: ['node.example'], DnsOptions: ['ndots:2', 'edns0'] });
+    expect(mk('Default', '{searches: [corp.example], options: [{name: ndots, value: "5"}, {name: rotate}]}')).toEqual({ Dns: ['10.0.0.2'], DnsSearch: ['node.example', 'corp.example'], DnsOptions: ['ndots:5', 'edns0', 'rotate'] });
+    expect(mk('ClusterFirstWithHostNet', '{nameservers: [192.0.2.53, 192.0.2.54]}', true)).toEqual({ Dns: ['10.0.0.2', '127.0.0.53', '192.0.2.53'], DnsSearch: ['node.example'], DnsOptions: ['ndots:2', 'edns0'] });
+    // No dnsConfig: the node's file as it is, copied by the engine.
+    expect(mk('ClusterFirst', '')).toEqual({ Dns: undefined, DnsSearch: undefined, DnsOptions: undefined });
+  });
+
+  it('keeps the kubelet\'s resolver limits: 3 servers, 32 search paths, 2048 characters of them', () => {
+    const node = parseResolvConf(`search ${Array.from({ length: 30 }, (_, i) => `n${i}.example`).join(' ')}\n`);
+    const many = { nameservers: ['192.0.2.1', '192.0.2.2', '192.0.2.3', '192.0.2.4'], searches: Array.from({ length: 10 }, (_, i) => `p${i}.example`) };
+    const r = podDns('ClusterFirst', many, node, false);
+    expect(r?.nameservers).toEqual(['192.0.2.1', '192.0.2.2', '192.0.2.3']);
+    expect(r?.searches).toHaveLength(32);
+    const long = podDns('None', { searches: Array.from({ length: 30 }, (_, i) => `${'x'.repeat(90)}${i}.example`) }, node, false);
+    expect(long?.searches.join(' ').length).toBeLessThanOrEqual(2048);
+    expect(long?.searches.length).toBe(20);
   });
 
   it('asks for the OOM score QoS gives, never below what the node allows', () => {
@@ -95,6 +115,7 @@ spec:
     const o = containerCreateOptions(d.pod, id, d.pod.spec.containers[0]!, {
       type: 'app', restartCount: 3, hash: 'h1', sandboxId: 'sb', restartPolicy: 'always',
       volumes: new Map([['data', { kind: 'bind', path: '/srv' }]]),
+      pinned: new Map([[0, '/state/pods/u/volume-subpaths/data/app/0']]),
       runtime: { podIP: '172.17.0.9', hostIP: '192.0.2.1', nodeName: 'node-1' },
     });
     expect(o.Entrypoint).toEqual(['run', '--ip=172.17.0.9', '--tier=front', '$(LITERAL)', '$(UNKNOWN)']);
@@ -106,6 +127,8 @@ spec:
       NetworkMode: 'container:sb',
       IpcMode: 'container:sb',
       Memory: 128 * 1024 * 1024,
+      // No swap, as the kubelet's NoSwap: the engine's default would allow as much swap again.
+      MemorySwap: 128 * 1024 * 1024,
       NanoCpus: 500_000_000,
       CpuShares: 256,
       CapAdd: ['NET_ADMIN'],
@@ -114,9 +137,19 @@ spec:
       SecurityOpt: ['seccomp=unconfined', 'no-new-privileges'],
       GroupAdd: ['5'],
       RestartPolicy: { Name: 'always' },
-      Mounts: [{ Type: 'bind', Source: '/srv/www', Target: '/data', ReadOnly: true, BindOptions: { Propagation: 'rprivate' } }],
+      Mounts: [{ Type: 'bind', Source: '/state/pods/u/volume-subpaths/data/app/0', Target: '/data', ReadOnly: true, BindOptions: { Propagation: 'rprivate' } }],
     });
     expect(o.StopTimeout).toBe(30);
+  });
+
+  it('never hands the engine a subPath it was not given pinned: the check cannot be skipped', () => {
+    expect(() =>
+      containerCreateOptions(d.pod, id, d.pod.spec.containers[0]!, {
+        type: 'app', restartCount: 0, hash: 'h', sandboxId: 'sb', restartPolicy: 'always',
+        volumes: new Map([['data', { kind: 'bind', path: '/srv' }]]),
+        runtime: { podIP: '', hostIP: '', nodeName: 'n' },
+      }),
+    ).toThrow(/subPath "www" of volume data was not checked/);
   });
 
   it('expands $(VAR) the Kubernetes way', () => {
@@ -153,7 +186,7 @@ describe('the pod spec in force', () => {
     const sandbox = sandboxCreateOptions(v1.pod, id, { pauseImage: 'p', attempt: 0, hash: 'sh', network: 'bridge', restartPolicy: 'always' });
     const newer = { ...v2.pod, spec: { ...v2.pod.spec, terminationGracePeriodSeconds: 3 } };
     const c = containerCreateOptions(newer, id, newer.spec.containers[0]!, {
-      type: 'app', restartCount: 1, hash: 'h2', sandboxId: 'sb', restartPolicy: 'no', volumes: new Map([['data', { kind: 'bind', path: '/srv' }]]),
+      type: 'app', restartCount: 1, hash: 'h2', sandboxId: 'sb', restartPolicy: 'no', volumes: new Map([['data', { kind: 'bind', path: '/srv' }]]), pinned: new Map([[0, '/pinned']]),
       runtime: { podIP: '', hostIP: '', nodeName: 'n' },
     });
     const list = [
