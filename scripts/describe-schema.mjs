@@ -36,13 +36,14 @@ function readTypes() {
 }
 
 const NOTES = {
-  ignored: 'podrun: accepted and ignored (it means nothing on a single node); validate and apply print a warning.',
+  ignored: 'podrun: accepted and ignored; validate and apply print a warning that says why.',
   unsupported: 'podrun: refused. podrun cannot honour this field on the Docker engine.',
   staticRule: 'podrun: refused, as the kubelet refuses it in a static pod.',
+  serverSet: 'podrun: accepted and ignored, as the kubelet ignores it in a static pod (the apiserver sets it).',
 };
 
 function noteOf(schema) {
-  const ref = /^#\/\$defs\/(ignored|unsupported|staticRule)$/.exec(schema.$ref ?? '')?.[1];
+  const ref = /^#\/\$defs\/(ignored|unsupported|staticRule|serverSet)$/.exec(schema.$ref ?? '')?.[1];
   return ref ? NOTES[ref] : undefined;
 }
 
@@ -83,9 +84,12 @@ const RESOURCES = {
   'ephemeral-storage': 'Local ephemeral storage (the writable layer, logs, emptyDirs on disk).',
 };
 for (const [k, v] of Object.entries(schema.$defs.ResourceList?.properties ?? {})) {
-  const note = k === 'ephemeral-storage' ? '\n\npodrun: accepted; not enforced on the Docker engine.' : '';
+  const note = k === 'ephemeral-storage' ? '\n\npodrun: accepted and not enforced, with a warning: the kubelet enforces it by evicting the pod, and never evicts a static pod.' : '';
   v.description = `${RESOURCES[k] ?? ''}${note}`;
 }
+// sizeLimit sizes a memory emptyDir's tmpfs; on disk nothing enforces it for a static pod.
+const sizeLimit = schema.$defs.Volume.properties.emptyDir.properties.sizeLimit;
+sizeLimit.description = `${sizeLimit.description}\n\npodrun: the size of a medium: Memory emptyDir's tmpfs. On disk it is accepted and not enforced, with a warning: the kubelet enforces it by evicting the pod, and never evicts a static pod.`;
 // TypeMeta's fields carry no description in the models.
 schema.properties.apiVersion.description = 'The API version of the object: always v1 for a Pod.';
 schema.properties.kind.description = 'The kind of object: Pod (a file may also hold a PodList, see manifest.schema.json).';

@@ -1,4 +1,6 @@
 import { createHash } from 'node:crypto';
+import { totalmem } from 'node:os';
+import { oomProtectionLost } from '../manifest/qos.js';
 import { ManifestError } from '../manifest/errors.js';
 import { loadManifestSet } from '../manifest/load.js';
 import { executePlan, pruneAfterApply, waitForPods } from '../reconcile/converge.js';
@@ -41,6 +43,10 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
   }
 
   const rt = await makeRuntime(g, io);
+  for (const p of loaded.pods) {
+    const lost = oomProtectionLost(p.pod, rt.oomScoreFloor, totalmem());
+    if (lost) io.err(`warning: pod/${p.key}: ${lost}`);
+  }
   const applySet = applySetId(paths);
   const plans = planApply(loaded.pods, await rt.listPods(), o.prune ? { applySet } : undefined);
   printPlan(io, plans, o.dryRun);

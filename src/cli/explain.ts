@@ -25,7 +25,8 @@ interface Root extends Schema {
 }
 
 const SPECIAL: Record<string, string> = {
-  ignored: 'accepted and ignored: it means nothing on a single node (validate and apply print a warning)',
+  ignored: 'accepted and ignored (validate and apply print a warning that says why)',
+  serverSet: 'accepted and ignored, as the kubelet ignores it in a static pod (the apiserver sets it)',
   unsupported: 'refused: podrun cannot honour this field on the Docker engine',
   staticRule: 'refused, as the kubelet refuses it in a static pod',
 };

@@ -72,3 +72,14 @@ export function cpuShares(c: Container): number {
   const req = amount(c, 'requests', 'cpu');
   return Math.max(2, Math.floor((req * 1024) / 1000));
 }
+
+/**
+ * Why the pod runs less protected from the OOM killer than the kubelet would run it, on a node
+ * that cannot lower oom_score_adj below `floor`; undefined when nothing is lost.
+ */
+export function oomProtectionLost(pod: Pod, floor: number, nodeMemoryBytes: number): string | undefined {
+  const wanted = Math.min(...[...(pod.spec.initContainers ?? []), ...pod.spec.containers].map((c) => oomScoreAdj(pod, c, nodeMemoryBytes)));
+  if (wanted >= floor) return undefined;
+  const why = nodeCritical(pod) ? 'system-node-critical' : qosClass(pod);
+  return `runs at oom_score_adj ${floor}, not the ${wanted} a ${why} pod gets: this node cannot lower it (no CAP_SYS_RESOURCE), so under memory pressure the OOM killer may choose it before pods the kubelet would sacrifice first`;
+}

@@ -7,7 +7,7 @@ import { MAX_ANNOTATION_BYTES, MAX_ARG_BYTES, MAX_EXEC_BYTES, size } from './lim
 import { podValidator } from './pod-validator.js';
 import { ROLLBACK_ANNOTATION } from './annotations.js';
 import { parseDuration } from '../config/duration.js';
-import type { Container, Pod, Probe, LifecycleHandler } from './types.js';
+import type { Container, DownwardAPIVolumeFile, LifecycleHandler, Pod, Probe, Volume } from './types.js';
 
 /** One pod found in a document, with where it sits (PodList items have a prefix). */
 export interface FoundPod {
@@ -185,9 +185,21 @@ function staticPodRules(pod: Record<string, unknown>, fail: Report): void {
       for (const [k, what] of Object.entries(kinds)) {
         if (v[k] !== undefined) fail(['spec', 'volumes', i, k], `${STATIC_RULE} ${what}`, { atKey: true });
       }
+      // A projected volume may hold the downward API only (the kubelet's static-pod rule, as for volumes).
+      const sources = isObject(v.projected) && Array.isArray(v.projected.sources) ? v.projected.sources : [];
+      sources.forEach((src: unknown, k) => {
+        if (!isObject(src)) return;
+        for (const [key, what] of Object.entries(PROJECTED_REFS)) {
+          if (src[key] !== undefined) fail(['spec', 'volumes', i, 'projected', 'sources', k, key], `${STATIC_RULE} ${what}`, { atKey: true });
+        }
+      });
     });
   }
 }
+
+const PROJECTED_REFS: Record<string, string> = {
+  configMap: 'ConfigMaps', secret: 'Secrets', serviceAccountToken: 'ServiceAccounts', clusterTrustBundle: 'ClusterTrustBundles', podCertificate: 'PodCertificateRequests',
+};
 
 const QUALIFIED_NAME = /^[A-Za-z0-9]([-A-Za-z0-9_.]*[A-Za-z0-9])?$/;
 const DNS_SUBDOMAIN = /^[a-z0-9]([-a-z0-9]*[a-z0-9])?(\.[a-z0-9]([-a-z0-9]*[a-z0-9])?)*$/;
@@ -282,11 +294,17 @@ function semanticChecks(pod: Pod, fail: Report): void {
   const spec = pod.spec;
   const names = new Map<string, string>();
   const volumes = new Set<string>();
+  const byName = new Map((spec.volumes ?? []).map((v) => [v.name, v]));
   (spec.volumes ?? []).forEach((v, i) => {
     if (volumes.has(v.name)) fail(['spec', 'volumes', i, 'name'], `duplicate volume name "${v.name}"`);
     volumes.add(v.name);
     const sources = VOLUME_SOURCES.filter((s) => (v as unknown as Record<string, unknown>)[s] !== undefined);
     if (sources.length > 1) fail(['spec', 'volumes', i], `a volume has exactly one source; found ${sources.join(' and ')}`);
+    if (v.hostPath && v.hostPath.path.split('/').includes('..')) fail(['spec', 'volumes', i, 'hostPath', 'path'], "must not contain '..'");
+    if (v.emptyDir?.sizeLimit !== undefined && v.emptyDir.medium !== 'Memory') {
+      fail(['spec', 'volumes', i, 'emptyDir', 'sizeLimit'], 'not enforced on a disk emptyDir: the kubelet enforces it by eviction, and never evicts a static pod; podrun does the same (a medium: Memory emptyDir is sized by it)', { severity: 'warning' });
+    }
+    downwardApiChecks(spec, v, i, fail);
   });
   const hostPorts = new Map<string, string>();
   const checkContainer = (c: Container, list: 'containers' | 'initContainers', i: number): void => {
@@ -299,6 +317,17 @@ function semanticChecks(pod: Pod, fail: Report): void {
     }
     (c.volumeMounts ?? []).forEach((m, j) => {
       if (!volumes.has(m.name)) fail([...at, 'volumeMounts', j, 'name'], `no volume named "${m.name}" in spec.volumes`);
+      // The apiserver's rule (validation.go validateMountPropagation): a mount that propagates back to the host is for privileged containers only.
+      if (m.mountPropagation === 'Bidirectional' && c.securityContext?.privileged !== true) {
+        fail([...at, 'volumeMounts', j, 'mountPropagation'], 'Bidirectional mount propagation is available only to privileged containers');
+      }
+      const v = byName.get(m.name);
+      if (m.subPath && v?.emptyDir?.medium === 'Memory') {
+        fail([...at, 'volumeMounts', j, 'subPath'], 'podrun cannot mount a subPath of a medium: Memory emptyDir (an engine tmpfs volume); mount the whole volume, or use a disk emptyDir');
+      }
+      if (v && (v.downwardAPI || v.projected) && m.readOnly === false) {
+        fail([...at, 'volumeMounts', j, 'readOnly'], 'downward API volumes are always mounted read-only, as the kubelet mounts them', { severity: 'warning' });
+      }
     });
     const portNames = new Set((c.ports ?? []).flatMap((p) => (p.name ? [p.name] : [])));
     (c.env ?? []).forEach((e, j) => {
@@ -328,8 +357,18 @@ function semanticChecks(pod: Pod, fail: Report): void {
         fail([...at, kind, 'successThreshold'], 'must be 1 for liveness and startup probes');
       }
     }
-    if (c.lifecycle?.postStart) checkHandler(c.lifecycle.postStart, [...at, 'lifecycle', 'postStart'], ['exec', 'httpGet', 'tcpSocket', 'sleep'], portNames, fail);
-    if (c.lifecycle?.preStop) checkHandler(c.lifecycle.preStop, [...at, 'lifecycle', 'preStop'], ['exec', 'httpGet', 'tcpSocket', 'sleep'], portNames, fail);
+    for (const hook of ['postStart', 'preStop'] as const) {
+      const h = c.lifecycle?.[hook];
+      if (!h) continue;
+      checkHandler(h, [...at, 'lifecycle', hook], ['exec', 'httpGet', 'tcpSocket', 'sleep'], portNames, fail);
+      // The API still accepts it (deprecated), but the kubelet's hook runner has no tcpSocket case: the hook fails.
+      if (h.tcpSocket) fail([...at, 'lifecycle', hook, 'tcpSocket'], `the kubelet does not run tcpSocket hooks, and neither does podrun: the hook fails${hook === 'postStart' ? ' and the container is killed (FailedPostStartHook)' : ' (FailedPreStopHook) and the container is stopped'}`, { atKey: true, severity: 'warning' });
+    }
+    for (const kind of ['limits', 'requests'] as const) {
+      if (c.resources?.[kind]?.['ephemeral-storage'] !== undefined) {
+        fail([...at, 'resources', kind, 'ephemeral-storage'], 'not enforced: the kubelet enforces it by eviction, and never evicts a static pod; podrun does the same', { atKey: true, severity: 'warning' });
+      }
+    }
   };
   (spec.initContainers ?? []).forEach((c, i) => checkContainer(c, 'initContainers', i));
   spec.containers.forEach((c, i) => checkContainer(c, 'containers', i));
@@ -347,7 +386,38 @@ function semanticChecks(pod: Pod, fail: Report): void {
     if (!isIP(a.ip)) fail(['spec', 'hostAliases', i, 'ip'], `${JSON.stringify(a.ip)} is not an IP address`);
   });
   if (spec.shareProcessNamespace && spec.hostPID) fail(['spec', 'shareProcessNamespace'], 'cannot be combined with hostPID');
+  // The kubelet admits a pod only for its own OS (lifecycle/predicate.go): podrun's nodes are Linux.
+  if (spec.os && spec.os.name !== 'linux') fail(['spec', 'os', 'name'], `${JSON.stringify(spec.os.name)}: this node runs linux pods only`);
+  if (spec.hostUsers === false) fail(['spec', 'hostUsers'], 'false asks for a user namespace, which podrun cannot give on the Docker engine; remove it, or set true');
 }
+
+/** The apiserver's downwardAPI rules (validateDownwardAPIVolumeFile), for a volume or a projection of one. */
+function downwardApiChecks(spec: Pod['spec'], v: Volume, i: number, fail: Report): void {
+  const containers = new Set([...(spec.initContainers ?? []), ...spec.containers].map((c) => c.name));
+  const check = (items: DownwardAPIVolumeFile[] | undefined, at: PathSegment[]): void => {
+    const paths = new Set<string>();
+    (items ?? []).forEach((f, j) => {
+      const here = [...at, 'items', j];
+      if (f.path.startsWith('/') || f.path.split('/').includes('..') || f.path === '') fail([...here, 'path'], "must be a relative path without '..'");
+      if (paths.has(f.path)) fail([...here, 'path'], `duplicate path "${f.path}"`);
+      paths.add(f.path);
+      if (!f.fieldRef === !f.resourceFieldRef) fail(here, 'needs exactly one of fieldRef and resourceFieldRef');
+      if (f.fieldRef && !DOWNWARD_VOLUME_FIELDS.test(f.fieldRef.fieldPath)) {
+        fail([...here, 'fieldRef', 'fieldPath'], `${JSON.stringify(f.fieldRef.fieldPath)}: a downwardAPI volume can hold metadata.name, metadata.namespace, metadata.uid, metadata.labels, metadata.annotations (or one key of them)`);
+      }
+      if (f.resourceFieldRef) {
+        if (!f.resourceFieldRef.containerName) fail([...here, 'resourceFieldRef', 'containerName'], 'is required in a volume');
+        else if (!containers.has(f.resourceFieldRef.containerName)) fail([...here, 'resourceFieldRef', 'containerName'], `no container named "${f.resourceFieldRef.containerName}"`);
+      }
+    });
+  };
+  if (v.downwardAPI) check(v.downwardAPI.items, ['spec', 'volumes', i, 'downwardAPI']);
+  (v.projected?.sources ?? []).forEach((src, k) => {
+    if (src.downwardAPI) check(src.downwardAPI.items, ['spec', 'volumes', i, 'projected', 'sources', k, 'downwardAPI']);
+  });
+}
+
+const DOWNWARD_VOLUME_FIELDS = /^metadata\.(name|namespace|uid|labels|annotations)$|^metadata\.(labels|annotations)\['[^']+'\]$/;
 
 function checkHandler(h: Probe | LifecycleHandler, at: PathSegment[], kinds: string[], portNames: Set<string>, fail: Report): void {
   const present = kinds.filter((k) => (h as Record<string, unknown>)[k] !== undefined);
@@ -364,13 +434,38 @@ function checkHandler(h: Probe | LifecycleHandler, at: PathSegment[], kinds: str
 }
 
 // priorityClassName is not here: system-node-critical sets the OOM protection (qos.ts).
-const IGNORED_SPEC = ['nodeSelector', 'affinity', 'tolerations', 'schedulerName', 'priority', 'preemptionPolicy', 'topologySpreadConstraints', 'schedulingGates', 'overhead'];
+const SCHEDULING = 'ignored: it has no meaning on a single node';
+/** Fields accepted (a manifest moves to a cluster unchanged) and ignored, each with why; the schema marks them `ignored`. */
+export const IGNORED_SPEC: Record<string, string> = {
+  nodeSelector: SCHEDULING,
+  affinity: SCHEDULING,
+  tolerations: SCHEDULING,
+  schedulerName: SCHEDULING,
+  priority: SCHEDULING,
+  preemptionPolicy: SCHEDULING,
+  topologySpreadConstraints: SCHEDULING,
+  schedulingGates: SCHEDULING,
+  overhead: 'ignored: it is set by a RuntimeClass, which podrun does not have',
+  nodeName: 'ignored: a static pod runs on this node, whatever it names; podrun sets it to the node\'s name (--node-name), as the kubelet does',
+  enableServiceLinks: 'ignored: there are no Services on a node without an apiserver, so there are no service links to inject',
+  automountServiceAccountToken: 'ignored: static pods have no ServiceAccount, so there is no token to mount',
+};
+export const IGNORED_CONTAINER: Record<string, string> = {
+  resizePolicy: 'ignored: resources change only with the manifest, which replaces the container',
+};
 
-/** Scheduling fields mean nothing on one node: accepted (a manifest moves to a cluster unchanged) and named once. */
 function ignoredFieldWarnings(pod: Record<string, unknown>, fail: Report): void {
   const spec = pod.spec;
   if (!isObject(spec)) return;
-  for (const k of IGNORED_SPEC) {
-    if (spec[k] !== undefined) fail(['spec', k], 'ignored: it has no meaning on a single node', { atKey: true, severity: 'warning' });
+  for (const [k, why] of Object.entries(IGNORED_SPEC)) {
+    if (spec[k] !== undefined) fail(['spec', k], why, { atKey: true, severity: 'warning' });
+  }
+  for (const list of ['initContainers', 'containers'] as const) {
+    const cs = spec[list];
+    if (!Array.isArray(cs)) continue;
+    cs.forEach((c: unknown, i) => {
+      if (!isObject(c)) return;
+      for (const [k, why] of Object.entries(IGNORED_CONTAINER)) if (c[k] !== undefined) fail(['spec', list, i, k], why, { atKey: true, severity: 'warning' });
+    });
   }
 }

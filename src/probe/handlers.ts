@@ -152,6 +152,15 @@ export function grpcHandler(a: GRPCAction, ctx: HandlerContext): Promise<ProbeRe
   });
 }
 
+/**
+ * Runs a lifecycle hook. The API still accepts a tcpSocket hook (deprecated), but the kubelet's
+ * hook runner (pkg/kubelet/lifecycle/handlers.go) has no case for it and fails it: so does podrun.
+ */
+export async function runHook(h: Parameters<typeof runHandler>[0], ctx: HandlerContext): Promise<ProbeResult> {
+  if (h.tcpSocket) return { ok: false, message: 'invalid handler: tcpSocket (hooks run exec, httpGet or sleep)' };
+  return runHandler(h, ctx);
+}
+
 /** Runs whichever handler the probe or hook has. */
 export async function runHandler(h: { exec?: ExecAction; httpGet?: HTTPGetAction; tcpSocket?: TCPSocketAction; grpc?: GRPCAction; sleep?: { seconds: number } }, ctx: HandlerContext): Promise<ProbeResult> {
   if (h.exec) return execHandler(h.exec, ctx);

@@ -1,7 +1,7 @@
 import { timerDelay } from '../config/duration.js';
 import { clearTerminating, markTerminating } from './terminating.js';
 import type { Container, Pod } from '../manifest/types.js';
-import { runHandler } from '../probe/handlers.js';
+import { runHook } from '../probe/handlers.js';
 import { isActive, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
 import type { PodRuntime } from '../runtime/runtime.js';
 
@@ -60,7 +60,7 @@ export async function killContainer(
   const preStop = own?.lifecycle?.preStop;
   if (own && preStop && c.state === 'running' && grace > 0) {
     const started = Date.now();
-    const r = await runHandler(preStop, { containerId: c.id, container: own, defaultHost: o.defaultHost, timeoutMs: timerDelay(Math.max(1, graceSeconds) * 1000), exec: (id, cmd, t) => rt.exec(id, cmd, t) }).catch(
+    const r = await runHook(preStop, { containerId: c.id, container: own, defaultHost: o.defaultHost, timeoutMs: timerDelay(Math.max(1, graceSeconds) * 1000), exec: (id, cmd, t) => rt.exec(id, cmd, t) }).catch(
       (err: unknown) => ({ ok: false as const, message: (err as Error).message }),
     );
     if (!r.ok) o.events?.('Warning', 'FailedPreStopHook', `PreStop hook for container ${c.name} failed: ${r.message}`, o.fieldPath);

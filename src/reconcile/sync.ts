@@ -1,6 +1,6 @@
 import { containerHash, sandboxHash } from '../manifest/hash.js';
 import type { Container, DesiredPod } from '../manifest/types.js';
-import { runHandler } from '../probe/handlers.js';
+import { runHook } from '../probe/handlers.js';
 import { isActive, type ObservedPod } from '../runtime/observed.js';
 import { ContainerStartError, ImageError, SandboxError, type PodRuntime, type SandboxInfo } from '../runtime/runtime.js';
 import { engineRestartPolicy, identityOf } from '../runtime/spec.js';
@@ -128,7 +128,7 @@ export async function executePodActions(rt: PodRuntime, d: DesiredPod, observed:
     const postStart = c.lifecycle?.postStart;
     if (postStart) {
       // The kubelet gives postStart no deadline; podrun bounds it so a hung hook cannot stall the pod forever.
-      const r = await runHandler(postStart, { containerId, container: c, defaultHost, timeoutMs: POST_START_TIMEOUT_MS, exec: (cid, cmd, t) => rt.exec(cid, cmd, t) }).catch(
+      const r = await runHook(postStart, { containerId, container: c, defaultHost, timeoutMs: POST_START_TIMEOUT_MS, exec: (cid, cmd, t) => rt.exec(cid, cmd, t) }).catch(
         (e: unknown) => ({ ok: false as const, message: (e as Error).message }),
       );
       if (!r.ok) {

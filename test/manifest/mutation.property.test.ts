@@ -7,6 +7,7 @@ import { describe, expect, it } from 'vitest';
 import { formatIssue } from '../../src/manifest/errors.js';
 import { loadManifestText } from '../../src/manifest/load.js';
 import { decodeManifest } from '../../src/manifest/parse.js';
+import { UNSAFE_SYSCTLS_POLICY } from '../fixtures/pods.js';
 
 // Valid manifests, mutated at random: podrun must never throw, and must always either accept the
 // result or say what is wrong in clear, located, one-line errors.
@@ -22,7 +23,7 @@ const RUNS = Number(process.env.PODRUN_PROPERTY_RUNS ?? 400);
 function verdict(bytes: Uint8Array): { pods: number; errors: string[]; lines: number } {
   const decoded = decodeManifest(bytes, 'm.yaml');
   if (!decoded.ok) return { pods: 0, errors: [formatIssue(decoded.issue)], lines: 1 + [...bytes].filter((b) => b === 10).length };
-  const r = loadManifestText({ file: 'm.yaml', source: 'file:/m.yaml', text: decoded.text });
+  const r = loadManifestText({ file: 'm.yaml', source: 'file:/m.yaml', text: decoded.text }, UNSAFE_SYSCTLS_POLICY);
   return { pods: r.pods.length, errors: r.issues.filter((i) => i.severity === 'error').map(formatIssue), lines: decoded.text.split('\n').length };
 }
 
