@@ -1,6 +1,6 @@
 import { closeSync, openSync, readFileSync, readSync } from 'node:fs';
 import { networkInterfaces, hostname } from 'node:os';
-import { PassThrough } from 'node:stream';
+import { PassThrough, Writable } from 'node:stream';
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../manifest/types.js';
 import { authFor } from './auth.js';
@@ -126,6 +126,49 @@ export class SandboxError extends Error {
   constructor(message: string) {
     super(message);
     this.name = 'SandboxError';
+  }
+}
+
+/**
+ * Demultiplexes a followed, timestamped log stream (8-byte frame headers), dropping any frame
+ * older than one already written: the engine's follow can jump back across a rotation.
+ */
+export class FollowedFrames extends Writable {
+  private pending: Buffer = Buffer.alloc(0);
+  private last: [string, string] = ['', ''];
+  private lastPayload: Buffer = Buffer.alloc(0);
+
+  constructor(private readonly out: NodeJS.WritableStream, private readonly err: NodeJS.WritableStream, private readonly keepTimestamps: boolean) {
+    super();
+  }
+
+  override _write(chunk: Buffer, _enc: string, done: () => void): void {
+    this.pending = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
+    let i = 0;
+    while (i + 8 <= this.pending.length) {
+      const len = this.pending.readUInt32BE(i + 4);
+      if (i + 8 + len > this.pending.length) break;
+      this.frame(this.pending[i] === 2 ? this.err : this.out, this.pending.subarray(i + 8, i + 8 + len));
+      i += 8 + len;
+    }
+    this.pending = this.pending.subarray(i);
+    done();
+  }
+
+  private frame(to: NodeJS.WritableStream, payload: Buffer): void {
+    const space = payload.indexOf(0x20);
+    const ts = space > 0 ? payload.subarray(0, space).toString('latin1') : '';
+    // RFC 3339 with trailing zeros trimmed: compare the seconds as text, then the fraction padded.
+    const m = /^([^.Z]+)(?:\.(\d+))?Z$/.exec(ts);
+    if (m) {
+      const at: [string, string] = [m[1] ?? '', (m[2] ?? '').padEnd(9, '0')];
+      if (at[0] < this.last[0] || (at[0] === this.last[0] && at[1] < this.last[1])) return;
+      // The same time again is a replay when the bytes are the same too (parts of one long line share a time).
+      if (at[0] === this.last[0] && at[1] === this.last[1] && payload.equals(this.lastPayload)) return;
+      this.last = at;
+      this.lastPayload = Buffer.from(payload);
+    }
+    to.write(this.keepTimestamps || !m ? payload : payload.subarray(space + 1));
   }
 }
 
@@ -582,9 +625,11 @@ export class PodRuntime {
     const opts = { stdout: true, stderr: true, timestamps: o.timestamps, ...(o.tail !== undefined ? { tail: o.tail } : {}), ...(o.since !== undefined ? { since: o.since } : {}) };
     const tty = (await this.call('inspect container', () => c.inspect())).Config.Tty;
     if (o.follow) {
-      const stream = await this.call('follow logs', () => c.logs({ ...opts, follow: true }));
+      // Non-TTY: timestamps always, so a stretch the engine reads twice when a file rotates under
+      // it (json-file re-reads part of the rotated file) is dropped rather than printed again.
+      const stream = await this.call('follow logs', () => c.logs({ ...opts, ...(tty ? {} : { timestamps: true }), follow: true }));
       if (tty) stream.pipe(out, { end: false });
-      else this.docker.modem.demuxStream(stream, out, err);
+      else stream.pipe(new FollowedFrames(out, err, o.timestamps));
       await new Promise<void>((resolve) => {
         stream.on('end', resolve);
         stream.on('close', resolve);

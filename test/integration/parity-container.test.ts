@@ -1,0 +1,185 @@
+import { spawnSync } from 'node:child_process';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { describe, expect, it } from 'vitest';
+import { LABEL } from '../../src/runtime/labels.js';
+import { AgentSuite } from './agent-helpers.js';
+import { docker, PAUSE_IMAGE, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
+
+// The container the kubelet would make (issue 18): resolver, hosts file, swap, downward API
+// volumes, hooks and log rotation, read back from inside the containers.
+const suite = new AgentSuite('parity-ctr');
+const { world, ns } = suite;
+
+async function cat(name: string, path: string, container = 'c'): Promise<string> {
+  const r = await world.cli('exec', '-n', ns, name, '-c', container, '--', 'cat', path);
+  expect(r.code, r.err).toBe(0);
+  return r.out;
+}
+
+describe('what a container sees of the node', () => {
+  it('adds dnsConfig to the node\'s resolver, gives no swap, and writes downwardAPI volumes read-only', async () => {
+    const resolv = world.write('resolv.conf', 'nameserver 192.0.2.10\nsearch node.example\noptions ndots:2\n');
+    const name = unique('node-view');
+    const r = await world.cli('--resolv-conf', resolv, 'apply', '--timeout', '20s', world.write(`${name}.yaml`, `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}, labels: {app: web, tier: front}, annotations: {note: 'say "hi"'}}
+spec:
+  terminationGracePeriodSeconds: 1
+  dnsConfig: {nameservers: [192.0.2.53], searches: [pod.example], options: [{name: ndots, value: "5"}]}
+  containers:
+  - name: c
+    image: ${TEST_IMAGE}
+    command: [sh, -c, 'exec sleep 3600']
+    resources: {limits: {memory: 64Mi, cpu: 500m}}
+    volumeMounts: [{name: info, mountPath: /info}, {name: proj, mountPath: /proj}]
+  volumes:
+  - name: info
+    downwardAPI:
+      items:
+      - {path: labels, fieldRef: {fieldPath: metadata.labels}}
+      - {path: annotations, fieldRef: {fieldPath: metadata.annotations}}
+      - {path: sub/name, fieldRef: {fieldPath: metadata.name}}
+      - {path: cpu, resourceFieldRef: {containerName: c, resource: limits.cpu, divisor: 1m}, mode: 256}
+  - name: proj
+    projected: {sources: [{downwardAPI: {items: [{path: ns, fieldRef: {fieldPath: metadata.namespace}}]}}]}
+`));
+    expect(r.code, r.err).toBe(0);
+    // The kubelet's appendDNSConfig: the node's servers and search paths, then the pod's; the pod's options win.
+    const conf = await cat(name, '/etc/resolv.conf');
+    expect(conf.match(/^nameserver .*/gm)).toEqual(['nameserver 192.0.2.10', 'nameserver 192.0.2.53']);
+    expect(conf).toMatch(/^search node\.example pod\.example$/m);
+    expect(conf).toMatch(/^options ndots:5$/m);
+    // NoSwap: memory+swap is the memory limit (cgroup v1), or no swap at all (v2).
+    const v1 = await world.cli('exec', '-n', ns, name, '--', 'cat', '/sys/fs/cgroup/memory/memory.memsw.limit_in_bytes');
+    if (v1.code === 0) expect(v1.out.trim()).toBe(String(64 * 1024 * 1024));
+    else expect((await cat(name, '/sys/fs/cgroup/memory.swap.max')).trim()).toBe('0');
+    const id = (await podContainers(ns, name, world.instance)).find((c) => c.Labels[LABEL.containerName] === 'c')!.Id;
+    const host = (await docker.getContainer(id).inspect()).HostConfig;
+    expect(host.MemorySwap).toBe(host.Memory);
+    // downwardAPI files as the kubelet writes them (fieldpath.FormatMap), read-only.
+    expect(await cat(name, '/info/labels')).toBe('app="web"\ntier="front"');
+    expect(await cat(name, '/info/annotations')).toBe('note="say \\"hi\\""');
+    expect(await cat(name, '/info/sub/name')).toBe(name);
+    expect(await cat(name, '/info/cpu')).toBe('500');
+    expect(await cat(name, '/proj/ns')).toBe(ns);
+    const mode = await world.cli('exec', '-n', ns, name, '--', 'stat', '-c', '%a', '/info/cpu');
+    expect(mode.out.trim()).toBe('400');
+    const write = await world.cli('exec', '-n', ns, name, '--', 'touch', '/info/x');
+    expect(write.code).not.toBe(0);
+    expect(write.err).toContain('Read-only file system');
+  });
+
+  it('keeps the node\'s /etc/hosts for a hostNetwork pod with hostAliases, adding the aliases', async () => {
+    const name = unique('hosts');
+    const r = await world.cli('apply', '--timeout', '20s', world.write(`${name}.yaml`, `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  hostNetwork: true
+  hostAliases: [{ip: 10.1.2.3, hostnames: [alias.example, a2.example]}]
+  containers:
+  - name: c
+    image: ${TEST_IMAGE}
+    command: [sh, -c, 'exec sleep 3600']
+`));
+    expect(r.code, r.err).toBe(0);
+    const hosts = await cat(name, '/etc/hosts');
+    for (const line of readFileSync('/etc/hosts', 'utf8').split('\n').filter((l) => l.trim() && !l.startsWith('#'))) expect(hosts).toContain(line);
+    expect(hosts).toContain('# Entries added by HostAliases.\n10.1.2.3\talias.example\ta2.example\n');
+  });
+
+  it('fails a tcpSocket postStart hook as the kubelet does: the container is killed with FailedPostStartHook', async () => {
+    const dir = join(world.dir, unique('hook'));
+    mkdirSync(dir);
+    const name = unique('tcphook');
+    writeFileSync(join(dir, 'pod.yaml'), `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: ${TEST_IMAGE}
+    command: [sh, -c, 'exec nc -lk -p 8080 -e true']
+    lifecycle: {postStart: {tcpSocket: {port: 8080}}}
+`);
+    suite.run(['--manifest-dir', dir]);
+    const d = await until('the hook failure in describe', async () => {
+      const out = (await world.cli('describe', 'pod', '-n', ns, name)).out;
+      return out.includes('FailedPostStartHook') ? out : undefined;
+    });
+    expect(d).toContain('invalid handler: tcpSocket');
+  });
+});
+
+describe('container logs as the kubelet rotates them', () => {
+  it('rotates at --container-log-max-size, keeps --container-log-max-files, and logs, --tail, -f and -p read across rotation', { timeout: 120_000 }, async () => {
+    const dir = join(world.dir, unique('logs'));
+    mkdirSync(dir);
+    const name = unique('chatty');
+    // About 20 MB of json log lines in two bursts, then an exit, so a previous instance exists.
+    writeFileSync(join(dir, 'pod.yaml'), `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: ${TEST_IMAGE}
+    command: [sh, -c, 'seq 1 150000; echo DONE-1; sleep 4; seq 150001 300000; echo DONE-2; sleep 3; exit 1']
+`);
+    suite.run(['--manifest-dir', dir], { PODRUN_CONTAINER_LOG_MAX_SIZE: '1Mi', PODRUN_CONTAINER_LOG_MAX_FILES: '2' });
+    await until('the first burst', async () => ((await world.cli('logs', '-n', ns, name, '--tail', '1')).out.trim() === 'DONE-1' ? true : undefined), 30_000);
+    const follow = world.spawnBin(['logs', '-f', '--tail', '1', '-n', ns, name]);
+    let followed = '';
+    follow.stdout.on('data', (c: Buffer) => (followed += c.toString()));
+    try {
+      await until('-f to follow the second burst across rotations', async () => (followed.includes('DONE-2') ? true : undefined), 30_000);
+    } finally {
+      follow.kill('SIGTERM');
+    }
+    const seen = followed.split('\n').filter((l) => /^\d+$/.test(l)).map(Number);
+    expect(seen.length).toBeGreaterThan(0);
+    const disorder = seen.filter((n, i) => i > 0 && n <= seen[i - 1]!);
+    const at = seen.findIndex((n, i) => i > 0 && n <= seen[i - 1]!);
+    expect(disorder.slice(0, 5), `followed ${seen.length} lines, first ${seen[0]}, around: ${seen.slice(Math.max(0, at - 3), at + 3).join(',')}`).toEqual([]);
+
+    const first = (await podContainers(ns, name, world.instance)).find((c) => c.Labels[LABEL.containerName] === 'c' && c.Labels[LABEL.restartCount] === '0')!;
+    const logPath = (await docker.getContainer(first.Id).inspect()).LogPath;
+    const files = readdirSync(dirname(logPath)).filter((f) => f.includes('-json.log'));
+    expect(files.length).toBeLessThanOrEqual(2);
+    for (const f of files) expect(statSync(join(dirname(logPath), f)).size).toBeLessThanOrEqual(1024 * 1024 + 200);
+
+    // What is kept is whole and in order: the oldest lines are gone, the newest all there.
+    const all = (await world.cli('logs', '-n', ns, name)).out.trim().split('\n');
+    expect(all.at(-1)).toBe('DONE-2');
+    const numbers = all.filter((l) => /^\d+$/.test(l)).map(Number);
+    expect(numbers[0]).toBeGreaterThan(1);
+    expect(numbers.at(-1)).toBe(300000);
+    expect(numbers.every((n, i) => i === 0 || n === numbers[i - 1]! + 1)).toBe(true);
+    expect((await world.cli('logs', '-n', ns, name, '--tail', '2')).out.trim()).toBe('300000\nDONE-2');
+
+    await until('the restart', async () => (await podContainers(ns, name, world.instance)).find((c) => c.Labels[LABEL.containerName] === 'c' && c.Labels[LABEL.restartCount] === '1'), 30_000);
+    expect((await world.cli('logs', '-p', '-n', ns, name, '--tail', '2')).out.trim()).toBe('300000\nDONE-2');
+  });
+
+  it('podrun logs into a reader that stops early ends quietly, as cat does', async () => {
+    const name = unique('epipe');
+    const r = await world.cli('apply', '--timeout', '20s', world.write(`${name}.yaml`, `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers: [{name: c, image: ${TEST_IMAGE}, command: [sh, -c, 'seq 1 100000; exec sleep 3600']}]
+`));
+    expect(r.code, r.err).toBe(0);
+    await until('the log', async () => ((await world.cli('logs', '-n', ns, name, '--tail', '1')).out.trim() === '100000' ? true : undefined));
+    const bin = fileURLToPath(new URL('../../bin/podrun', import.meta.url));
+    const p = spawnSync('sh', ['-c', `"${bin}" --state-dir "${world.stateDir}" --pause-image ${PAUSE_IMAGE} logs -n ${ns} ${name} | head -1; echo "exit=\${PIPESTATUS:-0}"`], { encoding: 'utf8' });
+    expect(p.stdout.split('\n')[0]).toBe('1');
+    expect(p.stderr).toBe('');
+  });
+});
