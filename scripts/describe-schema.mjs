@@ -90,6 +90,21 @@ for (const [k, v] of Object.entries(schema.$defs.ResourceList?.properties ?? {})
 // sizeLimit sizes a memory emptyDir's tmpfs; on disk nothing enforces it for a static pod.
 const sizeLimit = schema.$defs.Volume.properties.emptyDir.properties.sizeLimit;
 sizeLimit.description = `${sizeLimit.description}\n\npodrun: the size of a medium: Memory emptyDir's tmpfs. On disk it is accepted and not enforced, with a warning: the kubelet enforces it by evicting the pod, and never evicts a static pod.`;
+// What podrun does where the kubelet's own rules narrow or add to the API's words (issue 18).
+const FIELD_NOTES = [
+  [['PodSpec', 'hostUsers'], 'true (the default) runs in the host user namespace; false is refused: podrun cannot give a user namespace on the Docker engine.'],
+  [['PodSpec', 'os'], 'linux runs; any other OS is refused, as the kubelet refuses a pod for another OS.'],
+  [['PodSpec', 'dnsConfig'], "added to the node's resolver (--resolv-conf), as the kubelet's appendDNSConfig does; with dnsPolicy None it is the whole resolver."],
+  [['PodSpec', 'hostAliases'], "added to the pod's /etc/hosts; on the host network, to a copy of the node's /etc/hosts."],
+  [['PodSecurityContext', 'sysctls'], "the kubelet's safe set; others only when the node allows them (--allowed-unsafe-sysctls), never a node-wide one, and no net.* with hostNetwork."],
+  [['VolumeMount', 'subPath'], 'opened once and mounted from what was opened: a symlink in the volume never leads out of it (CreateContainerConfigError). Not on a medium: Memory emptyDir.'],
+  [['VolumeMount', 'mountPropagation'], 'Bidirectional only for privileged containers, as the apiserver requires.'],
+  [['LifecycleHandler', 'tcpSocket'], 'accepted with a warning; the hook fails, as the kubelet fails it (it runs exec, httpGet and sleep hooks only).'],
+];
+for (const [[def, prop], note] of FIELD_NOTES) {
+  const field = schema.$defs[def].properties[prop];
+  field.description = `${field.description ?? ''}\n\npodrun: ${note}`.replace(/^\n\n/, '');
+}
 // TypeMeta's fields carry no description in the models.
 schema.properties.apiVersion.description = 'The API version of the object: always v1 for a Pod.';
 schema.properties.kind.description = 'The kind of object: Pod (a file may also hold a PodList, see manifest.schema.json).';

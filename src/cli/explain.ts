@@ -101,9 +101,11 @@ export function explain(root: Root, path: string, recursive = false): { lines: s
   const lines = ['KIND:       Pod', 'VERSION:    v1', ''];
   if (field) lines.push(`FIELD: ${field.name} <${typeOf(root, field.schema)}>`, '');
   const own = field ? field.schema : root;
-  const description = (own.description ?? resolve(root, own).description ?? '').split('\n\npodrun:')[0]!;
+  const [description, note] = (own.description ?? resolve(root, own).description ?? '').split('\n\npodrun:') as [string, string | undefined];
   if (description) lines.push('DESCRIPTION:', ...wrap(description, '    '), '');
-  lines.push('PODRUN:', `    ${field ? support(field.schema) : 'runs Pods (and PodLists of them) as static pods'}`, '');
+  // A field's own podrun note says more than its support class ("honoured, except…").
+  const podrun = !field ? 'runs Pods (and PodLists of them) as static pods' : note && support(field.schema) === 'honoured' ? note.trim() : support(field.schema);
+  lines.push('PODRUN:', ...wrap(podrun, '    '), '');
   let target = resolve(root, own);
   if (target.type === 'array' && target.items) target = resolve(root, target.items);
   if (target.properties && support(own) === 'honoured') {
