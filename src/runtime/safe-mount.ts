@@ -44,9 +44,23 @@ function realOrUndefined(path: string): string | undefined {
   }
 }
 
-/** The allowed host paths as they resolve now (an allowed path that does not exist allows nothing). */
+/**
+ * Where a path leads now: its deepest existing part resolved (symlinks, `..`), the rest as
+ * written. A path that does not exist yet is judged by where it would be created.
+ */
+export function resolveLoose(path: string): string {
+  const rest: string[] = [];
+  for (let p = posix.resolve(path); ; p = posix.dirname(p)) {
+    const real = realOrUndefined(p);
+    if (real !== undefined) return posix.join(real, ...rest.reverse());
+    if (p === '/') return posix.join('/', ...rest.reverse());
+    rest.push(posix.basename(p));
+  }
+}
+
+/** The allowed host paths as they resolve now (one that does not exist yet, where it would be). */
 export function allowedRoots(allowed: readonly string[]): string[] {
-  return allowed.flatMap((a) => realOrUndefined(a) ?? []);
+  return allowed.map(resolveLoose);
 }
 
 /**

@@ -1,11 +1,11 @@
-import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, realpathSync, renameSync, statSync, writeFileSync, type Stats } from 'node:fs';
+import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync, type Stats } from 'node:fs';
 import { dirname, join } from 'node:path';
 import type Docker from 'dockerode';
 import { parseQuantity } from '../manifest/quantity.js';
 import type { HostPathType, Pod, Volume } from '../manifest/types.js';
 import { downwardFileContent } from './env.js';
 import { LABEL, MANAGED_BY } from './labels.js';
-import { allowedRoots, inside, MountRefused, removeTree } from './safe-mount.js';
+import { allowedRoots, inside, MountRefused, removeTree, resolveLoose } from './safe-mount.js';
 import type { VolumeBacking } from './spec.js';
 
 export function podDir(stateDir: string, uid: string): string {
@@ -20,22 +20,6 @@ function statOrUndefined(path: string): Stats | undefined {
   }
 }
 
-/** The deepest part of `path` that exists, resolved: where a mkdir -p of `path` would start. */
-function existingAncestor(path: string): string {
-  for (let p = path; ; p = dirname(p)) {
-    if (statOrUndefined(p)) return realpathOf(p);
-    if (p === '/') return '/';
-  }
-}
-
-function realpathOf(p: string): string {
-  try {
-    return realpathSync(p);
-  } catch {
-    return p;
-  }
-}
-
 /**
  * The kubelet's hostPath type rules: create what `*OrCreate` asks for, check the rest. With an
  * allow-list, nothing is created unless the part that exists already resolves to an allowed path.
@@ -46,9 +30,9 @@ export function prepareHostPath(volume: string, path: string, type: HostPathType
     throw new Error(`hostPath volume "${volume}": ${path} ${what}`);
   };
   if (!st && allowed && (type === '' || type === 'DirectoryOrCreate' || type === 'FileOrCreate')) {
-    const from = existingAncestor(path);
-    if (!allowedRoots(allowed).some((r) => inside(from, r))) {
-      throw new MountRefused(`hostPath volume "${volume}": ${path} would be created through ${from}, which is not under an allowed host path (--allowed-host-paths=${allowed.join(',')})`);
+    const target = resolveLoose(path);
+    if (!allowedRoots(allowed).some((r) => inside(target, r))) {
+      throw new MountRefused(`hostPath volume "${volume}": ${path} would be created at ${target}, which is not under an allowed host path (--allowed-host-paths=${allowed.join(',')})`);
     }
   }
   switch (type) {

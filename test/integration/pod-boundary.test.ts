@@ -209,6 +209,18 @@ spec:
       });
       expect(sub.message).toMatch(/out is a symlink to .*, outside the volume/);
       await until('the allowed subPath to be written', async () => (existsSync(join(allowed, 'data', 'sub', 'written-by-pod')) ? true : undefined));
+      // A path that does not exist yet is not created through the symlink either.
+      const creator = unique('creator');
+      writeFileSync(join(dir, 'creator.yaml'), `apiVersion: v1
+kind: Pod
+metadata: {name: ${creator}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers: [{name: c, image: ${TEST_IMAGE}, command: [sleep, '3600'], volumeMounts: [{name: h, mountPath: /h}]}]
+  volumes: [{name: h, hostPath: {path: ${allowed}/link/made, type: DirectoryOrCreate}}]
+`);
+      await agent.waitForLog(`${allowed}/link/made would be created at ${secret}/made, which is not under an allowed host path`, 30_000);
+      expect(existsSync(join(secret, 'made'))).toBe(false);
       expect(existsSync(join(secret, 'written-by-pod'))).toBe(false);
       expect(agent.logs()).toContain('not under an allowed host path');
     }
