@@ -149,7 +149,7 @@ describe('container logs as the kubelet rotates them', () => {
     const dir = join(world.dir, unique('logs'));
     mkdirSync(dir);
     const name = unique('chatty');
-    // About 9 MB of json log lines in two bursts, then an exit, so a previous instance exists.
+    // About 9 MB of json log lines in two bursts; then, when the test says, an exit, so a previous instance exists.
     writeFileSync(join(dir, 'pod.yaml'), `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
@@ -158,7 +158,7 @@ spec:
   containers:
   - name: c
     image: ${TEST_IMAGE}
-    command: [sh, -c, 'seq 1 60000; echo DONE-1; sleep 4; seq 60001 120000; echo DONE-2; sleep 3; exit 1']
+    command: [sh, -c, 'seq 1 60000; echo DONE-1; sleep 4; seq 60001 120000; echo DONE-2; while [ ! -f /tmp/exit ]; do sleep 0.2; done; exit 1']
 `);
     suite.run(['--manifest-dir', dir], { PODRUN_CONTAINER_LOG_MAX_SIZE: '1Mi', PODRUN_CONTAINER_LOG_MAX_FILES: '2' });
     await until('the first burst', async () => ((await world.cli('logs', '-n', ns, name, '--tail', '1')).out.trim() === 'DONE-1' ? true : undefined), 30_000);
@@ -191,6 +191,8 @@ spec:
     expect(numbers.every((n, i) => i === 0 || n === numbers[i - 1]! + 1)).toBe(true);
     expect((await world.cli('logs', '-n', ns, name, '--tail', '2')).out.trim()).toBe('120000\nDONE-2');
 
+    // Now the instance may end, and be the previous one.
+    expect((await world.cli('exec', '-n', ns, name, '--', 'touch', '/tmp/exit')).code).toBe(0);
     await until('the restart', async () => (await podContainers(ns, name, world.instance)).find((c) => c.Labels[LABEL.containerName] === 'c' && c.Labels[LABEL.restartCount] === '1'), 30_000);
     expect((await world.cli('logs', '-p', '-n', ns, name, '--tail', '2')).out.trim()).toBe('120000\nDONE-2');
   });

@@ -1,4 +1,4 @@
-import { mkdirSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
@@ -29,7 +29,8 @@ spec:
     const uid = (await podContainers(ns, name))[0]!.Labels[LABEL.podUid]!;
     const dir = join(world.stateDir, 'pods', uid, 'volumes', 'empty-dir', 'd');
     expect(statSync(dir).mode & 0o777).toBe(0o777);
-    expect(statSync(join(dir, 'ok')).uid).toBe(1000);
+    // Running is not yet done: the file comes a moment after the start.
+    expect(await until('the container to write', async () => (existsSync(join(dir, 'ok')) ? statSync(join(dir, 'ok')).uid : undefined))).toBe(1000);
   });
 
   it('keeps a medium: Memory emptyDir as long as the pod, across its only container restarting', async () => {

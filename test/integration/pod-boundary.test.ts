@@ -128,9 +128,9 @@ spec:
   containers:
   - name: racer
     image: ${TEST_IMAGE}
-    # p flips atomically (rename) between a/, where sw is a real directory, and b/, where sw is a
+    # p flips atomically (rename), every 20-80 ms, between a/, where sw is a real directory, and b/, where sw is a
     # symlink to the host: every path always resolves, to inside or to outside, at any instant.
-    command: [sh, -c, 'while true; do ln -sfn a /v/p.a; mv -T /v/p.a /v/p; usleep $((RANDOM % 20000)); ln -sfn b /v/p.b; mv -T /v/p.b /v/p; usleep $((RANDOM % 20000)); done']
+    command: [sh, -c, 'while true; do ln -sfn a /v/p.a; mv -T /v/p.a /v/p; usleep $((20000 + RANDOM % 60000)); ln -sfn b /v/p.b; mv -T /v/p.b /v/p; usleep $((20000 + RANDOM % 60000)); done']
     volumeMounts: [{name: v, mountPath: /v}]
   - name: victim
     image: ${TEST_IMAGE}
