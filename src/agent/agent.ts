@@ -29,12 +29,13 @@ import { writeFileAtomic } from '../sources/atomic-file.js';
 import { DirectorySource } from '../sources/dir-source.js';
 import { redactText, redactUrl } from '../sources/redact.js';
 import { mergeOrigins, type Conflict } from '../sources/merge.js';
-import type { PodSource } from '../sources/source.js';
+import type { PodSource, SetExpiry } from '../sources/source.js';
 import { UrlSource } from '../sources/url-source.js';
 import { acquireAgentLock } from './lock.js';
 import { HealthGate } from './health-gate.js';
 import type { Signer } from '../sources/sshsig.js';
-import { SIGNATURE_REFUSED, type SignaturePolicy } from '../sources/signed.js';
+import { isVerificationRefusal, type SignaturePolicy } from '../sources/signed.js';
+import { FreshnessStore } from '../sources/freshness-store.js';
 
 export interface AgentOptions {
   runtime: RuntimeOptions;
@@ -145,6 +146,7 @@ export class Agent {
       pods: () => this.cache.pods().map((p) => ({ running: p.sandboxes[0]?.state === 'running', containers: [...p.sandboxes, ...p.containers].map((c) => ({ state: c.state, type: c.type })) })),
       engineConnected: () => this.cache.connected,
       sources: () => this.sources.map((s) => ({ name: s.name, ready: s.ready, errors: s.errors().filter((i) => i.severity === 'error').length })),
+      setExpiries: () => this.setExpiries(),
       gc: () => this.gc.counters,
     });
     this.metricsRegistry = m;
@@ -215,7 +217,9 @@ export class Agent {
     });
     const policy = o.policy ?? OPEN_POLICY;
     const checked = (source: string, verified: boolean): void => m.signatureChecked(source, verified);
-    const signatures = (signers: Signer[] | undefined): { signatures?: SignaturePolicy } => (signers ? { signatures: { signers, onCheck: checked } } : {});
+    // Replay, expiry and node rules on every verified set, recorded in the state dir (freshness.ts).
+    const freshness = { store: new FreshnessStore(o.runtime.stateDir, this.log), nodeName: this.runtime.nodeName, onRefused: (source: string, kind: string) => m.setRefused(source, kind) };
+    const signatures = (signers: Signer[] | undefined): { signatures?: SignaturePolicy } => (signers ? { signatures: { signers, onCheck: checked, freshness } } : {});
     const dirOpts = { resyncMs: o.resyncMs ?? 20_000, removeGraceMs: o.removeGraceMs ?? 1000, policy, log: this.log, ...signatures(o.dirSigners) };
     this.sources = [
       ...o.manifestDirs.map((d) => new DirectorySource(d, dirOpts)),
@@ -362,7 +366,7 @@ export class Agent {
         for (const e of mine) {
           for (const d of pods) {
             // A refused signature is not a broken manifest: say which, so no one hunts for a typo.
-            const reason = e.message.startsWith(SIGNATURE_REFUSED) ? 'FailedVerification' : 'FailedValidation';
+            const reason = isVerificationRefusal(e.message) ? 'FailedVerification' : 'FailedValidation';
             this.supervisor.events.record({ uid: d.uid, name: d.pod.metadata.name, namespace: d.pod.metadata.namespace ?? 'default' }, 'Warning', reason, `${formatIssue(e)} (running the last good version)`);
           }
         }
@@ -375,7 +379,9 @@ export class Agent {
       pid: process.pid,
       sources: this.sources.map((s) => {
         const signedBy = s.signedBy?.() ?? [];
-        return { name: s.name, ready: s.ready, errors: s.errors().filter((i) => i.severity === 'error').map(formatIssue), ...(signedBy.length ? { signedBy } : {}) };
+        const now = Date.now();
+        const sets = (s.expiries?.() ?? []).map((e) => ({ origin: e.origin, ...(e.version !== undefined ? { version: e.version } : {}), expires: e.expires.toISOString(), expired: e.expires.getTime() <= now }));
+        return { name: s.name, ready: s.ready, errors: s.errors().filter((i) => i.severity === 'error').map(formatIssue), ...(signedBy.length ? { signedBy } : {}), ...(sets.length ? { sets } : {}) };
       }),
       conflicts: this.conflicts,
       desired: [...this.desired.keys()].sort(),
@@ -544,6 +550,11 @@ export class Agent {
     return (await this.nodeNow()).node;
   }
 
+  /** The expiry of every signed set in force that has one. */
+  private setExpiries(): SetExpiry[] {
+    return this.sources.flatMap((s) => s.expiries?.() ?? []);
+  }
+
   /** The kubelet's Summary API: the node, and every pod from the last resource readings. */
   async statsSummary(): Promise<{ node: NodeSummary; pods: PodStatsV1[] }> {
     return { node: (await this.nodeNow()).summary, pods: (this.o.statsPeriodMs ?? 10_000) > 0 ? await this.stats.summary() : [] };
@@ -562,6 +573,7 @@ export class Agent {
       podrunVersion: podrunVersion(),
       pods: this.cache.pods().length,
       ...(this.lastNode ? { previous: this.lastNode.conditions, previousCpu: this.lastNode.cpu } : {}),
+      ...(this.o.urlSigners || this.o.dirSigners ? { setExpiries: this.setExpiries() } : {}),
     });
     this.lastNode = { conditions: v.conditions, cpu: v.summary.cpu };
     return v;

@@ -11,6 +11,8 @@ export interface MetricsView {
   pods(): { running: boolean; containers: { state: string; type: string }[] }[];
   engineConnected(): boolean;
   sources(): { name: string; ready: boolean; errors: number }[];
+  /** The expiry of every signed set in force that has one. */
+  setExpiries?(): { origin: string; expires: Date }[];
   gc(): { containersRemoved: number; podsRemoved: number; imagesRemoved: number; imageBytesFreed: number };
 }
 
@@ -35,6 +37,7 @@ export class AgentMetrics {
   private readonly imagePull: Histogram<'result'>;
   private readonly fetches: Counter<'source' | 'result'>;
   private readonly signatureChecks: Counter<'source' | 'result'>;
+  private readonly setRefusals: Counter<'source' | 'reason'>;
   private readonly rollbacks: Counter<'namespace' | 'pod'>;
   private readonly reconnects: Counter;
   private readonly statsDuration: Histogram;
@@ -102,6 +105,27 @@ export class AgentMetrics {
         for (const s of view.sources()) this.set({ source: s.name }, s.ready ? 1 : 0);
       },
     });
+    new Gauge({
+      name: 'podrun_manifest_set_expiry_timestamp_seconds',
+      help: 'When each signed set in force expires (its podrun-set header); past it the set keeps running and the node reports ManifestSetExpired.',
+      labelNames: ['source'],
+      registers,
+      collect() {
+        this.reset();
+        for (const e of view.setExpiries?.() ?? []) this.set({ source: e.origin }, e.expires.getTime() / 1000);
+      },
+    });
+    new Gauge({
+      name: 'podrun_manifest_set_expired',
+      help: 'Whether a signed set in force has expired (1) and is still run (a clock never takes pods down).',
+      labelNames: ['source'],
+      registers,
+      collect() {
+        this.reset();
+        const now = Date.now();
+        for (const e of view.setExpiries?.() ?? []) this.set({ source: e.origin }, e.expires.getTime() <= now ? 1 : 0);
+      },
+    });
     const gcCounter = (name: string, help: string, pick: (g: ReturnType<MetricsView['gc']>) => number): void => {
       // A counter the collector keeps: the scrape reads its running total.
       new Counter({
@@ -133,6 +157,7 @@ export class AgentMetrics {
     this.fetches = new Counter({ name: 'podrun_url_fetches_total', help: 'Fetches of manifest URLs, by result (ok, not_modified: a 304, error).', labelNames: ['source', 'result'], registers });
     this.rollbacks = new Counter({ name: 'podrun_pod_rollbacks_total', help: 'Health-gated updates that were not Ready in time and went back to the last Ready version.', labelNames: ['namespace', 'pod'], registers });
     this.signatureChecks = new Counter({ name: 'podrun_manifest_signature_checks_total', help: 'Signature checks of manifests (URL sets, directory files, the URL cache), by result (verified, refused).', labelNames: ['source', 'result'], registers });
+    this.setRefusals = new Counter({ name: 'podrun_manifest_set_refusals_total', help: 'Verified sets refused by their header, by reason: replay (superseded or older), expired, node (signed for another node), header (malformed).', labelNames: ['source', 'reason'], registers });
     this.statsDuration = new Histogram({ name: 'podrun_stats_collection_duration_seconds', help: 'How long one reading of every running container\'s resource usage took.', buckets: DURATION_BUCKETS, registers });
     this.statsCalls = new Counter({ name: 'podrun_stats_engine_calls_total', help: 'Engine stats calls made to read resource usage (one per running container per period).', registers });
     this.reconnects = new Counter({ name: 'podrun_engine_event_stream_reconnects_total', help: 'Times the engine\'s event stream was lost and followed again.', registers });
@@ -184,6 +209,10 @@ export class AgentMetrics {
 
   signatureChecked(source: string, verified: boolean): void {
     this.signatureChecks.inc({ source, result: verified ? 'verified' : 'refused' });
+  }
+
+  setRefused(source: string, reason: string): void {
+    this.setRefusals.inc({ source, reason });
   }
 
   statsCollected(seconds: number, calls: number): void {

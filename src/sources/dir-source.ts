@@ -9,9 +9,11 @@ import { loadManifestText } from '../manifest/load.js';
 import type { DesiredPod } from '../manifest/types.js';
 import { isManifestFileName, readManifestFile } from './manifest-files.js';
 import type { OriginPods } from './merge.js';
-import type { PodSource } from './source.js';
+import type { PodSource, SetExpiry } from './source.js';
+import type { SetHeader } from './freshness.js';
+import type { Signer } from './sshsig.js';
 import type { PodPolicy } from '../manifest/policy.js';
-import { checkSignature, SIGNATURE_REFUSED, signaturePath, signedFileOf, signerText, type SignaturePolicy } from './signed.js';
+import { checkFreshness, checkSignature, SET_REFUSED, SIGNATURE_REFUSED, signaturePath, signedFileOf, signerText, type FreshSet, type SignaturePolicy } from './signed.js';
 
 export interface DirectorySourceOptions {
   /** Full rescan period, the safety net under the watcher. */
@@ -52,6 +54,11 @@ export function writableByOthers(path: string): string | undefined {
   return undefined;
 }
 
+/** What a file keeps of its last good signed version while a newer one is refused. */
+function signedOf(prev: FileState | undefined): Pick<FileState, 'signedBy' | 'header'> {
+  return { ...(prev?.signedBy ? { signedBy: prev.signedBy } : {}), ...(prev?.header ? { header: prev.header } : {}) };
+}
+
 interface FileState {
   digest: string;
   lastGood: DesiredPod[];
@@ -60,6 +67,8 @@ interface FileState {
   good: boolean;
   /** Who signed its last good version (with signatures required). */
   signedBy?: string;
+  /** The signed header of its last good version (version, expiry). */
+  header?: SetHeader;
 }
 
 /**
@@ -115,6 +124,10 @@ export class DirectorySource implements PodSource {
 
   signedBy(): string[] {
     return [...this.files].flatMap(([path, f]) => (f.signedBy ? [`${path}: ${f.signedBy}`] : []));
+  }
+
+  expiries(): SetExpiry[] {
+    return [...this.files].flatMap(([path, f]) => (f.good && f.header?.expires ? [{ origin: this.origin(path), expires: f.header.expires, ...(f.header.version !== undefined ? { version: f.header.version } : {}) }] : []));
   }
 
   errors(): ManifestIssue[] {
@@ -262,7 +275,7 @@ export class DirectorySource implements PodSource {
       // Most often a write caught between truncate and write. Like an empty URL body, it never
       // deletes pods: removing the file does.
       const issue: ManifestIssue = { file: path, line: 1, column: 1, field: '', message: 'file is empty; keeping its pods (remove the file to delete them)', severity: 'warning' };
-      this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: [issue], good: prev?.good ?? false, ...(prev?.signedBy ? { signedBy: prev.signedBy } : {}) });
+      this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: [issue], good: prev?.good ?? false, ...signedOf(prev) });
       return;
     }
     // A write may be caught half done, and a prefix of a manifest is often a valid manifest (the
@@ -275,22 +288,32 @@ export class DirectorySource implements PodSource {
     }
     this.settled.delete(path);
     let signedBy: string | undefined;
+    let fresh: FreshSet | undefined;
     if (this.o.signatures) {
       const v = checkSignature(read.bytes, signature, signaturePath(path), this.o.signatures, this.origin(path));
-      if ('reason' in v) {
-        this.setIssue(path, { file: path, line: 1, column: 1, field: '', message: v.reason, severity: 'error' });
+      const f = 'reason' in v ? v : checkFreshness(read.bytes, this.o.signatures, this.origin(path));
+      if ('reason' in f) {
+        this.setIssue(path, { file: path, line: 1, column: 1, field: '', message: f.reason, severity: 'error' });
         return;
       }
-      signedBy = signerText(v.signer);
+      fresh = f;
+      signedBy = signerText((v as { signer: Signer }).signer);
       this.o.log?.info(`${path}: signature verified (key ${signedBy})`, { source: this.name, file: path });
     }
     const r = loadManifestText({ file: path, source: this.origin(path), text }, this.o.policy);
     const errors = r.issues.filter((i) => i.severity === 'error');
     if (errors.length) {
       for (const e of errors) this.o.log?.warn(`${formatIssue(e)} (keeping the last good version)`, { source: this.name, file: e.file });
-      this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: r.issues, good: prev?.good ?? false, ...(prev?.signedBy ? { signedBy: prev.signedBy } : {}) });
+      this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: r.issues, good: prev?.good ?? false, ...signedOf(prev) });
     } else {
-      this.files.set(path, { digest, lastGood: r.pods, issues: r.issues, good: true, ...(signedBy ? { signedBy } : {}) });
+      try {
+        // Recorded before it is applied: after a kill -9 the record is never older than what runs.
+        fresh?.commit();
+      } catch (err) {
+        this.setIssue(path, { file: path, line: 1, column: 1, field: '', message: `${SET_REFUSED}: cannot record its version: ${(err as Error).message}`, severity: 'error' });
+        return;
+      }
+      this.files.set(path, { digest, lastGood: r.pods, issues: r.issues, good: true, ...(signedBy ? { signedBy } : {}), ...(fresh?.header ? { header: fresh.header } : {}) });
     }
     this.onChange();
   }
@@ -326,7 +349,7 @@ export class DirectorySource implements PodSource {
     const digest = `issue:${issue.message}`;
     if (prev?.digest === digest) return;
     this.o.log?.warn(`${formatIssue(issue)} (keeping the last good version)`, { source: this.name, file: issue.file });
-    this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: [issue], good: prev?.good ?? false, ...(prev?.signedBy ? { signedBy: prev.signedBy } : {}) });
+    this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: [issue], good: prev?.good ?? false, ...signedOf(prev) });
     this.onChange();
   }
 

@@ -1,14 +1,59 @@
+import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
+import { judgeSet, parseSetHeader, type Refusal, type SetHeader } from './freshness.js';
+import type { FreshnessStore } from './freshness-store.js';
 import { MAX_SIGNATURE_BYTES, parseSigners, verifySignature, type Signer } from './sshsig.js';
 
 /** How every refusal's message begins (the agent's events tell it from an invalid manifest by it). */
 export const SIGNATURE_REFUSED = 'signature refused';
+
+/** How a refusal of a verified set begins (replayed, expired, for another node). */
+export const SET_REFUSED = 'set refused';
+
+/** Whether a source's error is a refused signature or set (FailedVerification), not a broken manifest. */
+export function isVerificationRefusal(message: string): boolean {
+  return message.startsWith(SIGNATURE_REFUSED) || message.startsWith(SET_REFUSED);
+}
 
 /** The keys a source's manifests must be signed with, and who hears of each check (metrics). */
 export interface SignaturePolicy {
   signers: readonly Signer[];
   /** Every check's outcome, for metrics. */
   onCheck?: (source: string, verified: boolean) => void;
+  /** Replay, expiry and node rules on verified sets (freshness.ts); absent: signatures only. */
+  freshness?: {
+    store: FreshnessStore;
+    nodeName: string;
+    now?: () => Date;
+    onRefused?: (source: string, kind: Refusal['kind']) => void;
+  };
+}
+
+/** A verified set that may be taken: `commit` records it, before it is applied. */
+export interface FreshSet {
+  header: SetHeader;
+  commit: () => void;
+}
+
+/**
+ * The freshness rules on a set whose signature verified (`key` names the source, or the file of
+ * a directory): what to record before applying it, or why it is refused.
+ */
+export function checkFreshness(bytes: Uint8Array, policy: SignaturePolicy, key: string): FreshSet | { reason: string } {
+  const f = policy.freshness;
+  if (!f) return { header: {}, commit: () => undefined };
+  const header = parseSetHeader(bytes);
+  if ('error' in header) {
+    f.onRefused?.(key, 'header');
+    return { reason: `${SET_REFUSED}: ${header.error}` };
+  }
+  const digest = createHash('sha256').update(bytes).digest('hex');
+  const verdict = judgeSet(f.store.read(key), digest, header, f.now?.() ?? new Date(), f.nodeName);
+  if ('reason' in verdict) {
+    f.onRefused?.(key, verdict.kind);
+    return { reason: `${SET_REFUSED}: ${verdict.reason}` };
+  }
+  return { header, commit: () => f.store.write(key, verdict.next) };
 }
 
 /**

@@ -1,6 +1,12 @@
 import type { ManifestIssue } from '../manifest/errors.js';
 import type { OriginPods } from './merge.js';
 
+export interface SetExpiry {
+  origin: string;
+  expires: Date;
+  version?: number;
+}
+
 /** A place pods come from, for the agent: a watched directory, a polled URL, the applied sets. */
 export interface PodSource {
   readonly name: string;
@@ -12,6 +18,8 @@ export interface PodSource {
   errors(): ManifestIssue[];
   /** With signatures required: who signed what it serves now, `origin: key (signer)`, for the status. */
   signedBy?(): string[];
+  /** The expiry of each signed set in force that has one: reported once passed, never enforced on what runs. */
+  expiries?(): SetExpiry[];
   /** Whether a pod labelled with `source` came from here (to decide who may delete it). */
   owns(source: string): boolean;
   /**

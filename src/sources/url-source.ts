@@ -11,9 +11,10 @@ import { writeFileAtomic } from './atomic-file.js';
 import { httpGet, type HttpOptions } from './http.js';
 import type { OriginPods } from './merge.js';
 import { redactText, redactUrl } from './redact.js';
-import type { PodSource } from './source.js';
+import type { PodSource, SetExpiry } from './source.js';
 import type { PodPolicy } from '../manifest/policy.js';
-import { checkSignature, signatureUrl, signerText, type SignaturePolicy } from './signed.js';
+import { checkFreshness, checkSignature, SET_REFUSED, signatureUrl, signerText, type FreshSet, type SignaturePolicy } from './signed.js';
+import type { SetHeader } from './freshness.js';
 
 export interface UrlSourceOptions extends HttpOptions {
   periodMs?: number;
@@ -54,6 +55,8 @@ export class UrlSource implements PodSource {
   private lastModified: string | undefined;
   private bodyDigest: string | undefined;
   private loaded = false;
+  /** The signed header of the set in force (version, expiry). */
+  private header: SetHeader | undefined;
   /** Who signed the set in force (with signatures required). */
   private signer: string | undefined;
   private failures = 0;
@@ -93,6 +96,10 @@ export class UrlSource implements PodSource {
     return this.signer ? [`${this.name}: ${this.signer}`] : [];
   }
 
+  expiries(): SetExpiry[] {
+    return this.header?.expires ? [{ origin: this.name, expires: this.header.expires, ...(this.header.version !== undefined ? { version: this.header.version } : {}) }] : [];
+  }
+
   private cachePath(): string {
     return join(this.o.stateDir, 'url-cache', `${createHash('sha256').update(this.url).digest('hex').slice(0, 24)}.json`);
   }
@@ -113,7 +120,7 @@ export class UrlSource implements PodSource {
       const c = JSON.parse(readFileSync(this.cachePath(), 'utf8')) as CacheFile;
       if (c.url !== this.shown) return;
       const verified = this.verifiedCache(c);
-      if (verified && this.accept(verified.text, 'cache')) {
+      if (verified && this.accept(verified.text, 'cache', verified.fresh)) {
         this.signer = verified.signer;
         this.etag = c.etag;
         this.lastModified = c.lastModified;
@@ -129,7 +136,7 @@ export class UrlSource implements PodSource {
    * against the pinned keys (a cache written before they were required, edited on disk, or signed
    * by a key no longer trusted is not used: the box waits for the URL instead).
    */
-  private verifiedCache(c: CacheFile): { text: string; signer?: string } | undefined {
+  private verifiedCache(c: CacheFile): { text: string; signer?: string; fresh?: FreshSet } | undefined {
     const policy = this.o.signatures;
     if (!policy) return { text: c.body };
     if (!c.signed) {
@@ -144,11 +151,20 @@ export class UrlSource implements PodSource {
       this.o.log?.warn(`${this.name}: the cached copy is not used: ${why} (waiting for the URL)`, { source: this.name });
       return undefined;
     }
-    return { text: decoded.text, signer: signerText(v.signer) };
+    // A cache older than what this box already accepted is a replay too (the record outlives it).
+    const fresh = checkFreshness(bytes, policy, this.name);
+    if ('reason' in fresh) {
+      this.o.log?.warn(`${this.name}: the cached copy is not used: ${fresh.reason} (waiting for the URL)`, { source: this.name });
+      return undefined;
+    }
+    return { text: decoded.text, signer: signerText(v.signer), fresh };
   }
 
-  /** Validates a body; on success it becomes the current set. Returns whether it was accepted. */
-  private accept(body: string, from: 'network' | 'cache'): boolean {
+  /**
+   * Validates a body; on success it becomes the current set. Returns whether it was accepted.
+   * `fresh` (a signed set): recorded once the body is valid and before it is applied.
+   */
+  private accept(body: string, from: 'network' | 'cache', fresh?: FreshSet): boolean {
     const digest = createHash('sha256').update(body).digest('hex');
     if (digest === this.bodyDigest) return true;
     const r = loadManifestText({ file: this.shown, source: this.name, text: body }, this.o.policy);
@@ -157,6 +173,16 @@ export class UrlSource implements PodSource {
       this.issues = r.issues;
       for (const e of errors) this.o.log?.warn(`${formatIssue(e)} (keeping the last good set)`, { source: this.name });
       return false;
+    }
+    if (fresh) {
+      try {
+        fresh.commit();
+      } catch (err) {
+        // Unrecorded, a set could be replayed after a restart: it is not taken until it can be.
+        this.issues = [{ file: this.shown, line: 1, column: 1, field: '', message: `${SET_REFUSED}: cannot record its version: ${(err as Error).message}`, severity: 'error' }];
+        return false;
+      }
+      this.header = fresh.header;
     }
     this.pods = r.pods;
     this.issues = from === 'network' ? r.issues : [];
@@ -219,6 +245,7 @@ export class UrlSource implements PodSource {
       }
       let signed: CacheFile['signed'];
       let signer: string | undefined;
+      let fresh: FreshSet | undefined;
       if (this.o.signatures) {
         // Before anything of the body is believed: the bytes as served, against their signature.
         const sig = await this.fetchSignature();
@@ -227,12 +254,18 @@ export class UrlSource implements PodSource {
           this.fail(v.reason);
           return;
         }
+        const f = checkFreshness(res.body, this.o.signatures, this.name);
+        if ('reason' in f) {
+          this.fail(f.reason);
+          return;
+        }
+        fresh = f;
         signed = { bytes: res.body.toString('base64'), signature: sig.text ?? '' };
         signer = signerText(v.signer);
         if (this.bodyDigest !== createHash('sha256').update(body).digest('hex')) this.o.log?.info(`${this.name}: signature verified (key ${signer})`, { source: this.name });
       }
-      if (!this.accept(body, 'network')) {
-        this.fail('invalid manifest', this.issues);
+      if (!this.accept(body, 'network', fresh)) {
+        this.fail(this.issues.length === 1 && this.issues[0]!.message.startsWith(SET_REFUSED) ? this.issues[0]!.message : 'invalid manifest', this.issues);
         return;
       }
       this.signer = signer;

@@ -5,7 +5,7 @@
 import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';
 import type { PodRuntime } from '../runtime/runtime.js';
-import { fsUsage, hostUsage, nodeConditions, observations, pidUsage, type NodeCondition, type Signal, type Threshold } from './node.js';
+import { fsUsage, hostUsage, nodeConditions, observations, setExpiryCondition, pidUsage, type NodeCondition, type Signal, type Threshold } from './node.js';
 import type { CpuStats, FsStats, MemoryStats } from './summary.js';
 
 /** The kubelet's default --max-pods: what the node says it holds. */
@@ -59,6 +59,8 @@ export interface NodeInputs {
   pods: number;
   /** The node's previous CPU reading, for its rate. */
   previousCpu?: CpuStats;
+  /** With signed sources that carry expiries: each set in force's expiry (the ManifestSetExpired condition). */
+  setExpiries?: readonly { origin: string; expires: Date }[];
 }
 
 export function nodeView(i: NodeInputs): NodeView {
@@ -72,7 +74,7 @@ export function nodeView(i: NodeInputs): NodeView {
   const nodefs = fsUsage(i.stateDir, now);
   const imagefs = i.facts ? fsUsage(i.facts.rootDir, now) : undefined;
   const pids = pidUsage();
-  const conditions = nodeConditions(observations(host.memory, host.capacityBytes, nodefs, imagefs, pids), i.thresholds, i.engineUp, now, i.previous);
+  const conditions = nodeConditions(observations(host.memory, host.capacityBytes, nodefs, imagefs, pids), i.thresholds, i.engineUp, now, i.previous, i.setExpiries ? [setExpiryCondition(i.setExpiries, Date.parse(now))] : []);
   const name = i.rt.nodeName;
   const cpus = i.facts?.cpus ?? 0;
   const ki = (bytes: number): string => `${Math.floor(bytes / 1024)}Ki`;

@@ -48,7 +48,7 @@ export function parseEvictionThresholds(text: string): Map<Signal, Threshold> {
 export type Observations = Partial<Record<Signal, { available: number; capacity: number }>>;
 
 export interface NodeCondition {
-  type: 'Ready' | 'MemoryPressure' | 'DiskPressure' | 'PIDPressure';
+  type: 'Ready' | 'MemoryPressure' | 'DiskPressure' | 'PIDPressure' | 'ManifestSetExpired';
   status: 'True' | 'False' | 'Unknown';
   reason: string;
   message: string;
@@ -66,7 +66,18 @@ function crossed(o: { available: number; capacity: number } | undefined, t: Thre
  * The kubelet's node conditions (its setters in pkg/kubelet/nodestatus), from the signals and the
  * thresholds. `previous` keeps lastTransitionTime when a status did not change.
  */
-export function nodeConditions(obs: Observations, thresholds: ReadonlyMap<Signal, Threshold>, engineUp: boolean, now: string, previous: readonly NodeCondition[] = []): NodeCondition[] {
+/**
+ * A signed set in force whose expiry has passed keeps running (a clock never takes pods down), and
+ * the node says so, so a frozen mirror is noticed: podrun's own condition, beside the kubelet's.
+ */
+export function setExpiryCondition(expiries: readonly { origin: string; expires: Date }[], nowMs: number): Omit<NodeCondition, 'lastHeartbeatTime' | 'lastTransitionTime'> {
+  const expired = expiries.filter((e) => e.expires.getTime() <= nowMs);
+  return expired.length
+    ? { type: 'ManifestSetExpired', status: 'True', reason: 'ManifestSetExpired', message: `signed set in force has expired, still running it: ${expired.map((e) => `${e.origin} (expired ${e.expires.toISOString()})`).join(', ')}` }
+    : { type: 'ManifestSetExpired', status: 'False', reason: 'ManifestSetsFresh', message: 'no signed set in force has expired' };
+}
+
+export function nodeConditions(obs: Observations, thresholds: ReadonlyMap<Signal, Threshold>, engineUp: boolean, now: string, previous: readonly NodeCondition[] = [], extra: Omit<NodeCondition, 'lastHeartbeatTime' | 'lastTransitionTime'>[] = []): NodeCondition[] {
   const hit = (signals: Signal[]): Signal[] => signals.filter((s) => crossed(obs[s], thresholds.get(s)));
   const memory = hit(['memory.available']);
   const disk = hit(['nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree']);
@@ -84,6 +95,7 @@ export function nodeConditions(obs: Observations, thresholds: ReadonlyMap<Signal
     pid.length
       ? { type: 'PIDPressure', status: 'True', reason: 'KubeletHasInsufficientPID', message: 'node has insufficient PID available' }
       : { type: 'PIDPressure', status: 'False', reason: 'KubeletHasSufficientPID', message: 'node has sufficient PID available' },
+    ...extra,
   ];
   return made.map((c) => {
     const before = previous.find((p) => p.type === c.type);

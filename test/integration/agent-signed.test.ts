@@ -1,11 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import { execFileSync } from 'node:child_process';
-import { createHash } from 'node:crypto';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
 import { AgentSuite, pastRelist, type AgentProcess } from './agent-helpers.js';
-import { agentGetText, containerIds, docker, podContainers, serveLocal, TEST_IMAGE, unique, until } from './helpers.js';
+import { makeKeyPair, SignedServer, type SigningKey } from './signing-helpers.js';
+import { agentGetText, containerIds, docker, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
 
 // Signed manifest sets: what a polled URL or a watched directory serves runs only when a pinned
 // key signed it (ssh-keygen -Y sign -n podrun), and nothing else ever touches the running pods.
@@ -14,46 +13,8 @@ const { world, ns } = suite;
 let agent: AgentProcess | undefined;
 
 /** An ssh-keygen key pair in the test's directory; `sign` writes FILE.sig beside a file. */
-function keyPair(name: string): { pub: string; sign: (file: string, namespace?: string) => string } {
-  const key = join(world.dir, name);
-  execFileSync('ssh-keygen', ['-q', '-t', 'ed25519', '-N', '', '-C', `${name}@test`, '-f', key]);
-  return {
-    pub: `${key}.pub`,
-    // The form the README gives: the file on stdin, the signature on stdout (no overwrite prompt).
-    sign: (file, namespace = 'podrun') => {
-      const sig = execFileSync('ssh-keygen', ['-Y', 'sign', '-n', namespace, '-f', key], { input: readFileSync(file), stdio: ['pipe', 'pipe', 'ignore'] }).toString();
-      writeFileSync(`${file}.sig`, sig);
-      return sig;
-    },
-  };
-}
-
-/** Serves pods.yaml and pods.yaml.sig on 127.0.0.1 (a missing signature is a 404). */
-class SignedServer {
-  body = '';
-  sig: string | undefined;
-  requests = 0;
-  private served: Awaited<ReturnType<typeof serveLocal>> | undefined;
-
-  async start(): Promise<void> {
-    this.served = await serveLocal((req, res) => {
-      this.requests++;
-      if (req.url === '/pods.yaml.sig') {
-        if (this.sig === undefined) res.writeHead(404).end('not found');
-        else res.writeHead(200).end(this.sig);
-        return;
-      }
-      res.writeHead(200, { etag: `"${createHash('sha256').update(this.body).digest('hex').slice(0, 16)}"` }).end(this.body);
-    });
-  }
-
-  get url(): string {
-    return `http://127.0.0.1:${this.served?.port ?? 0}/pods.yaml`;
-  }
-
-  async close(): Promise<void> {
-    await this.served?.close();
-  }
+function keyPair(name: string): SigningKey {
+  return makeKeyPair(world.dir, name);
 }
 
 function pod(name: string, env: string): string {
