@@ -40,12 +40,45 @@ export async function execHandler(a: ExecAction, ctx: HandlerContext): Promise<P
   return { ok: false, message: `command exited with ${r.exitCode}${out ? `: ${out.slice(0, 200)}` : ''}` };
 }
 
-function oneRequest(url: URL, headers: Record<string, string>, timeoutMs: number): Promise<IncomingMessage> {
+/** The kubelet reads at most this much of a probe's body (pkg/probe/http: maxRespBodyLength). */
+export const MAX_PROBE_BODY = 10 * 1024;
+
+interface ProbeResponse {
+  status: number;
+  location?: string;
+}
+
+/**
+ * One GET, bounded as the kubelet's client is (http.Client{Timeout}): the deadline covers the
+ * connect, the headers and the body, however slowly a server dribbles them; the body is read up
+ * to 10 KiB, then the connection is closed, so an endless body costs one bounded read.
+ */
+function oneRequest(url: URL, headers: Record<string, string>, timeoutMs: number): Promise<ProbeResponse> {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
-    const req = send(url, { method: 'GET', headers, agent: false, timeout: timeoutMs, rejectUnauthorized: false }, resolve);
-    req.on('timeout', () => req.destroy(new Error(`timeout after ${timeoutMs / 1000}s`)));
-    req.on('error', reject);
+    let settled = false;
+    const finish = (r: ProbeResponse | Error): void => {
+      if (settled) return;
+      settled = true;
+      clearTimeout(timer);
+      req.destroy();
+      if (r instanceof Error) reject(r);
+      else resolve(r);
+    };
+    const req = send(url, { method: 'GET', headers, agent: false, rejectUnauthorized: false }, (res: IncomingMessage) => {
+      let size = 0;
+      const done = (): void => finish({ status: res.statusCode ?? 0, ...(res.headers.location ? { location: res.headers.location } : {}) });
+      res.on('data', (c: Buffer) => {
+        size += c.length;
+        // The rest is not read: the kubelet's truncation is not a failure, the status decides.
+        if (size >= MAX_PROBE_BODY) done();
+      });
+      res.on('end', done);
+      res.on('error', (err) => finish(err));
+      res.on('aborted', () => finish(new Error('the server closed the connection mid-body')));
+    });
+    const timer = setTimeout(() => finish(new Error(`context deadline exceeded (Client.Timeout exceeded after ${timeoutMs / 1000}s)`)), timeoutMs);
+    req.on('error', (err) => finish(err));
     req.end();
   });
 }
@@ -64,9 +97,7 @@ export async function httpGetHandler(a: HTTPGetAction, ctx: HandlerContext): Pro
     // Redirects are followed to the same host only, at most 10, as the kubelet does.
     for (let hop = 0; hop <= 10; hop++) {
       const res = await oneRequest(url, headers, Math.max(1, deadline - Date.now()));
-      const status = res.statusCode ?? 0;
-      res.resume();
-      const location = res.headers.location;
+      const { status, location } = res;
       if (status >= 300 && status < 400 && location) {
         const next = new URL(location, url);
         if (next.hostname !== url.hostname) return { ok: true, message: `redirect to another host (${next.host}) counts as success` };

@@ -145,30 +145,51 @@ export class FollowedFrames extends Writable {
   override _write(chunk: Buffer, _enc: string, done: () => void): void {
     this.pending = this.pending.length ? Buffer.concat([this.pending, chunk]) : chunk;
     let i = 0;
+    const full = new Set<NodeJS.WritableStream>();
     while (i + 8 <= this.pending.length) {
       const len = this.pending.readUInt32BE(i + 4);
       if (i + 8 + len > this.pending.length) break;
-      this.frame(this.pending[i] === 2 ? this.err : this.out, this.pending.subarray(i + 8, i + 8 + len));
+      const to = this.pending[i] === 2 ? this.err : this.out;
+      if (!this.frame(to, this.pending.subarray(i + 8, i + 8 + len))) full.add(to);
       i += 8 + len;
     }
     this.pending = this.pending.subarray(i);
-    done();
+    afterDrain([...full], done);
   }
 
-  private frame(to: NodeJS.WritableStream, payload: Buffer): void {
+  /** Writes one frame; false when the destination asks to wait. */
+  private frame(to: NodeJS.WritableStream, payload: Buffer): boolean {
     const space = payload.indexOf(0x20);
     const ts = space > 0 ? payload.subarray(0, space).toString('latin1') : '';
     // RFC 3339 with trailing zeros trimmed: compare the seconds as text, then the fraction padded.
     const m = /^([^.Z]+)(?:\.(\d+))?Z$/.exec(ts);
     if (m) {
       const at: [string, string] = [m[1] ?? '', (m[2] ?? '').padEnd(9, '0')];
-      if (at[0] < this.last[0] || (at[0] === this.last[0] && at[1] < this.last[1])) return;
+      if (at[0] < this.last[0] || (at[0] === this.last[0] && at[1] < this.last[1])) return true;
       // The same time again is a replay when the bytes are the same too (parts of one long line share a time).
-      if (at[0] === this.last[0] && at[1] === this.last[1] && payload.equals(this.lastPayload)) return;
+      if (at[0] === this.last[0] && at[1] === this.last[1] && payload.equals(this.lastPayload)) return true;
       this.last = at;
       this.lastPayload = Buffer.from(payload);
     }
-    to.write(this.keepTimestamps || !m ? payload : payload.subarray(space + 1));
+    return to.write(this.keepTimestamps || !m ? payload : payload.subarray(space + 1));
+  }
+}
+
+/** Calls `done` once every stream that asked to wait has drained (a slow reader slows the engine's stream). */
+function afterDrain(streams: NodeJS.WritableStream[], done: () => void): void {
+  let waiting = streams.length;
+  if (!waiting) return done();
+  for (const s of streams) s.once('drain', () => --waiting === 0 && done());
+}
+
+/** Passes a TTY log through at the reader's pace, without ending the destination. */
+class Paced extends Writable {
+  constructor(private readonly out: NodeJS.WritableStream) {
+    super();
+  }
+
+  override _write(chunk: Buffer, _enc: string, done: () => void): void {
+    afterDrain(this.out.write(chunk) ? [] : [this.out], done);
   }
 }
 
@@ -624,30 +645,28 @@ export class PodRuntime {
     const c = this.docker.getContainer(id);
     const opts = { stdout: true, stderr: true, timestamps: o.timestamps, ...(o.tail !== undefined ? { tail: o.tail } : {}), ...(o.since !== undefined ? { since: o.since } : {}) };
     const tty = (await this.call('inspect container', () => c.inspect())).Config.Tty;
-    if (o.follow) {
-      // Non-TTY: timestamps always, so a stretch the engine reads twice when a file rotates under
-      // it (json-file re-reads part of the rotated file) is dropped rather than printed again.
-      const stream = await this.call('follow logs', () => c.logs({ ...opts, ...(tty ? {} : { timestamps: true }), follow: true }));
-      if (tty) stream.pipe(out, { end: false });
-      else stream.pipe(new FollowedFrames(out, err, o.timestamps));
-      await new Promise<void>((resolve) => {
-        stream.on('end', resolve);
-        stream.on('close', resolve);
-        stream.on('error', () => resolve());
-      });
-      return;
-    }
-    const buf = (await this.call('read logs', () => c.logs({ ...opts, follow: false }))) as unknown as Buffer;
-    if (tty) {
-      out.write(buf);
-      return;
-    }
-    // Non-TTY logs are multiplexed in 8-byte framed chunks.
-    for (let i = 0; i + 8 <= buf.length; ) {
-      const len = buf.readUInt32BE(i + 4);
-      (buf[i] === 2 ? err : out).write(buf.subarray(i + 8, i + 8 + len));
-      i += 8 + len;
-    }
+    // Non-TTY: timestamps always, so a stretch the engine reads twice when a file rotates under a
+    // follower (json-file re-reads part of the rotated file) is dropped rather than printed again.
+    // Streamed, never buffered, and at the reader's pace: a log of any size costs constant memory.
+    const query = { ...opts, ...(tty ? {} : { timestamps: true }), follow: o.follow };
+    const stream = await this.call(o.follow ? 'follow logs' : 'read logs', () => this.logStream(id, query));
+    const ended = new Promise<void>((resolve) => {
+      stream.on('end', resolve);
+      stream.on('close', resolve);
+      stream.on('error', () => resolve());
+    });
+    stream.pipe(tty ? new Paced(out) : new FollowedFrames(out, err, o.timestamps));
+    await ended;
+  }
+
+  /** GET /containers/{id}/logs as a stream, followed or not (dockerode buffers a log that is not followed). */
+  private logStream(id: string, query: Record<string, unknown>): Promise<NodeJS.ReadableStream> {
+    return new Promise((resolve, reject) => {
+      this.docker.modem.dial(
+        { path: `/containers/${id}/logs?`, method: 'GET', options: query, isStream: true, statusCodes: { 200: true, 404: 'no such container', 500: 'server error' } } as Parameters<Docker['modem']['dial']>[0],
+        (err, result) => (err ? reject(err) : resolve(result as NodeJS.ReadableStream)),
+      );
+    });
   }
 
   /**

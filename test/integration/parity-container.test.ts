@@ -197,6 +197,37 @@ spec:
     expect((await world.cli('logs', '-p', '-n', ns, name, '--tail', '2')).out.trim()).toBe('120000\nDONE-2');
   });
 
+  it('podrun logs streams a large log at the reader\'s pace, in constant memory', { timeout: 120_000 }, async () => {
+    const name = unique('biglog');
+    // 200,000 lines of 71 bytes: 14 MB printed, about 28 MB of json-file on disk.
+    const r = await world.cli('--container-log-max-size', '500Mi', 'apply', '--timeout', '20s', world.write(`${name}.yaml`, `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers: [{name: c, image: ${TEST_IMAGE}, command: [sh, -c, 'yes 0123456789012345678901234567890123456789012345678901234567890123456789 | head -n 200000; echo END; exec sleep 3600']}]
+`));
+    expect(r.code, r.err).toBe(0);
+    await until('the whole log', async () => ((await world.cli('logs', '-n', ns, name, '--tail', '1')).out.trim() === 'END' ? true : undefined), 60_000);
+    const p = world.spawnBin(['logs', '-n', ns, name]);
+    let bytes = 0;
+    let peakKb = 0;
+    p.stdout.on('data', (c: Buffer) => (bytes += c.length));
+    const sample = setInterval(() => {
+      try {
+        peakKb = Math.max(peakKb, Number(/^VmRSS:\s+(\d+) kB$/m.exec(readFileSync(`/proc/${p.pid}/status`, 'utf8'))?.[1] ?? 0));
+      } catch {
+        // Exited.
+      }
+    }, 20);
+    await new Promise((res) => p.on('close', res));
+    clearInterval(sample);
+    expect(bytes).toBe(200_000 * 71 + 4);
+    // Buffered whole, as before, this was about 190 MB.
+    expect(peakKb).toBeGreaterThan(0);
+    expect(peakKb).toBeLessThan(100 * 1024);
+  });
+
   it('podrun logs into a reader that stops early ends quietly, as cat does', async () => {
     const name = unique('epipe');
     const r = await world.cli('apply', '--timeout', '20s', world.write(`${name}.yaml`, `apiVersion: v1

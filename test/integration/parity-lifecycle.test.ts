@@ -256,7 +256,9 @@ describe('the spec in force after a container-only update', () => {
     expect((await world.cli('apply', '--timeout', '20s', file)).code).toBe(0);
     const started = Date.now();
     expect((await world.cli('delete', '--grace-period', '0', '-n', ns, name)).code).toBe(0);
-    expect(Date.now() - started).toBeLessThan(1500);
+    // Neither the 60 s grace period nor the preStop's 5 s sleep: a kill and a removal (about 1 s
+    // alone, more while the whole suite shares the 2 cores).
+    expect(Date.now() - started).toBeLessThan(4000);
     expect(existsSync(join(out, 'prestop'))).toBe(false);
   });
 });

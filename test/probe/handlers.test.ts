@@ -1,8 +1,19 @@
 import { createServer } from 'node:http';
+import { createServer as createNetServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { execHandler, grpcStatusOf, httpGetHandler, resolvePort, tcpHandler, type HandlerContext } from '../../src/probe/handlers.js';
 
 let port = 0;
+let endlessClosed = false;
+/** A raw server that dribbles its status line and headers a byte at a time, forever. */
+const dribbler = createNetServer((sock) => {
+  const text = 'HTTP/1.1 200 OK\r\nX-Slow: ' + 'y'.repeat(100000);
+  let i = 0;
+  const t = setInterval(() => (i < text.length ? sock.write(text[i++]!) : undefined), 20);
+  sock.on('close', () => clearInterval(t));
+  sock.on('error', () => clearInterval(t));
+});
+let dribblePort = 0;
 const seen: Record<string, string | undefined>[] = [];
 const server = createServer((req, res) => {
   seen.push({ url: req.url, ua: req.headers['user-agent'], x: req.headers['x-probe'] as string | undefined });
@@ -10,15 +21,36 @@ const server = createServer((req, res) => {
   if (req.url === '/moved') return res.writeHead(302, { location: '/ok' }).end();
   if (req.url === '/away') return res.writeHead(302, { location: 'http://other.invalid/' }).end();
   if (req.url === '/slow') return void setTimeout(() => res.writeHead(200).end(), 2000);
+  if (req.url === '/endless-fast') {
+    // A server that never stops sending: the probe must read 10 KiB and hang up.
+    res.writeHead(200);
+    const chunk = Buffer.alloc(64 * 1024, 'x');
+    const pump = (): void => {
+      while (!res.destroyed && res.write(chunk));
+      if (!res.destroyed) res.once('drain', pump);
+    };
+    res.on('close', () => (endlessClosed = true));
+    return pump();
+  }
+  if (req.url === '/endless-slow') {
+    res.writeHead(200);
+    const t = setInterval(() => res.write('x'), 20);
+    res.on('close', () => clearInterval(t));
+    return;
+  }
   res.writeHead(500).end('boom');
 });
 
 beforeAll(async () => {
+  await new Promise<void>((r) => dribbler.listen(0, '127.0.0.1', () => r()));
+  const d = dribbler.address();
+  dribblePort = typeof d === 'object' && d ? d.port : 0;
   await new Promise<void>((r) => server.listen(0, '127.0.0.1', () => r()));
   const a = server.address();
   port = typeof a === 'object' && a ? a.port : 0;
 });
 afterAll(() => {
+  dribbler.close();
   server.closeAllConnections();
   server.close();
 });
@@ -33,6 +65,26 @@ const ctx = (over: Partial<HandlerContext> = {}): HandlerContext => ({
 });
 
 describe('probe handlers', () => {
+  it('httpGet fails at its timeout however slowly the headers dribble in, and closes the connection', async () => {
+    const started = Date.now();
+    const r = await httpGetHandler({ port: dribblePort, path: '/' }, ctx({ timeoutMs: 400 }));
+    expect(r).toEqual({ ok: false, message: expect.stringContaining('Client.Timeout exceeded after 0.4s') });
+    expect(Date.now() - started).toBeLessThan(2000);
+    const open = (): Promise<number> => new Promise((res) => dribbler.getConnections((_, n) => res(n)));
+    for (let i = 0; i < 50 && (await open()) > 0; i++) await new Promise((res) => setTimeout(res, 20));
+    expect(await open()).toBe(0);
+  });
+
+  it('httpGet reads at most 10 KiB of an endless body, then hangs up; the status decides, as the kubelet', async () => {
+    const r = await httpGetHandler({ port, path: '/endless-fast' }, ctx());
+    expect(r).toEqual({ ok: true });
+    await new Promise((res) => setTimeout(res, 100));
+    expect(endlessClosed).toBe(true);
+    // An endless body too slow to reach 10 KiB in time fails at the deadline.
+    const slow = await httpGetHandler({ port, path: '/endless-slow' }, ctx({ timeoutMs: 300 }));
+    expect(slow).toEqual({ ok: false, message: expect.stringContaining('Client.Timeout exceeded') });
+  });
+
   it('httpGet: 2xx and 3xx pass, others fail, named ports resolve, headers are sent', async () => {
     expect(await httpGetHandler({ port: 'http', path: '/ok', httpHeaders: [{ name: 'X-Probe', value: 'yes' }] }, ctx())).toEqual({ ok: true });
     expect(seen.at(-1)).toMatchObject({ url: '/ok', x: 'yes', ua: 'kube-probe/1.31 (podrun)' });
