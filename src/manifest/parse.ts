@@ -1,4 +1,4 @@
-import { constructFromEvents, EVENT_ID, getScalarValue, parseEvents, YAMLException, type Event } from 'js-yaml';
+import { constructFromEvents, CORE_SCHEMA, EVENT_ID, getScalarValue, intYaml11Tag, parseEvents, YAMLException, type Event } from 'js-yaml';
 import type { ManifestIssue } from './errors.js';
 import { MAX_EXPANDED_DOCUMENT_BYTES, size } from './limits.js';
 
@@ -237,6 +237,13 @@ function firstInvalidUtf8(b: Uint8Array): number {
 }
 
 /**
+ * YAML 1.2's core schema with YAML 1.1 integers, as Kubernetes reads manifests (go-yaml v2 under
+ * sigs.k8s.io/yaml): `defaultMode: 0644` is octal 420, not decimal 644 (0400 read as 400 would be
+ * mode 0620, group-writable). Booleans stay 1.2's: `on` is the string it looks like.
+ */
+const MANIFEST_SCHEMA = CORE_SCHEMA.withTags(intYaml11Tag);
+
+/**
  * Parses YAML or JSON text (JSON is read as YAML 1.2) into documents with source positions.
  * Empty documents (a stray `---`) are dropped.
  */
@@ -249,7 +256,7 @@ export function parseManifestText(text: string, file: string): ParseResult {
       const pos = lines.position(overflow);
       return { ok: false, issue: { file, line: pos.line, column: pos.column, field: '', message: `document is larger than ${size(MAX_EXPANDED_DOCUMENT_BYTES)} with its aliases expanded (an alias bomb?)`, severity: 'error' } };
     }
-    const values = constructFromEvents(events, { source: text, filename: file });
+    const values = constructFromEvents(events, { source: text, filename: file, schema: MANIFEST_SCHEMA });
     const indexes = indexDocuments(text, events, lines);
     const documents: ParsedDocument[] = [];
     values.forEach((value, i) => {

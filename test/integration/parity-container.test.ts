@@ -41,7 +41,7 @@ spec:
       - {path: labels, fieldRef: {fieldPath: metadata.labels}}
       - {path: annotations, fieldRef: {fieldPath: metadata.annotations}}
       - {path: sub/name, fieldRef: {fieldPath: metadata.name}}
-      - {path: cpu, resourceFieldRef: {containerName: c, resource: limits.cpu, divisor: 1m}, mode: 256}
+      - {path: cpu, resourceFieldRef: {containerName: c, resource: limits.cpu, divisor: 1m}, mode: 0400}
   - name: proj
     projected: {sources: [{downwardAPI: {items: [{path: ns, fieldRef: {fieldPath: metadata.namespace}}]}}]}
 `));
@@ -141,6 +141,32 @@ spec:
     } else {
       expect(allowed.err).not.toContain('oom_score_adj');
     }
+  });
+});
+
+describe('what the kubelet refuses, apply refuses; what it runs, apply runs', () => {
+  it('refuses each pod the kubelet would, with the field and why, and runs hostUsers: true and os linux', { timeout: 60_000 }, async () => {
+    const spec = (name: string, body: string) => world.write(`${name}.yaml`, `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}, namespace: ${ns}}\nspec:\n  terminationGracePeriodSeconds: 1\n${body}`);
+    const c = (extra = '') => `  containers: [{name: c, image: ${TEST_IMAGE}, command: [sleep, '3600']${extra}}]\n`;
+    const cases: [string, string, string][] = [
+      ['bidir', `${c(', volumeMounts: [{name: v, mountPath: /v, mountPropagation: Bidirectional}]')}  volumes: [{name: v, emptyDir: {}}]\n`, 'Bidirectional mount propagation is available only to privileged containers'],
+      ['netsysctl', `  hostNetwork: true\n  securityContext: {sysctls: [{name: net.ipv4.tcp_syncookies, value: "1"}]}\n${c()}`, 'is not allowed with hostNetwork'],
+      ['windows', `  os: {name: windows}\n${c()}`, 'this node runs linux pods only'],
+      ['memsub', `${c(', volumeMounts: [{name: m, mountPath: /m, subPath: x}]')}  volumes: [{name: m, emptyDir: {medium: Memory}}]\n`, 'podrun cannot mount a subPath of a medium: Memory emptyDir'],
+      ['userns', `  hostUsers: false\n${c()}`, 'asks for a user namespace'],
+      ['huge', c(', resources: {limits: {hugepages-2Mi: 2Mi}}'), '["hugepages-2Mi"]: is a Kubernetes field that podrun cannot honour'],
+    ];
+    for (const [tag, body, message] of cases) {
+      const name = unique(tag);
+      const r = await world.cli('apply', '--timeout', '20s', spec(name, body));
+      expect([tag, r.code]).toEqual([tag, 1]);
+      expect(r.err).toContain(message);
+      expect(await podContainers(ns, name, world.instance)).toEqual([]);
+    }
+    const ok = unique('hostusers');
+    const r = await world.cli('apply', '--timeout', '20s', spec(ok, `  hostUsers: true\n  os: {name: linux}\n${c()}`));
+    expect(r.code, r.err).toBe(0);
+    expect(r.err).toBe('');
   });
 });
 

@@ -49,6 +49,14 @@ describe('the kubelet\'s refusals', () => {
   });
 });
 
+describe('numbers as Kubernetes reads them', () => {
+  it('reads a leading-zero mode as octal (YAML 1.1 integers, as go-yaml under sigs.k8s.io/yaml)', () => {
+    const d = desired(`apiVersion: v1\nkind: Pod\nmetadata: {name: m}\nspec:\n${C}  volumes: [{name: d, downwardAPI: {defaultMode: 0644, items: [{path: n, mode: 0400, fieldRef: {fieldPath: metadata.name}}]}}]\n`).pod;
+    expect(d.spec.volumes?.[0]?.downwardAPI).toMatchObject({ defaultMode: 0o644, items: [{ mode: 0o400 }] });
+    expect(desired(`apiVersion: v1\nkind: Pod\nmetadata: {name: m}\nspec:\n  terminationGracePeriodSeconds: 30\n${C}`).pod.spec.terminationGracePeriodSeconds).toBe(30);
+  });
+});
+
 describe('warnings that say what is not done', () => {
   it('warns that ephemeral-storage and a disk emptyDir sizeLimit are not enforced, and that a tcpSocket hook fails', () => {
     const w = issues('  containers: [{name: c, image: busybox, resources: {limits: {ephemeral-storage: 1Gi}}, lifecycle: {preStop: {tcpSocket: {port: 80}}}}]\n  volumes: [{name: d, emptyDir: {sizeLimit: 1Gi}}, {name: m, emptyDir: {medium: Memory, sizeLimit: 1Gi}}]\n');
