@@ -54,6 +54,16 @@ export function writableByOthers(path: string): string | undefined {
   return undefined;
 }
 
+/** Identifies one write of a file (inode, size, change time in ns): any write changes it. */
+function stampOf(path: string): string {
+  try {
+    const st = statSync(path, { bigint: true });
+    return `${st.ino}:${st.size}:${st.ctimeNs}:${st.mtimeNs}`;
+  } catch {
+    return 'gone';
+  }
+}
+
 /** What a file keeps of its last good signed version while a newer one is refused. */
 function signedOf(prev: FileState | undefined): Pick<FileState, 'signedBy' | 'header'> {
   return { ...(prev?.signedBy ? { signedBy: prev.signedBy } : {}), ...(prev?.header ? { header: prev.header } : {}) };
@@ -270,7 +280,11 @@ export class DirectorySource implements PodSource {
     // With signatures, the pair is the content: a new signature for the same file is news too.
     const digest = createHash('sha256').update(text).update(signature === undefined ? '' : `\0${signature}`).digest('hex');
     const prev = this.files.get(path);
-    if (prev && prev.digest === digest) return;
+    if (prev && prev.digest === digest) {
+      // Back to what is in force: a version seen meanwhile did not stay, so it is not waited for.
+      this.cancelConfirm(path);
+      return;
+    }
     if (text.trim() === '') {
       // Most often a write caught between truncate and write. Like an empty URL body, it never
       // deletes pods: removing the file does.
@@ -318,6 +332,13 @@ export class DirectorySource implements PodSource {
     this.onChange();
   }
 
+  private cancelConfirm(path: string): void {
+    const waiting = this.confirming.get(path);
+    if (!waiting) return;
+    clearTimeout(waiting.timer);
+    this.confirming.delete(path);
+  }
+
   /**
    * Reads the file again once its content has stayed `digest` for SETTLE_MS; then that content is
    * believed. New content meanwhile starts the wait over.
@@ -326,9 +347,15 @@ export class DirectorySource implements PodSource {
     const waiting = this.confirming.get(path);
     if (waiting?.digest === digest) return;
     if (waiting) clearTimeout(waiting.timer);
+    const stamp = stampOf(path);
     const timer = setTimeout(() => {
       this.confirming.delete(path);
       if (this.stopped) return;
+      // Written again meanwhile (perhaps back and forth, between events): not settled; wait anew.
+      if (stampOf(path) !== stamp) {
+        this.fileEvent(path);
+        return;
+      }
       this.settled.set(path, digest);
       const again = this.files.get(path);
       if (again) again.digest = '';
