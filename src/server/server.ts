@@ -4,6 +4,14 @@ import { createServer, type IncomingMessage, type Server, type ServerResponse } 
 import { join } from 'node:path';
 import type { PodEvent } from '../status/events.js';
 
+/**
+ * Limits on the agent's endpoints: a request's headers within 10 s and the whole request within
+ * 30 s (checked every second), at most 256 connections per listener. Node's defaults (60 s, 5 min,
+ * checked every 30 s, no cap) let a slow or idle client hold fds for minutes.
+ */
+const MAX_CONNECTIONS = 256;
+const SERVER_OPTIONS = { headersTimeout: 10_000, requestTimeout: 30_000, connectionsCheckingInterval: 1_000 } as const;
+
 /** What the HTTP API serves; the agent implements it. */
 export interface AgentView {
   healthy(): boolean;
@@ -76,9 +84,17 @@ export async function startServer(view: AgentView, o: { stateDir: string; port?:
     send(res, 404, 'not found\n');
   };
   const servers: Server[] = [];
+  /** A client that opens connections and never finishes them costs the agent a bounded number of fds, for a bounded time. */
+  const bounded = (server: Server): Server => {
+    server.maxConnections = MAX_CONNECTIONS;
+    server.keepAliveTimeout = 5_000;
+    // A socket idle this long is destroyed, also one answered 408 whose client never closes its end.
+    server.timeout = 15_000;
+    return server;
+  };
   const socket = agentSocketPath(o.stateDir);
   rmSync(socket, { force: true });
-  const unix = createServer(handler);
+  const unix = bounded(createServer(SERVER_OPTIONS, handler));
   // The socket is for root (the state dir is 0700); the TCP port is for any local process, and a
   // browser page can reach it too (DNS rebinding): read-only, and only for requests that name
   // the loopback address as their Host.
@@ -90,7 +106,7 @@ export async function startServer(view: AgentView, o: { stateDir: string; port?:
   await new Promise<void>((resolve, reject) => unix.listen(socket, resolve).once('error', reject));
   servers.push(unix);
   if (o.port) {
-    const tcp = createServer(readOnly);
+    const tcp = bounded(createServer(SERVER_OPTIONS, readOnly));
     await new Promise<void>((resolve, reject) => tcp.listen(o.port, '127.0.0.1', resolve).once('error', reject));
     servers.push(tcp);
     o.log?.info(`serving /healthz, /pods, /events and /metrics read-only on 127.0.0.1:${o.port}`);
