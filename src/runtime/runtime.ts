@@ -546,14 +546,10 @@ export class PodRuntime {
   private async pinMounts(pod: Pod, c: Container, volumes: ReadonlyMap<string, VolumeBacking>): Promise<Map<number, string>> {
     const out = new Map<number, string>();
     const allowed = this.options.allowedHostPaths;
-    const mounts = c.volumeMounts ?? [];
-    for (const j of mountsToPin(c, volumes, allowed !== undefined)) {
-      const m = mounts[j];
-      const b = m && volumes.get(m.name);
-      if (!m || b?.kind !== 'bind') continue;
-      const staging = stagingPath(this.options.stateDir, pod.metadata.uid ?? '', m.name, c.name, j);
+    for (const { index, mount: m, backing: b } of mountsToPin(c, volumes, allowed !== undefined)) {
+      const staging = stagingPath(this.options.stateDir, pod.metadata.uid ?? '', m.name, c.name, index);
       await pinMount({ base: b.path, ...(m.subPath ? { subPath: m.subPath } : {}), ...(b.hostPath && allowed ? { allowed } : {}), what: `volume "${m.name}" of container ${c.name}` }, staging);
-      out.set(j, staging);
+      out.set(index, staging);
     }
     return out;
   }

@@ -2,7 +2,7 @@ import type Docker from 'dockerode';
 import { totalmem } from 'node:os';
 import { cpuShares, oomScoreAdj, SANDBOX_OOM_SCORE_ADJ } from '../manifest/qos.js';
 import { milliCpu, parseQuantity } from '../manifest/quantity.js';
-import type { Container, Pod, SecurityContext } from '../manifest/types.js';
+import type { Container, Pod, SecurityContext, VolumeMount } from '../manifest/types.js';
 import type { ResolvConf } from './dns.js';
 import { expandVars, resolveEnv, type PodRuntimeContext } from './env.js';
 import { dockerName, LABEL, MANAGED_BY, SANDBOX_NAME } from './labels.js';
@@ -202,11 +202,11 @@ function resourcesOf(c: Container): Partial<Docker.HostConfig> {
 
 const PROPAGATION = { None: 'rprivate', HostToContainer: 'rslave', Bidirectional: 'rshared' } as const;
 
-/** Which of the container's mounts must be pinned before the engine sees them (by index). */
-export function mountsToPin(c: Container, volumes: ReadonlyMap<string, VolumeBacking>, allowList: boolean): number[] {
-  return (c.volumeMounts ?? []).flatMap((m, j) => {
-    const b = volumes.get(m.name);
-    return b?.kind === 'bind' && (m.subPath || (b.hostPath && allowList)) ? [j] : [];
+/** The container's mounts that must be pinned before the engine sees them, with their index and host directory. */
+export function mountsToPin(c: Container, volumes: ReadonlyMap<string, VolumeBacking>, allowList: boolean): { index: number; mount: VolumeMount; backing: Extract<VolumeBacking, { kind: 'bind' }> }[] {
+  return (c.volumeMounts ?? []).flatMap((mount, index) => {
+    const backing = volumes.get(mount.name);
+    return backing?.kind === 'bind' && (mount.subPath || (backing.hostPath && allowList)) ? [{ index, mount, backing }] : [];
   });
 }
 

@@ -11,7 +11,6 @@ import { isManifestFileName, readManifestFile } from './manifest-files.js';
 import type { OriginPods } from './merge.js';
 import type { PodSource, SetExpiry } from './source.js';
 import type { SetHeader } from './freshness.js';
-import type { Signer } from './sshsig.js';
 import type { PodPolicy } from '../manifest/policy.js';
 import { checkFreshness, checkSignature, SET_REFUSED, SIGNATURE_REFUSED, signaturePath, signedFileOf, signerText, type FreshSet, type SignaturePolicy } from './signed.js';
 
@@ -304,14 +303,13 @@ export class DirectorySource implements PodSource {
     let signedBy: string | undefined;
     let fresh: FreshSet | undefined;
     if (this.o.signatures) {
+      const refuse = (reason: string): void => this.setIssue(path, { file: path, line: 1, column: 1, field: '', message: reason, severity: 'error' });
       const v = checkSignature(read.bytes, signature, signaturePath(path), this.o.signatures, this.origin(path));
-      const f = 'reason' in v ? v : checkFreshness(read.bytes, this.o.signatures, this.origin(path));
-      if ('reason' in f) {
-        this.setIssue(path, { file: path, line: 1, column: 1, field: '', message: f.reason, severity: 'error' });
-        return;
-      }
+      if ('reason' in v) return refuse(v.reason);
+      const f = checkFreshness(read.bytes, this.o.signatures, this.origin(path));
+      if ('reason' in f) return refuse(f.reason);
       fresh = f;
-      signedBy = signerText((v as { signer: Signer }).signer);
+      signedBy = signerText(v.signer);
       this.o.log?.info(`${path}: signature verified (key ${signedBy})`, { source: this.name, file: path });
     }
     const r = loadManifestText({ file: path, source: this.origin(path), text }, this.o.policy);

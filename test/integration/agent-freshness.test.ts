@@ -1,10 +1,9 @@
 import { copyFileSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { LABEL } from '../../src/runtime/labels.js';
 import { AgentSuite, pastRelist, type AgentProcess } from './agent-helpers.js';
-import { agentGetText, containerIds, docker, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
-import { makeKeyPair, SignedServer } from './signing-helpers.js';
+import { agentGetText, containerIds, TEST_IMAGE, unique, until } from './helpers.js';
+import { makeKeyPair, runningWith as runningWithIn, SignedServer } from './signing-helpers.js';
 
 // Signed sets that cannot be replayed, frozen or moved (issue 19): whoever serves the files (a
 // mirror, a USB stick, the cache on disk) can hold back news, but never bring an old set back.
@@ -23,13 +22,8 @@ spec:
 `;
 }
 
-async function runningWith(name: string, env: string): Promise<string> {
-  return until(`pod ${name} to run with V=${env}`, async () => {
-    const c = (await podContainers(ns, name)).find((x) => x.Labels[LABEL.containerName] === 'a' && x.State === 'running');
-    if (!c) return undefined;
-    const vars = (await docker.getContainer(c.Id).inspect()).Config.Env ?? [];
-    return vars.includes(`V=${env}`) ? c.Id : undefined;
-  }, 30_000);
+function runningWith(name: string, env: string): Promise<string> {
+  return runningWithIn(ns, name, env, 30_000);
 }
 
 function sourceErrors(): string[] {

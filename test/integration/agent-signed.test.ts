@@ -1,10 +1,9 @@
 import { describe, expect, it } from 'vitest';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { LABEL } from '../../src/runtime/labels.js';
 import { AgentSuite, pastRelist, type AgentProcess } from './agent-helpers.js';
-import { makeKeyPair, SignedServer, type SigningKey } from './signing-helpers.js';
-import { agentGetText, containerIds, docker, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
+import { makeKeyPair, runningWith as runningWithIn, SignedServer, type SigningKey } from './signing-helpers.js';
+import { agentGetText, containerIds, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
 
 // Signed manifest sets: what a polled URL or a watched directory serves runs only when a pinned
 // key signed it (ssh-keygen -Y sign -n podrun), and nothing else ever touches the running pods.
@@ -28,14 +27,8 @@ spec:
 `;
 }
 
-/** The pod's container `a` once it runs with env V=`env`. */
-async function runningWith(name: string, env: string): Promise<string> {
-  return until(`pod ${name} to run with V=${env}`, async () => {
-    const c = (await podContainers(ns, name)).find((x) => x.Labels[LABEL.containerName] === 'a' && x.State === 'running');
-    if (!c) return undefined;
-    const vars = (await docker.getContainer(c.Id).inspect()).Config.Env ?? [];
-    return vars.includes(`V=${env}`) ? c.Id : undefined;
-  });
+function runningWith(name: string, env: string): Promise<string> {
+  return runningWithIn(ns, name, env);
 }
 
 function status(): { sources: { name: string; errors: string[]; signedBy?: string[] }[] } {

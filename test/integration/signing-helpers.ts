@@ -2,7 +2,8 @@ import { execFileSync } from 'node:child_process';
 import { createHash } from 'node:crypto';
 import { readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { serveLocal } from './helpers.js';
+import { LABEL } from '../../src/runtime/labels.js';
+import { docker, podContainers, serveLocal, until } from './helpers.js';
 
 export interface SigningKey {
   pub: string;
@@ -51,4 +52,14 @@ export class SignedServer {
   async close(): Promise<void> {
     await this.served?.close();
   }
+}
+
+/** The id of the pod's container `a` once it runs with env V=`env` (the signed-set tests' pods). */
+export async function runningWith(ns: string, name: string, env: string, timeoutMs = 20_000): Promise<string> {
+  return until(`pod ${name} to run with V=${env}`, async () => {
+    const c = (await podContainers(ns, name)).find((x) => x.Labels[LABEL.containerName] === 'a' && x.State === 'running');
+    if (!c) return undefined;
+    const vars = (await docker.getContainer(c.Id).inspect()).Config.Env ?? [];
+    return vars.includes(`V=${env}`) ? c.Id : undefined;
+  }, timeoutMs);
 }
