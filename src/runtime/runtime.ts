@@ -459,6 +459,7 @@ export class PodRuntime {
   }
 
   async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, restartPolicy: string, volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
+    if (this.options.containerLog) void this.defaultLogDriver();
     await this.ensureImage(this.options.pauseImage, 'IfNotPresent');
     const dns = podDns(pod.spec.dnsPolicy, pod.spec.dnsConfig, nodeResolvConf(this.options.resolvConf ?? '/etc/resolv.conf'), pod.spec.hostNetwork === true);
     const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: this.options.network ?? 'bridge', restartPolicy, oomScoreFloor: this.oomScoreFloor, ...(volumes ? { volumes } : {}), ...(dns ? { dns } : {}) });
@@ -529,6 +530,12 @@ export class PodRuntime {
 
   private logDriver?: Promise<string>;
 
+  /** The engine's default log driver, asked once per runtime (first asked while the sandbox is made, off the critical path). */
+  private defaultLogDriver(): Promise<string> {
+    this.logDriver ??= this.call('engine info', () => this.docker.info()).then((i) => String(i.LoggingDriver ?? 'json-file'), () => 'json-file');
+    return this.logDriver;
+  }
+
   /**
    * Rotation for the engine's own file drivers (json-file, local), as the kubelet rotates CRI
    * logs. A node whose engine sends logs elsewhere by default (journald, syslog) keeps that.
@@ -536,8 +543,7 @@ export class PodRuntime {
   private async logConfig(): Promise<ContainerOptions['logConfig']> {
     const limits = this.options.containerLog;
     if (!limits) return undefined;
-    this.logDriver ??= this.call('engine info', () => this.docker.info()).then((i) => String(i.LoggingDriver ?? 'json-file'), () => 'json-file');
-    const driver = await this.logDriver;
+    const driver = await this.defaultLogDriver();
     if (driver !== 'json-file' && driver !== 'local') return undefined;
     return { Type: driver, Config: { 'max-size': String(limits.maxBytes), 'max-file': String(limits.maxFiles) } };
   }
