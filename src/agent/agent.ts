@@ -155,7 +155,9 @@ export class Agent {
       defaultMs: o.rollbackAfterMs ?? 0,
       log: this.log,
       engineUp: () => this.cache.connected,
-      wake: (uid) => this.workers.enqueue(uid),
+      // Judged the moment it is due, from what the agent knows (a worker's sync under a loaded
+      // engine took over a second, which the deadline's verdict does not need).
+      due: (uid) => this.judgeDue(uid),
       rolledBack: (pod, message) => {
         this.supervisor.events.record(pod, 'Warning', 'RolledBack', message);
         m.rolledBack(pod.namespace, pod.name);
@@ -477,14 +479,31 @@ export class Agent {
     }
     if (o) await this.adopt(o);
     const wait = await this.supervisor.sync(d);
-    // Judge a health-gated update by how the pod does now (unless the sources moved on meanwhile).
+    return this.judge(uid, d) ? 0 : wait;
+  }
+
+  /**
+   * Judges a health-gated update by how the pod does now (unless the sources moved on meanwhile);
+   * true when the pod is to run another version from now on.
+   */
+  private judge(uid: string, d: DesiredPod): boolean {
     const declared = this.declaredByUid.get(uid);
-    if (!declared || this.desiredByUid.get(uid) !== d || !this.cache.connected) return wait;
+    if (!declared || this.desiredByUid.get(uid) !== d || !this.cache.connected) return false;
     const next = this.gate.gate(declared, { version: this.gate.versionOf(d), readiness: this.supervisor.readiness(d) });
-    if (next === d || (next.pod === d.pod && next.origin === d.origin)) return wait;
+    if (next === d || (next.pod === d.pod && next.origin === d.origin)) return false;
     this.desiredByUid.set(uid, next);
     this.desired.set(next.key, next);
-    return 0;
+    return true;
+  }
+
+  /** An update's deadline came: judged now; the worker runs only to act on a rollback. */
+  private judgeDue(uid: string): void {
+    const d = this.desiredByUid.get(uid);
+    if (!d || !this.cache.connected) {
+      this.workers.enqueue(uid);
+      return;
+    }
+    if (this.judge(uid, d)) this.workers.enqueue(uid);
   }
 
   /** A sandbox's IP, read once: it does not change while the sandbox lives. */

@@ -13,8 +13,8 @@ export interface HealthGateOptions {
   log: Logger;
   /** Whether the engine can be reached now (an update's clock starts only then). */
   engineUp: () => boolean;
-  /** Wakes a pod's worker, to judge its update at the deadline. */
-  wake: (uid: string) => void;
+  /** An update's deadline (or its recheck) came: judge it now. */
+  due: (uid: string) => void;
   /** A rollback: its event, and the metric. */
   rolledBack: (pod: PodRef, message: string) => void;
   /** The wall clock and a monotonic one (ms); for tests. */
@@ -160,7 +160,7 @@ export class HealthGate {
     if (inMs === undefined || this.stopped) return;
     const timer = setTimeout(() => {
       this.timers.delete(uid);
-      this.o.wake(uid);
+      this.o.due(uid);
     }, timerDelay(inMs));
     timer.unref();
     this.timers.set(uid, timer);

@@ -30,7 +30,7 @@ function setup(stateDir = mkdtempSync(join(tmpdir(), 'podrun-gate-'))): { gate: 
   dirs.push(stateDir);
   const clock = { wall: Date.parse('2026-11-30T10:00:00Z'), mono: 1000 };
   const rolledBack: string[] = [];
-  const gate = new HealthGate({ stateDir, defaultMs: 0, log, engineUp: () => true, wake: none, rolledBack: (_p, m) => void rolledBack.push(m), clock: { wall: () => clock.wall, mono: () => clock.mono } });
+  const gate = new HealthGate({ stateDir, defaultMs: 0, log, engineUp: () => true, due: none, rolledBack: (_p, m) => void rolledBack.push(m), clock: { wall: () => clock.wall, mono: () => clock.mono } });
   gate.load();
   gates.push(gate);
   return { gate, clock, rolledBack, stateDir };
@@ -45,7 +45,7 @@ describe('the health gate in the agent', () => {
       const stateDir = mkdtempSync(join(tmpdir(), 'podrun-gate-'));
       dirs.push(stateDir);
       const woken: string[] = [];
-      const gate = new HealthGate({ stateDir, defaultMs: 0, log, engineUp: () => true, wake: (uid) => void woken.push(uid), rolledBack: none });
+      const gate = new HealthGate({ stateDir, defaultMs: 0, log, engineUp: () => true, due: (uid) => void woken.push(uid), rolledBack: none });
       gates.push(gate);
       const v1 = declared('one', '1000h');
       gate.gate(v1, { version: gate.versionOf(v1), readiness: { ready: true } });
