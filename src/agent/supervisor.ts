@@ -5,7 +5,7 @@ import type { PodCache } from '../pleg/cache.js';
 import { ProbeManager, type ProbeEvent, type ProbeTarget } from '../probe/manager.js';
 import { Backoff, type BackoffPolicy } from '../reconcile/backoff.js';
 import { defaultHostOf, fieldPathOf, graceOf, removePod, specOf, type EventSink } from '../reconcile/lifecycle.js';
-import { gateStarts, sandboxKey } from '../reconcile/gate.js';
+import { gateStarts, newestExited, sandboxKey } from '../reconcile/gate.js';
 import { computePodActions, hasActions } from '../reconcile/plan.js';
 import { ContainerImageError, ContainerStartFailure, executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
 import { isActive, latestByName, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
@@ -162,11 +162,10 @@ export class PodSupervisor {
 
     // Back-off is the gate's decision (pure); what it needs from the engine is gathered first.
     const now = Date.now();
-    const latest = o ? latestByName(o) : undefined;
     const finished = new Map<string, number>();
     for (const st of actions.containersToStart) {
-      const prev = latest?.get(st.name);
-      if (prev?.state === 'exited') finished.set(prev.id, this.cache.finishedAt(prev.id) ?? (await this.rt.finishedAt(prev.id)) ?? now);
+      const prev = o ? newestExited(o, st.name) : undefined;
+      if (prev) finished.set(prev.id, this.cache.finishedAt(prev.id) ?? (await this.rt.finishedAt(prev.id)) ?? now);
     }
     const gate = gateStarts(d, o, actions, {
       crash: this.crash,

@@ -1,6 +1,6 @@
 import { containerHash, sandboxHash } from '../manifest/hash.js';
 import type { DesiredPod } from '../manifest/types.js';
-import { latestByName, type ObservedPod } from '../runtime/observed.js';
+import type { ObservedContainer, ObservedPod } from '../runtime/observed.js';
 import { Backoff } from './backoff.js';
 import { specOf } from './lifecycle.js';
 import type { ContainerToStart, PodActions } from './plan.js';
@@ -42,10 +42,20 @@ export function sandboxKey(d: DesiredPod): string {
 }
 
 /**
+ * The newest instance of `name` that has exited, as the kubelet's doBackOff looks for: not
+ * necessarily the latest, since a running instance killed in this same turn (a failed liveness or
+ * startup probe) is restarted from the exited one before it, and so goes through the back-off too.
+ */
+export function newestExited(o: ObservedPod, name: string): ObservedContainer | undefined {
+  return o.containers.find((c) => c.name === name && c.state === 'exited');
+}
+
+/**
  * Applies back-off to a plan's starts, as the kubelet's doBackOff does before each start: a restart
- * of the same spec waits out the crash back-off (10 s doubling to 5 min, from the previous
- * instance's finish); a container whose image failed waits out the pull back-off; a create or
- * start the engine refused waits out its own. New containers and spec changes start at once. Pure:
+ * of the same spec waits out the crash back-off (10 s doubling to 5 min, from the previous exited
+ * instance's finish; a liveness kill included); a container whose image failed waits out the pull
+ * back-off; a create or start the engine refused waits out its own. New containers and spec
+ * changes start at once. Pure:
  * the back-off state and the clock come in, decisions go out.
  */
 export function gateStarts(d: DesiredPod, o: ObservedPod | undefined, actions: PodActions, view: BackoffView, now: number): GateResult {
@@ -55,11 +65,10 @@ export function gateStarts(d: DesiredPod, o: ObservedPod | undefined, actions: P
     const left = view.refused.remainingSinceLast(sandboxKey(d), now);
     if (left > 0) return { actions: { ...actions, killPod: false, createSandbox: false, containersToStart: [], containersToKill: [] }, held: [], restarts: [], waitMs: left };
   }
-  const latest = o ? latestByName(o) : undefined;
   const allowed: ContainerToStart[] = [];
   for (const s of actions.containersToStart) {
     const spec = specOf(d.pod, s.name);
-    const prev = latest?.get(s.name);
+    const prev = o ? newestExited(o, s.name) : undefined;
     const hash = spec ? containerHash(d.pod, spec) : '';
     const imageLeft = view.waitingOnImage(s.name) ? view.imagePulls.remainingSinceLast(`${d.uid}/${s.name}/${spec?.image ?? ''}`, now) : 0;
     if (imageLeft > 0) {
@@ -71,7 +80,7 @@ export function gateStarts(d: DesiredPod, o: ObservedPod | undefined, actions: P
       held.push({ name: s.name, reason: 'BackOff', waitMs: refusedLeft });
       continue;
     }
-    const isRestart = prev !== undefined && spec !== undefined && prev.state === 'exited' && prev.hash === hash;
+    const isRestart = prev !== undefined && spec !== undefined && prev.hash === hash;
     if (!isRestart) {
       allowed.push(s);
       continue;

@@ -36,6 +36,30 @@ describe('gateStarts', () => {
     expect(second.waitMs).toBe(9500);
   });
 
+  it('holds the restart of a container killed by its liveness probe, counted from the instance that exited before it (kubelet doBackOff)', () => {
+    const crash = new Backoff();
+    const base = observedFor(POD, { a: { state: 'running', restartCount: 2, created: 3000 } });
+    const running = base.containers[0]!;
+    const before = { ...running, id: 'older', state: 'exited' as const, exitCode: 137, restartCount: 1, created: 2000 };
+    const obs = { ...base, containers: [running, before, ...base.containers.slice(1)] };
+    const actions = computePodActions(POD, obs, { probeFailure: (id) => (id === running.id ? { kind: 'liveness' } : undefined) });
+    expect(actions.containersToKill.map((k) => k.id)).toEqual([running.id]);
+    expect(actions.containersToStart.map((s) => s.name)).toEqual(['a']);
+    const key = Backoff.key(POD.uid, 'a', running.hash);
+    // The first kill after an exited instance goes at once and is recorded, as a crash would be.
+    const first = gateStarts(POD, obs, actions, view({ crash }), NOW);
+    expect(first.restarts.map((r) => r.key)).toEqual([key]);
+    crash.restarted(key, NOW);
+    // Killed again 6 s after that start: held until 10 s after the previous instance finished.
+    const again = gateStarts(POD, obs, actions, view({ crash, finishedAt: (id) => (id === 'older' ? NOW : undefined) }), NOW + 6000);
+    expect(again.actions.containersToStart).toEqual([]);
+    expect(again.actions.containersToKill.map((k) => k.id)).toEqual([running.id]);
+    expect(again.held).toEqual([{ name: 'a', reason: 'CrashLoopBackOff', waitMs: 4000 }]);
+    // Without an exited instance before it (the first liveness kill), nothing to count from: at once.
+    const alone = gateStarts(POD, base, computePodActions(POD, base, { probeFailure: (id) => (id === running.id ? { kind: 'liveness' } : undefined) }), view({ crash }), NOW + 6000);
+    expect(alone.actions.containersToStart.map((s) => s.name)).toEqual(['a']);
+  });
+
   it('never holds a new container or a spec change', () => {
     const crash = new Backoff();
     crash.restarted(Backoff.key(POD.uid, 'b', 'old-hash'), NOW);
