@@ -351,7 +351,11 @@ export class Agent {
       const prev = before.get(uid);
       if (!prev || digestOf(prev) !== digestOf(d)) this.workers.enqueue(uid);
     }
-    for (const uid of before.keys()) if (!this.desiredByUid.has(uid)) this.workers.enqueue(uid);
+    for (const uid of before.keys()) {
+      if (this.desiredByUid.has(uid)) continue;
+      this.supervisor.cancel(uid);
+      this.workers.enqueue(uid);
+    }
     // Pods on the engine that nothing declares (any more): at start, as soon as their source has
     // loaded, not at the next relist.
     for (const o of observed) if (!this.desiredByUid.has(o.uid) && this.mayDelete(o)) this.workers.enqueue(o.uid);

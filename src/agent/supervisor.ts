@@ -38,6 +38,10 @@ export class PodSupervisor {
   /** Creates and starts the engine refused, per container (or sandbox) and spec hash. */
   private readonly startFailures: Backoff;
   private readonly waiting = new Map<string, { reason: string; message: string }>();
+  /** Containers whose postStart hook runs now. */
+  private readonly postStarting = new Set<string>();
+  /** Each pod's sync in progress, to let go of a hook when the pod is to be deleted. */
+  private readonly inProgress = new Map<string, AbortController>();
   private readonly details = new Map<string, ContainerDetails>();
   private readonly hosts = new Map<string, string>();
 
@@ -200,8 +204,15 @@ export class PodSupervisor {
         this.log.info(`pod ${d.key}: starting ${s.type === 'init' ? 'init container' : 'container'} ${s.name} (${s.reason})${waited ? ` after a back-off of ${Math.round(waited / 1000)}s` : ''}`, { pod: d.key, container: s.name });
       }
     }
+    const sync = new AbortController();
+    this.inProgress.set(uid, sync);
     try {
-      await executePodActions(this.rt, d, o, toRun, { engineRestarts: false, events: this.sink(this.ref(d)) });
+      await executePodActions(this.rt, d, o, toRun, {
+        engineRestarts: false,
+        events: this.sink(this.ref(d)),
+        signal: sync.signal,
+        postStart: (id, running) => (running ? this.postStarting.add(id) : this.postStarting.delete(id)),
+      });
       if (toRun.createSandbox) this.observer.started?.('sandbox');
       for (const s of allowed) this.observer.started?.(s.type);
       for (const r of gate.restarts) this.observer.restarted?.(d.pod.metadata.namespace ?? 'default', d.pod.metadata.name, r.name);
@@ -235,6 +246,7 @@ export class PodSupervisor {
         wait = Math.min(wait ?? backoffMs, backoffMs);
       }
     } finally {
+      if (this.inProgress.get(uid) === sync) this.inProgress.delete(uid);
       await this.cache.refreshPod(uid);
     }
     const after = this.cache.pod(uid);
@@ -246,6 +258,14 @@ export class PodSupervisor {
     }
     // Look again: the next init container, or what changed meanwhile.
     return wait ?? 0;
+  }
+
+  /**
+   * The pod is no longer declared: a postStart hook its sync waits for is let go, so the deletion
+   * starts now instead of when the hook returns (as the kubelet cancels a terminating pod's sync).
+   */
+  cancel(uid: string): void {
+    this.inProgress.get(uid)?.abort();
   }
 
   /** A running container is waiting for nothing any more. */
@@ -283,6 +303,7 @@ export class PodSupervisor {
         return { started: !p.startup, ready: !p.readiness && !p.startup };
       },
       waiting: (name) => this.waiting.get(`${d.uid}/${name}`),
+      postStarting: (id) => this.postStarting.has(id),
     };
     const s = settled(d, o, inputs);
     if (s.done && !s.failed) return { ready: true };
@@ -321,6 +342,7 @@ export class PodSupervisor {
       details: (id) => this.details.get(id),
       probes: (id) => this.probes.state(id) ?? { started: true, ready: true },
       waiting: (name) => this.waiting.get(`${uid}/${name}`),
+      postStarting: (id) => this.postStarting.has(id),
     });
   }
 }

@@ -10,7 +10,7 @@ import type { Container, ExecAction, GRPCAction, HTTPGetAction, IntOrString, TCP
 export type ProbeResult = { ok: true; message?: string } | { ok: false; message: string };
 
 /** Runs a command in a container and gives its exit code; podrun's runtime implements it. */
-export type ExecRunner = (containerId: string, command: string[], timeoutMs: number) => Promise<{ exitCode: number; output: string } | 'timeout'>;
+export type ExecRunner = (containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal) => Promise<{ exitCode: number; output: string } | 'timeout'>;
 
 export interface HandlerContext {
   containerId: string;
@@ -19,6 +19,8 @@ export interface HandlerContext {
   defaultHost: string;
   timeoutMs: number;
   exec: ExecRunner;
+  /** Ends a hook early (its pod is being deleted): it is let go, and what it holds released. */
+  signal?: AbortSignal;
 }
 
 export const PROBE_USER_AGENT = 'kube-probe/1.31 (podrun)';
@@ -30,7 +32,7 @@ export function resolvePort(port: IntOrString, c: Container): number | undefined
 }
 
 export async function execHandler(a: ExecAction, ctx: HandlerContext): Promise<ProbeResult> {
-  const r = await ctx.exec(ctx.containerId, a.command, ctx.timeoutMs);
+  const r = await ctx.exec(ctx.containerId, a.command, ctx.timeoutMs, ctx.signal);
   if (r === 'timeout') return { ok: false, message: `command timed out after ${ctx.timeoutMs / 1000}s` };
   if (r.exitCode === 0) return { ok: true };
   const out = r.output.trim();
@@ -53,7 +55,7 @@ interface ProbeResponse {
  * connect, the headers and the body, however slowly a server dribbles them; the body is read up
  * to 10 KiB, then the connection is closed, so an endless body costs one bounded read.
  */
-function oneRequest(url: URL, headers: Record<string, string>, timeoutMs: number): Promise<ProbeResponse> {
+function oneRequest(url: URL, headers: Record<string, string>, timeoutMs: number, signal?: AbortSignal): Promise<ProbeResponse> {
   const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
   return new Promise((resolve, reject) => {
     let settled = false;
@@ -65,7 +67,7 @@ function oneRequest(url: URL, headers: Record<string, string>, timeoutMs: number
       if (r instanceof Error) reject(r);
       else resolve(r);
     };
-    const req = send(url, { method: 'GET', headers, agent: false, rejectUnauthorized: false }, (res: IncomingMessage) => {
+    const req = send(url, { method: 'GET', headers, agent: false, rejectUnauthorized: false, ...(signal ? { signal } : {}) }, (res: IncomingMessage) => {
       let size = 0;
       const done = (): void => finish({ status: res.statusCode ?? 0, ...(res.headers.location ? { location: res.headers.location } : {}) });
       res.on('data', (c: Buffer) => {
@@ -96,7 +98,7 @@ export async function httpGetHandler(a: HTTPGetAction, ctx: HandlerContext): Pro
   try {
     // Redirects are followed to the same host only, at most 10, as the kubelet does.
     for (let hop = 0; hop <= 10; hop++) {
-      const res = await oneRequest(url, headers, Math.max(1, deadline - Date.now()));
+      const res = await oneRequest(url, headers, Math.max(1, deadline - Date.now()), ctx.signal);
       const { status, location } = res;
       if (status >= 300 && status < 400 && location) {
         const next = new URL(location, url);
@@ -189,7 +191,26 @@ export function grpcHandler(a: GRPCAction, ctx: HandlerContext): Promise<ProbeRe
  */
 export async function runHook(h: Parameters<typeof runHandler>[0], ctx: HandlerContext): Promise<ProbeResult> {
   if (h.tcpSocket) return { ok: false, message: 'invalid handler: tcpSocket (hooks run exec, httpGet or sleep)' };
-  return runHandler(h, ctx);
+  const signal = ctx.signal;
+  if (!signal) return runHandler(h, ctx);
+  // A hook that never returns must not hold its pod's deletion: the kubelet cancels the sync's
+  // context when a pod is to be terminated, and the hook with it.
+  const cancelled: ProbeResult = { ok: false, message: 'cancelled: the pod is being deleted' };
+  if (signal.aborted) return cancelled;
+  return new Promise((resolve, reject) => {
+    const abort = (): void => resolve(cancelled);
+    signal.addEventListener('abort', abort, { once: true });
+    runHandler(h, ctx).then(
+      (r) => {
+        signal.removeEventListener('abort', abort);
+        resolve(r);
+      },
+      (err: unknown) => {
+        signal.removeEventListener('abort', abort);
+        reject(err instanceof Error ? err : new Error(String(err)));
+      },
+    );
+  });
 }
 
 /** Runs whichever handler the probe or hook has. */
@@ -199,7 +220,14 @@ export async function runHandler(h: { exec?: ExecAction; httpGet?: HTTPGetAction
   if (h.tcpSocket) return tcpHandler(h.tcpSocket, ctx);
   if (h.grpc) return grpcHandler(h.grpc, ctx);
   if (h.sleep) {
-    await new Promise((r) => setTimeout(r, Math.min(h.sleep!.seconds * 1000, ctx.timeoutMs)));
+    const ms = Math.min(h.sleep.seconds * 1000, ctx.timeoutMs);
+    await new Promise<void>((r) => {
+      const timer = setTimeout(r, ms);
+      ctx.signal?.addEventListener('abort', () => {
+        clearTimeout(timer);
+        r();
+      }, { once: true });
+    });
     return { ok: true };
   }
   return { ok: false, message: 'no handler' };

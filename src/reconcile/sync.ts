@@ -16,6 +16,10 @@ export interface SyncOptions {
    */
   engineRestarts: boolean;
   events?: EventSink;
+  /** Aborted when the pod is to be deleted: a postStart hook still running is let go. */
+  signal?: AbortSignal;
+  /** A container's postStart hook began (true) or ended: until it ends the container is not yet Running. */
+  postStart?: (containerId: string, running: boolean) => void;
 }
 
 const POST_START_TIMEOUT_MS = 120_000;
@@ -128,9 +132,12 @@ export async function executePodActions(rt: PodRuntime, d: DesiredPod, observed:
     const postStart = c.lifecycle?.postStart;
     if (postStart) {
       // The kubelet gives postStart no deadline; podrun bounds it so a hung hook cannot stall the pod forever.
-      const r = await runHook(postStart, { containerId, container: c, defaultHost, timeoutMs: POST_START_TIMEOUT_MS, exec: (cid, cmd, t) => rt.exec(cid, cmd, t) }).catch(
-        (e: unknown) => ({ ok: false as const, message: (e as Error).message }),
-      );
+      o.postStart?.(containerId, true);
+      const r = await runHook(postStart, { containerId, container: c, defaultHost, timeoutMs: POST_START_TIMEOUT_MS, exec: (cid, cmd, t, sig) => rt.exec(cid, cmd, t, sig), ...(o.signal ? { signal: o.signal } : {}) })
+        .catch((e: unknown) => ({ ok: false as const, message: (e as Error).message }))
+        .finally(() => o.postStart?.(containerId, false));
+      // The pod is being deleted: its deletion stops this container, with its grace period.
+      if (o.signal?.aborted) return;
       if (!r.ok) {
         // As the kubelet: a failed postStart kills the container, which then restarts by policy.
         events?.('Warning', 'FailedPostStartHook', `PostStart hook for container ${c.name} failed: ${r.message}`, fp);

@@ -276,7 +276,7 @@ export class PodRuntime {
   }
 
   /** Runs a command in a running container (probes, hooks); gives up after `timeoutMs`. */
-  async exec(containerId: string, command: string[], timeoutMs: number): Promise<{ exitCode: number; output: string } | 'timeout'> {
+  async exec(containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<{ exitCode: number; output: string } | 'timeout'> {
     const container = this.docker.getContainer(containerId);
     const exec = await this.call('exec create', () => container.exec({ Cmd: command, AttachStdout: true, AttachStderr: true }));
     const stream = await this.call('exec start', () => exec.start({ hijack: true, stdin: false }));
@@ -296,6 +296,12 @@ export class PodRuntime {
       stream.on('end', done);
       stream.on('close', done);
       stream.on('error', done);
+      const abort = (): void => {
+        clearTimeout(timer);
+        resolve(false);
+      };
+      if (signal?.aborted) abort();
+      else signal?.addEventListener('abort', abort, { once: true });
     });
     if (!finished) {
       stream.destroy();

@@ -61,6 +61,8 @@ export interface StatusInputs {
   probes?: (containerId: string) => { started: boolean; ready: boolean } | undefined;
   /** A waiting reason the supervisor imposes (CrashLoopBackOff, ErrImagePull, ImagePullBackOff). */
   waiting?: (container: string) => { reason: string; message: string } | undefined;
+  /** A running container whose postStart hook has not returned: not Running yet, as the kubelet reports it. */
+  postStarting?: (containerId: string) => boolean;
 }
 
 function terminatedReason(c: ObservedContainer, d: ContainerDetails | undefined): string {
@@ -101,6 +103,9 @@ function containerStatus(
     // The engine restarts it (no agent): it is crash-looping as far as anyone can tell.
     return { ...common, state: 'waiting', reason: 'CrashLoopBackOff', ready: false, started: false };
   }
+  // The kubelet's status of a container whose postStart has not returned is the one from before
+  // it started (its worker is inside the start): waiting, with no container ID yet.
+  if (isActive(c) && inputs.postStarting?.(c.id)) return { ...base, restartCount: common.restartCount, state: 'waiting', reason: 'ContainerCreating', ready: false, started: false };
   if (isActive(c)) {
     const p = inputs.probes?.(c.id);
     const started = p ? p.started : true;
@@ -146,7 +151,7 @@ export function podStatus(pod: Pod, observed: ObservedPod | undefined, inputs: S
   if (!initialized) return { ...base, phase: 'Pending', reason: 'PodInitializing' };
 
   const running = apps.filter((c) => c.state === 'running').length;
-  const neverRan = apps.filter((c) => c.state === 'waiting' && !c.containerID).length;
+  const neverRan = apps.filter((c) => c.state === 'waiting' && !c.containerID && !c.lastTerminated).length;
   const terminatedApps = apps.filter((c) => c.state === 'terminated');
   const failed = terminatedApps.filter((c) => c.exitCode !== 0).length;
   if (neverRan > 0) return { ...base, phase: 'Pending', reason: 'ContainerCreating' };

@@ -1,7 +1,7 @@
 import { createServer } from 'node:http';
 import { createServer as createNetServer } from 'node:net';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { execHandler, grpcStatusOf, httpGetHandler, resolvePort, tcpHandler, type HandlerContext } from '../../src/probe/handlers.js';
+import { execHandler, grpcStatusOf, httpGetHandler, resolvePort, runHook, tcpHandler, type HandlerContext } from '../../src/probe/handlers.js';
 
 let port = 0;
 let endlessClosed = false;
@@ -101,6 +101,30 @@ describe('probe handlers', () => {
     expect(await execHandler({ command: ['false'] }, run(1, 'no\n'))).toEqual({ ok: false, message: 'command exited with 1: no' });
     expect(await execHandler({ command: ['nope'] }, run(126, 'OCI runtime exec failed: exec failed: unable to start container process: exec: "nope": executable file not found in $PATH: unknown'))).toMatchObject({ ok: false });
     await expect(execHandler({ command: ['true'] }, run(126, 'OCI runtime exec failed: exec failed: cannot exec in a stopped container: unknown'))).rejects.toThrow('cannot run the command');
+  });
+
+  it('a hook that never returns is let go when its pod is deleted: the exec and the connection are told, the result comes at once', async () => {
+    const ac = new AbortController();
+    let told: AbortSignal | undefined;
+    const hung = ctx({ timeoutMs: 120_000, signal: ac.signal, exec: (_id, _cmd, _t, signal) => ((told = signal), new Promise(() => undefined)) });
+    const started = Date.now();
+    const exec = runHook({ exec: { command: ['sleep', '3600'] } }, hung);
+    const http = runHook({ httpGet: { port: dribblePort, path: '/' } }, hung);
+    const sleep = runHook({ sleep: { seconds: 3600 } }, hung);
+    setTimeout(() => ac.abort(), 100);
+    const cancelled = { ok: false, message: 'cancelled: the pod is being deleted' };
+    expect(await exec).toEqual(cancelled);
+    expect(await http).toEqual(cancelled);
+    expect(await sleep).toEqual(cancelled);
+    expect(Date.now() - started).toBeLessThan(2000);
+    expect(told?.aborted).toBe(true);
+    const open = (): Promise<number> => new Promise((res) => dribbler.getConnections((_, n) => res(n)));
+    for (let i = 0; i < 50 && (await open()) > 0; i++) await new Promise((res) => setTimeout(res, 20));
+    expect(await open()).toBe(0);
+    // Already cancelled: nothing is run.
+    let ran = false;
+    expect(await runHook({ exec: { command: ['true'] } }, ctx({ signal: ac.signal, exec: async () => ((ran = true), { exitCode: 0, output: '' }) }))).toEqual(cancelled);
+    expect(ran).toBe(false);
   });
 
   it('tcpSocket: connect is success, refusal is failure', async () => {

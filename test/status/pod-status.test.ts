@@ -27,6 +27,20 @@ describe('podStatus', () => {
     expect([s.phase, s.ready, s.containers.map((c) => c.ready)]).toEqual(['Running', false, [false, true]]);
   });
 
+  it('shows a running container whose postStart has not returned as the kubelet does: waiting, no ID yet, not Ready, the pod Pending', () => {
+    const d = desired(POD('Always'));
+    const o = observedFor(d);
+    const hooked = o.containers[1]!.id;
+    const s = podStatus(d.pod, o, { probes: () => ({ started: true, ready: true }), postStarting: (id) => id === hooked });
+    expect(s.containers[1]).toMatchObject({ state: 'waiting', reason: 'ContainerCreating', ready: false, started: false });
+    expect(s.containers[1]!.containerID).toBeUndefined();
+    expect([s.phase, s.ready]).toEqual(['Pending', false]);
+    // A restarted instance in its postStart: the pod has run before, so it stays Running.
+    const again = { ...o, containers: [...o.containers, { ...o.containers[1]!, id: 'old', state: 'exited' as const, exitCode: 1, created: 500 }] };
+    const r = podStatus(d.pod, again, { probes: () => ({ started: true, ready: true }), postStarting: (id) => id === hooked });
+    expect([r.phase, r.ready, r.containers[1]!.state]).toEqual(['Running', false, 'waiting']);
+  });
+
   it('derives Succeeded, Failed and Running for finished containers by policy', () => {
     const cases: [string, number, string][] = [['Never', 0, 'Succeeded'], ['Never', 1, 'Failed'], ['OnFailure', 0, 'Succeeded'], ['OnFailure', 1, 'Running'], ['Always', 0, 'Running']];
     for (const [policy, code, phase] of cases) {
