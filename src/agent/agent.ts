@@ -1,5 +1,4 @@
 import { timerDelay } from '../config/duration.js';
-import { EngineRequestError } from '../runtime/engine-errors.js';
 import { terminatingPods } from '../reconcile/terminating.js';
 import { podrunVersion } from '../status/version.js';
 import { StatsCollector } from '../stats/collector.js';
@@ -12,11 +11,11 @@ import { chmodSync, mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { formatIssue } from '../manifest/errors.js';
 import { OPEN_POLICY, type PodPolicy } from '../manifest/policy.js';
-import type { DesiredPod, Pod } from '../manifest/types.js';
+import type { DesiredPod } from '../manifest/types.js';
 import { PodCache } from '../pleg/cache.js';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from '../reconcile/backoff.js';
 import { PodWorkers } from '../reconcile/workers.js';
-import { isActive, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
+import type { ObservedPod } from '../runtime/observed.js';
 import type { PodEvent } from '../status/events.js';
 import { markRolledBack, toV1Pod } from '../status/v1.js';
 import { GarbageCollector, type ContainerGcResult, type ImageGcResult } from '../gc/collector.js';
@@ -24,6 +23,7 @@ import type { ContainerGcPolicy, ImageGcPolicy } from '../gc/plan.js';
 import { startServer } from '../server/server.js';
 import { PodSupervisor } from './supervisor.js';
 import { PodRuntime, type RuntimeOptions } from '../runtime/runtime.js';
+import type { PodEngine } from '../runtime/roles.js';
 import { APPLY_PREFIX, appliedDir, appliedSource } from '../sources/applied-sets.js';
 import { writeFileAtomic } from '../sources/atomic-file.js';
 import { DirectorySource } from '../sources/dir-source.js';
@@ -39,6 +39,10 @@ import { FreshnessStore } from '../sources/freshness-store.js';
 
 export interface AgentOptions {
   runtime: RuntimeOptions;
+  /** The engine to run on (default: the Docker engine `runtime` describes; unit tests give the fake). */
+  engine?: PodEngine;
+  /** Sources beyond the directories, URLs and applied sets (a program embedding the agent; unit tests). */
+  sources?: PodSource[];
   manifestDirs: string[];
   manifestUrls: string[];
   urlHeaders?: Record<string, string>;
@@ -80,8 +84,6 @@ function originOf(o: ObservedPod): string {
   return o.applySet ? `${APPLY_PREFIX}${o.applySet}` : o.source;
 }
 
-/** How long podrun leaves a dead container to an engine policy it could not take over. */
-const ENGINE_RESTART_WAIT_MS = 5000;
 
 function redacting(log: Logger): Logger {
   return {
@@ -102,7 +104,7 @@ function digestOf(d: DesiredPod): string {
  * it, driven by the engine's events. Stopping the agent leaves the pods running.
  */
 export class Agent {
-  readonly runtime: PodRuntime;
+  readonly runtime: PodEngine;
   readonly cache: PodCache;
   private readonly sources: PodSource[];
   private readonly workers: PodWorkers;
@@ -113,11 +115,9 @@ export class Agent {
   /** What the sources declare. */
   private declaredByUid = new Map<string, DesiredPod>();
   private readonly gate: HealthGate;
-  private readonly podIPs = new Map<string, string>();
   private holders = new Map<string, string>();
   private conflicts: Conflict[] = [];
   private readonly reported = new Set<string>();
-  private readonly adopted = new Set<string>();
   private release: (() => void) | undefined;
   /** Sources call back file by file while they first load; the desired set is made once all have. */
   private loaded = false;
@@ -130,12 +130,9 @@ export class Agent {
   readonly gc: GarbageCollector;
   private readonly log: Logger;
   private readonly metricsRegistry: AgentMetrics;
-  /** Adopted containers whose engine restart policy could not be changed, with that policy. */
-  private readonly enginePolicies = new Map<string, string>();
-  private warnedNoUpdate = false;
   private readonly stats: StatsCollector;
   private readonly thresholds: ReadonlyMap<Signal, Threshold>;
-  private facts: Awaited<ReturnType<PodRuntime['engineFacts']>> | undefined;
+  private facts: Awaited<ReturnType<PodEngine['engineFacts']>> | undefined;
   private lastNode: { conditions: NodeCondition[]; cpu: CpuStats } | undefined;
   private readonly startTime = new Date().toISOString();
 
@@ -165,7 +162,7 @@ export class Agent {
     });
     // Refused here, before anything starts, so a typo in a threshold is a start-up error.
     this.thresholds = parseEvictionThresholds(o.evictionHard ?? DEFAULT_EVICTION_HARD);
-    this.runtime = new PodRuntime({
+    this.runtime = o.engine ?? new PodRuntime({
       ...o.runtime,
       ...(o.maxParallel ? { engineSlots: o.maxParallel } : {}),
       observer: { call: (what, seconds, failed) => m.engineCall(operationType(what), seconds, failed), pull: (seconds, ok) => m.imagePulled(seconds, ok) },
@@ -202,12 +199,11 @@ export class Agent {
         startFailed: (type, reason) => m.containerStartFailed(type, reason),
         restarted: (ns, pod, c) => m.containerRestarted(ns, pod, c),
         probed: (kind, result, seconds, where) => m.probed(kind, result, seconds, where),
-        engineRestarts: (c) => this.engineRestarts(c),
       },
     );
     this.stats = new StatsCollector(this.runtime, () => this.cache.pods(), {
       periodMs: o.statsPeriodMs ?? 10_000,
-      startedAt: (id) => this.supervisor.startedAt(id),
+      startedAt: (uid, id) => this.supervisor.startedAt(uid, id),
       onCollected: (seconds, calls) => m.statsCollected(seconds, calls),
     });
     this.gc = new GarbageCollector(this.runtime, {
@@ -240,6 +236,7 @@ export class Agent {
           }),
       ),
       appliedSource(o.runtime.stateDir, { resyncMs: o.resyncMs ?? 20_000, policy, log: this.log }),
+      ...(o.sources ?? []),
     ];
   }
 
@@ -410,47 +407,6 @@ export class Agent {
     return owner ? owner.canForget(origin) : this.sources.every((s) => s.ready);
   }
 
-  /**
-   * Takes over supervision from the engine's restart policy, without restarting anything. An
-   * engine that cannot change a policy in place (Podman 4.x has no container update) keeps
-   * restarting that container on a crash; podrun lets it, and takes over when the engine does
-   * not (a container stopped or killed through the API), see `engineRestarts`.
-   */
-  private async adopt(o: ObservedPod): Promise<void> {
-    const fresh = [...o.sandboxes, ...o.containers].filter((c) => isActive(c) && !this.adopted.has(c.id));
-    await Promise.all(
-      fresh.map(async (c) => {
-        const policy = await this.runtime.restartPolicyOf(c.id);
-        if (policy && policy !== 'no') {
-          try {
-            await this.runtime.setRestartPolicy(c.id, 'no');
-          } catch (err) {
-            if (!(err instanceof EngineRequestError) || (err.statusCode !== 404 && err.statusCode !== 501)) throw err;
-            if ((await this.runtime.restartPolicyOf(c.id)) === undefined) throw err;
-            this.enginePolicies.set(c.id, policy);
-            if (!this.warnedNoUpdate) {
-              this.warnedNoUpdate = true;
-              this.log.warn(`the engine cannot change a container's restart policy (no container update); containers adopted from it keep their engine policy, and podrun restarts them only when the engine does not`);
-            }
-          }
-        }
-        this.adopted.add(c.id);
-      }),
-    );
-  }
-
-  /** A dead adopted container whose engine policy restarts it, within the engine's time to do so. */
-  private engineRestarts(c: ObservedContainer): boolean {
-    const policy = this.enginePolicies.get(c.id);
-    if (!policy || c.state !== 'exited') return false;
-    if (policy !== 'always' && policy !== 'unless-stopped' && !(policy === 'on-failure' && c.exitCode !== 0)) return false;
-    const finished = this.cache.finishedAt(c.id) ?? Date.now();
-    if (Date.now() - finished < ENGINE_RESTART_WAIT_MS) return true;
-    // The engine let it be (a stop or kill through its API): podrun's from now on.
-    this.enginePolicies.delete(c.id);
-    return false;
-  }
-
   private async syncPod(uid: string): Promise<number | undefined> {
     const t0 = performance.now();
     const deleting = !this.desiredByUid.has(uid);
@@ -459,7 +415,8 @@ export class Agent {
       return await this.syncPodOnce(uid);
     } finally {
       this.metricsRegistry.podWorked(deleting ? 'delete' : 'sync', (performance.now() - t0) / 1000);
-      if (connected) this.synced.add(uid);
+      // A pod that is gone is forgotten, not remembered as synced.
+      if (connected && (this.desiredByUid.has(uid) || this.cache.pod(uid))) this.synced.add(uid);
     }
   }
 
@@ -468,7 +425,12 @@ export class Agent {
     const d = this.desiredByUid.get(uid);
     const o = this.cache.pod(uid);
     if (!d) {
-      if (!o || !this.mayDelete(o)) return undefined;
+      if (!o) {
+        // Gone, by whatever hand: nothing of it is kept.
+        this.forget(uid);
+        return undefined;
+      }
+      if (!this.mayDelete(o)) return undefined;
       this.log.info(`pod ${o.namespace}/${o.name}: no longer declared; deleting`, { pod: `${o.namespace}/${o.name}` });
       try {
         await this.supervisor.remove(o);
@@ -477,11 +439,10 @@ export class Agent {
       }
       if (!this.cache.pod(uid)) {
         this.log.info(`pod ${o.namespace}/${o.name}: deleted`, { pod: `${o.namespace}/${o.name}` });
-        this.gate.forget(uid);
+        this.forget(uid);
       }
       return undefined;
     }
-    if (o) await this.adopt(o);
     const wait = await this.supervisor.sync(d);
     return this.judge(uid, d) ? 0 : wait;
   }
@@ -510,20 +471,24 @@ export class Agent {
     if (this.judge(uid, d)) this.workers.enqueue(uid);
   }
 
-  /** A sandbox's IP, read once: it does not change while the sandbox lives. */
-  private async podIP(sandboxId: string, spec: Pod): Promise<string | undefined> {
-    const known = this.podIPs.get(sandboxId);
-    if (known) return known;
-    const ip = (await this.runtime.sandboxInfo(sandboxId, spec).catch(() => undefined))?.ip;
-    if (ip) this.podIPs.set(sandboxId, ip);
-    return ip;
+  /** A pod neither declared nor on the engine: everything kept about it goes. */
+  private forget(uid: string): void {
+    this.gate.forget(uid);
+    this.supervisor.forget(uid);
+    this.synced.delete(uid);
+  }
+
+  /**
+   * Entries the agent keeps per pod, by kind, beyond what is declared and what the engine holds:
+   * bounded while a pod lives (whatever it does), and nothing once it is gone.
+   */
+  podState(): Record<string, number> {
+    return { ...this.supervisor.stateSize(), ...this.gate.stateSize(), ...this.cache.stateSize(), synced: this.synced.size, workers: this.workers.size };
   }
 
   /** Every pod the agent knows (desired or present), as v1 Pods with status. */
   async podList(): Promise<Record<string, unknown>[]> {
     const observed = new Map(this.cache.pods().map((p) => [p.uid, p]));
-    const sandboxes = new Set([...observed.values()].flatMap((p) => p.sandboxes.map((c) => c.id)));
-    for (const id of this.podIPs.keys()) if (!sandboxes.has(id)) this.podIPs.delete(id);
     const uids = new Set([...this.desiredByUid.keys(), ...observed.keys()]);
     const items: Record<string, unknown>[] = [];
     const terminating = terminatingPods(this.o.runtime.stateDir);
@@ -533,8 +498,7 @@ export class Agent {
       const view = d ? { ...o, spec: d.pod, source: d.origin.source } : o;
       const status = await this.supervisor.status(d, observed.get(uid));
       if (!status) continue;
-      const sandbox = o.sandboxes[0];
-      const podIP = sandbox && isActive(sandbox) && view.spec ? await this.podIP(sandbox.id, view.spec) : undefined;
+      const podIP = await this.supervisor.podIP(view.spec, observed.get(uid));
       const item = toV1Pod(view, status, { hostIP: this.runtime.hostIP, ...(podIP ? { podIP } : {}) }, observed.has(uid) ? terminating.get(uid) : undefined);
       const declared = this.declaredByUid.get(uid);
       const rolledBack = declared ? this.gate.rolledBack(declared) : undefined;

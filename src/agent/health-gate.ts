@@ -144,6 +144,11 @@ export class HealthGate {
     if (sourcesLoaded) for (const uid of this.store.uids()) if (!declared.has(uid) && !present(uid)) this.store.forget(uid);
   }
 
+  /** Timers, versions run and update origins kept (the records are files). */
+  stateSize(): Record<string, number> {
+    return { gateTimers: this.timers.size, gateRunning: this.running.size, gateOrigins: this.origins.size };
+  }
+
   /** The pod was deleted: its record goes with it. */
   forget(uid: string): void {
     this.schedule(uid, undefined);

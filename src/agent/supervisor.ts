@@ -1,18 +1,23 @@
 import type { Logger } from '../log/logger.js';
 import { containerHash } from '../manifest/hash.js';
-import type { DesiredPod } from '../manifest/types.js';
+import type { DesiredPod, Pod } from '../manifest/types.js';
 import type { PodCache } from '../pleg/cache.js';
 import { ProbeManager, type ProbeEvent, type ProbeTarget } from '../probe/manager.js';
 import { Backoff, type BackoffPolicy } from '../reconcile/backoff.js';
-import { defaultHostOf, fieldPathOf, graceOf, removePod, specOf, type EventSink } from '../reconcile/lifecycle.js';
+import { fieldPathOf, graceOf, removePod, specOf, type EventSink } from '../reconcile/lifecycle.js';
 import { gateStarts, newestExited, sandboxKey } from '../reconcile/gate.js';
 import { computePodActions, hasActions } from '../reconcile/plan.js';
 import { ContainerImageError, ContainerStartFailure, executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
 import { isActive, latestByName, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
-import type { PodRuntime } from '../runtime/runtime.js';
+import type { PodEngine } from '../runtime/roles.js';
 import { EventRecorder, type PodRef } from '../status/events.js';
 import { containerDetails } from '../status/details.js';
-import { podStatus, settled, type ContainerDetails, type PodStatusSummary, type StatusInputs } from '../status/pod-status.js';
+import { podStatus, settled, type PodStatusSummary, type StatusInputs } from '../status/pod-status.js';
+import { EngineRequestError } from '../runtime/engine-errors.js';
+import { newPodRecord, recordSize, trimRecord, type PodRecord } from './pod-record.js';
+
+/** How long podrun leaves a dead container to an engine policy it could not take over. */
+const ENGINE_RESTART_WAIT_MS = 5000;
 import { notReadyReason, type Readiness } from '../reconcile/rollback.js';
 
 /**
@@ -26,8 +31,6 @@ export interface SupervisorObserver {
   startFailed?(type: 'sandbox' | 'init' | 'app', reason: string): void;
   restarted?(namespace: string, pod: string, container: string): void;
   probed?(kind: string, result: 'successful' | 'failed' | 'unknown', seconds: number, where: { namespace: string; pod: string; container: string }): void;
-  /** Whether the engine is about to restart this dead container by its own policy. */
-  engineRestarts?(c: ObservedContainer): boolean;
 }
 
 export class PodSupervisor {
@@ -37,16 +40,12 @@ export class PodSupervisor {
   private readonly imagePulls: Backoff;
   /** Creates and starts the engine refused, per container (or sandbox) and spec hash. */
   private readonly startFailures: Backoff;
-  private readonly waiting = new Map<string, { reason: string; message: string }>();
-  /** Containers whose postStart hook runs now. */
-  private readonly postStarting = new Set<string>();
-  /** Each pod's sync in progress, to let go of a hook when the pod is to be deleted. */
-  private readonly inProgress = new Map<string, AbortController>();
-  private readonly details = new Map<string, ContainerDetails>();
-  private readonly hosts = new Map<string, string>();
+  /** One record per pod: everything kept about it beyond the engine's state (pod-record.ts). */
+  private readonly records = new Map<string, PodRecord>();
+  private warnedNoUpdate = false;
 
   constructor(
-    private readonly rt: PodRuntime,
+    private readonly rt: PodEngine,
     private readonly cache: PodCache,
     backoff: BackoffPolicy,
     private readonly wake: (uid: string, afterMs?: number) => void,
@@ -69,6 +68,21 @@ export class PodSupervisor {
           }
         : undefined,
     );
+  }
+
+  /** The pod's record, made on its first sync. */
+  private rec(uid: string): PodRecord {
+    let r = this.records.get(uid);
+    if (!r) {
+      r = newPodRecord();
+      this.records.set(uid, r);
+    }
+    return r;
+  }
+
+  /** The pod's record for a read: a pod with none (not synced yet) reads as an empty one, which is not kept. */
+  private peek(uid: string): PodRecord {
+    return this.records.get(uid) ?? newPodRecord();
   }
 
   private ref(d: { uid: string; pod: { metadata: { name: string; namespace?: string } } }): PodRef {
@@ -94,40 +108,108 @@ export class PodSupervisor {
     this.probes.stop();
   }
 
-  /** Deletes a pod no one declares any more, and forgets everything about it. */
+  /** Deletes a pod no one declares any more. */
   async remove(o: ObservedPod): Promise<void> {
     this.probes.removePod(o.uid);
     await removePod(this.rt, o, graceOf(o), this.sink({ uid: o.uid, name: o.name, namespace: o.namespace }));
-    this.crash.forgetPod(o.uid);
-    this.imagePulls.forgetPod(o.uid);
-    this.startFailures.forgetPod(o.uid);
-    this.events.forget(o.uid);
-    for (const k of this.waiting.keys()) if (k.startsWith(`${o.uid}/`)) this.waiting.delete(k);
   }
 
-  private async defaultHost(d: DesiredPod, o: ObservedPod | undefined): Promise<string> {
+  /** The pod is gone: everything kept about it goes, in one place. */
+  forget(uid: string): void {
+    this.probes.removePod(uid);
+    this.crash.forgetPod(uid);
+    this.imagePulls.forgetPod(uid);
+    this.startFailures.forgetPod(uid);
+    this.events.forget(uid);
+    this.records.delete(uid);
+  }
+
+  /** Entries kept per pod, by kind: what must return to nothing once a pod is gone. */
+  stateSize(): Record<string, number> {
+    return {
+      records: [...this.records.values()].reduce((n, r) => n + recordSize(r), 0),
+      crashBackoff: this.crash.size,
+      imageBackoff: this.imagePulls.size,
+      startBackoff: this.startFailures.size,
+      events: this.events.podCount(),
+      probes: this.probes.size,
+    };
+  }
+
+  /** The pod's IP (on the host network, the node's), read once per sandbox; undefined without a running one. */
+  async podIP(pod: Pod | undefined, o: ObservedPod | undefined): Promise<string | undefined> {
     const sandbox = o?.sandboxes[0];
-    if (!sandbox) return '127.0.0.1';
-    let host = this.hosts.get(sandbox.id);
-    if (!host) {
-      host = await defaultHostOf(this.rt, d.pod, o);
-      this.hosts.set(sandbox.id, host);
-    }
-    return host;
+    if (!pod || !o || !sandbox || !isActive(sandbox)) return undefined;
+    const r = this.records.get(o.uid);
+    if (r?.sandbox?.id === sandbox.id) return r.sandbox.ip || undefined;
+    const ip = (await this.rt.sandboxInfo(sandbox.id, pod).catch(() => undefined))?.ip;
+    if (r && ip !== undefined) r.sandbox = { id: sandbox.id, ip };
+    return ip || undefined;
+  }
+
+  /** Where hooks and probes go when they name no host: the pod IP, which on the host network is the node IP. */
+  private async sandboxAddress(pod: Pod, o: ObservedPod): Promise<string> {
+    if (pod.spec.hostNetwork) return this.rt.hostIP;
+    return (await this.podIP(pod, o)) ?? '127.0.0.1';
+  }
+
+  /**
+   * Takes over supervision from the engine's restart policy, without restarting anything. An
+   * engine that cannot change a policy in place (Podman 4.x has no container update) keeps
+   * restarting that container on a crash; podrun lets it, and takes over when the engine does
+   * not (a container stopped or killed through the API), see `engineRestarts`.
+   */
+  async adopt(o: ObservedPod): Promise<void> {
+    const r = this.rec(o.uid);
+    const fresh = [...o.sandboxes, ...o.containers].filter((c) => isActive(c) && !r.adopted.has(c.id));
+    await Promise.all(
+      fresh.map(async (c) => {
+        const policy = await this.rt.restartPolicyOf(c.id);
+        let kept: string | undefined;
+        if (policy && policy !== 'no') {
+          try {
+            await this.rt.setRestartPolicy(c.id, 'no');
+          } catch (err) {
+            if (!(err instanceof EngineRequestError) || (err.statusCode !== 404 && err.statusCode !== 501)) throw err;
+            if ((await this.rt.restartPolicyOf(c.id)) === undefined) throw err;
+            kept = policy;
+            if (!this.warnedNoUpdate) {
+              this.warnedNoUpdate = true;
+              this.log.warn(`the engine cannot change a container's restart policy (no container update); containers adopted from it keep their engine policy, and podrun restarts them only when the engine does not`);
+            }
+          }
+        }
+        r.adopted.set(c.id, kept);
+      }),
+    );
+  }
+
+  /** A dead adopted container whose engine policy restarts it, within the engine's time to do so. */
+  private engineRestarts(uid: string, c: ObservedContainer): boolean {
+    const r = this.records.get(uid);
+    const policy = r?.adopted.get(c.id);
+    if (!r || !policy || c.state !== 'exited') return false;
+    if (policy !== 'always' && policy !== 'unless-stopped' && !(policy === 'on-failure' && c.exitCode !== 0)) return false;
+    const finished = this.cache.finishedAt(c.id) ?? Date.now();
+    if (Date.now() - finished < ENGINE_RESTART_WAIT_MS) return true;
+    // The engine let it be (a stop or kill through its API): podrun's from now on.
+    r.adopted.set(c.id, undefined);
+    return false;
   }
 
   /** Starts or stops probe workers to match the pod's running containers. */
   private async updateProbes(d: DesiredPod, o: ObservedPod | undefined): Promise<void> {
     if (!o) return this.probes.removePod(d.uid);
-    const host = await this.defaultHost(d, o);
+    const host = await this.sandboxAddress(d.pod, o);
+    const details = this.rec(d.uid).details;
     const targets: ProbeTarget[] = [];
     for (const c of latestByName(o).values()) {
       const spec = specOf(d.pod, c.name);
       if (!spec || c.state !== 'running') continue;
       if (!spec.livenessProbe && !spec.readinessProbe && !spec.startupProbe) continue;
       // initialDelaySeconds counts from the container's start, which only an inspect knows (once).
-      if (!this.probes.state(c.id) && !this.details.get(c.id)?.startedAt) await containerDetails(this.rt, o, this.details);
-      const startedAt = Date.parse(this.details.get(c.id)?.startedAt ?? '');
+      if (!this.probes.state(c.id) && !details.get(c.id)?.startedAt) await containerDetails(this.rt, o, details);
+      const startedAt = Date.parse(details.get(c.id)?.startedAt ?? '');
       targets.push({ uid: d.uid, container: spec, containerId: c.id, defaultHost: host, ...(Number.isFinite(startedAt) ? { startedAt } : {}) });
     }
     this.probes.sync(d.uid, targets);
@@ -135,10 +217,12 @@ export class PodSupervisor {
 
   async sync(d: DesiredPod): Promise<number | undefined> {
     const uid = d.uid;
+    const r = this.rec(uid);
     const cached = this.cache.pod(uid);
+    if (cached) await this.adopt(cached);
     // A dead container the engine is about to restart itself (its policy could not be taken
     // over, as on Podman) counts as restarting: podrun restarting it too would make two.
-    const engineRestarting = cached ? [...cached.sandboxes, ...cached.containers].filter((c) => this.observer.engineRestarts?.(c)) : [];
+    const engineRestarting = cached ? [...cached.sandboxes, ...cached.containers].filter((c) => this.engineRestarts(uid, c)) : [];
     const o = cached && engineRestarting.length ? { ...cached, containers: cached.containers.map((c) => (engineRestarting.includes(c) ? { ...c, state: 'restarting' as const } : c)), sandboxes: cached.sandboxes.map((c) => (engineRestarting.includes(c) ? { ...c, state: 'restarting' as const } : c)) } : cached;
     const actions = computePodActions(d, o, {
       probeFailure: (id) => {
@@ -159,7 +243,8 @@ export class PodSupervisor {
     }
     if (!hasActions(actions)) {
       await this.updateProbes(d, o);
-      this.clearWaiting(d, o);
+      this.clearWaiting(r, o);
+      trimRecord(r, o);
       // Look again shortly: the engine restarts it, or its time runs out and podrun does.
       return engineRestarting.length ? 1000 : undefined;
     }
@@ -175,17 +260,17 @@ export class PodSupervisor {
       crash: this.crash,
       imagePulls: this.imagePulls,
       refused: this.startFailures,
-      waitingOnImage: (name) => this.waiting.get(`${uid}/${name}`)?.reason.includes('Image') ?? false,
+      waitingOnImage: (name) => r.waiting.get(name)?.reason.includes('Image') ?? false,
       finishedAt: (id) => finished.get(id),
     }, now);
     let wait = gate.waitMs;
     for (const h of gate.held) {
       if (h.reason !== 'CrashLoopBackOff') continue;
       const message = `back-off ${Math.round(h.waitMs / 1000)}s restarting failed container=${h.name} pod=${d.pod.metadata.name}_${d.pod.metadata.namespace ?? 'default'}(${uid})`;
-      if (this.waiting.get(`${uid}/${h.name}`)?.reason !== 'CrashLoopBackOff') {
+      if (r.waiting.get(h.name)?.reason !== 'CrashLoopBackOff') {
         this.events.record(this.ref(d), 'Warning', 'BackOff', 'Back-off restarting failed container', fieldPathOf(d.pod, h.name));
       }
-      this.waiting.set(`${uid}/${h.name}`, { reason: 'CrashLoopBackOff', message });
+      r.waiting.set(h.name, { reason: 'CrashLoopBackOff', message });
     }
     const waitedFor = new Map<string, number>();
     for (const r of gate.restarts) {
@@ -205,19 +290,19 @@ export class PodSupervisor {
       }
     }
     const sync = new AbortController();
-    this.inProgress.set(uid, sync);
+    r.inProgress = sync;
     try {
       await executePodActions(this.rt, d, o, toRun, {
         engineRestarts: false,
         events: this.sink(this.ref(d)),
         signal: sync.signal,
-        postStart: (id, running) => (running ? this.postStarting.add(id) : this.postStarting.delete(id)),
+        postStart: (id, running) => (running ? r.postStarting.add(id) : r.postStarting.delete(id)),
       });
       if (toRun.createSandbox) this.observer.started?.('sandbox');
       for (const s of allowed) this.observer.started?.(s.type);
       for (const r of gate.restarts) this.observer.restarted?.(d.pod.metadata.namespace ?? 'default', d.pod.metadata.name, r.name);
       for (const s of allowed) {
-        this.waiting.delete(`${uid}/${s.name}`);
+        r.waiting.delete(s.name);
         const spec = specOf(d.pod, s.name);
         if (spec) this.startFailures.forget(Backoff.key(uid, s.name, containerHash(d.pod, spec)));
       }
@@ -231,22 +316,21 @@ export class PodSupervisor {
         const key = err.container && spec ? Backoff.key(uid, err.container, containerHash(d.pod, spec)) : sandboxKeyOf;
         const backoffMs = this.startFailures.restarted(key, Date.now());
         this.observer.startFailed?.(err.container ? (d.pod.spec.initContainers?.some((c) => c.name === err.container) ? 'init' : 'app') : 'sandbox', err.reason);
-        if (err.container) this.waiting.set(`${uid}/${err.container}`, { reason: err.reason, message: err.detail });
+        if (err.container) r.waiting.set(err.container, { reason: err.reason, message: err.detail });
         this.log.warn(`pod ${d.key}: ${err.container ? `container ${err.container}` : 'sandbox'}: ${err.message}; retrying in ${Math.round(backoffMs / 1000)}s`, { pod: d.key, container: err.container ?? 'POD', reason: err.reason });
         wait = Math.min(wait ?? backoffMs, backoffMs);
       } else {
         if (!(err instanceof ContainerImageError)) throw err;
-        const key = `${uid}/${err.container}`;
         const spec = specOf(d.pod, err.container);
         const imageKey = `${uid}/${err.container}/${spec?.image ?? ''}`;
         const backoffMs = this.imagePulls.restarted(imageKey, Date.now());
-        const first = !this.waiting.get(key)?.reason.includes('Image');
-        this.waiting.set(key, { reason: first ? err.imageError.reason : err.imageError.reason === 'ErrImageNeverPull' ? 'ErrImageNeverPull' : 'ImagePullBackOff', message: err.message });
+        const first = !r.waiting.get(err.container)?.reason.includes('Image');
+        r.waiting.set(err.container, { reason: first ? err.imageError.reason : err.imageError.reason === 'ErrImageNeverPull' ? 'ErrImageNeverPull' : 'ImagePullBackOff', message: err.message });
         if (!first) this.events.record(this.ref(d), 'Normal', 'BackOff', `Back-off pulling image "${spec?.image ?? ''}"`, fieldPathOf(d.pod, err.container));
         wait = Math.min(wait ?? backoffMs, backoffMs);
       }
     } finally {
-      if (this.inProgress.get(uid) === sync) this.inProgress.delete(uid);
+      if (r.inProgress === sync) delete r.inProgress;
       await this.cache.refreshPod(uid);
     }
     const after = this.cache.pod(uid);
@@ -256,6 +340,7 @@ export class PodSupervisor {
       if (pruned) this.onPruned(pruned);
       await this.updateProbes(d, after);
     }
+    trimRecord(r, this.cache.pod(uid));
     // Look again: the next init container, or what changed meanwhile.
     return wait ?? 0;
   }
@@ -265,18 +350,18 @@ export class PodSupervisor {
    * starts now instead of when the hook returns (as the kubelet cancels a terminating pod's sync).
    */
   cancel(uid: string): void {
-    this.inProgress.get(uid)?.abort();
+    this.records.get(uid)?.inProgress?.abort();
   }
 
   /** A running container is waiting for nothing any more. */
-  private clearWaiting(d: DesiredPod, o: ObservedPod | undefined): void {
+  private clearWaiting(r: PodRecord, o: ObservedPod | undefined): void {
     if (!o) return;
-    for (const c of latestByName(o).values()) if (isActive(c)) this.waiting.delete(`${d.uid}/${c.name}`);
+    for (const c of latestByName(o).values()) if (isActive(c)) r.waiting.delete(c.name);
   }
 
   /** When a container started, if its details were read (they are for every running container with probes or status asked). */
-  startedAt(id: string): string | undefined {
-    return this.details.get(id)?.startedAt;
+  startedAt(uid: string, id: string): string | undefined {
+    return this.records.get(uid)?.details.get(id)?.startedAt;
   }
 
   /**
@@ -285,6 +370,7 @@ export class PodSupervisor {
    */
   readiness(d: DesiredPod): Readiness {
     const o = this.cache.pod(d.uid);
+    const r = this.peek(d.uid);
     const probed = (name: string | undefined): { readiness: boolean; startup: boolean } => {
       const spec = name ? specOf(d.pod, name) : undefined;
       return { readiness: !!spec?.readinessProbe, startup: !!spec?.startupProbe };
@@ -292,7 +378,7 @@ export class PodSupervisor {
     const inputs: StatusInputs = {
       // Only what was read after a container finished: details read while it ran say exit code 0.
       details: (id) => {
-        const known = this.details.get(id);
+        const known = r.details.get(id);
         return known?.finishedAt ? known : undefined;
       },
       // A probed container without a worker yet has not passed: as the kubelet's initial results.
@@ -302,8 +388,8 @@ export class PodSupervisor {
         const p = probed(o?.containers.find((c) => c.id === id)?.name);
         return { started: !p.startup, ready: !p.readiness && !p.startup };
       },
-      waiting: (name) => this.waiting.get(`${d.uid}/${name}`),
-      postStarting: (id) => this.postStarting.has(id),
+      waiting: (name) => r.waiting.get(name),
+      postStarting: (id) => r.postStarting.has(id),
     };
     const s = settled(d, o, inputs);
     if (s.done && !s.failed) return { ready: true };
@@ -327,22 +413,22 @@ export class PodSupervisor {
   async status(d: DesiredPod | undefined, o: ObservedPod | undefined): Promise<PodStatusSummary | undefined> {
     const pod = d?.pod ?? o?.spec;
     if (!pod) return undefined;
+    const r = this.peek(d?.uid ?? o?.uid ?? '');
     if (o) {
       // A running container that died after the start we read was restarted in place by the
       // engine (its own policy, on Podman): a new start, one more restart; read it again.
       for (const c of o.containers) {
-        const known = this.details.get(c.id)?.startedAt;
+        const known = r.details.get(c.id)?.startedAt;
         const died = this.cache.finishedAt(c.id);
-        if (known && died && isActive(c) && died > Date.parse(known)) this.details.delete(c.id);
+        if (known && died && isActive(c) && died > Date.parse(known)) r.details.delete(c.id);
       }
-      await containerDetails(this.rt, o, this.details);
+      await containerDetails(this.rt, o, r.details);
     }
-    const uid = d?.uid ?? o?.uid ?? '';
     return podStatus(pod, o, {
-      details: (id) => this.details.get(id),
+      details: (id) => r.details.get(id),
       probes: (id) => this.probes.state(id) ?? { started: true, ready: true },
-      waiting: (name) => this.waiting.get(`${uid}/${name}`),
-      postStarting: (id) => this.postStarting.has(id),
+      waiting: (name) => r.waiting.get(name),
+      postStarting: (id) => r.postStarting.has(id),
     });
   }
 }

@@ -1,6 +1,6 @@
 import { agentRunning } from '../agent/lock.js';
 import { ManifestError } from '../manifest/errors.js';
-import type { PodRuntime } from '../runtime/runtime.js';
+import type { PodEngine } from '../runtime/roles.js';
 import { loadManifestSet } from '../manifest/load.js';
 import { graceOf, removePod } from '../reconcile/lifecycle.js';
 import { forgetApplied } from '../sources/applied-sets.js';
@@ -21,7 +21,7 @@ export interface DeleteOptions {
 }
 
 /** Waits until the engine holds nothing of the pod; throws after `ms`. */
-async function gone(rt: PodRuntime, uid: string, ms: number): Promise<void> {
+async function gone(rt: PodEngine, uid: string, ms: number): Promise<void> {
   const deadline = Date.now() + ms;
   while ((await rt.listContainers(uid)).length > 0) {
     if (Date.now() > deadline) throw new Error(`the agent has not deleted it after ${Math.round(ms / 1000)}s`);

@@ -1,4 +1,4 @@
-import type { PodRuntime } from '../runtime/runtime.js';
+import type { PodEngine } from '../runtime/roles.js';
 import { agentGet } from '../server/client.js';
 import { formatCpu, formatMemory, podStats, type ContainerSample, type PodStatsV1 } from '../stats/summary.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
@@ -9,7 +9,7 @@ import { table } from './print.js';
  * Usage from the engine alone (no agent): each running container read once, with the engine's
  * previous sample a second before it for the CPU rate, as `docker stats --no-stream` does.
  */
-async function podsFromEngine(rt: PodRuntime): Promise<PodStatsV1[]> {
+async function podsFromEngine(rt: PodEngine): Promise<PodStatsV1[]> {
   const pods = await rt.listPods();
   const samples = await Promise.all(
     pods.flatMap((p) =>

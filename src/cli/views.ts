@@ -1,7 +1,7 @@
 import { terminatingPods } from '../reconcile/terminating.js';
 import { rolledBack } from '../reconcile/rollback.js';
 import { RollbackStore } from '../agent/rollback-store.js';
-import type { PodRuntime } from '../runtime/runtime.js';
+import type { PodEngine } from '../runtime/roles.js';
 import { agentGet } from '../server/client.js';
 import type { PodEvent } from '../status/events.js';
 import { containerDetails } from '../status/details.js';
@@ -14,7 +14,7 @@ export type { V1ContainerStatus, V1Pod } from '../status/v1.js';
  * The pods of this instance as v1 Pods with status: from the agent when one runs (it knows probe
  * results, backoff and events), else computed here from the engine alone.
  */
-export async function loadPodViews(rt: PodRuntime, stateDir: string): Promise<{ pods: V1Pod[]; fromAgent: boolean }> {
+export async function loadPodViews(rt: PodEngine, stateDir: string): Promise<{ pods: V1Pod[]; fromAgent: boolean }> {
   const fromAgent = await agentGet<{ items: V1Pod[] }>(stateDir, '/pods');
   if (fromAgent) return { pods: fromAgent.items, fromAgent: true };
   const observed = await rt.listPods();

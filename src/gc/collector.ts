@@ -3,7 +3,7 @@ import { readdirSync, statfsSync } from 'node:fs';
 import { join } from 'node:path';
 import { mapLimit } from '../reconcile/converge.js';
 import type { ObservedPod } from '../runtime/observed.js';
-import type { PodRuntime } from '../runtime/runtime.js';
+import type { PodEngine } from '../runtime/roles.js';
 import { removeTree } from '../runtime/safe-mount.js';
 import { podDir } from '../runtime/volumes.js';
 import { DEFAULT_CONTAINER_GC, DEFAULT_IMAGE_GC, planContainerGc, planImageGc, type ContainerGcPolicy, type ImageGcPolicy, type ImageInfo, type Removal } from './plan.js';
@@ -45,7 +45,7 @@ export class GarbageCollector {
   private readonly firstSeen = new Map<string, number>();
   private readonly lastUsed = new Map<string, number>();
 
-  constructor(private readonly rt: PodRuntime, private readonly o: GcOptions) {}
+  constructor(private readonly rt: PodEngine, private readonly o: GcOptions) {}
 
   async collectContainers(pods: ObservedPod[], desired: ReadonlySet<string> | undefined, dryRun: boolean): Promise<ContainerGcResult> {
     const plan = planContainerGc(pods, desired, this.o.containers ?? DEFAULT_CONTAINER_GC);

@@ -2,7 +2,8 @@ import { timerDelay } from '../config/duration.js';
 import type { Logger } from '../log/logger.js';
 import { LABEL } from '../runtime/labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../runtime/observed.js';
-import type { EngineEvent, PodRuntime } from '../runtime/runtime.js';
+import type { EngineEvent } from '../runtime/runtime.js';
+import type { EngineLifecycle } from '../runtime/roles.js';
 
 export interface PodCacheOptions {
   /** Safety-net relist period; events drive everything else. */
@@ -46,7 +47,7 @@ export class PodCache {
   lastRelistMs = 0;
 
   constructor(
-    private readonly rt: PodRuntime,
+    private readonly rt: EngineLifecycle,
     private readonly onPodChange: (uid: string) => void,
     private readonly o: PodCacheOptions = {},
   ) {
@@ -234,6 +235,11 @@ export class PodCache {
 
   pods(): ObservedPod[] {
     return groupObserved([...this.records.values()]);
+  }
+
+  /** Records kept: containers the engine holds, their finish times, creations not yet seen. */
+  stateSize(): Record<string, number> {
+    return { cacheRecords: this.records.size, cacheFinished: this.finished.size, cacheCreatedUnseen: this.createdUnseen.size };
   }
 
   /** When the container finished, if an event told us. */

@@ -169,6 +169,11 @@ export class ProbeManager {
     this.drop(containerId);
   }
 
+  /** Containers probed, and pods with a set of them. */
+  get size(): number {
+    return this.byId.size + this.podIds.size;
+  }
+
   removePod(uid: string): void {
     for (const id of this.podIds.get(uid) ?? []) this.drop(id);
     this.podIds.delete(uid);

@@ -64,6 +64,11 @@ export class Backoff {
     this.entries.delete(key);
   }
 
+  /** Entries held (each a pod's container and spec, or image). */
+  get size(): number {
+    return this.entries.size;
+  }
+
   /** Drops the state of pods that are gone. */
   forgetPod(podUid: string): void {
     for (const k of this.entries.keys()) if (k.startsWith(`${podUid}/`)) this.entries.delete(k);

@@ -1,6 +1,6 @@
 import type { DesiredPod } from '../manifest/types.js';
 import { latestByName, type ObservedPod } from '../runtime/observed.js';
-import type { PodRuntime } from '../runtime/runtime.js';
+import type { PodEngine } from '../runtime/roles.js';
 import { settled, type PodStatusSummary } from '../status/pod-status.js';
 import { computePodActions, hasActions, type PodPlan } from './plan.js';
 import { defaultHostOf, graceOf, removePod, specOf } from './lifecycle.js';
@@ -32,7 +32,7 @@ export interface PodOutcome {
  * Carries out a plan once: each pod's actions, deletions included, all pods at once (the runtime
  * bounds the engine calls; grace periods overlap). Errors stay per pod.
  */
-export async function executePlan(rt: PodRuntime, plans: PodPlan[], o: SyncOptions): Promise<PodOutcome[]> {
+export async function executePlan(rt: PodEngine, plans: PodPlan[], o: SyncOptions): Promise<PodOutcome[]> {
   return Promise.all(plans.map(async (p): Promise<PodOutcome> => {
     try {
       if (p.verdict === 'deleted') {
@@ -89,7 +89,7 @@ function agentVerdict(p: V1Pod | undefined, version: string): { done: boolean; f
  * Otherwise it reads the agent's view. Stops early when a pod fails.
  */
 export async function waitForPods(
-  rt: PodRuntime,
+  rt: PodEngine,
   pods: DesiredPod[],
   o: SyncOptions & { timeoutMs: number; pollMs?: number; drive: boolean; stateDir?: string },
 ): Promise<WaitResult> {
@@ -148,7 +148,7 @@ export async function waitForPods(
   return { ok: problems.length === 0, problems };
 }
 
-async function syncApplyProbes(rt: PodRuntime, probes: ProbeManager, d: DesiredPod, obs: ObservedPod | undefined): Promise<void> {
+async function syncApplyProbes(rt: PodEngine, probes: ProbeManager, d: DesiredPod, obs: ObservedPod | undefined): Promise<void> {
   if (!obs) return;
   // The pod IP costs an inspect: only pods with something to probe need it.
   const probed = [...(d.pod.spec.initContainers ?? []), ...d.pod.spec.containers].some((c) => c.readinessProbe || c.startupProbe);
@@ -165,7 +165,7 @@ async function syncApplyProbes(rt: PodRuntime, probes: ProbeManager, d: DesiredP
 }
 
 /** Keeps one dead instance per container of the given pods (for `logs --previous`), removes the rest. */
-export async function pruneAfterApply(rt: PodRuntime, uids: Set<string>): Promise<void> {
+export async function pruneAfterApply(rt: PodEngine, uids: Set<string>): Promise<void> {
   const observed = (await rt.listPods()).filter((p) => uids.has(p.uid));
   await Promise.all(observed.map((p) => pruneDeadInstances(rt, p)));
 }

@@ -3,7 +3,7 @@ import { clearTerminating, markTerminating } from './terminating.js';
 import type { Container, Pod } from '../manifest/types.js';
 import { runHook } from '../probe/handlers.js';
 import { isActive, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
-import type { PodRuntime } from '../runtime/runtime.js';
+import type { PodEngine } from '../runtime/roles.js';
 
 /** Where events about a pod go (the agent's recorder; nowhere for one-shot commands). */
 export type EventSink = (type: 'Normal' | 'Warning', reason: string, message: string, fieldPath?: string) => void;
@@ -31,7 +31,7 @@ export function fieldPathOf(pod: Pod | undefined, name: string): string | undefi
  * The address hooks and probes use when they name no host: the pod IP, which on the host network
  * is the node IP (`--node-ip`), as the kubelet probes it.
  */
-export async function defaultHostOf(rt: PodRuntime, pod: Pod | undefined, observed: ObservedPod | undefined): Promise<string> {
+export async function defaultHostOf(rt: PodEngine, pod: Pod | undefined, observed: ObservedPod | undefined): Promise<string> {
   if (!pod) return '127.0.0.1';
   if (pod.spec.hostNetwork) return rt.hostIP;
   const sandbox = observed?.sandboxes[0];
@@ -47,7 +47,7 @@ export async function defaultHostOf(rt: PodRuntime, pod: Pod | undefined, observ
  * grace period are the container's own (its labels) unless the caller knows better.
  */
 export async function killContainer(
-  rt: PodRuntime,
+  rt: PodEngine,
   c: ObservedContainer,
   spec: Container | undefined,
   graceSeconds: number,
@@ -75,7 +75,7 @@ export async function killContainer(
  * sandbox. Each container stops with its own spec and grace period (its labels), or with
  * `override` seconds exactly when given.
  */
-export async function stopPod(rt: PodRuntime, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<void> {
+export async function stopPod(rt: PodEngine, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<void> {
   const pod = observed.spec;
   const defaultHost = await defaultHostOf(rt, pod, observed).catch(() => '127.0.0.1');
   const kill = (c: ObservedContainer): Promise<void> =>
@@ -93,7 +93,7 @@ export async function stopPod(rt: PodRuntime, observed: ObservedPod, graceSecond
 }
 
 /** Stops and removes everything of the pod, its emptyDirs and memory volumes included. */
-export async function removePod(rt: PodRuntime, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<void> {
+export async function removePod(rt: PodEngine, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<void> {
   markTerminating(rt.options.stateDir, observed.uid, override ?? graceSeconds);
   try {
     await stopPod(rt, observed, graceSeconds, events, override);

@@ -2,7 +2,8 @@ import { containerHash, sandboxHash } from '../manifest/hash.js';
 import type { Container, DesiredPod } from '../manifest/types.js';
 import { runHook } from '../probe/handlers.js';
 import { isActive, type ObservedPod } from '../runtime/observed.js';
-import { ContainerStartError, ImageError, SandboxError, type PodRuntime, type SandboxInfo } from '../runtime/runtime.js';
+import { ContainerStartError, ImageError, SandboxError, type SandboxInfo } from '../runtime/runtime.js';
+import type { PodEngine } from '../runtime/roles.js';
 import { engineRestartPolicy, identityOf } from '../runtime/spec.js';
 import { fieldPathOf, killContainer, specOf, stopPod, type EventSink } from './lifecycle.js';
 import type { PodActions } from './plan.js';
@@ -47,7 +48,7 @@ function findContainer(d: DesiredPod, name: string): Container {
 }
 
 /** The I/O half of a pod sync: carries out what computePodActions decided, in the kubelet's order. */
-export async function executePodActions(rt: PodRuntime, d: DesiredPod, observed: ObservedPod | undefined, actions: PodActions, o: SyncOptions): Promise<void> {
+export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: ObservedPod | undefined, actions: PodActions, o: SyncOptions): Promise<void> {
   const pod = d.pod;
   const id = identityOf(pod, d.origin.source, o.applySet);
   const grace = pod.spec.terminationGracePeriodSeconds ?? 30;
@@ -151,7 +152,7 @@ export async function executePodActions(rt: PodRuntime, d: DesiredPod, observed:
  * Removes dead instances beyond the newest `keep` per container name, and sandboxes that are
  * neither the newest nor running: the kubelet's MaxPerPodContainer, applied right after a sync.
  */
-export async function pruneDeadInstances(rt: PodRuntime, observed: ObservedPod, keep = 1): Promise<number> {
+export async function pruneDeadInstances(rt: PodEngine, observed: ObservedPod, keep = 1): Promise<number> {
   const doomed: string[] = [];
   const seen = new Map<string, number>();
   for (const c of observed.containers) {

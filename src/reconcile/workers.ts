@@ -20,6 +20,11 @@ export class PodWorkers {
     private readonly onError: (uid: string, err: Error) => void = () => undefined,
   ) {}
 
+  /** Pods with a worker running, queued, or waiting on a timer. */
+  get size(): number {
+    return new Set([...this.running, ...this.dirty, ...this.queued, ...this.timers.keys()]).size;
+  }
+
   enqueue(uid: string, afterMs = 0): void {
     if (this.stopped) return;
     if (afterMs > 0) {

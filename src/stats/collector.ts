@@ -8,7 +8,8 @@
  */
 import { timerDelay } from '../config/duration.js';
 import type { ObservedPod } from '../runtime/observed.js';
-import type { EngineStats, PodRuntime } from '../runtime/runtime.js';
+import type { EngineStats } from '../runtime/runtime.js';
+import type { PodEngine } from '../runtime/roles.js';
 import { Slots } from '../runtime/slots.js';
 import { podStats, type ContainerSample, type PodStatsV1 } from './summary.js';
 import { statSync } from 'node:fs';
@@ -24,7 +25,7 @@ export interface StatsCollectorOptions {
   /** How long readings go on after the last request for them (default 5 min). */
   idleMs?: number;
   /** When a container started, if known. */
-  startedAt?: (id: string) => string | undefined;
+  startedAt?: (podUid: string, id: string) => string | undefined;
   /** For metrics: how long one collection took and how many engine calls it made. */
   onCollected?: (seconds: number, calls: number) => void;
 }
@@ -44,7 +45,7 @@ export class StatsCollector {
   private lastDemand = 0;
 
   constructor(
-    private readonly rt: PodRuntime,
+    private readonly rt: PodEngine,
     private readonly pods: () => ObservedPod[],
     private readonly o: StatsCollectorOptions = {},
   ) {}
@@ -149,7 +150,7 @@ export class StatsCollector {
         const r = this.readings.get(c.id);
         if (!r || c.state !== 'running') continue;
         const d = this.disk.get(c.id);
-        const startedAt = this.o.startedAt?.(c.id);
+        const startedAt = this.o.startedAt?.(p.uid, c.id);
         samples.push({
           id: c.id,
           name: c.name,

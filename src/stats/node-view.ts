@@ -4,7 +4,7 @@
  */
 import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';
-import type { PodRuntime } from '../runtime/runtime.js';
+import type { PodEngine } from '../runtime/roles.js';
 import { fsUsage, hostUsage, nodeConditions, observations, setExpiryCondition, pidUsage, type NodeCondition, type Signal, type Threshold } from './node.js';
 import type { CpuStats, FsStats, MemoryStats } from './summary.js';
 
@@ -27,7 +27,7 @@ export interface NodeView {
   conditions: NodeCondition[];
 }
 
-type Facts = Awaited<ReturnType<PodRuntime['engineFacts']>>;
+type Facts = Awaited<ReturnType<PodEngine['engineFacts']>>;
 
 function firstLine(path: string): string {
   try {
@@ -48,7 +48,7 @@ function osImage(): string {
 const GOARCH: Record<string, string> = { x86_64: 'amd64', aarch64: 'arm64', armv7l: 'arm' };
 
 export interface NodeInputs {
-  rt: PodRuntime;
+  rt: PodEngine;
   facts: Facts | undefined;
   stateDir: string;
   engineUp: boolean;

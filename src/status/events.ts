@@ -50,6 +50,11 @@ export class EventRecorder {
     this.rings.set(pod.uid, ring);
   }
 
+  /** Pods with events kept. */
+  podCount(): number {
+    return this.rings.size;
+  }
+
   list(uid?: string): PodEvent[] {
     if (uid) return [...(this.rings.get(uid) ?? [])];
     return [...this.rings.values()].flat().sort((a, b) => a.lastTimestamp.localeCompare(b.lastTimestamp));

@@ -1,0 +1,48 @@
+import type { ObservedPod } from '../runtime/observed.js';
+import type { ContainerDetails } from '../status/pod-status.js';
+
+/**
+ * Everything the agent keeps about one pod beyond the engine's own state (the kubelet's
+ * podSyncStatus): made on the pod's first sync, trimmed to the instances the engine still has
+ * after every sync, and dropped whole when the pod is deleted. Nothing per pod lives elsewhere
+ * except the back-off tables (keyed by pod, forgotten with it), the events (the same), the probe
+ * workers (one per running container) and the health gate's record (a file).
+ */
+export interface PodRecord {
+  /** Waiting reasons the worker imposes (CrashLoopBackOff, image and start errors), by container name. */
+  readonly waiting: Map<string, { reason: string; message: string }>;
+  /** Inspect details of the pod's instances, by container id. */
+  readonly details: Map<string, ContainerDetails>;
+  /** Containers whose postStart hook runs now. */
+  readonly postStarting: Set<string>;
+  /**
+   * Containers taken over from the engine's restart policy, by id; the value is the engine's
+   * policy when it could not be changed (the engine keeps restarting that one).
+   */
+  readonly adopted: Map<string, string | undefined>;
+  /** The current sandbox and the address its hooks and probes use, read once per sandbox. */
+  sandbox?: { id: string; ip: string };
+  /** The sync in progress, to let go of a postStart hook when the pod is to be deleted. */
+  inProgress?: AbortController;
+}
+
+export function newPodRecord(): PodRecord {
+  return { waiting: new Map(), details: new Map(), postStarting: new Set(), adopted: new Map() };
+}
+
+/**
+ * Drops what concerns instances the engine no longer has: a container that crash-loops for a
+ * year leaves one dead instance behind at a time, so its record stays that size.
+ */
+export function trimRecord(r: PodRecord, o: ObservedPod | undefined): void {
+  const present = new Set([...(o?.sandboxes ?? []), ...(o?.containers ?? [])].map((c) => c.id));
+  for (const id of r.details.keys()) if (!present.has(id)) r.details.delete(id);
+  for (const id of r.adopted.keys()) if (!present.has(id)) r.adopted.delete(id);
+  for (const id of r.postStarting) if (!present.has(id)) r.postStarting.delete(id);
+  if (r.sandbox && !present.has(r.sandbox.id)) delete r.sandbox;
+}
+
+/** How many entries a record holds, for the agent's accounting of its own state. */
+export function recordSize(r: PodRecord): number {
+  return 1 + r.waiting.size + r.details.size + r.postStarting.size + r.adopted.size + (r.sandbox ? 1 : 0) + (r.inProgress ? 1 : 0);
+}

@@ -1,0 +1,282 @@
+import type Docker from 'dockerode';
+import type { Container, Pod } from '../../src/manifest/types.js';
+import { dockerName, instanceId, LABEL } from '../../src/runtime/labels.js';
+import { groupObserved, type EngineContainer, type ObservedPod } from '../../src/runtime/observed.js';
+import type { PodEngine } from '../../src/runtime/roles.js';
+import type { EngineEvent, RuntimeOptions, SandboxInfo } from '../../src/runtime/runtime.js';
+import { containerCreateOptions, sandboxCreateOptions, type PodIdentity, type VolumeBacking } from '../../src/runtime/spec.js';
+
+type ContainerRecord = EngineContainer & { startedAt?: number; finishedAt?: number; exitCode?: number; ip?: string };
+
+/** What a started container does: keep running, or exit at once with a code (a crash loop). */
+export type Behaviour = { exitCode?: number };
+
+/**
+ * An in-memory engine with the real runtime's roles: containers carry the labels the real spec
+ * writes (spec.ts), the cache sees the same create/start/die/destroy events, and a test decides
+ * how each container behaves. Everything is synchronous underneath, so thousands of cycles run in
+ * seconds. No engine, no I/O.
+ */
+export class FakeEngine implements PodEngine {
+  readonly options: RuntimeOptions;
+  readonly endpoint = 'fake://';
+  readonly nodeName = 'fake-node';
+  readonly hostIP = '127.0.0.2';
+  readonly instance: string;
+  readonly oomScoreFloor = -1000;
+  readonly containers = new Map<string, ContainerRecord>();
+  /** Every call by name, for tests that count what the engine was asked. */
+  readonly calls = new Map<string, number>();
+  /** How containers behave, by container name (default: they keep running). */
+  behaviour: (c: { pod: string; container: string }) => Behaviour = () => ({});
+  /** Makes the engine refuse every call, as a dead engine would. */
+  down = false;
+  private readonly watchers = new Set<{ onEvent: (e: EngineEvent) => void; onEnd: (err?: Error) => void }>();
+  private readonly createdListeners = new Set<(podUid: string, id: string) => void>();
+  private next = 1;
+
+  constructor(options: Partial<RuntimeOptions> & { stateDir: string }) {
+    this.options = { pauseImage: 'pause:fake', ...options };
+    this.instance = instanceId(options.stateDir);
+  }
+
+  private count(what: string): void {
+    this.calls.set(what, (this.calls.get(what) ?? 0) + 1);
+    if (this.down) throw Object.assign(new Error(`cannot reach the fake engine: ${what}`), { code: 'ECONNREFUSED' });
+  }
+
+  /** The wall clock, as the engine's (instances order by their restart count, as podrun reads them). */
+  private now(): number {
+    return Date.now();
+  }
+
+  private emit(action: string, c: ContainerRecord): void {
+    const e: EngineEvent = { action, id: c.Id, attributes: { ...c.Labels, name: c.Names[0]!.slice(1), image: c.Image, ...(action === 'die' ? { exitCode: String(c.exitCode ?? 0) } : {}) }, timeMs: this.now() };
+    for (const w of [...this.watchers]) w.onEvent(e);
+  }
+
+  private make(name: string, image: string, labels: Record<string, string>, ip?: string): ContainerRecord {
+    const id = `fake${String(this.next++).padStart(12, '0')}`;
+    const c: ContainerRecord = {
+      Id: id,
+      Names: [`/${name}`],
+      Image: image,
+      ImageID: '',
+      Command: '',
+      Created: Math.floor(this.now() / 1000),
+      Ports: [],
+      Labels: labels,
+      State: 'created',
+      Status: 'Created',
+      HostConfig: { NetworkMode: '' },
+      NetworkSettings: { Networks: ip ? { bridge: { IPAddress: ip } as Docker.NetworkInfo } : {} },
+      Mounts: [],
+      ...(ip ? { ip } : {}),
+    };
+    this.containers.set(id, c);
+    for (const fn of this.createdListeners) fn(labels[LABEL.podUid] ?? '', id);
+    this.emit('create', c);
+    return c;
+  }
+
+  private run(c: ContainerRecord): void {
+    c.State = 'running';
+    c.Status = 'Up';
+    c.startedAt = this.now();
+    delete c.finishedAt;
+    this.emit('start', c);
+    const b = this.behaviour({ pod: c.Labels[LABEL.podName] ?? '', container: c.Labels[LABEL.containerName] ?? '' });
+    // A process ends after its start returns, in a later turn, as a real one does.
+    const code = b.exitCode;
+    if (code !== undefined) setImmediate(() => this.exit(c.Id, code));
+  }
+
+  /** The container's process ends with `code` (a crash when not 0). */
+  exit(id: string, code: number): void {
+    const c = this.containers.get(id);
+    if (!c || c.State !== 'running') return;
+    c.State = 'exited';
+    c.Status = `Exited (${code})`;
+    c.exitCode = code;
+    c.finishedAt = this.now();
+    this.emit('die', c);
+  }
+
+  /** Cuts the event stream, as an engine restart does. */
+  dropEvents(err = new Error('the fake event stream ended')): void {
+    for (const w of [...this.watchers]) {
+      this.watchers.delete(w);
+      w.onEnd(err);
+    }
+  }
+
+  podCount(): number {
+    return groupObserved([...this.containers.values()]).length;
+  }
+
+  // --- EngineLifecycle
+
+  onCreated(fn: (podUid: string, id: string) => void): () => void {
+    this.createdListeners.add(fn);
+    return () => this.createdListeners.delete(fn);
+  }
+
+  async ping(): Promise<void> {
+    this.count('ping');
+  }
+
+  async listContainers(uid?: string): Promise<Docker.ContainerInfo[]> {
+    this.count('list');
+    return [...this.containers.values()].filter((c) => !uid || c.Labels[LABEL.podUid] === uid).map((c) => structuredClone(c));
+  }
+
+  async listPods(uid?: string): Promise<ObservedPod[]> {
+    return groupObserved(await this.listContainers(uid));
+  }
+
+  async inspectContainers(ids: readonly string[]): Promise<Map<string, EngineContainer | undefined>> {
+    this.count('inspect');
+    return new Map(ids.map((id) => [id, this.containers.has(id) ? structuredClone(this.containers.get(id)!) : undefined]));
+  }
+
+  async watchEvents(onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void): Promise<() => void> {
+    this.count('events');
+    const w = { onEvent, onEnd };
+    this.watchers.add(w);
+    return () => this.watchers.delete(w);
+  }
+
+  async containerState(id: string): ReturnType<PodEngine['containerState']> {
+    this.count('inspect');
+    const c = this.containers.get(id);
+    if (!c) return undefined;
+    const iso = (t: number | undefined): string => (t ? new Date(t).toISOString() : '0001-01-01T00:00:00Z');
+    return {
+      Status: c.State,
+      Running: c.State === 'running',
+      Paused: false,
+      Restarting: false,
+      OOMKilled: false,
+      Dead: false,
+      Pid: 0,
+      ExitCode: c.exitCode ?? 0,
+      Error: '',
+      StartedAt: iso(c.startedAt),
+      FinishedAt: iso(c.finishedAt),
+      RestartCount: 0,
+    };
+  }
+
+  async finishedAt(id: string): Promise<number | undefined> {
+    return this.containers.get(id)?.finishedAt;
+  }
+
+  async terminationMessage(): Promise<string | undefined> {
+    return undefined;
+  }
+
+  async restartPolicyOf(id: string): Promise<string | undefined> {
+    return this.containers.has(id) ? 'no' : undefined;
+  }
+
+  async setRestartPolicy(): Promise<void> {
+    this.count('update');
+  }
+
+  async prepareVolumes(pod: Pod): Promise<Map<string, VolumeBacking>> {
+    return new Map((pod.spec.volumes ?? []).map((v) => [v.name, { kind: 'bind' as const, path: `/fake/volumes/${v.name}` }]));
+  }
+
+  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, restartPolicy: string, volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
+    this.count('create');
+    const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: 'bridge', restartPolicy, ...(volumes ? { volumes } : {}) });
+    const ip = pod.spec.hostNetwork ? undefined : `10.88.${(this.next >> 8) & 255}.${this.next & 255}`;
+    const c = this.make(dockerName({ ...id, instance: this.instance }, 'POD', attempt), this.options.pauseImage, opts.Labels ?? {}, ip);
+    this.count('start');
+    this.run(c);
+    return { id: c.Id, ip: ip ?? this.hostIP };
+  }
+
+  async sandboxInfo(id: string, pod: Pod): Promise<SandboxInfo> {
+    this.count('inspect');
+    return { id, ip: pod.spec.hostNetwork ? this.hostIP : (this.containers.get(id)?.ip ?? '') };
+  }
+
+  async startContainer(pod: Pod, id: PodIdentity, c: Container, o: Parameters<PodEngine['startContainer']>[3]): Promise<string> {
+    this.count('create');
+    const opts = containerCreateOptions(pod, { ...id, instance: this.instance }, c, {
+      type: o.type,
+      restartCount: o.restartCount,
+      hash: o.hash,
+      sandboxId: o.sandbox.id,
+      volumes: o.volumes,
+      runtime: { podIP: o.sandbox.ip, hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor },
+      restartPolicy: o.restartPolicy,
+    });
+    const made = this.make(dockerName({ ...id, instance: this.instance }, c.name, o.restartCount), c.image, opts.Labels ?? {});
+    this.count('start');
+    this.run(made);
+    return made.Id;
+  }
+
+  async stopContainer(id: string): Promise<void> {
+    this.count('stop');
+    // The stop signal ends it: 143 for SIGTERM, as a shell that traps nothing exits.
+    this.exit(id, 143);
+  }
+
+  async removeContainer(id: string): Promise<void> {
+    this.count('remove');
+    const c = this.containers.get(id);
+    if (!c) return;
+    if (c.State === 'running') this.exit(id, 137);
+    this.containers.delete(id);
+    this.emit('destroy', c);
+  }
+
+  async removePodVolumes(): Promise<void> {
+    this.count('volumes');
+  }
+
+  // --- EngineImages, EngineStreams, EngineReadings
+
+  async ensureImage(): Promise<void> {
+    this.count('image');
+  }
+
+  async imageInventory(): ReturnType<PodEngine['imageInventory']> {
+    return { rootDir: '/fake', images: [], inUse: new Set(), pinnedId: '' };
+  }
+
+  async removeImage(): Promise<void> {
+    this.count('image remove');
+  }
+
+  /** What an exec answers (probes, hooks). */
+  execResult: (containerId: string, command: string[]) => { exitCode: number; output: string } = () => ({ exitCode: 0, output: '' });
+
+  async exec(containerId: string, command: string[]): ReturnType<PodEngine['exec']> {
+    this.count('exec');
+    return this.execResult(containerId, command);
+  }
+
+  async execAttached(): Promise<number> {
+    return 0;
+  }
+
+  async writeLogs(): Promise<void> {
+    return undefined;
+  }
+
+  async containerStats(): ReturnType<PodEngine['containerStats']> {
+    return undefined;
+  }
+
+  async containerDisk(): ReturnType<PodEngine['containerDisk']> {
+    return undefined;
+  }
+
+  async engineFacts(): ReturnType<PodEngine['engineFacts']> {
+    return { version: 'fake', rootDir: '/fake', cpus: 2, memoryBytes: 2 ** 34, operatingSystem: 'fake', kernelVersion: '6.0', architecture: 'x86_64' };
+  }
+}

@@ -1,0 +1,49 @@
+import { loadManifestText } from '../../src/manifest/load.js';
+import type { DesiredPod } from '../../src/manifest/types.js';
+import type { OriginPods } from '../../src/sources/merge.js';
+import type { PodSource } from '../../src/sources/source.js';
+
+/** A source whose pods a test sets directly: the agent's view of a source, without files or timers. */
+export class MemorySource implements PodSource {
+  readonly name = 'memory';
+  ready = false;
+  private pods: DesiredPod[] = [];
+  private onChange: () => void = () => undefined;
+
+  static ORIGIN = 'memory:test';
+
+  /** Declares these manifests (YAML), replacing what was declared. */
+  declare(...manifests: string[]): void {
+    this.pods = manifests.flatMap((text, i) => {
+      const r = loadManifestText({ file: `m${i}.yaml`, source: MemorySource.ORIGIN, text });
+      if (!r.pods.length) throw new Error(r.issues.map((x) => x.message).join('; '));
+      return r.pods;
+    });
+    this.onChange();
+  }
+
+  snapshot(): OriginPods[] {
+    return [{ origin: MemorySource.ORIGIN, pods: this.pods }];
+  }
+
+  errors(): [] {
+    return [];
+  }
+
+  owns(source: string): boolean {
+    return source === MemorySource.ORIGIN;
+  }
+
+  canForget(): boolean {
+    return this.ready;
+  }
+
+  async start(onChange: () => void): Promise<void> {
+    this.onChange = onChange;
+    this.ready = true;
+  }
+
+  async stop(): Promise<void> {
+    this.onChange = () => undefined;
+  }
+}
