@@ -7,7 +7,7 @@ import { watch, type FSWatcher } from 'chokidar';
 import { formatIssue, type ManifestIssue } from '../manifest/errors.js';
 import { loadManifestText } from '../manifest/load.js';
 import type { DesiredPod } from '../manifest/types.js';
-import { isManifestFileName, readManifestFile } from './manifest-files.js';
+import { isManifestFileName, readManifestFile, stampOf, writableByOthers } from './manifest-files.js';
 import type { OriginPods } from './merge.js';
 import type { PodSource, SetExpiry } from './source.js';
 import type { SetHeader } from './freshness.js';
@@ -31,37 +31,11 @@ export interface DirectorySourceOptions {
   signatures?: SignaturePolicy;
 }
 
+/** The longest start waits for the watcher to be ready (a directory on a slow disk). */
+const WATCH_READY_MS = 2000;
+
 /** How long new content must stay as it is before it is believed. */
 const SETTLE_MS = 300;
-
-/**
- * Why a manifest directory or file may not be trusted, or undefined: it must belong to root or to
- * the agent's own user, and no one else may write to it (a file in a world-writable directory,
- * or a group-writable file, is a root shell for whoever can write there).
- */
-export function writableByOthers(path: string): string | undefined {
-  let st;
-  try {
-    st = statSync(path);
-  } catch {
-    return undefined;
-  }
-  const me = process.getuid?.() ?? 0;
-  const what = st.isDirectory() ? 'directory' : 'file';
-  if (st.uid !== 0 && st.uid !== me) return `${what} belongs to uid ${st.uid}, not root or the agent's user; refusing it (fix: chown root ${path})`;
-  if (st.mode & 0o022) return `${what} is writable by ${st.mode & 0o002 ? 'everyone' : 'its group'} (mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')}); refusing it (fix: chmod go-w ${path})`;
-  return undefined;
-}
-
-/** Identifies one write of a file (inode, size, change time in ns): any write changes it. */
-function stampOf(path: string): string {
-  try {
-    const st = statSync(path, { bigint: true });
-    return `${st.ino}:${st.size}:${st.ctimeNs}:${st.mtimeNs}`;
-  } catch {
-    return 'gone';
-  }
-}
 
 /** What a file keeps of its last good signed version while a newer one is refused. */
 function signedOf(prev: FileState | undefined): Pick<FileState, 'signedBy' | 'header'> {
@@ -146,6 +120,19 @@ export class DirectorySource implements PodSource {
   async start(onChange: () => void): Promise<void> {
     this.onChange = onChange;
     this.resync();
+    // The watcher reports changes only once it is ready: a file written between the first look and
+    // then would wait for the next rescan (20 s). A second look once it is ready catches it.
+    const w = this.watcher;
+    if (w) {
+      await new Promise<void>((r) => {
+        const t = setTimeout(r, WATCH_READY_MS);
+        w.once('ready', () => {
+          clearTimeout(t);
+          r();
+        });
+      });
+      this.resync();
+    }
     this.timer = setInterval(() => this.resync(), timerDelay(this.o.resyncMs ?? 20_000));
     this.timer.unref();
   }

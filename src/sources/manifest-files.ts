@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, openSync, readFileSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, openSync, readFileSync, statSync, type Stats } from 'node:fs';
 import { basename, extname } from 'node:path';
 import type { ManifestIssue } from '../manifest/errors.js';
 import { MAX_MANIFEST_BYTES, size } from '../manifest/limits.js';
@@ -63,5 +63,34 @@ export function readManifestFile(path: string): FileRead {
     return fileIssue(path, `cannot read: ${e.code === 'EISDIR' ? 'is a directory' : (e.code ?? e.message)}`);
   } finally {
     closeSync(fd);
+  }
+}
+
+/**
+ * Why a manifest directory or file may not be trusted, or undefined: it must belong to root or to
+ * the agent's own user, and no one else may write to it (a file in a world-writable directory,
+ * or a group-writable file, is a root shell for whoever can write there).
+ */
+export function writableByOthers(path: string): string | undefined {
+  let st;
+  try {
+    st = statSync(path);
+  } catch {
+    return undefined;
+  }
+  const me = process.getuid?.() ?? 0;
+  const what = st.isDirectory() ? 'directory' : 'file';
+  if (st.uid !== 0 && st.uid !== me) return `${what} belongs to uid ${st.uid}, not root or the agent's user; refusing it (fix: chown root ${path})`;
+  if (st.mode & 0o022) return `${what} is writable by ${st.mode & 0o002 ? 'everyone' : 'its group'} (mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')}); refusing it (fix: chmod go-w ${path})`;
+  return undefined;
+}
+
+/** Identifies one write of a file (inode, size, change time in ns): any write changes it. */
+export function stampOf(path: string): string {
+  try {
+    const st = statSync(path, { bigint: true });
+    return `${st.ino}:${st.size}:${st.ctimeNs}:${st.mtimeNs}`;
+  } catch {
+    return 'gone';
   }
 }

@@ -5,17 +5,20 @@ import type { PodSource } from '../../src/sources/source.js';
 
 /** A source whose pods a test sets directly: the agent's view of a source, without files or timers. */
 export class MemorySource implements PodSource {
-  readonly name = 'memory';
+  readonly name: string;
   ready = false;
   private pods: DesiredPod[] = [];
   private onChange: () => void = () => undefined;
 
-  static ORIGIN = 'memory:test';
+  /** `slow`: not loaded at start (a URL that has not answered yet) until `load()`. */
+  constructor(readonly origin = 'memory:test', private readonly slow = false) {
+    this.name = origin;
+  }
 
   /** Declares these manifests (YAML), replacing what was declared. */
   declare(...manifests: string[]): void {
     this.pods = manifests.flatMap((text, i) => {
-      const r = loadManifestText({ file: `m${i}.yaml`, source: MemorySource.ORIGIN, text });
+      const r = loadManifestText({ file: `m${i}.yaml`, source: this.origin, text });
       if (!r.pods.length) throw new Error(r.issues.map((x) => x.message).join('; '));
       return r.pods;
     });
@@ -23,7 +26,7 @@ export class MemorySource implements PodSource {
   }
 
   snapshot(): OriginPods[] {
-    return [{ origin: MemorySource.ORIGIN, pods: this.pods }];
+    return [{ origin: this.origin, pods: this.pods }];
   }
 
   errors(): [] {
@@ -31,7 +34,7 @@ export class MemorySource implements PodSource {
   }
 
   owns(source: string): boolean {
-    return source === MemorySource.ORIGIN;
+    return source === this.origin;
   }
 
   canForget(): boolean {
@@ -40,7 +43,13 @@ export class MemorySource implements PodSource {
 
   async start(onChange: () => void): Promise<void> {
     this.onChange = onChange;
+    this.ready = !this.slow;
+  }
+
+  /** A slow source's first load. */
+  load(): void {
     this.ready = true;
+    this.onChange();
   }
 
   async stop(): Promise<void> {

@@ -1,0 +1,86 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { Agent } from '../../src/agent/agent.js';
+import { LABEL } from '../../src/runtime/labels.js';
+import { FakeEngine } from '../fakes/fake-engine.js';
+import { MemorySource } from '../fakes/memory-source.js';
+
+// The agent on the in-memory engine: sources in, the engine converged to them, nothing deleted
+// that no loaded source can speak for.
+
+const POD = (name: string, image = 'busybox:1'): string => `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: fake}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - {name: c, image: ${image}}
+`;
+
+const dirs: string[] = [];
+const agents: Agent[] = [];
+afterEach(async () => {
+  for (const a of agents.splice(0)) await a.stop();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function newAgent(stateDir: string, engine: FakeEngine, sources: MemorySource[]): Agent {
+  const agent = new Agent({ runtime: { stateDir, pauseImage: 'pause:fake' }, engine, manifestDirs: [], manifestUrls: [], sources, statsPeriodMs: 0, relistMs: 3_600_000, resyncMs: 3_600_000, gc: { imageGc: false, periodMs: 3_600_000 } });
+  agents.push(agent);
+  return agent;
+}
+
+async function until(what: string, ok: () => boolean, timeoutMs = 10_000): Promise<void> {
+  const end = Date.now() + timeoutMs;
+  while (!ok()) {
+    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
+    await new Promise((r) => setTimeout(r, 2));
+  }
+}
+
+const runningPods = (engine: FakeEngine): string[] =>
+  [...new Set([...engine.containers.values()].filter((c) => c.State === 'running' && c.Labels[LABEL.containerName] === 'c').map((c) => `${c.Labels[LABEL.podName]}:${c.Image}`))].sort();
+
+describe('Agent on the fake engine', () => {
+  it('runs what its sources declare, replaces what changed, deletes what went, and converges once', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'podrun-agent-'));
+    dirs.push(stateDir);
+    const engine = new FakeEngine({ stateDir });
+    const source = new MemorySource();
+    const agent = newAgent(stateDir, engine, [source]);
+    await agent.start();
+    source.declare(POD('one'), POD('two'));
+    expect(await agent.converged()).toBe(2);
+    await until('both pods', () => runningPods(engine).length === 2);
+    expect(runningPods(engine)).toEqual(['one:busybox:1', 'two:busybox:1']);
+
+    source.declare(POD('one', 'busybox:2'));
+    await until('one replaced and two gone', () => runningPods(engine).join() === 'one:busybox:2' && engine.podCount() === 1);
+    expect((await agent.podList()).map((p) => (p as { metadata: { name: string } }).metadata.name)).toEqual(['one']);
+  });
+
+  it('never deletes a pod whose source has not loaded yet; deletes it once that source says it is gone', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'podrun-agent-'));
+    dirs.push(stateDir);
+    const engine = new FakeEngine({ stateDir });
+    const declaring = new MemorySource('memory:slow');
+    const first = newAgent(stateDir, engine, [declaring]);
+    await first.start();
+    declaring.declare(POD('kept'));
+    await until('the pod', () => runningPods(engine).length === 1);
+    await first.stop();
+    agents.splice(agents.indexOf(first), 1);
+
+    // The next agent's source answers late: until it has, the pod it made stays.
+    const slow = new MemorySource('memory:slow', true);
+    const second = newAgent(stateDir, engine, [slow]);
+    await second.start();
+    await second.idle();
+    await new Promise((r) => setTimeout(r, 50));
+    expect(runningPods(engine)).toEqual(['kept:busybox:1']);
+    slow.load();
+    await until('the pod to be deleted', () => engine.podCount() === 0);
+  });
+});

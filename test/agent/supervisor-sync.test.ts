@@ -1,0 +1,103 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { PodSupervisor } from '../../src/agent/supervisor.js';
+import { silentLogger } from '../../src/log/logger.js';
+import { PodCache } from '../../src/pleg/cache.js';
+import { desired } from '../fixtures/pods.js';
+import { FakeEngine } from '../fakes/fake-engine.js';
+
+// One pod worker's turn (PodSupervisor.sync) on the in-memory engine: what it makes, restarts,
+// holds back and replaces, read back from the engine and from the pod's status.
+
+const pod = (image: string) =>
+  desired(`apiVersion: v1
+kind: Pod
+metadata: {name: worker, namespace: sync}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - {name: a, image: ${image}}
+`);
+
+const dirs: string[] = [];
+const stops: (() => void)[] = [];
+afterEach(() => {
+  for (const s of stops.splice(0)) s();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+async function setup(): Promise<{ engine: FakeEngine; cache: PodCache; sup: PodSupervisor; woken: string[] }> {
+  const stateDir = mkdtempSync(join(tmpdir(), 'podrun-sync-'));
+  dirs.push(stateDir);
+  const engine = new FakeEngine({ stateDir });
+  const cache = new PodCache(engine, () => undefined, { relistMs: 3_600_000 });
+  await cache.start();
+  const woken: string[] = [];
+  const sup = new PodSupervisor(engine, cache, { initialMs: 10_000, maxMs: 300_000, resetMs: 600_000 }, (uid) => woken.push(uid), silentLogger);
+  stops.push(() => {
+    sup.stop();
+    cache.stop();
+  });
+  return { engine, cache, sup, woken };
+}
+
+const running = (engine: FakeEngine): string[] => [...engine.containers.values()].filter((c) => c.State === 'running').map((c) => c.Names[0]!);
+
+describe('PodSupervisor.sync', () => {
+  it('makes the sandbox and the containers in one turn, and nothing on the next', async () => {
+    const { engine, cache, sup } = await setup();
+    const d = pod('busybox:1');
+    expect(await sup.sync(d)).toBe(0);
+    expect(cache.pod(d.uid)?.sandboxes).toHaveLength(1);
+    expect(cache.pod(d.uid)?.containers.map((c) => [c.name, c.state])).toEqual([['a', 'running']]);
+    const creates = engine.calls.get('create');
+    expect(await sup.sync(d)).toBeUndefined();
+    expect(engine.calls.get('create')).toBe(creates);
+    expect((await sup.status(d, cache.pod(d.uid)))?.containers[0]).toMatchObject({ state: 'running', ready: true });
+  });
+
+  it('restarts a crash at once, then holds the next in CrashLoopBackOff for 10 s', async () => {
+    const { engine, cache, sup } = await setup();
+    const d = pod('busybox:1');
+    await sup.sync(d);
+    const first = cache.pod(d.uid)!.containers[0]!;
+    engine.exit(first.id, 1);
+    await sup.sync(d);
+    const second = cache.pod(d.uid)!.containers[0]!;
+    expect(second).toMatchObject({ restartCount: 1, state: 'running' });
+    engine.exit(second.id, 1);
+    const wait = await sup.sync(d);
+    expect(wait).toBeGreaterThan(9_000);
+    expect(wait).toBeLessThanOrEqual(10_000);
+    expect(cache.pod(d.uid)!.containers[0]).toMatchObject({ restartCount: 1, state: 'exited' });
+    const status = await sup.status(d, cache.pod(d.uid));
+    expect(status?.containers[0]).toMatchObject({ state: 'waiting', reason: 'CrashLoopBackOff' });
+    expect(sup.events.list(d.uid).map((e) => e.reason)).toContain('BackOff');
+  });
+
+  it('replaces a container whose spec changed, at once and without back-off, and keeps one dead instance', async () => {
+    const { engine, cache, sup } = await setup();
+    const v1 = pod('busybox:1');
+    await sup.sync(v1);
+    const old = cache.pod(v1.uid)!.containers[0]!;
+    const v2 = pod('busybox:2');
+    await sup.sync(v2);
+    const now = cache.pod(v2.uid)!.containers;
+    expect(now[0]).toMatchObject({ state: 'running', image: 'busybox:2' });
+    expect(now.find((c) => c.id === old.id)?.state).toBe('exited');
+    expect(running(engine)).toHaveLength(2); // the sandbox and the new container
+  });
+
+  it('removes the pod and, once forgotten, keeps nothing of it', async () => {
+    const { engine, cache, sup } = await setup();
+    const d = pod('busybox:1');
+    await sup.sync(d);
+    await sup.remove(cache.pod(d.uid)!);
+    await cache.refreshPod(d.uid);
+    expect(engine.containers.size).toBe(0);
+    sup.forget(d.uid);
+    expect(Object.values(sup.stateSize()).every((n) => n === 0)).toBe(true);
+  });
+});

@@ -1,0 +1,105 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { PodCache } from '../../src/pleg/cache.js';
+import { identityOf } from '../../src/runtime/spec.js';
+import { desired } from '../fixtures/pods.js';
+import { FakeEngine } from '../fakes/fake-engine.js';
+
+// The pod cache (PLEG) on the in-memory engine: events keep it current without a list, a relist
+// replaces it, a refresh after podrun acted sees what podrun made, and a lost stream reconnects.
+
+const POD = desired(`apiVersion: v1
+kind: Pod
+metadata: {name: cached, namespace: pleg}
+spec:
+  containers:
+  - {name: a, image: busybox:fake}
+`);
+
+const dirs: string[] = [];
+const caches: PodCache[] = [];
+afterEach(() => {
+  for (const c of caches.splice(0)) c.stop();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+function setup(): { engine: FakeEngine; cache: PodCache; changed: string[] } {
+  const stateDir = mkdtempSync(join(tmpdir(), 'podrun-cache-'));
+  dirs.push(stateDir);
+  const engine = new FakeEngine({ stateDir });
+  const changed: string[] = [];
+  const cache = new PodCache(engine, (uid) => changed.push(uid), { relistMs: 3_600_000 });
+  caches.push(cache);
+  return { engine, cache, changed };
+}
+
+async function run(engine: FakeEngine): Promise<{ sandbox: string; container: string }> {
+  const id = identityOf(POD.pod, POD.origin.source);
+  const sb = await engine.createSandbox(POD.pod, id, 0, 'h', 'no');
+  const container = await engine.startContainer(POD.pod, id, POD.pod.spec.containers[0]!, { type: 'app', restartCount: 0, hash: 'x', sandbox: sb, volumes: new Map(), restartPolicy: 'no' });
+  return { sandbox: sb.id, container };
+}
+
+const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
+
+describe('PodCache', () => {
+  it('follows the engine by its events alone: a start, a death with its time, a removal; one list at connect', async () => {
+    const { engine, cache, changed } = setup();
+    await cache.start();
+    expect(cache.connected).toBe(true);
+    const lists = engine.calls.get('list');
+    const { container } = await run(engine);
+    expect(cache.pod(POD.uid)?.containers.map((c) => [c.name, c.state])).toEqual([['a', 'running']]);
+    expect(changed.filter((u) => u === POD.uid).length).toBeGreaterThanOrEqual(2);
+    engine.exit(container, 3);
+    expect(cache.pod(POD.uid)?.containers[0]).toMatchObject({ state: 'exited', exitCode: 3 });
+    expect(cache.finishedAt(container)).toBeGreaterThan(0);
+    await engine.removeContainer(container);
+    expect(cache.pod(POD.uid)?.containers).toEqual([]);
+    expect(cache.finishedAt(container)).toBeUndefined();
+    // Never listed again: events were enough.
+    expect(engine.calls.get('list')).toBe(lists);
+  });
+
+  it('sees what podrun made in a refresh even when no event came, and replaces everything on a relist', async () => {
+    const { engine, cache } = setup();
+    await cache.start();
+    // The stream is cut: nothing arrives, but a refresh after podrun acted reads what it made.
+    engine.dropEvents();
+    await run(engine);
+    expect(cache.pod(POD.uid)).toBeUndefined();
+    await cache.refreshPod(POD.uid);
+    expect(cache.pod(POD.uid)?.sandboxes).toHaveLength(1);
+    expect(cache.pod(POD.uid)?.containers).toHaveLength(1);
+    // Someone else removed it all meanwhile: the relist says so.
+    for (const id of [...engine.containers.keys()]) engine.containers.delete(id);
+    await cache.relist();
+    expect(cache.pods()).toEqual([]);
+    expect(cache.stateSize()).toEqual({ cacheRecords: 0, cacheFinished: 0, cacheCreatedUnseen: 0 });
+  });
+
+  it('reconnects after the engine went away, and lists again what changed meanwhile', async () => {
+    const { engine } = setup();
+    let connects = 0;
+    const c2 = new PodCache(engine, () => undefined, { relistMs: 3_600_000, onConnected: () => connects++ });
+    caches.push(c2);
+    engine.down = true;
+    await c2.start();
+    expect(c2.connected).toBe(false);
+    engine.down = false;
+    await run(engine);
+    // The first retry comes after 500 ms.
+    for (let i = 0; i < 200 && !c2.connected; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(c2.connected).toBe(true);
+    expect(connects).toBe(1);
+    expect(c2.pod(POD.uid)?.containers).toHaveLength(1);
+    engine.dropEvents();
+    await tick();
+    expect(c2.connected).toBe(false);
+    for (let i = 0; i < 200 && !c2.connected; i++) await new Promise((r) => setTimeout(r, 10));
+    expect(c2.connected).toBe(true);
+    expect(connects).toBe(2);
+  });
+});
