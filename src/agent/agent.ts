@@ -1,4 +1,4 @@
-import { timerDelay } from '../config/duration.js';
+import { timerDelay } from '../base/duration.js';
 import { terminatingPods } from '../reconcile/terminating.js';
 import { podrunVersion } from '../status/version.js';
 import { StatsCollector } from '../stats/collector.js';
@@ -25,7 +25,7 @@ import { PodSupervisor } from './supervisor.js';
 import { PodRuntime, type RuntimeOptions } from '../runtime/runtime.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { APPLY_PREFIX, appliedDir, appliedSource } from '../sources/applied-sets.js';
-import { writeFileAtomic } from '../sources/atomic-file.js';
+import { writeFileAtomic } from '../base/atomic-file.js';
 import { DirectorySource } from '../sources/dir-source.js';
 import { redactText, redactUrl } from '../sources/redact.js';
 import { mergeOrigins, type Conflict } from '../sources/merge.js';

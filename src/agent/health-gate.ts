@@ -1,4 +1,4 @@
-import { formatDuration, parseDuration, timerDelay } from '../config/duration.js';
+import { formatDuration, parseDuration, timerDelay } from '../base/duration.js';
 import type { Logger } from '../log/logger.js';
 import { podVersion } from '../manifest/hash.js';
 import type { DesiredPod } from '../manifest/types.js';

@@ -3,7 +3,7 @@ import { readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../log/logger.js';
 import type { RollbackRecord } from '../reconcile/rollback.js';
-import { writeFileAtomic } from '../sources/atomic-file.js';
+import { writeFileAtomic } from '../base/atomic-file.js';
 
 interface StoredRecord extends RollbackRecord {
   uid: string;

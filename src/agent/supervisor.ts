@@ -12,7 +12,8 @@ import { isActive, latestByName, type ObservedContainer, type ObservedPod } from
 import type { PodEngine } from '../runtime/roles.js';
 import { EventRecorder, type PodRef } from '../status/events.js';
 import { containerDetails } from '../status/details.js';
-import { podStatus, settled, type PodStatusSummary, type StatusInputs } from '../status/pod-status.js';
+import { podStatus, type PodStatusSummary, type StatusInputs } from '../status/pod-status.js';
+import { settled } from '../reconcile/settled.js';
 import { EngineRequestError } from '../runtime/engine-errors.js';
 import { newPodRecord, recordSize, trimRecord, type PodRecord } from './pod-record.js';
 

@@ -5,7 +5,7 @@ import { parseQuantity } from '../manifest/quantity.js';
 import { dirname, resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EngineRequestError, EngineUnavailableError } from '../runtime/engine-errors.js';
-import { formatDuration, parseDuration } from '../config/duration.js';
+import { formatDuration, parseDuration } from '../base/duration.js';
 import { DEFAULTS, EXIT, processIo, type GlobalOptions, type Io } from './context.js';
 import { engineVersion } from './engine-version.js';
 import type { RunOptions } from './run.js';

@@ -9,7 +9,7 @@ import { isIP } from 'node:net';
 import { fileURLToPath } from 'node:url';
 import { fieldPath, type ManifestIssue } from '../manifest/errors.js';
 import { parseManifestText, type PathSegment } from '../manifest/parse.js';
-import { readManifestFile } from '../sources/manifest-files.js';
+import { readManifestFile } from '../manifest/files.js';
 
 export interface PodrunConfiguration {
   apiVersion: 'podrun.io/v1alpha1';

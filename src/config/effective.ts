@@ -4,7 +4,7 @@
  * file > defaults). The same table prints the effective configuration back in the file's form.
  */
 import { resolve } from 'node:path';
-import { formatDuration, parseDuration } from './duration.js';
+import { formatDuration, parseDuration } from '../base/duration.js';
 import type { PodrunConfiguration } from './config-file.js';
 
 /** What of a parsed command this needs (commander's Command has it). */

@@ -6,7 +6,7 @@ import { OPEN_POLICY, policyViolations, type PodPolicy } from './policy.js';
 import { MAX_ANNOTATION_BYTES, MAX_ARG_BYTES, MAX_EXEC_BYTES, size } from './limits.js';
 import { podValidator } from './pod-validator.js';
 import { ROLLBACK_ANNOTATION } from './annotations.js';
-import { parseDuration } from '../config/duration.js';
+import { parseDuration } from '../base/duration.js';
 import type { Container, DownwardAPIVolumeFile, LifecycleHandler, Pod, Probe, Volume } from './types.js';
 
 /** One pod found in a document, with where it sits (PodList items have a prefix). */

@@ -1,4 +1,4 @@
-import { timerDelay } from '../config/duration.js';
+import { timerDelay } from '../base/duration.js';
 import type { Logger } from '../log/logger.js';
 import { LABEL } from '../runtime/labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../runtime/observed.js';

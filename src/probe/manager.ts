@@ -1,4 +1,4 @@
-import { timerDelay } from '../config/duration.js';
+import { timerDelay } from '../base/duration.js';
 import type { Container, Probe } from '../manifest/types.js';
 import { runHandler, type ExecRunner, type ProbeResult } from './handlers.js';
 

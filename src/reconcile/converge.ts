@@ -1,7 +1,8 @@
 import type { DesiredPod } from '../manifest/types.js';
 import { latestByName, type ObservedPod } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
-import { settled, type PodStatusSummary } from '../status/pod-status.js';
+import type { PodStatusSummary } from '../status/pod-status.js';
+import { settled } from './settled.js';
 import { computePodActions, hasActions, type PodPlan } from './plan.js';
 import { defaultHostOf, graceOf, removePod, specOf } from './lifecycle.js';
 import { ProbeManager, type ProbeTarget } from '../probe/manager.js';

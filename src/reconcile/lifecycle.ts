@@ -1,4 +1,4 @@
-import { timerDelay } from '../config/duration.js';
+import { timerDelay } from '../base/duration.js';
 import { clearTerminating, markTerminating } from './terminating.js';
 import type { Container, Pod } from '../manifest/types.js';
 import { runHook } from '../probe/handlers.js';

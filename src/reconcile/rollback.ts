@@ -6,7 +6,7 @@
  * The agent persists the record before acting on it, so a restart (a kill -9 mid-update or
  * mid-rollback) picks up the same decision: the pod converges to one of the two versions.
  */
-import { formatDuration } from '../config/duration.js';
+import { formatDuration } from '../base/duration.js';
 import { ROLLBACK_ANNOTATION } from '../manifest/annotations.js';
 import type { Pod } from '../manifest/types.js';
 import type { ContainerStatusSummary, PodStatusSummary } from '../status/pod-status.js';

@@ -1,6 +1,6 @@
 import { mkdirSync, readdirSync, readFileSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
-import { writeFileAtomic } from '../sources/atomic-file.js';
+import { writeFileAtomic } from '../base/atomic-file.js';
 
 /**
  * Pods being deleted: while a pod spends its grace period, whoever deletes it (`podrun delete` or

@@ -1,4 +1,4 @@
-import { timerDelay } from '../config/duration.js';
+import { timerDelay } from '../base/duration.js';
 
 /**
  * One worker per pod, pods in parallel up to a bound. Changes to a pod while it syncs coalesce

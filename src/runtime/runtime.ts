@@ -7,7 +7,7 @@ import type { Container, Pod } from '../manifest/types.js';
 import { authFor } from './auth.js';
 import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound, type EngineOptions } from './engine.js';
 import { EngineTimeoutError } from './engine-errors.js';
-import { formatDuration, timerDelay } from '../config/duration.js';
+import { formatDuration, timerDelay } from '../base/duration.js';
 import { instanceId, LABEL, MANAGED_BY } from './labels.js';
 import { groupObserved, listedFromInspect, type EngineContainer, type ObservedPod } from './observed.js';
 import { containerCreateOptions, mountsToPin, needsImageUser, sandboxCreateOptions, type ContainerOptions, type PodIdentity, type VolumeBacking } from './spec.js';

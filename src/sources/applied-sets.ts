@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { basename, join } from 'node:path';
 import type { DesiredPod, Pod } from '../manifest/types.js';
-import { writeFileAtomic } from './atomic-file.js';
+import { writeFileAtomic } from '../base/atomic-file.js';
 import { DirectorySource, type DirectorySourceOptions } from './dir-source.js';
 
 // What `podrun apply` applied is kept as one PodList file per set in <state-dir>/applied, so an

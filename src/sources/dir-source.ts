@@ -1,4 +1,4 @@
-import { timerDelay } from '../config/duration.js';
+import { timerDelay } from '../base/duration.js';
 import type { Logger } from '../log/logger.js';
 import { createHash } from 'node:crypto';
 import { readdirSync, statSync } from 'node:fs';
@@ -7,7 +7,7 @@ import { watch, type FSWatcher } from 'chokidar';
 import { formatIssue, type ManifestIssue } from '../manifest/errors.js';
 import { loadManifestText } from '../manifest/load.js';
 import type { DesiredPod } from '../manifest/types.js';
-import { isManifestFileName, readManifestFile, stampOf, writableByOthers } from './manifest-files.js';
+import { isManifestFileName, readManifestFile, stampOf, writableByOthers } from '../manifest/files.js';
 import type { OriginPods } from './merge.js';
 import type { PodSource, SetExpiry } from './source.js';
 import type { SetHeader } from './freshness.js';

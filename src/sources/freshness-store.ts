@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import type { Logger } from '../log/logger.js';
-import { writeFileAtomic } from './atomic-file.js';
+import { writeFileAtomic } from '../base/atomic-file.js';
 import type { FreshnessRecord } from './freshness.js';
 
 /**

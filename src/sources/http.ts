@@ -2,7 +2,7 @@ import { readFileSync } from 'node:fs';
 import { Agent, interceptors, request, type Dispatcher } from 'undici';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { MAX_MANIFEST_BYTES, size as sizeOf } from '../manifest/limits.js';
-import { timerDelay } from '../config/duration.js';
+import { timerDelay } from '../base/duration.js';
 
 export interface HttpOptions {
   headers?: Record<string, string>;

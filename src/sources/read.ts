@@ -5,7 +5,7 @@ import type { ManifestText } from '../manifest/load.js';
 import { decodeManifest } from '../manifest/parse.js';
 import { redactText, redactUrl } from './redact.js';
 import { MAX_MANIFEST_BYTES, size as sizeText } from '../manifest/limits.js';
-import { isManifestFileName, readManifestFile } from './manifest-files.js';
+import { isManifestFileName, readManifestFile } from '../manifest/files.js';
 
 export interface ReadResult {
   texts: ManifestText[];

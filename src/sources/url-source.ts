@@ -1,4 +1,4 @@
-import { timerDelay } from '../config/duration.js';
+import { timerDelay } from '../base/duration.js';
 import type { Logger } from '../log/logger.js';
 import { createHash } from 'node:crypto';
 import { readFileSync } from 'node:fs';
@@ -7,7 +7,7 @@ import { formatIssue, type ManifestIssue } from '../manifest/errors.js';
 import { decodeManifest } from '../manifest/parse.js';
 import { loadManifestText } from '../manifest/load.js';
 import type { DesiredPod } from '../manifest/types.js';
-import { writeFileAtomic } from './atomic-file.js';
+import { writeFileAtomic } from '../base/atomic-file.js';
 import { httpGet, type HttpOptions } from './http.js';
 import type { OriginPods } from './merge.js';
 import { redactText, redactUrl } from './redact.js';

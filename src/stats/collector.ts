@@ -6,7 +6,7 @@
  * nothing for them (with 50 pods, 100 engine calls every 10 s cost about 0.6 % of a core).
  * The writable layer size costs the engine a walk of the layer, so it is read every minute.
  */
-import { timerDelay } from '../config/duration.js';
+import { timerDelay } from '../base/duration.js';
 import type { ObservedPod } from '../runtime/observed.js';
 import type { EngineStats } from '../runtime/runtime.js';
 import type { PodEngine } from '../runtime/roles.js';

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { formatDuration, parseDuration } from '../../src/config/duration.js';
+import { formatDuration, parseDuration } from '../../src/base/duration.js';
 
 describe('durations as Go writes them', () => {
   it('reads compound and fractional values', () => {

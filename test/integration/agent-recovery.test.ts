@@ -5,7 +5,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { load as parse } from 'js-yaml';
 import { afterAll, describe, expect, it } from 'vitest';
-import { writeFileAtomic } from '../../src/sources/atomic-file.js';
+import { writeFileAtomic } from '../../src/base/atomic-file.js';
 import { AgentSuite, type AgentProcess } from './agent-helpers.js';
 import { containerIds, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
 

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Pod } from '../../src/manifest/types.js';
 import { decideRollback, notReadyReason, rollbackDeadline, type RollbackRecord } from '../../src/reconcile/rollback.js';
-import { parseDuration } from '../../src/config/duration.js';
+import { parseDuration } from '../../src/base/duration.js';
 import type { ContainerStatusSummary, PodStatusSummary } from '../../src/status/pod-status.js';
 
 const pod = (env: string, annotations?: Record<string, string>): Pod => ({

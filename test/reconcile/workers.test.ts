@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { MAX_TIMER_MS, timerDelay } from '../../src/config/duration.js';
+import { MAX_TIMER_MS, timerDelay } from '../../src/base/duration.js';
 import { PodWorkers } from '../../src/reconcile/workers.js';
 
 afterEach(() => {

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { mergeOrigins } from '../../src/sources/merge.js';
-import { isManifestFileName } from '../../src/sources/manifest-files.js';
+import { isManifestFileName } from '../../src/manifest/files.js';
 import { desired } from '../fixtures/pods.js';
 
 const pod = (name: string, image = 'busybox:1.36') => desired(`apiVersion: v1

@@ -1,8 +1,8 @@
 import { closeSync, constants, fstatSync, openSync, readFileSync, statSync, type Stats } from 'node:fs';
 import { basename, extname } from 'node:path';
-import type { ManifestIssue } from '../manifest/errors.js';
-import { MAX_MANIFEST_BYTES, size } from '../manifest/limits.js';
-import { decodeManifest } from '../manifest/parse.js';
+import type { ManifestIssue } from './errors.js';
+import { MAX_MANIFEST_BYTES, size } from './limits.js';
+import { decodeManifest } from './parse.js';
 
 const EXTENSIONS = new Set(['.yaml', '.yml', '.json']);
 
