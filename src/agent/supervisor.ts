@@ -8,17 +8,15 @@ import { fieldPathOf, graceOf, removePod, specOf, type EventSink } from '../reco
 import { gateStarts, newestExited, sandboxKey } from '../reconcile/gate.js';
 import { computePodActions, hasActions } from '../reconcile/plan.js';
 import { ContainerImageError, ContainerStartFailure, executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
-import { isActive, latestByName, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
+import { isActive, latestByName, type ObservedPod } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { EventRecorder, type PodRef } from '../status/events.js';
 import { containerDetails } from '../status/details.js';
 import { podStatus, type PodStatusSummary, type StatusInputs } from '../status/pod-status.js';
 import { settled } from '../reconcile/settled.js';
-import { EngineRequestError } from '../runtime/engine-errors.js';
+import { Adoption } from './adoption.js';
 import { newPodRecord, recordSize, trimRecord, type PodRecord } from './pod-record.js';
 
-/** How long podrun leaves a dead container to an engine policy it could not take over. */
-const ENGINE_RESTART_WAIT_MS = 5000;
 import { notReadyReason, type Readiness } from '../reconcile/rollback.js';
 
 /**
@@ -43,7 +41,7 @@ export class PodSupervisor {
   private readonly startFailures: Backoff;
   /** One record per pod: everything kept about it beyond the engine's state (pod-record.ts). */
   private readonly records = new Map<string, PodRecord>();
-  private warnedNoUpdate = false;
+  private readonly adoption: Adoption;
 
   constructor(
     private readonly rt: PodEngine,
@@ -55,6 +53,7 @@ export class PodSupervisor {
     private readonly onPruned: (count: number) => void = () => undefined,
     private readonly observer: SupervisorObserver = {},
   ) {
+    this.adoption = new Adoption(rt, cache, log);
     this.crash = new Backoff(backoff);
     this.imagePulls = new Backoff(backoff);
     this.startFailures = new Backoff(backoff);
@@ -154,50 +153,6 @@ export class PodSupervisor {
     return (await this.podIP(pod, o)) ?? '127.0.0.1';
   }
 
-  /**
-   * Takes over supervision from the engine's restart policy, without restarting anything. An
-   * engine that cannot change a policy in place (Podman 4.x has no container update) keeps
-   * restarting that container on a crash; podrun lets it, and takes over when the engine does
-   * not (a container stopped or killed through the API), see `engineRestarts`.
-   */
-  async adopt(o: ObservedPod): Promise<void> {
-    const r = this.rec(o.uid);
-    const fresh = [...o.sandboxes, ...o.containers].filter((c) => isActive(c) && !r.adopted.has(c.id));
-    await Promise.all(
-      fresh.map(async (c) => {
-        const policy = await this.rt.restartPolicyOf(c.id);
-        let kept: string | undefined;
-        if (policy && policy !== 'no') {
-          try {
-            await this.rt.setRestartPolicy(c.id, 'no');
-          } catch (err) {
-            if (!(err instanceof EngineRequestError) || (err.statusCode !== 404 && err.statusCode !== 501)) throw err;
-            if ((await this.rt.restartPolicyOf(c.id)) === undefined) throw err;
-            kept = policy;
-            if (!this.warnedNoUpdate) {
-              this.warnedNoUpdate = true;
-              this.log.warn(`the engine cannot change a container's restart policy (no container update); containers adopted from it keep their engine policy, and podrun restarts them only when the engine does not`);
-            }
-          }
-        }
-        r.adopted.set(c.id, kept);
-      }),
-    );
-  }
-
-  /** A dead adopted container whose engine policy restarts it, within the engine's time to do so. */
-  private engineRestarts(uid: string, c: ObservedContainer): boolean {
-    const r = this.records.get(uid);
-    const policy = r?.adopted.get(c.id);
-    if (!r || !policy || c.state !== 'exited') return false;
-    if (policy !== 'always' && policy !== 'unless-stopped' && !(policy === 'on-failure' && c.exitCode !== 0)) return false;
-    const finished = this.cache.finishedAt(c.id) ?? Date.now();
-    if (Date.now() - finished < ENGINE_RESTART_WAIT_MS) return true;
-    // The engine let it be (a stop or kill through its API): podrun's from now on.
-    r.adopted.set(c.id, undefined);
-    return false;
-  }
-
   /** Starts or stops probe workers to match the pod's running containers. */
   private async updateProbes(d: DesiredPod, o: ObservedPod | undefined): Promise<void> {
     if (!o) return this.probes.removePod(d.uid);
@@ -220,10 +175,10 @@ export class PodSupervisor {
     const uid = d.uid;
     const r = this.rec(uid);
     const cached = this.cache.pod(uid);
-    if (cached) await this.adopt(cached);
+    if (cached) await this.adoption.adopt(r, cached);
     // A dead container the engine is about to restart itself (its policy could not be taken
     // over, as on Podman) counts as restarting: podrun restarting it too would make two.
-    const engineRestarting = cached ? [...cached.sandboxes, ...cached.containers].filter((c) => this.engineRestarts(uid, c)) : [];
+    const engineRestarting = cached ? [...cached.sandboxes, ...cached.containers].filter((c) => this.adoption.engineRestarts(r, c)) : [];
     const o = cached && engineRestarting.length ? { ...cached, containers: cached.containers.map((c) => (engineRestarting.includes(c) ? { ...c, state: 'restarting' as const } : c)), sandboxes: cached.sandboxes.map((c) => (engineRestarting.includes(c) ? { ...c, state: 'restarting' as const } : c)) } : cached;
     const actions = computePodActions(d, o, {
       probeFailure: (id) => {

@@ -1,0 +1,61 @@
+import type { Logger } from '../log/logger.js';
+import { EngineRequestError } from '../runtime/engine-errors.js';
+import { isActive, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
+import type { EngineLifecycle } from '../runtime/roles.js';
+import type { PodRecord } from './pod-record.js';
+
+/** How long podrun leaves a dead container to an engine policy it could not take over. */
+const ENGINE_RESTART_WAIT_MS = 5000;
+
+/**
+ * Taking over supervision from the engine's restart policy, without restarting anything. An
+ * engine that cannot change a policy in place (Podman 4.x has no container update) keeps
+ * restarting that container on a crash; podrun lets it, and takes over when the engine does not
+ * (a container stopped or killed through the API), see `engineRestarts`. What was adopted lives
+ * in the pod's record.
+ */
+export class Adoption {
+  private warned = false;
+
+  constructor(
+    private readonly rt: Pick<EngineLifecycle, 'restartPolicyOf' | 'setRestartPolicy'>,
+    private readonly cache: { finishedAt(id: string): number | undefined },
+    private readonly log: Logger,
+  ) {}
+
+  async adopt(r: PodRecord, o: ObservedPod): Promise<void> {
+    const fresh = [...o.sandboxes, ...o.containers].filter((c) => isActive(c) && !r.adopted.has(c.id));
+    await Promise.all(
+      fresh.map(async (c) => {
+        const policy = await this.rt.restartPolicyOf(c.id);
+        let kept: string | undefined;
+        if (policy && policy !== 'no') {
+          try {
+            await this.rt.setRestartPolicy(c.id, 'no');
+          } catch (err) {
+            if (!(err instanceof EngineRequestError) || (err.statusCode !== 404 && err.statusCode !== 501)) throw err;
+            if ((await this.rt.restartPolicyOf(c.id)) === undefined) throw err;
+            kept = policy;
+            if (!this.warned) {
+              this.warned = true;
+              this.log.warn(`the engine cannot change a container's restart policy (no container update); containers adopted from it keep their engine policy, and podrun restarts them only when the engine does not`);
+            }
+          }
+        }
+        r.adopted.set(c.id, kept);
+      }),
+    );
+  }
+
+  /** A dead adopted container whose engine policy restarts it, within the engine's time to do so. */
+  engineRestarts(r: PodRecord, c: ObservedContainer): boolean {
+    const policy = r.adopted.get(c.id);
+    if (!policy || c.state !== 'exited') return false;
+    if (policy !== 'always' && policy !== 'unless-stopped' && !(policy === 'on-failure' && c.exitCode !== 0)) return false;
+    const finished = this.cache.finishedAt(c.id) ?? Date.now();
+    if (Date.now() - finished < ENGINE_RESTART_WAIT_MS) return true;
+    // The engine let it be (a stop or kill through its API): podrun's from now on.
+    r.adopted.set(c.id, undefined);
+    return false;
+  }
+}

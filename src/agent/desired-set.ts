@@ -1,0 +1,170 @@
+import { join } from 'node:path';
+import { writeFileAtomic } from '../base/atomic-file.js';
+import type { Logger } from '../log/logger.js';
+import { formatIssue } from '../manifest/errors.js';
+import type { DesiredPod } from '../manifest/types.js';
+import type { ObservedPod } from '../runtime/observed.js';
+import { APPLY_PREFIX } from '../sources/applied-sets.js';
+import { mergeOrigins, type Conflict } from '../sources/merge.js';
+import { isVerificationRefusal } from '../sources/signed.js';
+import type { PodSource, SetExpiry } from '../sources/source.js';
+import type { EventRecorder } from '../status/events.js';
+
+/**
+ * The origin that declares a pod on the engine, as the sources name it: a pod `podrun apply` made
+ * (without an agent) carries its file as source and its set as apply-set, and the agent reads
+ * that set from the applied directory.
+ */
+export function originOf(o: ObservedPod): string {
+  return o.applySet ? `${APPLY_PREFIX}${o.applySet}` : o.source;
+}
+
+function digestOf(d: DesiredPod): string {
+  return JSON.stringify(d.pod);
+}
+
+/** What a merge changed: pods to sync again, and pods no longer declared. */
+export interface DesiredChange {
+  changed: string[];
+  gone: string[];
+}
+
+/**
+ * The desired pod set: every source merged into one set (a contested name keeps its holder),
+ * conflicts and invalid files told once each and as pod events, and the whole written to
+ * `<state-dir>/agent-status.json`. Between the declared pods and what runs stands the health gate
+ * (`run`): a rolled-back update runs its last Ready version.
+ */
+export class DesiredSet {
+  /** What runs, by namespace/name and by uid. */
+  private byKey = new Map<string, DesiredPod>();
+  private byUid = new Map<string, DesiredPod>();
+  /** What the sources declare, by uid. */
+  private declaredByUid = new Map<string, DesiredPod>();
+  private holders = new Map<string, string>();
+  private conflicts: Conflict[] = [];
+  private readonly reported = new Set<string>();
+
+  constructor(
+    readonly sources: PodSource[],
+    private readonly o: { stateDir: string; log: Logger; events: EventRecorder; run: (d: DesiredPod) => DesiredPod },
+  ) {}
+
+  get(uid: string): DesiredPod | undefined {
+    return this.byUid.get(uid);
+  }
+
+  declared(uid: string): DesiredPod | undefined {
+    return this.declaredByUid.get(uid);
+  }
+
+  uids(): IterableIterator<string> {
+    return this.byUid.keys();
+  }
+
+  declaredUids(): Set<string> {
+    return new Set(this.declaredByUid.keys());
+  }
+
+  pods(): DesiredPod[] {
+    return [...this.byKey.values()];
+  }
+
+  get size(): number {
+    return this.byUid.size;
+  }
+
+  /** The pod runs `next` from now on (a health-gate verdict). */
+  replace(next: DesiredPod): void {
+    this.byUid.set(next.uid, next);
+    this.byKey.set(next.key, next);
+  }
+
+  /** Merges the sources again, with the engine's pods to say who held a contested name. */
+  merge(observed: ObservedPod[]): DesiredChange {
+    // After a restart the engine says who held a contested name: the running pod keeps it.
+    const holders = new Map(this.holders);
+    for (const o of observed) {
+      const key = `${o.namespace}/${o.name}`;
+      if (!holders.has(key) && o.source) holders.set(key, originOf(o));
+    }
+    const merged = mergeOrigins(this.sources.flatMap((s) => s.snapshot()), holders);
+    for (const c of merged.conflicts) {
+      const id = `${c.key}|${c.origins.join('|')}`;
+      if (this.reported.has(id)) continue;
+      this.reported.add(id);
+      this.o.log.warn(`conflict: pod ${c.key} is declared by ${c.origins.join(' and ')}; keeping the one from ${c.kept}`, { pod: c.key, source: c.kept });
+    }
+    this.conflicts = merged.conflicts;
+    this.recordValidationEvents();
+    const before = this.byUid;
+    this.declaredByUid = new Map([...merged.pods.values()].map((d) => [d.uid, d]));
+    this.byKey = new Map([...merged.pods].map(([key, d]) => [key, this.o.run(d)]));
+    this.byUid = new Map([...this.byKey.values()].map((d) => [d.uid, d]));
+    this.holders = new Map([...merged.pods.values()].map((d) => [d.key, d.origin.source]));
+    const changed = [...this.byUid].filter(([uid, d]) => {
+      const prev = before.get(uid);
+      return !prev || digestOf(prev) !== digestOf(d);
+    });
+    const change = { changed: changed.map(([uid]) => uid), gone: [...before.keys()].filter((uid) => !this.byUid.has(uid)) };
+    this.writeStatus();
+    return change;
+  }
+
+  /**
+   * A pod not declared anywhere is deleted only once whoever made it has loaded and could read
+   * what it made it from (a corrupt or unreadable file protects its pods, as a URL that never
+   * answered does).
+   */
+  mayDelete(o: ObservedPod): boolean {
+    const origin = originOf(o);
+    const owner = this.sources.find((s) => s.owns(origin));
+    return owner ? owner.canForget(origin) : this.sources.every((s) => s.ready);
+  }
+
+  get loaded(): boolean {
+    return this.sources.every((s) => s.ready);
+  }
+
+  /** The expiry of every signed set in force that has one. */
+  expiries(): SetExpiry[] {
+    return this.sources.flatMap((s) => s.expiries?.() ?? []);
+  }
+
+  /** An invalid manifest keeps its last good pods; say so on those pods (reason FailedValidation). */
+  private recordValidationEvents(): void {
+    for (const source of this.sources) {
+      const errors = source.errors().filter((i) => i.severity === 'error');
+      if (!errors.length) continue;
+      for (const { origin, pods } of source.snapshot()) {
+        const mine = errors.filter((e) => origin.endsWith(`:${e.file}`));
+        for (const e of mine) {
+          for (const d of pods) {
+            // A refused signature is not a broken manifest: say which, so no one hunts for a typo.
+            const reason = isVerificationRefusal(e.message) ? 'FailedVerification' : 'FailedValidation';
+            this.o.events.record({ uid: d.uid, name: d.pod.metadata.name, namespace: d.pod.metadata.namespace ?? 'default' }, 'Warning', reason, `${formatIssue(e)} (running the last good version)`);
+          }
+        }
+      }
+    }
+  }
+
+  private writeStatus(): void {
+    const status = {
+      pid: process.pid,
+      sources: this.sources.map((s) => {
+        const signedBy = s.signedBy?.() ?? [];
+        const now = Date.now();
+        const sets = (s.expiries?.() ?? []).map((e) => ({ origin: e.origin, ...(e.version !== undefined ? { version: e.version } : {}), expires: e.expires.toISOString(), expired: e.expires.getTime() <= now }));
+        return { name: s.name, ready: s.ready, errors: s.errors().filter((i) => i.severity === 'error').map(formatIssue), ...(signedBy.length ? { signedBy } : {}), ...(sets.length ? { sets } : {}) };
+      }),
+      conflicts: this.conflicts,
+      desired: [...this.byKey.keys()].sort(),
+    };
+    try {
+      writeFileAtomic(join(this.o.stateDir, 'agent-status.json'), `${JSON.stringify(status, null, 2)}\n`);
+    } catch (err) {
+      this.o.log.error(`cannot write status: ${(err as Error).message}`);
+    }
+  }
+}
