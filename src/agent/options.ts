@@ -3,7 +3,7 @@ import type { Logger } from '../log/logger.js';
 import type { PodPolicy } from '../manifest/policy.js';
 import type { BackoffPolicy } from '../reconcile/backoff.js';
 import type { PodEngine } from '../runtime/roles.js';
-import type { RuntimeOptions } from '../runtime/runtime.js';
+import type { RuntimeOptions } from '../runtime/runtime-types.js';
 import type { PodSource } from '../sources/source.js';
 import type { Signer } from '../sources/sshsig.js';
 

@@ -1,5 +1,6 @@
 import type { PodPolicy } from '../manifest/policy.js';
-import type { PodRuntime, RuntimeOptions } from '../runtime/runtime.js';
+import type { PodRuntime } from '../runtime/runtime.js';
+import type { RuntimeOptions } from '../runtime/runtime-types.js';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, engine: 3 } as const;
 

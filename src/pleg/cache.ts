@@ -2,7 +2,7 @@ import { timerDelay } from '../base/duration.js';
 import type { Logger } from '../log/logger.js';
 import { LABEL } from '../runtime/labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../runtime/observed.js';
-import type { EngineEvent } from '../runtime/runtime.js';
+import type { EngineEvent } from '../runtime/runtime-types.js';
 import type { EngineLifecycle } from '../runtime/roles.js';
 
 export interface PodCacheOptions {

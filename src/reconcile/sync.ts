@@ -2,7 +2,7 @@ import { containerHash, sandboxHash } from '../manifest/hash.js';
 import type { Container, DesiredPod } from '../manifest/types.js';
 import { runHook } from '../probe/handlers.js';
 import { isActive, type ObservedPod } from '../runtime/observed.js';
-import { ContainerStartError, ImageError, SandboxError, type SandboxInfo } from '../runtime/runtime.js';
+import { ContainerStartError, ImageError, SandboxError, type SandboxInfo } from '../runtime/runtime-types.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { engineRestartPolicy, identityOf } from '../runtime/spec.js';
 import { fieldPathOf, killContainer, specOf, stopPod, type EventSink } from './lifecycle.js';

@@ -8,7 +8,7 @@
  */
 import { timerDelay } from '../base/duration.js';
 import type { ObservedPod } from '../runtime/observed.js';
-import type { EngineStats } from '../runtime/runtime.js';
+import type { EngineStats } from '../runtime/runtime-types.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { Slots } from '../runtime/slots.js';
 import { podStats, type ContainerSample, type PodStatsV1 } from './summary.js';

@@ -3,7 +3,7 @@
  * (k8s.io/kubelet/pkg/apis/stats/v1alpha1, served at /stats/summary), so tools that read a
  * kubelet read podrun. Pure: built from engine samples, tested with plain data.
  */
-import type { EngineStats } from '../runtime/runtime.js';
+import type { EngineStats } from '../runtime/runtime-types.js';
 
 export interface CpuStats {
   time: string;

@@ -3,7 +3,7 @@ import type { Container, Pod } from '../../src/manifest/types.js';
 import { dockerName, instanceId, LABEL } from '../../src/runtime/labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../../src/runtime/observed.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
-import type { EngineEvent, RuntimeOptions, SandboxInfo } from '../../src/runtime/runtime.js';
+import type { EngineEvent, RuntimeOptions, SandboxInfo } from '../../src/runtime/runtime-types.js';
 import { containerCreateOptions, sandboxCreateOptions, type PodIdentity, type VolumeBacking } from '../../src/runtime/spec.js';
 
 type ContainerRecord = EngineContainer & { startedAt?: number; finishedAt?: number; exitCode?: number; ip?: string };

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { EngineStats } from '../../src/runtime/runtime.js';
+import type { EngineStats } from '../../src/runtime/runtime-types.js';
 import { cpuOf, formatCpu, formatMemory, memoryOf, podStats, type ContainerSample } from '../../src/stats/summary.js';
 
 function stats(at: string, cpuNs: number, mem: { usage: number; stats: Record<string, number> }, extra: Partial<EngineStats> = {}): EngineStats {

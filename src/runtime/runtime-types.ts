@@ -1,0 +1,95 @@
+import type Docker from 'dockerode';
+import type { EngineOptions } from './engine.js';
+
+// The runtime's vocabulary, apart from the class: its options, what it answers, how it fails, and
+// the engine client and bounded call the role modules (images, streams, readings) share.
+
+export interface RuntimeOptions extends EngineOptions {
+  stateDir: string;
+  pauseImage: string;
+  /** Docker network for pods without hostNetwork. */
+  network?: string;
+  nodeName?: string;
+  hostIP?: string;
+  /** hostPath volumes only at or below these paths, judged where they really lead when mounted. */
+  allowedHostPaths?: readonly string[];
+  /** Log rotation of every container made (the kubelet's containerLogMaxSize and containerLogMaxFiles). */
+  containerLog?: { maxBytes: number; maxFiles: number };
+  /** The node's resolv.conf that pods inherit (the kubelet's --resolv-conf; default /etc/resolv.conf). */
+  resolvConf?: string;
+  /** Pull progress, for a TTY. */
+  onPullProgress?: (image: string, line: string) => void;
+  /** Engine calls that create, start, remove or list at once (default 4: the engine gains little past that). */
+  engineSlots?: number;
+  /** Told of every engine call and pull, for metrics. */
+  observer?: RuntimeObserver;
+  /**
+   * How long one engine call may take before podrun gives up on it (a stop: the grace period
+   * plus this), as the kubelet's --runtime-request-timeout (default 2 min). Pulls are not bounded.
+   */
+  requestTimeoutMs?: number;
+}
+
+export interface RuntimeObserver {
+  /** `what` describes the call ("create container web of default/p"); failed: the engine refused or was gone. */
+  call?(what: string, seconds: number, failed: boolean): void;
+  pull?(seconds: number, ok: boolean): void;
+}
+
+export interface EngineEvent {
+  action: string;
+  id: string;
+  attributes: Record<string, string>;
+  timeMs: number;
+}
+
+/** The parts of the engine's stats answer podrun reads (cgroup v1 and v2 alike). */
+export interface EngineStats {
+  read: string;
+  cpu_stats: { cpu_usage: { total_usage: number }; system_cpu_usage?: number; online_cpus?: number };
+  precpu_stats?: { cpu_usage?: { total_usage?: number }; system_cpu_usage?: number };
+  memory_stats: { usage?: number; stats?: Record<string, number> };
+  networks?: Record<string, { rx_bytes: number; rx_errors: number; tx_bytes: number; tx_errors: number }>;
+  pids_stats?: { current?: number };
+  preread?: string;
+}
+
+export interface SandboxInfo {
+  id: string;
+  ip: string;
+}
+
+/** Thrown when an image cannot be had; `reason` is the kubelet's (ErrImagePull, ErrImageNeverPull). */
+export class ImageError extends Error {
+  constructor(message: string, readonly reason: 'ErrImagePull' | 'ErrImageNeverPull') {
+    super(message);
+    this.name = 'ImageError';
+  }
+}
+
+/**
+ * The engine refused to create or start a container (a bad mount, a missing binary): not a crash,
+ * but retried with the same back-off, as the kubelet does. `reason` is the kubelet's waiting reason.
+ */
+export class ContainerStartError extends Error {
+  constructor(message: string, readonly reason: 'CreateContainerConfigError' | 'CreateContainerError' | 'RunContainerError') {
+    super(message);
+    this.name = 'ContainerStartError';
+  }
+}
+
+/** The engine refused the pod's sandbox (a port in use, a bad network option): the kubelet's FailedCreatePodSandBox. */
+export class SandboxError extends Error {
+  constructor(message: string) {
+    super(message);
+    this.name = 'SandboxError';
+  }
+}
+
+/** The engine client and its bounded call (a timeout, an observer, one kind of error), for the role modules. */
+export interface EngineCalls {
+  readonly docker: Docker;
+  readonly endpoint: string;
+  readonly options: RuntimeOptions;
+  call<T>(what: string, fn: () => Promise<T>, timeoutMs?: number): Promise<T>;
+}
