@@ -1,13 +1,12 @@
-import { DEFAULT_EVICTION_HARD, parseEvictionThresholds } from '../stats/node.js';
+import { DEFAULT_EVICTION_HARD } from '../stats/node.js';
 import { podrunVersion } from '../status/version.js';
-import { isIP } from 'node:net';
 import { parseQuantity } from '../manifest/quantity.js';
 import { dirname, resolve } from 'node:path';
-import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
+import { Command, CommanderError, Option } from 'commander';
 import { EngineRequestError, EngineUnavailableError } from '../runtime/engine-errors.js';
-import { formatDuration, parseDuration } from '../base/duration.js';
 import { DEFAULTS, EXIT, processIo, type GlobalOptions, type Io } from './context.js';
 import { engineVersion } from './engine-version.js';
+import { bool, duration, durationOption, evictionHard, ip, logFiles, logSize, nonNegativeInt } from './arg-parsers.js';
 import type { RunOptions } from './run.js';
 
 // Each command loads its own modules when it runs: start-up is mostly module loading, and a
@@ -15,59 +14,6 @@ import type { RunOptions } from './run.js';
 
 export function version(): string {
   return podrunVersion();
-}
-
-function duration(v: string): number {
-  try {
-    return parseDuration(v);
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
-  }
-}
-
-/** A duration flag whose help shows its default as it would be written (`20s`, not 20000). */
-function durationOption(flags: string, description: string, defaultMs: number): Option {
-  return new Option(flags, description).argParser(duration).default(defaultMs, formatDuration(defaultMs));
-}
-
-function evictionHard(v: string): string {
-  try {
-    parseEvictionThresholds(v);
-  } catch (err) {
-    throw new InvalidArgumentError((err as Error).message);
-  }
-  return v;
-}
-
-function nonNegativeInt(v: string): number {
-  if (!/^\d+$/.test(v)) throw new InvalidArgumentError('must be a whole number of seconds');
-  return Number(v);
-}
-
-function logSize(v: string): string {
-  let bytes: number;
-  try {
-    bytes = parseQuantity(v);
-  } catch {
-    bytes = Number.NaN;
-  }
-  if (!Number.isFinite(bytes) || bytes < 1) throw new InvalidArgumentError('must be a size such as 10Mi or 500Ki');
-  return v;
-}
-
-function logFiles(v: string): number {
-  if (!/^\d+$/.test(v) || Number(v) < 2) throw new InvalidArgumentError('must be a whole number, at least 2 (the file being written and one rotated)');
-  return Number(v);
-}
-
-function ip(v: string): string {
-  if (!isIP(v)) throw new InvalidArgumentError('must be an IP address');
-  return v;
-}
-
-function bool(v: string): boolean {
-  if (v !== 'true' && v !== 'false') throw new InvalidArgumentError('must be true or false');
-  return v === 'true';
 }
 
 function globals(cmd: Command): GlobalOptions {

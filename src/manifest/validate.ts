@@ -1,7 +1,10 @@
-import type { ErrorObject } from 'ajv';
 import { isIP } from 'node:net';
 import { fieldPath, type ManifestIssue } from './errors.js';
 import type { ParsedDocument, PathSegment } from './parse.js';
+import { isObject, reporter, type Report } from './report.js';
+import { dedupe, describeSchemaError } from './schema-errors.js';
+import { ignoredFieldWarnings } from './ignored-fields.js';
+
 import { OPEN_POLICY, policyViolations, type PodPolicy } from './policy.js';
 import { MAX_ANNOTATION_BYTES, MAX_ARG_BYTES, MAX_EXEC_BYTES, size } from './limits.js';
 import { podValidator } from './pod-validator.js';
@@ -19,19 +22,6 @@ export interface FoundPod {
 export interface DocumentResult {
   pods: FoundPod[];
   issues: ManifestIssue[];
-}
-
-type Report = (path: PathSegment[], message: string, opts?: { atKey?: boolean; severity?: 'error' | 'warning' }) => void;
-
-function reporter(file: string, doc: ParsedDocument, issues: ManifestIssue[]): Report {
-  return (path, message, opts = {}) => {
-    const pos = doc.positions.locate(path, opts.atKey);
-    issues.push({ file, line: pos.line, column: pos.column, field: fieldPath(path), message, severity: opts.severity ?? 'error' });
-  };
-}
-
-function isObject(v: unknown): v is Record<string, unknown> {
-  return typeof v === 'object' && v !== null && !Array.isArray(v);
 }
 
 /** Validates one parsed document: a Pod, or a PodList whose items are Pods (all or nothing). */
@@ -82,70 +72,6 @@ function validatePod(value: unknown, prefix: PathSegment[], report: Report, poli
     ignoredFieldWarnings(value, fail);
   }
   return errors === 0 ? (value as unknown as Pod) : undefined;
-}
-
-/** One error per field: an empty name breaks both minLength and pattern, and says one thing. */
-function dedupe(errors: ErrorObject[]): ErrorObject[] {
-  const seen = new Set<string>();
-  return errors.filter((e) => {
-    const k = e.keyword === 'required' || e.keyword === 'additionalProperties' ? `${e.instancePath}|${JSON.stringify(e.params)}` : e.instancePath;
-    if (seen.has(k)) return false;
-    seen.add(k);
-    return true;
-  });
-}
-
-function segments(instancePath: string): PathSegment[] {
-  if (!instancePath) return [];
-  return instancePath
-    .slice(1)
-    .split('/')
-    .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
-    .map((s) => (/^(0|[1-9][0-9]*)$/.test(s) ? Number(s) : s));
-}
-
-function describeSchemaError(e: ErrorObject, fail: Report): void {
-  const path = segments(e.instancePath);
-  const p = e.params as Record<string, unknown>;
-  switch (e.keyword) {
-    case 'additionalProperties':
-      fail([...path, String(p.additionalProperty)], 'unknown field: not part of a Kubernetes v1 Pod', { atKey: true });
-      return;
-    case 'not':
-      fail(path, 'is a Kubernetes field that podrun cannot honour; remove it', { atKey: true });
-      return;
-    case 'required':
-      fail([...path, String(p.missingProperty)], 'is required');
-      return;
-    case 'enum':
-      fail(path, `must be one of: ${(p.allowedValues as unknown[]).map((v) => JSON.stringify(v)).join(', ')}`);
-      return;
-    case 'const':
-      fail(path, `must be ${JSON.stringify(p.allowedValue)}`);
-      return;
-    case 'minLength':
-      fail(path, p.limit === 1 ? 'must not be empty' : `must be at least ${String(p.limit)} characters`);
-      return;
-    case 'pattern': {
-      const kind = /\$defs\/(\w+)\//.exec(e.schemaPath)?.[1];
-      const shape = kind ? PATTERN_MEANS[kind] : undefined;
-      fail(path, `${JSON.stringify(pathValue(e))} is not valid here (${shape ?? `must match ${String(p.pattern)}`})`);
-      return;
-    }
-    default:
-      fail(path, e.message ?? e.keyword);
-  }
-}
-
-/** What the schema's shared patterns mean, in words, for the messages. */
-const PATTERN_MEANS: Record<string, string> = {
-  quantity: 'must be a quantity such as 500m, 2, 64Mi or 1.5Gi',
-  dnsSubdomain: "must be a DNS subdomain: lower-case letters, digits, '-' and '.', starting and ending with a letter or digit, at most 253 characters",
-  dnsLabel: "must be a DNS label: lower-case letters, digits and '-', starting and ending with a letter or digit, at most 63 characters",
-};
-
-function pathValue(e: ErrorObject): unknown {
-  return e.data;
 }
 
 const STATIC_RULE = 'static pods may not reference';
@@ -434,38 +360,3 @@ function checkHandler(h: Probe | LifecycleHandler, at: PathSegment[], kinds: str
 }
 
 // priorityClassName is not here: system-node-critical sets the OOM protection (qos.ts).
-const SCHEDULING = 'ignored: it has no meaning on a single node';
-/** Fields accepted (a manifest moves to a cluster unchanged) and ignored, each with why; the schema marks them `ignored`. */
-export const IGNORED_SPEC: Record<string, string> = {
-  nodeSelector: SCHEDULING,
-  affinity: SCHEDULING,
-  tolerations: SCHEDULING,
-  schedulerName: SCHEDULING,
-  priority: SCHEDULING,
-  preemptionPolicy: SCHEDULING,
-  topologySpreadConstraints: SCHEDULING,
-  schedulingGates: SCHEDULING,
-  overhead: 'ignored: it is set by a RuntimeClass, which podrun does not have',
-  nodeName: 'ignored: a static pod runs on this node, whatever it names; podrun sets it to the node\'s name (--node-name), as the kubelet does',
-  enableServiceLinks: 'ignored: there are no Services on a node without an apiserver, so there are no service links to inject',
-  automountServiceAccountToken: 'ignored: static pods have no ServiceAccount, so there is no token to mount',
-};
-export const IGNORED_CONTAINER: Record<string, string> = {
-  resizePolicy: 'ignored: resources change only with the manifest, which replaces the container',
-};
-
-function ignoredFieldWarnings(pod: Record<string, unknown>, fail: Report): void {
-  const spec = pod.spec;
-  if (!isObject(spec)) return;
-  for (const [k, why] of Object.entries(IGNORED_SPEC)) {
-    if (spec[k] !== undefined) fail(['spec', k], why, { atKey: true, severity: 'warning' });
-  }
-  for (const list of ['initContainers', 'containers'] as const) {
-    const cs = spec[list];
-    if (!Array.isArray(cs)) continue;
-    cs.forEach((c: unknown, i) => {
-      if (!isObject(c)) return;
-      for (const [k, why] of Object.entries(IGNORED_CONTAINER)) if (c[k] !== undefined) fail(['spec', list, i, k], why, { atKey: true, severity: 'warning' });
-    });
-  }
-}
