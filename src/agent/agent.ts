@@ -301,10 +301,13 @@ export class Agent {
     return true;
   }
 
-  /** An update's deadline came: judged now; the worker runs only to act on a rollback. */
+  /**
+   * An update's deadline came: judged now, and the worker runs only to act on a rollback; unless
+   * the worker is carrying out actions, when the pod is half changed: then right after them.
+   */
   private judgeDue(uid: string): void {
     const d = this.set.get(uid);
-    if (!d || !this.cache.connected) {
+    if (!d || !this.cache.connected || this.supervisor.acting(uid)) {
       this.workers.enqueue(uid);
       return;
     }

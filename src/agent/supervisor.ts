@@ -309,6 +309,11 @@ export class PodSupervisor {
     this.records.get(uid)?.inProgress?.abort();
   }
 
+  /** Whether the pod's worker is carrying out actions now (its containers are changing under it). */
+  acting(uid: string): boolean {
+    return this.records.get(uid)?.inProgress !== undefined;
+  }
+
   /** A running container is waiting for nothing any more. */
   private clearWaiting(r: PodRecord, o: ObservedPod | undefined): void {
     if (!o) return;

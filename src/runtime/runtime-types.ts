@@ -1,5 +1,6 @@
 import type Docker from 'dockerode';
 import type { EngineOptions } from './engine.js';
+import type { VolumeBacking } from './spec.js';
 
 // The runtime's vocabulary, apart from the class: its options, what it answers, how it fails, and
 // the engine client and bounded call the role modules (images, streams, readings) share.
@@ -92,4 +93,15 @@ export interface EngineCalls {
   readonly endpoint: string;
   readonly options: RuntimeOptions;
   call<T>(what: string, fn: () => Promise<T>, timeoutMs?: number): Promise<T>;
+}
+
+/** One container start, as the pod worker asks for it. */
+export interface StartRequest {
+  type: 'init' | 'app';
+  restartCount: number;
+  hash: string;
+  sandbox: SandboxInfo;
+  volumes: ReadonlyMap<string, VolumeBacking>;
+  restartPolicy: string;
+  onPull?: (phase: 'pulling' | 'pulled', message?: string) => void;
 }

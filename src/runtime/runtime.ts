@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../manifest/types.js';
 import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound } from './engine.js';
-import { ContainerStartError, SandboxError, type EngineCalls, type EngineEvent, type EngineStats, type RuntimeOptions, type SandboxInfo } from './runtime-types.js';
+import { ContainerStartError, SandboxError, type EngineCalls, type EngineEvent, type EngineStats, type RuntimeOptions, type SandboxInfo, type StartRequest } from './runtime-types.js';
 import { ImageStore } from './images.js';
 import { containerDiskOf, containerStatsOf, engineFactsOf } from './readings.js';
 import { execAttachedIn, execIn, terminationMessageOf, writeLogsOf } from './streams.js';
@@ -11,7 +11,7 @@ import { EngineTimeoutError } from './engine-errors.js';
 import { formatDuration, timerDelay } from '../base/duration.js';
 import { instanceId, LABEL, MANAGED_BY } from './labels.js';
 import { groupObserved, listedFromInspect, type EngineContainer, type ObservedPod } from './observed.js';
-import { containerCreateOptions, mountsToPin, needsImageUser, sandboxCreateOptions, type ContainerOptions, type PodIdentity, type VolumeBacking } from './spec.js';
+import { containerCreateOptions, mountsToPin, needsImageUser, sandboxCreateOptions, startOptions, type ContainerOptions, type PodIdentity, type VolumeBacking } from './spec.js';
 import { podDns } from './dns.js';
 import { Slots } from './slots.js';
 import { pinMount } from './safe-mount.js';
@@ -269,15 +269,7 @@ export class PodRuntime {
     pod: Pod,
     id: PodIdentity,
     c: Container,
-    o: {
-      type: 'init' | 'app';
-      restartCount: number;
-      hash: string;
-      sandbox: SandboxInfo;
-      volumes: ReadonlyMap<string, VolumeBacking>;
-      restartPolicy: string;
-      onPull?: (phase: 'pulling' | 'pulled', message?: string) => void;
-    },
+    o: StartRequest,
   ): Promise<string> {
     await this.ensureImage(c.image, c.imagePullPolicy, o.onPull);
     const imageUser = needsImageUser(pod, c) ? await this.images.imageUser(c.image) : undefined;
@@ -294,13 +286,7 @@ export class PodRuntime {
         ...(logConfig ? { logConfig } : {}),
         ...(imageUser !== undefined ? { imageUser } : {}),
         terminationLog,
-        type: o.type,
-        restartCount: o.restartCount,
-        hash: o.hash,
-        sandboxId: o.sandbox.id,
-        volumes: o.volumes,
-        runtime: { podIP: o.sandbox.ip, hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor },
-        restartPolicy: o.restartPolicy,
+        ...startOptions(o, { hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor }),
       });
     } catch (err) {
       throw new ContainerStartError((err as Error).message, 'CreateContainerConfigError');

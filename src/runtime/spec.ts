@@ -63,6 +63,11 @@ export interface ContainerOptions {
   restartPolicy: string;
 }
 
+/** What a start request and the node give every container's options (the runtime adds mounts, logs and the image's user). */
+export function startOptions(o: { type: 'init' | 'app'; restartCount: number; hash: string; sandbox: { id: string; ip: string }; volumes: ReadonlyMap<string, VolumeBacking>; restartPolicy: string }, node: Omit<PodRuntimeContext, 'podIP'>): ContainerOptions {
+  return { type: o.type, restartCount: o.restartCount, hash: o.hash, sandboxId: o.sandbox.id, volumes: o.volumes, runtime: { ...node, podIP: o.sandbox.ip }, restartPolicy: o.restartPolicy };
+}
+
 export function identityOf(pod: Pod, source: string, applySet?: string): PodIdentity {
   return { uid: pod.metadata.uid ?? '', name: pod.metadata.name, namespace: pod.metadata.namespace ?? 'default', source, ...(applySet ? { applySet } : {}) };
 }

@@ -4,7 +4,7 @@ import { dockerName, instanceId, LABEL } from '../../src/runtime/labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../../src/runtime/observed.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
 import type { EngineEvent, RuntimeOptions, SandboxInfo } from '../../src/runtime/runtime-types.js';
-import { containerCreateOptions, sandboxCreateOptions, type PodIdentity, type VolumeBacking } from '../../src/runtime/spec.js';
+import { containerCreateOptions, sandboxCreateOptions, startOptions, type PodIdentity, type VolumeBacking } from '../../src/runtime/spec.js';
 
 type ContainerRecord = EngineContainer & { startedAt?: number; finishedAt?: number; exitCode?: number; ip?: string };
 
@@ -204,15 +204,7 @@ export class FakeEngine implements PodEngine {
 
   async startContainer(pod: Pod, id: PodIdentity, c: Container, o: Parameters<PodEngine['startContainer']>[3]): Promise<string> {
     this.count('create');
-    const opts = containerCreateOptions(pod, { ...id, instance: this.instance }, c, {
-      type: o.type,
-      restartCount: o.restartCount,
-      hash: o.hash,
-      sandboxId: o.sandbox.id,
-      volumes: o.volumes,
-      runtime: { podIP: o.sandbox.ip, hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor },
-      restartPolicy: o.restartPolicy,
-    });
+    const opts = containerCreateOptions(pod, { ...id, instance: this.instance }, c, startOptions(o, { hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor }));
     const made = this.make(dockerName({ ...id, instance: this.instance }, c.name, o.restartCount), c.image, opts.Labels ?? {});
     this.count('start');
     this.run(made);
