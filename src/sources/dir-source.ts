@@ -31,9 +31,6 @@ export interface DirectorySourceOptions {
   signatures?: SignaturePolicy;
 }
 
-/** The longest start waits for the watcher to be ready (a directory on a slow disk). */
-const WATCH_READY_MS = 2000;
-
 /** How long new content must stay as it is before it is believed. */
 const SETTLE_MS = 300;
 
@@ -121,18 +118,9 @@ export class DirectorySource implements PodSource {
     this.onChange = onChange;
     this.resync();
     // The watcher reports changes only once it is ready: a file written between the first look and
-    // then would wait for the next rescan (20 s). A second look once it is ready catches it.
-    const w = this.watcher;
-    if (w) {
-      await new Promise<void>((r) => {
-        const t = setTimeout(r, WATCH_READY_MS);
-        w.once('ready', () => {
-          clearTimeout(t);
-          r();
-        });
-      });
-      this.resync();
-    }
+    // then would wait for the next rescan (20 s). A second look once it is ready catches it; start
+    // does not wait for it.
+    this.watcher?.once('ready', () => this.resync());
     this.timer = setInterval(() => this.resync(), timerDelay(this.o.resyncMs ?? 20_000));
     this.timer.unref();
   }
