@@ -296,7 +296,7 @@ export class PodSupervisor {
       if (pruned) this.onPruned(pruned);
       await this.updateProbes(d, after);
     }
-    trimRecord(r, after);
+    trimRecord(r, this.cache.pod(uid));
     // Look again: the next init container, or what changed meanwhile.
     return wait ?? 0;
   }
