@@ -1,3 +1,4 @@
+import { pullLogger } from './pull-log.js';
 import { timerDelay } from '../base/duration.js';
 import { terminatingPods } from '../reconcile/terminating.js';
 import { StatsCollector } from '../stats/collector.js';
@@ -93,6 +94,7 @@ export class Agent {
     this.runtime = o.engine ?? new PodRuntime({
       ...o.runtime,
       ...(o.maxParallel ? { engineSlots: o.maxParallel } : {}),
+      onPullProgress: pullLogger(this.log),
       observer: { call: (what, seconds, failed) => m.engineCall(operationType(what), seconds, failed), pull: (seconds, ok) => m.imagePulled(seconds, ok) },
     });
     this.nodeStatus = new NodeStatus(this.runtime, {

@@ -32,6 +32,9 @@ export interface SupervisorObserver {
   probed?(kind: string, result: 'successful' | 'failed' | 'unknown', seconds: number, where: { namespace: string; pod: string; container: string }): void;
 }
 
+/** After a failed pull, the next look (which reports ImagePullBackOff) comes this soon. */
+const IMAGE_BACKOFF_LOOK_MS = 1000;
+
 export class PodSupervisor {
   readonly events = new EventRecorder();
   readonly probes: ProbeManager;
@@ -221,6 +224,13 @@ export class PodSupervisor {
     }, now);
     let wait = gate.waitMs;
     for (const h of gate.held) {
+      if (h.reason === 'ImagePullBackOff') {
+        const image = specOf(d.pod, h.name)?.image ?? '';
+        if (r.waiting.get(h.name)?.reason !== 'ImagePullBackOff') this.events.record(this.ref(d), 'Normal', 'BackOff', `Back-off pulling image "${image}"`, fieldPathOf(d.pod, h.name));
+        const previous = r.waiting.get(h.name)?.message;
+        r.waiting.set(h.name, { reason: 'ImagePullBackOff', message: `Back-off pulling image "${image}"${previous && !previous.startsWith('Back-off') ? `: ${previous}` : ''}` });
+        continue;
+      }
       if (h.reason !== 'CrashLoopBackOff') continue;
       const message = `back-off ${Math.round(h.waitMs / 1000)}s restarting failed container=${h.name} pod=${d.pod.metadata.name}_${d.pod.metadata.namespace ?? 'default'}(${uid})`;
       if (r.waiting.get(h.name)?.reason !== 'CrashLoopBackOff') {
@@ -280,10 +290,11 @@ export class PodSupervisor {
         const spec = specOf(d.pod, err.container);
         const imageKey = `${uid}/${err.container}/${spec?.image ?? ''}`;
         const backoffMs = this.imagePulls.restarted(imageKey, Date.now());
-        const first = !r.waiting.get(err.container)?.reason.includes('Image');
-        r.waiting.set(err.container, { reason: first ? err.imageError.reason : err.imageError.reason === 'ErrImageNeverPull' ? 'ErrImageNeverPull' : 'ImagePullBackOff', message: err.message });
-        if (!first) this.events.record(this.ref(d), 'Normal', 'BackOff', `Back-off pulling image "${spec?.image ?? ''}"`, fieldPathOf(d.pod, err.container));
-        wait = Math.min(wait ?? backoffMs, backoffMs);
+        // As the kubelet: the attempt that failed says ErrImagePull; the look right after finds the
+        // pull in back-off and says ImagePullBackOff until the next attempt (kubectl shows both).
+        r.waiting.set(err.container, { reason: err.imageError.reason, message: err.message });
+        this.log.warn(`pod ${d.key}: container ${err.container}: ${err.message}; retrying in ${Math.round(backoffMs / 1000)}s`, { pod: d.key, container: err.container, reason: err.imageError.reason });
+        wait = Math.min(wait ?? backoffMs, backoffMs, IMAGE_BACKOFF_LOOK_MS);
       }
     } finally {
       if (r.inProgress === sync) delete r.inProgress;

@@ -58,3 +58,8 @@ export function bool(v: string): boolean {
   if (v !== 'true' && v !== 'false') throw new InvalidArgumentError('must be true or false');
   return v === 'true';
 }
+
+export function positiveInt(v: string): number {
+  if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError('must be a whole number, at least 1');
+  return Number(v);
+}

@@ -1,3 +1,4 @@
+import { credentialFiles } from '../runtime/auth.js';
 import type { PodPolicy } from '../manifest/policy.js';
 import type { PodRuntime } from '../runtime/runtime.js';
 import type { RuntimeOptions } from '../runtime/runtime-types.js';
@@ -19,6 +20,10 @@ export interface GlobalOptions {
   containerLog?: { maxBytes: number; maxFiles: number };
   /** The node's resolver configuration that pods inherit (--resolv-conf). */
   resolvConf?: string;
+  /** --image-credentials: the one config.json pulls read (default: <state-dir>/config.json, then the user's). */
+  imageCredentials?: string;
+  /** Pulls at once (1: --serialize-image-pulls, the kubelet's default; 0: no limit). */
+  pullSlots?: number;
 }
 
 /** What the engine door needs of the global options: one place, for apply and the agent alike. */
@@ -34,6 +39,8 @@ export function runtimeOptionsOf(g: GlobalOptions): RuntimeOptions {
     ...(g.policy.allowedHostPaths ? { allowedHostPaths: g.policy.allowedHostPaths } : {}),
     ...(g.containerLog ? { containerLog: g.containerLog } : {}),
     ...(g.resolvConf ? { resolvConf: g.resolvConf } : {}),
+    credentialFiles: credentialFiles({ stateDir: g.stateDir, ...(g.imageCredentials ? { file: g.imageCredentials } : {}) }),
+    ...(g.pullSlots !== undefined ? { pullSlots: g.pullSlots } : {}),
   };
 }
 
@@ -65,18 +72,9 @@ export const processIo: Io = {
 /** The engine client, loaded only by the commands that talk to the engine (it is most of start-up). */
 export async function makeRuntime(g: GlobalOptions, io: Io): Promise<PodRuntime> {
   const { PodRuntime } = await import('../runtime/runtime.js');
-  let last = 0;
+  const { pullReporter } = await import('./pull-progress.js');
   return new PodRuntime({
     ...runtimeOptionsOf(g),
-    ...(io.isTTY
-      ? {
-          onPullProgress: (image: string, line: string) => {
-            const now = Date.now();
-            if (now - last < 200) return;
-            last = now;
-            process.stderr.write(`\r\x1b[KPulling ${image}: ${line}`.slice(0, 200));
-          },
-        }
-      : {}),
+    onPullProgress: pullReporter((s) => io.stderr.write(s), io.isTTY),
   });
 }

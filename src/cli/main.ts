@@ -2,11 +2,11 @@ import { DEFAULT_EVICTION_HARD } from '../stats/node.js';
 import { podrunVersion } from '../status/version.js';
 import { parseQuantity } from '../manifest/quantity.js';
 import { dirname, resolve } from 'node:path';
-import { Command, CommanderError, Option } from 'commander';
+import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EngineRequestError, EngineUnavailableError } from '../runtime/engine-errors.js';
 import { DEFAULTS, EXIT, processIo, type GlobalOptions, type Io } from './context.js';
 import { engineVersion } from './engine-version.js';
-import { bool, duration, durationOption, evictionHard, ip, logFiles, logSize, nonNegativeInt } from './arg-parsers.js';
+import { bool, duration, durationOption, evictionHard, ip, logFiles, logSize, nonNegativeInt, positiveInt } from './arg-parsers.js';
 import type { RunOptions } from './run.js';
 
 // Each command loads its own modules when it runs: start-up is mostly module loading, and a
@@ -16,11 +16,20 @@ export function version(): string {
   return podrunVersion();
 }
 
+/** The kubelet refuses maxParallelImagePulls other than 1 with serializeImagePulls (validation.go). */
+function pullSlots(serialize: boolean | string, max: number | string | undefined): number {
+  const serial = typeof serialize === 'string' ? bool(serialize) : serialize;
+  const n = max === undefined ? undefined : typeof max === 'string' ? positiveInt(max) : max;
+  if (serial && n !== undefined && n !== 1) throw new InvalidArgumentError(`--max-parallel-image-pulls ${n} needs --serialize-image-pulls false (as the kubelet: maxParallelImagePulls must be 1 when serializeImagePulls is true)`);
+  return serial ? 1 : (n ?? 0);
+}
+
 function globals(cmd: Command): GlobalOptions {
   const o = cmd.optsWithGlobals<{
     runtimeRequestTimeout: number; dockerHost?: string; stateDir: string; pauseImage: string; network: string; nodeName?: string; nodeIp?: string;
     allowPrivileged: boolean; allowHostNamespaces: boolean; allowedHostPaths?: string; allowedUnsafeSysctls?: string;
     containerLogMaxSize: string; containerLogMaxFiles: number | string; resolvConf: string;
+    imageCredentials?: string; serializeImagePulls: boolean | string; maxParallelImagePulls?: number | string;
   }>();
   const commaList = (v: string): string[] => v.split(',').map((p) => p.trim()).filter(Boolean);
   return {
@@ -32,6 +41,8 @@ function globals(cmd: Command): GlobalOptions {
     },
     containerLog: { maxBytes: Math.floor(parseQuantity(logSize(o.containerLogMaxSize))), maxFiles: logFiles(String(o.containerLogMaxFiles)) },
     resolvConf: o.resolvConf,
+    ...(o.imageCredentials ? { imageCredentials: o.imageCredentials } : {}),
+    pullSlots: pullSlots(o.serializeImagePulls, o.maxParallelImagePulls),
     ...(o.dockerHost ? { dockerHost: o.dockerHost } : {}),
     requestTimeoutMs: o.runtimeRequestTimeout,
     stateDir: o.stateDir,
@@ -76,6 +87,9 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .option('--allowed-unsafe-sysctls <patterns>', "comma-separated sysctls (or prefixes ending in *) pods may set beyond the kubelet's safe set, as the kubelet's flag")
     .addOption(new Option('--container-log-max-size <size>', "a container's log file is rotated at this size, as the kubelet's").argParser(logSize).default('10Mi'))
     .addOption(new Option('--container-log-max-files <n>', 'log files kept per container, the current one included, as the kubelet\'s').argParser(logFiles).default(5))
+    .addOption(new Option('--image-credentials <file>', "a Docker config.json pulls read (auths, credHelpers, credsStore; keys may name a path: registry:5000/team); default <state-dir>/config.json, then ~/.docker/config.json"))
+    .addOption(new Option('--serialize-image-pulls <bool>', "pull one image at a time, as the kubelet's default").argParser(bool).default(true))
+    .addOption(new Option('--max-parallel-image-pulls <n>', 'most pulls at once with --serialize-image-pulls false (default: no limit)').argParser(positiveInt))
     .addOption(new Option('--resolv-conf <file>', "the resolver configuration pods inherit (their dnsConfig is added to it), as the kubelet's").default('/etc/resolv.conf'))
     .addHelpText(
       'after',
@@ -351,6 +365,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   } catch (err) {
     if (err instanceof CommanderError) {
       if (err.code === 'commander.helpDisplayed' || err.code === 'commander.help' || err.code === 'commander.version') return EXIT.ok;
+      // Commander printed its own; a combination of options judged in an action has not been yet.
+      if (err.code === 'commander.invalidArgument' && err.message.startsWith('--')) io.err(`podrun: ${err.message}`);
       return EXIT.usage;
     }
     if (err instanceof EngineUnavailableError) {

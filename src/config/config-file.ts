@@ -28,6 +28,9 @@ export interface PodrunConfiguration {
   containerLogMaxSize?: string;
   containerLogMaxFiles?: number;
   resolvConf?: string;
+  imageCredentialsFile?: string;
+  serializeImagePulls?: boolean;
+  maxParallelImagePulls?: number;
   staticPodPath?: string | string[];
   staticPodURL?: string | string[];
   staticPodURLHeader?: Record<string, string[]>;

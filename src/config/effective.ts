@@ -57,6 +57,9 @@ const FIELDS: Field[] = [
   { path: ['containerLogMaxSize'], option: 'containerLogMaxSize', scope: 'global' },
   { path: ['containerLogMaxFiles'], option: 'containerLogMaxFiles', scope: 'global' },
   { path: ['resolvConf'], option: 'resolvConf', scope: 'global', paths: true },
+  { path: ['imageCredentialsFile'], option: 'imageCredentials', scope: 'global', paths: true },
+  { path: ['serializeImagePulls'], option: 'serializeImagePulls', scope: 'global' },
+  { path: ['maxParallelImagePulls'], option: 'maxParallelImagePulls', scope: 'global' },
   { path: ['staticPodPath'], option: 'manifestDir', scope: 'run', ...list, paths: true },
   { path: ['staticPodURL'], option: 'manifestUrl', scope: 'run', ...list },
   {

@@ -95,5 +95,15 @@ export function gateStarts(d: DesiredPod, o: ObservedPod | undefined, actions: P
     allowed.push(s);
   }
   const waits = held.map((h) => h.waitMs);
-  return { actions: { ...actions, containersToStart: allowed }, held, restarts, ...(waits.length ? { waitMs: Math.min(...waits) } : {}) };
+  const wait = waits.length ? { waitMs: Math.min(...waits) } : {};
+  // An update whose new image is in pull back-off waits whole: what it would replace keeps running.
+  const first = new Set(actions.imagesFirst ?? []);
+  if (held.some((h) => h.reason === 'ImagePullBackOff' && first.has(h.name))) {
+    const { imagesFirst: _dropped, ...rest } = actions;
+    const kept = actions.killPod
+      ? { ...rest, killPod: false, createSandbox: false, containersToKill: [], containersToStart: [] }
+      : { ...rest, containersToKill: actions.containersToKill.filter((k) => !first.has(k.name)), containersToStart: allowed.filter((s) => !first.has(s.name)) };
+    return { actions: kept, held, restarts: restarts.filter((r) => !first.has(r.name)), ...wait };
+  }
+  return { actions: { ...actions, containersToStart: allowed }, held, restarts, ...wait };
 }

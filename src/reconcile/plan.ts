@@ -33,6 +33,12 @@ export interface PodActions {
   reason?: string;
   /** A non-retried init container failed under restartPolicy Never: the pod has failed. */
   podFailed?: boolean;
+  /**
+   * Containers whose images are had before anything running is killed: an update replaces a
+   * running version only once the registry has served the new one (a registry that is down leaves
+   * the old version up; the kubelet would kill first and then fail the pull).
+   */
+  imagesFirst?: string[];
 }
 
 /** What the plan needs beyond the spec and the engine: the prober's verdicts. */
@@ -115,6 +121,26 @@ function initialized(pod: Pod, current: (name: string) => ObservedContainer | un
  * Pure: no I/O, no clock (back-off is applied by the caller to the starts it returns).
  */
 export function computePodActions(desired: DesiredPod, observed: ObservedPod | undefined, inputs: PlanInputs = {}): PodActions {
+  const a = podActions(desired, observed, inputs);
+  const first = imagesFirst(desired.pod, observed, a);
+  return first.length ? { ...a, imagesFirst: first } : a;
+}
+
+/** An update of something running: a running container killed for a new spec, or a running pod whose sandbox is re-made. */
+function imagesFirst(pod: Pod, observed: ObservedPod | undefined, a: PodActions): string[] {
+  if (!observed) return [];
+  const all = [...(pod.spec.initContainers ?? []), ...pod.spec.containers];
+  const running = observed.containers.filter(isActive);
+  if (a.killPod && a.createSandbox && running.length > 0) return all.map((c) => c.name);
+  const replaced = a.containersToKill.flatMap((k) => {
+    const c = running.find((x) => x.id === k.id);
+    const spec = all.find((x) => x.name === k.name);
+    return c && spec && c.hash !== containerHash(pod, spec) && a.containersToStart.some((s) => s.name === k.name) ? [k.name] : [];
+  });
+  return replaced;
+}
+
+function podActions(desired: DesiredPod, observed: ObservedPod | undefined, inputs: PlanInputs): PodActions {
   const pod = desired.pod;
   const spec = pod.spec;
   const latest = observed ? latestByName(observed) : new Map<string, ObservedContainer>();

@@ -41,6 +41,19 @@ export class ContainerImageError extends Error {
   }
 }
 
+/** The kubelet's image events: Pulling, then Pulled with what it cost. */
+function pullEvents(events: EventSink | undefined, image: string, fp: string | undefined): (phase: 'pulling' | 'pulled', message?: string) => void {
+  return (phase, message) => {
+    if (phase === 'pulling') events?.('Normal', 'Pulling', `Pulling image "${image}"`, fp);
+    else events?.('Normal', 'Pulled', `Successfully pulled image "${image}"${message ? ` ${message}` : ''}`, fp);
+  };
+}
+
+function imageFailed(events: EventSink | undefined, image: string, err: ImageError, fp: string | undefined): void {
+  events?.('Warning', 'Failed', `Failed to pull image "${image}": ${err.message}`, fp);
+  events?.('Warning', 'Failed', `Error: ${err.reason}`, fp);
+}
+
 function findContainer(d: DesiredPod, name: string): Container {
   const c = specOf(d.pod, name);
   if (!c) throw new Error(`pod ${d.key} has no container ${name}`);
@@ -55,6 +68,25 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
   const events = o.events;
   const restartPolicy = (type: 'init' | 'app' | 'sandbox', c?: Container): string => (o.engineRestarts ? engineRestartPolicy(pod, type, c) : 'no');
   const podIP = pod.spec.hostNetwork ? rt.hostIP : undefined;
+
+  // 0. An update's images, before anything running goes (the plan names them).
+  const ready = new Set<string>();
+  for (const name of actions.imagesFirst ?? []) {
+    const c = findContainer(d, name);
+    if (ready.has(`${c.image}\0${c.imagePullPolicy ?? ''}`)) {
+      ready.add(name);
+      continue;
+    }
+    const fp = fieldPathOf(pod, c.name);
+    try {
+      await rt.ensureImage(c.image, c.imagePullPolicy, pullEvents(events, c.image, fp));
+    } catch (err) {
+      if (!(err instanceof ImageError)) throw err;
+      imageFailed(events, c.image, err, fp);
+      throw new ContainerImageError(c.name, err);
+    }
+    ready.add(name).add(`${c.image}\0${c.imagePullPolicy ?? ''}`);
+  }
 
   // 1. Kill what must go.
   if (actions.killPod && observed) {
@@ -113,15 +145,12 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
         sandbox,
         volumes,
         restartPolicy: restartPolicy(s.type, c),
-        onPull: (phase, message) => {
-          if (phase === 'pulling') events?.('Normal', 'Pulling', `Pulling image "${c.image}"`, fp);
-          else events?.('Normal', 'Pulled', `Successfully pulled image "${c.image}"${message ? ` ${message}` : ''}`, fp);
-        },
+        onPull: pullEvents(events, c.image, fp),
+        ...(ready.has(c.name) ? { imageReady: true } : {}),
       });
     } catch (err) {
       if (err instanceof ImageError) {
-        events?.('Warning', 'Failed', `Failed to pull image "${c.image}": ${err.message}`, fp);
-        events?.('Warning', 'Failed', `Error: ${err.reason}`, fp);
+        imageFailed(events, c.image, err, fp);
         throw new ContainerImageError(c.name, err);
       }
       events?.('Warning', 'Failed', `Error: ${(err as Error).message}`, fp);

@@ -1,21 +1,24 @@
-import { spawnSync } from 'node:child_process';
+import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
 
+/** What the engine's pull takes as X-Registry-Auth. */
 export interface RegistryAuth {
-  username: string;
-  password: string;
+  username?: string;
+  password?: string;
+  identitytoken?: string;
   serveraddress: string;
 }
 
-interface DockerConfig {
+export interface DockerConfig {
   auths?: Record<string, { auth?: string; username?: string; password?: string; identitytoken?: string }>;
   credsStore?: string;
   credHelpers?: Record<string, string>;
 }
 
 const DOCKER_HUB = 'https://index.docker.io/v1/';
+const HUB_HOSTS = new Set(['docker.io', 'index.docker.io', 'registry-1.docker.io']);
 
 /** The registry host of an image reference, as Docker resolves it. */
 export function registryOf(image: string): string {
@@ -24,43 +27,121 @@ export function registryOf(image: string): string {
   return hasRegistry ? first : 'docker.io';
 }
 
-function readConfig(): DockerConfig | undefined {
-  const dir = process.env.DOCKER_CONFIG ?? join(homedir(), '.docker');
-  try {
-    return JSON.parse(readFileSync(join(dir, 'config.json'), 'utf8')) as DockerConfig;
-  } catch {
-    return undefined;
-  }
-}
-
-function fromHelper(helper: string, server: string): RegistryAuth | undefined {
-  const r = spawnSync(`docker-credential-${helper}`, ['get'], { input: server, encoding: 'utf8', timeout: 10_000 });
-  if (r.status !== 0 || !r.stdout) return undefined;
-  try {
-    const out = JSON.parse(r.stdout) as { Username?: string; Secret?: string };
-    if (!out.Username || out.Secret === undefined) return undefined;
-    return { username: out.Username, password: out.Secret, serveraddress: server };
-  } catch {
-    return undefined;
-  }
-}
-
-/** Credentials for pulling `image`, from ~/.docker/config.json (auths, credHelpers, credsStore). */
-export function authFor(image: string, config: DockerConfig | undefined = readConfig()): RegistryAuth | undefined {
-  if (!config) return undefined;
+/** An image reference as a URL-ish target: host (docker.io for Hub), port, and repository path. */
+function target(image: string): { host: string; port: string; path: string } {
   const registry = registryOf(image);
-  const keys = registry === 'docker.io' ? [DOCKER_HUB, 'docker.io', 'index.docker.io', 'https://index.docker.io/v1'] : [registry, `https://${registry}`, `http://${registry}`];
-  const server = registry === 'docker.io' ? DOCKER_HUB : registry;
-  const helper = config.credHelpers?.[registry] ?? config.credsStore;
-  for (const k of keys) {
-    const entry = config.auths?.[k];
-    if (!entry) continue;
-    if (entry.auth) {
-      const decoded = Buffer.from(entry.auth, 'base64').toString('utf8');
-      const colon = decoded.indexOf(':');
-      if (colon > 0) return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1), serveraddress: server };
-    }
-    if (entry.username && entry.password !== undefined) return { username: entry.username, password: entry.password, serveraddress: server };
+  let repo = image.includes('/') && registry !== 'docker.io' ? image.slice(registry.length + 1) : image;
+  if (registry === 'docker.io' && !repo.includes('/')) repo = `library/${repo}`;
+  if (registry === 'docker.io' && /^(docker\.io|index\.docker\.io)\//.test(repo)) repo = repo.slice(repo.indexOf('/') + 1);
+  repo = repo.replace(/@.*$/, '').replace(/:[^/]*$/, '');
+  const [host = '', port = ''] = registry.split(':');
+  return { host: HUB_HOSTS.has(host) ? 'docker.io' : host, port, path: `/${repo}` };
+}
+
+/** A config.json key as the kubelet's keyring parses it: scheme optional, host glob, port, path prefix. */
+function keyOf(key: string): { host: string; port: string; path: string } | undefined {
+  const bare = key.replace(/^[a-z]+:\/\//i, '');
+  const slash = bare.indexOf('/');
+  const hostPort = slash < 0 ? bare : bare.slice(0, slash);
+  let path = slash < 0 ? '' : bare.slice(slash).replace(/\/+$/, '');
+  const [host = '', port = ''] = hostPort.split(':');
+  if (!host) return undefined;
+  const hub = HUB_HOSTS.has(host);
+  // Docker Hub's legacy key "https://index.docker.io/v1/" names the whole registry, not a path.
+  if (hub && path === '/v1') path = '';
+  return { host: hub ? 'docker.io' : host.toLowerCase(), port, path };
+}
+
+/** Each dot-separated part of the host may be a glob (`*.example.com`), as the kubelet's URLsMatch. */
+function hostMatches(glob: string, host: string): boolean {
+  const g = glob.split('.');
+  const h = host.toLowerCase().split('.');
+  if (g.length !== h.length) return false;
+  return g.every((part, i) => new RegExp(`^${part.replace(/[.+?^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '[^.]*')}$`).test(h[i] ?? ''));
+}
+
+function matches(key: string, image: string): boolean {
+  const k = keyOf(key);
+  if (!k) return false;
+  const t = target(image);
+  if (!hostMatches(k.host, t.host) || k.port !== t.port) return false;
+  return !k.path || t.path === k.path || t.path.startsWith(`${k.path}/`);
+}
+
+function fromEntry(entry: NonNullable<DockerConfig['auths']>[string], server: string): RegistryAuth | undefined {
+  if (entry.identitytoken) return { identitytoken: entry.identitytoken, serveraddress: server };
+  if (entry.auth) {
+    const decoded = Buffer.from(entry.auth, 'base64').toString('utf8');
+    const colon = decoded.indexOf(':');
+    if (colon > 0) return { username: decoded.slice(0, colon), password: decoded.slice(colon + 1), serveraddress: server };
   }
-  return helper ? fromHelper(helper, server) : undefined;
+  if (entry.username && entry.password !== undefined) return { username: entry.username, password: entry.password, serveraddress: server };
+  return undefined;
+}
+
+/** The config.json files a node's pulls read, in order: the first that holds a match wins. */
+export function credentialFiles(o: { file?: string; stateDir?: string }): string[] {
+  if (o.file) return [o.file];
+  const user = join(process.env.DOCKER_CONFIG ?? join(homedir(), '.docker'), 'config.json');
+  // The kubelet reads <root-dir>/config.json before the user's; podrun's root is its state dir.
+  return o.stateDir ? [join(o.stateDir, 'config.json'), user] : [user];
+}
+
+function readConfig(file: string): DockerConfig | undefined {
+  try {
+    return JSON.parse(readFileSync(file, 'utf8')) as DockerConfig;
+  } catch {
+    return undefined;
+  }
+}
+
+/** Asks `docker-credential-<helper> get` (bounded: a hung helper must not hold a pull for ever). */
+function fromHelper(helper: string, server: string): Promise<RegistryAuth | undefined> {
+  return new Promise((resolve) => {
+    const child = execFile(`docker-credential-${helper}`, ['get'], { timeout: 10_000, maxBuffer: 64 * 1024 }, (err, stdout) => {
+      if (err || !stdout) return resolve(undefined);
+      try {
+        const out = JSON.parse(stdout) as { Username?: string; Secret?: string };
+        if (!out.Username || out.Secret === undefined) return resolve(undefined);
+        // A helper answers "<token>" as the user name for an identity token (docker/cli's convention).
+        resolve(out.Username === '<token>' ? { identitytoken: out.Secret, serveraddress: server } : { username: out.Username, password: out.Secret, serveraddress: server });
+      } catch {
+        resolve(undefined);
+      }
+    });
+    child.stdin?.end(server);
+  });
+}
+
+/**
+ * Credentials for pulling `image`, as the kubelet's keyring finds them: every `auths` key that
+ * matches (host globs, port, repository path prefix: `registry:5000/team` serves
+ * `registry:5000/team/app` only), the most specific first (reverse lexical order, as the keyring
+ * sorts its index); then the registry's credential helper, then the default store.
+ */
+export async function authFor(image: string, configs: (DockerConfig | undefined)[]): Promise<RegistryAuth | undefined> {
+  const registry = registryOf(image);
+  const server = registry === 'docker.io' ? DOCKER_HUB : registry;
+  for (const config of configs) {
+    if (!config) continue;
+    const keys = Object.keys(config.auths ?? {})
+      .filter((k) => matches(k, image))
+      .sort()
+      .reverse();
+    for (const k of keys) {
+      const found = fromEntry(config.auths?.[k] ?? {}, server);
+      if (found) return found;
+    }
+    const helper = config.credHelpers?.[registry] ?? config.credsStore;
+    if (helper) {
+      const found = await fromHelper(helper, server);
+      if (found) return found;
+    }
+  }
+  return undefined;
+}
+
+/** Reads the files at each pull, so a credential written while the agent runs is used at the next one. */
+export function authFromFiles(image: string, files: readonly string[]): Promise<RegistryAuth | undefined> {
+  return authFor(image, files.map(readConfig));
 }

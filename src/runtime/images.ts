@@ -1,64 +1,155 @@
 import type Docker from 'dockerode';
 import type { Container } from '../manifest/types.js';
-import { authFor } from './auth.js';
+import { authFromFiles, credentialFiles } from './auth.js';
 import { engineError, EngineRequestError, isNotFound } from './engine.js';
-import { ImageError, type EngineCalls } from './runtime-types.js';
+import { ImageError, type EngineCalls, type PullProgress } from './runtime-types.js';
+
+export type { PullProgress };
+
+/** What a pull cost, for the Pulled event and the CLI's last line. */
+export interface PullResult {
+  seconds: number;
+  bytes: number;
+  layers: number;
+}
+
+export type PullListener = (phase: 'pulling' | 'pulled', message?: string) => void;
+
+interface LayerEvent {
+  id?: string;
+  status?: string;
+  error?: string;
+  progressDetail?: { current?: number; total?: number };
+}
+
+/** Folds the engine's per-layer progress messages into one figure per image. */
+export class PullTally {
+  private readonly layers = new Map<string, { current: number; total: number; done: boolean }>();
+
+  constructor(readonly image: string) {}
+
+  add(e: LayerEvent): void {
+    const status = e.status ?? '';
+    // Image-level lines ("Pulling from x", "Digest: ...", "Status: ...") carry the tag or nothing as id.
+    if (!e.id || !/^(Pulling fs layer|Waiting|Downloading|Verifying Checksum|Download complete|Extracting|Pull complete|Already exists|Retrying)/.test(status)) return;
+    const l = this.layers.get(e.id) ?? { current: 0, total: 0, done: false };
+    if (status.startsWith('Downloading')) {
+      l.current = e.progressDetail?.current ?? l.current;
+      l.total = e.progressDetail?.total ?? l.total;
+    } else if (status === 'Download complete' || status === 'Verifying Checksum') {
+      l.current = Math.max(l.current, l.total);
+    } else if (status === 'Pull complete' || status === 'Already exists') {
+      l.current = Math.max(l.current, l.total);
+      l.done = true;
+    }
+    this.layers.set(e.id, l);
+  }
+
+  get progress(): PullProgress {
+    let bytes = 0;
+    let totalBytes = 0;
+    let layersDone = 0;
+    for (const l of this.layers.values()) {
+      bytes += l.current;
+      totalBytes += l.total;
+      if (l.done) layersDone++;
+    }
+    return { image: this.image, layers: this.layers.size, layersDone, bytes, totalBytes };
+  }
+}
+
+/** A counting semaphore: the kubelet's serializeImagePulls (1) or maxParallelImagePulls (n). */
+class Slots {
+  private busy = 0;
+  private readonly queue: (() => void)[] = [];
+
+  constructor(private readonly limit: number) {}
+
+  async run<T>(fn: () => Promise<T>): Promise<T> {
+    if (this.limit > 0 && this.busy >= this.limit) await new Promise<void>((r) => this.queue.push(r));
+    this.busy++;
+    try {
+      return await fn();
+    } finally {
+      this.busy--;
+      this.queue.shift()?.();
+    }
+  }
+}
 
 /** Images (the images role): had before a container needs one (one pull per image at a time), listed and removed for the image GC. */
 export class ImageStore {
-  private readonly pulls = new Map<string, Promise<void>>();
+  private readonly pulls = new Map<string, Promise<PullResult>>();
+  private readonly slots: Slots;
 
-  constructor(private readonly e: EngineCalls) {}
+  constructor(private readonly e: EngineCalls) {
+    this.slots = new Slots(e.options.pullSlots ?? 1);
+  }
 
-  async ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: (phase: 'pulling' | 'pulled', message?: string) => void): Promise<void> {
-    const present = await this.e.call(`inspect image ${image}`, () => this.e.docker.getImage(image).inspect()).then(
+  async ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener): Promise<void> {
+    const present = await this.present(image);
+    if (policy === 'Never') {
+      if (!present) throw new ImageError(`image ${image} is not present and its imagePullPolicy is Never`, 'ErrImageNeverPull');
+      return;
+    }
+    if (present && policy !== 'Always') return;
+    onPull?.('pulling');
+    const r = await this.pull(image);
+    onPull?.('pulled', `in ${r.seconds.toFixed(1)}s${r.bytes ? ` (${formatBytes(r.bytes)}, ${r.layers} layer${r.layers === 1 ? '' : 's'})` : ''}`);
+  }
+
+  async present(image: string): Promise<boolean> {
+    return this.e.call(`inspect image ${image}`, () => this.e.docker.getImage(image).inspect()).then(
       () => true,
       (err: unknown) => {
         if (isNotFound(err)) return false;
         throw err;
       },
     );
-    if (policy === 'Never') {
-      if (!present) throw new ImageError(`image ${image} is not present and its imagePullPolicy is Never`, 'ErrImageNeverPull');
-      return;
-    }
-    if (present && policy !== 'Always') return;
-    // One pull per image at a time, however many containers want it.
-    let pending = this.pulls.get(image);
-    if (!pending) {
-      pending = this.pull(image).finally(() => this.pulls.delete(image));
-      this.pulls.set(image, pending);
-    }
-    onPull?.('pulling');
-    const started = Date.now();
-    await pending;
-    onPull?.('pulled', `in ${((Date.now() - started) / 1000).toFixed(1)}s`);
   }
 
-  private async pull(image: string): Promise<void> {
-    const auth = authFor(image);
+  /** Pulls `image` now; one pull per image at a time, however many containers (or commands) want it. */
+  pull(image: string): Promise<PullResult> {
+    let pending = this.pulls.get(image);
+    if (!pending) {
+      pending = this.slots.run(() => this.pullNow(image)).finally(() => this.pulls.delete(image));
+      this.pulls.set(image, pending);
+    }
+    return pending;
+  }
+
+  private async pullNow(image: string): Promise<PullResult> {
+    const auth = await authFromFiles(image, this.e.options.credentialFiles ?? credentialFiles({}));
     const t0 = performance.now();
+    const tally = new PullTally(image);
     let ok = false;
+    let failure: string | undefined;
+    this.e.options.onPullProgress?.(tally.progress);
     try {
       const stream = await this.e.docker.pull(image, auth ? { authconfig: auth } : {});
       await new Promise<void>((resolve, reject) => {
         this.e.docker.modem.followProgress(
           stream,
           (err: Error | null) => (err ? reject(err) : resolve()),
-          (event: { status?: string; progress?: string; id?: string; error?: string }) => {
+          (event: LayerEvent) => {
             if (event.error) return;
-            const line = [event.id, event.status, event.progress].filter(Boolean).join(' ');
-            this.e.options.onPullProgress?.(image, line);
+            tally.add(event);
+            this.e.options.onPullProgress?.(tally.progress);
           },
         );
       });
       ok = true;
+      const p = tally.progress;
+      return { seconds: (performance.now() - t0) / 1000, bytes: p.totalBytes, layers: p.layers };
     } catch (err) {
       const e = engineError(err, `pull ${image}`, this.e.endpoint);
+      failure = e.message;
       if (e instanceof EngineRequestError) throw new ImageError(`failed to pull image ${image}: ${e.message.replace(/^pull [^:]+: /, '')}`, 'ErrImagePull');
       throw e;
     } finally {
-      this.e.options.observer?.pull?.((performance.now() - t0) / 1000, ok);
+      const seconds = (performance.now() - t0) / 1000;
+      this.e.options.observer?.pull?.(seconds, ok);
+      this.e.options.onPullProgress?.({ ...tally.progress, end: { ok, seconds, ...(failure ? { error: failure } : {}) } });
     }
   }
 
@@ -91,4 +182,11 @@ export class ImageStore {
       if (!isNotFound(err)) throw err;
     });
   }
+}
+
+export function formatBytes(n: number): string {
+  if (n >= 1e9) return `${(n / 1e9).toFixed(2)} GB`;
+  if (n >= 1e6) return `${(n / 1e6).toFixed(1)} MB`;
+  if (n >= 1e3) return `${(n / 1e3).toFixed(0)} kB`;
+  return `${n} B`;
 }

@@ -18,8 +18,12 @@ export interface RuntimeOptions extends EngineOptions {
   containerLog?: { maxBytes: number; maxFiles: number };
   /** The node's resolv.conf that pods inherit (the kubelet's --resolv-conf; default /etc/resolv.conf). */
   resolvConf?: string;
-  /** Pull progress, for a TTY. */
-  onPullProgress?: (image: string, line: string) => void;
+  /** Each pull's progress, summed over its layers (the CLI draws it; the agent logs it). */
+  onPullProgress?: (p: PullProgress) => void;
+  /** Registry credentials: config.json files read at each pull, first match wins (default: the user's). */
+  credentialFiles?: readonly string[];
+  /** Pulls at once: 1 is the kubelet's serializeImagePulls (its default), 0 any number. */
+  pullSlots?: number;
   /** Engine calls that create, start, remove or list at once (default 4: the engine gains little past that). */
   engineSlots?: number;
   /** Told of every engine call and pull, for metrics. */
@@ -29,6 +33,18 @@ export interface RuntimeOptions extends EngineOptions {
    * plus this), as the kubelet's --runtime-request-timeout (default 2 min). Pulls are not bounded.
    */
   requestTimeoutMs?: number;
+}
+
+/** How far one pull has come, summed over its layers (the engine reports each layer on its own). */
+export interface PullProgress {
+  image: string;
+  layers: number;
+  layersDone: number;
+  /** Bytes downloaded so far, and the sum of the sizes the engine announced (0 until it does). */
+  bytes: number;
+  totalBytes: number;
+  /** Set once on the last report: how the pull ended and how long it took. */
+  end?: { ok: boolean; seconds: number; error?: string };
 }
 
 export interface RuntimeObserver {
@@ -104,4 +120,6 @@ export interface StartRequest {
   volumes: ReadonlyMap<string, VolumeBacking>;
   restartPolicy: string;
   onPull?: (phase: 'pulling' | 'pulled', message?: string) => void;
+  /** The image was had just before (pulled ahead of a replacement): not asked for again. */
+  imageReady?: boolean;
 }

@@ -3,7 +3,7 @@ import type Docker from 'dockerode';
 import type { Container, Pod } from '../manifest/types.js';
 import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound } from './engine.js';
 import { ContainerStartError, SandboxError, type EngineCalls, type EngineEvent, type EngineStats, type RuntimeOptions, type SandboxInfo, type StartRequest } from './runtime-types.js';
-import { ImageStore } from './images.js';
+import { ImageStore, type PullListener, type PullResult } from './images.js';
 import { containerDiskOf, containerStatsOf, engineFactsOf } from './readings.js';
 import { execAttachedIn, execIn, terminationMessageOf, writeLogsOf } from './streams.js';
 import { defaultHostIP, nodeResolvConf, oomScoreFloor } from './host.js';
@@ -182,8 +182,18 @@ export class PodRuntime {
   }
 
   /** Has the image as its pull policy says, pulling it once however many containers want it. */
-  ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: (phase: 'pulling' | 'pulled', message?: string) => void): Promise<void> {
+  ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener): Promise<void> {
     return this.images.ensureImage(image, policy, onPull);
+  }
+
+  /** Pulls an image now, whatever is present (podrun pull). */
+  pullImage(image: string): Promise<PullResult> {
+    return this.images.pull(image);
+  }
+
+  /** Whether the engine has the image under this reference. */
+  hasImage(image: string): Promise<boolean> {
+    return this.images.present(image);
   }
 
   /** What image GC needs to know of the engine: where it keeps its data, its images, which are in use. */
@@ -271,7 +281,7 @@ export class PodRuntime {
     c: Container,
     o: StartRequest,
   ): Promise<string> {
-    await this.ensureImage(c.image, c.imagePullPolicy, o.onPull);
+    if (!o.imageReady) await this.ensureImage(c.image, c.imagePullPolicy, o.onPull);
     const imageUser = needsImageUser(pod, c) ? await this.images.imageUser(c.image) : undefined;
     const terminationLog = terminationLogPath(this.options.stateDir, pod.metadata.uid ?? '', c.name, o.restartCount);
     let opts: Docker.ContainerCreateOptions;

@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PodSupervisor } from '../../src/agent/supervisor.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { PodCache } from '../../src/pleg/cache.js';
@@ -99,5 +99,34 @@ describe('PodSupervisor.sync', () => {
     expect(engine.containers.size).toBe(0);
     sup.forget(d.uid);
     expect(Object.values(sup.stateSize()).every((n) => n === 0)).toBe(true);
+  });
+
+  it('keeps the running version while its update cannot pull: ErrImagePull, then ImagePullBackOff for 10 s, then replaced once the pull works', async () => {
+    const { engine, cache, sup } = await setup();
+    const v1 = pod('busybox:1');
+    await sup.sync(v1);
+    const old = cache.pod(v1.uid)!.containers[0]!;
+    const v2 = pod('registry.example/busybox:2');
+    engine.failingPulls.add('registry.example/busybox:2');
+    // The failed attempt says ErrImagePull, and looks again within a second...
+    expect(await sup.sync(v2)).toBe(1_000);
+    expect(cache.pod(v2.uid)!.containers.find((c) => c.id === old.id)?.state).toBe('running');
+    expect(sup.events.list(v2.uid).map((e) => e.reason)).toContain('Failed');
+    expect((await sup.status(v2, cache.pod(v2.uid)))?.containers[0]).toMatchObject({ state: 'running' });
+    // ...which finds the pull in back-off: nothing is tried, nothing running is touched.
+    const pulls = engine.calls.get('image');
+    expect(await sup.sync(v2)).toBeGreaterThan(8_000);
+    expect(engine.calls.get('image')).toBe(pulls);
+    expect(cache.pod(v2.uid)!.containers.find((c) => c.id === old.id)?.state).toBe('running');
+    expect(sup.events.list(v2.uid).map((e) => e.reason)).toContain('BackOff');
+    engine.failingPulls.clear();
+    vi.useFakeTimers({ now: Date.now() + 11_000, toFake: ['Date'] });
+    try {
+      await sup.sync(v2);
+    } finally {
+      vi.useRealTimers();
+    }
+    expect(cache.pod(v2.uid)!.containers.find((c) => c.state === 'running')).toMatchObject({ image: 'registry.example/busybox:2' });
+    expect(cache.pod(v2.uid)!.containers.find((c) => c.id === old.id)?.state).toBe('exited');
   });
 });

@@ -3,7 +3,7 @@ import type { Container, Pod } from '../../src/manifest/types.js';
 import { dockerName, instanceId, LABEL } from '../../src/runtime/labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../../src/runtime/observed.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
-import type { EngineEvent, RuntimeOptions, SandboxInfo } from '../../src/runtime/runtime-types.js';
+import { ImageError, type EngineEvent, type RuntimeOptions, type SandboxInfo } from '../../src/runtime/runtime-types.js';
 import { containerCreateOptions, sandboxCreateOptions, startOptions, type PodIdentity, type VolumeBacking } from '../../src/runtime/spec.js';
 
 type ContainerRecord = EngineContainer & { startedAt?: number; finishedAt?: number; exitCode?: number; ip?: string };
@@ -232,8 +232,21 @@ export class FakeEngine implements PodEngine {
 
   // --- EngineImages, EngineStreams, EngineReadings
 
-  async ensureImage(): Promise<void> {
+  /** Images whose pull fails (a registry that is down, a tag that is missing). */
+  readonly failingPulls = new Set<string>();
+
+  async ensureImage(image: string): Promise<void> {
     this.count('image');
+    if (this.failingPulls.has(image)) throw new ImageError(`failed to pull image ${image}: registry unreachable`, 'ErrImagePull');
+  }
+
+  async pullImage(image: string): Promise<{ seconds: number; bytes: number; layers: number }> {
+    await this.ensureImage(image);
+    return { seconds: 0, bytes: 0, layers: 0 };
+  }
+
+  async hasImage(): Promise<boolean> {
+    return true;
   }
 
   async imageInventory(): ReturnType<PodEngine['imageInventory']> {

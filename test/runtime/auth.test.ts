@@ -1,9 +1,12 @@
+import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { authFor, registryOf } from '../../src/runtime/auth.js';
+import { authFor, authFromFiles, credentialFiles, registryOf } from '../../src/runtime/auth.js';
 
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 
-describe('registry credentials from ~/.docker/config.json', () => {
+describe('registry credentials as a node finds them', () => {
   it('finds the registry of an image reference as Docker does', () => {
     expect(registryOf('busybox')).toBe('docker.io');
     expect(registryOf('library/busybox:1.36')).toBe('docker.io');
@@ -12,7 +15,7 @@ describe('registry credentials from ~/.docker/config.json', () => {
     expect(registryOf('localhost/app')).toBe('localhost');
   });
 
-  it('reads auths entries, Docker Hub under its legacy key', () => {
+  it('reads auths entries, Docker Hub under its legacy key', async () => {
     const config = {
       auths: {
         'https://index.docker.io/v1/': { auth: b64('hubuser:hub:pass') },
@@ -20,10 +23,64 @@ describe('registry credentials from ~/.docker/config.json', () => {
         'registry.example': { username: 'u', password: 'p' },
       },
     };
-    expect(authFor('busybox:1.36', config)).toEqual({ username: 'hubuser', password: 'hub:pass', serveraddress: 'https://index.docker.io/v1/' });
-    expect(authFor('ghcr.io/kube-vip/kube-vip:v0.8.0', config)).toEqual({ username: 'gh', password: 'token', serveraddress: 'ghcr.io' });
-    expect(authFor('registry.example/x', config)).toEqual({ username: 'u', password: 'p', serveraddress: 'registry.example' });
-    expect(authFor('quay.io/x', config)).toBeUndefined();
-    expect(authFor('quay.io/x', undefined)).toBeUndefined();
+    expect(await authFor('busybox:1.36', [config])).toEqual({ username: 'hubuser', password: 'hub:pass', serveraddress: 'https://index.docker.io/v1/' });
+    expect(await authFor('ghcr.io/kube-vip/kube-vip:v0.8.0', [config])).toEqual({ username: 'gh', password: 'token', serveraddress: 'ghcr.io' });
+    expect(await authFor('registry.example/x', [config])).toEqual({ username: 'u', password: 'p', serveraddress: 'registry.example' });
+    expect(await authFor('quay.io/x', [config])).toBeUndefined();
+    expect(await authFor('quay.io/x', [undefined])).toBeUndefined();
+  });
+
+  it('matches keys as the kubelet keyring: port exact, host globs, the most specific path first', async () => {
+    const config = {
+      auths: {
+        '127.0.0.1:5000': { auth: b64('whole:registry') },
+        '127.0.0.1:5000/team': { auth: b64('team:secret') },
+        '127.0.0.1:5000/team/app': { auth: b64('app:secret') },
+        '*.corp.example': { auth: b64('corp:secret') },
+        'https://registry.example:443/v2/x': { identitytoken: 'tok' },
+      },
+    };
+    const user = async (image: string): Promise<string | undefined> => {
+      const a = await authFor(image, [config]);
+      return a?.username ?? a?.identitytoken;
+    };
+    expect(await user('127.0.0.1:5000/team/app:1')).toBe('app');
+    expect(await user('127.0.0.1:5000/team/app2:1')).toBe('team');
+    expect(await user('127.0.0.1:5000/team/other@sha256:abc')).toBe('team');
+    expect(await user('127.0.0.1:5000/teamster/x')).toBe('whole');
+    expect(await user('127.0.0.1:5001/team/app')).toBeUndefined();
+    expect(await user('registry.corp.example/x')).toBe('corp');
+    expect(await user('a.registry.corp.example/x')).toBeUndefined();
+    expect(await user('registry.example:443/v2/x/y')).toBe('tok');
+    expect(await user('registry.example/v2/x/y')).toBeUndefined();
+  });
+
+  it('asks a credential helper without blocking, and takes the first file that answers', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'podrun-auth-'));
+    try {
+      const helper = join(dir, 'docker-credential-podruntest');
+      writeFileSync(helper, '#!/bin/sh\nread server\nprintf \'{"ServerURL":"%s","Username":"helped","Secret":"s3cret"}\' "$server"\n');
+      chmodSync(helper, 0o755);
+      const node = join(dir, 'node.json');
+      const user = join(dir, 'user.json');
+      writeFileSync(node, JSON.stringify({ credHelpers: { '127.0.0.1:5000': 'podruntest' } }));
+      writeFileSync(user, JSON.stringify({ auths: { '127.0.0.1:5000': { auth: b64('user:pw') }, 'other.example': { auth: b64('o:pw') } } }));
+      const path = process.env.PATH;
+      process.env.PATH = `${dir}:${path ?? ''}`;
+      try {
+        expect(await authFromFiles('127.0.0.1:5000/a', [node, user])).toEqual({ username: 'helped', password: 's3cret', serveraddress: '127.0.0.1:5000' });
+        expect(await authFromFiles('other.example/a', [node, user])).toMatchObject({ username: 'o' });
+        expect(await authFromFiles('127.0.0.1:5000/a', [join(dir, 'missing.json'), user])).toMatchObject({ username: 'user' });
+      } finally {
+        process.env.PATH = path;
+      }
+    } finally {
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
+  it("reads the state dir's config.json before the user's, and only the file named when one is", () => {
+    expect(credentialFiles({ stateDir: '/var/lib/podrun' })[0]).toBe('/var/lib/podrun/config.json');
+    expect(credentialFiles({ stateDir: '/s', file: '/etc/podrun/auth.json' })).toEqual(['/etc/podrun/auth.json']);
   });
 });
