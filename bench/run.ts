@@ -16,6 +16,7 @@ import { coldApply } from './cold-apply.js';
 import { docker, log, must, onPath, QUICK, REPO, run, table } from './lib.js';
 import { reapply } from './reapply.js';
 import { signatureCost } from './signature.js';
+import { pullCost } from './pull.js';
 
 const BEGIN = '<!-- bench:begin (written by npm run bench) -->';
 const END = '<!-- bench:end -->';
@@ -73,6 +74,7 @@ const SCENARIOS: Record<string, (root: string) => Promise<string | string[]>> = 
   agent: agentScenarios,
   cli: cliStartup,
   signature: signatureCost,
+  pull: pullCost,
   gc: garbage,
 };
 

@@ -146,6 +146,7 @@ export class Agent {
       ...(o.gc?.containers ? { containers: o.gc.containers } : {}),
       ...(o.gc?.images ? { images: o.gc.images } : {}),
       log: this.log,
+      neededImages: () => this.set.pods().flatMap((d) => [...(d.pod.spec.initContainers ?? []), ...d.pod.spec.containers].map((c) => c.image)),
     });
     this.set = new DesiredSet(sourcesFor(o, this.log, m, this.runtime.nodeName), {
       stateDir: o.runtime.stateDir,

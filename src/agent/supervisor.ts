@@ -16,6 +16,7 @@ import { podStatus, type PodStatusSummary, type StatusInputs } from '../status/p
 import { settled } from '../reconcile/settled.js';
 import { Adoption } from './adoption.js';
 import { newPodRecord, recordSize, trimRecord, type PodRecord } from './pod-record.js';
+import { noteHeld } from './held-reasons.js';
 
 import { notReadyReason, type Readiness } from '../reconcile/rollback.js';
 
@@ -223,21 +224,7 @@ export class PodSupervisor {
       finishedAt: (id) => finished.get(id),
     }, now);
     let wait = gate.waitMs;
-    for (const h of gate.held) {
-      if (h.reason === 'ImagePullBackOff') {
-        const image = specOf(d.pod, h.name)?.image ?? '';
-        if (r.waiting.get(h.name)?.reason !== 'ImagePullBackOff') this.events.record(this.ref(d), 'Normal', 'BackOff', `Back-off pulling image "${image}"`, fieldPathOf(d.pod, h.name));
-        const previous = r.waiting.get(h.name)?.message;
-        r.waiting.set(h.name, { reason: 'ImagePullBackOff', message: `Back-off pulling image "${image}"${previous && !previous.startsWith('Back-off') ? `: ${previous}` : ''}` });
-        continue;
-      }
-      if (h.reason !== 'CrashLoopBackOff') continue;
-      const message = `back-off ${Math.round(h.waitMs / 1000)}s restarting failed container=${h.name} pod=${d.pod.metadata.name}_${d.pod.metadata.namespace ?? 'default'}(${uid})`;
-      if (r.waiting.get(h.name)?.reason !== 'CrashLoopBackOff') {
-        this.events.record(this.ref(d), 'Warning', 'BackOff', 'Back-off restarting failed container', fieldPathOf(d.pod, h.name));
-      }
-      r.waiting.set(h.name, { reason: 'CrashLoopBackOff', message });
-    }
+    noteHeld(d, r, gate.held, (type, message, name) => this.events.record(this.ref(d), type, 'BackOff', message, fieldPathOf(d.pod, name)));
     const waitedFor = new Map<string, number>();
     for (const r of gate.restarts) {
       if (r.waitedMs) waitedFor.set(r.name, r.waitedMs);

@@ -10,6 +10,7 @@ import { appliedDir, recordAppliedSet } from '../sources/applied-sets.js';
 import { canonicalSource, readManifestInputs } from '../sources/read.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { printIssues, printPlan } from './print.js';
+import { recordPullFailures } from './pull-failures.js';
 
 export interface ApplyOptions {
   dryRun: boolean;
@@ -73,6 +74,16 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
   const sync = { applySet, engineRestarts: true };
   const outcomes = await executePlan(rt, plans, sync);
   const failures = outcomes.filter((x) => x.error);
+  const at = new Date().toISOString();
+  for (const [i, p] of plans.entries()) {
+    if (!p.desired) continue;
+    const img = outcomes[i]?.image;
+    try {
+      recordPullFailures(g.stateDir, p.desired.uid, p.key, img ? [{ ...img, at }] : []);
+    } catch (err) {
+      io.err(`warning: pod/${p.key}: cannot record its failed pull: ${(err as Error).message}`);
+    }
+  }
   for (const f of failures) io.err(`podrun: pod/${f.key}: ${f.error}`);
   const ok = loaded.pods.filter((p) => !failures.some((f) => f.key === p.key));
 

@@ -4,6 +4,7 @@ import type { PodEngine } from '../runtime/roles.js';
 import { loadManifestSet } from '../manifest/load.js';
 import { graceOf, removePod } from '../reconcile/lifecycle.js';
 import { forgetApplied } from '../sources/applied-sets.js';
+import { recordPullFailures } from './pull-failures.js';
 import { readManifestInputs } from '../sources/read.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { printIssues } from './print.js';
@@ -100,6 +101,7 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
     try {
       // Forget it in the applied sets first, so a running agent does not bring it back.
       forgetApplied(g.stateDir, new Set([`${p.namespace}/${p.name}`]));
+      recordPullFailures(g.stateDir, p.uid, `${p.namespace}/${p.name}`, []);
       if (agent && p.applySet && o.gracePeriod === undefined) {
         await gone(rt, p.uid, (graceOf(p) + 120) * 1000);
         io.out(`pod/${p.namespace}/${p.name} deleted`);

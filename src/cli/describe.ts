@@ -4,6 +4,7 @@ import type { PodEvent } from '../status/events.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { age } from './get.js';
 import { table } from './print.js';
+import { loadPullFailures, pullFailureEvents } from './pull-failures.js';
 import { loadEvents, loadPodViews, type V1ContainerStatus, type V1Pod } from './views.js';
 
 function probeLine(p: Probe): string {
@@ -137,7 +138,8 @@ export async function describePodCommand(podNames: string[], o: { namespace: str
   }
   for (const [i, p] of chosen.entries()) {
     if (i > 0) io.out('');
-    const events = await loadEvents(g.stateDir, p.metadata.uid);
+    const failures = loadPullFailures(g.stateDir).get(p.metadata.uid);
+    const events = (await loadEvents(g.stateDir, p.metadata.uid)) ?? (failures ? pullFailureEvents(p.metadata.namespace, p.metadata.name, p.metadata.uid, failures) : undefined);
     for (const l of renderDescribe(p, events, rt.nodeName)) io.out(l);
   }
   return code;

@@ -30,8 +30,11 @@ export async function gcCommand(o: GcCommandOptions, g: GlobalOptions, io: Io): 
     }
   }
   const rt = await makeRuntime(g, io);
-  const gc = new GarbageCollector(rt, { stateDir: g.stateDir, pauseImage: g.pauseImage });
-  const containers = await gc.collectContainers(await rt.listPods(), undefined, o.dryRun);
+  const pods = await rt.listPods();
+  // With no agent, the pods the engine holds (their specs ride on their sandboxes) are the declared ones.
+  const neededImages = (): string[] => pods.flatMap((p) => (p.spec ? [...(p.spec.spec.initContainers ?? []), ...p.spec.spec.containers].map((c) => c.image) : []));
+  const gc = new GarbageCollector(rt, { stateDir: g.stateDir, pauseImage: g.pauseImage, neededImages });
+  const containers = await gc.collectContainers(pods, undefined, o.dryRun);
   const images = o.images ? await gc.collectImages(o.dryRun) : undefined;
   print(io, o.dryRun, containers, images);
   return containers.failed ? EXIT.failed : EXIT.ok;

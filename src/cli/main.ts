@@ -6,6 +6,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { EngineRequestError, EngineUnavailableError } from '../runtime/engine-errors.js';
 import { DEFAULTS, EXIT, processIo, type GlobalOptions, type Io } from './context.js';
 import { engineVersion } from './engine-version.js';
+import { addImageCommands } from './image-commands.js';
 import { bool, duration, durationOption, evictionHard, ip, logFiles, logSize, nonNegativeInt, positiveInt } from './arg-parsers.js';
 import type { RunOptions } from './run.js';
 
@@ -24,7 +25,7 @@ function pullSlots(serialize: boolean | string, max: number | string | undefined
   return serial ? 1 : (n ?? 0);
 }
 
-function globals(cmd: Command): GlobalOptions {
+export function globals(cmd: Command): GlobalOptions {
   const o = cmd.optsWithGlobals<{
     runtimeRequestTimeout: number; dockerHost?: string; stateDir: string; pauseImage: string; network: string; nodeName?: string; nodeIp?: string;
     allowPrivileged: boolean; allowHostNamespaces: boolean; allowedHostPaths?: string; allowedUnsafeSysctls?: string;
@@ -319,6 +320,8 @@ logs keeps a container's stderr on stderr; there are no contexts or kubeconfig (
     .action(async (paths: string[], _o: unknown, cmd: Command) => {
       setCode(await (await import('./validate.js')).validateCommand(paths, io, globals(cmd).policy));
     });
+
+  addImageCommands(program, io, setCode, globals);
 
   program
     .command('version')

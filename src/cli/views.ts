@@ -1,6 +1,7 @@
 import { terminatingPods } from '../reconcile/terminating.js';
 import { rolledBack } from '../reconcile/rollback.js';
 import { RollbackStore } from '../agent/rollback-store.js';
+import { loadPullFailures } from './pull-failures.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { agentGet } from '../server/client.js';
 import type { PodEvent } from '../status/events.js';
@@ -24,6 +25,7 @@ export async function loadPodViews(rt: PodEngine, stateDir: string): Promise<{ p
   const quiet = (): undefined => undefined;
   const rollbacks = new RollbackStore(stateDir, { debug: quiet, info: quiet, warn: quiet, error: quiet });
   rollbacks.load();
+  const pulls = loadPullFailures(stateDir);
   // Every pod at once: each costs a few inspects, answered by the engine in parallel.
   const views = await Promise.all(
     observed.map(async (o) => {
@@ -34,7 +36,11 @@ export async function loadPodViews(rt: PodEngine, stateDir: string): Promise<{ p
         containerDetails(rt, o),
         sandbox?.state === 'running' ? (spec.spec.hostNetwork ? rt.hostIP : sandbox.ip ?? rt.sandboxInfo(sandbox.id, spec).then((s) => s.ip, () => undefined)) : undefined,
       ]);
-      const status = podStatus(spec, o, { details: (id) => details.get(id) });
+      const failed = pulls.get(o.uid);
+      const status = podStatus(spec, o, {
+        details: (id) => details.get(id),
+        ...(failed ? { waiting: (name: string) => failed.find((f) => f.container === name) } : {}),
+      });
       const pod = toV1Pod(o, status, { hostIP: rt.hostIP, ...(podIP ? { podIP } : {}) }, terminating.get(o.uid));
       const rb = rolledBack(rollbacks.get(o.uid));
       if (rb) markRolledBack(pod, rb);

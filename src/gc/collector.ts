@@ -14,6 +14,15 @@ export interface GcOptions {
   containers?: ContainerGcPolicy;
   images?: ImageGcPolicy;
   log?: Logger;
+  /** Image references the declared pods use: never collected, even while no container of theirs exists. */
+  neededImages?: () => Iterable<string>;
+}
+
+/** A reference as the engine lists it in RepoTags (Docker Hub's prefixes dropped, :latest added). */
+export function normalizeRef(ref: string): string {
+  let r = ref.replace(/^(docker\.io|index\.docker\.io)\/(library\/)?/, '');
+  if (!r.includes('@') && !/:[^/]+$/.test(r)) r = `${r}:latest`;
+  return r;
 }
 
 export interface ContainerGcResult {
@@ -88,6 +97,8 @@ export class GarbageCollector {
     const st = statfsSync(inv.rootDir);
     const usage = { capacity: st.blocks * st.bsize, used: (st.blocks - st.bfree) * st.bsize };
     const { inUse, pinnedId: pause } = inv;
+    const needed = new Set([...(this.o.neededImages?.() ?? [])].map(normalizeRef));
+    const isNeeded = (i: (typeof inv.images)[number]): boolean => [...(i.RepoTags ?? []), ...(i.RepoDigests ?? [])].some((t) => needed.has(normalizeRef(t)));
     const images = inv.images.map((i): ImageInfo => {
       if (!this.firstSeen.has(i.Id)) this.firstSeen.set(i.Id, now);
       if (inUse.has(i.Id)) this.lastUsed.set(i.Id, now);
@@ -96,7 +107,7 @@ export class GarbageCollector {
         tags: (i.RepoTags ?? []).filter((t) => t !== '<none>:<none>'),
         size: i.Size,
         inUse: inUse.has(i.Id),
-        pinned: i.Id === pause,
+        pinned: i.Id === pause || isNeeded(i),
         firstSeen: this.firstSeen.get(i.Id) ?? now,
         lastUsed: this.lastUsed.get(i.Id) ?? this.firstSeen.get(i.Id) ?? now,
       };

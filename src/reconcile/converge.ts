@@ -9,7 +9,7 @@ import { ProbeManager, type ProbeTarget } from '../probe/manager.js';
 import { agentGet } from '../server/client.js';
 import { ROLLED_BACK_VERSION, type V1Pod } from '../status/v1.js';
 import { podVersion } from '../manifest/hash.js';
-import { executePodActions, pruneDeadInstances, type SyncOptions } from './sync.js';
+import { ContainerImageError, executePodActions, pruneDeadInstances, type SyncOptions } from './sync.js';
 
 export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array<R>(items.length);
@@ -27,6 +27,8 @@ export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) =>
 export interface PodOutcome {
   key: string;
   error?: string;
+  /** The container whose image could not be had, when that is why. */
+  image?: { container: string; image: string; reason: string; message: string };
 }
 
 /**
@@ -43,6 +45,10 @@ export async function executePlan(rt: PodEngine, plans: PodPlan[], o: SyncOption
       }
       return { key: p.key };
     } catch (err) {
+      if (err instanceof ContainerImageError && p.desired) {
+        const image = specOf(p.desired.pod, err.container)?.image ?? '';
+        return { key: p.key, error: err.message, image: { container: err.container, image, reason: err.imageError.reason, message: err.message } };
+      }
       return { key: p.key, error: (err as Error).message };
     }
   }));

@@ -105,6 +105,16 @@ staticPodPathVerifyKeys: [keys/usb.pub]
     expect(load(again.out)).toEqual(c);
   });
 
+  it('takes the pull settings by the kubelet\'s names, and refuses parallel pulls with serialized ones as its validation does', async () => {
+    const cfg = file('pulls.yaml', 'apiVersion: podrun.io/v1alpha1\nkind: PodrunConfiguration\nserializeImagePulls: false\nmaxParallelImagePulls: 3\nimageCredentialsFile: creds/config.json\n');
+    const r = await cli('run', '--config', cfg, '--print-config');
+    expect(r.err).toBe('');
+    expect(load(r.out)).toMatchObject({ serializeImagePulls: false, maxParallelImagePulls: 3, imageCredentialsFile: join(dir, 'creds/config.json') });
+    const bad = await cli('--max-parallel-image-pulls', '2', 'get', 'pods');
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('maxParallelImagePulls must be 1 when serializeImagePulls is true');
+  });
+
   it('refuses a bad file with file:line:column, the field and the reason, and exits 2', async () => {
     const bad = file(
       'bad.yaml',

@@ -14,7 +14,7 @@ import { removeTree } from '../../src/runtime/safe-mount.js';
 
 export const docker = new Docker();
 export const TEST_IMAGE = 'podrun-test/busybox:1';
-const BIN = fileURLToPath(new URL('../../bin/podrun', import.meta.url));
+export const BIN = fileURLToPath(new URL('../../bin/podrun', import.meta.url));
 export const PAUSE_IMAGE = 'podrun-test/pause:1';
 
 export function unique(prefix: string): string {

@@ -158,3 +158,29 @@ export function dockerConfig(auths: Record<string, { username: string; password:
   writeFileSync(join(dir, 'config.json'), JSON.stringify({ auths: entries, ...extra }, null, 2));
   return dir;
 }
+
+/**
+ * Builds a local image of `layers` layers over the test busybox, each `mbPerLayer` MB of random
+ * bytes (so nothing compresses away), for pulls whose progress and cost can be seen.
+ */
+export async function buildLayeredImage(tag: string, layers: number, mbPerLayer: number): Promise<void> {
+  const dir = mkdtempSync(join(tmpdir(), 'podrun-layers-'));
+  try {
+    const lines = ['FROM podrun-test/busybox:1'];
+    for (let i = 0; i < layers; i++) {
+      const r = spawnSync('head', ['-c', String(mbPerLayer * 1024 * 1024), '/dev/urandom'], { maxBuffer: mbPerLayer * 1024 * 1024 + 1 });
+      writeFileSync(join(dir, `layer${i}`), r.stdout);
+      lines.push(`COPY layer${i} /data/layer${i}`);
+    }
+    writeFileSync(join(dir, 'Dockerfile'), `${lines.join('\n')}\n`);
+    const stream = await docker.buildImage({ context: dir, src: ['Dockerfile', ...Array.from({ length: layers }, (_, i) => `layer${i}`)] }, { t: tag, rm: true, forcerm: true });
+    await new Promise<void>((resolve, reject) =>
+      docker.modem.followProgress(stream, (err: Error | null, out: { error?: string }[]) => {
+        const failed = err?.message ?? out.find((e) => e.error)?.error;
+        return failed ? reject(new Error(`build ${tag}: ${failed}`)) : resolve();
+      }),
+    );
+  } finally {
+    rmSync(dir, { recursive: true, force: true });
+  }
+}

@@ -1,0 +1,83 @@
+import { ManifestError } from '../manifest/errors.js';
+import { loadManifestSet } from '../manifest/load.js';
+import type { DesiredPod } from '../manifest/types.js';
+import { readManifestInputs } from '../sources/read.js';
+import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
+import { printIssues, table } from './print.js';
+
+/** One image a set of pods needs: the pull policy its containers ask for, and who asks. */
+export interface NeededImage {
+  image: string;
+  policy: string;
+  usedBy: string[];
+}
+
+/** The images a set of pods needs, the sandbox image first (every pod needs it), in a stable order. */
+export function neededImages(pods: DesiredPod[], pauseImage: string): NeededImage[] {
+  const byImage = new Map<string, NeededImage>([[pauseImage, { image: pauseImage, policy: 'IfNotPresent', usedBy: ['(pod sandbox)'] }]]);
+  for (const p of pods) {
+    for (const c of [...(p.pod.spec.initContainers ?? []), ...p.pod.spec.containers]) {
+      const e = byImage.get(c.image) ?? { image: c.image, policy: c.imagePullPolicy ?? 'IfNotPresent', usedBy: [] };
+      // Different policies for one image: the strictest wins the column (Always > IfNotPresent > Never).
+      const rank = (x: string): number => ['Never', 'IfNotPresent', 'Always'].indexOf(x);
+      if (rank(c.imagePullPolicy ?? 'IfNotPresent') > rank(e.policy)) e.policy = c.imagePullPolicy ?? 'IfNotPresent';
+      e.usedBy.push(`${p.key}/${c.name}`);
+      byImage.set(c.image, e);
+    }
+  }
+  return [...byImage.values()];
+}
+
+async function load(paths: string[], g: GlobalOptions, io: Io): Promise<DesiredPod[] | undefined> {
+  const read = await readManifestInputs(paths);
+  try {
+    const loaded = loadManifestSet(read.texts, g.policy);
+    printIssues(io, [...read.issues, ...loaded.issues]);
+    return read.issues.some((i) => i.severity === 'error') ? undefined : loaded.pods;
+  } catch (err) {
+    if (!(err instanceof ManifestError)) throw err;
+    printIssues(io, [...read.issues, ...err.issues]);
+    return undefined;
+  }
+}
+
+/** `podrun images -f DIR`: what a set needs, and whether the engine has it (the appliance's bake list). */
+export async function imagesCommand(paths: string[], o: { output?: string }, g: GlobalOptions, io: Io): Promise<number> {
+  const pods = await load(paths, g, io);
+  if (!pods) return EXIT.failed;
+  const needed = neededImages(pods, g.pauseImage);
+  if (o.output === 'name') {
+    for (const n of needed) io.out(n.image);
+    return EXIT.ok;
+  }
+  const rt = await makeRuntime(g, io);
+  const present = await Promise.all(needed.map((n) => rt.hasImage(n.image)));
+  io.out(table([['IMAGE', 'PULL POLICY', 'PRESENT', 'USED BY'], ...needed.map((n, i) => [n.image, n.policy, present[i] ? 'yes' : 'no', n.usedBy.join(',')])]).join('\n'));
+  return EXIT.ok;
+}
+
+/**
+ * `podrun pull -f DIR`: has every image a set needs, as its pods would at their first start
+ * (IfNotPresent pulls what is missing, Always pulls, Never only checks: the node must have it
+ * loaded), with the node's credentials and progress. Exits 1 if any is missing afterwards.
+ */
+export async function pullCommand(paths: string[], g: GlobalOptions, io: Io): Promise<number> {
+  const pods = await load(paths, g, io);
+  if (!pods) return EXIT.failed;
+  const rt = await makeRuntime(g, io);
+  const needed = neededImages(pods, g.pauseImage);
+  const results = await Promise.all(
+    needed.map((n) =>
+      rt.ensureImage(n.image, n.policy as 'Always' | 'IfNotPresent' | 'Never').then(
+        () => true,
+        (err: unknown) => {
+          io.err(`podrun: ${(err as Error).message}`);
+          return false;
+        },
+      ),
+    ),
+  );
+  const failed = results.filter((ok) => !ok).length;
+  io.out(`${needed.length - failed} of ${needed.length} image${needed.length === 1 ? '' : 's'} present`);
+  return failed ? EXIT.failed : EXIT.ok;
+}
