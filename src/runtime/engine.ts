@@ -26,8 +26,10 @@ export function connect(o: EngineOptions = {}): Docker {
 export function engineError(err: unknown, what: string, endpoint: string): Error {
   const e = err as { code?: string; statusCode?: number; json?: { message?: string }; message?: string; reason?: string };
   if (e?.code && CONNECTION_CODES.has(e.code)) return new EngineUnavailableError(endpoint, `${e.code}${e.message ? ` (${e.message})` : ''}`);
-  const detail = e?.json?.message ?? e?.reason ?? e?.message ?? String(err);
-  return new EngineRequestError(`${what}: ${detail.replace(/^\(HTTP code \d+\) [^-]*- /, '').trim()}`, e?.statusCode);
+  // A streamed answer (a pull) has no parsed body: its text is only in the message, after the status.
+  const body = e?.message?.replace(/^\(HTTP code \d+\) [^-]*- /, '').trim();
+  const detail = e?.json?.message ?? (body || e?.reason) ?? String(err);
+  return new EngineRequestError(`${what}: ${detail.trim()}`, e?.statusCode);
 }
 
 export function isNotFound(err: unknown): boolean {

@@ -67,7 +67,7 @@ export class LocalRegistry {
   /** Stops the server (the registry is "down"); start() with the same port brings it back with its images. */
   async stop(): Promise<void> {
     const p = this.proc;
-    if (!p || p.exitCode !== null) return;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
     await new Promise<void>((resolve) => {
       p.once('exit', () => resolve());
       p.kill('SIGKILL');
@@ -86,8 +86,9 @@ export class LocalRegistry {
     const ref = `${this.host}/${repo}`;
     const [name, tag] = splitRef(ref);
     await docker.getImage(local).tag({ repo: name, tag });
-    const auth = this.o.auth ? { username: this.o.auth.username, password: this.o.auth.password, serveraddress: this.host } : undefined;
-    const stream = await docker.getImage(ref).push(auth ? { authconfig: auth } : {});
+    // The engine wants an auth header on every push, empty or not.
+    const auth = this.o.auth ? { username: this.o.auth.username, password: this.o.auth.password, serveraddress: this.host } : { username: '', password: '', serveraddress: this.host };
+    const stream = await docker.getImage(ref).push({ authconfig: auth });
     await new Promise<void>((resolve, reject) =>
       docker.modem.followProgress(stream, (err: Error | null, out: { error?: string }[]) => {
         const failed = err?.message ?? out.find((e) => e.error)?.error;
@@ -151,9 +152,9 @@ export async function hasImage(ref: string): Promise<boolean> {
     );
 }
 
-/** A docker config dir with the given auths (as `docker login` writes them), for DOCKER_CONFIG. */
-export function dockerConfig(auths: Record<string, { username: string; password: string }>, extra: Record<string, unknown> = {}): string {
-  const dir = mkdtempSync(join(tmpdir(), 'podrun-dockercfg-'));
+/** A docker config dir under `parent` (a test's own dir) with the given auths, as `docker login` writes them. */
+export function dockerConfig(parent: string, auths: Record<string, { username: string; password: string }>, extra: Record<string, unknown> = {}): string {
+  const dir = mkdtempSync(join(parent, 'dockercfg-'));
   const entries = Object.fromEntries(Object.entries(auths).map(([k, v]) => [k, { auth: Buffer.from(`${v.username}:${v.password}`).toString('base64') }]));
   writeFileSync(join(dir, 'config.json'), JSON.stringify({ auths: entries, ...extra }, null, 2));
   return dir;
