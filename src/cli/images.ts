@@ -62,9 +62,11 @@ export async function imagesCommand(paths: string[], o: { output?: string }, g: 
  * loaded), with the node's credentials and progress. Exits 1 if any is missing afterwards.
  */
 export async function pullCommand(paths: string[], g: GlobalOptions, io: Io): Promise<number> {
+  // The engine client loads while the manifests are read: a bake step's time is mostly the pull.
+  const runtime = makeRuntime(g, io);
   const pods = await load(paths, g, io);
   if (!pods) return EXIT.failed;
-  const rt = await makeRuntime(g, io);
+  const rt = await runtime;
   const needed = neededImages(pods, g.pauseImage);
   const results = await Promise.all(
     needed.map((n) =>
