@@ -132,6 +132,15 @@ describe('pulls from a registry with TLS and basic auth', () => {
       const failed = await world.cli('pull', '-f', dir);
       expect(failed.code).toBe(1);
       expect(failed.out).toContain('2 of 3 images present');
+      // The policies as the kubelet reads them, with no registry: Always must reach it even for an
+      // image the node has; Never never does, and says so for one it lacks.
+      const always = await world.cli('apply', '-f', world.write('always.yaml', podYaml('always', a).replace(`image: ${a}`, `image: ${a}\n    imagePullPolicy: Always`)), '--timeout', '20s');
+      expect(always.code).toBe(1);
+      expect((await world.cli('get', 'pods', '-n', ns, 'always')).out).toMatch(/always\s+0\/1\s+ErrImagePull/);
+      const never = await world.cli('apply', '-f', world.write('never.yaml', podYaml('never', b).replace(`image: ${b}`, `image: ${b}\n    imagePullPolicy: Never`)), '--timeout', '20s');
+      expect(never.code).toBe(1);
+      expect(never.err).toContain('is not present and its imagePullPolicy is Never');
+      expect((await world.cli('get', 'pods', '-n', ns, 'never')).out).toMatch(/never\s+0\/1\s+ErrImageNeverPull/);
     } finally {
       await secure.start(secure.port);
     }
