@@ -1,3 +1,4 @@
+import { containerEndpoint, type ContainerEndpoint } from './container-endpoints.js';
 import { pullLogger } from './pull-log.js';
 import { timerDelay } from '../base/duration.js';
 import { terminatingPods } from '../reconcile/terminating.js';
@@ -25,18 +26,9 @@ import { acquireAgentLock } from './lock.js';
 import { HealthGate } from './health-gate.js';
 import { NodeStatus } from './node-status.js';
 import { appliedDir } from '../sources/applied-sets.js';
-import { redactText } from '../sources/redact.js';
+import { redacting } from '../sources/redact.js';
 
 export type { AgentOptions } from './options.js';
-
-function redacting(log: Logger): Logger {
-  return {
-    debug: (msg, f) => log.debug(redactText(msg), f),
-    info: (msg, f) => log.info(redactText(msg), f),
-    warn: (msg, f) => log.warn(redactText(msg), f),
-    error: (msg, f) => log.error(redactText(msg), f),
-  };
-}
 
 
 
@@ -392,5 +384,11 @@ export class Agent {
   /** The Prometheus exposition of this agent's metrics. */
   async metrics(): Promise<{ contentType: string; text: string }> {
     return { contentType: this.metricsRegistry.contentType, text: await this.metricsRegistry.text() };
+  }
+
+  /** The kubelet's container metrics endpoints (/metrics/cadvisor, /metrics/resource, /metrics/probes). */
+  containerMetrics(kind: ContainerEndpoint): Promise<{ contentType: string; text: string }> {
+    const m = this.metricsRegistry;
+    return containerEndpoint(kind, { samples: () => this.stats.samples(), node: async () => (await this.nodeStatus.now()).summary, layout: () => this.runtime.cgroupLayout(), probes: () => m.probesText() });
   }
 }

@@ -30,7 +30,7 @@ export interface SupervisorObserver {
   started?(type: 'sandbox' | 'init' | 'app'): void;
   startFailed?(type: 'sandbox' | 'init' | 'app', reason: string): void;
   restarted?(namespace: string, pod: string, container: string): void;
-  probed?(kind: string, result: 'successful' | 'failed' | 'unknown', seconds: number, where: { namespace: string; pod: string; container: string }): void;
+  probed?(kind: string, result: 'successful' | 'failed' | 'unknown', seconds: number, where: { namespace: string; pod: string; pod_uid: string; container: string }): void;
 }
 
 /** After a failed pull, the next look (which reports ImagePullBackOff) comes this soon. */
@@ -68,7 +68,7 @@ export class PodSupervisor {
       probed
         ? (t, kind, result, seconds) => {
             const o = this.cache.pod(t.uid);
-            probed(kind, result, seconds, { namespace: o?.namespace ?? '', pod: o?.name ?? '', container: t.container.name });
+            probed(kind, result, seconds, { namespace: o?.namespace ?? '', pod: o?.name ?? '', pod_uid: t.uid, container: t.container.name });
           }
         : undefined,
     );

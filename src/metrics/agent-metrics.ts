@@ -27,7 +27,7 @@ export class AgentMetrics {
   private readonly startedContainers: Counter<'container_type'>;
   private readonly startedContainerErrors: Counter<'container_type' | 'code'>;
   private readonly restarts: Counter<'namespace' | 'pod' | 'container'>;
-  private readonly probes: Counter<'probe_type' | 'result' | 'container' | 'pod' | 'namespace'>;
+  private readonly probes: Counter<'probe_type' | 'result' | 'container' | 'pod' | 'namespace' | 'pod_uid'>;
   private readonly probeDuration: Histogram<'probe_type' | 'container' | 'pod' | 'namespace'>;
   private readonly podWorker: Histogram<'operation'>;
   private readonly relist: Histogram;
@@ -146,8 +146,9 @@ export class AgentMetrics {
     this.startedContainers = new Counter({ name: 'podrun_started_containers_total', help: 'Containers started, by type (sandbox, init, app).', labelNames: ['container_type'], registers });
     this.startedContainerErrors = new Counter({ name: 'podrun_started_containers_errors_total', help: 'Containers that failed to be created or started, by type and reason.', labelNames: ['container_type', 'code'], registers });
     this.restarts = new Counter({ name: 'podrun_container_restarts_total', help: 'Restarts of a container after it exited or a probe killed it.', labelNames: ['namespace', 'pod', 'container'], registers });
-    this.probes = new Counter({ name: 'prober_probe_total', help: 'Probes run, by type and result, as the kubelet counts them.', labelNames: ['probe_type', 'result', 'container', 'pod', 'namespace'], registers });
-    this.probeDuration = new Histogram({ name: 'prober_probe_duration_seconds', help: 'How long a probe took.', labelNames: ['probe_type', 'container', 'pod', 'namespace'], buckets: DURATION_BUCKETS, registers });
+    // The kubelet's prober series (also served alone at /metrics/probes), with its labels.
+    this.probes = new Counter({ name: 'prober_probe_total', help: 'Cumulative number of a liveness, readiness or startup probe for a container by result.', labelNames: ['probe_type', 'result', 'container', 'pod', 'namespace', 'pod_uid'], registers });
+    this.probeDuration = new Histogram({ name: 'prober_probe_duration_seconds', help: 'Duration in seconds for a probe response.', labelNames: ['probe_type', 'container', 'pod', 'namespace'], buckets: DURATION_BUCKETS, registers });
     this.podWorker = new Histogram({ name: 'podrun_pod_worker_duration_seconds', help: 'How long one pod sync (or deletion) took, grace periods included.', labelNames: ['operation'], buckets: DURATION_BUCKETS, registers });
     this.relist = new Histogram({ name: 'podrun_pleg_relist_duration_seconds', help: 'How long a full relist of the engine took.', buckets: DURATION_BUCKETS, registers });
     this.runtimeOps = new Counter({ name: 'podrun_runtime_operations_total', help: 'Engine calls, by operation.', labelNames: ['operation_type'], registers });
@@ -159,7 +160,7 @@ export class AgentMetrics {
     this.signatureChecks = new Counter({ name: 'podrun_manifest_signature_checks_total', help: 'Signature checks of manifests (URL sets, directory files, the URL cache), by result (verified, refused).', labelNames: ['source', 'result'], registers });
     this.setRefusals = new Counter({ name: 'podrun_manifest_set_refusals_total', help: 'Verified sets refused by their header, by reason: replay (superseded or older), expired, node (signed for another node), header (malformed).', labelNames: ['source', 'reason'], registers });
     this.statsDuration = new Histogram({ name: 'podrun_stats_collection_duration_seconds', help: 'How long one reading of every running container\'s resource usage took.', buckets: DURATION_BUCKETS, registers });
-    this.statsCalls = new Counter({ name: 'podrun_stats_engine_calls_total', help: 'Engine stats calls made to read resource usage (one per running container per period).', registers });
+    this.statsCalls = new Counter({ name: 'podrun_stats_engine_calls_total', help: 'Engine stats calls made to read resource usage: none while readings come from cgroupfs (a local engine), else one per running container per period.', registers });
     this.reconnects = new Counter({ name: 'podrun_engine_event_stream_reconnects_total', help: 'Times the engine\'s event stream was lost and followed again.', registers });
   }
 
@@ -175,10 +176,10 @@ export class AgentMetrics {
     this.restarts.inc({ namespace, pod, container });
   }
 
-  probed(kind: string, result: ProbeResultLabel, seconds: number, where: { namespace: string; pod: string; container: string }): void {
+  probed(kind: string, result: ProbeResultLabel, seconds: number, where: { namespace: string; pod: string; pod_uid: string; container: string }): void {
     const probe_type = kind.charAt(0).toUpperCase() + kind.slice(1);
     this.probes.inc({ probe_type, result, ...where });
-    this.probeDuration.observe({ probe_type, ...where }, seconds);
+    this.probeDuration.observe({ probe_type, namespace: where.namespace, pod: where.pod, container: where.container }, seconds);
   }
 
   podWorked(operation: 'sync' | 'delete', seconds: number): void {
@@ -226,6 +227,11 @@ export class AgentMetrics {
 
   async text(): Promise<string> {
     return this.registry.metrics();
+  }
+
+  /** The prober's series alone: the kubelet's /metrics/probes. */
+  async probesText(): Promise<string> {
+    return `${await this.registry.getSingleMetricAsString('prober_probe_total')}\n`;
   }
 
   get contentType(): string {

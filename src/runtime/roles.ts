@@ -38,7 +38,7 @@ export type EngineImages = Pick<PodRuntime, 'ensureImage' | 'pullImage' | 'hasIm
 export type EngineStreams = Pick<PodRuntime, 'exec' | 'execAttached' | 'writeLogs'>;
 
 /** Readings: container usage, disk, and the engine's facts about the node. */
-export type EngineReadings = Pick<PodRuntime, 'containerStats' | 'containerDisk' | 'engineFacts'>;
+export type EngineReadings = Pick<PodRuntime, 'containerStats' | 'containerDisk' | 'engineFacts' | 'cgroupLayout'>;
 
 /** Every role: what the agent runs on. */
 export type PodEngine = EngineLifecycle & EngineImages & EngineStreams & EngineReadings;

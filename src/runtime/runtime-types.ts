@@ -63,12 +63,14 @@ export interface EngineEvent {
 /** The parts of the engine's stats answer podrun reads (cgroup v1 and v2 alike). */
 export interface EngineStats {
   read: string;
-  cpu_stats: { cpu_usage: { total_usage: number }; system_cpu_usage?: number; online_cpus?: number };
+  cpu_stats: { cpu_usage: { total_usage: number; usage_in_usermode?: number; usage_in_kernelmode?: number }; system_cpu_usage?: number; online_cpus?: number };
   precpu_stats?: { cpu_usage?: { total_usage?: number }; system_cpu_usage?: number };
-  memory_stats: { usage?: number; stats?: Record<string, number> };
-  networks?: Record<string, { rx_bytes: number; rx_errors: number; tx_bytes: number; tx_errors: number }>;
+  memory_stats: { usage?: number; limit?: number; stats?: Record<string, number> };
+  networks?: Record<string, { rx_bytes: number; rx_errors: number; tx_bytes: number; tx_errors: number; rx_packets?: number; tx_packets?: number; rx_dropped?: number; tx_dropped?: number }>;
   pids_stats?: { current?: number };
   preread?: string;
+  /** podrun's own: where the reading came from (cgroupfs, or the engine's stats API). */
+  source?: 'cgroup' | 'engine';
 }
 
 export interface SandboxInfo {

@@ -4,7 +4,9 @@ import type { Container, Pod } from '../manifest/types.js';
 import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound } from './engine.js';
 import { ContainerStartError, SandboxError, type EngineCalls, type EngineEvent, type EngineStats, type RuntimeOptions, type SandboxInfo, type StartRequest } from './runtime-types.js';
 import { ImageStore, type PullListener, type PullResult } from './images.js';
-import { containerDiskOf, containerStatsOf, engineFactsOf } from './readings.js';
+import { containerDiskOf, engineFactsOf } from './readings.js';
+import { LocalReadings } from './local-readings.js';
+import type { CgroupLayout } from './cgroup-stats.js';
 import { execAttachedIn, execIn, terminationMessageOf, writeLogsOf } from './streams.js';
 import { defaultHostIP, nodeResolvConf, oomScoreFloor } from './host.js';
 import { EngineTimeoutError } from './engine-errors.js';
@@ -29,6 +31,7 @@ export class PodRuntime {
   /** The client and its bounded call, for the role modules. */
   private readonly calls: EngineCalls;
   private readonly images: ImageStore;
+  private readonly readings: LocalReadings;
   /** Bounds the calls that cost the engine; stops, execs, events and pulls are waits, not work, and are not bounded. */
   private readonly slots: Slots;
   private readonly createdListeners = new Set<(podUid: string, id: string) => void>();
@@ -43,6 +46,7 @@ export class PodRuntime {
     this.slots = new Slots(options.engineSlots ?? 4);
     this.calls = { docker: this.docker, endpoint: this.endpoint, options, call: (what, fn, timeoutMs) => this.call(what, fn, timeoutMs) };
     this.images = new ImageStore(this.calls);
+    this.readings = new LocalReadings(this.calls);
   }
 
   /**
@@ -207,8 +211,13 @@ export class PodRuntime {
   }
 
   /** One container's resource counters from its cgroup (`oneShot`: at once, without a previous sample). */
-  containerStats(id: string, oneShot: boolean): Promise<EngineStats | undefined> {
-    return containerStatsOf(this.calls, id, oneShot);
+  /** Where the engine keeps containers' cgroups, when readings come from them (undefined: its stats API). */
+  cgroupLayout(): Promise<CgroupLayout | undefined> {
+    return this.readings.cgroupLayout();
+  }
+
+  containerStats(id: string, oneShot: boolean, network = true): Promise<EngineStats | undefined> {
+    return this.readings.stats(id, oneShot, network);
   }
 
   /** A container's writable layer size and log file (the engine sums the layer: call it seldom). */

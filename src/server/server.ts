@@ -18,6 +18,7 @@ export interface AgentView {
   podList(): Promise<Record<string, unknown>[]>;
   events(uid?: string): PodEvent[];
   metrics(): Promise<{ contentType: string; text: string }>;
+  containerMetrics(kind: 'cadvisor' | 'resource' | 'probes'): Promise<{ contentType: string; text: string }>;
   node(): Promise<Record<string, unknown>>;
   statsSummary(): Promise<unknown>;
   collect(dryRun: boolean): Promise<unknown>;
@@ -38,8 +39,8 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 }
 
 /**
- * The kubelet's read-only endpoints, kept small: /healthz, /pods (a v1 PodList with status), and
- * /events. Served on a unix socket in the state directory (what the CLI uses) and, when asked, on
+ * The kubelet's read-only endpoints, kept small: /healthz, /pods (a v1 PodList with status),
+ * /events, /stats/summary, /metrics and the container metrics (/metrics/cadvisor, /resource, /probes). Served on a unix socket in the state directory (what the CLI uses) and, when asked, on
  * 127.0.0.1:port.
  */
 export async function startServer(view: AgentView, o: { stateDir: string; port?: number; log?: Logger }): Promise<() => Promise<void>> {
@@ -56,8 +57,9 @@ export async function startServer(view: AgentView, o: { stateDir: string; port?:
       return;
     }
     if (req.method !== 'GET') return send(res, 405, 'method not allowed\n');
-    if (url.pathname === '/metrics') {
-      view.metrics().then(
+    const endpoint = /^\/metrics\/(cadvisor|resource|probes)$/.exec(url.pathname)?.[1] as 'cadvisor' | 'resource' | 'probes' | undefined;
+    if (url.pathname === '/metrics' || endpoint) {
+      (endpoint ? view.containerMetrics(endpoint) : view.metrics()).then(
         (m) => res.writeHead(200, { 'content-type': m.contentType }).end(m.text),
         (err: unknown) => send(res, 500, `${(err as Error).message}\n`),
       );
@@ -109,7 +111,7 @@ export async function startServer(view: AgentView, o: { stateDir: string; port?:
     const tcp = bounded(createServer(SERVER_OPTIONS, readOnly));
     await new Promise<void>((resolve, reject) => tcp.listen(o.port, '127.0.0.1', resolve).once('error', reject));
     servers.push(tcp);
-    o.log?.info(`serving /healthz, /pods, /events and /metrics read-only on 127.0.0.1:${o.port}`);
+    o.log?.info(`serving /healthz, /pods, /events, /stats/summary, /metrics and /metrics/{cadvisor,resource,probes} read-only on 127.0.0.1:${o.port}`);
   }
   return async () => {
     await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));

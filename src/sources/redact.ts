@@ -1,3 +1,4 @@
+import type { Logger } from '../log/logger.js';
 // A manifest URL may carry credentials (`https://user:pass@host/…`, `?token=…`). They are for the
 // request only: logs, status files, labels (so `describe` and `get -o yaml`) and caches show the
 // URL with them masked.
@@ -22,4 +23,14 @@ export function redactUrl(url: string): string {
 /** Masks `scheme://user:password@` wherever it appears in free text (an error message, a log line). */
 export function redactText(text: string): string {
   return text.replace(/([a-z][a-z0-9+.-]*:\/\/[^/\s:@]*):[^@/\s]*@/gi, `$1:${MASK}@`);
+}
+
+/** A logger whose messages never carry a URL's credentials or tokens. */
+export function redacting(log: Logger): Logger {
+  return {
+    debug: (msg, f) => log.debug(redactText(msg), f),
+    info: (msg, f) => log.info(redactText(msg), f),
+    warn: (msg, f) => log.warn(redactText(msg), f),
+    error: (msg, f) => log.error(redactText(msg), f),
+  };
 }

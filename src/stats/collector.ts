@@ -26,9 +26,12 @@ export interface StatsCollectorOptions {
   idleMs?: number;
   /** When a container started, if known. */
   startedAt?: (podUid: string, id: string) => string | undefined;
-  /** For metrics: how long one collection took and how many engine calls it made. */
+  /** For metrics: how long one collection took and how many engine stats calls it made (none from cgroupfs). */
   onCollected?: (seconds: number, calls: number) => void;
 }
+
+/** The shortest span a CPU rate is taken over. */
+const MIN_RATE_WINDOW_MS = 500;
 
 export class StatsCollector {
   private readonly readings = new Map<string, Reading>();
@@ -85,7 +88,7 @@ export class StatsCollector {
     this.pause();
   }
 
-  private liveContainers(): { id: string }[] {
+  private liveContainers(): { id: string; type: string }[] {
     return this.pods().flatMap((p) => [...p.sandboxes, ...p.containers].filter((c) => c.state === 'running'));
   }
 
@@ -98,21 +101,26 @@ export class StatsCollector {
   private async collectOnce(): Promise<void> {
     const t0 = performance.now();
     const live = this.liveContainers();
+    let engineCalls = 0;
     const ids = new Set(live.map((c) => c.id));
     for (const id of this.readings.keys()) if (!ids.has(id)) this.readings.delete(id);
     for (const id of this.disk.keys()) if (!ids.has(id)) this.disk.delete(id);
     await Promise.all(
       live.map((c) =>
         this.slots.run(async () => {
-          const stats = await this.rt.containerStats(c.id, true).catch(() => undefined);
+          const stats = await this.rt.containerStats(c.id, true, c.type === 'sandbox').catch(() => undefined);
           if (!stats) return;
+          if (stats.source !== 'cgroup') engineCalls++;
           const before = this.readings.get(c.id);
-          this.readings.set(c.id, { stats, ...(before ? { previous: before.stats } : {}) });
+          // Two readings close together (a period's, and the follow-up for a container first seen)
+          // say nothing of a rate: cgroupfs answers at once, so they can be a millisecond apart.
+          const base = before && Date.parse(stats.read) - Date.parse(before.stats.read) < MIN_RATE_WINDOW_MS ? before.previous : before?.stats;
+          this.readings.set(c.id, { stats, ...(base ? { previous: base } : {}) });
         }),
       ),
     );
     if (this.disk.size === 0 && live.length) await this.collectDisk();
-    this.o.onCollected?.((performance.now() - t0) / 1000, live.length);
+    this.o.onCollected?.((performance.now() - t0) / 1000, engineCalls);
     // A container read for the first time has no rate yet: read again soon rather than a period later.
     if (!this.stopped && this.timer && !this.soon && [...this.readings.values()].some((r) => !r.previous)) {
       this.soon = setTimeout(() => {
@@ -143,6 +151,11 @@ export class StatsCollector {
 
   /** The Summary API's pods, from the last readings (starting them if none run). */
   async summary(): Promise<PodStatsV1[]> {
+    return podStats(await this.samples());
+  }
+
+  /** The last reading of every running container (starting the readings if none run). */
+  async samples(): Promise<ContainerSample[]> {
     await this.demand();
     const samples: ContainerSample[] = [];
     for (const p of this.pods()) {
@@ -156,6 +169,8 @@ export class StatsCollector {
           name: c.name,
           type: c.type,
           pod: { name: p.name, namespace: p.namespace, uid: p.uid },
+          image: c.image,
+          dockerName: c.dockerName,
           stats: r.stats,
           ...(r.previous ? { previous: r.previous } : {}),
           ...(startedAt ? { startedAt } : {}),
@@ -164,6 +179,6 @@ export class StatsCollector {
         });
       }
     }
-    return podStats(samples);
+    return samples;
   }
 }

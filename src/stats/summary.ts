@@ -70,6 +70,9 @@ export interface ContainerSample {
   name: string;
   type: 'sandbox' | 'init' | 'app';
   pod: { name: string; namespace: string; uid: string };
+  /** The image it runs and its name on the engine, for cAdvisor's labels. */
+  image?: string;
+  dockerName?: string;
   startedAt?: string;
   stats: EngineStats;
   /** The same container's previous reading, for rates. */

@@ -277,6 +277,10 @@ export class FakeEngine implements PodEngine {
     return undefined;
   }
 
+  async cgroupLayout(): ReturnType<PodEngine['cgroupLayout']> {
+    return undefined;
+  }
+
   async containerDisk(): ReturnType<PodEngine['containerDisk']> {
     return undefined;
   }

@@ -1,0 +1,31 @@
+import { describe, expect, it } from 'vitest';
+import type { ObservedPod } from '../../src/runtime/observed.js';
+import type { PodEngine } from '../../src/runtime/roles.js';
+import type { EngineStats } from '../../src/runtime/runtime-types.js';
+import { StatsCollector } from '../../src/stats/collector.js';
+
+// The collector against readings that answer at once (cgroupfs): a CPU at one core reads as one core.
+
+describe('StatsCollector', () => {
+  it('takes rates over at least half a second, however close together two readings come', async () => {
+    const t0 = Date.now();
+    // A container burning one core: its counter is the nanoseconds since t0.
+    const rt = {
+      containerStats: async (): Promise<EngineStats> => ({ read: new Date().toISOString(), source: 'cgroup', cpu_stats: { cpu_usage: { total_usage: (Date.now() - t0) * 1e6 } }, memory_stats: {} }),
+      containerDisk: async () => ({}),
+    } as unknown as PodEngine;
+    const pods = (): ObservedPod[] => [{ uid: 'u', name: 'p', namespace: 'n', source: 's', sandboxes: [], containers: [{ id: 'c1', dockerName: 'x', name: 'c', type: 'app', hash: '', restartCount: 0, state: 'running', created: 0, image: 'i' }] }];
+    const c = new StatsCollector(rt, pods, { periodMs: 10_000 });
+    try {
+      const [pod] = await c.summary();
+      expect(pod?.containers[0]?.cpu.usageNanoCores).toBeGreaterThan(0.8e9);
+      expect(pod?.containers[0]?.cpu.usageNanoCores).toBeLessThan(1.2e9);
+      // The follow-up reading for a first-seen container lands a moment later: the rate holds.
+      await new Promise((r) => setTimeout(r, 300));
+      const [again] = await c.summary();
+      expect(again?.containers[0]?.cpu.usageNanoCores).toBeGreaterThan(0.8e9);
+    } finally {
+      c.stop();
+    }
+  });
+});
