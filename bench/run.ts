@@ -17,6 +17,7 @@ import { docker, log, must, onPath, QUICK, REPO, run, table } from './lib.js';
 import { reapply } from './reapply.js';
 import { signatureCost } from './signature.js';
 import { pullCost } from './pull.js';
+import { readingsCost } from './readings.js';
 
 const BEGIN = '<!-- bench:begin (written by npm run bench) -->';
 const END = '<!-- bench:end -->';
@@ -75,6 +76,7 @@ const SCENARIOS: Record<string, (root: string) => Promise<string | string[]>> = 
   cli: cliStartup,
   signature: signatureCost,
   pull: pullCost,
+  readings: readingsCost,
   gc: garbage,
 };
 

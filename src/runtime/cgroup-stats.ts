@@ -34,15 +34,18 @@ export function cgroupCandidates(driver: CgroupLayout['driver'], id: string): st
   return driver === 'systemd' ? [`system.slice/docker-${id}.scope`, `machine.slice/libpod-${id}.scope`] : [`docker/${id}`, `libpod_parent/libpod-${id}`];
 }
 
-/** `key value` lines (memory.stat, cpu.stat, cpuacct.stat) as numbers. */
-export function keyedNumbers(text: string | undefined): Record<string, number> {
+/** `key value` lines (memory.stat, cpu.stat, cpuacct.stat) as numbers; with `keep`, those keys only. */
+export function keyedNumbers(text: string | undefined, keep?: ReadonlySet<string>): Record<string, number> {
   const out: Record<string, number> = {};
   for (const line of (text ?? '').split('\n')) {
     const [k, v] = line.trim().split(/\s+/);
-    if (k && v !== undefined && /^\d+$/.test(v)) out[k] = Number(v);
+    if (k && v !== undefined && (!keep || keep.has(k)) && /^\d+$/.test(v)) out[k] = Number(v);
   }
   return out;
 }
+
+/** What the readings use of memory.stat (v1's hierarchical totals and v2's names); a reading is kept a period or two per container, so the rest is not. */
+const MEMORY_KEYS = new Set(['total_inactive_file', 'total_rss', 'total_cache', 'total_pgfault', 'total_pgmajfault', 'inactive_file', 'anon', 'file', 'pgfault', 'pgmajfault']);
 
 function num(text: string | undefined): number | undefined {
   const t = text?.trim();
@@ -68,7 +71,7 @@ function readV1(root: string, rel: string, read: ReadFile): Omit<EngineStats, 'r
   const usage = num(read(`${root}/cpuacct/${rel}/cpuacct.usage`));
   if (usage === undefined) return undefined;
   const ticks = keyedNumbers(read(`${root}/cpuacct/${rel}/cpuacct.stat`));
-  const memory = keyedNumbers(read(`${root}/memory/${rel}/memory.stat`));
+  const memory = keyedNumbers(read(`${root}/memory/${rel}/memory.stat`), MEMORY_KEYS);
   const memUsage = num(read(`${root}/memory/${rel}/memory.usage_in_bytes`));
   const limit = num(read(`${root}/memory/${rel}/memory.limit_in_bytes`));
   const pids = num(read(`${root}/pids/${rel}/pids.current`));
@@ -88,7 +91,7 @@ function readV1(root: string, rel: string, read: ReadFile): Omit<EngineStats, 'r
 function readV2(dir: string, read: ReadFile): Omit<EngineStats, 'read'> | undefined {
   const cpu = keyedNumbers(read(`${dir}/cpu.stat`));
   if (cpu.usage_usec === undefined) return undefined;
-  const memory = keyedNumbers(read(`${dir}/memory.stat`));
+  const memory = keyedNumbers(read(`${dir}/memory.stat`), MEMORY_KEYS);
   const memUsage = num(read(`${dir}/memory.current`));
   const limit = num(read(`${dir}/memory.max`)); // "max" (no limit) reads as undefined
   const pids = num(read(`${dir}/pids.current`));

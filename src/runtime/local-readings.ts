@@ -35,6 +35,7 @@ export class LocalReadings {
 
   private detect(): Promise<CgroupLayout | undefined> {
     this.layout ??= (async () => {
+      if (this.e.options.cgroupReadings === false) return undefined;
       if (!this.e.endpoint.startsWith('unix://') && !this.e.endpoint.startsWith('/')) return undefined;
       const info = (await this.e.call('engine info', () => this.e.docker.info()).catch(() => undefined)) as { CgroupDriver?: string; CgroupVersion?: string } | undefined;
       const driver = info?.CgroupDriver === 'systemd' ? 'systemd' : info?.CgroupDriver === 'cgroupfs' ? 'cgroupfs' : undefined;

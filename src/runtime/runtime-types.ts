@@ -22,6 +22,8 @@ export interface RuntimeOptions extends EngineOptions {
   onPullProgress?: (p: PullProgress) => void;
   /** Registry credentials: config.json files read at each pull, first match wins (default: the user's). */
   credentialFiles?: readonly string[];
+  /** Containers' counters from cgroupfs when the engine is local (the default); false: always its stats API. */
+  cgroupReadings?: boolean;
   /** Pulls at once: 1 is the kubelet's serializeImagePulls (its default), 0 any number. */
   pullSlots?: number;
   /** Engine calls that create, start, remove or list at once (default 4: the engine gains little past that). */

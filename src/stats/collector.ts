@@ -1,9 +1,9 @@
 /**
  * The agent's resource usage readings: every running container of podrun's (sandboxes included,
- * for the pod's network), read from the engine every housekeeping period (10 s, as cAdvisor's),
- * not once per request; /stats/summary and `top` read the last readings. Unlike cAdvisor, the
- * readings run only while someone reads them (and 5 minutes after): an agent nobody asks pays
- * nothing for them (with 50 pods, 100 engine calls every 10 s cost about 0.6 % of a core).
+ * for the pod's network), read every housekeeping period (10 s, as cAdvisor's) from cgroupfs
+ * (the engine's stats API for a remote engine), not once per request; /stats/summary, the
+ * /metrics/* endpoints and `top` read the last readings. Unlike cAdvisor, the readings run only
+ * while someone reads them (and 5 minutes after): an agent nobody asks pays nothing for them.
  * The writable layer size costs the engine a walk of the layer, so it is read every minute.
  */
 import { timerDelay } from '../base/duration.js';

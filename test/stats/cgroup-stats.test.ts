@@ -1,22 +1,31 @@
+import { readFileSync } from 'node:fs';
+import { dirname, join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { netDev, readCgroup, type ReadFile } from '../../src/runtime/cgroup-stats.js';
 import { memoryOf } from '../../src/stats/summary.js';
 
-// Readings from recorded cgroup trees: v1 (this machine's Docker, cgroupfs driver) and v2 (a
-// systemd-driven Docker on a unified hierarchy), as the files read on those machines.
+// Readings from cgroup trees: v1 recorded from a container on this machine, v2 in the kernel's
+// format for a systemd-driven Docker on a unified hierarchy.
 
 const ID = 'c0ffee';
 const tree = (files: Record<string, string>): ReadFile => (p) => files[p];
 
-const V1: Record<string, string> = {
-  [`/sys/fs/cgroup/cpuacct/docker/${ID}/cpuacct.usage`]: '2503318761\n',
-  [`/sys/fs/cgroup/cpuacct/docker/${ID}/cpuacct.stat`]: 'user 212\nsystem 31\n',
-  [`/sys/fs/cgroup/memory/docker/${ID}/memory.usage_in_bytes`]: '10485760\n',
-  [`/sys/fs/cgroup/memory/docker/${ID}/memory.limit_in_bytes`]: '9223372036854771712\n',
-  [`/sys/fs/cgroup/memory/docker/${ID}/memory.stat`]: 'cache 4096000\nrss 5242880\nrss_huge 0\ninactive_file 1048576\nactive_file 2048000\npgfault 1234\npgmajfault 2\ntotal_cache 4096000\ntotal_rss 5242880\ntotal_inactive_file 1048576\ntotal_pgfault 1234\ntotal_pgmajfault 2\n',
-  [`/sys/fs/cgroup/pids/docker/${ID}/pids.current`]: '3\n',
-};
+/** A tree recorded on this machine (Debian 12, Docker 20.10, cgroup v1, cgroupfs driver): `== path` then the file. */
+function recorded(name: string, id: string): Record<string, string> {
+  const text = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '../fixtures/cgroup', name), 'utf8');
+  const out: Record<string, string> = {};
+  for (const part of text.split(/^== /m).filter(Boolean)) {
+    const nl = part.indexOf('\n');
+    out[`/sys/fs/cgroup/${part.slice(0, nl).replace('/ID/', `/${id}/`)}`] = part.slice(nl + 1);
+  }
+  return out;
+}
 
+const V1 = recorded('v1-docker-cgroupfs.txt', ID);
+
+// cgroup v2 as the kernel writes these files (Documentation/admin-guide/cgroup-v2.rst), for a
+// systemd-driven Docker: this machine has no unified hierarchy to record one from.
 const V2: Record<string, string> = {
   [`/sys/fs/cgroup/system.slice/docker-${ID}.scope/cpu.stat`]: 'usage_usec 2503318\nuser_usec 2120000\nsystem_usec 383318\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n',
   [`/sys/fs/cgroup/system.slice/docker-${ID}.scope/memory.current`]: '10485760\n',
@@ -32,11 +41,13 @@ describe('readings from cgroupfs', () => {
     const s = readCgroup({ version: 1, driver: 'cgroupfs', root: '/sys/fs/cgroup' }, ID, tree(V1), at);
     expect(s).toMatchObject({
       read: '2026-12-01T10:00:00.000Z',
-      cpu_stats: { cpu_usage: { total_usage: 2503318761, usage_in_usermode: 2_120_000_000, usage_in_kernelmode: 310_000_000 } },
-      memory_stats: { usage: 10485760, limit: 9223372036854771712 },
-      pids_stats: { current: 3 },
+      source: 'cgroup',
+      cpu_stats: { cpu_usage: { total_usage: 412135245, usage_in_usermode: 310_000_000, usage_in_kernelmode: 90_000_000 } },
+      memory_stats: { usage: 21471232, limit: 268435456 },
+      pids_stats: { current: 1 },
     });
-    expect(memoryOf(s!)).toMatchObject({ usageBytes: 10485760, workingSetBytes: 10485760 - 1048576, rssBytes: 5242880, pageFaults: 1234, majorPageFaults: 2 });
+    // 20 MB written to a file: page cache, mostly inactive, so out of the working set.
+    expect(memoryOf(s!)).toMatchObject({ usageBytes: 21471232, workingSetBytes: 21471232 - 19570688, rssBytes: 53248, pageFaults: 1209, majorPageFaults: 1 });
   });
 
   it('cgroup v2, systemd driver: the same figures from cpu.stat, memory.current and memory.stat', () => {
