@@ -125,11 +125,13 @@ ${server('fast', 8081, 'fast.sh', probe(8081))}${server('slow', 8082, 'slow.sh',
     const gone = Date.now();
     const line = agent().logs().split('\n').find((l) => l.includes(`pod ${ns}/${name}: no longer declared; deleting`));
     const decided = Date.parse(line?.split(' ')[0] ?? '');
-    // The grace period is the kubelet's 2 s floor (sleep ignores SIGTERM as PID 1): the deletion
-    // ends within it plus 2 s, and starts once the removal has stayed 1 s (editors' rename
-    // dance). Before, the hook held the pod's worker for its 2-minute limit.
-    expect((gone - decided) / 1000).toBeLessThanOrEqual(2 + 2);
-    expect((gone - removed) / 1000).toBeLessThanOrEqual(1 + 2 + 2);
+    // The grace period is the kubelet's 2 s floor (sleep ignores SIGTERM as PID 1), and the
+    // deletion starts once the removal has stayed 1 s (editors' rename dance): about 2.5 s on an
+    // idle engine. Before, the hook held the pod's worker for its 2-minute limit. The bound tells
+    // the two apart with room for a loaded engine's stops and removals (CI saw 4.9 s).
+    expect((gone - decided) / 1000).toBeGreaterThanOrEqual(2);
+    expect((gone - decided) / 1000).toBeLessThanOrEqual(20);
+    expect((gone - removed) / 1000).toBeLessThanOrEqual(1 + 20);
     expect((await agentPod(world, ns, name))).toBeUndefined();
   });
 
