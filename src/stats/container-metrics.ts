@@ -13,18 +13,31 @@ function escape(v: string): string {
   return v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
 }
 
+/** A label set as the text format writes it, made once per container and shared by its series. */
+class LabelText {
+  private constructor(readonly text: string) {}
+
+  static of(labels: Labels): LabelText {
+    return new LabelText(Object.entries(labels).map(([k, v]) => `${k}="${escape(v)}"`).join(','));
+  }
+
+  with(name: string, value: string): LabelText {
+    return new LabelText(`${this.text}${this.text ? ',' : ''}${name}="${escape(value)}"`);
+  }
+}
+
 /** Families in the order first seen, each sample with its labels and the reading's time (ms). */
 class Exposition {
   private readonly families = new Map<string, { type: 'counter' | 'gauge'; help: string; lines: string[] }>();
 
-  add(name: string, type: 'counter' | 'gauge', help: string, labels: Labels, value: number | undefined, timeMs?: number): void {
+  add(name: string, type: 'counter' | 'gauge', help: string, labels: Labels | LabelText, value: number | undefined, timeMs?: number): void {
     let f = this.families.get(name);
     if (!f) {
       f = { type, help, lines: [] };
       this.families.set(name, f);
     }
     if (value === undefined || !Number.isFinite(value)) return;
-    const l = Object.entries(labels).map(([k, v]) => `${k}="${escape(v)}"`).join(',');
+    const l = labels instanceof LabelText ? labels.text : LabelText.of(labels).text;
     f.lines.push(`${name}{${l}} ${value}${timeMs !== undefined && Number.isFinite(timeMs) ? ` ${timeMs}` : ''}`);
   }
 
@@ -60,7 +73,8 @@ export function cadvisorMetrics(samples: readonly ContainerSample[], o: Cadvisor
     const time = Math.max(...list.map((s) => Date.parse(s.stats.read)));
     const rows: [Labels, ContainerSample[]][] = list.map((s) => [{ container: s.type === 'sandbox' ? 'POD' : s.name, id: o.cgroupOf(s.id), image: s.image ?? '', name: s.dockerName ?? '', namespace: pod.namespace, pod: pod.name }, [s]]);
     rows.push([{ container: '', id: `/podrun/pod${uid}`, image: '', name: '', namespace: pod.namespace, pod: pod.name }, list]);
-    for (const [labels, group] of rows) {
+    for (const [labelSet, group] of rows) {
+      const labels = LabelText.of(labelSet);
       const t = group.length === 1 ? Date.parse(group[0]!.stats.read) : time;
       const sum = (f: (s: ContainerSample) => number | undefined): number | undefined => {
         const xs = group.map(f);
@@ -86,7 +100,7 @@ export function cadvisorMetrics(samples: readonly ContainerSample[], o: Cadvisor
   return out.text();
 }
 
-function network(out: Exposition, labels: Labels, sandbox: ContainerSample | undefined, t: number): void {
+function network(out: Exposition, labels: LabelText, sandbox: ContainerSample | undefined, t: number): void {
   const series: [string, string, (n: NonNullable<ContainerSample['stats']['networks']>[string]) => number | undefined][] = [
     ['container_network_receive_bytes_total', 'Cumulative count of bytes received', (n) => n.rx_bytes],
     ['container_network_transmit_bytes_total', 'Cumulative count of bytes transmitted', (n) => n.tx_bytes],
@@ -98,7 +112,7 @@ function network(out: Exposition, labels: Labels, sandbox: ContainerSample | und
     ['container_network_transmit_packets_dropped_total', 'Cumulative count of packets dropped while transmitting', (n) => n.tx_dropped],
   ];
   for (const [name, help, f] of series) {
-    for (const [iface, n] of Object.entries(sandbox?.stats.networks ?? {})) out.add(name, 'counter', help, { ...labels, interface: iface }, f(n), t);
+    for (const [iface, n] of Object.entries(sandbox?.stats.networks ?? {})) out.add(name, 'counter', help, labels.with('interface', iface), f(n), t);
     if (!sandbox?.stats.networks) out.add(name, 'counter', help, labels, undefined);
   }
 }
