@@ -3,6 +3,7 @@ import type { Container } from '../manifest/types.js';
 import { authFromFiles, credentialFiles } from './auth.js';
 import { engineError, EngineRequestError, isNotFound } from './engine.js';
 import { ImageError, type EngineCalls, type PullProgress } from './runtime-types.js';
+import { Slots } from './slots.js';
 
 export type { PullProgress };
 
@@ -58,32 +59,15 @@ export class PullTally {
   }
 }
 
-/** A counting semaphore: the kubelet's serializeImagePulls (1) or maxParallelImagePulls (n). */
-class Slots {
-  private busy = 0;
-  private readonly queue: (() => void)[] = [];
-
-  constructor(private readonly limit: number) {}
-
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.limit > 0 && this.busy >= this.limit) await new Promise<void>((r) => this.queue.push(r));
-    this.busy++;
-    try {
-      return await fn();
-    } finally {
-      this.busy--;
-      this.queue.shift()?.();
-    }
-  }
-}
-
 /** Images (the images role): had before a container needs one (one pull per image at a time), listed and removed for the image GC. */
 export class ImageStore {
   private readonly pulls = new Map<string, Promise<PullResult>>();
   private readonly slots: Slots;
 
   constructor(private readonly e: EngineCalls) {
-    this.slots = new Slots(e.options.pullSlots ?? 1);
+    // The kubelet's serializeImagePulls (1, its default) or maxParallelImagePulls; 0: no bound.
+    const n = e.options.pullSlots ?? 1;
+    this.slots = new Slots(n > 0 ? n : Number.POSITIVE_INFINITY);
   }
 
   async ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener): Promise<void> {
