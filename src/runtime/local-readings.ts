@@ -1,17 +1,10 @@
 import { readlinkSync } from 'node:fs';
-import { cgroupCandidates, netDev, readCgroup, readIfThere, type CgroupLayout, type ReadFile } from './cgroup-stats.js';
+import { cgroupCandidates, netDev, readCgroup, readIfThere, type CgroupLayout } from './cgroup-stats.js';
 import { containerStatsOf } from './readings.js';
 import type { EngineCalls, EngineStats } from './runtime-types.js';
 
 /** How many container → pid answers are kept (one inspect each); past it the map starts afresh. */
 const PID_CACHE_MAX = 4096;
-
-export interface LocalReadingsOptions {
-  read?: ReadFile;
-  /** The namespace of podrun's own network, to tell a host-network sandbox (no pod network of its own). */
-  hostNetNs?: () => string | undefined;
-  cgroupRoot?: string;
-}
 
 /**
  * Container readings from cgroupfs when the engine runs on this machine (its socket is local and
@@ -23,44 +16,31 @@ export interface LocalReadingsOptions {
 export class LocalReadings {
   private layout: Promise<CgroupLayout | undefined> | undefined;
   private readonly pids = new Map<string, number>();
-  private readonly read: ReadFile;
-  private readonly hostNetNs: () => string | undefined;
-  /** Readings answered from cgroupfs and from the engine, for the bench and metrics. */
-  readonly counts = { cgroup: 0, engine: 0 };
 
-  constructor(private readonly e: EngineCalls, private readonly o: LocalReadingsOptions = {}) {
-    this.read = o.read ?? readIfThere;
-    this.hostNetNs = o.hostNetNs ?? (() => netNsOf('self'));
-  }
+  constructor(private readonly e: EngineCalls) {}
 
-  private detect(): Promise<CgroupLayout | undefined> {
+  /** Where the engine keeps containers' cgroups, asked once (undefined: readings use its stats API). */
+  cgroupLayout(): Promise<CgroupLayout | undefined> {
     this.layout ??= (async () => {
       if (this.e.options.cgroupReadings === false) return undefined;
       if (!this.e.endpoint.startsWith('unix://') && !this.e.endpoint.startsWith('/')) return undefined;
       const info = (await this.e.call('engine info', () => this.e.docker.info()).catch(() => undefined)) as { CgroupDriver?: string; CgroupVersion?: string } | undefined;
       const driver = info?.CgroupDriver === 'systemd' ? 'systemd' : info?.CgroupDriver === 'cgroupfs' ? 'cgroupfs' : undefined;
       if (!driver) return undefined;
-      return { version: info?.CgroupVersion === '2' ? 2 : 1, driver, root: this.o.cgroupRoot ?? '/sys/fs/cgroup' } satisfies CgroupLayout;
+      return { version: info?.CgroupVersion === '2' ? 2 : 1, driver, root: '/sys/fs/cgroup' } satisfies CgroupLayout;
     })();
     return this.layout;
   }
 
-  /** The layout readings use, once known (undefined: the engine's stats API). */
-  async cgroupLayout(): Promise<CgroupLayout | undefined> {
-    return this.detect();
-  }
-
   /** `network`: read the namespace's counters too (a sandbox's; an app container shares them). */
   async stats(id: string, oneShot: boolean, network = true): Promise<EngineStats | undefined> {
-    const layout = await this.detect();
+    const layout = await this.cgroupLayout();
     const first = layout ? await this.readLocal(layout, id, network) : undefined;
-    if (!first) {
-      this.counts.engine++;
+    if (!layout || !first) {
       const s = await containerStatsOf(this.e, id, oneShot);
       return s ? { ...s, source: 'engine' } : undefined;
     }
-    this.counts.cgroup++;
-    if (oneShot || !layout) return first;
+    if (oneShot) return first;
     // As the engine's answer without one-shot: a second reading a second later, for rates.
     await new Promise((r) => setTimeout(r, 1000));
     const second = await this.readLocal(layout, id, network);
@@ -68,14 +48,14 @@ export class LocalReadings {
   }
 
   private async readLocal(layout: CgroupLayout, id: string, network: boolean): Promise<EngineStats | undefined> {
-    const s = readCgroup(layout, id, this.read);
+    const s = readCgroup(layout, id);
     if (!s || !network) return s;
     const pid = await this.pidOf(layout, id);
     if (pid === undefined) return s;
     const ns = netNsOf(String(pid));
     // A host-network sandbox shares the node's interfaces: the engine reports none for it either.
-    if (ns !== undefined && ns === this.hostNetNs()) return s;
-    const networks = netDev(this.read(`/proc/${pid}/net/dev`));
+    if (ns !== undefined && ns === netNsOf('self')) return s;
+    const networks = netDev(readIfThere(`/proc/${pid}/net/dev`));
     return networks && Object.keys(networks).length ? { ...s, networks } : s;
   }
 
@@ -96,15 +76,10 @@ export class LocalReadings {
   private procsOf(layout: CgroupLayout, id: string): number[] {
     for (const rel of cgroupCandidates(layout.driver, id)) {
       const path = layout.version === 2 ? `${layout.root}/${rel}/cgroup.procs` : `${layout.root}/cpuacct/${rel}/cgroup.procs`;
-      const text = this.read(path);
+      const text = readIfThere(path);
       if (text !== undefined) return text.split('\n').filter(Boolean).map(Number);
     }
     return [];
-  }
-
-  /** Forgets a container's pid (it is gone). */
-  forget(id: string): void {
-    this.pids.delete(id);
   }
 }
 

@@ -32,7 +32,7 @@ export type EngineLifecycle = EngineIdentity &
   >;
 
 /** Images: pulled when a container needs one, listed and removed by the image GC. */
-export type EngineImages = Pick<PodRuntime, 'ensureImage' | 'pullImage' | 'hasImage' | 'imageInventory' | 'removeImage'>;
+export type EngineImages = Pick<PodRuntime, 'ensureImage' | 'hasImage' | 'imageInventory' | 'removeImage'>;
 
 /** Commands and logs: probes' and hooks' exec, `podrun exec` and `podrun logs`. */
 export type EngineStreams = Pick<PodRuntime, 'exec' | 'execAttached' | 'writeLogs'>;

@@ -3,7 +3,7 @@ import type Docker from 'dockerode';
 import type { Container, Pod } from '../manifest/types.js';
 import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound } from './engine.js';
 import { ContainerStartError, SandboxError, type EngineCalls, type EngineEvent, type EngineStats, type RuntimeOptions, type SandboxInfo, type StartRequest } from './runtime-types.js';
-import { ImageStore, type PullListener, type PullResult } from './images.js';
+import { ImageStore, type PullListener } from './images.js';
 import { containerDiskOf, engineFactsOf } from './readings.js';
 import { LocalReadings } from './local-readings.js';
 import type { CgroupLayout } from './cgroup-stats.js';
@@ -188,11 +188,6 @@ export class PodRuntime {
   /** Has the image as its pull policy says, pulling it once however many containers want it. */
   ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener): Promise<void> {
     return this.images.ensureImage(image, policy, onPull);
-  }
-
-  /** Pulls an image now, whatever is present (podrun pull). */
-  pullImage(image: string): Promise<PullResult> {
-    return this.images.pull(image);
   }
 
   /** Whether the engine has the image under this reference. */

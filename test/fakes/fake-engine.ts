@@ -240,11 +240,6 @@ export class FakeEngine implements PodEngine {
     if (this.failingPulls.has(image)) throw new ImageError(`failed to pull image ${image}: registry unreachable`, 'ErrImagePull');
   }
 
-  async pullImage(image: string): Promise<{ seconds: number; bytes: number; layers: number }> {
-    await this.ensureImage(image);
-    return { seconds: 0, bytes: 0, layers: 0 };
-  }
-
   async hasImage(): Promise<boolean> {
     return true;
   }
