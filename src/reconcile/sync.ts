@@ -69,14 +69,15 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
   const restartPolicy = (type: 'init' | 'app' | 'sandbox', c?: Container): string => (o.engineRestarts ? engineRestartPolicy(pod, type, c) : 'no');
   const podIP = pod.spec.hostNetwork ? rt.hostIP : undefined;
 
-  // 0. An update's images, before anything running goes (the plan names them).
-  const ready = new Set<string>();
-  for (const name of actions.imagesFirst ?? []) {
+  // 0. An update's images, before anything running goes (the plan names them); an image two of
+  // them use is had once.
+  const ready = new Set(actions.imagesFirst);
+  const had = new Set<string>();
+  for (const name of ready) {
     const c = findContainer(d, name);
-    if (ready.has(`${c.image}\0${c.imagePullPolicy ?? ''}`)) {
-      ready.add(name);
-      continue;
-    }
+    const image = `${c.image}\0${c.imagePullPolicy ?? ''}`;
+    if (had.has(image)) continue;
+    had.add(image);
     const fp = fieldPathOf(pod, c.name);
     try {
       await rt.ensureImage(c.image, c.imagePullPolicy, pullEvents(events, c.image, fp));
@@ -85,7 +86,6 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
       imageFailed(events, c.image, err, fp);
       throw new ContainerImageError(c.name, err);
     }
-    ready.add(name).add(`${c.image}\0${c.imagePullPolicy ?? ''}`);
   }
 
   // 1. Kill what must go.
