@@ -8,7 +8,7 @@ import type { PodStatsV1 } from '../stats/summary.js';
 import { AgentMetrics, operationType } from '../metrics/agent-metrics.js';
 import { silentLogger, type Logger } from '../log/logger.js';
 import { chmodSync, mkdirSync } from 'node:fs';
-import type { DesiredPod } from '../manifest/types.js';
+import { allContainers, type DesiredPod } from '../manifest/types.js';
 import { PodCache } from '../pleg/cache.js';
 import { DEFAULT_BACKOFF } from '../reconcile/backoff.js';
 import { PodWorkers } from '../reconcile/workers.js';
@@ -138,7 +138,7 @@ export class Agent {
       ...(o.gc?.containers ? { containers: o.gc.containers } : {}),
       ...(o.gc?.images ? { images: o.gc.images } : {}),
       log: this.log,
-      neededImages: () => this.set.pods().flatMap((d) => [...(d.pod.spec.initContainers ?? []), ...d.pod.spec.containers].map((c) => c.image)),
+      neededImages: () => this.set.pods().flatMap((d) => allContainers(d.pod).map((c) => c.image)),
     });
     this.set = new DesiredSet(sourcesFor(o, this.log, m, this.runtime.nodeName), {
       stateDir: o.runtime.stateDir,

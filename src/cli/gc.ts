@@ -1,3 +1,4 @@
+import { allContainers } from '../manifest/types.js';
 import { agentRunning } from '../agent/lock.js';
 import { GarbageCollector, type ContainerGcResult, type ImageGcResult } from '../gc/collector.js';
 import { agentRequest } from '../server/client.js';
@@ -32,7 +33,7 @@ export async function gcCommand(o: GcCommandOptions, g: GlobalOptions, io: Io): 
   const rt = await makeRuntime(g, io);
   const pods = await rt.listPods();
   // With no agent, the pods the engine holds (their specs ride on their sandboxes) are the declared ones.
-  const neededImages = (): string[] => pods.flatMap((p) => (p.spec ? [...(p.spec.spec.initContainers ?? []), ...p.spec.spec.containers].map((c) => c.image) : []));
+  const neededImages = (): string[] => pods.flatMap((p) => (p.spec ? allContainers(p.spec).map((c) => c.image) : []));
   const gc = new GarbageCollector(rt, { stateDir: g.stateDir, pauseImage: g.pauseImage, neededImages });
   const containers = await gc.collectContainers(pods, undefined, o.dryRun);
   const images = o.images ? await gc.collectImages(o.dryRun) : undefined;

@@ -1,6 +1,6 @@
 import { ManifestError } from '../manifest/errors.js';
 import { loadManifestSet } from '../manifest/load.js';
-import type { DesiredPod } from '../manifest/types.js';
+import { allContainers, type DesiredPod } from '../manifest/types.js';
 import { readManifestInputs } from '../sources/read.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { printIssues, table } from './print.js';
@@ -16,7 +16,7 @@ export interface NeededImage {
 export function neededImages(pods: DesiredPod[], pauseImage: string): NeededImage[] {
   const byImage = new Map<string, NeededImage>([[pauseImage, { image: pauseImage, policy: 'IfNotPresent', usedBy: ['(pod sandbox)'] }]]);
   for (const p of pods) {
-    for (const c of [...(p.pod.spec.initContainers ?? []), ...p.pod.spec.containers]) {
+    for (const c of allContainers(p.pod)) {
       const e = byImage.get(c.image) ?? { image: c.image, policy: c.imagePullPolicy ?? 'IfNotPresent', usedBy: [] };
       // Different policies for one image: the strictest wins the column (Always > IfNotPresent > Never).
       const rank = (x: string): number => ['Never', 'IfNotPresent', 'Always'].indexOf(x);

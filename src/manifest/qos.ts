@@ -1,5 +1,5 @@
 import { milliCpu, parseQuantity } from './quantity.js';
-import type { Container, Pod } from './types.js';
+import { allContainers, type Container, type Pod } from './types.js';
 
 // Quality of service and OOM protection as the kubelet gives them
 // (pkg/apis/core/v1/helper/qos/qos.go, pkg/kubelet/qos/policy.go). Pure.
@@ -10,10 +10,6 @@ const GUARANTEED_OOM_SCORE_ADJ = -997;
 const BESTEFFORT_OOM_SCORE_ADJ = 1000;
 /** The sandbox (the kubelet's PodInfraOOMAdj): it holds the namespaces, it must outlive its containers. */
 export const SANDBOX_OOM_SCORE_ADJ = -998;
-
-function allContainers(pod: Pod): Container[] {
-  return [...(pod.spec.initContainers ?? []), ...pod.spec.containers];
-}
 
 /** A resource's value in base units (millicores for cpu, bytes for memory); 0 when unset. */
 function amount(c: Container, kind: 'requests' | 'limits', res: 'cpu' | 'memory'): number {
@@ -78,7 +74,7 @@ export function cpuShares(c: Container): number {
  * that cannot lower oom_score_adj below `floor`; undefined when nothing is lost.
  */
 export function oomProtectionLost(pod: Pod, floor: number, nodeMemoryBytes: number): string | undefined {
-  const wanted = Math.min(...[...(pod.spec.initContainers ?? []), ...pod.spec.containers].map((c) => oomScoreAdj(pod, c, nodeMemoryBytes)));
+  const wanted = Math.min(...allContainers(pod).map((c) => oomScoreAdj(pod, c, nodeMemoryBytes)));
   if (wanted >= floor) return undefined;
   const why = nodeCritical(pod) ? 'system-node-critical' : qosClass(pod);
   return `runs at oom_score_adj ${floor}, not the ${wanted} a ${why} pod gets: this node cannot lower it (no CAP_SYS_RESOURCE), so under memory pressure the OOM killer may choose it before pods the kubelet would sacrifice first`;

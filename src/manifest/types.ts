@@ -199,3 +199,8 @@ export interface DesiredPod {
   pod: Pod;
   origin: PodOrigin;
 }
+
+/** A pod's containers, init containers first, in spec order. */
+export function allContainers(pod: Pod): Container[] {
+  return [...(pod.spec.initContainers ?? []), ...pod.spec.containers];
+}

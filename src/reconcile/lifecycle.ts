@@ -1,6 +1,6 @@
 import { timerDelay } from '../base/duration.js';
 import { clearTerminating, markTerminating } from './terminating.js';
-import type { Container, Pod } from '../manifest/types.js';
+import { allContainers, type Container, type Pod } from '../manifest/types.js';
 import { runHook } from '../probe/handlers.js';
 import { isActive, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
@@ -17,7 +17,7 @@ export function graceOf(observed: ObservedPod): number {
 }
 
 export function specOf(pod: Pod | undefined, name: string): Container | undefined {
-  return pod ? [...(pod.spec.initContainers ?? []), ...pod.spec.containers].find((c) => c.name === name) : undefined;
+  return pod ? allContainers(pod).find((c) => c.name === name) : undefined;
 }
 
 export function fieldPathOf(pod: Pod | undefined, name: string): string | undefined {

@@ -1,5 +1,5 @@
 import { containerHash, sandboxHash } from '../manifest/hash.js';
-import type { Container, DesiredPod, Pod } from '../manifest/types.js';
+import { allContainers, type Container, type DesiredPod, type Pod } from '../manifest/types.js';
 import { isActive, latestByName, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
 
 // The decision half of a pod sync, after the kubelet's computePodActions: given what the manifest
@@ -129,7 +129,7 @@ export function computePodActions(desired: DesiredPod, observed: ObservedPod | u
 /** An update of something running: a running container killed for a new spec, or a running pod whose sandbox is re-made. */
 function imagesFirst(pod: Pod, observed: ObservedPod | undefined, a: PodActions): string[] {
   if (!observed) return [];
-  const all = [...(pod.spec.initContainers ?? []), ...pod.spec.containers];
+  const all = allContainers(pod);
   const running = observed.containers.filter(isActive);
   if (a.killPod && a.createSandbox && running.length > 0) return all.map((c) => c.name);
   const replaced = a.containersToKill.flatMap((k) => {
