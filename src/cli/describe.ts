@@ -136,10 +136,16 @@ export async function describePodCommand(podNames: string[], o: { namespace: str
     );
     if (!chosen.length) noResources(io, o.allNamespaces ? undefined : o.namespace);
   }
+  // With no agent, apply's failed pulls stand in for the events (read once, for every pod).
+  let failed: ReturnType<typeof loadPullFailures> | undefined;
   for (const [i, p] of chosen.entries()) {
     if (i > 0) io.out('');
-    const failures = loadPullFailures(g.stateDir).get(p.metadata.uid);
-    const events = (await loadEvents(g.stateDir, p.metadata.uid)) ?? (failures ? pullFailureEvents(p.metadata.namespace, p.metadata.name, p.metadata.uid, failures) : undefined);
+    let events = await loadEvents(g.stateDir, p.metadata.uid);
+    if (!events) {
+      failed ??= loadPullFailures(g.stateDir);
+      const mine = failed.get(p.metadata.uid);
+      if (mine) events = pullFailureEvents(p.metadata.namespace, p.metadata.name, p.metadata.uid, mine);
+    }
     for (const l of renderDescribe(p, events, rt.nodeName)) io.out(l);
   }
   return code;
