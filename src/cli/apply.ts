@@ -1,16 +1,15 @@
 import { createHash } from 'node:crypto';
 import { totalmem } from 'node:os';
 import { oomProtectionLost } from '../manifest/qos.js';
-import { ManifestError } from '../manifest/errors.js';
-import { loadManifestSet } from '../manifest/load.js';
 import { executePlan, pruneAfterApply, waitForPods } from '../reconcile/converge.js';
 import { planApply } from '../reconcile/plan.js';
 import { agentRunning } from '../agent/lock.js';
 import { appliedDir, recordAppliedSet } from '../sources/applied-sets.js';
-import { canonicalSource, readManifestInputs } from '../sources/read.js';
+import { canonicalSource } from '../sources/read.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
-import { printIssues, printPlan } from './print.js';
+import { printPlan } from './print.js';
 import { recordPullFailures } from './pull-failures.js';
+import { loadManifestArgs } from './validate.js';
 
 export interface ApplyOptions {
   dryRun: boolean;
@@ -27,18 +26,8 @@ export function applySetId(paths: string[]): string {
 
 export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOptions, io: Io): Promise<number> {
   // Everything is read and validated before the engine is touched: one bad file changes nothing.
-  const read = await readManifestInputs(paths);
-  let loaded;
-  try {
-    loaded = loadManifestSet(read.texts, g.policy);
-  } catch (err) {
-    if (!(err instanceof ManifestError)) throw err;
-    printIssues(io, [...read.issues, ...err.issues]);
-    io.err('podrun: nothing was applied');
-    return EXIT.failed;
-  }
-  printIssues(io, [...read.issues, ...loaded.issues]);
-  if (read.issues.some((i) => i.severity === 'error')) {
+  const loaded = await loadManifestArgs(paths, io, g.policy);
+  if (!loaded) {
     io.err('podrun: nothing was applied');
     return EXIT.failed;
   }

@@ -1,9 +1,7 @@
-import { ManifestError } from '../manifest/errors.js';
-import { loadManifestSet } from '../manifest/load.js';
 import { allContainers, type DesiredPod } from '../manifest/types.js';
-import { readManifestInputs } from '../sources/read.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
-import { printIssues, table } from './print.js';
+import { table } from './print.js';
+import { loadManifestArgs } from './validate.js';
 
 /** One image a set of pods needs: the pull policy its containers ask for, and who asks. */
 export interface NeededImage {
@@ -28,22 +26,9 @@ export function neededImages(pods: DesiredPod[], pauseImage: string): NeededImag
   return [...byImage.values()];
 }
 
-async function load(paths: string[], g: GlobalOptions, io: Io): Promise<DesiredPod[] | undefined> {
-  const read = await readManifestInputs(paths);
-  try {
-    const loaded = loadManifestSet(read.texts, g.policy);
-    printIssues(io, [...read.issues, ...loaded.issues]);
-    return read.issues.some((i) => i.severity === 'error') ? undefined : loaded.pods;
-  } catch (err) {
-    if (!(err instanceof ManifestError)) throw err;
-    printIssues(io, [...read.issues, ...err.issues]);
-    return undefined;
-  }
-}
-
 /** `podrun images -f DIR`: what a set needs, and whether the engine has it (the appliance's bake list). */
 export async function imagesCommand(paths: string[], o: { output?: string }, g: GlobalOptions, io: Io): Promise<number> {
-  const pods = await load(paths, g, io);
+  const pods = (await loadManifestArgs(paths, io, g.policy))?.pods;
   if (!pods) return EXIT.failed;
   const needed = neededImages(pods, g.pauseImage);
   if (o.output === 'name') {
@@ -64,7 +49,7 @@ export async function imagesCommand(paths: string[], o: { output?: string }, g: 
 export async function pullCommand(paths: string[], g: GlobalOptions, io: Io): Promise<number> {
   // The engine client loads while the manifests are read: a bake step's time is mostly the pull.
   const runtime = makeRuntime(g, io);
-  const pods = await load(paths, g, io);
+  const pods = (await loadManifestArgs(paths, io, g.policy))?.pods;
   if (!pods) return EXIT.failed;
   const rt = await runtime;
   const needed = neededImages(pods, g.pauseImage);

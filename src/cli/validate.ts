@@ -1,21 +1,31 @@
 import { ManifestError } from '../manifest/errors.js';
 import { loadManifestSet } from '../manifest/load.js';
 import type { PodPolicy } from '../manifest/policy.js';
+import type { DesiredPod } from '../manifest/types.js';
 import { readManifestInputs } from '../sources/read.js';
 import { EXIT, type Io } from './context.js';
 import { printIssues } from './print.js';
 
-export async function validateCommand(paths: string[], io: Io, policy?: PodPolicy): Promise<number> {
+/**
+ * Reads and checks the manifests a command was given, printing every issue; undefined when any is
+ * an error (one bad file and the command does nothing).
+ */
+export async function loadManifestArgs(paths: string[], io: Io, policy?: PodPolicy): Promise<{ pods: DesiredPod[]; files: number } | undefined> {
   const read = await readManifestInputs(paths);
   try {
     const loaded = loadManifestSet(read.texts, policy);
     printIssues(io, [...read.issues, ...loaded.issues]);
-    if (read.issues.some((i) => i.severity === 'error')) return EXIT.failed;
-    io.out(`valid: ${loaded.pods.length} pod${loaded.pods.length === 1 ? '' : 's'} in ${read.texts.length} file${read.texts.length === 1 ? '' : 's'}`);
-    return EXIT.ok;
+    return read.issues.some((i) => i.severity === 'error') ? undefined : { pods: loaded.pods, files: read.texts.length };
   } catch (err) {
     if (!(err instanceof ManifestError)) throw err;
     printIssues(io, [...read.issues, ...err.issues]);
-    return EXIT.failed;
+    return undefined;
   }
+}
+
+export async function validateCommand(paths: string[], io: Io, policy?: PodPolicy): Promise<number> {
+  const loaded = await loadManifestArgs(paths, io, policy);
+  if (!loaded) return EXIT.failed;
+  io.out(`valid: ${loaded.pods.length} pod${loaded.pods.length === 1 ? '' : 's'} in ${loaded.files} file${loaded.files === 1 ? '' : 's'}`);
+  return EXIT.ok;
 }
