@@ -40,8 +40,9 @@ function send(res: ServerResponse, status: number, body: unknown): void {
 
 /**
  * The kubelet's read-only endpoints, kept small: /healthz, /pods (a v1 PodList with status),
- * /events, /stats/summary, /metrics and the container metrics (/metrics/cadvisor, /resource, /probes). Served on a unix socket in the state directory (what the CLI uses) and, when asked, on
- * 127.0.0.1:port.
+ * /events, /stats/summary, /metrics and the container metrics (/metrics/cadvisor, /resource,
+ * /probes). Served on a unix socket in the state directory (what the CLI uses) and, when asked,
+ * on 127.0.0.1:port.
  */
 export async function startServer(view: AgentView, o: { stateDir: string; port?: number; log?: Logger }): Promise<() => Promise<void>> {
   const handler = (req: IncomingMessage, res: ServerResponse): void => {
