@@ -1,5 +1,5 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
-import { mkdirSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { request as httpRequest } from 'node:http';
 import { request as httpsRequest } from 'node:https';
 import { tmpdir } from 'node:os';
@@ -89,12 +89,7 @@ export class LocalRegistry {
     // The engine wants an auth header on every push, empty or not.
     const auth = this.o.auth ? { username: this.o.auth.username, password: this.o.auth.password, serveraddress: this.host } : { username: '', password: '', serveraddress: this.host };
     const stream = await docker.getImage(ref).push({ authconfig: auth });
-    await new Promise<void>((resolve, reject) =>
-      docker.modem.followProgress(stream, (err: Error | null, out: { error?: string }[]) => {
-        const failed = err?.message ?? out.find((e) => e.error)?.error;
-        return failed ? reject(new Error(`push ${ref}: ${failed}`)) : resolve();
-      }),
-    );
+    await finished(stream, `push ${ref}`);
     this.pushed.add(ref);
     await untag(ref);
     return ref;
@@ -118,7 +113,7 @@ export class LocalRegistry {
     ssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1']);
     writeFileSync(join(d, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1\n');
     ssl(['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '2', '-extfile', 'ext.cnf']);
-    this.ca = spawnSync('cat', [join(d, 'ca.crt')], { encoding: 'utf8' }).stdout;
+    this.ca = readFileSync(join(d, 'ca.crt'), 'utf8');
     // The engine trusts a registry's CA from certs.d/<host:port>/ (this port is the test's own).
     mkdirSync(certsDir(this.host), { recursive: true });
     writeFileSync(join(certsDir(this.host), 'ca.crt'), this.ca);
@@ -175,13 +170,18 @@ export async function buildLayeredImage(tag: string, layers: number, mbPerLayer:
     }
     writeFileSync(join(dir, 'Dockerfile'), `${lines.join('\n')}\n`);
     const stream = await docker.buildImage({ context: dir, src: ['Dockerfile', ...Array.from({ length: layers }, (_, i) => `layer${i}`)] }, { t: tag, rm: true, forcerm: true });
-    await new Promise<void>((resolve, reject) =>
-      docker.modem.followProgress(stream, (err: Error | null, out: { error?: string }[]) => {
-        const failed = err?.message ?? out.find((e) => e.error)?.error;
-        return failed ? reject(new Error(`build ${tag}: ${failed}`)) : resolve();
-      }),
-    );
+    await finished(stream, `build ${tag}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });
   }
+}
+
+/** Waits out a streamed engine answer (push, build), failing with the first error it carried. */
+function finished(stream: NodeJS.ReadableStream, what: string): Promise<void> {
+  return new Promise<void>((resolve, reject) =>
+    docker.modem.followProgress(stream, (err: Error | null, out: { error?: string }[]) => {
+      const failed = err?.message ?? out.find((e) => e.error)?.error;
+      return failed ? reject(new Error(`${what}: ${failed}`)) : resolve();
+    }),
+  );
 }
