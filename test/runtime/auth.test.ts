@@ -79,6 +79,35 @@ describe('registry credentials as a node finds them', () => {
     }
   });
 
+  it('a helper that prints garbage is passed over; one that hangs is cut off at 10 s without holding the event loop', { timeout: 20_000 }, async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'podrun-auth-'));
+    const path = process.env.PATH;
+    try {
+      writeFileSync(join(dir, 'docker-credential-garbage'), '#!/bin/sh\nhead -c 100000 /dev/urandom\n');
+      writeFileSync(join(dir, 'docker-credential-hang'), '#!/bin/sh\nexec sleep 60\n');
+      chmodSync(join(dir, 'docker-credential-garbage'), 0o755);
+      chmodSync(join(dir, 'docker-credential-hang'), 0o755);
+      process.env.PATH = `${dir}:${path ?? ''}`;
+      const fallback = { auths: { 'r.example': { auth: b64('u:p') } } };
+      expect(await authFor('r.example/a', [{ credsStore: 'garbage' }, fallback])).toMatchObject({ username: 'u' });
+      let ticks = 0;
+      const timer = setInterval(() => ticks++, 100);
+      const t0 = Date.now();
+      try {
+        expect(await authFor('r.example/a', [{ credsStore: 'hang' }])).toBeUndefined();
+      } finally {
+        clearInterval(timer);
+      }
+      const seconds = (Date.now() - t0) / 1000;
+      expect(seconds).toBeGreaterThanOrEqual(9.5);
+      expect(seconds).toBeLessThan(15);
+      expect(ticks).toBeGreaterThan(50);
+    } finally {
+      process.env.PATH = path;
+      rmSync(dir, { recursive: true, force: true });
+    }
+  });
+
   it("reads the state dir's config.json before the user's, and only the file named when one is", () => {
     expect(credentialFiles({ stateDir: '/var/lib/podrun' })[0]).toBe('/var/lib/podrun/config.json');
     expect(credentialFiles({ stateDir: '/s', file: '/etc/podrun/auth.json' })).toEqual(['/etc/podrun/auth.json']);
