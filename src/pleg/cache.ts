@@ -1,9 +1,10 @@
 import { timerDelay } from '../base/duration.js';
 import type { Logger } from '../log/logger.js';
 import { LABEL } from '../runtime/labels.js';
-import { groupObserved, type EngineContainer, type ObservedPod } from '../runtime/observed.js';
+import { groupObserved, type ObservedPod } from '../runtime/observed.js';
 import type { EngineEvent } from '../runtime/runtime-types.js';
 import type { EngineLifecycle } from '../runtime/roles.js';
+import { ContainerRecords } from './records.js';
 
 export interface PodCacheOptions {
   /** Safety-net relist period; events drive everything else. */
@@ -29,7 +30,7 @@ const RECENT_LIMIT = 2000;
  * safety net. Reconnects with backoff when the engine goes away.
  */
 export class PodCache {
-  private readonly records = new Map<string, EngineContainer>();
+  private readonly records = new ContainerRecords();
   private readonly finished = new Map<string, number>();
   private readonly recent: Recent[] = [];
   /** Containers podrun created whose create event may not have arrived yet, by pod. */
@@ -181,11 +182,8 @@ export class PodCache {
   private async replaceAll(): Promise<Set<string>> {
     const startSeq = this.seq;
     const list = await this.rt.listContainers();
-    const touched = new Set<string>();
-    for (const [id, rec] of this.records) {
-      touched.add(rec.Labels[LABEL.podUid] ?? '');
-      this.records.delete(id);
-    }
+    const touched = new Set<string>(this.records.uids());
+    this.records.clear();
     for (const info of list) {
       this.records.set(info.Id, info);
       touched.add(info.Labels[LABEL.podUid] ?? '');
@@ -214,7 +212,7 @@ export class PodCache {
     const startSeq = this.seq;
     const ids = new Set(this.createdUnseen.get(uid));
     this.createdUnseen.delete(uid);
-    for (const [id, rec] of this.records) if (rec.Labels[LABEL.podUid] === uid) ids.add(id);
+    for (const rec of this.records.ofPod(uid)) ids.add(rec.Id);
     const seen = await this.rt.inspectContainers([...ids]);
     for (const [id, info] of seen) {
       if (info) {
@@ -230,11 +228,11 @@ export class PodCache {
   }
 
   pod(uid: string): ObservedPod | undefined {
-    return groupObserved([...this.records.values()].filter((r) => r.Labels[LABEL.podUid] === uid))[0];
+    return groupObserved(this.records.ofPod(uid))[0];
   }
 
   pods(): ObservedPod[] {
-    return groupObserved([...this.records.values()]);
+    return groupObserved(this.records.all());
   }
 
   /** Records kept: containers the engine holds, their finish times, creations not yet seen. */

@@ -1,0 +1,43 @@
+import { describe, expect, it } from 'vitest';
+import { ContainerRecords } from '../../src/pleg/records.js';
+import { LABEL } from '../../src/runtime/labels.js';
+import type { EngineContainer } from '../../src/runtime/observed.js';
+
+// The cache's records indexed by pod: what one pod's look reads must be exactly its containers,
+// through replacements, removals and a relist's clear.
+
+const rec = (id: string, uid?: string): EngineContainer =>
+  ({ Id: id, Names: [`/${id}`], Image: 'i', ImageID: '', Command: '', Created: 0, Ports: [], Labels: uid ? { [LABEL.podUid]: uid } : {}, State: 'running', Status: 'Up', HostConfig: { NetworkMode: '' }, NetworkSettings: { Networks: {} }, Mounts: [] }) as EngineContainer;
+
+const ids = (rs: EngineContainer[]): string[] => rs.map((r) => r.Id).sort();
+
+describe('ContainerRecords', () => {
+  it('answers a pod with its own containers only, kept right through replace and delete', () => {
+    const r = new ContainerRecords();
+    r.set('a1', rec('a1', 'A'));
+    r.set('a2', rec('a2', 'A'));
+    r.set('b1', rec('b1', 'B'));
+    r.set('x', rec('x'));
+    expect(ids(r.ofPod('A'))).toEqual(['a1', 'a2']);
+    expect(ids(r.ofPod('B'))).toEqual(['b1']);
+    expect(r.size).toBe(4);
+
+    // The same id again (a fresh inspect) replaces, never doubles.
+    r.set('a1', { ...rec('a1', 'A'), State: 'exited' });
+    expect(r.ofPod('A').map((x) => x.State).sort()).toEqual(['exited', 'running']);
+    expect(r.size).toBe(4);
+
+    r.delete('a2');
+    r.delete('b1');
+    r.delete('nope');
+    expect(ids(r.ofPod('A'))).toEqual(['a1']);
+    expect(r.ofPod('B')).toEqual([]);
+    expect(r.uids().sort()).toEqual(['', 'A']);
+    expect(ids(r.all())).toEqual(['a1', 'x']);
+
+    r.clear();
+    expect(r.all()).toEqual([]);
+    expect(r.ofPod('A')).toEqual([]);
+    expect(r.uids()).toEqual([]);
+  });
+});
