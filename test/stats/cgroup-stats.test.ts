@@ -3,36 +3,33 @@ import { dirname, join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { netDev, readCgroup, type ReadFile } from '../../src/runtime/cgroup-stats.js';
-import { memoryOf } from '../../src/stats/summary.js';
+import { cadvisorMetrics } from '../../src/stats/container-metrics.js';
+import { cpuOf, memoryOf } from '../../src/stats/summary.js';
 
-// Readings from cgroup trees: v1 recorded from a container on this machine, v2 in the kernel's
-// format for a systemd-driven Docker on a unified hierarchy.
+// Readings from cgroup trees recorded from real kernels: v1 from a container on this machine,
+// v2 from Linux 6.1 under QEMU (this machine has no unified hierarchy), laid out as Docker's
+// systemd driver lays it: scripts/record-cgroup-v2/record.sh made those two files.
 
 const ID = 'c0ffee';
+const SANDBOX = 'bada55';
 const tree = (files: Record<string, string>): ReadFile => (p) => files[p];
 
-/** A tree recorded on this machine (Debian 12, Docker 20.10, cgroup v1, cgroupfs driver): `== path` then the file. */
-function recorded(name: string, id: string): Record<string, string> {
+/** A recorded tree, `== path` then the file; the placeholders in its paths become these ids. */
+function recorded(name: string, ids: Record<string, string>): Record<string, string> {
   const text = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '../fixtures/cgroup', name), 'utf8');
   const out: Record<string, string> = {};
   for (const part of text.split(/^== /m).filter(Boolean)) {
     const nl = part.indexOf('\n');
-    out[`/sys/fs/cgroup/${part.slice(0, nl).replace('/ID/', `/${id}/`)}`] = part.slice(nl + 1);
+    const path = part.slice(0, nl).replace(/SANDBOXID|APPID|\bID\b/g, (k) => ids[k]!);
+    out[`/sys/fs/cgroup/${path}`] = part.slice(nl + 1);
   }
   return out;
 }
 
-const V1 = recorded('v1-docker-cgroupfs.txt', ID);
-
-// cgroup v2 as the kernel writes these files (Documentation/admin-guide/cgroup-v2.rst), for a
-// systemd-driven Docker: this machine has no unified hierarchy to record one from.
-const V2: Record<string, string> = {
-  [`/sys/fs/cgroup/system.slice/docker-${ID}.scope/cpu.stat`]: 'usage_usec 2503318\nuser_usec 2120000\nsystem_usec 383318\nnr_periods 0\nnr_throttled 0\nthrottled_usec 0\n',
-  [`/sys/fs/cgroup/system.slice/docker-${ID}.scope/memory.current`]: '10485760\n',
-  [`/sys/fs/cgroup/system.slice/docker-${ID}.scope/memory.max`]: '268435456\n',
-  [`/sys/fs/cgroup/system.slice/docker-${ID}.scope/memory.stat`]: 'anon 5242880\nfile 4096000\nkernel_stack 16384\ninactive_anon 0\nactive_anon 5242880\ninactive_file 1048576\nactive_file 3047424\npgfault 1234\npgmajfault 2\n',
-  [`/sys/fs/cgroup/system.slice/docker-${ID}.scope/pids.current`]: '3\n',
-};
+const V1 = recorded('v1-docker-cgroupfs.txt', { ID });
+/** The same two containers a second apart: the app burned CPU between them and started a child. */
+const V2 = recorded('v2-docker-systemd-1.txt', { APPID: ID, SANDBOXID: SANDBOX });
+const V2_LATER = recorded('v2-docker-systemd-2.txt', { APPID: ID, SANDBOXID: SANDBOX });
 
 const at = new Date('2026-12-01T10:00:00.000Z');
 
@@ -51,20 +48,53 @@ describe('readings from cgroupfs', () => {
   });
 
   it('cgroup v2, systemd driver: the same figures from cpu.stat, memory.current and memory.stat', () => {
-    const s = readCgroup({ version: 2, driver: 'systemd', root: '/sys/fs/cgroup' }, ID, tree(V2), at);
+    const layout = { version: 2, driver: 'systemd', root: '/sys/fs/cgroup' } as const;
+    const s = readCgroup(layout, ID, tree(V2), at);
     expect(s).toMatchObject({
-      cpu_stats: { cpu_usage: { total_usage: 2503318000, usage_in_usermode: 2_120_000_000, usage_in_kernelmode: 383_318_000 } },
-      memory_stats: { usage: 10485760, limit: 268435456 },
-      pids_stats: { current: 3 },
+      source: 'cgroup',
+      cpu_stats: { cpu_usage: { total_usage: 7_474_695_000, usage_in_usermode: 4_193_893_000, usage_in_kernelmode: 3_280_802_000 } },
+      memory_stats: { usage: 15409152, limit: 67108864 },
+      pids_stats: { current: 1 },
     });
-    expect(memoryOf(s!)).toMatchObject({ workingSetBytes: 10485760 - 1048576, rssBytes: 5242880 });
+    // 8 MB held by the shell (anon) and 6 MB of a file read back (inactive page cache: not working set).
+    expect(memoryOf(s!)).toMatchObject({ usageBytes: 15409152, workingSetBytes: 15409152 - 6291456, rssBytes: 8122368, pageFaults: 4402, majorPageFaults: 0 });
+    // The sandbox has no limit: memory.max says "max", which is no number.
+    const sb = readCgroup(layout, SANDBOX, tree(V2), at);
+    expect(sb?.memory_stats).toMatchObject({ usage: 90112 });
+    expect(sb?.memory_stats.limit).toBeUndefined();
+    const later = readCgroup(layout, ID, tree(V2_LATER), new Date(at.getTime() + 2000));
+    expect(later?.pids_stats).toEqual({ current: 2 });
+    // 3.1 s of CPU between the two readings, 2 s apart by their read times: 1.55 cores.
+    expect(cpuOf(later!, s!).usageNanoCores).toBe(Math.round((10_572_222_000 - 7_474_695_000) / 2));
   });
 
-  it('finds Podman\'s cgroups too, and nothing where there is no cgroup (the caller asks the engine)', () => {
-    const podman = Object.fromEntries(Object.entries(V2).map(([k, v]) => [k.replace(`system.slice/docker-${ID}.scope`, `machine.slice/libpod-${ID}.scope`), v]));
-    expect(readCgroup({ version: 2, driver: 'systemd', root: '/sys/fs/cgroup' }, ID, tree(podman), at)?.memory_stats.usage).toBe(10485760);
+  it('cgroup v2, cgroupfs driver (docker/<id>) and Podman (machine.slice/libpod-<id>.scope) read the same files', () => {
+    const moved = (to: string): Record<string, string> => Object.fromEntries(Object.entries(V2).map(([k, v]) => [k.replace(`system.slice/docker-${ID}.scope`, to), v]));
+    expect(readCgroup({ version: 2, driver: 'cgroupfs', root: '/sys/fs/cgroup' }, ID, tree(moved(`docker/${ID}`)), at)?.memory_stats.usage).toBe(15409152);
+    expect(readCgroup({ version: 2, driver: 'systemd', root: '/sys/fs/cgroup' }, ID, tree(moved(`machine.slice/libpod-${ID}.scope`)), at)?.memory_stats.usage).toBe(15409152);
+  });
+
+  it('finds nothing where there is no cgroup (the caller asks the engine)', () => {
     expect(readCgroup({ version: 1, driver: 'cgroupfs', root: '/sys/fs/cgroup' }, ID, tree(V2), at)).toBeUndefined();
-    expect(readCgroup({ version: 2, driver: 'cgroupfs', root: '/sys/fs/cgroup' }, 'other', tree(V2), at)).toBeUndefined();
+    expect(readCgroup({ version: 2, driver: 'cgroupfs', root: '/sys/fs/cgroup' }, ID, tree(V1), at)).toBeUndefined();
+    expect(readCgroup({ version: 2, driver: 'systemd', root: '/sys/fs/cgroup' }, 'other', tree(V2), at)).toBeUndefined();
+  });
+
+  it('the recorded v2 pair through /metrics/cadvisor: the counters, the working set, the limit and no limit', () => {
+    const layout = { version: 2, driver: 'systemd', root: '/sys/fs/cgroup' } as const;
+    const pod = { name: 'rec', namespace: 'v2', uid: 'u-v2' };
+    const text = cadvisorMetrics(
+      [
+        { id: SANDBOX, name: 'POD', type: 'sandbox', pod, image: 'pause', dockerName: 'sb', stats: readCgroup(layout, SANDBOX, tree(V2_LATER), at)! },
+        { id: ID, name: 'app', type: 'app', pod, image: 'busybox', dockerName: 'app', stats: readCgroup(layout, ID, tree(V2_LATER), at)!, previous: readCgroup(layout, ID, tree(V2), at)! },
+      ],
+      { cgroupOf: (id) => `/system.slice/docker-${id}.scope` },
+    );
+    const app = `{container="app",id="/system.slice/docker-${ID}.scope",image="busybox",name="app",namespace="v2",pod="rec"}`;
+    expect(text).toContain(`container_cpu_usage_seconds_total${app} 10.572222 `);
+    expect(text).toContain(`container_memory_working_set_bytes${app} ${15319040 - 6291456} `);
+    expect(text).toContain(`container_spec_memory_limit_bytes${app} 67108864 `);
+    expect(text).toContain(`container_spec_memory_limit_bytes{container="POD",id="/system.slice/docker-${SANDBOX}.scope",image="pause",name="sb",namespace="v2",pod="rec"} 0 `);
   });
 
   it('reads a namespace\'s interfaces from /proc/<pid>/net/dev, loopback left out', () => {
