@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import { Agent, interceptors, request, type Dispatcher } from 'undici';
+import type { Dispatcher } from 'undici';
 import { brotliDecompressSync, gunzipSync, inflateSync } from 'node:zlib';
 import { MAX_MANIFEST_BYTES, size as sizeOf } from '../manifest/limits.js';
 import { timerDelay } from '../base/duration.js';
@@ -22,7 +22,14 @@ export interface HttpResult {
 
 const dispatchers = new Map<string, Dispatcher>();
 
-function dispatcherFor(o: HttpOptions): Dispatcher {
+// The HTTP client is a megabyte of source, kept in memory as long as the process lives once loaded:
+// an agent with no URL source never loads it.
+type Undici = typeof import('undici');
+let undici: Promise<Undici> | undefined;
+// A CommonJS package: its exports object is the default export (a bundle gives nothing else).
+const loadUndici = (): Promise<Undici> => (undici ??= import('undici').then((m) => (m as { default?: Undici }).default ?? m));
+
+function dispatcherFor({ Agent, interceptors }: Undici, o: HttpOptions): Dispatcher {
   const key = `${o.caFile ?? ''}|${o.maxRedirections ?? 5}`;
   let d = dispatchers.get(key);
   if (!d) {
@@ -49,9 +56,10 @@ export async function httpGet(url: string, o: HttpOptions = {}, conditional: { e
   if (conditional.lastModified) headers['if-modified-since'] = conditional.lastModified;
   // Only what can be decoded here is offered; anything else the server sends is refused by name.
   headers['accept-encoding'] = 'gzip, deflate, br';
-  const res = await request(target, {
+  const client = await loadUndici();
+  const res = await client.request(target, {
     headers,
-    dispatcher: dispatcherFor(o),
+    dispatcher: dispatcherFor(client, o),
     headersTimeout: timeout,
     bodyTimeout: timeout,
     signal: AbortSignal.timeout(timeout),
