@@ -1,10 +1,11 @@
 /**
  * The agent's resource usage readings: every running container of podrun's (sandboxes included,
- * for the pod's network), read every housekeeping period (10 s, as cAdvisor's) from cgroupfs
- * (the engine's stats API for a remote engine), not once per request; /stats/summary, the
- * /metrics/* endpoints and `top` read the last readings. Unlike cAdvisor, the readings run only
- * while someone reads them (and 5 minutes after): an agent nobody asks pays nothing for them.
- * The writable layer size costs the engine a walk of the layer, so it is read every minute.
+ * for the pod's network), from cgroupfs (the engine's stats API for a remote engine). A reading is
+ * taken when someone asks (/stats/summary, the /metrics/* endpoints, `top`) and the last one is
+ * older than the housekeeping interval (10 s, cAdvisor's period): asked every 15 s, as Prometheus
+ * scrapes, that is one reading a scrape; asked more often, at most one a period; never asked,
+ * none at all. cAdvisor reads on a timer whether anyone looks or not. The writable layer size
+ * costs the engine a walk of the layer, so it is read at most once a minute.
  */
 import { timerDelay } from '../base/duration.js';
 import type { ObservedPod } from '../runtime/observed.js';
@@ -20,9 +21,10 @@ interface Reading {
 }
 
 export interface StatsCollectorOptions {
+  /** The oldest a reading may be when asked for (the housekeeping interval). */
   periodMs?: number;
   diskPeriodMs?: number;
-  /** How long readings go on after the last request for them (default 5 min). */
+  /** After this long unasked, readings are dropped and the next request starts afresh (default 5 min). */
   idleMs?: number;
   /** When a container started, if known. */
   startedAt?: (podUid: string, id: string) => string | undefined;
@@ -36,16 +38,18 @@ const MIN_RATE_WINDOW_MS = 500;
 export class StatsCollector {
   private readonly readings = new Map<string, Reading>();
   private readonly disk = new Map<string, { rwBytes?: number; logsBytes?: number }>();
-  private timer: NodeJS.Timeout | undefined;
-  private diskTimer: NodeJS.Timeout | undefined;
   // The engine answers a stats request at its collector's next tick (Docker: every second, one
   // tick for all subscribers), so a request is mostly waiting: many at once, or a reading of 90
   // containers four at a time takes 20 s.
   private readonly slots = new Slots(64);
   private inFlight: Promise<void> | undefined;
+  private fresh: Promise<void> | undefined;
   private soon: NodeJS.Timeout | undefined;
+  private idleTimer: NodeJS.Timeout | undefined;
   private stopped = false;
-  private lastDemand = 0;
+  /** When the last collection started (0: none kept). */
+  private lastCollected = 0;
+  private lastDisk = 0;
 
   constructor(
     private readonly rt: PodEngine,
@@ -54,38 +58,52 @@ export class StatsCollector {
   ) {}
 
   /**
-   * Someone wants the readings: they start (two readings a second apart, so the first answer
-   * has CPU rates) unless already going, and go on until `idleMs` after the last request.
+   * Someone wants the readings: a new one unless the last is younger than the period. With none
+   * kept (first request, or after an idle spell), two a second apart, so the first answer has
+   * CPU rates.
    */
-  async demand(): Promise<void> {
-    if (this.stopped) return;
-    this.lastDemand = Date.now();
-    if (this.timer) return;
-    this.timer = setInterval(() => {
-      if (Date.now() - this.lastDemand > (this.o.idleMs ?? 300_000)) this.pause();
-      else void this.collect().catch(() => undefined);
-    }, timerDelay(this.o.periodMs ?? 10_000));
-    this.timer.unref();
-    this.diskTimer = setInterval(() => void this.collectDisk().catch(() => undefined), this.o.diskPeriodMs ?? 60_000);
-    this.diskTimer.unref();
-    await this.collect().catch(() => undefined);
-    await new Promise((r) => setTimeout(r, 1000));
-    await this.collect().catch(() => undefined);
+  demand(): Promise<void> {
+    if (this.stopped) return Promise.resolve();
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.idleTimer = setTimeout(() => this.forget(), this.o.idleMs ?? 300_000);
+    this.idleTimer.unref();
+    if (Date.now() - this.lastCollected < timerDelay(this.o.periodMs ?? 10_000)) return this.fresh ?? Promise.resolve();
+    const afresh = this.lastCollected === 0;
+    this.lastCollected = Date.now();
+    this.fresh = (async () => {
+      await this.collect().catch(() => undefined);
+      if (afresh && !this.stopped) {
+        await new Promise((r) => setTimeout(r, 1000));
+        await this.collect().catch(() => undefined);
+      }
+      this.followUpNewcomers();
+    })();
+    return this.fresh;
   }
 
-  /** Nobody has asked for a while: no more readings, and none kept (the next rates start afresh). */
-  private pause(): void {
-    if (this.timer) clearInterval(this.timer);
-    if (this.diskTimer) clearInterval(this.diskTimer);
-    this.timer = undefined;
-    this.diskTimer = undefined;
+  /** A container read for the first time has no rate yet: read again soon rather than at the next request. */
+  private followUpNewcomers(): void {
+    if (this.stopped || !this.lastCollected || this.soon || ![...this.readings.values()].some((r) => !r.previous)) return;
+    this.soon = setTimeout(() => {
+      this.soon = undefined;
+      void this.collect().catch(() => undefined);
+    }, 1000);
+    this.soon.unref();
+  }
+
+  /** Nobody has asked for a while: none kept (the next rates start afresh). */
+  private forget(): void {
     this.readings.clear();
+    this.disk.clear();
+    this.lastCollected = 0;
+    this.lastDisk = 0;
   }
 
   stop(): void {
     this.stopped = true;
     if (this.soon) clearTimeout(this.soon);
-    this.pause();
+    if (this.idleTimer) clearTimeout(this.idleTimer);
+    this.forget();
   }
 
   private liveContainers(): { id: string; type: string }[] {
@@ -119,16 +137,13 @@ export class StatsCollector {
         }),
       ),
     );
-    if (this.disk.size === 0 && live.length) await this.collectDisk();
-    this.o.onCollected?.((performance.now() - t0) / 1000, engineCalls);
-    // A container read for the first time has no rate yet: read again soon rather than a period later.
-    if (!this.stopped && this.timer && !this.soon && [...this.readings.values()].some((r) => !r.previous)) {
-      this.soon = setTimeout(() => {
-        this.soon = undefined;
-        void this.collect().catch(() => undefined);
-      }, 1000);
-      this.soon.unref();
+    // The first disk reading is waited for (the answer has it); later ones run beside the readings.
+    if (Date.now() - this.lastDisk >= (this.o.diskPeriodMs ?? 60_000) && live.length) {
+      this.lastDisk = Date.now();
+      const disk = this.collectDisk().catch(() => undefined);
+      if (this.disk.size === 0) await disk;
     }
+    this.o.onCollected?.((performance.now() - t0) / 1000, engineCalls);
   }
 
   private async collectDisk(): Promise<void> {
@@ -149,12 +164,12 @@ export class StatsCollector {
     );
   }
 
-  /** The Summary API's pods, from the last readings (starting them if none run). */
+  /** The Summary API's pods, from the readings. */
   async summary(): Promise<PodStatsV1[]> {
     return podStats(await this.samples());
   }
 
-  /** The last reading of every running container (starting the readings if none run). */
+  /** The last reading of every running container (a new one if the last is older than the period). */
   async samples(): Promise<ContainerSample[]> {
     await this.demand();
     const samples: ContainerSample[] = [];

@@ -28,4 +28,42 @@ describe('StatsCollector', () => {
       c.stop();
     }
   });
+
+  it('reads when asked and the last reading is older than the period: never unasked, at most once a period', async () => {
+    let reads = 0;
+    const t0 = Date.now();
+    const rt = {
+      containerStats: async (): Promise<EngineStats> => {
+        reads++;
+        return { read: new Date().toISOString(), source: 'cgroup', cpu_stats: { cpu_usage: { total_usage: (Date.now() - t0) * 1e6 } }, memory_stats: {} };
+      },
+      containerDisk: async () => ({}),
+    } as unknown as PodEngine;
+    const pods = (): ObservedPod[] => [{ uid: 'u', name: 'p', namespace: 'n', source: 's', sandboxes: [], containers: [{ id: 'c1', dockerName: 'x', name: 'c', type: 'app', hash: '', restartCount: 0, state: 'running', created: 0, image: 'i' }] }];
+    const c = new StatsCollector(rt, pods, { periodMs: 1500, idleMs: 4000 });
+    const sleep = (ms: number): Promise<unknown> => new Promise((r) => setTimeout(r, ms));
+    try {
+      await sleep(1200);
+      expect(reads).toBe(0);
+      // The first request: two readings a second apart, so it has a rate.
+      await c.samples();
+      expect(reads).toBe(2);
+      // Asked again within the period (three scrapers at once, say): the same readings.
+      await Promise.all([c.samples(), c.samples(), c.samples()]);
+      expect(reads).toBe(2);
+      await sleep(1600);
+      expect(reads).toBe(2);
+      // Past the period: one new reading, its rate over the span since the last.
+      const [s] = await c.samples();
+      expect(reads).toBe(3);
+      expect(Date.parse(s!.stats.read) - Date.parse(s!.previous!.read)).toBeGreaterThan(1400);
+      // Unasked past the idle time: nothing kept, and the next request starts afresh.
+      await sleep(4300);
+      expect(reads).toBe(3);
+      await c.samples();
+      expect(reads).toBe(5);
+    } finally {
+      c.stop();
+    }
+  }, 20_000);
 });
