@@ -1,7 +1,7 @@
 import { timerDelay } from '../base/duration.js';
 import type { Logger } from '../log/logger.js';
 import { LABEL } from '../runtime/labels.js';
-import { groupObserved, type ObservedPod } from '../runtime/observed.js';
+import type { ObservedPod } from '../runtime/observed.js';
 import type { EngineEvent } from '../runtime/runtime-types.js';
 import type { EngineLifecycle } from '../runtime/roles.js';
 import { ContainerRecords } from './records.js';
@@ -175,6 +175,7 @@ export class PodCache {
       default:
         return undefined;
     }
+    this.records.changed(e.id);
     return uid;
   }
 
@@ -228,11 +229,11 @@ export class PodCache {
   }
 
   pod(uid: string): ObservedPod | undefined {
-    return groupObserved(this.records.ofPod(uid))[0];
+    return this.records.pod(uid);
   }
 
   pods(): ObservedPod[] {
-    return groupObserved(this.records.all());
+    return this.records.pods();
   }
 
   /** Records kept: containers the engine holds, their finish times, creations not yet seen. */

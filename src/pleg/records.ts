@@ -1,14 +1,17 @@
 import { LABEL } from '../runtime/labels.js';
-import type { EngineContainer } from '../runtime/observed.js';
+import { groupObserved, type EngineContainer, type ObservedPod } from '../runtime/observed.js';
 
 /**
- * The cache's container records by id, indexed by pod: a pod's own containers are asked for on
- * every sync and every probe result, and a scan of all of them (two per pod at least) made each
- * such look cost O(pods).
+ * The cache's container records by id, indexed by pod, with each pod's grouped view kept until one
+ * of its records changes: a pod is looked at on every sync and every probe result, and grouping
+ * parses the specs its containers carry in their labels (JSON), so a scan and a parse each time
+ * made those looks the idle agent's largest cost after the probes themselves. The views are
+ * shared: nobody may change one.
  */
 export class ContainerRecords {
   private readonly byId = new Map<string, EngineContainer>();
   private readonly byPod = new Map<string, Map<string, EngineContainer>>();
+  private readonly views = new Map<string, ObservedPod | undefined>();
 
   get size(): number {
     return this.byId.size;
@@ -22,6 +25,7 @@ export class ContainerRecords {
     this.delete(id);
     this.byId.set(id, rec);
     const uid = rec.Labels[LABEL.podUid] ?? '';
+    this.views.delete(uid);
     let pod = this.byPod.get(uid);
     if (!pod) this.byPod.set(uid, (pod = new Map()));
     pod.set(id, rec);
@@ -32,6 +36,7 @@ export class ContainerRecords {
     if (!rec) return;
     this.byId.delete(id);
     const uid = rec.Labels[LABEL.podUid] ?? '';
+    this.views.delete(uid);
     const pod = this.byPod.get(uid);
     pod?.delete(id);
     if (pod?.size === 0) this.byPod.delete(uid);
@@ -40,6 +45,30 @@ export class ContainerRecords {
   clear(): void {
     this.byId.clear();
     this.byPod.clear();
+    this.views.clear();
+  }
+
+  /** A record was changed in place (an event's new state). */
+  changed(id: string): void {
+    const rec = this.byId.get(id);
+    if (rec) this.views.delete(rec.Labels[LABEL.podUid] ?? '');
+  }
+
+  /** The pod's grouped view (undefined: no container of podrun's is recorded for it). */
+  pod(uid: string): ObservedPod | undefined {
+    if (this.views.has(uid)) return this.views.get(uid);
+    const view = groupObserved(this.ofPod(uid))[0];
+    this.views.set(uid, view);
+    return view;
+  }
+
+  pods(): ObservedPod[] {
+    const out: ObservedPod[] = [];
+    for (const uid of this.byPod.keys()) {
+      const p = this.pod(uid);
+      if (p) out.push(p);
+    }
+    return out;
   }
 
   all(): EngineContainer[] {

@@ -1,13 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ContainerRecords } from '../../src/pleg/records.js';
-import { LABEL } from '../../src/runtime/labels.js';
+import { LABEL, MANAGED_BY } from '../../src/runtime/labels.js';
 import type { EngineContainer } from '../../src/runtime/observed.js';
 
 // The cache's records indexed by pod: what one pod's look reads must be exactly its containers,
 // through replacements, removals and a relist's clear.
 
 const rec = (id: string, uid?: string): EngineContainer =>
-  ({ Id: id, Names: [`/${id}`], Image: 'i', ImageID: '', Command: '', Created: 0, Ports: [], Labels: uid ? { [LABEL.podUid]: uid } : {}, State: 'running', Status: 'Up', HostConfig: { NetworkMode: '' }, NetworkSettings: { Networks: {} }, Mounts: [] }) as EngineContainer;
+  ({ Id: id, Names: [`/${id}`], Image: 'i', ImageID: '', Command: '', Created: 0, Ports: [], Labels: uid ? { [LABEL.podUid]: uid, [LABEL.managedBy]: MANAGED_BY, [LABEL.containerType]: 'app', [LABEL.containerName]: id } : {}, State: 'running', Status: 'Up', HostConfig: { NetworkMode: '' }, NetworkSettings: { Networks: {} }, Mounts: [] }) as EngineContainer;
 
 const ids = (rs: EngineContainer[]): string[] => rs.map((r) => r.Id).sort();
 
@@ -39,5 +39,27 @@ describe('ContainerRecords', () => {
     expect(r.all()).toEqual([]);
     expect(r.ofPod('A')).toEqual([]);
     expect(r.uids()).toEqual([]);
+  });
+
+  it('keeps a pod\'s grouped view until one of its records changes, in place or by replacement', () => {
+    const r = new ContainerRecords();
+    r.set('a1', rec('a1', 'A'));
+    r.set('b1', rec('b1', 'B'));
+    const first = r.pod('A');
+    expect(first?.containers.map((c) => c.state)).toEqual(['running']);
+    expect(r.pod('A')).toBe(first);
+    // Another pod's change leaves this view alone.
+    r.set('b2', rec('b2', 'B'));
+    expect(r.pod('A')).toBe(first);
+    // An event changes the record in place: the view is made again.
+    r.get('a1')!.State = 'exited';
+    r.changed('a1');
+    expect(r.pod('A')?.containers.map((c) => c.state)).toEqual(['exited']);
+    r.set('a2', rec('a2', 'A'));
+    expect(r.pod('A')?.containers).toHaveLength(2);
+    r.delete('a1');
+    r.delete('a2');
+    expect(r.pod('A')).toBeUndefined();
+    expect(r.pods().map((p) => p.uid)).toEqual(['B']);
   });
 });
