@@ -124,7 +124,8 @@ export class Agent {
         started: (type) => m.containerStarted(type),
         startFailed: (type, reason) => m.containerStartFailed(type, reason),
         restarted: (ns, pod, c) => m.containerRestarted(ns, pod, c),
-        probed: (kind, result, seconds, where) => m.probed(kind, result, seconds, where),
+        probed: (where, kind, result, seconds) => m.probed(where, kind, result, seconds),
+        probesGone: (uid) => m.probes.forgetPod(uid),
       },
     );
     this.stats = new StatsCollector(this.runtime, () => this.cache.pods(), {
@@ -389,6 +390,6 @@ export class Agent {
   /** The kubelet's container metrics endpoints (/metrics/cadvisor, /metrics/resource, /metrics/probes). */
   containerMetrics(kind: ContainerEndpoint): Promise<{ contentType: string; text: string }> {
     const m = this.metricsRegistry;
-    return containerEndpoint(kind, { samples: () => this.stats.samples(), node: async () => (await this.nodeStatus.now()).summary, layout: () => this.runtime.cgroupLayout(), probes: () => m.probesText() });
+    return containerEndpoint(kind, { samples: () => this.stats.samples(), node: async () => (await this.nodeStatus.now()).summary, layout: () => this.runtime.cgroupLayout(), probes: async () => m.probesText() });
   }
 }

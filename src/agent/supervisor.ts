@@ -3,6 +3,7 @@ import { containerHash } from '../manifest/hash.js';
 import type { DesiredPod, Pod } from '../manifest/types.js';
 import type { PodCache } from '../pleg/cache.js';
 import { ProbeManager, type ProbeEvent, type ProbeTarget } from '../probe/manager.js';
+import type { ProbedContainer, ProbeResultLabel } from '../metrics/probe-metrics.js';
 import { Backoff, type BackoffPolicy } from '../reconcile/backoff.js';
 import { fieldPathOf, graceOf, removePod, specOf, type EventSink } from '../reconcile/lifecycle.js';
 import { gateStarts, newestExited, sandboxKey } from '../reconcile/gate.js';
@@ -30,7 +31,9 @@ export interface SupervisorObserver {
   started?(type: 'sandbox' | 'init' | 'app'): void;
   startFailed?(type: 'sandbox' | 'init' | 'app', reason: string): void;
   restarted?(namespace: string, pod: string, container: string): void;
-  probed?(kind: string, result: 'successful' | 'failed' | 'unknown', seconds: number, where: { namespace: string; pod: string; pod_uid: string; container: string }): void;
+  probed?(where: ProbedContainer, kind: string, result: ProbeResultLabel, seconds: number): void;
+  /** The pod is gone: its probe series go too. */
+  probesGone?(uid: string): void;
 }
 
 /** After a failed pull, the next look (which reports ImagePullBackOff) comes this soon. */
@@ -65,12 +68,7 @@ export class PodSupervisor {
     this.probes = new ProbeManager(
       (id, cmd, t) => rt.exec(id, cmd, t),
       (e) => this.onProbe(e),
-      probed
-        ? (t, kind, result, seconds) => {
-            const o = this.cache.pod(t.uid);
-            probed(kind, result, seconds, { namespace: o?.namespace ?? '', pod: o?.name ?? '', pod_uid: t.uid, container: t.container.name });
-          }
-        : undefined,
+      probed ? (t, kind, result, seconds) => probed({ uid: t.uid, namespace: t.namespace, pod: t.pod, container: t.container.name }, kind, result, seconds) : undefined,
     );
   }
 
@@ -121,6 +119,7 @@ export class PodSupervisor {
   /** The pod is gone: everything kept about it goes, in one place. */
   forget(uid: string): void {
     this.probes.removePod(uid);
+    this.observer.probesGone?.(uid);
     this.crash.forgetPod(uid);
     this.imagePulls.forgetPod(uid);
     this.startFailures.forgetPod(uid);
@@ -170,7 +169,7 @@ export class PodSupervisor {
       // initialDelaySeconds counts from the container's start, which only an inspect knows (once).
       if (!this.probes.state(c.id) && !details.get(c.id)?.startedAt) await containerDetails(this.rt, o, details);
       const startedAt = Date.parse(details.get(c.id)?.startedAt ?? '');
-      targets.push({ uid: d.uid, container: spec, containerId: c.id, defaultHost: host, ...(Number.isFinite(startedAt) ? { startedAt } : {}) });
+      targets.push({ uid: d.uid, namespace: o.namespace, pod: o.name, container: spec, containerId: c.id, defaultHost: host, ...(Number.isFinite(startedAt) ? { startedAt } : {}) });
     }
     this.probes.sync(d.uid, targets);
   }

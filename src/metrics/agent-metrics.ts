@@ -5,6 +5,7 @@
  * the plain callbacks below, so no other module loads prom-client.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
+import { ProbeMetrics, type ProbedContainer, type ProbeResultLabel } from './probe-metrics.js';
 
 /** What the scrape reads from the agent's own state at that moment. */
 export interface MetricsView {
@@ -16,7 +17,6 @@ export interface MetricsView {
   gc(): { containersRemoved: number; podsRemoved: number; imagesRemoved: number; imageBytesFreed: number };
 }
 
-export type ProbeResultLabel = 'successful' | 'failed' | 'unknown';
 export type FetchResult = 'ok' | 'not_modified' | 'error';
 
 /** The kubelet's buckets for operations that take from milliseconds to minutes. */
@@ -27,8 +27,8 @@ export class AgentMetrics {
   private readonly startedContainers: Counter<'container_type'>;
   private readonly startedContainerErrors: Counter<'container_type' | 'code'>;
   private readonly restarts: Counter<'namespace' | 'pod' | 'container'>;
-  private readonly probes: Counter<'probe_type' | 'result' | 'container' | 'pod' | 'namespace' | 'pod_uid'>;
-  private readonly probeDuration: Histogram<'probe_type' | 'container' | 'pod' | 'namespace'>;
+  /** The prober's series: not in /metrics, only at /metrics/probes, as the kubelet serves them. */
+  readonly probes = new ProbeMetrics();
   private readonly podWorker: Histogram<'operation'>;
   private readonly relist: Histogram;
   private readonly runtimeOps: Counter<'operation_type'>;
@@ -146,9 +146,6 @@ export class AgentMetrics {
     this.startedContainers = new Counter({ name: 'podrun_started_containers_total', help: 'Containers started, by type (sandbox, init, app).', labelNames: ['container_type'], registers });
     this.startedContainerErrors = new Counter({ name: 'podrun_started_containers_errors_total', help: 'Containers that failed to be created or started, by type and reason.', labelNames: ['container_type', 'code'], registers });
     this.restarts = new Counter({ name: 'podrun_container_restarts_total', help: 'Restarts of a container after it exited or a probe killed it.', labelNames: ['namespace', 'pod', 'container'], registers });
-    // The kubelet's prober series (also served alone at /metrics/probes), with its labels.
-    this.probes = new Counter({ name: 'prober_probe_total', help: 'Cumulative number of a liveness, readiness or startup probe for a container by result.', labelNames: ['probe_type', 'result', 'container', 'pod', 'namespace', 'pod_uid'], registers });
-    this.probeDuration = new Histogram({ name: 'prober_probe_duration_seconds', help: 'Duration in seconds for a probe response.', labelNames: ['probe_type', 'container', 'pod', 'namespace'], buckets: DURATION_BUCKETS, registers });
     this.podWorker = new Histogram({ name: 'podrun_pod_worker_duration_seconds', help: 'How long one pod sync (or deletion) took, grace periods included.', labelNames: ['operation'], buckets: DURATION_BUCKETS, registers });
     this.relist = new Histogram({ name: 'podrun_pleg_relist_duration_seconds', help: 'How long a full relist of the engine took.', buckets: DURATION_BUCKETS, registers });
     this.runtimeOps = new Counter({ name: 'podrun_runtime_operations_total', help: 'Engine calls, by operation.', labelNames: ['operation_type'], registers });
@@ -176,10 +173,8 @@ export class AgentMetrics {
     this.restarts.inc({ namespace, pod, container });
   }
 
-  probed(kind: string, result: ProbeResultLabel, seconds: number, where: { namespace: string; pod: string; pod_uid: string; container: string }): void {
-    const probe_type = kind.charAt(0).toUpperCase() + kind.slice(1);
-    this.probes.inc({ probe_type, result, ...where });
-    this.probeDuration.observe({ probe_type, namespace: where.namespace, pod: where.pod, container: where.container }, seconds);
+  probed(where: ProbedContainer, kind: string, result: ProbeResultLabel, seconds: number): void {
+    this.probes.observe(where, kind, result, seconds);
   }
 
   podWorked(operation: 'sync' | 'delete', seconds: number): void {
@@ -230,8 +225,8 @@ export class AgentMetrics {
   }
 
   /** The prober's series alone: the kubelet's /metrics/probes. */
-  async probesText(): Promise<string> {
-    return `${await this.registry.getSingleMetricAsString('prober_probe_total')}\n`;
+  probesText(): string {
+    return this.probes.text();
   }
 
   get contentType(): string {

@@ -7,6 +7,9 @@ export type ProbeKind = 'liveness' | 'readiness' | 'startup';
 /** One running container that may need probing. */
 export interface ProbeTarget {
   uid: string;
+  /** The pod's namespace and name, for the prober's metrics. */
+  namespace: string;
+  pod: string;
   container: Container;
   containerId: string;
   /** Pod IP (the node IP for host-network pods). */

@@ -166,7 +166,7 @@ async function syncApplyProbes(rt: PodEngine, probes: ProbeManager, d: DesiredPo
     const spec = specOf(d.pod, c.name);
     if (!spec || c.state !== 'running' || (!spec.readinessProbe && !spec.startupProbe)) continue;
     const { livenessProbe: _liveness, ...withoutLiveness } = spec;
-    targets.push({ uid: d.uid, container: withoutLiveness, containerId: c.id, defaultHost: host });
+    targets.push({ uid: d.uid, namespace: obs.namespace, pod: obs.name, container: withoutLiveness, containerId: c.id, defaultHost: host });
   }
   probes.sync(d.uid, targets);
 }

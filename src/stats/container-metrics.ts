@@ -9,7 +9,7 @@ export const EXPOSITION_TYPE = 'text/plain; version=0.0.4; charset=utf-8';
 
 type Labels = Record<string, string>;
 
-function escape(v: string): string {
+export function escapeLabel(v: string): string {
   return v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
 }
 
@@ -18,11 +18,11 @@ class LabelText {
   private constructor(readonly text: string) {}
 
   static of(labels: Labels): LabelText {
-    return new LabelText(Object.entries(labels).map(([k, v]) => `${k}="${escape(v)}"`).join(','));
+    return new LabelText(Object.entries(labels).map(([k, v]) => `${k}="${escapeLabel(v)}"`).join(','));
   }
 
   with(name: string, value: string): LabelText {
-    return new LabelText(`${this.text}${this.text ? ',' : ''}${name}="${escape(value)}"`);
+    return new LabelText(`${this.text}${this.text ? ',' : ''}${name}="${escapeLabel(value)}"`);
   }
 }
 

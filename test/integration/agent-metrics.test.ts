@@ -55,24 +55,30 @@ spec:
     const url = `http://127.0.0.1:${(server.address() as AddressInfo).port}/pods.yaml`;
     const agent = suite.run(['--manifest-dir', dir, '--manifest-url', url, '--crash-backoff-initial', '1s', '--crash-backoff-max', '1s']);
     await agent.started();
-    const scrape = async (): Promise<string> => (await agentGetText(suite.world.stateDir, '/metrics')) ?? '';
+    const scrape = async (path = '/metrics'): Promise<string> => (await agentGetText(suite.world.stateDir, path)) ?? '';
     const pod = { namespace: suite.ns, pod: name };
     const text = await until('a restart, probes and a 304 to be counted', async () => {
       const t = await scrape();
       const ok =
         value(t, 'podrun_container_restarts_total', { ...pod, container: 'crasher' }) >= 1 &&
-        value(t, 'prober_probe_total', { ...pod, container: 'web', probe_type: 'Readiness', result: 'successful' }) >= 2 &&
+        value(await scrape('/metrics/probes'), 'prober_probe_total', { ...pod, container: 'web', probe_type: 'Readiness', result: 'successful' }) >= 2 &&
         value(t, 'podrun_url_fetches_total', { source: /^url:/, result: 'not_modified' }) >= 1;
       return ok ? t : undefined;
     }, 40_000);
+    // The prober's series are where the kubelet serves them: /metrics/probes, not /metrics.
+    const probes = await scrape('/metrics/probes');
 
-    const check = spawnSync('promtool', ['check', 'metrics'], { input: text, encoding: 'utf8' });
-    expect(check.error).toBeUndefined();
-    expect(`${check.stdout}${check.stderr}`.trim()).toBe('');
-    expect(check.status).toBe(0);
+    for (const t of [text, probes]) {
+      const check = spawnSync('promtool', ['check', 'metrics'], { input: t, encoding: 'utf8' });
+      expect(check.error).toBeUndefined();
+      expect(`${check.stdout}${check.stderr}`.trim()).toBe('');
+      expect(check.status).toBe(0);
+    }
 
-    expect(value(text, 'prober_probe_total', { ...pod, container: 'web', probe_type: 'Liveness', result: 'successful' })).toBeGreaterThanOrEqual(1);
-    expect(value(text, 'prober_probe_duration_seconds_count', { ...pod, container: 'web', probe_type: 'Liveness' })).toBeGreaterThanOrEqual(1);
+    expect(value(probes, 'prober_probe_total', { ...pod, container: 'web', probe_type: 'Liveness', result: 'successful' })).toBeGreaterThanOrEqual(1);
+    expect(value(probes, 'prober_probe_duration_seconds_count', { ...pod, container: 'web', probe_type: 'Liveness' })).toBeGreaterThanOrEqual(1);
+    expect(value(probes, 'process_start_time_seconds')).toBeGreaterThan(1.7e9);
+    expect(text).not.toContain('prober_probe');
     expect(value(text, 'podrun_started_containers_total', { container_type: 'sandbox' })).toBeGreaterThanOrEqual(1);
     expect(value(text, 'podrun_started_containers_total', { container_type: 'app' })).toBeGreaterThanOrEqual(3);
     expect(value(text, 'podrun_running_pods')).toBeGreaterThanOrEqual(1);
