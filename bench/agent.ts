@@ -266,6 +266,28 @@ async function measureAgent(stateDir: string, dir: string, pods: number, seconds
   }
 }
 
+/** Bare Node probing the same pods the same way (bench/probe-floor.ts) for `seconds`: the floor under the agent's CPU. */
+async function probeFloor(namespace: string, seconds: number): Promise<{ rss: Stat; cpu: number; pods: number }> {
+  const sandboxes = await docker.listContainers({ filters: JSON.stringify({ label: [`${LABEL.podNamespace}=${namespace}`, `${LABEL.containerType}=sandbox`], status: ['running'] }) });
+  const ips = sandboxes.map((c) => Object.values(c.NetworkSettings?.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress).filter((ip): ip is string => !!ip);
+  const proc = spawn(process.execPath, [join(import.meta.dirname, 'probe-floor.js'), '8080', ...ips], { stdio: 'ignore' });
+  try {
+    await sleep(15_000);
+    const pid = proc.pid!;
+    const start = procUsage(pid);
+    const t0 = performance.now();
+    const rss: number[] = [];
+    while (performance.now() - t0 < seconds * 1000) {
+      rss.push(procUsage(pid).rssKiB / 1024);
+      await sleep(1000);
+    }
+    const end = procUsage(pid);
+    return { rss: stat(rss), cpu: ((end.cpuSeconds - start.cpuSeconds) / ((performance.now() - t0) / 1000)) * 100, pods: ips.length };
+  } finally {
+    proc.kill('SIGTERM');
+  }
+}
+
 async function footprint(root: string): Promise<string> {
   const dir = join(root, 'footprint');
   const stateDir = join(root, 'footprint-state');
@@ -277,12 +299,14 @@ async function footprint(root: string): Promise<string> {
   try {
     const on = await measureAgent(stateDir, dir, pods, seconds, false);
     const read = await measureAgent(stateDir, dir, pods, offSeconds, true);
+    // The agent leaves its pods running when it stops: the floor probes the same ones.
+    const floor = await probeFloor('bench-footprint', offSeconds);
     const restarts = (await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL.instance}=${instanceId(stateDir)}`, `${LABEL.containerType}=app`] }) })).filter((c) => Number(c.Labels[LABEL.restartCount]) > 0).length;
     const collections = sample(read.metrics, 'podrun_stats_collection_duration_seconds_count');
     const collectMs = (sample(read.metrics, 'podrun_stats_collection_duration_seconds_sum') / collections) * 1000;
     const calls = sample(read.metrics, 'podrun_stats_engine_calls_total') / collections;
     const live = pods * 2; // one container and its sandbox each
-    log(`footprint: RSS ${on.rss.median.toFixed(0)} MB (max ${on.rss.max.toFixed(0)}), CPU ${on.cpu.toFixed(2)} %; scraped every 15 s ${read.cpu.toFixed(2)} %, ${read.rss.median.toFixed(0)} MB`);
+    log(`footprint: RSS ${on.rss.median.toFixed(0)} MB (max ${on.rss.max.toFixed(0)}), CPU ${on.cpu.toFixed(2)} %; scraped every 15 s ${read.cpu.toFixed(2)} %, ${read.rss.median.toFixed(0)} MB; bare Node probing the same ${floor.pods} pods ${floor.cpu.toFixed(2)} %, ${floor.rss.median.toFixed(0)} MB`);
     return `### Agent footprint: ${pods} pods, each with an httpGet liveness and a tcpSocket readiness probe every 10 s
 
 Sampled every second from /proc over ${seconds} s of steady state (after start-up and the first
@@ -295,7 +319,12 @@ as Prometheus scrapes a kubelet (\`/metrics/cadvisor\`, \`/metrics/resource\`, \
 and \`/metrics\`) for ${offSeconds} s: each reading of the ${live} running containers (sandboxes
 included, from cgroupfs) took ${collectMs.toFixed(1)} ms with ${calls.toFixed(0)} engine stats calls, ${collections} readings in all;
 CPU ${read.cpu.toFixed(2)} %, ${read.rss.median.toFixed(0)} MB (targets ≤ 1 %, ≤ 80 MB). So being scraped costs about
-${(read.cpu - on.cpu).toFixed(2)} % of a core and ${(read.rss.median - on.rss.median).toFixed(0)} MB.`;
+${(read.cpu - on.cpu).toFixed(2)} % of a core and ${(read.rss.median - on.rss.median).toFixed(0)} MB.
+
+The floor under that CPU, in the same run: a bare Node process (\`bench/probe-floor.ts\`) doing
+nothing but the same probes of the same ${floor.pods} pods (an HTTP GET on a new connection and a TCP
+connect per pod every 10 s) for ${offSeconds} s: **${floor.cpu.toFixed(2)} %** of a core, ${floor.rss.median.toFixed(0)} MB. The agent alone is
+${(on.cpu / floor.cpu).toFixed(2)}× that floor, scraped ${(read.cpu / floor.cpu).toFixed(2)}×.`;
   } finally {
     await removeInstance(stateDir);
   }
