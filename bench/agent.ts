@@ -314,7 +314,7 @@ probes): resident memory **${on.rss.median.toFixed(0)} MB** median, ${on.rss.max
 (target ≤ 80 MB); CPU **${on.cpu.toFixed(2)} %** of one core (target ≤ 1 %). Containers restarted
 meanwhile: ${restarts} (every probe passed).
 
-Resource usage readings run only while something reads them. The same agent scraped every 15 s
+Resource usage is read only when something asks (one reading per scrape here). The same agent scraped every 15 s
 as Prometheus scrapes a kubelet (\`/metrics/cadvisor\`, \`/metrics/resource\`, \`/metrics/probes\`
 and \`/metrics\`) for ${offSeconds} s: each reading of the ${live} running containers (sandboxes
 included, from cgroupfs) took ${collectMs.toFixed(1)} ms with ${calls.toFixed(0)} engine stats calls, ${collections} readings in all;

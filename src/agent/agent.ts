@@ -1,4 +1,4 @@
-import { containerEndpoint, type ContainerEndpoint } from './container-endpoints.js';
+import { containerEndpoint, engineDevice, type ContainerEndpoint } from './container-endpoints.js';
 import { pullLogger } from './pull-log.js';
 import { timerDelay } from '../base/duration.js';
 import { terminatingPods } from '../reconcile/terminating.js';
@@ -390,6 +390,6 @@ export class Agent {
   /** The kubelet's container metrics endpoints (/metrics/cadvisor, /metrics/resource, /metrics/probes). */
   containerMetrics(kind: ContainerEndpoint): Promise<{ contentType: string; text: string }> {
     const m = this.metricsRegistry;
-    return containerEndpoint(kind, { samples: () => this.stats.samples(), node: async () => (await this.nodeStatus.now()).summary, layout: () => this.runtime.cgroupLayout(), probes: async () => m.probesText() });
+    return containerEndpoint(kind, { samples: () => this.stats.samples(), node: async () => (await this.nodeStatus.now()).summary, layout: () => this.runtime.cgroupLayout(), probes: async () => m.probesText(), fsDevice: () => engineDevice(this.runtime) });
   }
 }

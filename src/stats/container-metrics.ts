@@ -56,6 +56,8 @@ function limitOf(bytes: number | undefined): number {
 export interface CadvisorOptions {
   /** cAdvisor's `id`: the container's cgroup path (e.g. /docker/<id>). */
   cgroupOf: (containerId: string) => string;
+  /** The device holding the engine's root directory (layers, logs): cAdvisor's `device` on the fs series; without it there are none. */
+  fsDevice?: string;
 }
 
 /**
@@ -94,6 +96,9 @@ export function cadvisorMetrics(samples: readonly ContainerSample[], o: Cadvisor
       const started = group.length === 1 ? group[0]!.startedAt : list.find((s) => s.type === 'sandbox')?.startedAt;
       out.add('container_start_time_seconds', 'gauge', 'Start time of the container since unix epoch in seconds.', labels, started ? Date.parse(started) / 1000 : undefined, t);
       out.add('container_last_seen', 'gauge', 'Last time a container was seen by the exporter', labels, Math.floor(t / 1000), t);
+      // The writable layer and the container's logs, as cAdvisor's Docker handler counts a container's usage.
+      const fs = o.fsDevice === undefined ? undefined : sum((s) => (s.rootfsBytes === undefined && s.logsBytes === undefined ? undefined : (s.rootfsBytes ?? 0) + (s.logsBytes ?? 0)));
+      out.add('container_fs_usage_bytes', 'gauge', 'Number of bytes that are consumed by the container on this filesystem.', labels.with('device', o.fsDevice ?? ''), fs, t);
       if (group.length > 1) network(out, labels, list.find((s) => s.type === 'sandbox'), t);
     }
   }

@@ -79,6 +79,8 @@ spec:
     const cadvisor = await get(port, '/metrics/cadvisor');
     expect(cadvisor.status).toBe(200);
     expect(cadvisor.body).toContain('# TYPE container_cpu_usage_seconds_total counter');
+    // Its writable layer and logs, on the device under the engine's root directory.
+    expect(cadvisor.body).toMatch(new RegExp(`^container_fs_usage_bytes\\{container="mem",[^}]*namespace="${ns}",pod="hog",device="[^"]+"\\} \\d+ \\d+$`, 'm'));
     expect((await get(port, '/metrics/resource')).body).toContain('# TYPE pod_memory_working_set_bytes gauge');
     expect((await get(port, '/metrics/probes')).body).toContain('prober_probe_total');
     // Read from cgroupfs, as cAdvisor reads them: the engine's stats API was never asked.

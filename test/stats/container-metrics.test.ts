@@ -44,6 +44,17 @@ describe('/metrics/cadvisor', () => {
     expect(text).not.toMatch(/network_receive_bytes_total\{container="app"/);
   });
 
+  it('has the filesystem usage (writable layer and logs) on the engine\'s device, only when that device is known', () => {
+    const withDisk = samples.map((s) => (s.id === 'app1' ? { ...s, rootfsBytes: 4096, logsBytes: 1000 } : s.id === 'side' ? { ...s, rootfsBytes: 100 } : s));
+    const fs = cadvisorMetrics(withDisk, { cgroupOf: (id) => `/docker/${id}`, fsDevice: '/dev/vdb1' });
+    expect(fs).toContain('container_fs_usage_bytes{container="app",id="/docker/app1",image="nginx:1.27",name="k8s_app_web_demo",namespace="demo",pod="web",device="/dev/vdb1"} 5096');
+    expect(fs).toContain('container_fs_usage_bytes{container="",id="/podrun/podu-1",image="",name="",namespace="demo",pod="web",device="/dev/vdb1"} 5196');
+    // The sandbox had no disk reading: no series rather than a zero.
+    expect(fs).not.toMatch(/container_fs_usage_bytes\{container="POD"/);
+    expect(promtool(fs).status).toBe(0);
+    expect(cadvisorMetrics(withDisk, { cgroupOf: (id) => `/docker/${id}` })).not.toMatch(/^container_fs_usage_bytes\{/m);
+  });
+
   it('is clean for promtool', () => {
     const r = promtool(text);
     expect(r.out).toBe('');
