@@ -124,7 +124,7 @@ export class Agent {
         started: (type) => m.containerStarted(type),
         startFailed: (type, reason) => m.containerStartFailed(type, reason),
         restarted: (ns, pod, c) => m.containerRestarted(ns, pod, c),
-        probed: (where, kind, result, seconds) => m.probed(where, kind, result, seconds),
+        probed: (where, kind, result, seconds) => m.probes.observe(where, kind, result, seconds),
         probesGone: (uid) => m.probes.forgetPod(uid),
       },
     );
@@ -389,7 +389,7 @@ export class Agent {
 
   /** The kubelet's container metrics endpoints (/metrics/cadvisor, /metrics/resource, /metrics/probes). */
   containerMetrics(kind: ContainerEndpoint): Promise<{ contentType: string; text: string }> {
-    const m = this.metricsRegistry;
-    return containerEndpoint(kind, { samples: () => this.stats.samples(), node: async () => (await this.nodeStatus.now()).summary, layout: () => this.runtime.cgroupLayout(), probes: async () => m.probesText(), fsDevice: () => engineDevice(this.runtime) });
+    const probes = this.metricsRegistry.probes;
+    return containerEndpoint(kind, { samples: () => this.stats.samples(), node: async () => (await this.nodeStatus.now()).summary, layout: () => this.runtime.cgroupLayout(), probes: async () => probes.text(), fsDevice: () => engineDevice(this.runtime) });
   }
 }

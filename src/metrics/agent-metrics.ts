@@ -5,7 +5,7 @@
  * the plain callbacks below, so no other module loads prom-client.
  */
 import { Counter, Gauge, Histogram, Registry, collectDefaultMetrics } from 'prom-client';
-import { ProbeMetrics, type ProbedContainer, type ProbeResultLabel } from './probe-metrics.js';
+import { ProbeMetrics } from './probe-metrics.js';
 
 /** What the scrape reads from the agent's own state at that moment. */
 export interface MetricsView {
@@ -173,10 +173,6 @@ export class AgentMetrics {
     this.restarts.inc({ namespace, pod, container });
   }
 
-  probed(where: ProbedContainer, kind: string, result: ProbeResultLabel, seconds: number): void {
-    this.probes.observe(where, kind, result, seconds);
-  }
-
   podWorked(operation: 'sync' | 'delete', seconds: number): void {
     this.podWorker.observe({ operation }, seconds);
   }
@@ -222,11 +218,6 @@ export class AgentMetrics {
 
   async text(): Promise<string> {
     return this.registry.metrics();
-  }
-
-  /** The prober's series alone: the kubelet's /metrics/probes. */
-  probesText(): string {
-    return this.probes.text();
   }
 
   get contentType(): string {
