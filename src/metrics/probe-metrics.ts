@@ -20,8 +20,9 @@ export interface ProbedContainer {
 
 interface Series {
   uid: string;
-  /** Labels but probe_type and result, written once. */
+  /** Labels but probe_type and result, written once; the counter's pod_uid label too. */
   labels: string;
+  uidLabel: string;
   probeType: string;
   results: Record<ProbeResultLabel, number>;
   buckets: number[];
@@ -40,6 +41,7 @@ export class ProbeMetrics {
       s = {
         uid: c.uid,
         labels: `container="${escapeLabel(c.container)}",namespace="${escapeLabel(c.namespace)}",pod="${escapeLabel(c.pod)}"`,
+        uidLabel: `pod_uid="${escapeLabel(c.uid)}"`,
         probeType: kind.charAt(0).toUpperCase() + kind.slice(1),
         results: { successful: 0, failed: 0, unknown: 0 },
         buckets: BUCKETS.map(() => 0),
@@ -68,7 +70,7 @@ export class ProbeMetrics {
     const duration: string[] = [];
     for (const s of this.series.values()) {
       const base = `${s.labels},probe_type="${s.probeType}"`;
-      for (const r of ['failed', 'successful', 'unknown'] as const) if (s.results[r]) total.push(`prober_probe_total{${base},pod_uid="${escapeLabel(s.uid)}",result="${r}"} ${s.results[r]}`);
+      for (const r of ['failed', 'successful', 'unknown'] as const) if (s.results[r]) total.push(`prober_probe_total{${base},${s.uidLabel},result="${r}"} ${s.results[r]}`);
       for (let i = 0; i < BUCKETS.length; i++) duration.push(`prober_probe_duration_seconds_bucket{${base},le="${BUCKETS[i]}"} ${s.buckets[i]}`);
       duration.push(`prober_probe_duration_seconds_bucket{${base},le="+Inf"} ${s.count}`, `prober_probe_duration_seconds_sum{${base}} ${s.sum}`, `prober_probe_duration_seconds_count{${base}} ${s.count}`);
     }
