@@ -71,10 +71,6 @@ export class ContainerRecords {
     return out;
   }
 
-  all(): EngineContainer[] {
-    return [...this.byId.values()];
-  }
-
   ofPod(uid: string): EngineContainer[] {
     const pod = this.byPod.get(uid);
     return pod ? [...pod.values()] : [];
