@@ -16,6 +16,8 @@ const PID_CACHE_MAX = 4096;
 export class LocalReadings {
   private layout: Promise<CgroupLayout | undefined> | undefined;
   private readonly pids = new Map<string, number>();
+  /** podrun's own network namespace, read once: a process does not change its own. */
+  private ownNetNs: string | undefined;
 
   constructor(private readonly e: EngineCalls) {}
 
@@ -54,7 +56,8 @@ export class LocalReadings {
     if (pid === undefined) return s;
     const ns = netNsOf(String(pid));
     // A host-network sandbox shares the node's interfaces: the engine reports none for it either.
-    if (ns !== undefined && ns === netNsOf('self')) return s;
+    this.ownNetNs ??= netNsOf('self');
+    if (ns !== undefined && ns === this.ownNetNs) return s;
     const networks = netDev(readIfThere(`/proc/${pid}/net/dev`));
     return networks && Object.keys(networks).length ? { ...s, networks } : s;
   }
