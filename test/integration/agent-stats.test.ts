@@ -39,6 +39,17 @@ spec:
   - {name: burner, image: ${TEST_IMAGE}, command: [sh, -c, 'while :; do i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done; sleep 0.05; done']}
   - {name: hog, image: ${TEST_IMAGE}, command: [sh, -c, 'head -c 41943040 /dev/zero > /dev/shm/hog; exec sleep 3600']}
 `);
+    // A host-network pod shares the node's interfaces: like the engine's stats, no network of its own.
+    const host = unique('hostnet');
+    writeFileSync(join(dir, 'host.yaml'), `apiVersion: v1
+kind: Pod
+metadata: {name: ${host}, namespace: ${suite.ns}}
+spec:
+  terminationGracePeriodSeconds: 0
+  hostNetwork: true
+  containers:
+  - {name: idle, image: ${TEST_IMAGE}, command: [sleep, '3600']}
+`);
     const agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
     // Nobody has asked yet: no readings, no engine calls for them.
@@ -61,6 +72,11 @@ spec:
     expect(pod.memory.workingSetBytes).toBeGreaterThanOrEqual(hog.memory.workingSetBytes);
     expect(pod.cpu.usageNanoCores).toBeGreaterThanOrEqual(burner.cpu.usageNanoCores!);
     expect(pod.network?.rxBytes).toBeGreaterThanOrEqual(0);
+    const hostPod = await until('the host-network pod in /stats/summary', async () => {
+      const s = JSON.parse((await agentGetText(suite.world.stateDir, '/stats/summary')) ?? '{}') as Summary;
+      return s.pods?.find((x) => x.podRef.name === host && x.containers.length > 0);
+    }, 30_000);
+    expect(hostPod.network).toBeUndefined();
     expect(burner.rootfs?.usedBytes).toBeGreaterThanOrEqual(0);
     expect(summary.node.memory.workingSetBytes).toBeGreaterThan(0);
     expect(summary.node.fs?.capacityBytes).toBeGreaterThan(0);
