@@ -16,6 +16,7 @@ import type { PodEvent } from '../status/events.js';
 import { markRolledBack, toV1Pod } from '../status/v1.js';
 import { GarbageCollector, type ContainerGcResult, type ImageGcResult } from '../gc/collector.js';
 import { startServer } from '../server/server.js';
+import { defaultTokenPath, loadHttpToken } from '../server/http-token.js';
 import { PodSupervisor } from './supervisor.js';
 import { DesiredSet } from './desired-set.js';
 import { sourcesFor } from './agent-sources.js';
@@ -160,6 +161,8 @@ export class Agent {
     this.release = await acquireAgentLock(this.o.runtime.stateDir);
     // Its files hold manifests (env values), URL caches and status: for root's eyes only.
     chmodSync(this.o.runtime.stateDir, 0o700);
+    // Read before any pod is touched: a token file that cannot be trusted is a start-up error, never an open port.
+    const token = this.o.httpPort ? loadHttpToken(this.o.httpTokenFile ?? defaultTokenPath(this.o.runtime.stateDir), this.o.httpTokenFile === undefined) : undefined;
     // podrun's own directory: made here, so its source is ready at once (a missing directory
     // would leave it "not loaded yet", and with it every deletion of pods no one declares).
     mkdirSync(appliedDir(this.o.runtime.stateDir), { recursive: true });
@@ -168,7 +171,7 @@ export class Agent {
     await Promise.all(this.set.sources.map((s) => s.start(() => this.recompute())));
     this.loaded = true;
     this.recompute();
-    this.closeServer = await startServer(this, { stateDir: this.o.runtime.stateDir, ...(this.o.httpPort ? { port: this.o.httpPort } : {}), log: this.log });
+    this.closeServer = await startServer(this, { stateDir: this.o.runtime.stateDir, ...(this.o.httpPort ? { port: this.o.httpPort } : {}), ...(token ? { token } : {}), log: this.log });
     this.resyncTimer = setInterval(() => this.enqueueAll(), timerDelay(this.o.relistMs ?? 60_000));
     this.resyncTimer.unref();
     const every = (ms: number, fn: () => Promise<unknown>): void => {
