@@ -36,7 +36,11 @@ export function loadHttpToken(path: string, create: boolean): string {
     st = statSync(path);
   } catch (err) {
     if ((err as NodeJS.ErrnoException).code !== 'ENOENT' || !create) throw new Error(`cannot read the HTTP token file ${path}: ${(err as Error).message}`);
-    createToken(path);
+    try {
+      createToken(path);
+    } catch (e) {
+      throw new Error(`cannot create the HTTP token file ${path}: ${(e as Error).message}`);
+    }
     st = statSync(path);
   }
   if (!st.isFile()) throw new Error(`the HTTP token file ${path} is not a regular file`);
