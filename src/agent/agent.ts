@@ -17,6 +17,7 @@ import { markRolledBack, toV1Pod } from '../status/v1.js';
 import { GarbageCollector, type ContainerGcResult, type ImageGcResult } from '../gc/collector.js';
 import { startServer } from '../server/server.js';
 import { defaultTokenPath, loadHttpToken } from '../server/http-token.js';
+import { ExpiryLog } from './expiry-log.js';
 import { PodSupervisor } from './supervisor.js';
 import { DesiredSet } from './desired-set.js';
 import { sourcesFor } from './agent-sources.js';
@@ -54,6 +55,7 @@ export class Agent {
   private closeServer: (() => Promise<void>) | undefined;
   private resyncTimer: NodeJS.Timeout | undefined;
   private gcTimers: NodeJS.Timeout[] = [];
+  private readonly expiryLog: ExpiryLog;
   readonly gc: GarbageCollector;
   private readonly log: Logger;
   private readonly metricsRegistry: AgentMetrics;
@@ -148,6 +150,7 @@ export class Agent {
       events: this.supervisor.events,
       run: (d) => this.gate.gate(d),
     });
+    this.expiryLog = new ExpiryLog({ expiries: () => this.set.expiries(), log: this.log });
   }
 
   private nameOf(uid: string): string {
@@ -207,6 +210,7 @@ export class Agent {
     if (this.resyncTimer) clearInterval(this.resyncTimer);
     for (const t of this.gcTimers) clearInterval(t);
     this.gate.stop();
+    this.expiryLog.stop();
     await this.closeServer?.();
     await Promise.all(this.set.sources.map((s) => s.stop()));
     this.stats.stop();
@@ -237,6 +241,7 @@ export class Agent {
     const observed = this.cache.pods();
     const change = this.set.merge(observed);
     this.gate.prune(this.set.declaredUids(), (uid) => this.cache.pod(uid) !== undefined, this.set.loaded && this.cache.connected);
+    this.expiryLog.check();
     for (const uid of change.changed) this.workers.enqueue(uid);
     for (const uid of change.gone) {
       this.supervisor.cancel(uid);
