@@ -165,7 +165,8 @@ export class Agent {
     // Its files hold manifests (env values), URL caches and status: for root's eyes only.
     chmodSync(this.o.runtime.stateDir, 0o700);
     // Read before any pod is touched: a token file that cannot be trusted is a start-up error, never an open port.
-    const token = this.o.httpPort ? loadHttpToken(this.o.httpTokenFile ?? defaultTokenPath(this.o.runtime.stateDir), this.o.httpTokenFile === undefined) : undefined;
+    const tokenFile = this.o.httpTokenFile ?? defaultTokenPath(this.o.runtime.stateDir);
+    const token = this.o.httpPort ? loadHttpToken(tokenFile, this.o.httpTokenFile === undefined) : undefined;
     // podrun's own directory: made here, so its source is ready at once (a missing directory
     // would leave it "not loaded yet", and with it every deletion of pods no one declares).
     mkdirSync(appliedDir(this.o.runtime.stateDir), { recursive: true });
@@ -174,7 +175,7 @@ export class Agent {
     await Promise.all(this.set.sources.map((s) => s.start(() => this.recompute())));
     this.loaded = true;
     this.recompute();
-    this.closeServer = await startServer(this, { stateDir: this.o.runtime.stateDir, ...(this.o.httpPort ? { port: this.o.httpPort } : {}), ...(token ? { token } : {}), log: this.log });
+    this.closeServer = await startServer(this, { stateDir: this.o.runtime.stateDir, ...(this.o.httpPort ? { port: this.o.httpPort } : {}), ...(token ? { token, tokenFile } : {}), log: this.log });
     this.resyncTimer = setInterval(() => this.enqueueAll(), timerDelay(this.o.relistMs ?? 60_000));
     this.resyncTimer.unref();
     const every = (ms: number, fn: () => Promise<unknown>): void => {

@@ -61,7 +61,7 @@ function send(res: ServerResponse, status: number, body: unknown): void {
  * /probes). Served on a unix socket in the state directory (what the CLI uses) and, when asked,
  * on 127.0.0.1:port.
  */
-export async function startServer(view: AgentView, o: { stateDir: string; port?: number; token?: string; log?: Logger }): Promise<() => Promise<void>> {
+export async function startServer(view: AgentView, o: { stateDir: string; port?: number; token?: string; tokenFile?: string; log?: Logger }): Promise<() => Promise<void>> {
   const handler = (req: IncomingMessage, res: ServerResponse, url: URL): void => {
     if (url.pathname === '/gc') {
       // GET shows what would go; POST collects.
@@ -144,7 +144,7 @@ export async function startServer(view: AgentView, o: { stateDir: string; port?:
     const tcp = bounded(createServer(SERVER_OPTIONS, tcpHandler));
     await new Promise<void>((resolve, reject) => tcp.listen(o.port, '127.0.0.1', resolve).once('error', reject));
     servers.push(tcp);
-    o.log?.info(`serving ${[...PUBLIC_PATHS].join(', ')} on 127.0.0.1:${o.port}; /pods, /events and /gc there need the bearer token`);
+    o.log?.info(`serving ${[...PUBLIC_PATHS].join(', ')} on 127.0.0.1:${o.port}; /pods, /events and /gc there need the bearer token in ${o.tokenFile ?? '(none: refused)'}`);
   }
   return async () => {
     await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));

@@ -98,6 +98,7 @@ spec:
     // The token file: made by the agent, root's alone, in the 0700 state directory.
     const tokenFile = join(world.stateDir, 'http-token');
     const token = readFileSync(tokenFile, 'utf8').trim();
+    expect(agent.logs()).toContain(`/pods, /events and /gc there need the bearer token in ${tokenFile}`);
     expect(token.length).toBeGreaterThanOrEqual(32);
     expect(statSync(tokenFile).mode & 0o777).toBe(0o600);
     expect(statSync(tokenFile).uid).toBe(0);
