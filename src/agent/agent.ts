@@ -16,6 +16,8 @@ import type { PodEvent } from '../status/events.js';
 import { markRolledBack, toV1Pod } from '../status/v1.js';
 import { GarbageCollector, type ContainerGcResult, type ImageGcResult } from '../gc/collector.js';
 import { startServer } from '../server/server.js';
+import { defaultTokenPath, loadHttpToken } from '../server/http-token.js';
+import { ExpiryLog } from './expiry-log.js';
 import { PodSupervisor } from './supervisor.js';
 import { DesiredSet } from './desired-set.js';
 import { sourcesFor } from './agent-sources.js';
@@ -53,6 +55,7 @@ export class Agent {
   private closeServer: (() => Promise<void>) | undefined;
   private resyncTimer: NodeJS.Timeout | undefined;
   private gcTimers: NodeJS.Timeout[] = [];
+  private readonly expiryLog: ExpiryLog;
   readonly gc: GarbageCollector;
   private readonly log: Logger;
   private readonly metricsRegistry: AgentMetrics;
@@ -147,6 +150,7 @@ export class Agent {
       events: this.supervisor.events,
       run: (d) => this.gate.gate(d),
     });
+    this.expiryLog = new ExpiryLog({ expiries: () => this.set.expiries(), log: this.log });
   }
 
   private nameOf(uid: string): string {
@@ -160,6 +164,9 @@ export class Agent {
     this.release = await acquireAgentLock(this.o.runtime.stateDir);
     // Its files hold manifests (env values), URL caches and status: for root's eyes only.
     chmodSync(this.o.runtime.stateDir, 0o700);
+    // Read before any pod is touched: a token file that cannot be trusted is a start-up error, never an open port.
+    const tokenFile = this.o.httpTokenFile ?? defaultTokenPath(this.o.runtime.stateDir);
+    const token = this.o.httpPort ? loadHttpToken(tokenFile, this.o.httpTokenFile === undefined) : undefined;
     // podrun's own directory: made here, so its source is ready at once (a missing directory
     // would leave it "not loaded yet", and with it every deletion of pods no one declares).
     mkdirSync(appliedDir(this.o.runtime.stateDir), { recursive: true });
@@ -168,7 +175,7 @@ export class Agent {
     await Promise.all(this.set.sources.map((s) => s.start(() => this.recompute())));
     this.loaded = true;
     this.recompute();
-    this.closeServer = await startServer(this, { stateDir: this.o.runtime.stateDir, ...(this.o.httpPort ? { port: this.o.httpPort } : {}), log: this.log });
+    this.closeServer = await startServer(this, { stateDir: this.o.runtime.stateDir, ...(this.o.httpPort ? { port: this.o.httpPort } : {}), ...(token ? { token, tokenFile } : {}), log: this.log });
     this.resyncTimer = setInterval(() => this.enqueueAll(), timerDelay(this.o.relistMs ?? 60_000));
     this.resyncTimer.unref();
     const every = (ms: number, fn: () => Promise<unknown>): void => {
@@ -204,6 +211,7 @@ export class Agent {
     if (this.resyncTimer) clearInterval(this.resyncTimer);
     for (const t of this.gcTimers) clearInterval(t);
     this.gate.stop();
+    this.expiryLog.stop();
     await this.closeServer?.();
     await Promise.all(this.set.sources.map((s) => s.stop()));
     this.stats.stop();
@@ -234,6 +242,7 @@ export class Agent {
     const observed = this.cache.pods();
     const change = this.set.merge(observed);
     this.gate.prune(this.set.declaredUids(), (uid) => this.cache.pod(uid) !== undefined, this.set.loaded && this.cache.connected);
+    this.expiryLog.check();
     for (const uid of change.changed) this.workers.enqueue(uid);
     for (const uid of change.gone) {
       this.supervisor.cancel(uid);

@@ -32,8 +32,10 @@ export interface AgentOptions {
   removeGraceMs?: number;
   /** Engine calls that create, start, remove or list at once. */
   maxParallel?: number;
-  /** Also serve /healthz, /pods, /events on 127.0.0.1:port. */
+  /** Also serve the API on 127.0.0.1:port: /healthz, /metrics*, /stats/summary, /node to anyone, the rest with the token. */
   httpPort?: number;
+  /** The TCP port's bearer token file (default: <state-dir>/http-token, made when missing). */
+  httpTokenFile?: string;
   gc?: { periodMs?: number; imagePeriodMs?: number; imageGc?: boolean; containers?: ContainerGcPolicy; images?: ImageGcPolicy };
   backoff?: BackoffPolicy;
   /** What manifests may ask of this node (every source). */

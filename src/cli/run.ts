@@ -20,6 +20,7 @@ export interface RunOptions {
   relistPeriod: number;
   maxParallel: number;
   httpPort?: number;
+  httpTokenFile?: string;
   backoffInitial: number;
   backoffMax: number;
   gcPeriod: number;
@@ -88,6 +89,7 @@ export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSi
     relistMs: o.relistPeriod,
     maxParallel: o.maxParallel,
     ...(o.httpPort ? { httpPort: o.httpPort } : {}),
+    ...(o.httpTokenFile ? { httpTokenFile: o.httpTokenFile } : {}),
     backoff,
     evictionHard: o.evictionHard,
     statsPeriodMs: o.housekeepingInterval,

@@ -44,6 +44,7 @@ export interface PodrunConfiguration {
   syncFrequency?: string;
   maxParallelEngineCalls?: number;
   readOnlyPort?: number;
+  readOnlyPortTokenFile?: string;
   containerGCPeriod?: string;
   maxPerPodContainerCount?: number;
   maxContainerCount?: number;

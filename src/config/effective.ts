@@ -87,6 +87,7 @@ const FIELDS: Field[] = [
   { path: ['syncFrequency'], option: 'relistPeriod', scope: 'run', ...duration },
   { path: ['maxParallelEngineCalls'], option: 'maxParallel', scope: 'run' },
   { path: ['readOnlyPort'], option: 'httpPort', scope: 'run', toOption: (v) => (v === 0 ? undefined : v), toFile: (v) => v ?? 0 },
+  { path: ['readOnlyPortTokenFile'], option: 'httpTokenFile', scope: 'run', paths: true },
   { path: ['containerGCPeriod'], option: 'gcPeriod', scope: 'run', ...duration },
   { path: ['maxPerPodContainerCount'], option: 'maximumDeadContainersPerContainer', scope: 'run' },
   { path: ['maxContainerCount'], option: 'maximumDeadContainers', scope: 'run' },

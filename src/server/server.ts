@@ -1,8 +1,9 @@
 import type { Logger } from '../log/logger.js';
-import { rmSync } from 'node:fs';
+import { chmodSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import { join } from 'node:path';
 import type { PodEvent } from '../status/events.js';
+import { bearerMatches } from './http-token.js';
 
 /**
  * Limits on the agent's endpoints: a request's headers within 10 s and the whole request within
@@ -33,6 +34,22 @@ function loopbackHost(host: string | undefined, port: number): boolean {
   return ['127.0.0.1', 'localhost', '[::1]'].some((h) => host === `${h}:${port}`);
 }
 
+/**
+ * What the TCP port serves to anyone: what a scraper or a health check needs, and nothing that
+ * carries a pod's spec, env, probe output or events. An allowlist, on the same parsed path the
+ * handler routes by, so no spelling of a path reaches a handler it was not checked for.
+ */
+const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/healthz', '/metrics', '/metrics/cadvisor', '/metrics/resource', '/metrics/probes', '/stats/summary', '/node']);
+
+/** The request's URL; undefined for one URL cannot parse (an absolute form such as `http://[`), which would otherwise throw out of the request handler. */
+function parseUrl(req: IncomingMessage): URL | undefined {
+  try {
+    return new URL(req.url ?? '/', 'http://podrun');
+  } catch {
+    return undefined;
+  }
+}
+
 function send(res: ServerResponse, status: number, body: unknown): void {
   const text = typeof body === 'string' ? body : `${JSON.stringify(body)}\n`;
   res.writeHead(status, { 'content-type': typeof body === 'string' ? 'text/plain' : 'application/json' }).end(text);
@@ -44,9 +61,8 @@ function send(res: ServerResponse, status: number, body: unknown): void {
  * /probes). Served on a unix socket in the state directory (what the CLI uses) and, when asked,
  * on 127.0.0.1:port.
  */
-export async function startServer(view: AgentView, o: { stateDir: string; port?: number; log?: Logger }): Promise<() => Promise<void>> {
-  const handler = (req: IncomingMessage, res: ServerResponse): void => {
-    const url = new URL(req.url ?? '/', 'http://podrun');
+export async function startServer(view: AgentView, o: { stateDir: string; port?: number; token?: string; tokenFile?: string; log?: Logger }): Promise<() => Promise<void>> {
+  const handler = (req: IncomingMessage, res: ServerResponse, url: URL): void => {
     if (url.pathname === '/gc') {
       // GET shows what would go; POST collects.
       if (req.method !== 'GET' && req.method !== 'POST') return send(res, 405, 'method not allowed\n');
@@ -86,6 +102,10 @@ export async function startServer(view: AgentView, o: { stateDir: string; port?:
     if (url.pathname === '/events') return send(res, 200, { apiVersion: 'v1', kind: 'EventList', items: view.events(url.searchParams.get('uid') ?? undefined) });
     send(res, 404, 'not found\n');
   };
+  const route = (req: IncomingMessage, res: ServerResponse): void => {
+    const url = parseUrl(req);
+    return url ? handler(req, res, url) : send(res, 400, 'bad request: invalid URL\n');
+  };
   const servers: Server[] = [];
   /** A client that opens connections and never finishes them costs the agent a bounded number of fds, for a bounded time. */
   const bounded = (server: Server): Server => {
@@ -97,22 +117,34 @@ export async function startServer(view: AgentView, o: { stateDir: string; port?:
   };
   const socket = agentSocketPath(o.stateDir);
   rmSync(socket, { force: true });
-  const unix = bounded(createServer(SERVER_OPTIONS, handler));
-  // The socket is for root (the state dir is 0700); the TCP port is for any local process, and a
-  // browser page can reach it too (DNS rebinding): read-only, and only for requests that name
-  // the loopback address as their Host.
-  const readOnly = (req: IncomingMessage, res: ServerResponse): void => {
+  const unix = bounded(createServer(SERVER_OPTIONS, route));
+  // The socket is for root (the state dir is 0700); the TCP port is for any local process and any
+  // host-network pod, and a browser page can reach it too (DNS rebinding): only requests that
+  // name the loopback address as their Host; without the bearer token, only the public paths,
+  // read-only. A browser cannot send an Authorization header to another origin without a CORS
+  // preflight this server never grants, so the token also keeps web pages from POST /gc.
+  const tcpHandler = (req: IncomingMessage, res: ServerResponse): void => {
     if (!loopbackHost(req.headers.host, o.port ?? 0)) return send(res, 403, 'forbidden: Host must be 127.0.0.1, localhost or [::1] with this port\n');
-    if (req.method !== 'GET') return send(res, 405, 'method not allowed: the TCP port is read-only; use the unix socket\n');
-    handler(req, res);
+    const url = parseUrl(req);
+    if (!url) return send(res, 400, 'bad request: invalid URL\n');
+    // A wrong token is refused even on a public path, so a misconfigured client hears of it.
+    const authorized = o.token !== undefined && bearerMatches(req.headers.authorization, o.token);
+    if (!authorized && (req.headers.authorization !== undefined || !PUBLIC_PATHS.has(url.pathname))) {
+      res.setHeader('www-authenticate', 'Bearer realm="podrun"');
+      return send(res, 401, 'unauthorized: this path needs Authorization: Bearer <the token in the agent\'s --http-token-file>\n');
+    }
+    if (!authorized && req.method !== 'GET') return send(res, 405, 'method not allowed: without the token the TCP port is read-only\n');
+    handler(req, res, url);
   };
   await new Promise<void>((resolve, reject) => unix.listen(socket, resolve).once('error', reject));
+  // Under the 0700 state directory already; 0600 too, so a state directory opened by mistake does not open the API.
+  chmodSync(socket, 0o600);
   servers.push(unix);
   if (o.port) {
-    const tcp = bounded(createServer(SERVER_OPTIONS, readOnly));
+    const tcp = bounded(createServer(SERVER_OPTIONS, tcpHandler));
     await new Promise<void>((resolve, reject) => tcp.listen(o.port, '127.0.0.1', resolve).once('error', reject));
     servers.push(tcp);
-    o.log?.info(`serving /healthz, /pods, /events, /stats/summary, /metrics and /metrics/{cadvisor,resource,probes} read-only on 127.0.0.1:${o.port}`);
+    o.log?.info(`serving ${[...PUBLIC_PATHS].join(', ')} on 127.0.0.1:${o.port}; /pods, /events and /gc there need the bearer token in ${o.tokenFile ?? '(none: refused)'}`);
   }
   return async () => {
     await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));

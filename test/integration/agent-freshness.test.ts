@@ -107,8 +107,13 @@ describe('signed sets that cannot be replayed or moved to another box', () => {
       return cond?.status === 'True' && cond.message.includes(`expired ${new Date(soon).toISOString()}`) ? true : undefined;
     }, 30_000);
     expect(await agentGetText(world.stateDir, '/metrics')).toMatch(/podrun_manifest_set_expired\{source="url:[^"]+"\} 1/);
+    // The log says so too, naming the source and the time, once: not at every poll after.
+    const expiredLine = `(version 4) expired at ${new Date(soon).toISOString()}: its pods keep running`;
+    const escaped = expiredLine.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
+    await agent.waitForLog(new RegExp(`signed set url:http://127\\.0\\.0\\.1:\\d+/\\S+ ${escaped}`));
     await pastRelist();
     expect((await containerIds(ns, name)).a).toBe(d);
+    expect(agent.logs().split(expiredLine).length - 1).toBe(1);
     await server.close();
   });
 

@@ -80,7 +80,7 @@ describe('secrets and doors', () => {
     }
   });
 
-  it('keeps the TCP port read-only and answers only requests addressed to loopback', async () => {
+  it('keeps the TCP port read-only without the token and answers only requests addressed to loopback', async () => {
     const port = await freePort();
     agent = suite.run(['--http-port', String(port)]);
     await agent.started();
@@ -88,7 +88,8 @@ describe('secrets and doors', () => {
     expect(await raw(port, 'GET', '/metrics', `localhost:${port}`)).toBe(200);
     // A page on evil.example that rebinds its name to 127.0.0.1 sends its own Host.
     expect(await raw(port, 'GET', '/pods', `evil.example:${port}`)).toBe(403);
-    expect(await raw(port, 'POST', '/gc', `127.0.0.1:${port}`)).toBe(405);
+    expect(await raw(port, 'POST', '/metrics', `127.0.0.1:${port}`)).toBe(405);
+    expect(await raw(port, 'POST', '/gc', `127.0.0.1:${port}`)).toBe(401);
     expect(await raw(port, 'POST', '/gc', `evil.example:${port}`)).toBe(403);
   });
 
