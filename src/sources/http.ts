@@ -72,11 +72,18 @@ let undici: Promise<Undici> | undefined;
 // A CommonJS package: its exports object is the default export (a bundle gives nothing else).
 const loadUndici = (): Promise<Undici> => (undici ??= import('undici').then((m) => (m as { default?: Undici }).default ?? m));
 
+function connectTimeout(o: HttpOptions): number {
+  return Math.min(timerDelay(o.timeoutMs ?? 10_000), CONNECT_TIMEOUT_MS);
+}
+
 function dispatcherFor({ Agent, interceptors }: Undici, o: HttpOptions): Dispatcher {
-  const key = `${o.caFile ?? ''}|${o.maxRedirections ?? 5}`;
+  // A connection in progress outlives an aborted request (undici waits for its connect timeout):
+  // no longer than the whole fetch may take, then.
+  const connectMs = connectTimeout(o);
+  const key = `${o.caFile ?? ''}|${o.maxRedirections ?? 5}|${connectMs}`;
   let d = dispatchers.get(key);
   if (!d) {
-    const agent = new Agent({ connect: { timeout: CONNECT_TIMEOUT_MS, ...(o.caFile ? { ca: readFileSync(o.caFile) } : {}) } });
+    const agent = new Agent({ connect: { timeout: connectMs, ...(o.caFile ? { ca: readFileSync(o.caFile) } : {}) } });
     d = agent.compose(traced, interceptors.redirect({ maxRedirections: o.maxRedirections ?? 5 }));
     dispatchers.set(key, d);
   }
@@ -94,29 +101,36 @@ export async function httpGet(url: string, o: HttpOptions = {}, conditional: { e
   const got = { bytes: 0 };
   const controller = new AbortController();
   let expired = false;
-  const timer = setTimeout(() => {
-    expired = true;
-    controller.abort(new Error('timeout'));
-  }, timerDelay(timeoutMs));
-  timer.unref();
+  let timer: NodeJS.Timeout | undefined;
+  // The deadline holds whatever undici does with the abort (a connect in progress ignores it).
+  const deadline = new Promise<never>((_resolve, reject) => {
+    timer = setTimeout(() => {
+      expired = true;
+      controller.abort(new Error('timeout'));
+      reject(new Error('timeout'));
+    }, timerDelay(timeoutMs));
+    timer.unref();
+  });
+  const fetching = fetchOnce(url, o, conditional, { trace, got, signal: controller.signal });
+  fetching.catch(() => undefined); // when the deadline won, its rejection comes later
   try {
-    return await fetchOnce(url, o, conditional, { trace, got, signal: controller.signal });
+    return await Promise.race([fetching, deadline]);
   } catch (err) {
-    throw timeoutError(err, expired, trace, timeoutMs, got.bytes) ?? err;
+    throw timeoutError(err, expired, trace, timeoutMs, connectTimeout(o), got.bytes) ?? err;
   } finally {
     clearTimeout(timer);
   }
 }
 
 /** Which timeout ended a fetch, with its value; undefined when none did. */
-function timeoutError(err: unknown, expired: boolean, trace: Trace, timeoutMs: number, bytes: number): Error | undefined {
+function timeoutError(err: unknown, expired: boolean, trace: Trace, timeoutMs: number, connectMs: number, bytes: number): Error | undefined {
   const code = (err as { code?: unknown } | undefined)?.code;
   const read = bytes ? `, ${bytes} bytes of the body read` : '';
   if (expired) {
     const doing = trace.phase === 'connect' ? `connecting to ${trace.origin}` : trace.phase === 'headers' ? `waiting for the response headers from ${trace.origin}` : `reading the body from ${trace.origin}${read}`;
     return new Error(`total timeout (${formatDuration(timeoutMs)} for the whole fetch) ran out while ${doing}`);
   }
-  if (code === 'UND_ERR_CONNECT_TIMEOUT') return new Error(`connect timeout (${formatDuration(CONNECT_TIMEOUT_MS)}): no connection to ${trace.origin}`);
+  if (code === 'UND_ERR_CONNECT_TIMEOUT') return new Error(`connect timeout (${formatDuration(connectMs)}): no connection to ${trace.origin}`);
   if (code === 'UND_ERR_HEADERS_TIMEOUT') return new Error(`headers timeout (${formatDuration(timeoutMs)}): ${trace.origin} sent no response headers`);
   if (code === 'UND_ERR_BODY_TIMEOUT') return new Error(`body timeout (${formatDuration(timeoutMs)} without data) from ${trace.origin}${read}`);
   return undefined;

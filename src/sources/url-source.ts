@@ -334,7 +334,8 @@ export class UrlSource implements PodSource {
       this.o.log?.info(`${this.name}: answered from its own origin again (no longer redirected)`, { source: this.name });
       return;
     }
-    const chain = origins.filter((o) => o !== own.origin).map((o) => redactUrl(o));
+    // An origin never carries credentials (URL.origin leaves them out): shown as it is.
+    const chain = origins.filter((o) => o !== own.origin);
     const downgrade = own.protocol === 'https:' && origins.some((o) => o.startsWith('http:'));
     const msg = `${this.name}: redirected to another origin: ${chain.join(' -> ')}${downgrade ? ' (from https to plain http: the set can be read and changed on the way)' : ''}`;
     if (downgrade) this.o.log?.warn(msg, { source: this.name });
