@@ -1,6 +1,7 @@
-import { spawn } from 'node:child_process';
-import { mkdtempSync, rmSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readFileSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type ServerResponse } from 'node:http';
+import { createServer as createHttpsServer } from 'node:https';
 import type { AddressInfo } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -137,6 +138,29 @@ describe('what a fetch says about where it went and how it ended', () => {
       await src.stop();
       other.close();
       rmSync(stateDir, { recursive: true, force: true });
+    }
+  });
+});
+
+describe('a URL source redirected from https to plain http', () => {
+  it('warns: the set can be read and changed on the way', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'podrun-tls-'));
+    const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', 'key.pem', '-out', 'cert.pem'], { cwd: dir, encoding: 'utf8' });
+    expect(made.stderr).not.toContain('error');
+    const tls = createHttpsServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (_q, res) => res.writeHead(301, { location: `${base}/plain` }).end());
+    await new Promise<void>((r) => tls.listen(0, '127.0.0.1', r));
+    const lines: string[] = [];
+    const log: Logger = { debug: () => undefined, info: (m) => lines.push(`info ${m}`), warn: (m) => lines.push(`warn ${m}`), error: (m) => lines.push(`error ${m}`) };
+    handler = (_q, res) => res.end(POD);
+    const src = new UrlSource(`https://127.0.0.1:${(tls.address() as AddressInfo).port}/pods`, { stateDir: dir, periodMs: 3_600_000, caFile: join(dir, 'cert.pem'), log });
+    try {
+      await src.start(() => undefined);
+      expect(src.errors()).toEqual([]);
+      expect(lines.filter((l) => l.includes('origin'))).toEqual([`warn ${src.name}: redirected to another origin: ${base} (from https to plain http: the set can be read and changed on the way)`]);
+    } finally {
+      await src.stop();
+      tls.close();
+      rmSync(dir, { recursive: true, force: true });
     }
   });
 });
