@@ -114,6 +114,8 @@ describe('the agent with a polled URL', () => {
     }
     expect(agent.logs()).toContain('HTTP 500 (keeping the last good set)');
     expect(agent.logs()).toContain('empty body');
+    // The slow answer (headers after 3 s) is ended by the 1 s --url-timeout, named with what it ended.
+    expect(agent.logs()).toContain(`cannot fetch: total timeout (1s for the whole fetch) ran out while waiting for the response headers from http://127.0.0.1:${server.port} (keeping the last good set)`);
 
     server.mode = 'ok';
     await server.close();
