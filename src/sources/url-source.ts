@@ -326,7 +326,7 @@ export class UrlSource implements PodSource {
   private noteRedirect(urls: string[]): void {
     const own = new URL(this.url);
     const origins = [...new Set(urls.map((u) => new URL(u).origin))];
-    const last = origins[origins.length - 1]!;
+    const last = new URL(urls[urls.length - 1] ?? this.url).origin;
     const to = last === own.origin ? undefined : last;
     if (to === this.redirectedTo) return;
     this.redirectedTo = to;
