@@ -15,6 +15,7 @@ import type { PodSource, SetExpiry } from './source.js';
 import type { PodPolicy } from '../manifest/policy.js';
 import { checkFreshness, checkSignature, SET_REFUSED, signatureUrl, signerText, type FreshSet, type SignaturePolicy } from './signed.js';
 import type { SetHeader } from './freshness.js';
+import { judgeValidators, planPoll, type Validators } from './validators.js';
 
 export interface UrlSourceOptions extends HttpOptions {
   periodMs?: number;
@@ -37,6 +38,9 @@ interface CacheFile {
   url: string;
   etag?: string;
   lastModified?: string;
+  /** The Date of the response that served the body: what its Last-Modified is judged by. */
+  date?: string;
+  /** The set in force: after a restart, a served body is compared with it, byte for byte. */
   body: string;
   /** With signatures required: the exact bytes that were verified, and their signature. */
   signed?: { bytes: string; signature: string };
@@ -45,14 +49,23 @@ interface CacheFile {
 /**
  * Polls one URL for a Pod or PodList. Any failure (network, timeout, non-2xx, invalid body) keeps
  * the last good set and retries with backoff; an empty body never deletes pods, an explicit empty
- * PodList does. Conditional requests (ETag, Last-Modified) make an unchanged poll a 304.
+ * PodList does. Conditional requests (ETag, Last-Modified) make an unchanged poll a 304 when the
+ * validators can tell versions apart; otherwise, and every few polls anyway, a plain GET is
+ * compared with the set in force (validators.ts).
  */
 export class UrlSource implements PodSource {
   readonly name: string;
   private pods: DesiredPod[] = [];
   private issues: ManifestIssue[] = [];
-  private etag: string | undefined;
-  private lastModified: string | undefined;
+  /** Those of the last 200 taken (or of the cache, until one is). */
+  private validators: Validators | undefined;
+  /** A 200 read since start: until then every poll is a plain GET (the cache may be stale). */
+  private fullSinceStart = false;
+  private notModifiedInARow = 0;
+  /** The cache as last written, less its Date: rewritten only when something else changed. */
+  private cacheKey: string | undefined;
+  /** Where the last answer came from, when a redirect took it to another origin. */
+  private redirectedTo: string | undefined;
   private bodyDigest: string | undefined;
   private loaded = false;
   /** The signed header of the set in force (version, expiry). */
@@ -122,8 +135,7 @@ export class UrlSource implements PodSource {
       const verified = this.verifiedCache(c);
       if (verified && this.accept(verified.text, 'cache', verified.fresh)) {
         this.signer = verified.signer;
-        this.etag = c.etag;
-        this.lastModified = c.lastModified;
+        this.validators = { ...(c.etag ? { etag: c.etag } : {}), ...(c.lastModified ? { lastModified: c.lastModified } : {}), ...(c.date ? { date: c.date } : {}) };
         this.o.log?.warn(`${this.name}: using the cached copy until the URL answers`, { source: this.name });
       }
     } catch {
@@ -224,14 +236,18 @@ export class UrlSource implements PodSource {
 
   async poll(): Promise<void> {
     if (this.stopped) return;
+    const plan = planPoll({ ...(this.validators ? { validators: this.validators } : {}), fullSinceStart: this.fullSinceStart, notModifiedInARow: this.notModifiedInARow });
+    if (plan.full) this.o.log?.debug(`${this.name}: a plain GET, compared with the set in force: ${plan.full}`, { source: this.name });
     let res;
     try {
-      res = await httpGet(this.url, this.o, { ...(this.etag ? { etag: this.etag } : {}), ...(this.lastModified ? { lastModified: this.lastModified } : {}) });
+      res = await httpGet(this.url, this.o, plan.conditional);
     } catch (err) {
       this.fail(`cannot fetch: ${(err as Error).message}`);
       return;
     }
-    if (res.status !== 304) {
+    this.noteRedirect(res.urls);
+    if (res.status === 304) this.notModifiedInARow++;
+    else {
       const decoded = decodeManifest(res.body, this.shown);
       if (!decoded.ok) {
         this.fail(formatIssue(decoded.issue), [decoded.issue]);
@@ -243,6 +259,7 @@ export class UrlSource implements PodSource {
         this.fail('empty body (an explicit empty PodList deletes pods; an empty body does not)');
         return;
       }
+      const digest = createHash('sha256').update(body).digest('hex');
       let signed: CacheFile['signed'];
       let signer: string | undefined;
       let fresh: FreshSet | undefined;
@@ -262,21 +279,19 @@ export class UrlSource implements PodSource {
         fresh = f;
         signed = { bytes: res.body.toString('base64'), signature: sig.text ?? '' };
         signer = signerText(v.signer);
-        if (this.bodyDigest !== createHash('sha256').update(body).digest('hex')) this.o.log?.info(`${this.name}: signature verified (key ${signer})`, { source: this.name });
+        if (this.bodyDigest !== digest) this.o.log?.info(`${this.name}: signature verified (key ${signer})`, { source: this.name });
       }
+      const changed = digest !== this.bodyDigest;
       if (!this.accept(body, 'network', fresh)) {
         this.fail(this.issues.length === 1 && this.issues[0]!.message.startsWith(SET_REFUSED) ? this.issues[0]!.message : 'invalid manifest', this.issues);
         return;
       }
+      if (changed) this.o.log?.info(`${this.name}: took a new set (sha256 ${digest.slice(0, 12)}, ${this.pods.length} pod${this.pods.length === 1 ? '' : 's'})`, { source: this.name });
       this.signer = signer;
-      this.etag = res.etag;
-      this.lastModified = res.lastModified;
-      const cache: CacheFile = { url: this.shown, body, ...(signed ? { signed } : {}), ...(res.etag ? { etag: res.etag } : {}), ...(res.lastModified ? { lastModified: res.lastModified } : {}) };
-      try {
-        writeFileAtomic(this.cachePath(), JSON.stringify(cache));
-      } catch (err) {
-        this.o.log?.warn(`${this.name}: cannot cache the body: ${(err as Error).message}`, { source: this.name });
-      }
+      this.fullSinceStart = true;
+      this.notModifiedInARow = 0;
+      this.validators = { ...(res.etag ? { etag: res.etag } : {}), ...(res.lastModified ? { lastModified: res.lastModified } : {}), ...(res.date ? { date: res.date } : {}) };
+      this.writeCache({ url: this.shown, body, ...(signed ? { signed } : {}), ...this.validators });
     }
     this.o.onFetch?.(res.status === 304 ? 'not_modified' : 'ok');
     const recovered = this.failures > 0;
@@ -286,5 +301,44 @@ export class UrlSource implements PodSource {
     const period = this.o.periodMs ?? 20_000;
     const j = this.o.jitter ?? 0.1;
     this.schedule(period * (1 - j + Math.random() * 2 * j));
+  }
+
+  /**
+   * The cache, when more than its Date changed (a server without validators would otherwise
+   * have it rewritten every poll); a change of the validators' trust is a change.
+   */
+  private writeCache(cache: CacheFile): void {
+    const { date: _date, ...rest } = cache;
+    const key = JSON.stringify({ ...rest, trusted: 'trusted' in judgeValidators(cache) });
+    if (key === this.cacheKey) return;
+    try {
+      writeFileAtomic(this.cachePath(), JSON.stringify(cache));
+      this.cacheKey = key;
+    } catch (err) {
+      this.o.log?.warn(`${this.name}: cannot cache the body: ${(err as Error).message}`, { source: this.name });
+    }
+  }
+
+  /**
+   * Says so when the answer came from another origin than the URL's (once, and again when that
+   * changes): what a node runs is then up to that origin. A downgrade from https is a warning.
+   */
+  private noteRedirect(urls: string[]): void {
+    const own = new URL(this.url);
+    const origins = [...new Set(urls.map((u) => new URL(u).origin))];
+    const last = new URL(urls[urls.length - 1] ?? this.url).origin;
+    const to = last === own.origin ? undefined : last;
+    if (to === this.redirectedTo) return;
+    this.redirectedTo = to;
+    if (!to) {
+      this.o.log?.info(`${this.name}: answered from its own origin again (no longer redirected)`, { source: this.name });
+      return;
+    }
+    // An origin never carries credentials (URL.origin leaves them out): shown as it is.
+    const chain = origins.filter((o) => o !== own.origin);
+    const downgrade = own.protocol === 'https:' && origins.some((o) => o.startsWith('http:'));
+    const msg = `${this.name}: redirected to another origin: ${chain.join(' -> ')}${downgrade ? ' (from https to plain http: the set can be read and changed on the way)' : ''}`;
+    if (downgrade) this.o.log?.warn(msg, { source: this.name });
+    else this.o.log?.info(msg, { source: this.name });
   }
 }

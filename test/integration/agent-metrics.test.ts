@@ -45,7 +45,7 @@ spec:
     image: ${TEST_IMAGE}
     command: [sh, -c, 'sleep 1; exit 2']
 `);
-    // A URL source whose body never changes: every poll after the first is a 304.
+    // A URL source whose body never changes: every poll after the first is a 304 (but one in 15).
     const body = 'apiVersion: v1\nkind: PodList\nitems: []\n';
     server = createServer((req, res) => {
       if (req.headers['if-none-match'] === '"v1"') res.writeHead(304).end();

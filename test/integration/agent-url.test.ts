@@ -1,8 +1,12 @@
 import { describe, expect, it } from 'vitest';
+import { spawn } from 'node:child_process';
 import { createHash } from 'node:crypto';
+import { once } from 'node:events';
+import { mkdirSync, renameSync, statSync, utimesSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
 import { AgentSuite, pastRelist, type AgentProcess } from './agent-helpers.js';
-import { containerIds, docker, podContainers, serveLocal, TEST_IMAGE, unique, until } from './helpers.js';
+import { containerIds, docker, freePort, podContainers, serveLocal, TEST_IMAGE, unique, until } from './helpers.js';
 
 const suite = new AgentSuite('agenturl');
 const { ns } = suite;
@@ -110,6 +114,8 @@ describe('the agent with a polled URL', () => {
     }
     expect(agent.logs()).toContain('HTTP 500 (keeping the last good set)');
     expect(agent.logs()).toContain('empty body');
+    // The slow answer (headers after 3 s) is ended by the 1 s --url-timeout, named with what it ended.
+    expect(agent.logs()).toContain(`cannot fetch: total timeout (1s for the whole fetch) ran out while waiting for the response headers from http://127.0.0.1:${server.port} (keeping the last good set)`);
 
     server.mode = 'ok';
     await server.close();
@@ -142,4 +148,97 @@ describe('the agent with a polled URL', () => {
     await running(name);
     expect(agent.logs()).toContain('using the cached copy');
   });
+});
+
+/** A static file server as people run them, serving `dir` on a free loopback port. */
+async function staticServer(kind: 'python' | 'busybox', dir: string): Promise<{ url: string; close: () => Promise<void> }> {
+  const port = await freePort();
+  const proc =
+    kind === 'python'
+      ? spawn('python3', ['-m', 'http.server', String(port), '--bind', '127.0.0.1', '--directory', dir], { stdio: 'ignore' })
+      : spawn('/bin/busybox', ['httpd', '-f', '-p', `127.0.0.1:${port}`, '-h', dir], { stdio: 'ignore' });
+  const url = `http://127.0.0.1:${port}/pods.yaml`;
+  await until(`${kind} to serve`, async () => {
+    try {
+      return (await fetch(url)).ok ? true : undefined;
+    } catch {
+      return undefined;
+    }
+  });
+  return {
+    url,
+    close: async () => {
+      proc.kill();
+      if (proc.exitCode === null && proc.signalCode === null) await once(proc, 'exit');
+    },
+  };
+}
+
+/**
+ * Replaces the file with `text` stamped with `mtime`: to the server, exactly what a write within
+ * that second leaves (the time is pinned so the test does not race the clock; the rename keeps a
+ * half-made file from being served).
+ */
+function rewrite(file: string, text: string, mtime: Date): number {
+  writeFileSync(`${file}.new`, text);
+  utimesSync(`${file}.new`, mtime, mtime);
+  renameSync(`${file}.new`, file);
+  return Date.now();
+}
+
+/** When the agent took a set with this text (from its log line's time). */
+async function tookAt(a: AgentProcess, text: string): Promise<number> {
+  const mark = `took a new set (sha256 ${createHash('sha256').update(text).digest('hex').slice(0, 12)}`;
+  await a.waitForLog(mark);
+  const line = a.logs().split('\n').find((l) => l.includes(mark))!;
+  return Date.parse(line.split(' ')[0]!);
+}
+
+async function runningWith(name: string, value: string): Promise<void> {
+  await until(`pod ${name} to run with V=${value}`, async () => {
+    for (const c of await podContainers(ns, name)) {
+      if (c.State !== 'running' || c.Labels[LABEL.containerName] !== 'b') continue;
+      if ((await docker.getContainer(c.Id).inspect()).Config.Env.includes(`V=${value}`)) return true;
+    }
+    return undefined;
+  }, 60_000);
+}
+
+describe('the agent behind a static server whose validators have one-second resolution', () => {
+  // The agent polls every 1 s (10 % jitter); "two periods" with room for a loaded machine.
+  const TWO_PERIODS_MS = 2 * 1100 + 1500;
+
+  for (const kind of ['python', 'busybox'] as const) {
+    it(`takes two same-second, same-length rewrites behind ${kind} within two periods, also across a restart`, async () => {
+      const dir = join(suite.world.dir, unique('www'));
+      mkdirSync(dir);
+      const file = join(dir, 'pods.yaml');
+      const name = unique(kind === 'python' ? 'py' : 'bb');
+      const version = (v: string): string => podList([name], v); // v1, v2, ...: every version the same length
+      writeFileSync(file, version('v1'));
+      const second = statSync(file).mtime;
+      const server = await staticServer(kind, dir);
+      try {
+        agent = suite.run(['--manifest-url', server.url]);
+        await tookAt(agent, version('v1'));
+        for (const v of ['v2', 'v3']) {
+          const written = rewrite(file, version(v), second);
+          expect((await tookAt(agent, version(v))) - written, `${v} taken after`).toBeLessThan(TWO_PERIODS_MS);
+        }
+        await runningWith(name, 'v3');
+
+        // v3 in force and cached with its validators; the agent stopped; v4 written within the
+        // same second, the same length: the validators the cache holds match v4 too.
+        await agent.stop();
+        rewrite(file, version('v4'), second);
+        agent = suite.run(['--manifest-url', server.url]);
+        const took = await tookAt(agent, version('v4'));
+        const firstLine = Date.parse(agent.logs().split(' ', 1)[0]!);
+        expect(took - firstLine).toBeLessThan(TWO_PERIODS_MS);
+        await runningWith(name, 'v4');
+      } finally {
+        await server.close();
+      }
+    }, 120_000);
+  }
 });
