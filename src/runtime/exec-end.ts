@@ -8,6 +8,9 @@ function localEngine(e: EngineCalls): boolean {
 
 let machineProc: ProcView | undefined;
 
+/** How long each engine call of an end may take. */
+const END_CALL_MS = 10_000;
+
 /** The clock an exec is stamped with before it is made: nothing it starts can be older. */
 export function execClock(e: EngineCalls, view: ProcView = (machineProc ??= procView())): number {
   return localEngine(e) ? view.now() : 0;
@@ -26,9 +29,12 @@ export function execClock(e: EngineCalls, view: ProcView = (machineProc ??= proc
  */
 export async function endExec(e: EngineCalls, ref: ExecRef, evenIfExited: boolean, view: ProcView = (machineProc ??= procView())): Promise<ExecEnd> {
   if (!localEngine(e) || !ref.since) return 'unreachable';
-  const info = (await e.call('exec inspect', () => e.docker.getExec(ref.execId).inspect())) as { Running?: boolean; Pid?: number };
+  // A probe waits for its kill: an engine that does not answer may hold it this long, not the
+  // request timeout's two minutes.
+  const bound = Math.min(e.options.requestTimeoutMs ?? END_CALL_MS, END_CALL_MS);
+  const info = (await e.call('exec inspect', () => e.docker.getExec(ref.execId).inspect(), bound)) as { Running?: boolean; Pid?: number };
   if (!info.Pid || (!info.Running && !evenIfExited)) return 'finished';
-  const c = await e.call('inspect container', () => e.docker.getContainer(ref.containerId).inspect());
+  const c = await e.call('inspect container', () => e.docker.getContainer(ref.containerId).inspect(), bound);
   if (!c.State?.Pid) return 'finished';
   const where = { id: c.Id, initPid: c.State.Pid };
   if (!seesContainer(view, where)) return 'unreachable';

@@ -21,7 +21,11 @@ export interface ProcStat {
 
 /** What the reaper reads and does, so a test can hand in a /proc of its own and count signals. */
 export interface ProcView {
-  pids(): number[];
+  /**
+   * The processes to look at: those of the container's cgroup (and its children) when its
+   * cgroupfs can be read, which costs what the container holds; else every process of the machine.
+   */
+  pids(c: ExecContainer): number[];
   stat(pid: number): ProcStat | undefined;
   cgroup(pid: number): string | undefined;
   pidNs(pid: number): string | undefined;
@@ -39,8 +43,11 @@ export interface ExecContainer {
 /** USER_HZ: the unit of /proc's start times, 100 on every Linux architecture Node runs on. */
 const TICKS_PER_SECOND = 100;
 
-/** The machine's /proc (or a directory laid out as one, for tests). */
-export function procView(root = '/proc', kill: (pid: number, sig: NodeJS.Signals) => void = (p, s) => process.kill(p, s)): ProcView {
+/** A walk of a container's cgroup stops past this many directories (a container can make its own below it). */
+const MAX_CGROUP_DIRS = 1000;
+
+/** The machine's /proc and cgroupfs (or directories laid out as them, for tests). */
+export function procView(root = '/proc', kill: (pid: number, sig: NodeJS.Signals) => void = (p, s) => process.kill(p, s), cgroupRoot = '/sys/fs/cgroup'): ProcView {
   const read = (path: string): string | undefined => {
     try {
       return readFileSync(`${root}/${path}`, 'utf8');
@@ -48,14 +55,15 @@ export function procView(root = '/proc', kill: (pid: number, sig: NodeJS.Signals
       return undefined;
     }
   };
+  const all = (): number[] => {
+    try {
+      return readdirSync(root).filter((n) => /^[0-9]+$/.test(n)).map(Number);
+    } catch {
+      return [];
+    }
+  };
   return {
-    pids: () => {
-      try {
-        return readdirSync(root).filter((n) => /^[0-9]+$/.test(n)).map(Number);
-      } catch {
-        return [];
-      }
-    },
+    pids: (c) => cgroupPids(cgroupRoot, read(`${c.initPid}/cgroup`), c.id) ?? all(),
     stat: (pid) => parseStat(read(`${pid}/stat`)),
     cgroup: (pid) => read(`${pid}/cgroup`),
     pidNs: (pid) => {
@@ -74,6 +82,38 @@ export function procView(root = '/proc', kill: (pid: number, sig: NodeJS.Signals
       }
     },
   };
+}
+
+/**
+ * The processes of the cgroup that /proc/<pid>/cgroup names (one that names the container), its
+ * child cgroups included: the pids controller's (or memory's) on cgroup v1, the unified one on
+ * v2. Undefined when it cannot be read: the caller looks at every process instead. Only a
+ * candidate list: each process is still judged by /proc.
+ */
+export function cgroupPids(cgroupRoot: string, procCgroup: string | undefined, id: string): number[] | undefined {
+  if (!procCgroup || !namesContainer(procCgroup, id)) return undefined;
+  const lines = procCgroup.split('\n').map((l) => /^\d+:([^:]*):(.*)$/.exec(l)).filter((m): m is RegExpExecArray => m !== null);
+  const v1 = (name: string): string | undefined => lines.find((m) => m[1]?.split(',').includes(name))?.[2];
+  const v2 = lines.find((m) => m[1] === '')?.[2];
+  const dirs = [v1('pids') && `${cgroupRoot}/pids${v1('pids')}`, v1('memory') && `${cgroupRoot}/memory${v1('memory')}`, v2 && `${cgroupRoot}${v2}`, v2 && `${cgroupRoot}/unified${v2}`];
+  for (const dir of dirs) {
+    if (!dir || !namesContainer(dir, id)) continue;
+    const pids: number[] = [];
+    const queue = [dir];
+    let seen = 0;
+    let readable = false;
+    for (let d = queue.shift(); d !== undefined && seen < MAX_CGROUP_DIRS; d = queue.shift(), seen++) {
+      try {
+        pids.push(...readFileSync(`${d}/cgroup.procs`, 'utf8').split('\n').filter(Boolean).map(Number));
+        readable = true;
+        for (const e of readdirSync(d, { withFileTypes: true })) if (e.isDirectory()) queue.push(`${d}/${e.name}`);
+      } catch {
+        // Gone, or not this hierarchy: the next one is tried.
+      }
+    }
+    if (readable) return pids;
+  }
+  return undefined;
 }
 
 /** /proc/<pid>/stat: the command (in parentheses, and it may hold spaces and parentheses) ends at the last ')'. */
@@ -123,7 +163,7 @@ export function seesContainer(view: ProcView, c: ExecContainer): boolean {
  */
 export function execProcesses(view: ProcView, c: ExecContainer, leader: number, since: number): number[] {
   const all = new Map<number, ProcStat>();
-  for (const pid of view.pids()) {
+  for (const pid of view.pids(c)) {
     const s = view.stat(pid);
     if (s && s.state !== 'Z' && s.state !== 'X') all.set(pid, s);
   }

@@ -2,7 +2,7 @@ import { mkdirSync, mkdtempSync, rmSync, symlinkSync, writeFileSync } from 'node
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { execProcesses, killExec, parseStat, procView, type ProcStat, type ProcView } from '../../src/runtime/exec-reaper.js';
+import { cgroupPids, execProcesses, killExec, parseStat, procView, type ProcStat, type ProcView } from '../../src/runtime/exec-reaper.js';
 import { CappedBytes, MAX_EXEC_OUTPUT } from '../../src/runtime/streams.js';
 
 // Which processes an exec's end may signal: only the exec's own, inside its container, whatever
@@ -42,6 +42,9 @@ const roots: string[] = [];
 afterAll(() => roots.forEach((r) => rmSync(r, { recursive: true, force: true })));
 
 const container = { id: ID, initPid: 50 };
+
+/** The fake /proc, with no cgroupfs (every process is looked at) unless `cgroups` names one. */
+const at = (root: string, kill: (pid: number, sig: NodeJS.Signals) => void = () => undefined, cgroups = join(root, 'no-cgroupfs')): ProcView => procView(root, kill, cgroups);
 const SINCE = 1000;
 
 describe('which processes are an exec\'s', () => {
@@ -62,8 +65,21 @@ describe('which processes are an exec\'s', () => {
   ];
 
   it('the exec\'s process, its session, its descendants; nothing outside the container, older, or dead', () => {
-    const view = procView(fakeProc(layout));
+    const view = at(fakeProc(layout));
     expect(execProcesses(view, container, 100, SINCE).sort()).toEqual([100, 101, 102, 103, 104]);
+  });
+
+  it('looks only at the processes of the container\'s cgroup (and its children) when cgroupfs can be read', () => {
+    const root = fakeProc(layout);
+    const dir = join(root, 'cg', 'pids', 'docker', ID);
+    mkdirSync(join(dir, 'nested'), { recursive: true });
+    writeFileSync(join(dir, 'cgroup.procs'), '50\n60\n100\n101\n');
+    writeFileSync(join(dir, 'nested', 'cgroup.procs'), '103\n');
+    // 102 and 104 are not listed: not candidates. Those listed are still judged by /proc.
+    expect(execProcesses(at(root, undefined, join(root, 'cg')), container, 100, SINCE).sort()).toEqual([100, 101, 103]);
+    // A cgroup line of the root ("/") is never walked: that would be the whole machine.
+    expect(cgroupPids(join(root, 'cg'), '12:pids:/\n', ID)).toBeUndefined();
+    expect(cgroupPids(join(root, 'cg'), CG(ID), ID)?.sort()).toEqual([100, 101, 103, 50, 60]);
   });
 
   it('reads a command with spaces and parentheses in it', () => {
@@ -74,7 +90,7 @@ describe('which processes are an exec\'s', () => {
   });
 
   it('an exec\'s pid given out again to a process of another container: nothing is the exec\'s', () => {
-    const view = procView(fakeProc([
+    const view = at(fakeProc([
       { pid: 50, ppid: 40, session: 50, start: 10 },
       { pid: 100, ppid: 41, session: 100, start: 1500, cgroup: CG(OTHER) },
       { pid: 110, ppid: 100, session: 100, start: 1510, cgroup: CG(OTHER) },
@@ -85,7 +101,7 @@ describe('which processes are an exec\'s', () => {
   it('a /proc that is not the engine\'s (podrun in a pid namespace of its own) shows no process of the container', async () => {
     // The container's first pid names some other process here.
     const signals: string[] = [];
-    const view = procView(fakeProc([
+    const view = at(fakeProc([
       { pid: 50, ppid: 1, session: 50, start: 10, cgroup: '0::/\n' },
       { pid: 100, ppid: 1, session: 100, start: 1200, cgroup: '0::/\n' },
     ]), (pid, sig) => signals.push(`${sig} ${pid}`));
@@ -95,13 +111,13 @@ describe('which processes are an exec\'s', () => {
   });
 
   it('the container\'s first process is never the exec\'s, even in its session', () => {
-    const view = procView(fakeProc([{ pid: 50, ppid: 40, session: 100, start: 1200 }, { pid: 100, ppid: 41, session: 100, start: 1200 }]));
+    const view = at(fakeProc([{ pid: 50, ppid: 40, session: 100, start: 1200 }, { pid: 100, ppid: 41, session: 100, start: 1200 }]));
     expect(execProcesses(view, container, 100, SINCE)).toEqual([100]);
   });
 
   it('signals only the exec\'s processes of a real /proc layout: stopped first, then killed', async () => {
     const signals: string[] = [];
-    const view = procView(fakeProc(layout), (pid, sig) => signals.push(`${sig} ${pid}`));
+    const view = at(fakeProc(layout), (pid, sig) => signals.push(`${sig} ${pid}`));
     // The files do not change when signalled: every round finds the same five, still "running".
     await killExec(view, container, 100, SINCE, async () => undefined);
     const pids = new Set(signals.map((s) => Number(s.split(' ')[1])));
