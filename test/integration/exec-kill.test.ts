@@ -1,7 +1,9 @@
+import { rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PodRuntime } from '../../src/runtime/runtime.js';
 import type { V1Pod } from '../../src/status/v1.js';
-import { docker, PAUSE_IMAGE, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { docker, PAUSE_IMAGE, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
 import { container, sleep, supervisedDirectory, untilPod } from './lifecycle-helpers.js';
 
 // An exec that outlives its deadline or its client is killed, with what it started: probes that
@@ -131,5 +133,38 @@ describe('exec deadlines, with the agent', () => {
     expect(done.out).toContain('started');
     await sleep(2000);
     expect(matching(await top(id), 'sleep 1005')).toHaveLength(1);
+  });
+
+  it('a preStop exec hook that hangs is killed at its bound (the grace period), while the container still runs out its last 2 s', { timeout: 60_000 }, async () => {
+    const hooked = unique('prestop');
+    writeFileSync(join(world.dir, 'manifests', `${hooked}.yaml`), `apiVersion: v1
+kind: Pod
+metadata: {name: ${hooked}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 4
+  containers:
+  - name: c
+    image: ${TEST_IMAGE}
+    command: [sh, -c, 'trap "" TERM; while :; do sleep 1; done']
+    lifecycle: {preStop: {exec: {command: [sh, -c, 'sleep 1006 & sleep 1007']}}}
+`);
+    const p = await untilPod(world, ns, hooked, 'the container to run', (x) => container(x, 'c')?.state.running !== undefined, 45_000);
+    const id = container(p, 'c')?.containerID?.replace('docker://', '') ?? '';
+    rmSync(join(world.dir, 'manifests', `${hooked}.yaml`));
+    // The hook runs, then (at the grace period) is killed; the container, which ignores SIGTERM,
+    // lives on for the kubelet's 2 s floor: a look in that window finds it without the hook.
+    const hook = (ps: Proc[]): Proc[] => ps.filter((x) => /^sleep 100[67]$/.test(x.args) && !x.stat.startsWith('Z'));
+    await until('the hook to run', async () => (hook(await top(id).catch(() => [])).length === 2 ? true : undefined), 20_000);
+    const seen: string[] = [];
+    let alone = false;
+    while (!alone) {
+      const ps = await top(id).catch(() => undefined);
+      if (!ps) break; // the container is gone
+      seen.push(ps.map((x) => x.args).join(', '));
+      alone = hook(ps).length === 0;
+      await sleep(100);
+    }
+    expect(alone, seen.slice(-5).join('\n')).toBe(true);
+    await until('the pod to be gone', async () => ((await podContainers(ns, hooked)).length === 0 ? true : undefined), 30_000);
   });
 });
