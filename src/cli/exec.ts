@@ -85,8 +85,16 @@ function startGuard(ref: ExecRef, endpoint: string): void {
 
 /** `podrun exec-guard REF` (not for users): waits for its stdin to close, then ends the exec if it still runs. */
 export async function guardCommand(ref: string, g: GlobalOptions, io: Io): Promise<number> {
-  const parsed = JSON.parse(ref) as Partial<ExecRef>;
-  if (typeof parsed.containerId !== 'string' || typeof parsed.execId !== 'string' || typeof parsed.since !== 'number') return EXIT.usage;
+  let parsed: Partial<ExecRef> | undefined;
+  try {
+    parsed = JSON.parse(ref) as Partial<ExecRef>;
+  } catch {
+    parsed = undefined;
+  }
+  if (typeof parsed?.containerId !== 'string' || typeof parsed.execId !== 'string' || typeof parsed.since !== 'number') {
+    io.err('podrun exec-guard: started by podrun exec, with the exec it guards');
+    return EXIT.usage;
+  }
   for (const sig of ['SIGINT', 'SIGHUP', 'SIGTERM'] as const) process.on(sig, () => undefined);
   await new Promise<void>((resolve) => {
     process.stdin.on('end', resolve).on('close', resolve).on('error', () => resolve());

@@ -18,7 +18,7 @@ export function execClock(e: EngineCalls, view: ProcView = (machineProc ??= proc
 
 /**
  * Kills the processes of an exec that is still running (its deadline passed, or its client went
- * away): its process, then those it started, each checked to be the container's first (see
+ * away): its process, then those it started, each first checked to be the container's (see
  * exec-reaper.ts). With `evenIfExited`, children its process left behind go too (they are what
  * keeps a timed-out probe's output open); without, an exec whose process has exited is let be
  * (a `podrun exec` that started something in the background on purpose).
