@@ -53,30 +53,41 @@ export async function execIn(e: EngineCalls, containerId: string, command: strin
   sink.on('data', (c: Buffer) => output.add(c));
   // Non-TTY exec output is multiplexed (stdout/stderr frames).
   e.docker.modem.demuxStream(stream, sink, sink);
-  const finished = await new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => resolve(false), timerDelay(timeoutMs));
-    const done = (): void => {
-      clearTimeout(timer);
-      resolve(true);
-    };
-    stream.on('end', done);
-    stream.on('close', done);
-    stream.on('error', done);
-    const abort = (): void => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    if (signal?.aborted) abort();
-    else signal?.addEventListener('abort', abort, { once: true });
+  const deadline = performance.now() + timeoutMs;
+  const ended = new Promise<void>((resolve) => {
+    stream.on('end', resolve);
+    stream.on('close', resolve);
+    stream.on('error', () => resolve());
   });
-  if (!finished) {
-    // Whatever still holds the output open is this exec's: its process, or children it left.
-    await endExec(e, { containerId, execId: exec.id, since }, true).catch(() => undefined);
-    stream.destroy();
-    return 'timeout';
+  let finished = await settlesWithin(ended, timeoutMs, signal);
+  // Output closed is not the end: a command may close it and run on (`exec >&-; sleep 1000`).
+  // As containerd waits for the exit itself, the exit code is waited for up to the deadline.
+  for (let pause = 20; finished; pause = Math.min(pause * 2, 250)) {
+    const info = await e.call('exec inspect', () => exec.inspect());
+    if (!info.Running) return { exitCode: info.ExitCode ?? -1, output: output.text() };
+    const left = deadline - performance.now();
+    finished = left > 0 && (await settlesWithin(new Promise<void>((r) => setTimeout(r, Math.min(pause, left))), left, signal));
   }
-  const info = await e.call('exec inspect', () => exec.inspect());
-  return { exitCode: info.ExitCode ?? -1, output: output.text() };
+  // Whatever still runs or holds the output open is this exec's: its process, or children it left.
+  await endExec(e, { containerId, execId: exec.id, since }, true).catch(() => undefined);
+  stream.destroy();
+  return 'timeout';
+}
+
+/** Whether `done` settles within `ms` (false: the time ran out, or `signal` aborted first). */
+function settlesWithin(done: Promise<void>, ms: number, signal?: AbortSignal): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    if (signal?.aborted) return resolve(false);
+    const finish = (ok: boolean): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', abort);
+      resolve(ok);
+    };
+    const abort = (): void => finish(false);
+    const timer = setTimeout(() => finish(false), timerDelay(ms));
+    signal?.addEventListener('abort', abort, { once: true });
+    void done.then(() => finish(true));
+  });
 }
 
 /**

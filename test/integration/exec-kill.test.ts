@@ -4,6 +4,7 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PodRuntime } from '../../src/runtime/runtime.js';
 import type { V1Pod } from '../../src/status/v1.js';
 import { docker, PAUSE_IMAGE, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { FaultyEngine } from './engine-helpers.js';
 import { container, sleep, supervisedDirectory, untilPod } from './lifecycle-helpers.js';
 
 // An exec that outlives its deadline or its client is killed, with what it started: probes that
@@ -47,6 +48,22 @@ describe('exec deadlines, at the runtime (the path probes and hooks take)', () =
     expect(performance.now() - t0).toBeLessThan(5000);
     const left = await top(id);
     expect(left.filter((p) => /^(sleep 100[01]|yes)$/.test(p.args) && !p.stat.startsWith('Z')), JSON.stringify(left)).toEqual([]);
+  });
+
+  it('a command whose output connection drops (an engine proxy restarted) is waited for to its deadline, then killed, not taken as exited', async () => {
+    const faulty = new FaultyEngine();
+    await faulty.start();
+    try {
+      const viaProxy = new PodRuntime({ host: faulty.host, stateDir: world.stateDir, pauseImage: PAUSE_IMAGE });
+      const run = viaProxy.exec(id, ['sh', '-c', 'exec >/dev/null 2>&1; sleep 1008'], 2000);
+      await until('the command to run', async () => (matching(await top(id), 'sleep 1008').length ? true : undefined), 5000);
+      faulty.dropConnections();
+      // Before, the dropped stream was the end: the exit code read while it ran (none: -1).
+      expect(await run).toBe('timeout');
+      expect(matching(await top(id), 'sleep 1008')).toEqual([]);
+    } finally {
+      await faulty.stop();
+    }
   });
 
   it('a command whose caller gives up (a hook of a pod being deleted) is killed at once', async () => {
