@@ -12,7 +12,8 @@ interface Entry {
 }
 
 function walk(cmd: Command, path: string[], canonical: string[], out: Entry[]): void {
-  const subs = cmd.commands.filter((c) => c.name() !== 'help');
+  // Hidden commands (exec-guard, which podrun starts itself) are not offered.
+  const subs = cmd.createHelp().visibleCommands(cmd).filter((c) => c.name() !== 'help');
   const flags = cmd.options.flatMap((o) => [o.long, o.short].filter((f): f is string => !!f));
   const names = subs.flatMap((c) => [c.name(), ...c.aliases()]);
   out.push({ path: path.join(' '), words: [...names, ...flags, '--help'], pods: TAKES_PODS.has(canonical.join(' ')) });

@@ -1,6 +1,9 @@
+import { spawn } from 'node:child_process';
+import type { Socket } from 'node:net';
+import type { ExecRef } from '../runtime/runtime-types.js';
 import { defaultContainer } from './logs.js';
 import { podArg } from './pod-args.js';
-import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
+import { EXIT, makeRuntime, processIo, type GlobalOptions, type Io } from './context.js';
 
 export interface ExecOptions {
   container?: string;
@@ -49,6 +52,8 @@ export async function execCommand(podName: string, command: string[], o: ExecOpt
           process.stdout.on('resize', fn);
           return () => process.stdout.removeListener('resize', fn);
         },
+        // Only a podrun of its own process can leave a guard behind (not one run inside a test).
+        ...(io === processIo ? { onCreated: (ref: ExecRef) => startGuard(ref, rt.endpoint) } : {}),
       },
       { stdin, stdout: io.stdout, stderr: io.stderr },
     );
@@ -56,4 +61,46 @@ export async function execCommand(podName: string, command: string[], o: ExecOpt
     if (tty) stdin.setRawMode(false);
     if (o.stdin) stdin.pause();
   }
+}
+
+/**
+ * The engine keeps an exec running when its client goes away, and a client killed with SIGKILL
+ * runs no more code: so each `podrun exec` has a guard, a podrun process of its own session (a
+ * Ctrl-C or a hang-up of the terminal does not reach it) that holds the other end of a pipe.
+ * When this process ends, however it ends, the pipe closes and the guard ends the exec if it
+ * still runs, as the kubelet's runtime does when kubectl exec's stream goes.
+ */
+function startGuard(ref: ExecRef, endpoint: string): void {
+  const script = process.argv[1];
+  if (!script) return;
+  const guard = spawn(process.execPath, [...process.execArgv, script, '--docker-host', endpoint, 'exec-guard', JSON.stringify(ref)], {
+    detached: true,
+    stdio: ['pipe', 'ignore', 'ignore'],
+  });
+  guard.on('error', () => undefined);
+  guard.unref();
+  // Neither the guard nor its pipe keeps this process alive.
+  (guard.stdin as Socket | null)?.unref();
+}
+
+/** `podrun exec-guard REF` (not for users): waits for its stdin to close, then ends the exec if it still runs. */
+export async function guardCommand(ref: string, g: GlobalOptions, io: Io): Promise<number> {
+  let parsed: Partial<ExecRef> | undefined;
+  try {
+    parsed = JSON.parse(ref) as Partial<ExecRef>;
+  } catch {
+    parsed = undefined;
+  }
+  if (typeof parsed?.containerId !== 'string' || typeof parsed.execId !== 'string' || typeof parsed.since !== 'number') {
+    io.err('podrun exec-guard: started by podrun exec, with the exec it guards');
+    return EXIT.usage;
+  }
+  for (const sig of ['SIGINT', 'SIGHUP', 'SIGTERM'] as const) process.on(sig, () => undefined);
+  await new Promise<void>((resolve) => {
+    process.stdin.on('end', resolve).on('close', resolve).on('error', () => resolve());
+    process.stdin.resume();
+  });
+  const rt = await makeRuntime(g, io);
+  await rt.endAbandonedExec({ containerId: parsed.containerId, execId: parsed.execId, since: parsed.since }).catch(() => undefined);
+  return EXIT.ok;
 }

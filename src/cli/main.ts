@@ -290,6 +290,14 @@ logs keeps a container's stderr on stderr; there are no contexts or kubeconfig (
       setCode(await (await import('./exec.js')).execCommand(pod, command, o, globals(cmd), io));
     });
 
+  // Started by `podrun exec` beside itself: ends the exec if `podrun exec` dies before it does.
+  program
+    .command('exec-guard', { hidden: true })
+    .argument('<ref>')
+    .action(async (ref: string, _o: unknown, cmd: Command) => {
+      setCode(await (await import('./exec.js')).guardCommand(ref, globals(cmd), io));
+    });
+
   program
     .command('delete')
     .description('delete pods gracefully (stop signal, grace period, then SIGKILL)')

@@ -35,7 +35,7 @@ export type EngineLifecycle = EngineIdentity &
 export type EngineImages = Pick<PodRuntime, 'ensureImage' | 'hasImage' | 'imageInventory' | 'removeImage'>;
 
 /** Commands and logs: probes' and hooks' exec, `podrun exec` and `podrun logs`. */
-export type EngineStreams = Pick<PodRuntime, 'exec' | 'execAttached' | 'writeLogs'>;
+export type EngineStreams = Pick<PodRuntime, 'exec' | 'execAttached' | 'endAbandonedExec' | 'writeLogs'>;
 
 /** Readings: container usage, disk, and the engine's facts about the node. */
 export type EngineReadings = Pick<PodRuntime, 'containerStats' | 'containerDisk' | 'engineFacts' | 'cgroupLayout'>;

@@ -127,3 +127,14 @@ export interface StartRequest {
   /** The image was had just before (pulled ahead of a replacement): not asked for again. */
   imageReady?: boolean;
 }
+
+/** One exec, as what ends it needs it: which, where, and when it was made (opaque above the runtime). */
+export interface ExecRef {
+  containerId: string;
+  execId: string;
+  /** The engine's /proc clock when the exec was made (0 when the engine is not local). */
+  since: number;
+}
+
+/** How an end went: its processes killed (how many), nothing left to kill, or out of podrun's reach. */
+export type ExecEnd = { killed: number } | 'finished' | 'unreachable';

@@ -2,12 +2,13 @@ import { hostname } from 'node:os';
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../manifest/types.js';
 import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound } from './engine.js';
-import { ContainerStartError, SandboxError, type EngineCalls, type EngineEvent, type EngineStats, type RuntimeOptions, type SandboxInfo, type StartRequest } from './runtime-types.js';
+import { ContainerStartError, SandboxError, type EngineCalls, type EngineEvent, type EngineStats, type ExecEnd, type ExecRef, type RuntimeOptions, type SandboxInfo, type StartRequest } from './runtime-types.js';
 import { ImageStore, type PullListener } from './images.js';
 import { containerDiskOf, engineFactsOf } from './readings.js';
 import { LocalReadings } from './local-readings.js';
 import type { CgroupLayout } from './cgroup-stats.js';
 import { execAttachedIn, execIn, terminationMessageOf, writeLogsOf } from './streams.js';
+import { endExec } from './exec-end.js';
 import { defaultHostIP, nodeResolvConf, oomScoreFloor } from './host.js';
 import { EngineTimeoutError } from './engine-errors.js';
 import { formatDuration, timerDelay } from '../base/duration.js';
@@ -178,6 +179,15 @@ export class PodRuntime {
   /** `podrun exec`: attached to the caller's streams, with a TTY when asked; resolves with the exit code. */
   execAttached(containerId: string, command: string[], o: Parameters<typeof execAttachedIn>[3], streams: Parameters<typeof execAttachedIn>[4]): Promise<number> {
     return execAttachedIn(this.calls, containerId, command, o, streams);
+  }
+
+  /**
+   * Ends an exec whose client went away (a `podrun exec` killed, or its output closed): if its
+   * process still runs, it and what it started are killed. Needs the engine's /proc (a local
+   * engine); the answer says whether it could.
+   */
+  endAbandonedExec(ref: ExecRef): Promise<ExecEnd> {
+    return endExec(this.calls, ref, false);
   }
 
   /** A container's log to `out` and `err`, streamed at the reader's pace; with `follow`, until it stops. */

@@ -5,44 +5,89 @@ import { terminationLogPath } from './volumes.js';
 import { PassThrough } from 'node:stream';
 import { timerDelay } from '../base/duration.js';
 import { FollowedFrames, Paced } from './log-frames.js';
-import type { EngineCalls } from './runtime-types.js';
+import type { EngineCalls, ExecRef } from './runtime-types.js';
+import { endExec, execClock } from './exec-end.js';
 
 // Commands and logs (the streams role): probes' and hooks' exec, `podrun exec`, `podrun logs`.
 
-/** Runs a command in a running container (probes, hooks); gives up after `timeoutMs`. */
+/** The kubelet keeps this much of an exec probe's output (pkg/probe/exec: maxReadLength, 10 KiB). */
+export const MAX_EXEC_OUTPUT = 10 * 1024;
+
+/** The first `limit` bytes written to it; the rest is counted and dropped, so any amount costs the same memory. */
+export class CappedBytes {
+  private readonly chunks: Buffer[] = [];
+  private kept = 0;
+  /** Every byte offered, kept or not. */
+  seen = 0;
+
+  constructor(private readonly limit: number) {}
+
+  add(chunk: Buffer): void {
+    this.seen += chunk.length;
+    if (this.kept >= this.limit) return;
+    const part = chunk.length > this.limit - this.kept ? chunk.subarray(0, this.limit - this.kept) : chunk;
+    // A copy: a slice would hold the whole chunk it came from.
+    this.chunks.push(Buffer.from(part));
+    this.kept += part.length;
+  }
+
+  text(): string {
+    return Buffer.concat(this.chunks, this.kept).toString('utf8');
+  }
+}
+
+/**
+ * Runs a command in a running container (probes, hooks); gives up after `timeoutMs` or when
+ * `signal` aborts, and then kills what the command started (as containerd kills an exec at its
+ * deadline), so a probe that hangs costs one process at a time, not one per period. Output is
+ * kept up to the kubelet's 10 KiB, in bytes; the rest is read and dropped, as the kubelet's
+ * limited writer does, so the command is never held up by a full pipe.
+ */
 export async function execIn(e: EngineCalls, containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<{ exitCode: number; output: string } | 'timeout'> {
   const container = e.docker.getContainer(containerId);
+  const since = execClock(e);
   const exec = await e.call('exec create', () => container.exec({ Cmd: command, AttachStdout: true, AttachStderr: true }));
   const stream = await e.call('exec start', () => exec.start({ hijack: true, stdin: false }));
-  let output = '';
+  const output = new CappedBytes(MAX_EXEC_OUTPUT);
   const sink = new PassThrough();
-  sink.on('data', (c: Buffer) => {
-    if (output.length < 4096) output += c.toString('utf8');
-  });
+  sink.on('data', (c: Buffer) => output.add(c));
   // Non-TTY exec output is multiplexed (stdout/stderr frames).
   e.docker.modem.demuxStream(stream, sink, sink);
-  const finished = await new Promise<boolean>((resolve) => {
-    const timer = setTimeout(() => resolve(false), timerDelay(timeoutMs));
-    const done = (): void => {
-      clearTimeout(timer);
-      resolve(true);
-    };
-    stream.on('end', done);
-    stream.on('close', done);
-    stream.on('error', done);
-    const abort = (): void => {
-      clearTimeout(timer);
-      resolve(false);
-    };
-    if (signal?.aborted) abort();
-    else signal?.addEventListener('abort', abort, { once: true });
+  const deadline = performance.now() + timeoutMs;
+  const ended = new Promise<void>((resolve) => {
+    stream.on('end', resolve);
+    stream.on('close', resolve);
+    stream.on('error', () => resolve());
   });
-  if (!finished) {
-    stream.destroy();
-    return 'timeout';
+  let finished = await settlesWithin(ended, timeoutMs, signal);
+  // Output closed is not the end: a command may close it and run on (`exec >&-; sleep 1000`).
+  // As containerd waits for the exit itself, the exit code is waited for up to the deadline.
+  for (let pause = 20; finished; pause = Math.min(pause * 2, 250)) {
+    const info = await e.call('exec inspect', () => exec.inspect());
+    if (!info.Running) return { exitCode: info.ExitCode ?? -1, output: output.text() };
+    const left = deadline - performance.now();
+    finished = left > 0 && (await settlesWithin(new Promise<void>((r) => setTimeout(r, Math.min(pause, left))), left, signal));
   }
-  const info = await e.call('exec inspect', () => exec.inspect());
-  return { exitCode: info.ExitCode ?? -1, output };
+  // Whatever still runs or holds the output open is this exec's: its process, or children it left.
+  await endExec(e, { containerId, execId: exec.id, since }, true).catch(() => undefined);
+  stream.destroy();
+  return 'timeout';
+}
+
+/** Whether `done` settles within `ms` (false: the time ran out, or `signal` aborted first). */
+function settlesWithin(done: Promise<void>, ms: number, signal?: AbortSignal): Promise<boolean> {
+  return new Promise<boolean>((resolve) => {
+    if (signal?.aborted) return resolve(false);
+    const finish = (ok: boolean): void => {
+      clearTimeout(timer);
+      signal?.removeEventListener('abort', abort);
+      resolve(ok);
+    };
+    const abort = (): void => finish(false);
+    const timer = setTimeout(() => finish(false), timerDelay(ms));
+    signal?.addEventListener('abort', abort, { once: true });
+    void done.then(() => finish(true));
+  });
 }
 
 /**
@@ -53,11 +98,23 @@ export async function execAttachedIn(
   e: EngineCalls,
   containerId: string,
   command: string[],
-  o: { tty: boolean; stdin: boolean; size?: () => { rows: number; columns: number } | undefined; onResize?: (fn: () => void) => () => void },
+  o: {
+    tty: boolean;
+    stdin: boolean;
+    size?: () => { rows: number; columns: number } | undefined;
+    onResize?: (fn: () => void) => () => void;
+    /**
+     * Told of the exec once it is made and before it starts, so the caller can have it ended if
+     * the caller dies (`podrun exec` hands it to its guard process: see `endAbandonedExec`).
+     */
+    onCreated?: (ref: ExecRef) => void;
+  },
   streams: { stdin: NodeJS.ReadableStream; stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream },
 ): Promise<number> {
   const container = e.docker.getContainer(containerId);
+  const since = execClock(e);
   const exec = await e.call('exec create', () => container.exec({ Cmd: command, AttachStdin: o.stdin, AttachStdout: true, AttachStderr: true, Tty: o.tty }));
+  o.onCreated?.({ containerId, execId: exec.id, since });
   const stream = await e.call('exec start', () => exec.start({ hijack: true, stdin: o.stdin, Tty: o.tty }));
   const resize = (): void => {
     const size = o.size?.();

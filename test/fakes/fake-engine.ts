@@ -264,6 +264,10 @@ export class FakeEngine implements PodEngine {
     return 0;
   }
 
+  async endAbandonedExec(): ReturnType<PodEngine['endAbandonedExec']> {
+    return 'finished';
+  }
+
   async writeLogs(): Promise<void> {
     return undefined;
   }

@@ -4,7 +4,10 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
 import { AgentProcess } from './agent-helpers.js';
 import { PodmanService } from './engine-helpers.js';
-import { TEST_IMAGE, unique, until, World } from './helpers.js';
+import { PassThrough } from 'node:stream';
+import { PodRuntime } from '../../src/runtime/runtime.js';
+import type { ExecRef } from '../../src/runtime/runtime-types.js';
+import { PAUSE_IMAGE, TEST_IMAGE, unique, until, World } from './helpers.js';
 
 // podrun on Podman's Docker-compatible socket (Debian's podman 4.3, `podman system service`):
 // apply, an agent adopting what apply made, a restart after a kill, events, and delete. Podman is
@@ -98,5 +101,34 @@ spec:
     await until('the pod to be gone from the agent', async () => ((await world.bin(['get', 'pods', '-n', ns, name], { env })).code === 1 ? true : undefined), 10_000).catch((e: Error) => {
       throw new Error(`${e.message}\n${agent?.logs() ?? ''}`);
     });
+  });
+
+  it('ends an exec and the children it started, as on Docker: Podman reports the exec\'s pid, its cgroup names the container', async () => {
+    // The service was started by the test above.
+    const c = await podman.docker.createContainer({ name: unique('pm-exec'), Image: TEST_IMAGE, Cmd: ['sh', '-c', 'trap "exit 0" TERM; while :; do sleep 1; done'] });
+    const left = async (): Promise<string[][]> => {
+      const top = (await c.top({ ps_args: '-o pid,stat,args' })) as { Processes?: string[][] };
+      // Podman answers each process as one string of the columns ("7 S    sleep 1001"), Docker as an array.
+      const rows = (top.Processes ?? []).map((r) => /^\s*(\d+)\s+(\S+)\s+(.*)$/.exec(r.join(' ')) ?? []);
+      return rows.filter(([, , stat, args]) => /^(sleep 100[0-3]|yes|\{yes\} .*)$/.test(args ?? '') && !stat?.startsWith('Z')).map((r) => r.slice(1));
+    };
+    try {
+      await c.start();
+      const rt = new PodRuntime({ host: podman.host, stateDir: world.stateDir, pauseImage: PAUSE_IMAGE });
+      // Podman itself ends an exec whose attached connection closes (Docker does not): a probe past
+      // its deadline leaves nothing there either way.
+      expect(await rt.exec(c.id, ['sh', '-c', 'sleep 1000 & yes >/dev/null & sleep 1001'], 1000)).toBe('timeout');
+      expect(await left()).toEqual([]);
+      // The kill itself, on an exec still attached (what a dead `podrun exec`'s guard does).
+      let ref: ExecRef | undefined;
+      const out = new PassThrough().resume();
+      const session = rt.execAttached(c.id, ['sh', '-c', 'sleep 1002 & sleep 1003'], { tty: false, stdin: false, onCreated: (r) => (ref = r) }, { stdin: new PassThrough(), stdout: out, stderr: out });
+      await until('the exec to run', async () => ((await left()).length === 2 ? true : undefined), 10_000);
+      expect(await rt.endAbandonedExec(ref!)).toEqual({ killed: 2 });
+      await session;
+      expect(await left()).toEqual([]);
+    } finally {
+      await c.remove({ force: true });
+    }
   });
 });
