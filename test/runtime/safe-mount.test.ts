@@ -1,0 +1,107 @@
+import { closeSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { execFileSync } from 'node:child_process';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, beforeEach, describe, expect, it } from 'vitest';
+import { fdPath, removeTreeNoFollow } from '../../src/runtime/dir-fd.js';
+import { MountRefused, openSubPath } from '../../src/runtime/safe-mount.js';
+
+// Plain directories in a temporary dir: the walk that makes subPath directories, and the removal
+// of pod directories, judged by what they leave on disk outside the volume.
+
+let root: string;
+let vol: string;
+let outside: string;
+
+beforeEach(() => {
+  root = realpathSync(mkdtempSync(join(tmpdir(), 'podrun-safe-mount-')));
+  vol = join(root, 'vol');
+  outside = join(root, 'outside');
+  mkdirSync(vol);
+  mkdirSync(outside);
+});
+afterEach(() => rmSync(root, { recursive: true, force: true }));
+
+/** Where openSubPath's descriptor leads, closed after. */
+function walk(subPath: string): string {
+  const fd = openSubPath(vol, subPath, 'volume "v" of container app');
+  try {
+    return fdPath(fd);
+  } finally {
+    closeSync(fd);
+  }
+}
+
+describe('openSubPath', () => {
+  it('makes the missing directories of a subPath and opens the last one', () => {
+    expect(walk('a/b/c')).toBe(join(vol, 'a/b/c'));
+    writeFileSync(join(vol, 'a/file'), 'x');
+    expect(walk('a/file')).toBe(join(vol, 'a/file'));
+  });
+
+  it('refuses an ancestor that is a symlink out of the volume, and makes nothing through it', () => {
+    symlinkSync(outside, join(vol, 'a'));
+    expect(() => walk('a/b/c')).toThrow(`volume "v" of container app: a is a symlink to ${outside}, outside the volume`);
+    symlinkSync('../outside', join(vol, 'rel'));
+    expect(() => walk('rel/b')).toThrow(MountRefused);
+    expect(readdirSync(outside)).toEqual([]);
+  });
+
+  it('follows a symlink that stays inside, by its text, and makes the rest below its target', () => {
+    mkdirSync(join(vol, 'real'));
+    symlinkSync('real', join(vol, 'link'));
+    symlinkSync(join(vol, 'real'), join(vol, 'abs'));
+    expect(walk('link/sub/new')).toBe(join(vol, 'real/sub/new'));
+    expect(walk('abs/sub')).toBe(join(vol, 'real/sub'));
+  });
+
+  it('never asks the kernel to follow a link: one whose text leaves the volume is refused wherever the kernel would land', () => {
+    // /proc/self/root/<vol>/real is the volume to the kernel, but its text is outside the volume.
+    mkdirSync(join(vol, 'real'));
+    symlinkSync(`/proc/self/root${vol}/real`, join(vol, 'magic'));
+    expect(() => walk('magic/x')).toThrow(/magic is a symlink to \/proc\/self\/root.*, outside the volume/);
+    expect(existsSync(join(vol, 'real/x'))).toBe(false);
+  });
+
+  it('refuses a symlink to nothing instead of making its target, and a loop of links', () => {
+    symlinkSync('missing/deeper', join(vol, 'dangling'));
+    expect(() => walk('dangling')).toThrow('dangling is a symlink that leads nowhere');
+    expect(existsSync(join(vol, 'missing'))).toBe(false);
+    symlinkSync('l2', join(vol, 'l1'));
+    symlinkSync('l1', join(vol, 'l2'));
+    expect(() => walk('l1/x')).toThrow('too many levels of symbolic links');
+  });
+
+  it("refuses '..', and a file where a directory is needed", () => {
+    expect(() => walk('a/../../outside')).toThrow("subPath may not contain '..'");
+    writeFileSync(join(vol, 'f'), 'x');
+    expect(() => walk('f/x')).toThrow('f is not a directory');
+  });
+
+  it('keeps working in the directory it opened when that directory is moved and a symlink put in its place', () => {
+    // The walk holds each parent by descriptor: what it makes below lands in the directory it
+    // opened, wherever that has moved, never through the symlink now at the old path.
+    mkdirSync(join(vol, 'a/b'), { recursive: true });
+    const fd = openSubPath(vol, 'a', 'v');
+    renameSync(join(vol, 'a'), join(vol, 'moved'));
+    symlinkSync(outside, join(vol, 'a'));
+    mkdirSync(`/proc/self/fd/${fd}/made`);
+    closeSync(fd);
+    expect(existsSync(join(vol, 'moved/made'))).toBe(true);
+    expect(readdirSync(outside)).toEqual([]);
+  });
+});
+
+describe('removeTreeNoFollow', () => {
+  it('removes the tree, symlinks as names only, without blocking on a FIFO or touching what links point to', () => {
+    writeFileSync(join(outside, 'keep'), 'x');
+    mkdirSync(join(vol, 'a/b/c'), { recursive: true });
+    writeFileSync(join(vol, 'a/b/c/f'), 'x');
+    symlinkSync(outside, join(vol, 'a/out'));
+    symlinkSync(join(outside, 'keep'), join(vol, 'a/b/keep'));
+    execFileSync('mkfifo', [join(vol, 'a/fifo')]);
+    removeTreeNoFollow(vol);
+    expect(existsSync(vol)).toBe(false);
+    expect(readdirSync(outside)).toEqual(['keep']);
+  });
+});
