@@ -68,6 +68,8 @@ interface Step {
   name: string;
   /** Whether a missing component is made (the subPath as written) or refused (a symlink's target). */
   make: boolean;
+  /** Reached through a symlink's text: missing, the symlink leads nowhere. */
+  viaLink: boolean;
   /** The subPath as written up to the component that led here: what messages name. */
   shown: string;
 }
@@ -80,15 +82,16 @@ interface Step {
  * component that is a symlink is resolved by its text against the volume, as the kubelet's
  * EvalSymlinks does, and must stay inside; its target is then walked the same way from the
  * volume's root. The kernel never follows a link here, so /proc/<pid>/root and its like lead nowhere.
+ * With `make` false nothing is made: a missing component is refused.
  */
-export function openSubPath(baseReal: string, subPath: string, what: string): number {
+export function openSubPath(baseReal: string, subPath: string, what: string, make = true): number {
   const parts = subPath.split('/').filter((p) => p !== '' && p !== '.');
   if (parts.includes('..')) throw new MountRefused(`${what}: subPath may not contain '..'`);
   const base = openBase(baseReal, what);
   let fd = reopen(base);
   try {
     if (!fstatSync(base).isDirectory()) throw new MountRefused(`${what}: ${baseReal} is not a directory`);
-    const todo: Step[] = parts.map((name, i) => ({ name, make: true, shown: parts.slice(0, i + 1).join('/') }));
+    const todo: Step[] = parts.map((name, i) => ({ name, make, viaLink: false, shown: parts.slice(0, i + 1).join('/') }));
     let walked: string[] = [];
     let links = 0;
     for (let step = todo.shift(); step; step = todo.shift()) {
@@ -104,7 +107,7 @@ export function openSubPath(baseReal: string, subPath: string, what: string): nu
       if (!inside(target, baseReal)) throw new MountRefused(`${what}: ${step.shown} is a symlink to ${target}, outside the volume`);
       if (++links > MAX_LINKS) throw new MountRefused(`${what}: ${step.shown}: too many levels of symbolic links`);
       const rel = posix.relative(baseReal, target).split('/').filter((p) => p !== '');
-      todo.unshift(...rel.map((name) => ({ name, make: false, shown: step.shown })));
+      todo.unshift(...rel.map((name) => ({ name, make: false, viaLink: true, shown: step.shown })));
       closeSync(fd);
       fd = reopen(base);
       walked = [];
@@ -139,7 +142,7 @@ function stepInto(dir: number, step: Step, last: boolean, what: string): number 
       fd = openSync(at(dir, step.name), O_PATH | constants.O_NOFOLLOW);
     } catch (err) {
       if (errCode(err) !== 'ENOENT') throw new MountRefused(`${what}: cannot open ${step.shown}: ${errCode(err) ?? (err as Error).message}`);
-      if (!step.make) throw new MountRefused(`${what}: ${step.shown} is a symlink that leads nowhere`);
+      if (!step.make) throw new MountRefused(`${what}: ${step.shown} ${step.viaLink ? 'is a symlink that leads nowhere' : 'does not exist'}`);
       try {
         mkdirSync(at(dir, step.name), { mode: 0o755 });
       } catch (e) {

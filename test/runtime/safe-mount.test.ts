@@ -5,6 +5,7 @@ import { join } from 'node:path';
 import { afterEach, beforeEach, describe, expect, it } from 'vitest';
 import { fdPath, removeTreeNoFollow } from '../../src/runtime/dir-fd.js';
 import { MountRefused, openSubPath } from '../../src/runtime/safe-mount.js';
+import { prepareHostPath } from '../../src/runtime/volumes.js';
 
 // Plain directories in a temporary dir: the walk that makes subPath directories, and the removal
 // of pod directories, judged by what they leave on disk outside the volume.
@@ -103,5 +104,24 @@ describe('removeTreeNoFollow', () => {
     removeTreeNoFollow(vol);
     expect(existsSync(vol)).toBe(false);
     expect(readdirSync(outside)).toEqual(['keep']);
+  });
+});
+
+describe('prepareHostPath under --allowed-host-paths', () => {
+  it('makes a missing directory or file below the allowed path', () => {
+    prepareHostPath('h', join(vol, 'a/b'), 'DirectoryOrCreate', [vol]);
+    prepareHostPath('h', join(vol, 'a/f'), 'FileOrCreate', [vol]);
+    expect(readdirSync(join(vol, 'a')).sort()).toEqual(['b', 'f']);
+    expect(() => prepareHostPath('h', join(vol, 'missing/f'), 'FileOrCreate', [vol])).toThrow(`hostPath volume "h": ${vol}/missing/f cannot be created: its parent directory does not exist`);
+  });
+
+  it('creates nothing through a symlink a pod planted under the allowed path, dangling or not', () => {
+    // A dangling link passes every check on its path (it does not exist; its parent is allowed).
+    symlinkSync(join(outside, 'planted-file'), join(vol, 'f'));
+    expect(() => prepareHostPath('h', join(vol, 'f'), 'FileOrCreate', [vol])).toThrow(`hostPath volume "h": cannot create ${vol}/f: it is a symlink`);
+    symlinkSync(join(outside, 'planted-dir'), join(vol, 'd'));
+    expect(() => prepareHostPath('h', join(vol, 'd'), 'DirectoryOrCreate', [vol])).toThrow(MountRefused);
+    expect(() => prepareHostPath('h', join(vol, 'd'), '', [vol])).toThrow(MountRefused);
+    expect(readdirSync(outside)).toEqual([]);
   });
 });
