@@ -1,4 +1,4 @@
-import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, rmdirSync, unlinkSync } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, openSync, readdirSync, readlinkSync, rmdirSync, unlinkSync, type Dirent } from 'node:fs';
 
 // Descriptor-relative file operations for directories a container can write. Node has no
 // openat/mkdirat/unlinkat, but on Linux /proc/self/fd/<fd> is a magic link to the very object the
@@ -70,14 +70,16 @@ export function readLinkAt(dir: number, name: string): string | undefined {
   }
 }
 
-/** How many times one entry is retried when a writer keeps changing its kind under the remover. */
-const ENTRY_TRIES = 20;
+/** Steps one removal may take before it gives up on a tree a writer keeps growing. */
+const MAX_STEPS = 10_000_000;
 
 /**
  * Removes `dir` and everything below it without ever following a symlink or leaving its
- * filesystem: each directory is held by a descriptor and its entries are removed through it, so
- * a container that swaps a directory for a symlink to the host mid-way makes podrun unlink the
- * symlink, never what it points to (the rm -rf race `rmSync`, which walks by path, loses).
+ * filesystem: each directory is opened (O_NOFOLLOW) and its entries are removed through that
+ * descriptor, so a container that swaps a directory for a symlink to the host mid-way makes
+ * podrun unlink the symlink, never what it points to (the rm -rf race that `rmSync`, which walks
+ * by path, loses). One descriptor is held at a time besides the root, going back up by `..`, so
+ * a tree of any depth is removed (rmSync ran out of stack at a few thousand levels).
  */
 export function removeTreeNoFollow(dir: string): void {
   const st = lstatSync(dir);
@@ -85,60 +87,86 @@ export function removeTreeNoFollow(dir: string): void {
     unlinkSync(dir);
     return;
   }
-  const fd = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  const root = openSync(dir, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
   try {
-    clearDir(fd, fstatSync(fd).dev, dir);
+    clearTree(root, fstatSync(root).dev, dir);
   } finally {
-    closeSync(fd);
+    closeSync(root);
   }
   rmdirSync(dir);
 }
 
-/** Empties the directory `fd` holds; `shown` names it in errors. */
-function clearDir(fd: number, dev: number, shown: string): void {
-  // A writer may add entries while this runs; a few passes, then the final rmdir says ENOTEMPTY.
-  for (let pass = 0; pass < 3; pass++) {
-    const names = readdirSync(`/proc/self/fd/${fd}`);
-    if (names.length === 0) return;
-    for (const name of names) removeEntry(fd, name, dev, `${shown}/${name}`);
+/** Empties the directory `root` holds, depth first; `shown` names it in errors. */
+function clearTree(root: number, dev: number, shown: string): void {
+  let cur = root;
+  // The names from the root down to `cur`, each with what is left to remove at its level.
+  const stack: { name: string; pending: Dirent[] }[] = [{ name: '', pending: [] }];
+  try {
+    for (let steps = 0; ; steps++) {
+      if (steps > MAX_STEPS) throw new Error(`cannot remove ${shown}: it keeps changing`);
+      const level = stack[stack.length - 1]!;
+      // Read again once a level's list is done: what a writer added meanwhile is seen too.
+      if (level.pending.length === 0) level.pending = readdirSync(`/proc/self/fd/${cur}`, { withFileTypes: true });
+      const entry = level.pending.pop();
+      if (entry) {
+        const sub = removeOrOpen(cur, entry, dev, shown);
+        if (sub !== undefined) {
+          if (cur !== root) closeSync(cur);
+          cur = sub;
+          stack.push({ name: entry.name, pending: [] });
+        }
+        continue;
+      }
+      // `cur` is empty: up one level, and it goes. Its `..` is wherever it is now, inside the
+      // tree (a container can move directories only within what it can write).
+      if (stack.length === 1) return;
+      const { name } = stack.pop()!;
+      const parent = stack.length === 1 ? root : openSync(at(cur, '..'), constants.O_RDONLY | constants.O_DIRECTORY);
+      closeSync(cur);
+      cur = parent;
+      try {
+        rmdirSync(at(cur, name));
+      } catch (err) {
+        // Moved, swapped for a symlink or written again: the next reading of this level says.
+        if (!['ENOENT', 'ENOTEMPTY', 'EEXIST', 'ENOTDIR'].includes(errCode(err) ?? '')) throw err;
+      }
+    }
+  } finally {
+    if (cur !== root) closeSync(cur);
   }
 }
 
-function removeEntry(parent: number, name: string, dev: number, shown: string): void {
-  const path = at(parent, name);
-  for (let tries = 0; tries < ENTRY_TRIES; tries++) {
-    let child: number;
+/** Removes a non-directory entry by its name (never its target); opens a directory one to descend into. */
+function removeOrOpen(dir: number, entry: Dirent, dev: number, shown: string): number | undefined {
+  const path = at(dir, entry.name);
+  if (!entry.isDirectory()) {
     try {
-      child = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+      unlinkSync(path);
+      return undefined;
     } catch (err) {
-      const code = errCode(err);
-      if (code === 'ENOENT') return;
-      if (code !== 'ENOTDIR' && code !== 'ELOOP') throw err;
-      // Not a directory (a symlink, a file, a FIFO...): the name itself goes, never its target.
-      try {
-        unlinkSync(path);
-        return;
-      } catch (e) {
-        if (errCode(e) === 'ENOENT') return;
-        if (errCode(e) !== 'EISDIR' && errCode(e) !== 'EPERM') throw e;
-        continue; // it became a directory meanwhile
-      }
-    }
-    try {
-      if (fstatSync(child).dev !== dev) throw new Error(`${shown} is another filesystem (a mount left in place); not removed through`);
-      clearDir(child, dev, shown);
-    } finally {
-      closeSync(child);
-    }
-    try {
-      rmdirSync(path);
-      return;
-    } catch (e) {
-      const code = errCode(e);
-      if (code === 'ENOENT') return;
-      if (code !== 'ENOTDIR' && code !== 'ENOTEMPTY' && code !== 'EEXIST') throw e;
-      // Swapped for a symlink after it was emptied, or written again: once more by the name.
+      if (errCode(err) === 'ENOENT') return undefined;
+      if (errCode(err) !== 'EISDIR') throw err;
+      // A directory by now: descend into it below.
     }
   }
-  throw new Error(`cannot remove ${shown}: it keeps changing`);
+  let fd: number;
+  try {
+    fd = openSync(path, constants.O_RDONLY | constants.O_DIRECTORY | constants.O_NOFOLLOW);
+  } catch (err) {
+    const code = errCode(err);
+    if (code === 'ENOENT') return undefined;
+    if (code !== 'ENOTDIR' && code !== 'ELOOP') throw err;
+    // Swapped for a symlink (or a file): the name goes; a directory again is seen at the next reading.
+    try {
+      unlinkSync(path);
+    } catch (e) {
+      if (errCode(e) !== 'ENOENT' && errCode(e) !== 'EISDIR') throw e;
+    }
+    return undefined;
+  }
+  if (fstatSync(fd).dev !== dev) {
+    closeSync(fd);
+    throw new Error(`${shown}: ${entry.name} is another filesystem (a mount left in place); not removed through`);
+  }
+  return fd;
 }

@@ -1,4 +1,4 @@
-import { closeSync, existsSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { closeSync, constants, existsSync, openSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -105,6 +105,21 @@ describe('removeTreeNoFollow', () => {
     expect(existsSync(vol)).toBe(false);
     expect(readdirSync(outside)).toEqual(['keep']);
   });
+
+  it('removes a tree deeper than a path can name (a container can make one in its emptyDir)', () => {
+    // 5,000 levels: 10,000 bytes of path, past PATH_MAX; rmSync ran out of stack on it.
+    let fd = openSync(vol, constants.O_RDONLY | constants.O_DIRECTORY);
+    for (let i = 0; i < 5000; i++) {
+      mkdirSync(`/proc/self/fd/${fd}/d`);
+      writeFileSync(`/proc/self/fd/${fd}/f`, 'x');
+      const next = openSync(`/proc/self/fd/${fd}/d`, constants.O_RDONLY | constants.O_DIRECTORY);
+      closeSync(fd);
+      fd = next;
+    }
+    closeSync(fd);
+    removeTreeNoFollow(vol);
+    expect(existsSync(vol)).toBe(false);
+  }, 60_000);
 });
 
 describe('prepareHostPath under --allowed-host-paths', () => {
