@@ -59,6 +59,12 @@ export function bool(v: string): boolean {
   return v === 'true';
 }
 
+/** The kubelet's --pod-max-pids: a whole number, -1 (its default) or 0 for no limit. */
+export function podMaxPids(v: string): number {
+  if (!/^(-1|\d+)$/.test(v)) throw new InvalidArgumentError('must be a whole number of processes, or -1 for no limit');
+  return Number(v);
+}
+
 export function positiveInt(v: string): number {
   if (!/^\d+$/.test(v) || Number(v) < 1) throw new InvalidArgumentError('must be a whole number, at least 1');
   return Number(v);

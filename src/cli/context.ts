@@ -18,6 +18,8 @@ export interface GlobalOptions {
   nodeIP?: string;
   /** Log rotation of every container podrun makes (--container-log-max-size, --container-log-max-files). */
   containerLog?: { maxBytes: number; maxFiles: number };
+  /** --pod-max-pids: above 0, each container's process limit (the kubelet's podPidsLimit). */
+  podPidsLimit?: number;
   /** The node's resolver configuration that pods inherit (--resolv-conf). */
   resolvConf?: string;
   /** --image-credentials: the one config.json pulls read (default: <state-dir>/config.json, then the user's). */
@@ -39,6 +41,7 @@ export function runtimeOptionsOf(g: GlobalOptions): RuntimeOptions {
     ...(g.policy.allowedHostPaths ? { allowedHostPaths: g.policy.allowedHostPaths } : {}),
     ...(g.containerLog ? { containerLog: g.containerLog } : {}),
     ...(g.resolvConf ? { resolvConf: g.resolvConf } : {}),
+    ...(g.podPidsLimit !== undefined && g.podPidsLimit > 0 ? { podPidsLimit: g.podPidsLimit } : {}),
     credentialFiles: credentialFiles({ stateDir: g.stateDir, ...(g.imageCredentials ? { file: g.imageCredentials } : {}) }),
     ...(g.pullSlots !== undefined ? { pullSlots: g.pullSlots } : {}),
   };

@@ -7,7 +7,7 @@ import { EngineRequestError, EngineUnavailableError } from '../runtime/engine-er
 import { DEFAULTS, EXIT, processIo, type GlobalOptions, type Io } from './context.js';
 import { engineVersion } from './engine-version.js';
 import { addImageCommands } from './image-commands.js';
-import { bool, duration, durationOption, evictionHard, ip, logFiles, logSize, nonNegativeInt, positiveInt } from './arg-parsers.js';
+import { bool, duration, durationOption, evictionHard, ip, logFiles, logSize, nonNegativeInt, podMaxPids, positiveInt } from './arg-parsers.js';
 import type { RunOptions } from './run.js';
 
 // Each command loads its own modules when it runs: start-up is mostly module loading, and a
@@ -30,7 +30,7 @@ export function globals(cmd: Command): GlobalOptions {
     runtimeRequestTimeout: number; dockerHost?: string; stateDir: string; pauseImage: string; network: string; nodeName?: string; nodeIp?: string;
     allowPrivileged: boolean; allowHostNamespaces: boolean; allowedHostPaths?: string; allowedUnsafeSysctls?: string;
     containerLogMaxSize: string; containerLogMaxFiles: number | string; resolvConf: string;
-    imageCredentials?: string; serializeImagePulls: boolean | string; maxParallelImagePulls?: number | string;
+    imageCredentials?: string; serializeImagePulls: boolean | string; maxParallelImagePulls?: number | string; podMaxPids: number | string;
   }>();
   const commaList = (v: string): string[] => v.split(',').map((p) => p.trim()).filter(Boolean);
   return {
@@ -42,6 +42,7 @@ export function globals(cmd: Command): GlobalOptions {
     },
     containerLog: { maxBytes: Math.floor(parseQuantity(logSize(o.containerLogMaxSize))), maxFiles: logFiles(String(o.containerLogMaxFiles)) },
     resolvConf: o.resolvConf,
+    podPidsLimit: podMaxPids(String(o.podMaxPids)),
     ...(o.imageCredentials ? { imageCredentials: o.imageCredentials } : {}),
     pullSlots: pullSlots(o.serializeImagePulls, o.maxParallelImagePulls),
     ...(o.dockerHost ? { dockerHost: o.dockerHost } : {}),
@@ -91,6 +92,7 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .addOption(new Option('--image-credentials <file>', "a Docker config.json pulls read (auths, credHelpers, credsStore; keys may name a path: registry:5000/team); default <state-dir>/config.json, then ~/.docker/config.json"))
     .addOption(new Option('--serialize-image-pulls <bool>', "pull one image at a time, as the kubelet's default").argParser(bool).default(true))
     .addOption(new Option('--max-parallel-image-pulls <n>', 'most pulls at once with --serialize-image-pulls false (default: no limit)').argParser(positiveInt))
+    .addOption(new Option('--pod-max-pids <n>', "most processes each of a pod's containers may have (-1: no limit), as the kubelet's per pod; on Docker it holds per container").argParser(podMaxPids).default(-1))
     .addOption(new Option('--resolv-conf <file>', "the resolver configuration pods inherit (their dnsConfig is added to it), as the kubelet's").default('/etc/resolv.conf'))
     .addHelpText(
       'after',

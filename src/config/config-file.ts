@@ -28,6 +28,7 @@ export interface PodrunConfiguration {
   containerLogMaxSize?: string;
   containerLogMaxFiles?: number;
   resolvConf?: string;
+  podPidsLimit?: number;
   imageCredentialsFile?: string;
   serializeImagePulls?: boolean;
   maxParallelImagePulls?: number;

@@ -57,6 +57,7 @@ const FIELDS: Field[] = [
   { path: ['containerLogMaxSize'], option: 'containerLogMaxSize', scope: 'global' },
   { path: ['containerLogMaxFiles'], option: 'containerLogMaxFiles', scope: 'global' },
   { path: ['resolvConf'], option: 'resolvConf', scope: 'global', paths: true },
+  { path: ['podPidsLimit'], option: 'podMaxPids', scope: 'global' },
   { path: ['imageCredentialsFile'], option: 'imageCredentials', scope: 'global', paths: true },
   { path: ['serializeImagePulls'], option: 'serializeImagePulls', scope: 'global' },
   { path: ['maxParallelImagePulls'], option: 'maxParallelImagePulls', scope: 'global' },

@@ -16,6 +16,12 @@ export interface RuntimeOptions extends EngineOptions {
   allowedHostPaths?: readonly string[];
   /** Log rotation of every container made (the kubelet's containerLogMaxSize and containerLogMaxFiles). */
   containerLog?: { maxBytes: number; maxFiles: number };
+  /**
+   * The kubelet's podPidsLimit: the most processes (threads) a pod may have, so a fork bomb in
+   * one pod cannot take the node's pids. The kubelet sets it on the pod's cgroup; on Docker it is
+   * each container's PidsLimit, the sandbox's included (a pod of n containers: n times as many).
+   */
+  podPidsLimit?: number;
   /** The node's resolv.conf that pods inherit (the kubelet's --resolv-conf; default /etc/resolv.conf). */
   resolvConf?: string;
   /** Each pull's progress, summed over its layers (the CLI draws it; the agent logs it). */

@@ -272,7 +272,7 @@ export class PodRuntime {
     if (this.options.containerLog) void this.defaultLogDriver();
     await this.ensureImage(this.options.pauseImage, 'IfNotPresent');
     const dns = podDns(pod.spec.dnsPolicy, pod.spec.dnsConfig, nodeResolvConf(this.options.resolvConf ?? '/etc/resolv.conf'), pod.spec.hostNetwork === true);
-    const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: this.options.network ?? 'bridge', restartPolicy, oomScoreFloor: this.oomScoreFloor, ...(volumes ? { volumes } : {}), ...(dns ? { dns } : {}) });
+    const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: this.options.network ?? 'bridge', restartPolicy, oomScoreFloor: this.oomScoreFloor, ...(volumes ? { volumes } : {}), ...(dns ? { dns } : {}), ...(this.options.podPidsLimit ? { pidsLimit: this.options.podPidsLimit } : {}) });
     const refused = (err: unknown): never => {
       throw err instanceof EngineRequestError ? new SandboxError(err.message) : err;
     };
@@ -309,6 +309,7 @@ export class PodRuntime {
         ...(hostsFile ? { hostsFile } : {}),
         ...(logConfig ? { logConfig } : {}),
         ...(imageUser !== undefined ? { imageUser } : {}),
+        ...(this.options.podPidsLimit ? { pidsLimit: this.options.podPidsLimit } : {}),
         terminationLog,
         ...startOptions(o, { hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor }),
       });

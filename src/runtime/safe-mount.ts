@@ -1,7 +1,8 @@
 import { execFile } from 'node:child_process';
-import { closeSync, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, readlinkSync, realpathSync, rmSync, unlinkSync, type Stats } from 'node:fs';
+import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, realpathSync, rmSync, unlinkSync, type Stats } from 'node:fs';
 import { join, posix } from 'node:path';
 import { promisify } from 'node:util';
+import { at, errCode, fdPath, O_PATH, openNoSymlinks, readLinkAt, removeTreeNoFollow, reopen, SymlinkOnPath } from './dir-fd.js';
 
 // A container that can write a volume can plant a symlink in it, and the engine follows symlinks
 // in a bind mount's source: `subPath: escape` with `escape -> /` would mount the host's root
@@ -11,9 +12,6 @@ import { promisify } from 'node:util';
 // cannot reach, through /proc/<pid>/fd/<n>: swapping a symlink in after the check changes nothing.
 
 const run = promisify(execFile);
-
-/** Opens a path for its identity only: no read, never blocks on a FIFO (Linux O_PATH). */
-const O_PATH = 0o10000000;
 
 export class MountRefused extends Error {
   constructor(message: string) {
@@ -63,34 +61,104 @@ export function allowedRoots(allowed: readonly string[]): string[] {
   return allowed.map(resolveLoose);
 }
 
+/** Symlinks followed in one subPath at most, as the kernel's own limit (ELOOP). */
+const MAX_LINKS = 40;
+
+interface Step {
+  name: string;
+  /** Whether a missing component is made (the subPath as written) or refused (a symlink's target). */
+  make: boolean;
+  /** Reached through a symlink's text: missing, the symlink leads nowhere. */
+  viaLink: boolean;
+  /** The subPath as written up to the component that led here: what messages name. */
+  shown: string;
+}
+
 /**
- * Makes `subPath` exist below `base` as the kubelet does (a directory), one component at a time,
- * never creating anything outside: a component that is a symlink must resolve inside the volume.
+ * Opens (O_PATH) what `subPath` names below the volume `baseReal`, making missing directories
+ * on the way as the kubelet's doSafeMakeDir does: each component is looked up, made and opened
+ * relative to its parent's descriptor and never followed, so swapping an ancestor for a symlink
+ * mid-way cannot move the work outside (a path would be followed again at every step). A
+ * component that is a symlink is resolved by its text against the volume, as the kubelet's
+ * EvalSymlinks does, and must stay inside; its target is then walked the same way from the
+ * volume's root. The kernel never follows a link here, so /proc/<pid>/root and its like lead nowhere.
+ * With `make` false nothing is made: a missing component is refused.
  */
-function makeSubPath(baseReal: string, subPath: string, what: string): void {
-  let cur = baseReal;
+export function openSubPath(baseReal: string, subPath: string, what: string, make = true): number {
   const parts = subPath.split('/').filter((p) => p !== '' && p !== '.');
-  for (const [i, part] of parts.entries()) {
-    if (part === '..') throw new MountRefused(`${what}: subPath may not contain '..'`);
-    const next = join(cur, part);
-    let st = lstatOrUndefined(next);
-    if (!st) {
-      try {
-        mkdirSync(next, { mode: 0o755 });
-      } catch (err) {
-        if ((err as NodeJS.ErrnoException).code !== 'EEXIST') throw err;
+  if (parts.includes('..')) throw new MountRefused(`${what}: subPath may not contain '..'`);
+  const base = openBase(baseReal, what);
+  let fd = reopen(base);
+  try {
+    if (!fstatSync(base).isDirectory()) throw new MountRefused(`${what}: ${baseReal} is not a directory`);
+    const todo: Step[] = parts.map((name, i) => ({ name, make, viaLink: false, shown: parts.slice(0, i + 1).join('/') }));
+    let walked: string[] = [];
+    let links = 0;
+    for (let step = todo.shift(); step; step = todo.shift()) {
+      const next = stepInto(fd, step, todo.length === 0, what);
+      if (typeof next === 'number') {
+        closeSync(fd);
+        fd = next;
+        walked.push(step.name);
+        continue;
       }
-      st = lstatSync(next);
+      // A symlink: where its text leads, judged against the volume, then walked from the root.
+      const target = posix.isAbsolute(next.link) ? posix.normalize(next.link) : posix.join(baseReal, ...walked, next.link);
+      if (!inside(target, baseReal)) throw new MountRefused(`${what}: ${step.shown} is a symlink to ${target}, outside the volume`);
+      if (++links > MAX_LINKS) throw new MountRefused(`${what}: ${step.shown}: too many levels of symbolic links`);
+      const rel = posix.relative(baseReal, target).split('/').filter((p) => p !== '');
+      todo.unshift(...rel.map((name) => ({ name, make: false, viaLink: true, shown: step.shown })));
+      closeSync(fd);
+      fd = reopen(base);
+      walked = [];
     }
-    if (st.isSymbolicLink()) {
-      const real = realOrUndefined(next);
-      if (real === undefined) throw new MountRefused(`${what}: ${posix.join(...parts.slice(0, i + 1))} is a symlink that leads nowhere`);
-      if (!inside(real, baseReal)) throw new MountRefused(`${what}: ${posix.join(...parts.slice(0, i + 1))} is a symlink to ${real}, outside the volume`);
-      cur = real;
-    } else {
-      cur = next;
-    }
+    return fd;
+  } catch (err) {
+    closeSync(fd);
+    throw err;
+  } finally {
+    closeSync(base);
   }
+}
+
+/** The volume's root, opened without following anything on its resolved path. */
+function openBase(baseReal: string, what: string): number {
+  try {
+    return openNoSymlinks(baseReal);
+  } catch (err) {
+    if (err instanceof SymlinkOnPath) throw new MountRefused(`${what}: ${err.path} became a symlink after ${baseReal} was resolved`);
+    throw new MountRefused(`${what}: cannot open ${baseReal}: ${errCode(err) ?? (err as Error).message}`);
+  }
+}
+
+/**
+ * One component below the directory `dir` holds: its descriptor (made first if missing and
+ * allowed), or the text of the symlink found there.
+ */
+function stepInto(dir: number, step: Step, last: boolean, what: string): number | { link: string } {
+  for (let tries = 0; tries < 10; tries++) {
+    let fd: number;
+    try {
+      fd = openSync(at(dir, step.name), O_PATH | constants.O_NOFOLLOW);
+    } catch (err) {
+      if (errCode(err) !== 'ENOENT') throw new MountRefused(`${what}: cannot open ${step.shown}: ${errCode(err) ?? (err as Error).message}`);
+      if (!step.make) throw new MountRefused(`${what}: ${step.shown} ${step.viaLink ? 'is a symlink that leads nowhere' : 'does not exist'}`);
+      try {
+        mkdirSync(at(dir, step.name), { mode: 0o755 });
+      } catch (e) {
+        if (errCode(e) !== 'EEXIST') throw new MountRefused(`${what}: cannot make ${step.shown}: ${errCode(e) ?? (e as Error).message}`);
+      }
+      continue;
+    }
+    const st = fstatSync(fd);
+    if (st.isDirectory() || (last && !st.isSymbolicLink())) return fd;
+    closeSync(fd);
+    if (!st.isSymbolicLink()) throw new MountRefused(`${what}: ${step.shown} is not a directory`);
+    const link = readLinkAt(dir, step.name);
+    if (link !== undefined) return { link };
+    // No longer a symlink by the time it was read: look again.
+  }
+  throw new MountRefused(`${what}: ${step.shown} keeps changing`);
 }
 
 /** Mount points at or below `dir`, deepest first, from the kernel's own table. */
@@ -117,7 +185,11 @@ export async function unmountAll(dir: string): Promise<void> {
 export async function removeTree(dir: string): Promise<void> {
   if (lstatOrUndefined(dir) === undefined) return;
   await unmountAll(dir);
-  rmSync(dir, { recursive: true, force: true });
+  try {
+    removeTreeNoFollow(dir);
+  } catch (err) {
+    if (errCode(err) !== 'ENOENT') throw err;
+  }
 }
 
 export interface PinRequest {
@@ -142,17 +214,13 @@ export async function pinMount(req: PinRequest, staging: string): Promise<void> 
   if (roots && !roots.some((r) => inside(baseReal, r))) {
     throw new MountRefused(`${req.what}: ${req.base} resolves to ${baseReal}, which is not under an allowed host path${allowedText}`);
   }
-  if (req.subPath) makeSubPath(baseReal, req.subPath, req.what);
   const source = req.subPath ? join(baseReal, req.subPath) : baseReal;
-  let fd: number;
-  try {
-    fd = openSync(source, O_PATH); // libuv adds O_CLOEXEC
-  } catch (err) {
-    throw new MountRefused(`${req.what}: cannot open ${source}: ${(err as NodeJS.ErrnoException).code ?? (err as Error).message}`);
-  }
+  // Opened by descriptors from the resolved root down, never by the path again: what is
+  // mounted is what was walked.
+  const fd = req.subPath ? openSubPath(baseReal, req.subPath, req.what) : openBase(baseReal, req.what);
   try {
     // What the descriptor holds, whatever the path says by now: the only judgement that counts.
-    const real = readlinkSync(`/proc/self/fd/${fd}`);
+    const real = fdPath(fd);
     if (!real.startsWith('/') || real.endsWith(' (deleted)')) throw new MountRefused(`${req.what}: ${source} went away while it was opened`);
     if (req.subPath && !inside(real, baseReal)) throw new MountRefused(`${req.what}: subPath ${JSON.stringify(req.subPath)} resolves to ${real}, outside the volume`);
     if (roots && !roots.some((r) => inside(real, r))) throw new MountRefused(`${req.what}: ${source} resolves to ${real}, which is not under an allowed host path${allowedText}`);

@@ -38,6 +38,8 @@ export interface SandboxOptions {
   restartPolicy: string;
   /** The resolver the pod gets (dns.ts podDns); undefined: the node's file, copied by the engine. */
   dns?: ResolvConf;
+  /** The node's podPidsLimit (RuntimeOptions.podPidsLimit). */
+  pidsLimit?: number;
 }
 
 export interface ContainerOptions {
@@ -49,6 +51,8 @@ export interface ContainerOptions {
   terminationLog?: string;
   /** The image's USER, when the security context needs it (runAsNonRoot, runAsGroup alone). */
   imageUser?: string;
+  /** The node's podPidsLimit (RuntimeOptions.podPidsLimit). */
+  pidsLimit?: number;
   type: 'init' | 'app';
   restartCount: number;
   hash: string;
@@ -119,6 +123,7 @@ export function sandboxCreateOptions(pod: Pod, id: PodIdentity, o: SandboxOption
     PortBindings: bindings,
     IpcMode: s.hostIPC ? 'host' : 'shareable',
     OomScoreAdj: Math.max(o.oomScoreFloor ?? -1000, SANDBOX_OOM_SCORE_ADJ),
+    ...(o.pidsLimit ? { PidsLimit: o.pidsLimit } : {}),
     ...(s.hostPID ? { PidMode: 'host' } : {}),
     // On the host network the engine would write a fresh /etc/hosts for the aliases, dropping the
     // node's own names; podrun writes the node's file plus the aliases instead (ContainerOptions.hostsFile).
@@ -255,6 +260,7 @@ export function containerCreateOptions(pod: Pod, id: PodIdentity, c: Container, 
     ...(o.logConfig ? { LogConfig: o.logConfig } : {}),
     RestartPolicy: { Name: o.restartPolicy },
     ...resourcesOf(c),
+    ...(o.pidsLimit ? { PidsLimit: o.pidsLimit } : {}),
     OomScoreAdj: Math.max(o.runtime.oomScoreFloor ?? -1000, oomScoreAdj(pod, c, o.runtime.nodeMemoryBytes ?? totalmem())),
     ...security,
   };

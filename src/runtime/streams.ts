@@ -1,5 +1,5 @@
 import type Docker from 'dockerode';
-import { closeSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
 import type { Container } from '../manifest/types.js';
 import { terminationLogPath } from './volumes.js';
 import { PassThrough } from 'node:stream';
@@ -175,9 +175,12 @@ function logStream(e: EngineCalls, id: string, query: Record<string, unknown>): 
   });
 }
 
+/** The kubelet's MaxContainerTerminationMessageLength (pkg/kubelet/container). */
+const MAX_TERMINATION_MESSAGE = 4096;
+
 /**
  * What a finished container left as its termination message (the kubelet's rules): the file at
- * its terminationMessagePath, up to 4 KiB; with FallbackToLogsOnError, an empty file and a
+ * its terminationMessagePath, its last 4 KiB; with FallbackToLogsOnError, an empty file and a
  * failure, the last 80 lines of its log, up to 2 KiB.
  */
 export async function terminationMessageOf(e: EngineCalls, c: { id: string; name: string; restartCount: number; exitCode?: number; spec?: Container }, podUid: string): Promise<string | undefined> {
@@ -185,8 +188,12 @@ export async function terminationMessageOf(e: EngineCalls, c: { id: string; name
   try {
     const fd = openSync(terminationLogPath(e.options.stateDir, podUid, c.name, c.restartCount), 'r');
     try {
-      const buf = Buffer.alloc(4096);
-      text = buf.subarray(0, readSync(fd, buf, 0, 4096, 0)).toString('utf8');
+      // The end of the file, as the kubelet's tail.ReadAtMost: a crash report's last lines are
+      // what tells why it ended.
+      const size = fstatSync(fd).size;
+      const want = Math.min(size, MAX_TERMINATION_MESSAGE);
+      const buf = Buffer.alloc(want);
+      text = buf.subarray(0, readSync(fd, buf, 0, want, size - want)).toString('utf8');
     } finally {
       closeSync(fd);
     }

@@ -1,11 +1,12 @@
-import { chmodSync, closeSync, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync, type Stats } from 'node:fs';
-import { dirname, join } from 'node:path';
+import { chmodSync, closeSync, constants, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync, type Stats } from 'node:fs';
+import { dirname, join, posix } from 'node:path';
 import type Docker from 'dockerode';
 import { parseQuantity } from '../manifest/quantity.js';
 import type { HostPathType, Pod, Volume } from '../manifest/types.js';
 import { downwardFileContent } from './env.js';
 import { LABEL, MANAGED_BY } from './labels.js';
-import { allowedRoots, inside, MountRefused, removeTree, resolveLoose } from './safe-mount.js';
+import { at, errCode } from './dir-fd.js';
+import { allowedRoots, inside, MountRefused, openSubPath, removeTree, resolveLoose } from './safe-mount.js';
 import type { VolumeBacking } from './spec.js';
 
 export function podDir(stateDir: string, uid: string): string {
@@ -31,9 +32,14 @@ export function prepareHostPath(volume: string, path: string, type: HostPathType
   };
   if (!st && allowed && (type === '' || type === 'DirectoryOrCreate' || type === 'FileOrCreate')) {
     const target = resolveLoose(path);
-    if (!allowedRoots(allowed).some((r) => inside(target, r))) {
+    const root = allowedRoots(allowed).find((r) => inside(target, r));
+    if (root === undefined) {
       throw new MountRefused(`hostPath volume "${volume}": ${path} would be created at ${target}, which is not under an allowed host path (--allowed-host-paths=${allowed.join(',')})`);
     }
+    // Pods may write under an allowed path: what is made there is made through descriptors from
+    // the allowed root down, never by a path a planted or swapped symlink could lead elsewhere.
+    createUnder(root, posix.relative(root, target), type === 'FileOrCreate', `hostPath volume "${volume}"`, path);
+    return;
   }
   switch (type) {
     case '':
@@ -65,6 +71,34 @@ export function prepareHostPath(volume: string, path: string, type: HostPathType
     case 'BlockDevice':
       if (!st?.isBlockDevice()) fail('is not a block device');
       return;
+  }
+}
+
+/** Makes `rel` below the allowed root `root` (a directory, or a file whose directory exists); `shown` is the path as written. */
+function createUnder(root: string, rel: string, file: boolean, what: string, shown: string): void {
+  // The root itself is the node's own setting, not a pod's: made by path when missing.
+  if (file && rel === '') {
+    closeSync(openSync(root, 'a', 0o644));
+    return;
+  }
+  mkdirSync(root, { recursive: true, mode: 0o755 });
+  if (!file) {
+    closeSync(openSubPath(root, rel, what));
+    return;
+  }
+  let dir: number;
+  try {
+    dir = openSubPath(root, posix.dirname(rel) === '.' ? '' : posix.dirname(rel), what, false);
+  } catch (err) {
+    throw err instanceof MountRefused && / does not exist$/.test(err.message) ? new MountRefused(`${what}: ${shown} cannot be created: its parent directory does not exist`) : err;
+  }
+  try {
+    // O_NOFOLLOW: a symlink planted at the name is refused (ELOOP), never created through.
+    closeSync(openSync(at(dir, posix.basename(rel)), constants.O_WRONLY | constants.O_CREAT | constants.O_NOFOLLOW, 0o644));
+  } catch (err) {
+    throw new MountRefused(`${what}: cannot create ${shown}: ${errCode(err) === 'ELOOP' ? 'it is a symlink' : (errCode(err) ?? (err as Error).message)}`);
+  } finally {
+    closeSync(dir);
   }
 }
 

@@ -115,6 +115,19 @@ staticPodPathVerifyKeys: [keys/usb.pub]
     expect(bad.err).toContain('maxParallelImagePulls must be 1 when serializeImagePulls is true');
   });
 
+  it("takes the kubelet's podPidsLimit, with --pod-max-pids over it, and refuses what is no number of processes", async () => {
+    const cfg = file('pids.yaml', 'apiVersion: podrun.io/v1alpha1\nkind: PodrunConfiguration\npodPidsLimit: 1024\n');
+    expect(load((await cli('run', '--config', cfg, '--print-config')).out)).toMatchObject({ podPidsLimit: 1024 });
+    expect(load((await cli('run', '--config', cfg, '--print-config', '--pod-max-pids', '-1')).out)).toMatchObject({ podPidsLimit: -1 });
+    expect(load((await cli('run', '--print-config')).out)).toMatchObject({ podPidsLimit: -1 });
+    const bad = await cli('run', '--print-config', '--pod-max-pids', 'lots');
+    expect(bad.code).toBe(2);
+    expect(bad.err).toContain('must be a whole number of processes, or -1 for no limit');
+    const badFile = await cli('run', '--config', file('pids-bad.yaml', 'apiVersion: podrun.io/v1alpha1\nkind: PodrunConfiguration\npodPidsLimit: -5\n'), '--print-config');
+    expect(badFile.code).toBe(2);
+    expect(badFile.err).toContain('podPidsLimit');
+  });
+
   it('refuses a bad file with file:line:column, the field and the reason, and exits 2', async () => {
     const bad = file(
       'bad.yaml',

@@ -277,17 +277,20 @@ spec:
   - {name: file, image: ${TEST_IMAGE}, command: [sh, -c, 'echo "disk full" > /dev/termination-log; exit 3']}
   - {name: custom, image: ${TEST_IMAGE}, terminationMessagePath: /tmp/why, command: [sh, -c, 'printf done > /tmp/why']}
   - {name: fallback, image: ${TEST_IMAGE}, terminationMessagePolicy: FallbackToLogsOnError, command: [sh, -c, 'echo starting; echo "cannot bind :80"; exit 1']}
+  - {name: long, image: ${TEST_IMAGE}, command: [sh, -c, 'head -c 10240 /dev/zero | tr "\\0" x > /dev/termination-log; printf panic-at-the-end >> /dev/termination-log; exit 2']}
 `);
     await world.cli('apply', '--timeout', '20s', file);
     type Status = { name: string; state: { terminated?: { exitCode: number; message?: string } } };
-    const statuses = await until('all three to finish', async () => {
+    const statuses = await until('all four to finish', async () => {
       const g = JSON.parse((await world.cli('get', 'pods', '-n', ns, '-o', 'json')).out) as { items: { metadata: { name: string }; status: { containerStatuses: Status[] } }[] };
       const s = g.items.find((p) => p.metadata.name === name)?.status.containerStatuses ?? [];
-      return s.length === 3 && s.every((c) => c.state.terminated) ? s : undefined;
+      return s.length === 4 && s.every((c) => c.state.terminated) ? s : undefined;
     });
     const msg = (n: string): string | undefined => statuses.find((c) => c.name === n)?.state.terminated?.message;
     expect(msg('file')).toBe('disk full\n');
     expect(msg('custom')).toBe('done');
     expect(msg('fallback')).toBe('starting\ncannot bind :80\n');
+    // Longer than the kubelet's 4096 bytes: its end is kept (tail.ReadAtMost), not its start.
+    expect(msg('long')).toBe(`${'x'.repeat(4096 - 'panic-at-the-end'.length)}panic-at-the-end`);
   });
 });

@@ -108,3 +108,25 @@ describe('QoS and OOM protection', () => {
     expect(await adj(burstable)).toBe(1000 - Math.floor((1000 * 1024 ** 3) / totalmem()));
   });
 });
+
+describe("the kubelet's podPidsLimit (--pod-max-pids)", () => {
+  it('holds a fork loop in a pod at the limit, and gives the limit to each of its containers, the sandbox too', { timeout: 90_000 }, async () => {
+    const name = unique('forks');
+    // A bounded fork loop (200 sleeps) in a subshell that dies at the first failed fork; the
+    // container's main process then says so and lives on to be counted.
+    const file = world.write(`${name}.yaml`, pod(name, '', '', "[sh, -c, '(i=0; while [ $i -lt 200 ]; do sleep 3600 & i=$((i+1)); done); echo loop-done; exec sleep 3600']"));
+    const r = await world.cli('--pod-max-pids', '20', 'apply', '--timeout', '30s', file);
+    expect(r.code, r.err).toBe(0);
+    const c = await container(name);
+    await until('the fork loop to end', async () => ((await logsOf(c.id)).includes('loop-done') ? true : undefined), 30_000);
+    // As many processes as the limit allows, never more (200 sleeps and the shell without it).
+    const count = (await docker.getContainer(c.id).top()).Processes?.length ?? 0;
+    expect(count).toBeLessThanOrEqual(20);
+    expect(count).toBeGreaterThanOrEqual(15);
+    expect(await logsOf(c.id)).toMatch(/can't fork/);
+    expect((c.hostConfig as { PidsLimit?: number }).PidsLimit).toBe(20);
+    const sandbox = (await podContainers(ns, name)).find((x) => x.Labels[LABEL.containerName] === 'POD');
+    expect(sandbox).toBeDefined();
+    expect(((await docker.getContainer(sandbox!.Id).inspect()).HostConfig as { PidsLimit?: number }).PidsLimit).toBe(20);
+  });
+});
