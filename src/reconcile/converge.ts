@@ -1,13 +1,16 @@
 import type { DesiredPod } from '../manifest/types.js';
 import { latestByName, type ObservedPod } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
-import type { PodStatusSummary } from '../status/pod-status.js';
+import { PassThrough } from 'node:stream';
+import type { ContainerDetails, PodStatusSummary } from '../status/pod-status.js';
+import { containerDetails } from '../status/details.js';
+import { instancesMark, stuckContainer, stuckText, type Stuck } from './stuck.js';
 import { settled } from './settled.js';
 import { computePodActions, hasActions, type PodPlan } from './plan.js';
 import { defaultHostOf, graceOf, removePod, specOf } from './lifecycle.js';
 import { ProbeManager, type ProbeTarget } from '../probe/manager.js';
 import { agentGet } from '../server/client.js';
-import { ROLLED_BACK_VERSION, type V1Pod } from '../status/v1.js';
+import { ROLLED_BACK_VERSION, toV1Status, type V1Pod } from '../status/v1.js';
 import { podVersion } from '../manifest/hash.js';
 import { ContainerImageError, executePodActions, pruneDeadInstances, type SyncOptions } from './sync.js';
 
@@ -89,21 +92,61 @@ function agentVerdict(p: V1Pod | undefined, version: string): { done: boolean; f
   return { done: p.status.phase === 'Succeeded' || (p.status.phase === 'Running' && ready), failed: false, message };
 }
 
+/** How long a pod must stay Ready, with no container restarted in it, before `apply` says it is. */
+export const READY_HOLD_MS = 1000;
+
+/** How long a crash loop may go unexplained (no exit code read yet) before it is reported as it is. */
+const STUCK_EXPLAIN_MS = 2000;
+
+/** The last lines a container wrote (stdout and stderr), for a report on why it does not run. */
+async function lastLogLines(rt: PodEngine, id: string, lines = 5): Promise<string[]> {
+  let text = '';
+  const sink = new PassThrough().on('data', (c: Buffer) => (text += c.toString()));
+  // A log that cannot be read costs the report its lines, never the verdict.
+  await rt.writeLogs(id, { follow: false, timestamps: false, tail: lines }, sink, sink).catch(() => undefined);
+  await new Promise((r) => setImmediate(r));
+  // A container's output is not to be trusted with the terminal: control characters go.
+  return text.split('\n').map((l) => l.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '')).filter((l) => l.trim() !== '').slice(-lines);
+}
+
+/** Why a stuck pod will not become Ready, with the last lines of the log of the instance that ended. */
+async function stuckReport(rt: PodEngine, s: Stuck): Promise<string> {
+  const text = stuckText(s);
+  if (s.exitCode === undefined || !s.logOf) return text;
+  const lines = await lastLogLines(rt, s.logOf);
+  return lines.length ? `${text}; the last lines of its log:\n${lines.map((l) => `    ${l}`).join('\n')}` : `${text}; its log is empty`;
+}
+
+interface Verdict {
+  done: boolean;
+  failed: boolean;
+  message: string;
+  /** The pod's v1 status, to judge it stuck or steady by. */
+  status?: V1Pod['status'];
+}
+
 /**
- * Waits until every pod is Ready (readiness probes honoured) and runs what its manifest says now,
- * or has succeeded. Driving (no agent): starts the next init container as each finishes, restarts
- * what the engine's policy does not cover, and runs startup and readiness probes itself.
- * Otherwise it reads the agent's view. Stops early when a pod fails.
+ * Waits until every pod is Ready (readiness probes honoured) and has stayed so for READY_HOLD_MS
+ * with no container restarted, running what its manifest says now, or has succeeded. Driving (no
+ * agent): starts the next init container as each finishes, restarts what the engine's policy does
+ * not cover, and runs startup and readiness probes itself. Otherwise it reads the agent's view.
+ * Stops early when a pod fails or is stuck (a crash loop, an image that cannot be had, a container
+ * the engine refuses), with its last exit code and log lines.
  */
 export async function waitForPods(
   rt: PodEngine,
   pods: DesiredPod[],
-  o: SyncOptions & { timeoutMs: number; pollMs?: number; drive: boolean; stateDir?: string },
+  o: SyncOptions & { timeoutMs: number; pollMs?: number; holdMs?: number; drive: boolean; stateDir?: string },
 ): Promise<WaitResult> {
   const deadline = Date.now() + o.timeoutMs;
+  const holdMs = o.holdMs ?? READY_HOLD_MS;
   const pending = new Map(pods.map((p) => [p.uid, p]));
   const problems: WaitResult['problems'] = [];
   const last = new Map<string, string>();
+  /** Pods that look Ready: since when, with which instances. */
+  const steady = new Map<string, { mark: string; since: number }>();
+  /** Pods that look stuck: since when. */
+  const stuckSince = new Map<string, number>();
   // Liveness is the agent's business; apply only needs to know when pods are ready.
   const probes = o.drive ? new ProbeManager((id, cmd, t) => rt.exec(id, cmd, t), () => undefined) : undefined;
   try {
@@ -112,17 +155,38 @@ export async function waitForPods(
       const agentPods = o.drive || !o.stateDir ? undefined : new Map(((await agentGet<{ items: V1Pod[] }>(o.stateDir, '/pods'))?.items ?? []).map((p) => [p.metadata.uid, p]));
       for (const d of [...pending.values()]) {
         const obs = observed.get(d.uid);
-        let verdict: { done: boolean; failed: boolean; message: string };
+        let verdict: Verdict;
         if (probes) {
           await syncApplyProbes(rt, probes, d, obs);
-          const s = settled(d, obs, { probes: (id) => probes.state(id) });
-          verdict = { done: s.done, failed: s.failed, message: describeNotReady(s.status) };
+          verdict = await drivenVerdict(rt, probes, d, obs);
         } else {
-          const a = agentVerdict(agentPods?.get(d.uid), podVersion(d.pod));
+          const view = agentPods?.get(d.uid);
+          const a = agentVerdict(view, podVersion(d.pod));
           // A failure is final whatever still runs (a rolled-back pod runs the older version).
-          verdict = { ...a, done: a.failed || (a.done && !hasActions(computePodActions(d, obs))) };
+          verdict = { ...a, done: a.failed || (a.done && !hasActions(computePodActions(d, obs))), ...(view ? { status: view.status } : {}) };
         }
         last.set(d.uid, verdict.message);
+        const stuck = !verdict.done && verdict.status ? stuckContainer(d, obs, verdict.status) : undefined;
+        if (!stuck) stuckSince.delete(d.uid);
+        else if (!stuckSince.has(d.uid)) stuckSince.set(d.uid, Date.now());
+        // A crash loop is reported with the exit code of the run that ended; the engine may be
+        // caught between its runs without it (in place, mid-restart): a few more looks.
+        const unexplained = stuck?.reason === 'CrashLoopBackOff' && stuck.exitCode === undefined && Date.now() - (stuckSince.get(d.uid) ?? 0) < STUCK_EXPLAIN_MS;
+        if (stuck && !unexplained) {
+          pending.delete(d.uid);
+          problems.push({ key: d.key, message: await stuckReport(rt, stuck) });
+          continue;
+        }
+        // Ready is said of a pod that stayed Ready, the same instances all along: one that exits
+        // right after it starts is caught restarting (anew, or in place by the engine).
+        if (verdict.done && !verdict.failed && verdict.status?.phase === 'Running') {
+          const mark = instancesMark(verdict.status);
+          const seen = steady.get(d.uid);
+          if (!seen || seen.mark !== mark) steady.set(d.uid, { mark, since: Date.now() });
+          if (!seen || seen.mark !== mark || Date.now() - seen.since < holdMs) verdict = { ...verdict, done: false };
+        } else {
+          steady.delete(d.uid);
+        }
         if (verdict.done) {
           pending.delete(d.uid);
           if (verdict.failed) problems.push({ key: d.key, message: `failed: ${verdict.message}` });
@@ -153,6 +217,21 @@ export async function waitForPods(
     probes?.stop();
   }
   return { ok: problems.length === 0, problems };
+}
+
+/**
+ * Apply's own verdict, from the engine and its prober. The engine's restarts in place and the exit
+ * code of the run that ended are only in an inspect: read when the pod looks Ready or stuck.
+ */
+async function drivenVerdict(rt: PodEngine, probes: ProbeManager, d: DesiredPod, obs: ObservedPod | undefined): Promise<Verdict> {
+  const judge = (details?: Map<string, ContainerDetails>): Verdict => {
+    const s = settled(d, obs, { probes: (id) => probes.state(id), ...(details ? { details: (id: string) => details.get(id) } : {}) });
+    return { done: s.done, failed: s.failed, message: describeNotReady(s.status), status: toV1Status(s.status, { hostIP: rt.hostIP }) as V1Pod['status'] };
+  };
+  const first = judge();
+  const looksReady = first.done && !first.failed && first.status?.phase === 'Running';
+  const looksStuck = !first.done && first.status !== undefined && stuckContainer(d, obs, first.status) !== undefined;
+  return obs && (looksReady || looksStuck) ? judge(await containerDetails(rt, obs)) : first;
 }
 
 async function syncApplyProbes(rt: PodEngine, probes: ProbeManager, d: DesiredPod, obs: ObservedPod | undefined): Promise<void> {
