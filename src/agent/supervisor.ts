@@ -15,6 +15,7 @@ import { EventRecorder, type PodRef } from '../status/events.js';
 import { containerDetails } from '../status/details.js';
 import { podStatus, type PodStatusSummary, type StatusInputs } from '../status/pod-status.js';
 import { settled } from '../reconcile/settled.js';
+import { deletionUnderway } from '../reconcile/terminating.js';
 import { Adoption } from './adoption.js';
 import { newPodRecord, recordSize, trimRecord, type PodRecord } from './pod-record.js';
 import { noteHeld } from './held-reasons.js';
@@ -35,6 +36,9 @@ export interface SupervisorObserver {
   /** The pod is gone: its probe series go too. */
   probesGone?(uid: string): void;
 }
+
+/** While someone else deletes a pod, the next look comes this soon. */
+const DELETION_LOOK_MS = 500;
 
 /** After a failed pull, the next look (which reports ImagePullBackOff) comes this soon. */
 const IMAGE_BACKOFF_LOOK_MS = 1000;
@@ -176,6 +180,8 @@ export class PodSupervisor {
 
   async sync(d: DesiredPod): Promise<number | undefined> {
     const uid = d.uid;
+    // `podrun delete` is removing it: the pod is made anew once that is done, not patched meanwhile.
+    if (deletionUnderway(this.rt.options.stateDir, uid, Date.now())) return DELETION_LOOK_MS;
     const r = this.rec(uid);
     const cached = this.cache.pod(uid);
     if (cached) await this.adoption.adopt(r, cached);
