@@ -174,3 +174,13 @@ describe('delete of a pod the agent declares', () => {
     expect(g.out).toMatch(new RegExp(`^${name}\\s+1/1\\s+Running\\s+0\\s`));
   });
 });
+
+describe('--help', () => {
+  it('names the moment apply holds Ready, what logs -p reads, what get -w prints, and that a declared pod comes back', async () => {
+    const help = async (...verb: string[]): Promise<string> => (await world.bin([...verb, '--help'])).out.replace(/\s+/g, ' ');
+    expect(await help('apply')).toMatch(/passing its readiness probe, for 1 s with no restart[\s\S]*exit 1, with its last exit code and the last lines of its log/);
+    expect(await help('logs')).toContain('the one that just died while the next waits out its back-off');
+    expect(await help('get', 'pods')).toContain('not for its AGE alone');
+    expect(await help('delete')).toContain('delete warns so, and says where to remove it for good');
+  });
+});
