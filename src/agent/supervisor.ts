@@ -53,6 +53,8 @@ export class PodSupervisor {
   /** One record per pod: everything kept about it beyond the engine's state (pod-record.ts). */
   private readonly records = new Map<string, PodRecord>();
   private readonly adoption: Adoption;
+  /** Pods whose sync waited for someone else's deletion of them. */
+  private readonly awaitedDeletion = new Set<string>();
 
   constructor(
     private readonly rt: PodEngine,
@@ -129,6 +131,7 @@ export class PodSupervisor {
     this.startFailures.forgetPod(uid);
     this.events.forget(uid);
     this.records.delete(uid);
+    this.awaitedDeletion.delete(uid);
   }
 
   /** Entries kept per pod, by kind: what must return to nothing once a pod is gone. */
@@ -140,6 +143,7 @@ export class PodSupervisor {
       startBackoff: this.startFailures.size,
       events: this.events.podCount(),
       probes: this.probes.size,
+      awaitedDeletions: this.awaitedDeletion.size,
     };
   }
 
@@ -180,8 +184,13 @@ export class PodSupervisor {
 
   async sync(d: DesiredPod): Promise<number | undefined> {
     const uid = d.uid;
-    // `podrun delete` is removing it: the pod is made anew once that is done, not patched meanwhile.
-    if (deletionUnderway(this.rt.options.stateDir, uid, Date.now())) return DELETION_LOOK_MS;
+    // `podrun delete` is removing it: the pod is made anew once that is done, not patched meanwhile,
+    // and from the engine as the deletion left it (the cache may not have heard of all of it yet).
+    if (deletionUnderway(this.rt.options.stateDir, uid, Date.now())) {
+      this.awaitedDeletion.add(uid);
+      return DELETION_LOOK_MS;
+    }
+    if (this.awaitedDeletion.delete(uid)) await this.cache.refreshPod(uid);
     const r = this.rec(uid);
     const cached = this.cache.pod(uid);
     if (cached) await this.adoption.adopt(r, cached);

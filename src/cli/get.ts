@@ -143,18 +143,24 @@ export async function getPodsCommand(names: string[], o: GetOptions, g: GlobalOp
     noResources(io, ns);
     return code;
   }
+  if (o.watch && out.kind === 'table') {
+    // The table, then its changes in its columns (a pod has changed when anything but its AGE
+    // has). STATUS is wide enough for Terminating, which every deleted pod passes through.
+    const cells = (p: V1Pod): string[] => row(p, allNs, o, out.wide, rt.nodeName);
+    const shownHeader = o.noHeaders ? [] : [header];
+    const widths = columnWidths([...shownHeader, ...pods.map(cells)]);
+    const statusAt = header.indexOf('STATUS');
+    widths[statusAt] = Math.max(widths[statusAt] ?? 0, 'Terminating'.length);
+    for (const r of [...shownHeader, ...pods.map(cells)]) io.out(tableRow(r, widths));
+    const ageAt = header.indexOf('AGE');
+    return watch(load, (p) => tableRow(cells(p), widths), (p) => cells(p).filter((_, i) => i !== ageAt).join('\t'), io, pods);
+  }
   const printed = render(pods, true);
   // As kubectl: a template's output is printed as it is, with no newline added.
   if (out.kind === 'jsonpath') io.stdout.write(printed.join(''));
   else for (const l of printed) io.out(l);
   if (!o.watch) return code;
-  if (out.kind !== 'table') return watch(load, (p) => render([p], false).join('\n'), (p) => render([p], false).join('\n'), io, pods);
-  // Lines in the first table's columns; a pod has changed when anything but its AGE has.
-  const headerShown = !o.noHeaders;
-  const widths = columnWidths([...(headerShown ? [header] : []), ...pods.map((p) => row(p, allNs, o, out.wide, rt.nodeName))]);
-  const ageAt = header.indexOf('AGE');
-  const cells = (p: V1Pod): string[] => row(p, allNs, o, out.wide, rt.nodeName);
-  return watch(load, (p) => tableRow(cells(p), widths), (p) => cells(p).filter((_, i) => i !== ageAt).join('\t'), io, pods);
+  return watch(load, (p) => render([p], false).join('\n'), (p) => render([p], false).join('\n'), io, pods);
 }
 
 /**

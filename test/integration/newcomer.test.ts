@@ -169,7 +169,10 @@ describe('delete of a pod the agent declares', () => {
     });
     expect(after).toBeDefined();
     await new Promise((r) => setTimeout(r, 1000));
-    expect(agent.logs()).not.toMatch(/RunContainerError|cannot join network|retrying in|back-off/);
+    // (The earlier tests' applied pods run here too, crash-looping: only this pod's lines count.)
+    const mine = agent.logs().split('\n').filter((l) => l.includes(`${ns}/${name}`));
+    expect(mine.join('\n')).toContain(`pod ${ns}/${name}: creating`);
+    expect(mine.join('\n')).not.toMatch(/RunContainerError|cannot join network|retrying in|back-off/);
     const g = await world.cli('get', 'pods', '-n', ns, name, '--no-headers');
     expect(g.out).toMatch(new RegExp(`^${name}\\s+1/1\\s+Running\\s+0\\s`));
   });
