@@ -4,7 +4,7 @@ import type { PodEngine } from '../runtime/roles.js';
 import { PassThrough } from 'node:stream';
 import type { ContainerDetails, PodStatusSummary } from '../status/pod-status.js';
 import { containerDetails } from '../status/details.js';
-import { instancesMark, stuckContainer, stuckText, type Stuck } from './stuck.js';
+import { instancesMark, stuckContainer, stuckText, waitsStuck, type Stuck } from './stuck.js';
 import { settled } from './settled.js';
 import { computePodActions, hasActions, type PodPlan } from './plan.js';
 import { defaultHostOf, graceOf, removePod, specOf } from './lifecycle.js';
@@ -230,7 +230,7 @@ async function drivenVerdict(rt: PodEngine, probes: ProbeManager, d: DesiredPod,
   };
   const first = judge();
   const looksReady = first.done && !first.failed && first.status?.phase === 'Running';
-  const looksStuck = !first.done && first.status !== undefined && stuckContainer(d, obs, first.status) !== undefined;
+  const looksStuck = !first.done && first.status !== undefined && waitsStuck(first.status);
   return obs && (looksReady || looksStuck) ? judge(await containerDetails(rt, obs)) : first;
 }
 

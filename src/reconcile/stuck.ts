@@ -67,6 +67,9 @@ export function stuckContainer(d: DesiredPod, observed: ObservedPod | undefined,
     for (const c of list) {
       const reason = c.state.waiting?.reason;
       if (!reason || !STUCK_REASONS.has(reason) || !current(d, observed, c)) continue;
+      // As the kubelet's back-off: the first restart is at once; a crash loop is a second death.
+      // (The engine, restarting in place, waits a moment even after the first.)
+      if (reason === 'CrashLoopBackOff' && c.restartCount < 1) continue;
       const last = c.lastState?.terminated;
       const logOf = engineId(last?.containerID) ?? engineId(c.containerID);
       return {
@@ -81,6 +84,11 @@ export function stuckContainer(d: DesiredPod, observed: ObservedPod | undefined,
     }
   }
   return undefined;
+}
+
+/** Whether a container of the status waits for a reason that may make it stuck (to read more about it). */
+export function waitsStuck(status: V1Pod['status']): boolean {
+  return [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])].some((c) => STUCK_REASONS.has(c.state.waiting?.reason ?? ''));
 }
 
 /** One line on why: the reason, the container, and its last exit (or the runtime's message). */
