@@ -4,7 +4,7 @@ import type { PodEngine } from '../runtime/roles.js';
 import { PassThrough } from 'node:stream';
 import type { ContainerDetails, PodStatusSummary } from '../status/pod-status.js';
 import { containerDetails } from '../status/details.js';
-import { instancesMark, stuckContainer, stuckText, waitsStuck, type Stuck } from './stuck.js';
+import { failedContainer, instancesMark, stuckContainer, stuckText, waitsStuck, type Stuck } from './stuck.js';
 import { settled } from './settled.js';
 import { computePodActions, hasActions, type PodPlan } from './plan.js';
 import { defaultHostOf, graceOf, removePod, specOf } from './lifecycle.js';
@@ -98,23 +98,33 @@ export const READY_HOLD_MS = 1000;
 /** How long a crash loop may go unexplained (no exit code read yet) before it is reported as it is. */
 const STUCK_EXPLAIN_MS = 2000;
 
+/** Bounds on what a report quotes of a container's log: a container decides what it writes. */
+const LOG_LINE_CHARS = 300;
+const LOG_READ_CHARS = 64 * 1024;
+
+/** Text from a container (its log) or about it (a registry's answer) as it may reach a terminal: no control characters, bounded. */
+function printable(line: string): string {
+  const clean = line.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '');
+  return clean.length > LOG_LINE_CHARS ? `${clean.slice(0, LOG_LINE_CHARS)}…` : clean;
+}
+
 /** The last lines a container wrote (stdout and stderr), for a report on why it does not run. */
 async function lastLogLines(rt: PodEngine, id: string, lines = 5): Promise<string[]> {
   let text = '';
-  const sink = new PassThrough().on('data', (c: Buffer) => (text += c.toString()));
+  // Only the end is kept, however long the lines the engine hands over.
+  const sink = new PassThrough().on('data', (c: Buffer) => (text = (text + c.toString()).slice(-LOG_READ_CHARS)));
   // A log that cannot be read costs the report its lines, never the verdict.
   await rt.writeLogs(id, { follow: false, timestamps: false, tail: lines }, sink, sink).catch(() => undefined);
   await new Promise((r) => setImmediate(r));
-  // A container's output is not to be trusted with the terminal: control characters go.
-  return text.split('\n').map((l) => l.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '')).filter((l) => l.trim() !== '').slice(-lines);
+  return text.split('\n').map(printable).filter((l) => l.trim() !== '').slice(-lines);
 }
 
-/** Why a stuck pod will not become Ready, with the last lines of the log of the instance that ended. */
-async function stuckReport(rt: PodEngine, s: Stuck): Promise<string> {
-  const text = stuckText(s);
-  if (s.exitCode === undefined || !s.logOf) return text;
+/** A report on a container, with the last lines of the log of its instance that ended, if it ran. */
+async function withLastLines(rt: PodEngine, text: string, s: Stuck | undefined): Promise<string> {
+  if (s?.exitCode === undefined || !s.logOf) return text;
   const lines = await lastLogLines(rt, s.logOf);
-  return lines.length ? `${text}; the last lines of its log:\n${lines.map((l) => `    ${l}`).join('\n')}` : `${text}; its log is empty`;
+  const whose = s.init ? `init container ${s.container}` : `container ${s.container}`;
+  return lines.length ? `${text}; the last lines of the log of ${whose}:\n${lines.map((l) => `    ${l}`).join('\n')}` : `${text}; the log of ${whose} is empty`;
 }
 
 interface Verdict {
@@ -174,7 +184,7 @@ export async function waitForPods(
         const unexplained = stuck?.reason === 'CrashLoopBackOff' && stuck.exitCode === undefined && Date.now() - (stuckSince.get(d.uid) ?? 0) < STUCK_EXPLAIN_MS;
         if (stuck && !unexplained) {
           pending.delete(d.uid);
-          problems.push({ key: d.key, message: await stuckReport(rt, stuck) });
+          problems.push({ key: d.key, message: await withLastLines(rt, printable(stuckText(stuck)), stuck) });
           continue;
         }
         // Ready is said of a pod that stayed Ready, the same instances all along: one that exits
@@ -189,7 +199,7 @@ export async function waitForPods(
         }
         if (verdict.done) {
           pending.delete(d.uid);
-          if (verdict.failed) problems.push({ key: d.key, message: `failed: ${verdict.message}` });
+          if (verdict.failed) problems.push({ key: d.key, message: await withLastLines(rt, `failed: ${verdict.message}`, verdict.status && failedContainer(verdict.status)) });
           continue;
         }
         if (!o.drive) continue;

@@ -86,6 +86,23 @@ export function stuckContainer(d: DesiredPod, observed: ObservedPod | undefined,
   return undefined;
 }
 
+/** The first container (init containers first) that ended with a failure and will not run again: why a pod failed. */
+export function failedContainer(status: V1Pod['status']): Stuck | undefined {
+  const lists: [boolean, V1ContainerStatus[]][] = [
+    [true, status.initContainerStatuses ?? []],
+    [false, status.containerStatuses ?? []],
+  ];
+  for (const [init, list] of lists) {
+    for (const c of list) {
+      const t = c.state.terminated;
+      if (!t || t.exitCode === 0) continue;
+      const logOf = engineId(c.containerID);
+      return { container: c.name, init, reason: t.reason ?? 'Error', restartCount: c.restartCount, exitCode: t.exitCode, ...(t.reason ? { exitReason: t.reason } : {}), ...(logOf ? { logOf } : {}) };
+    }
+  }
+  return undefined;
+}
+
 /** Whether a container of the status waits for a reason that may make it stuck (to read more about it). */
 export function waitsStuck(status: V1Pod['status']): boolean {
   return [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])].some((c) => STUCK_REASONS.has(c.state.waiting?.reason ?? ''));

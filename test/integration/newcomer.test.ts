@@ -41,18 +41,33 @@ describe('apply of a pod that cannot become ready', () => {
     expect(r.out).not.toContain('ready');
     expect(r.code, r.err).toBe(1);
     expect(r.err).toContain(`pod/${ns}/${name}: CrashLoopBackOff: container app exited with code 3 (Error)`);
-    expect(r.err).toMatch(/\n {4}dying(\n|$)/);
+    expect(r.err).toMatch(/\n {4}(\[2J\]0;owned)?dying(\n|$)/);
+    expect(r.err).not.toMatch(/[\u0000-\u0008\u000b-\u001f\u007f]/);
     expect(took).toBeLessThan(5_000);
   }
 
   it('without an agent: a container that exits right after it starts fails apply at once, with its exit code and log', async () => {
-    await appliedCrashLoop('dying', 'echo dying; exit 3');
+    // Its log also tries to drive the terminal (clear it, retitle it): the report quotes none of that.
+    await appliedCrashLoop('dying', 'printf "\\033[2J\\033]0;owned\\007dying\\n"; exit 3');
   });
 
   it('with the agent: a crash loop fails apply within 5 s, with the exit code and the last log line', async () => {
     const agent = suite.run([]);
     await agent.started();
     await appliedCrashLoop('looping', 'echo dying; sleep 0.3; exit 3');
+  });
+
+  it('without an agent: a failed init container (restartPolicy Never) fails apply with its exit code and log', async () => {
+    const name = unique('initfail');
+    const file = world.write(`${name}.yaml`, pod(name, 'exec sleep 3600', `  restartPolicy: Never
+  initContainers:
+  - {name: setup, image: ${TEST_IMAGE}, command: [sh, -c, 'echo cannot reach the database; exit 2']}
+`));
+    const r = await world.cli('apply', file);
+    expect(r.code, r.err).toBe(1);
+    expect(r.err).toContain(`pod/${ns}/${name}: failed: phase Failed`);
+    expect(r.err).toContain('init container setup terminated: Error, exit code 2');
+    expect(r.err).toContain('; the last lines of the log of init container setup:\n    cannot reach the database');
   });
 
   it('with the agent: an image that cannot be had fails apply at once', async () => {
