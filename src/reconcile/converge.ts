@@ -95,6 +95,9 @@ function agentVerdict(p: V1Pod | undefined, version: string): { done: boolean; f
 /** How long a pod must stay Ready, with no container restarted in it, before `apply` says it is. */
 export const READY_HOLD_MS = 1000;
 
+/** How long the agent must report a pod stuck before `apply` takes its word. */
+const STUCK_CONFIRM_MS = 1000;
+
 /** How long a crash loop may go unexplained (no exit code read yet) before it is reported as it is. */
 const STUCK_EXPLAIN_MS = 2000;
 
@@ -133,6 +136,8 @@ interface Verdict {
   message: string;
   /** The pod's v1 status, to judge it stuck or steady by. */
   status?: V1Pod['status'];
+  /** The status is not of the spec applied now (the agent has not taken it yet): not to be judged stuck. */
+  unjudged?: boolean;
 }
 
 /**
@@ -173,16 +178,22 @@ export async function waitForPods(
           const view = agentPods?.get(d.uid);
           const a = agentVerdict(view, podVersion(d.pod));
           // A failure is final whatever still runs (a rolled-back pod runs the older version).
-          verdict = { ...a, done: a.failed || (a.done && !hasActions(computePodActions(d, obs))), ...(view ? { status: view.status } : {}) };
+          // Its status is judged stuck only once the agent runs the spec applied now.
+          const current = view !== undefined && JSON.stringify(view.spec) === JSON.stringify(d.pod.spec);
+          verdict = { ...a, done: a.failed || (a.done && !hasActions(computePodActions(d, obs))), ...(view ? { status: view.status } : {}), ...(current ? {} : { unjudged: true }) };
         }
         last.set(d.uid, verdict.message);
-        const stuck = !verdict.done && verdict.status ? stuckContainer(d, obs, verdict.status) : undefined;
+        const stuck = !verdict.done && verdict.status && !verdict.unjudged ? stuckContainer(d, obs, verdict.status) : undefined;
         if (!stuck) stuckSince.delete(d.uid);
         else if (!stuckSince.has(d.uid)) stuckSince.set(d.uid, Date.now());
+        const stuckFor = Date.now() - (stuckSince.get(d.uid) ?? 0);
         // A crash loop is reported with the exit code of the run that ended; the engine may be
-        // caught between its runs without it (in place, mid-restart): a few more looks.
-        const unexplained = stuck?.reason === 'CrashLoopBackOff' && stuck.exitCode === undefined && Date.now() - (stuckSince.get(d.uid) ?? 0) < STUCK_EXPLAIN_MS;
-        if (stuck && !unexplained) {
+        // caught between its runs without it (in place, mid-restart): a few more looks. The
+        // agent's word is taken once it holds a moment: a reason left from before this apply
+        // (a fixed manifest applied again) lasts only until its worker's next turn.
+        const unexplained = stuck?.reason === 'CrashLoopBackOff' && stuck.exitCode === undefined && stuckFor < STUCK_EXPLAIN_MS;
+        const unconfirmed = !o.drive && stuckFor < STUCK_CONFIRM_MS;
+        if (stuck && !unexplained && !unconfirmed) {
           pending.delete(d.uid);
           problems.push({ key: d.key, message: await withLastLines(rt, printable(stuckText(stuck)), stuck) });
           continue;

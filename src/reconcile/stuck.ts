@@ -45,16 +45,17 @@ function engineId(containerID: string | undefined): string | undefined {
 }
 
 /**
- * Whether the status is about the pod as `d` declares it: the stuck container's newest instance was
- * made from its spec now, or (no instance: an image) the waiting message names its image now. A
+ * Whether the status is about the pod as `d` declares it: the stuck container's newest instance, if
+ * any, was made from its spec now, and for an image, the waiting message names its image now. A
  * status left from the version before an update is no reason to give up on the update.
  */
 function current(d: DesiredPod, observed: ObservedPod | undefined, c: V1ContainerStatus): boolean {
   const spec = specOf(d.pod, c.name);
   if (!spec) return false;
   if (c.state.waiting?.reason?.includes('Image')) return (c.state.waiting.message ?? '').includes(spec.image);
+  // No instance (a create refused): nothing older it could be about.
   const latest = observed ? latestByName(observed).get(c.name) : undefined;
-  return latest !== undefined && latest.hash === containerHash(d.pod, spec);
+  return latest === undefined || latest.hash === containerHash(d.pod, spec);
 }
 
 /** The first container (init containers first) of the pod that is stuck, as `d` declares it. */

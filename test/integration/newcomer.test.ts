@@ -70,6 +70,23 @@ describe('apply of a pod that cannot become ready', () => {
     expect(r.err).toContain('; the last lines of the log of init container setup:\n    cannot reach the database');
   });
 
+  it('with the agent: a container the engine will not start fails apply at once, and the fixed manifest applied again is ready', async () => {
+    const agent = suite.run([]);
+    await agent.started();
+    const name = unique('nobinary');
+    const file = world.write(`${name}.yaml`, pod(name, 'x').replace("command: [sh, -c, 'x']", 'command: [/no/such/binary]'));
+    const t0 = Date.now();
+    const r = await world.cli('apply', file, '--timeout', '60s');
+    expect(r.code, r.err).toBe(1);
+    expect(r.err).toContain(`pod/${ns}/${name}: RunContainerError: container app: `);
+    expect(Date.now() - t0).toBeLessThan(20_000);
+    // The agent's word about the broken version is not taken for the fixed one.
+    world.write(`${name}.yaml`, pod(name, 'exec sleep 3600'));
+    const fixed = await world.cli('apply', file, '--timeout', '60s');
+    expect(fixed.code, fixed.err).toBe(0);
+    expect(fixed.out).toContain('1 pod ready');
+  });
+
   it('with the agent: an image that cannot be had fails apply at once', async () => {
     const agent = suite.run([]);
     await agent.started();
