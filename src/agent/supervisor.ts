@@ -15,6 +15,7 @@ import { EventRecorder, type PodRef } from '../status/events.js';
 import { containerDetails } from '../status/details.js';
 import { podStatus, type PodStatusSummary, type StatusInputs } from '../status/pod-status.js';
 import { settled } from '../reconcile/settled.js';
+import { deletionUnderway } from '../reconcile/terminating.js';
 import { Adoption } from './adoption.js';
 import { newPodRecord, recordSize, trimRecord, type PodRecord } from './pod-record.js';
 import { noteHeld } from './held-reasons.js';
@@ -36,6 +37,9 @@ export interface SupervisorObserver {
   probesGone?(uid: string): void;
 }
 
+/** While someone else deletes a pod, the next look comes this soon. */
+const DELETION_LOOK_MS = 500;
+
 /** After a failed pull, the next look (which reports ImagePullBackOff) comes this soon. */
 const IMAGE_BACKOFF_LOOK_MS = 1000;
 
@@ -49,6 +53,8 @@ export class PodSupervisor {
   /** One record per pod: everything kept about it beyond the engine's state (pod-record.ts). */
   private readonly records = new Map<string, PodRecord>();
   private readonly adoption: Adoption;
+  /** Pods whose sync waited for someone else's deletion of them. */
+  private readonly awaitedDeletion = new Set<string>();
 
   constructor(
     private readonly rt: PodEngine,
@@ -125,6 +131,7 @@ export class PodSupervisor {
     this.startFailures.forgetPod(uid);
     this.events.forget(uid);
     this.records.delete(uid);
+    this.awaitedDeletion.delete(uid);
   }
 
   /** Entries kept per pod, by kind: what must return to nothing once a pod is gone. */
@@ -136,6 +143,7 @@ export class PodSupervisor {
       startBackoff: this.startFailures.size,
       events: this.events.podCount(),
       probes: this.probes.size,
+      awaitedDeletions: this.awaitedDeletion.size,
     };
   }
 
@@ -176,6 +184,13 @@ export class PodSupervisor {
 
   async sync(d: DesiredPod): Promise<number | undefined> {
     const uid = d.uid;
+    // `podrun delete` is removing it: the pod is made anew once that is done, not patched meanwhile,
+    // and from the engine as the deletion left it (the cache may not have heard of all of it yet).
+    if (deletionUnderway(this.rt.options.stateDir, uid, Date.now())) {
+      this.awaitedDeletion.add(uid);
+      return DELETION_LOOK_MS;
+    }
+    if (this.awaitedDeletion.delete(uid)) await this.cache.refreshPod(uid);
     const r = this.rec(uid);
     const cached = this.cache.pod(uid);
     if (cached) await this.adoption.adopt(r, cached);

@@ -39,6 +39,18 @@ export function podKeys(args: string[], namespace: string): string[] {
   });
 }
 
+/**
+ * How to remove for good a pod that a watched directory or a polled URL declares (the agent makes
+ * it again, as the kubelet does a static pod's mirror deleted through the apiserver); undefined for
+ * a pod an apply made, which deleting forgets.
+ */
+export function comesBack(p: { source: string; applySet?: string }): string | undefined {
+  if (p.applySet) return undefined;
+  if (p.source.startsWith('file:')) return `delete it from ${p.source.slice('file:'.length)}`;
+  if (p.source.startsWith('url:')) return `delete it from what ${p.source.slice('url:'.length)} serves`;
+  return undefined;
+}
+
 /** Deletes pods gracefully: stop signal, grace period, SIGKILL; then removes them and their emptyDirs. */
 export async function deleteCommand(names: string[], o: DeleteOptions, g: GlobalOptions, io: Io): Promise<number> {
   const wanted: { key: string; uid?: string }[] = [];
@@ -96,6 +108,10 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
   // delete: forgetting it in the set is enough, and stopping its containers from here would
   // only race the agent, which would see them die and restart them.
   const agent = await agentRunning(g.stateDir);
+  for (const p of unique) {
+    const back = comesBack(p);
+    if (back) io.err(`warning: pod/${p.namespace}/${p.name} is declared by ${p.source}: the agent will recreate it; to remove it for good, ${back}`);
+  }
   // Every pod at once: their grace periods overlap (the runtime bounds the engine calls).
   await Promise.all(unique.map(async (p) => {
     try {

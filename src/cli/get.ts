@@ -2,7 +2,7 @@ import { dump } from 'js-yaml';
 import { parseTemplate, renderJsonPath } from './jsonpath.js';
 import { noResources, selectorFrom } from './pod-args.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
-import { table } from './print.js';
+import { columnWidths, table, tableRow } from './print.js';
 import { loadPodViews, type V1Pod } from './views.js';
 
 export interface GetOptions {
@@ -143,22 +143,35 @@ export async function getPodsCommand(names: string[], o: GetOptions, g: GlobalOp
     noResources(io, ns);
     return code;
   }
+  if (o.watch && out.kind === 'table') {
+    // The table, then its changes in its columns (a pod has changed when anything but its AGE
+    // has). STATUS is wide enough for Terminating, which every deleted pod passes through.
+    const cells = (p: V1Pod): string[] => row(p, allNs, o, out.wide, rt.nodeName);
+    const shownHeader = o.noHeaders ? [] : [header];
+    const widths = columnWidths([...shownHeader, ...pods.map(cells)]);
+    const statusAt = header.indexOf('STATUS');
+    widths[statusAt] = Math.max(widths[statusAt] ?? 0, 'Terminating'.length);
+    for (const r of [...shownHeader, ...pods.map(cells)]) io.out(tableRow(r, widths));
+    const ageAt = header.indexOf('AGE');
+    return watch(load, (p) => tableRow(cells(p), widths), (p) => cells(p).filter((_, i) => i !== ageAt).join('\t'), io, pods);
+  }
   const printed = render(pods, true);
   // As kubectl: a template's output is printed as it is, with no newline added.
   if (out.kind === 'jsonpath') io.stdout.write(printed.join(''));
   else for (const l of printed) io.out(l);
   if (!o.watch) return code;
-  return watch(load, (list) => render(list, false), io, pods);
+  return watch(load, (p) => render([p], false).join('\n'), (p) => render([p], false).join('\n'), io, pods);
 }
 
 /**
- * `--watch`: after the first listing, a line for each pod whose row changed (and for each pod
- * that went, shown one last time), polled every second, until interrupted. kubectl gets changes
- * from the apiserver's watch; podrun asks the agent or the engine again.
+ * `--watch`: after the first listing, a line for each pod that changed (anything but its age), and
+ * for each pod that went, its last state once more, as kubectl prints a watch's MODIFIED and
+ * DELETED events. Polled every second, until interrupted: kubectl gets changes from the
+ * apiserver's watch; podrun asks the agent or the engine again.
  */
-async function watch(load: () => Promise<V1Pod[]>, render: (list: V1Pod[]) => string[], io: Io, first: V1Pod[]): Promise<number> {
-  const key = (p: V1Pod): string => `${p.metadata.namespace}/${p.metadata.name}`;
-  const shown = new Map(first.map((p) => [key(p), render([p]).join('\n')]));
+async function watch(load: () => Promise<V1Pod[]>, line: (p: V1Pod) => string, signature: (p: V1Pod) => string, io: Io, first: V1Pod[]): Promise<number> {
+  const key = (p: V1Pod): string => `${p.metadata.namespace}/${p.metadata.name}/${p.metadata.uid}`;
+  const shown = new Map(first.map((p) => [key(p), { pod: p, signature: signature(p) }]));
   let stop = false;
   const onSignal = (): void => {
     stop = true;
@@ -173,13 +186,15 @@ async function watch(load: () => Promise<V1Pod[]>, render: (list: V1Pod[]) => st
       const seen = new Set<string>();
       for (const p of now) {
         seen.add(key(p));
-        const text = render([p]).join('\n');
-        if (shown.get(key(p)) !== text) {
-          io.out(text);
-          shown.set(key(p), text);
-        }
+        const s = signature(p);
+        if (shown.get(key(p))?.signature !== s) io.out(line(p));
+        shown.set(key(p), { pod: p, signature: s });
       }
-      for (const k of [...shown.keys()]) if (!seen.has(k)) shown.delete(k);
+      for (const [k, last] of [...shown]) {
+        if (seen.has(k)) continue;
+        io.out(line(last.pod));
+        shown.delete(k);
+      }
     }
   } finally {
     process.removeListener('SIGINT', onSignal);

@@ -116,7 +116,7 @@ logs keeps a container's stderr on stderr; there are no contexts or kubeconfig (
     .option('--prune', 'delete pods that an earlier apply of the same paths created and that are gone now', false)
     .option('--no-wait', 'return once the changes are made, without waiting for the pods to run')
     .addOption(durationOption('--timeout <duration>', 'how long to wait for the pods to run', 120_000))
-    .addHelpText('after', '\nAs kubectl apply, for Pods; unlike kubectl it waits until the pods run (--no-wait does not), and --prune needs no selector: it deletes what an earlier apply of the same paths made.')
+    .addHelpText('after', '\nAs kubectl apply, for Pods; unlike kubectl it waits until the pods run (--no-wait does not), and --prune needs no selector: it deletes what an earlier apply of the same paths made.\nA pod is ready once every container has run, passing its readiness probe, for 1 s with no restart (or the pod has succeeded). A pod that cannot become ready (CrashLoopBackOff, ErrImagePull, ImagePullBackOff, CreateContainerConfigError, RunContainerError, a failing init container) ends the wait at once: exit 1, with its last exit code and the last lines of its log.')
     .action(async (args: string[], o: { filename?: string[]; dryRun: boolean; prune: boolean; wait: boolean; timeout: number }, cmd: Command) => {
       const paths = [...args, ...(o.filename ?? [])];
       if (!paths.length) {
@@ -184,7 +184,7 @@ logs keeps a container's stderr on stderr; there are no contexts or kubeconfig (
     .option('-l, --selector <selector>', 'label selector: app=web, tier!=db, env in (prod,qa), app, !app')
     .option('--show-labels', 'a LABELS column', false)
     .option('--no-headers', 'no header line')
-    .option('-w, --watch', 'after the list, a line for each pod that changes (polled every second), until interrupted', false)
+    .option('-w, --watch', 'after the list, a line for each pod that changes (not for its AGE alone) and, for a pod that goes, its last state; polled every second, until interrupted', false)
     .addHelpText('after', '\nAs kubectl get pods, but for the pods of this state directory on this engine; -o json prints a List. --watch polls (podrun has no apiserver to watch).')
     .action(async (names: string[], o: { output?: string; namespace: string; allNamespaces: boolean; selector?: string; showLabels: boolean; headers: boolean; watch: boolean }, cmd: Command) => {
       setCode(await (await import('./get.js')).getPodsCommand(names, { ...o, noHeaders: !o.headers }, globals(cmd), io));
@@ -236,7 +236,7 @@ logs keeps a container's stderr on stderr; there are no contexts or kubeconfig (
     .option('-l, --selector <selector>', 'the logs of every pod these labels select')
     .option('--all-containers', 'every container of the pod, init containers first', false)
     .option('-f, --follow', 'stream new output', false)
-    .option('-p, --previous', 'the previous instance of the container (after a restart)', false)
+    .option('-p, --previous', "the container's last terminated instance: the one before the current, or the one that just died while the next waits out its back-off", false)
     .option('--tail <lines>', 'only the last lines', (v) => Number(v))
     .addOption(new Option('--since <duration>', 'only lines newer than this (e.g. 5s, 2m, 1h)').argParser(duration))
     .option('--since-time <time>', 'only lines after this RFC3339 time')
@@ -311,6 +311,7 @@ logs keeps a container's stderr on stderr; there are no contexts or kubeconfig (
     .option('-A, --all-namespaces', 'with --all or -l: pods of every namespace', false)
     .option('--grace-period <seconds>', 'override terminationGracePeriodSeconds', nonNegativeInt)
     .option('--ignore-not-found', 'a pod that does not exist is not an error', false)
+    .addHelpText('after', '\nA pod that a watched directory or URL declares comes back (the agent makes it anew, as the kubelet a static pod): delete warns so, and says where to remove it for good. A pod an apply made stays deleted.')
     .action(async (names: string[], o: { filename?: string[]; namespace: string; selector?: string; all: boolean; allNamespaces: boolean; gracePeriod?: number; ignoreNotFound: boolean }, cmd: Command) => {
       setCode(await (await import('./delete.js')).deleteCommand(names, o, globals(cmd), io));
     });

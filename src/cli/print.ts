@@ -22,8 +22,18 @@ export function printPlan(io: Io, plans: PodPlan[], dryRun: boolean): void {
   }
 }
 
+/** The width of each column of a table: its widest cell. */
+export function columnWidths(rows: string[][]): number[] {
+  return rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
+}
+
+/** One row in columns of these widths (a wider cell pushes the rest of its row along, still 3 spaces apart). */
+export function tableRow(r: string[], widths: number[]): string {
+  return r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(Math.max(widths[i] ?? 0, cell.length) + 3))).join('').trimEnd();
+}
+
 /** A fixed-width table, like kubectl's. */
 export function table(rows: string[][]): string[] {
-  const widths = rows[0]?.map((_, i) => Math.max(...rows.map((r) => (r[i] ?? '').length))) ?? [];
-  return rows.map((r) => r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd((widths[i] ?? 0) + 3))).join('').trimEnd());
+  const widths = columnWidths(rows);
+  return rows.map((r) => tableRow(r, widths));
 }

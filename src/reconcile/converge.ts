@@ -1,13 +1,16 @@
 import type { DesiredPod } from '../manifest/types.js';
 import { latestByName, type ObservedPod } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
-import type { PodStatusSummary } from '../status/pod-status.js';
+import { PassThrough } from 'node:stream';
+import type { ContainerDetails, PodStatusSummary } from '../status/pod-status.js';
+import { containerDetails } from '../status/details.js';
+import { failedContainer, instancesMark, stuckContainer, stuckText, waitsStuck, type Stuck } from './stuck.js';
 import { settled } from './settled.js';
 import { computePodActions, hasActions, type PodPlan } from './plan.js';
 import { defaultHostOf, graceOf, removePod, specOf } from './lifecycle.js';
 import { ProbeManager, type ProbeTarget } from '../probe/manager.js';
 import { agentGet } from '../server/client.js';
-import { ROLLED_BACK_VERSION, type V1Pod } from '../status/v1.js';
+import { ROLLED_BACK_VERSION, toV1Status, type V1Pod } from '../status/v1.js';
 import { podVersion } from '../manifest/hash.js';
 import { ContainerImageError, executePodActions, pruneDeadInstances, type SyncOptions } from './sync.js';
 
@@ -89,21 +92,76 @@ function agentVerdict(p: V1Pod | undefined, version: string): { done: boolean; f
   return { done: p.status.phase === 'Succeeded' || (p.status.phase === 'Running' && ready), failed: false, message };
 }
 
+/** How long a pod must stay Ready, with no container restarted in it, before `apply` says it is. */
+export const READY_HOLD_MS = 1000;
+
+/** How long the agent must report a pod stuck before `apply` takes its word. */
+const STUCK_CONFIRM_MS = 1000;
+
+/** How long a crash loop may go unexplained (no exit code read yet) before it is reported as it is. */
+const STUCK_EXPLAIN_MS = 2000;
+
+/** Bounds on what a report quotes of a container's log: a container decides what it writes. */
+const LOG_LINE_CHARS = 300;
+const LOG_READ_CHARS = 64 * 1024;
+
+/** Text from a container (its log) or about it (a registry's answer) as it may reach a terminal: no control characters, bounded. */
+function printable(line: string): string {
+  const clean = line.replace(/[\u0000-\u0008\u000b-\u001f\u007f]/g, '');
+  return clean.length > LOG_LINE_CHARS ? `${clean.slice(0, LOG_LINE_CHARS)}…` : clean;
+}
+
+/** The last lines a container wrote (stdout and stderr), for a report on why it does not run. */
+async function lastLogLines(rt: PodEngine, id: string, lines = 5): Promise<string[]> {
+  let text = '';
+  // Only the end is kept, however long the lines the engine hands over.
+  const sink = new PassThrough().on('data', (c: Buffer) => (text = (text + c.toString()).slice(-LOG_READ_CHARS)));
+  // A log that cannot be read costs the report its lines, never the verdict.
+  await rt.writeLogs(id, { follow: false, timestamps: false, tail: lines }, sink, sink).catch(() => undefined);
+  await new Promise((r) => setImmediate(r));
+  return text.split('\n').map(printable).filter((l) => l.trim() !== '').slice(-lines);
+}
+
+/** A report on a container, with the last lines of the log of its instance that ended, if it ran. */
+async function withLastLines(rt: PodEngine, text: string, s: Stuck | undefined): Promise<string> {
+  if (s?.exitCode === undefined || !s.logOf) return text;
+  const lines = await lastLogLines(rt, s.logOf);
+  const whose = s.init ? `init container ${s.container}` : `container ${s.container}`;
+  return lines.length ? `${text}; the last lines of the log of ${whose}:\n${lines.map((l) => `    ${l}`).join('\n')}` : `${text}; the log of ${whose} is empty`;
+}
+
+interface Verdict {
+  done: boolean;
+  failed: boolean;
+  message: string;
+  /** The pod's v1 status, to judge it stuck or steady by. */
+  status?: V1Pod['status'];
+  /** The status is not of the spec applied now (the agent has not taken it yet): not to be judged stuck. */
+  unjudged?: boolean;
+}
+
 /**
- * Waits until every pod is Ready (readiness probes honoured) and runs what its manifest says now,
- * or has succeeded. Driving (no agent): starts the next init container as each finishes, restarts
- * what the engine's policy does not cover, and runs startup and readiness probes itself.
- * Otherwise it reads the agent's view. Stops early when a pod fails.
+ * Waits until every pod is Ready (readiness probes honoured) and has stayed so for READY_HOLD_MS
+ * with no container restarted, running what its manifest says now, or has succeeded. Driving (no
+ * agent): starts the next init container as each finishes, restarts what the engine's policy does
+ * not cover, and runs startup and readiness probes itself. Otherwise it reads the agent's view.
+ * Stops early when a pod fails or is stuck (a crash loop, an image that cannot be had, a container
+ * the engine refuses), with its last exit code and log lines.
  */
 export async function waitForPods(
   rt: PodEngine,
   pods: DesiredPod[],
-  o: SyncOptions & { timeoutMs: number; pollMs?: number; drive: boolean; stateDir?: string },
+  o: SyncOptions & { timeoutMs: number; pollMs?: number; holdMs?: number; drive: boolean; stateDir?: string },
 ): Promise<WaitResult> {
   const deadline = Date.now() + o.timeoutMs;
+  const holdMs = o.holdMs ?? READY_HOLD_MS;
   const pending = new Map(pods.map((p) => [p.uid, p]));
   const problems: WaitResult['problems'] = [];
   const last = new Map<string, string>();
+  /** Pods that look Ready: since when, with which instances. */
+  const steady = new Map<string, { mark: string; since: number }>();
+  /** Pods that look stuck: since when. */
+  const stuckSince = new Map<string, number>();
   // Liveness is the agent's business; apply only needs to know when pods are ready.
   const probes = o.drive ? new ProbeManager((id, cmd, t) => rt.exec(id, cmd, t), () => undefined) : undefined;
   try {
@@ -112,20 +170,47 @@ export async function waitForPods(
       const agentPods = o.drive || !o.stateDir ? undefined : new Map(((await agentGet<{ items: V1Pod[] }>(o.stateDir, '/pods'))?.items ?? []).map((p) => [p.metadata.uid, p]));
       for (const d of [...pending.values()]) {
         const obs = observed.get(d.uid);
-        let verdict: { done: boolean; failed: boolean; message: string };
+        let verdict: Verdict;
         if (probes) {
           await syncApplyProbes(rt, probes, d, obs);
-          const s = settled(d, obs, { probes: (id) => probes.state(id) });
-          verdict = { done: s.done, failed: s.failed, message: describeNotReady(s.status) };
+          verdict = await drivenVerdict(rt, probes, d, obs);
         } else {
-          const a = agentVerdict(agentPods?.get(d.uid), podVersion(d.pod));
+          const view = agentPods?.get(d.uid);
+          const a = agentVerdict(view, podVersion(d.pod));
           // A failure is final whatever still runs (a rolled-back pod runs the older version).
-          verdict = { ...a, done: a.failed || (a.done && !hasActions(computePodActions(d, obs))) };
+          // Its status is judged stuck only once the agent runs the spec applied now.
+          const current = view !== undefined && JSON.stringify(view.spec) === JSON.stringify(d.pod.spec);
+          verdict = { ...a, done: a.failed || (a.done && !hasActions(computePodActions(d, obs))), ...(view ? { status: view.status } : {}), ...(current ? {} : { unjudged: true }) };
         }
         last.set(d.uid, verdict.message);
+        const stuck = !verdict.done && verdict.status && !verdict.unjudged ? stuckContainer(d, obs, verdict.status) : undefined;
+        if (!stuck) stuckSince.delete(d.uid);
+        else if (!stuckSince.has(d.uid)) stuckSince.set(d.uid, Date.now());
+        const stuckFor = Date.now() - (stuckSince.get(d.uid) ?? 0);
+        // A crash loop is reported with the exit code of the run that ended; the engine may be
+        // caught between its runs without it (in place, mid-restart): a few more looks. The
+        // agent's word is taken once it holds a moment: a reason left from before this apply
+        // (a fixed manifest applied again) lasts only until its worker's next turn.
+        const unexplained = stuck?.reason === 'CrashLoopBackOff' && stuck.exitCode === undefined && stuckFor < STUCK_EXPLAIN_MS;
+        const unconfirmed = !o.drive && stuckFor < STUCK_CONFIRM_MS;
+        if (stuck && !unexplained && !unconfirmed) {
+          pending.delete(d.uid);
+          problems.push({ key: d.key, message: await withLastLines(rt, printable(stuckText(stuck)), stuck) });
+          continue;
+        }
+        // Ready is said of a pod that stayed Ready, the same instances all along: one that exits
+        // right after it starts is caught restarting (anew, or in place by the engine).
+        if (verdict.done && !verdict.failed && verdict.status?.phase === 'Running') {
+          const mark = instancesMark(verdict.status);
+          const seen = steady.get(d.uid);
+          if (!seen || seen.mark !== mark) steady.set(d.uid, { mark, since: Date.now() });
+          if (!seen || seen.mark !== mark || Date.now() - seen.since < holdMs) verdict = { ...verdict, done: false };
+        } else {
+          steady.delete(d.uid);
+        }
         if (verdict.done) {
           pending.delete(d.uid);
-          if (verdict.failed) problems.push({ key: d.key, message: `failed: ${verdict.message}` });
+          if (verdict.failed) problems.push({ key: d.key, message: await withLastLines(rt, `failed: ${verdict.message}`, verdict.status && failedContainer(verdict.status)) });
           continue;
         }
         if (!o.drive) continue;
@@ -153,6 +238,21 @@ export async function waitForPods(
     probes?.stop();
   }
   return { ok: problems.length === 0, problems };
+}
+
+/**
+ * Apply's own verdict, from the engine and its prober. The engine's restarts in place and the exit
+ * code of the run that ended are only in an inspect: read when the pod looks Ready or stuck.
+ */
+async function drivenVerdict(rt: PodEngine, probes: ProbeManager, d: DesiredPod, obs: ObservedPod | undefined): Promise<Verdict> {
+  const judge = (details?: Map<string, ContainerDetails>): Verdict => {
+    const s = settled(d, obs, { probes: (id) => probes.state(id), ...(details ? { details: (id: string) => details.get(id) } : {}) });
+    return { done: s.done, failed: s.failed, message: describeNotReady(s.status), status: toV1Status(s.status, { hostIP: rt.hostIP }) as V1Pod['status'] };
+  };
+  const first = judge();
+  const looksReady = first.done && !first.failed && first.status?.phase === 'Running';
+  const looksStuck = !first.done && first.status !== undefined && waitsStuck(first.status);
+  return obs && (looksReady || looksStuck) ? judge(await containerDetails(rt, obs)) : first;
 }
 
 async function syncApplyProbes(rt: PodEngine, probes: ProbeManager, d: DesiredPod, obs: ObservedPod | undefined): Promise<void> {

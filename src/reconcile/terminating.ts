@@ -48,3 +48,29 @@ export function terminatingPods(stateDir: string): Map<string, Deletion> {
   }
   return out;
 }
+
+/** A deletion not done this long after its grace period was given up on (its deleter died): the pod is the agent's again. */
+const DELETION_SLACK_S = 30;
+
+/**
+ * Whether someone (`podrun delete`) is deleting the pod now: an agent that synced it meanwhile
+ * would race the deletion (a container restarted into a sandbox about to stop) instead of making
+ * the pod anew once it is gone. A note left by a deleter that died is given up on once its grace
+ * period and some slack have passed, and removed, so the pod is not shown Terminating for ever.
+ */
+export function deletionUnderway(stateDir: string, uid: string, now: number): boolean {
+  const file = join(dir(stateDir), `${uid}.json`);
+  let note: Partial<Deletion>;
+  try {
+    note = JSON.parse(readFileSync(file, 'utf8')) as Partial<Deletion>;
+  } catch {
+    // None (the usual case), or half-written: no deletion to wait for.
+    return false;
+  }
+  const since = Date.parse(String(note.deletionTimestamp));
+  const grace = Number(note.deletionGracePeriodSeconds);
+  if (!Number.isFinite(since) || !Number.isFinite(grace)) return false;
+  if (now <= since + (Math.max(0, grace) + DELETION_SLACK_S) * 1000) return true;
+  rmSync(file, { force: true });
+  return false;
+}

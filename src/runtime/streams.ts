@@ -147,9 +147,18 @@ export async function execAttachedIn(
  * Writes a container's log to `out` and `err` (split as the container wrote them); with
  * `follow`, until the container stops or the stream ends.
  */
-export async function writeLogsOf(e: EngineCalls, id: string, o: { follow: boolean; timestamps: boolean; tail?: number; since?: number }, out: NodeJS.WritableStream, err: NodeJS.WritableStream): Promise<void> {
+/**
+ * Bounds of a log read, as the engine takes them: seconds since the epoch, whole or `S.NANOS` (the
+ * runs of a container the engine restarted in place are told apart by their start, to the ns).
+ */
+export interface LogWindow {
+  since?: number | string;
+  until?: string;
+}
+
+export async function writeLogsOf(e: EngineCalls, id: string, o: { follow: boolean; timestamps: boolean; tail?: number } & LogWindow, out: NodeJS.WritableStream, err: NodeJS.WritableStream): Promise<void> {
   const c = e.docker.getContainer(id);
-  const opts = { stdout: true, stderr: true, timestamps: o.timestamps, ...(o.tail !== undefined ? { tail: o.tail } : {}), ...(o.since !== undefined ? { since: o.since } : {}) };
+  const opts = { stdout: true, stderr: true, timestamps: o.timestamps, ...(o.tail !== undefined ? { tail: o.tail } : {}), ...(o.since !== undefined ? { since: o.since } : {}), ...(o.until !== undefined ? { until: o.until } : {}) };
   const tty = (await e.call('inspect container', () => c.inspect())).Config.Tty;
   // Non-TTY: timestamps always, so a stretch the engine reads twice when a file rotates under a
   // follower (json-file re-reads part of the rotated file) is dropped rather than printed again.

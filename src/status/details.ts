@@ -30,6 +30,7 @@ export async function containerDetails(rt: PodEngine, o: ObservedPod, cache: Map
         ...(finishedAt ? { finishedAt } : {}),
         ...(message ? { message } : {}),
         ...(st.RestartCount > 0 ? { engineRestarts: st.RestartCount } : {}),
+        ...(st.Restarting ? { restarting: true } : {}),
         exitCode: st.ExitCode,
         oomKilled: st.OOMKilled,
         ...(st.Error ? { error: st.Error } : {}),

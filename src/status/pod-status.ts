@@ -14,6 +14,8 @@ export interface ContainerDetails {
   message?: string;
   /** Restarts the engine made in place under its own restart policy (`apply` without an agent). */
   engineRestarts?: number;
+  /** The engine is waiting to restart it in place: its exit code is the run that just ended (else, running, 0). */
+  restarting?: boolean;
 }
 
 export interface TerminatedState {
@@ -99,8 +101,10 @@ function containerStatus(
   // podrun's own restarts are new instances (the label); the engine's are in place (its count).
   const common = { ...base, restartCount: c.restartCount + (d?.engineRestarts ?? 0), containerID: `docker://${c.id}`, ...(d?.startedAt ? { startedAt: d.startedAt } : {}) };
   if (c.state === 'restarting') {
-    // The engine restarts it (no agent): it is crash-looping as far as anyone can tell.
-    return { ...common, state: 'waiting', reason: 'CrashLoopBackOff', ready: false, started: false };
+    // The engine restarts it (no agent): it is crash-looping as far as anyone can tell, and the
+    // run that just ended (the engine keeps its exit code) is its last state, as the kubelet's.
+    const ended = d?.restarting && d.exitCode !== undefined ? { lastTerminated: terminated(c, d) } : {};
+    return { ...common, ...ended, state: 'waiting', reason: 'CrashLoopBackOff', ready: false, started: false };
   }
   // The kubelet's status of a container whose postStart has not returned is the one from before
   // it started (its worker is inside the start): waiting, with no container ID yet.

@@ -92,7 +92,7 @@ export interface V1ContainerStatus {
   restartCount: number;
   containerID?: string;
   state: { running?: { startedAt?: string }; waiting?: { reason?: string; message?: string }; terminated?: { exitCode: number; reason?: string; message?: string; startedAt?: string; finishedAt?: string } };
-  lastState?: { terminated?: { exitCode: number; reason?: string; startedAt?: string; finishedAt?: string } };
+  lastState?: { terminated?: { exitCode: number; reason?: string; message?: string; startedAt?: string; finishedAt?: string; containerID?: string } };
 }
 
 

@@ -24,6 +24,13 @@ describe('container GC plan', () => {
     expect(planContainerGc([o], new Set([d.uid]), { maxPerPodContainer: 3 }).removals.map((r) => r.id)).toEqual(['a-dead-3']);
   });
 
+  it('in a crash loop\'s back-off (no instance running), keeps the one that just died, for logs --previous', () => {
+    const d = POD('p');
+    const o = observedFor(d, { a: { restartCount: 5, state: 'exited', exitCode: 3 } });
+    o.containers.push(...deadCopies(o.containers[0]!, 2));
+    expect(planContainerGc([o], new Set([d.uid])).removals.map((r) => r.id)).toEqual(['a-dead-0', 'a-dead-1']);
+  });
+
   it('removes dead sandboxes of earlier attempts, and whole pods no longer desired with nothing running', () => {
     const d = POD('p');
     const o = observedFor(d);

@@ -70,6 +70,17 @@ describe('podStatus', () => {
     expect(s.containers.map((c) => c.restartCount)).toEqual([6, 0]);
   });
 
+  it('gives a container the engine waits to restart in place the run that just ended as its last state, and no exit code read while it ran', () => {
+    const d = desired(POD('Always'));
+    const o = observedFor(d, { a: { state: 'restarting' } });
+    const id = o.containers[0]!.id;
+    const waiting = podStatus(d.pod, o, { details: (x) => (x === id ? { exitCode: 3, restarting: true, engineRestarts: 2 } : undefined) }).containers[0]!;
+    expect(waiting).toMatchObject({ state: 'waiting', reason: 'CrashLoopBackOff', restartCount: 2, lastTerminated: { exitCode: 3, reason: 'Error', containerID: `docker://${id}` } });
+    // Inspected a moment later, running again: its exit code says 0, which is no run's end.
+    const raced = podStatus(d.pod, o, { details: (x) => (x === id ? { exitCode: 0, engineRestarts: 3 } : undefined) }).containers[0]!;
+    expect(raced.lastTerminated).toBeUndefined();
+  });
+
   it('is Pending with PodInitializing until init containers are done', () => {
     const d = desired(`apiVersion: v1
 kind: Pod
