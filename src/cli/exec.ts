@@ -1,5 +1,5 @@
 import { defaultContainer } from './logs.js';
-import { podArg } from './pod-args.js';
+import { podArg, podNotFound } from './pod-args.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 
 export interface ExecOptions {
@@ -20,9 +20,10 @@ export async function execCommand(podName: string, command: string[], o: ExecOpt
   }
   const rt = await makeRuntime(g, io);
   const { namespace: ns, name } = podArg(podName, o.namespace);
-  const pod = (await rt.listPods()).find((p) => p.namespace === ns && p.name === name);
+  const observed = await rt.listPods();
+  const pod = observed.find((p) => p.namespace === ns && p.name === name);
   if (!pod) {
-    io.err(`Error from server (NotFound): pods "${name}" not found`);
+    podNotFound(io, name, ns, observed);
     return EXIT.failed;
   }
   const def = defaultContainer(pod);

@@ -1,4 +1,4 @@
-import { dump } from 'js-yaml';
+import { yamlText } from './yaml-out.js';
 import { agentGet } from '../server/client.js';
 import { DEFAULT_EVICTION_HARD, parseEvictionThresholds, type NodeCondition } from '../stats/node.js';
 import { nodeView } from '../stats/node-view.js';
@@ -36,7 +36,7 @@ export async function getNodeCommand(o: { output?: string }, g: GlobalOptions, i
     node = nodeView({ rt, facts, stateDir: g.stateDir, engineUp: true, thresholds: parseEvictionThresholds(DEFAULT_EVICTION_HARD), startTime: now, podrunVersion: podrunVersion(), pods: (await rt.listPods()).length }).node as unknown as V1Node;
   }
   if (o.output === 'json' || o.output === 'yaml') {
-    io.out(o.output === 'json' ? JSON.stringify(node, null, 2) : dump(node).trimEnd());
+    io.out(o.output === 'json' ? JSON.stringify(node, null, 2) : yamlText(node));
     return EXIT.ok;
   }
   const ready = node.status.conditions.find((c) => c.type === 'Ready');
