@@ -210,7 +210,9 @@ export class Agent {
     this.cache.stop();
     this.supervisor.stop();
     await this.workers.stop();
-    this.release?.();
+    // An agent refused by the lock never supervised anything: it has nothing to say it left.
+    if (!this.release) return;
+    this.release();
     this.log.info('agent stopped; pods left running');
   }
 

@@ -381,6 +381,21 @@ async function podsForCompletion(head: string[], globalArgs: string[], ns: strin
   return (list.items ?? []).map((p) => ({ name: p.metadata.name, namespace: p.metadata.namespace, containers: [...(p.spec.initContainers ?? []), ...(p.spec.containers ?? [])].map((c) => c.name) }));
 }
 
+/** Where the engine's address came from, and what to do about the failure to reach it. */
+export function engineAdvice(code: string | undefined, source: string | undefined): string {
+  const from =
+    source === 'cli' ? 'the address is --docker-host\'s'
+      : source === 'env' ? 'the address came from DOCKER_HOST'
+        : source === 'config' ? 'the address came from the --config file'
+          : 'the address is the default (neither --docker-host nor DOCKER_HOST is set)';
+  const fix =
+    code === 'ENOENT' ? 'no socket is there: is the Docker engine running (systemctl start docker)? if it listens elsewhere, give that address with --docker-host or DOCKER_HOST'
+      : code === 'EACCES' || code === 'EPERM' ? "the socket is not this user's to use: run podrun as root, or as a member of the socket's group (docker)"
+        : code === 'ECONNREFUSED' ? 'nothing answers there: is the Docker engine running, and listening at that address?'
+          : 'is the Docker engine running there? give its address with --docker-host or DOCKER_HOST';
+  return `${from}; ${fix}`;
+}
+
 /** Global options whose next word is their value, for normalizeArgv. */
 function globalValueOptions(program: Command): Set<string> {
   return new Set(program.options.filter((o) => o.required || o.optional).flatMap((o) => [o.long, o.short].filter((f): f is string => f !== undefined)));
@@ -409,6 +424,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     }
     if (err instanceof EngineUnavailableError) {
       io.err(`podrun: ${err.message}`);
+      io.err(`  ${engineAdvice(err.code, program.getOptionValueSource('dockerHost') as string | undefined)}`);
       return EXIT.engine;
     }
     if (err instanceof EngineRequestError) {

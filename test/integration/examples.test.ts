@@ -90,6 +90,6 @@ describe('the podrun binary', () => {
     expect(spawnSync(BIN, ['apply'], { encoding: 'utf8' }).status).toBe(2);
     const r = spawnSync(BIN, ['validate', '/nonexistent/pod.yaml'], { encoding: 'utf8' });
     expect(r.status).toBe(1);
-    expect(r.stderr.trim()).toBe('/nonexistent/pod.yaml:1:1 cannot read: no such file or directory');
+    expect(r.stderr.trim()).toBe('/nonexistent/pod.yaml: cannot read: no such file or directory');
   });
 });
