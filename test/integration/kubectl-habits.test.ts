@@ -36,7 +36,7 @@ describe('kubectl habits: get', () => {
     const one = await world.bin(['get', 'pods', '-n', ns, a]);
     expect(one.out).toMatch(new RegExp(`^NAME\\s+READY\\s+STATUS\\s+RESTARTS\\s+AGE\\n${a}\\s+2/2\\s+Running\\s+0\\s+\\d+s\\n$`));
     const missing = await world.bin(['get', 'pods', '-n', ns, 'nope']);
-    expect(missing).toMatchObject({ code: 1, err: 'Error from server (NotFound): pods "nope" not found\n' });
+    expect(missing).toMatchObject({ code: 1, out: '', err: `Error: pod "nope" not found in namespace "${ns}"\n` });
     const names = async (...args: string[]): Promise<string> => (await world.bin(['get', 'pods', '-n', ns, '-o', 'name', ...args])).out;
     expect((await names()).split('\n').filter(Boolean).sort()).toEqual([`pod/${a}`, `pod/${b}`].sort());
     expect(await names('-l', 'app=a')).toBe(`pod/${a}\n`);
@@ -159,14 +159,18 @@ describe('kubectl habits: completion, explain, help', () => {
     expect(complete('podrun logs --all')).toEqual(['--all-containers']);
     expect(complete('podrun get pods -o ')).toEqual(['json', 'jsonpath=', 'name', 'wide', 'yaml']);
     expect(complete('podrun get node -o y')).toEqual(['yaml']);
-    // Pods are those of the --state-dir and -n on the line, not of the default state directory.
+    // Pods are those of the --state-dir and -n on the line, not of the default state directory
+    // (the namespace's own pods: earlier tests deleted a and b).
+    const c = unique('gamma');
+    const d = unique('delta');
+    expect((await world.bin(['apply', '--no-wait', '-f', '-'], { input: `${pod(c, 'app: c')}---\n${pod(d, 'app: d')}` })).code).toBe(0);
     const on = `podrun --state-dir ${world.stateDir} --pause-image ${PAUSE_IMAGE}`;
-    expect(complete(`${on} logs -n ${ns} `)).toEqual([a, b].sort());
-    expect(complete(`${on} describe pod -n ${ns} ${a.slice(0, -2)}`)).toEqual([a]);
-    expect(complete(`${on} logs `)).not.toContain(a);
-    expect(complete(`podrun logs -n ${ns} `)).not.toContain(a);
-    expect(complete(`${on} logs -n ${ns} ${a} -c `)).toEqual(['main', 'side']);
-    expect(complete(`${on} exec -n ${ns} ${b} -c s`)).toEqual(['side']);
+    expect(complete(`${on} logs -n ${ns} `)).toEqual([c, d].sort());
+    expect(complete(`${on} describe pod -n ${ns} ${c.slice(0, -2)}`)).toEqual([c]);
+    expect(complete(`${on} logs `)).not.toContain(c);
+    expect(complete(`podrun logs -n ${ns} `)).not.toContain(c);
+    expect(complete(`${on} logs -n ${ns} ${c} -c `)).toEqual(['main', 'side']);
+    expect(complete(`${on} exec -n ${ns} ${d} -c s`)).toEqual(['side']);
     const zsh = await world.bin(['completion', 'zsh']);
     expect(zsh.out.startsWith('#compdef podrun\n')).toBe(true);
     const fish = await world.bin(['completion', 'fish']);
