@@ -1,4 +1,5 @@
 import { yamlText } from './yaml-out.js';
+import { shownSource } from '../sources/origin-names.js';
 import { parseTemplate, renderJsonPath } from './jsonpath.js';
 import { noResources, podNotFound, selectorFrom } from './pod-args.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
@@ -85,7 +86,7 @@ function row(p: V1Pod, allNamespaces: boolean, o: GetOptions, wide: boolean, nod
     statusWord(p),
     String(restarts),
     age(p.metadata.creationTimestamp),
-    ...(wide ? [p.status.podIP ?? '<none>', nodeName, p.metadata.annotations?.['podrun.io/source'] ?? ''] : []),
+    ...(wide ? [p.status.podIP ?? '<none>', nodeName, shownSource(p.metadata.annotations?.['podrun.io/source'] ?? '')] : []),
     ...(o.showLabels ? [labelsText(p)] : []),
   ];
 }

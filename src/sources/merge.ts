@@ -19,13 +19,21 @@ export interface MergeResult {
   conflicts: Conflict[];
 }
 
+/** A declaration is told apart by its pod alone: where it came from is not what runs. */
+export function podDigest(d: DesiredPod): string {
+  return JSON.stringify(d.pod);
+}
+
 /**
- * Merges every origin into one desired set keyed by namespace/name. When two origins declare the
- * same pod, the one already in the desired set keeps it (nothing flips back and forth) and the
- * conflict is reported; a new key goes to the first origin in name order, deterministically.
- * Pure: `previous` maps key → the origin that held it.
+ * Merges every origin into one desired set keyed by namespace/name. Origins that declare the
+ * same pod alike declare one pod: no conflict (a watched file applied by hand as well). When
+ * they differ, the declaration that changed since the last merge takes the pod (as kubectl's
+ * apply, the last update by name wins); else the one already in the desired set keeps it
+ * (nothing flips back and forth); a new key goes to the first origin in name order,
+ * deterministically. Differing declarations are reported as a conflict. Pure: `previous` maps
+ * key → the origin that held it, `changed` says which declarations are new or changed.
  */
-export function mergeOrigins(origins: OriginPods[], previous: ReadonlyMap<string, string>): MergeResult {
+export function mergeOrigins(origins: OriginPods[], previous: ReadonlyMap<string, string>, changed: (origin: string, d: DesiredPod) => boolean = () => false): MergeResult {
   const byKey = new Map<string, { origin: string; pod: DesiredPod }[]>();
   for (const o of [...origins].sort((a, b) => a.origin.localeCompare(b.origin))) {
     for (const pod of o.pods) {
@@ -38,10 +46,13 @@ export function mergeOrigins(origins: OriginPods[], previous: ReadonlyMap<string
   const conflicts: Conflict[] = [];
   for (const [key, list] of byKey) {
     const holder = previous.get(key);
-    const chosen = list.find((x) => x.origin === holder) ?? list[0];
+    const held = list.find((x) => x.origin === holder);
+    const differs = list.some((x) => podDigest(x.pod) !== podDigest(list[0]!.pod));
+    const newer = differs ? list.find((x) => x !== held && changed(x.origin, x.pod)) : undefined;
+    const chosen = newer ?? held ?? list[0];
     if (!chosen) continue;
     pods.set(key, chosen.pod);
-    if (list.length > 1) {
+    if (differs) {
       conflicts.push({ key, kept: chosen.origin, origins: [chosen.origin, ...list.filter((x) => x !== chosen).map((x) => x.origin)] });
     }
   }
