@@ -95,11 +95,14 @@ export class DesiredSet {
       if (!holders.has(key) && o.source) holders.set(key, originOf(o));
     }
     const snapshot = this.sources.flatMap((s) => s.snapshot());
-    // What each origin declared at the last merge: a declaration that changed since is the latest
-    // word on its pod. At the first merge nothing is "latest": the engine's holder keeps its pod.
+    // What each origin declared at the last merge: where an apply is involved, a declaration that
+    // changed since is the latest word on its pod (an apply updates a pod by name; so does editing
+    // the watched file an apply overrode). At the first merge nothing is "latest": the engine's
+    // holder keeps its pod.
     const first = this.declarations === undefined;
     const seen = this.declarations ?? new Map<string, string>();
-    const merged = mergeOrigins(snapshot, holders, (origin, d) => !first && seen.get(`${origin}\0${d.key}`) !== podDigest(d));
+    const applied = (origin: string | undefined): boolean => origin?.startsWith(APPLY_PREFIX) === true;
+    const merged = mergeOrigins(snapshot, holders, (origin, d, holder) => !first && (applied(origin) || applied(holder)) && seen.get(`${origin}\0${d.key}`) !== podDigest(d));
     this.declarations = new Map(snapshot.flatMap((o) => o.pods.map((d) => [`${o.origin}\0${d.key}`, podDigest(d)] as const)));
     for (const c of merged.conflicts) {
       const id = `${c.key}|${c.origins.join('|')}`;
@@ -108,7 +111,7 @@ export class DesiredSet {
       // Named as people gave them (paths, URLs), not by podrun's names for applied sets.
       const name = (origin: string): string => shownOrigin(snapshot, origin, c.key);
       const others = c.origins.filter((o) => o !== c.kept).map(name);
-      const message = `pod ${c.key} is also declared, differently, by ${others.join(' and ')}; running the one from ${name(c.kept)} (the latest change wins; remove the others to end this)`;
+      const message = `pod ${c.key} is also declared, differently, by ${others.join(' and ')}; running the one from ${name(c.kept)} (remove the others, or make them alike, to end this)`;
       this.o.log.warn(`conflict: ${message}`, { pod: c.key, source: name(c.kept) });
       const d = merged.pods.get(c.key);
       if (d) this.o.events.record({ uid: d.uid, name: d.pod.metadata.name, namespace: d.pod.metadata.namespace ?? 'default' }, 'Warning', 'Conflict', message);

@@ -121,7 +121,7 @@ spec:
 
     // a.yaml sorts first, but b.yaml's pod is the one running: it stays.
     writeFileSync(join(dir, 'a.yaml'), pod(name, 'from-a'));
-    await agent.waitForLog(`conflict: pod ${ns}/${name} is declared by file:${join(dir, 'b.yaml')} and file:${join(dir, 'a.yaml')}; keeping the one from file:${join(dir, 'b.yaml')}`);
+    await agent.waitForLog(`conflict: pod ${ns}/${name} is also declared, differently, by ${join(dir, 'a.yaml')}; running the one from ${join(dir, 'b.yaml')} (remove the others, or make them alike, to end this)`);
     await pastRelist();
     expect(await containerIds(ns, name)).toEqual(first);
   });
