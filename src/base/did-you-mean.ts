@@ -2,10 +2,11 @@
  * The one word among `candidates` a mistyped `word` most likely meant (`comand` → command,
  * `memroy` → memory, `aply` → apply), or undefined when none is close enough to say so.
  * Close: a Damerau-Levenshtein distance (a swap of two neighbours counts one) of at most a third
- * of the word, and at least 1; a difference of case alone always is.
+ * of the word, and at least 1; a difference of case alone always is. A word of three letters or
+ * fewer is too short to guess from (`gpu` is not a typo of `cpu`).
  */
 export function didYouMean(word: string, candidates: Iterable<string>): string | undefined {
-  const limit = Math.max(1, Math.floor(word.length / 3));
+  const limit = word.length <= 3 ? 0 : Math.max(1, Math.floor(word.length / 3));
   let best: { word: string; d: number } | undefined;
   for (const c of candidates) {
     if (c === word) continue;

@@ -15,8 +15,10 @@ describe('did you mean', () => {
     expect(didYouMean('cpu', ['memory'])).toBeUndefined();
     expect(didYouMean('command', ['command'])).toBeUndefined();
     expect(didYouMean('x', [])).toBeUndefined();
-    // Short words get one edit at most: "ag" is not "image".
+    // Short words are too short to guess from: "gpu" is not "cpu", "ag" not "args".
+    expect(didYouMean('gpu', ['cpu', 'memory'])).toBeUndefined();
     expect(didYouMean('ag', ['image', 'args'])).toBeUndefined();
+    expect(didYouMean('CPU', ['cpu', 'memory'])).toBe('cpu');
   });
 
   it('counts a swap of neighbours as one edit', () => {
