@@ -86,6 +86,12 @@ describe('messages where there is no server', () => {
     const env = await world.bin(['get', 'pods'], { env: { DOCKER_HOST: `unix://${world.dir}/no.sock` } });
     expect(env.code).toBe(3);
     expect(env.err).toContain('the address came from DOCKER_HOST');
+    // As the README says: the node is still shown, NotReady (Ready=False), and the exit code is the engine's, 3.
+    const node = await world.bin(['--docker-host', `unix://${world.dir}/no.sock`, 'get', 'node']);
+    expect(node.code).toBe(3);
+    expect(node.out).toMatch(/^\S+\s+NotReady\s/m);
+    const yaml = await world.bin(['--docker-host', `unix://${world.dir}/no.sock`, 'get', 'node', '-o', 'yaml']);
+    expect(yaml.out).toMatch(/- type: Ready\n\s+status: 'False'/);
   });
 
   it('manifest errors: a near miss of a field name is named, a missing path has no line, a duplicate points at its name', async () => {
