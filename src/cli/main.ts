@@ -423,8 +423,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       return EXIT.usage;
     }
     if (err instanceof EngineUnavailableError) {
-      io.err(`podrun: ${err.message}`);
-      io.err(`  ${engineAdvice(err.code, program.getOptionValueSource('dockerHost') as string | undefined)}`);
+      // One line, as every expected failure: what failed, where the address came from, the fix.
+      io.err(`podrun: ${err.message}; ${engineAdvice(err.code, program.getOptionValueSource('dockerHost') as string | undefined)}`);
       return EXIT.engine;
     }
     if (err instanceof EngineRequestError) {
