@@ -2,21 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
-import { AgentSuite, pastRelist, type AgentProcess } from './agent-helpers.js';
+import { AgentSuite, pastRelist, sleepingPod, type AgentProcess } from './agent-helpers.js';
 import { containerIds, docker, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
 
 const suite = new AgentSuite('handover');
 const { world, ns } = suite;
 let agent: AgentProcess | undefined;
 
-const pod = (name: string, v = 'one'): string => `apiVersion: v1
-kind: Pod
-metadata: {name: ${name}, namespace: ${ns}}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - {name: a, image: ${TEST_IMAGE}, command: [sleep, '3600'], env: [{name: V, value: ${v}}]}
-`;
+const pod = (name: string, v = 'one'): string => sleepingPod(name, ns, v);
 
 async function restartPolicies(name: string): Promise<string[]> {
   const list = await podContainers(ns, name);

@@ -1,22 +1,15 @@
 import { describe, expect, it } from 'vitest';
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { AgentSuite, pastRelist } from './agent-helpers.js';
-import { containerIds, TEST_IMAGE, unique, until } from './helpers.js';
+import { AgentSuite, pastRelist, sleepingPod } from './agent-helpers.js';
+import { containerIds, unique, until } from './helpers.js';
 
 // Issue 29, item 4: an apply updates a pod by name, wherever its manifest came from, and a pod's
 // source is shown as the path people gave, never as podrun's hash of an applied set.
 const suite = new AgentSuite('byname');
 const { world, ns } = suite;
 
-const pod = (name: string, v = 'one'): string => `apiVersion: v1
-kind: Pod
-metadata: {name: ${name}, namespace: ${ns}}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - {name: a, image: ${TEST_IMAGE}, command: [sleep, '3600'], env: [{name: V, value: ${v}}]}
-`;
+const pod = (name: string, v = 'one'): string => sleepingPod(name, ns, v);
 
 interface Status {
   conflicts: { key: string }[];
