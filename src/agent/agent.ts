@@ -218,7 +218,9 @@ export class Agent {
     this.cache.stop();
     this.supervisor.stop();
     await this.workers.stop();
-    this.release?.();
+    // An agent refused by the lock never supervised anything: it has nothing to say it left.
+    if (!this.release) return;
+    this.release();
     this.log.info('agent stopped; pods left running');
   }
 
@@ -343,7 +345,7 @@ export class Agent {
     for (const uid of uids) {
       const d = this.set.get(uid);
       const o = observed.get(uid) ?? { uid, name: d?.pod.metadata.name ?? '', namespace: d?.pod.metadata.namespace ?? 'default', source: d?.origin.source ?? '', sandboxes: [], containers: [] };
-      const view = d ? { ...o, spec: d.pod, source: d.origin.source } : o;
+      const view = d ? { ...o, spec: d.pod, source: d.origin.shown ?? d.origin.source } : o;
       const status = await this.supervisor.status(d, observed.get(uid));
       if (!status) continue;
       const podIP = await this.supervisor.podIP(view.spec, observed.get(uid));

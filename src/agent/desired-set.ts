@@ -5,7 +5,8 @@ import { formatIssue } from '../manifest/errors.js';
 import type { DesiredPod } from '../manifest/types.js';
 import type { ObservedPod } from '../runtime/observed.js';
 import { APPLY_PREFIX } from '../sources/applied-sets.js';
-import { mergeOrigins, type Conflict } from '../sources/merge.js';
+import { mergeOrigins, podDigest, type Conflict, type OriginPods } from '../sources/merge.js';
+import { shownSource } from '../sources/origin-names.js';
 import { isVerificationRefusal } from '../sources/signed.js';
 import type { PodSource, SetExpiry } from '../sources/source.js';
 import type { EventRecorder } from '../status/events.js';
@@ -19,8 +20,11 @@ export function originOf(o: ObservedPod): string {
   return o.applySet ? `${APPLY_PREFIX}${o.applySet}` : o.source;
 }
 
-function digestOf(d: DesiredPod): string {
-  return JSON.stringify(d.pod);
+/** An origin as people named it: the path or URL (an applied pod's own file), not `apply:<hash>`. */
+function shownOrigin(snapshot: OriginPods[], origin: string, key: string): string {
+  const d = snapshot.find((o) => o.origin === origin)?.pods.find((p) => p.key === key);
+  const shown = shownSource(d?.origin.shown ?? origin);
+  return origin.startsWith(APPLY_PREFIX) ? `${shown} (applied)` : shown;
 }
 
 /** What a merge changed: pods to sync again, and pods no longer declared. */
@@ -42,6 +46,8 @@ export class DesiredSet {
   /** What the sources declare, by uid. */
   private declaredByUid = new Map<string, DesiredPod>();
   private holders = new Map<string, string>();
+  /** origin\0key → the digest of what that origin declared at the last merge (none before the first). */
+  private declarations: Map<string, string> | undefined;
   private conflicts: Conflict[] = [];
   private readonly reported = new Set<string>();
 
@@ -88,12 +94,27 @@ export class DesiredSet {
       const key = `${o.namespace}/${o.name}`;
       if (!holders.has(key) && o.source) holders.set(key, originOf(o));
     }
-    const merged = mergeOrigins(this.sources.flatMap((s) => s.snapshot()), holders);
+    const snapshot = this.sources.flatMap((s) => s.snapshot());
+    // What each origin declared at the last merge: where an apply is involved, a declaration that
+    // changed since is the latest word on its pod (an apply updates a pod by name; so does editing
+    // the watched file an apply overrode). At the first merge nothing is "latest": the engine's
+    // holder keeps its pod.
+    const first = this.declarations === undefined;
+    const seen = this.declarations ?? new Map<string, string>();
+    const applied = (origin: string | undefined): boolean => origin?.startsWith(APPLY_PREFIX) === true;
+    const merged = mergeOrigins(snapshot, holders, (origin, d, holder) => !first && (applied(origin) || applied(holder)) && seen.get(`${origin}\0${d.key}`) !== podDigest(d));
+    this.declarations = new Map(snapshot.flatMap((o) => o.pods.map((d) => [`${o.origin}\0${d.key}`, podDigest(d)] as const)));
     for (const c of merged.conflicts) {
       const id = `${c.key}|${c.origins.join('|')}`;
       if (this.reported.has(id)) continue;
       this.reported.add(id);
-      this.o.log.warn(`conflict: pod ${c.key} is declared by ${c.origins.join(' and ')}; keeping the one from ${c.kept}`, { pod: c.key, source: c.kept });
+      // Named as people gave them (paths, URLs), not by podrun's names for applied sets.
+      const name = (origin: string): string => shownOrigin(snapshot, origin, c.key);
+      const others = c.origins.filter((o) => o !== c.kept).map(name);
+      const message = `pod ${c.key} is also declared, differently, by ${others.join(' and ')}; running the one from ${name(c.kept)} (remove the others, or make them alike, to end this)`;
+      this.o.log.warn(`conflict: ${message}`, { pod: c.key, source: name(c.kept) });
+      const d = merged.pods.get(c.key);
+      if (d) this.o.events.record({ uid: d.uid, name: d.pod.metadata.name, namespace: d.pod.metadata.namespace ?? 'default' }, 'Warning', 'Conflict', message);
     }
     this.conflicts = merged.conflicts;
     this.recordValidationEvents();
@@ -104,7 +125,7 @@ export class DesiredSet {
     this.holders = new Map([...merged.pods.values()].map((d) => [d.key, d.origin.source]));
     const changed = [...this.byUid].filter(([uid, d]) => {
       const prev = before.get(uid);
-      return !prev || digestOf(prev) !== digestOf(d);
+      return !prev || podDigest(prev) !== podDigest(d);
     });
     const change = { changed: changed.map(([uid]) => uid), gone: [...before.keys()].filter((uid) => !this.byUid.has(uid)) };
     this.writeStatus();

@@ -4,7 +4,7 @@ import { oomProtectionLost } from '../manifest/qos.js';
 import { executePlan, pruneAfterApply, waitForPods } from '../reconcile/converge.js';
 import { planApply } from '../reconcile/plan.js';
 import { agentRunning } from '../agent/lock.js';
-import { appliedDir, recordAppliedSet } from '../sources/applied-sets.js';
+import { appliedDir, appliedElsewhere, recordAppliedSet } from '../sources/applied-sets.js';
 import { canonicalSource } from '../sources/read.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { printPlan } from './print.js';
@@ -38,7 +38,7 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
     if (lost) io.err(`warning: pod/${p.key}: ${lost}`);
   }
   const applySet = applySetId(paths);
-  const plans = planApply(loaded.pods, await rt.listPods(), o.prune ? { applySet } : undefined);
+  const plans = planApply(loaded.pods, await rt.listPods(), o.prune ? { applySet, keep: appliedElsewhere(g.stateDir, applySet) } : undefined);
   printPlan(io, plans, o.dryRun);
   if (o.dryRun) return EXIT.ok;
 

@@ -1,4 +1,4 @@
-import { noResources, podArg, selectorFrom } from './pod-args.js';
+import { noResources, podArg, podNotFound, selectorFrom } from './pod-args.js';
 import type { Container, Pod, Probe, Volume } from '../manifest/types.js';
 import type { PodEvent } from '../status/events.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
@@ -124,7 +124,7 @@ export async function describePodCommand(podNames: string[], o: { namespace: str
       const p = pods.find((x) => x.metadata.namespace === ns && x.metadata.name === name);
       if (p) chosen.push(p);
       else {
-        io.err(`Error from server (NotFound): pods "${name}" not found`);
+        podNotFound(io, name, ns, pods.map((x) => x.metadata));
         code = EXIT.failed;
       }
     }

@@ -2,7 +2,7 @@ import { spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
 import type { ExecRef } from '../runtime/runtime-types.js';
 import { defaultContainer } from './logs.js';
-import { podArg } from './pod-args.js';
+import { podArg, podNotFound } from './pod-args.js';
 import { EXIT, makeRuntime, processIo, type GlobalOptions, type Io } from './context.js';
 
 export interface ExecOptions {
@@ -23,9 +23,10 @@ export async function execCommand(podName: string, command: string[], o: ExecOpt
   }
   const rt = await makeRuntime(g, io);
   const { namespace: ns, name } = podArg(podName, o.namespace);
-  const pod = (await rt.listPods()).find((p) => p.namespace === ns && p.name === name);
+  const observed = await rt.listPods();
+  const pod = observed.find((p) => p.namespace === ns && p.name === name);
   if (!pod) {
-    io.err(`Error from server (NotFound): pods "${name}" not found`);
+    podNotFound(io, name, ns, observed);
     return EXIT.failed;
   }
   const def = defaultContainer(pod);

@@ -59,8 +59,17 @@ function typeOf(root: Root, s: Schema): string {
   if (s.properties) return 'Object';
   if (s.enum) return typeof s.enum[0] === 'string' ? 'string' : 'integer';
   if (s.const !== undefined) return typeof s.const;
-  return s.type ?? (d ? '—' : 'Object');
+  return s.type ?? (d ? '' : 'Object');
 }
+
+/** ` <type>`, or nothing for a field podrun ignores or refuses (its schema keeps no type for it). */
+function typeTag(root: Root, s: Schema): string {
+  const t = typeOf(root, s);
+  return t ? ` <${t}>` : '';
+}
+
+/** kubectl's description of a Pod; the schema's own root description is written for schema readers. */
+const POD_DESCRIPTION = 'Pod is a collection of containers that can run on a host. podrun runs each as a static pod on this machine\'s Docker engine.';
 
 function support(s: Schema): string {
   const d = defName(s);
@@ -87,7 +96,7 @@ function wrap(text: string, indent: string, width = 80): string[] {
 export function explain(root: Root, path: string, recursive = false): { lines: string[] } | { error: string } {
   const parts = path.split('.').filter(Boolean);
   const head = parts.shift()?.toLowerCase();
-  if (head !== 'pod' && head !== 'pods' && head !== 'po') return { error: `the server doesn't have a resource type "${head ?? ''}": podrun knows Pods only (podrun explain pod.spec...)` };
+  if (head !== 'pod' && head !== 'pods' && head !== 'po') return { error: `podrun has no resource type "${head ?? ''}": it knows Pods only (podrun explain pod.spec...)` };
   let node: Schema = root;
   let field: { name: string; schema: Schema } | undefined;
   for (const p of parts) {
@@ -99,9 +108,9 @@ export function explain(root: Root, path: string, recursive = false): { lines: s
     node = next;
   }
   const lines = ['KIND:       Pod', 'VERSION:    v1', ''];
-  if (field) lines.push(`FIELD: ${field.name} <${typeOf(root, field.schema)}>`, '');
+  if (field) lines.push(`FIELD: ${field.name}${typeTag(root, field.schema)}`, '');
   const own = field ? field.schema : root;
-  const [description, note] = (own.description ?? resolve(root, own).description ?? '').split('\n\npodrun:') as [string, string | undefined];
+  const [description, note] = (field ? (own.description ?? resolve(root, own).description ?? '') : POD_DESCRIPTION).split('\n\npodrun:') as [string, string | undefined];
   if (description) lines.push('DESCRIPTION:', ...wrap(description, '    '), '');
   // A field's own podrun note says more than its support class ("honoured, except…").
   const podrun = !field ? 'runs Pods (and PodLists of them) as static pods' : note && support(field.schema) === 'honoured' ? note.trim() : support(field.schema);
@@ -114,7 +123,7 @@ export function explain(root: Root, path: string, recursive = false): { lines: s
       for (const [name, s] of Object.entries(props)) {
         const required = target.required?.includes(name) && depth === 0 ? ' -required-' : '';
         const sup = support(s);
-        lines.push(`${indent}${name}\t<${typeOf(root, s)}>${required}${sup === 'honoured' ? '' : ` (${sup.split(':')[0]!.split(',')[0]})`}`);
+        lines.push(`${indent}${name}\t${typeTag(root, s).trim()}${required}${sup === 'honoured' ? '' : ` (${sup.split(':')[0]!.split(',')[0]})`}`);
         if (recursive) {
           let sub = resolve(root, s);
           if (sub.type === 'array' && sub.items) sub = resolve(root, sub.items);

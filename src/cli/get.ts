@@ -1,6 +1,7 @@
-import { dump } from 'js-yaml';
+import { yamlText } from './yaml-out.js';
+import { shownSource } from '../sources/origin-names.js';
 import { parseTemplate, renderJsonPath } from './jsonpath.js';
-import { noResources, selectorFrom } from './pod-args.js';
+import { noResources, podNotFound, selectorFrom } from './pod-args.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { columnWidths, table, tableRow } from './print.js';
 import { loadPodViews, type V1Pod } from './views.js';
@@ -85,7 +86,7 @@ function row(p: V1Pod, allNamespaces: boolean, o: GetOptions, wide: boolean, nod
     statusWord(p),
     String(restarts),
     age(p.metadata.creationTimestamp),
-    ...(wide ? [p.status.podIP ?? '<none>', nodeName, p.metadata.annotations?.['podrun.io/source'] ?? ''] : []),
+    ...(wide ? [p.status.podIP ?? '<none>', nodeName, shownSource(p.metadata.annotations?.['podrun.io/source'] ?? '')] : []),
     ...(o.showLabels ? [labelsText(p)] : []),
   ];
 }
@@ -105,15 +106,16 @@ export async function getPodsCommand(names: string[], o: GetOptions, g: GlobalOp
   }
   const rt = await makeRuntime(g, io);
   const ns = o.allNamespaces && !names.length ? undefined : (o.namespace ?? 'default');
+  let everywhere: V1Pod[] = [];
   const load = async (): Promise<V1Pod[]> =>
-    (await loadPodViews(rt, g.stateDir)).pods
+    (everywhere = (await loadPodViews(rt, g.stateDir)).pods)
       .filter((p) => (!ns || p.metadata.namespace === ns) && (!names.length || names.includes(p.metadata.name)) && select(p.metadata.labels))
       .sort((a, b) => `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`));
   const pods = await load();
   let code: number = EXIT.ok;
   for (const n of names) {
     if (!pods.some((p) => p.metadata.name === n)) {
-      io.err(`Error from server (NotFound): pods "${n}" not found`);
+      podNotFound(io, n, ns ?? 'default', everywhere.map((p) => p.metadata));
       code = EXIT.failed;
     }
   }
@@ -125,7 +127,7 @@ export async function getPodsCommand(names: string[], o: GetOptions, g: GlobalOp
       case 'yaml': {
         // One pod named alone prints as the pod, as kubectl does; otherwise a list.
         const doc = names.length === 1 && list.length === 1 && !o.watch ? list[0] : { apiVersion: 'v1', kind: 'List', items: list };
-        return [out.kind === 'json' ? JSON.stringify(doc, null, 2) : dump(doc).trimEnd()];
+        return [out.kind === 'json' ? JSON.stringify(doc, null, 2) : yamlText(doc)];
       }
       case 'name':
         return list.map((p) => `pod/${p.metadata.name}`);
@@ -139,8 +141,9 @@ export async function getPodsCommand(names: string[], o: GetOptions, g: GlobalOp
       }
     }
   };
-  if (pods.length === 0 && !names.length && !o.watch && out.kind === 'table') {
-    noResources(io, ns);
+  if (pods.length === 0 && !o.watch && out.kind === 'table') {
+    // Named pods that are all missing were each said on stderr: no empty table under them.
+    if (!names.length) noResources(io, ns);
     return code;
   }
   if (o.watch && out.kind === 'table') {

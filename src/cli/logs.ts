@@ -4,7 +4,7 @@ import { isActive, type ObservedContainer, type ObservedPod } from '../runtime/o
 import type { PodEngine } from '../runtime/roles.js';
 import type { LogWindow } from '../runtime/streams.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
-import { noResources, podArg, selectorFrom } from './pod-args.js';
+import { noResources, podArg, podNotFound, selectorFrom } from './pod-args.js';
 
 export interface LogsOptions {
   container?: string;
@@ -118,7 +118,7 @@ export async function logsCommand(podName: string | undefined, o: LogsOptions, g
     const { namespace: ns, name } = podArg(podName, o.namespace);
     const pod = observed.find((p) => p.namespace === ns && p.name === name);
     if (!pod) {
-      io.err(`Error from server (NotFound): pods "${name}" not found`);
+      podNotFound(io, name, ns, observed);
       return EXIT.failed;
     }
     pods = [pod];

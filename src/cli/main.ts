@@ -6,6 +6,7 @@ import { Command, CommanderError, InvalidArgumentError, Option } from 'commander
 import { EngineRequestError, EngineUnavailableError } from '../runtime/engine-errors.js';
 import { DEFAULTS, EXIT, processIo, type GlobalOptions, type Io } from './context.js';
 import { engineVersion } from './engine-version.js';
+import { normalizeArgv } from './argv.js';
 import { addImageCommands } from './image-commands.js';
 import { bool, duration, durationOption, evictionHard, ip, logFiles, logSize, nonNegativeInt, podMaxPids, positiveInt } from './arg-parsers.js';
 import type { RunOptions } from './run.js';
@@ -103,7 +104,6 @@ apiserver). Differences: apply waits until the pods run; get -w polls; -o json l
 logs keeps a container's stderr on stderr; there are no contexts or kubeconfig (--docker-host,
 --state-dir and --config instead). Exit codes: 0 ok, 1 failed, 2 usage, 3 engine unreachable.`,
     )
-    .showHelpAfterError()
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
 
@@ -163,8 +163,8 @@ logs keeps a container's stderr on stderr; there are no contexts or kubeconfig (
     .option('--print-config', 'print the configuration in force (flags, PODRUN_* variables, --config file, defaults) as a config file, and exit', false)
     .action(async (o: RunOptions & { crashBackoffInitial: number; crashBackoffMax: number; printConfig: boolean }, cmd: Command) => {
       if (o.printConfig) {
-        const [{ effectiveConfig }, { dump }] = await Promise.all([import('../config/effective.js'), import('js-yaml')]);
-        io.out(dump(effectiveConfig(program, cmd), { lineWidth: -1 }).trimEnd());
+        const [{ effectiveConfig }, { yamlText }] = await Promise.all([import('../config/effective.js'), import('./yaml-out.js')]);
+        io.out(yamlText(effectiveConfig(program, cmd), { lineWidth: -1 }));
         setCode(EXIT.ok);
         return;
       }
@@ -258,10 +258,10 @@ logs keeps a container's stderr on stderr; there are no contexts or kubeconfig (
 
   program
     .command('completion')
-    .description('print a shell completion script: source <(podrun completion bash)')
-    .argument('<shell>', 'bash or zsh')
+    .description('print a shell completion script: source <(podrun completion bash), or podrun completion fish | source')
+    .argument('<shell>', 'bash, zsh or fish')
     .action(async (shell: string) => {
-      setCode((await import('./completion.js')).completionCommand(program, shell, io));
+      setCode((await import('./completion.js')).completionCommand(shell, io));
     });
 
   program
@@ -328,8 +328,15 @@ logs keeps a container's stderr on stderr; there are no contexts or kubeconfig (
   program
     .command('validate')
     .description('check manifests without touching the engine')
-    .argument('<path...>', 'manifest files, directories or URLs')
-    .action(async (paths: string[], _o: unknown, cmd: Command) => {
+    .argument('[path...]', 'manifest files, directories or URLs; - for standard input')
+    .option('-f, --filename <path...>', 'the same, as apply -f takes them')
+    .action(async (args: string[], o: { filename?: string[] }, cmd: Command) => {
+      const paths = [...args, ...(o.filename ?? [])];
+      if (!paths.length) {
+        io.err("podrun: give the manifests: podrun validate -f PATH (a file, a directory, a URL, or - for stdin)\nSee 'podrun validate --help'.");
+        setCode(EXIT.usage);
+        return;
+      }
       setCode(await (await import('./validate.js')).validateCommand(paths, io, globals(cmd).policy));
     });
 
@@ -365,7 +372,45 @@ logs keeps a container's stderr on stderr; there are no contexts or kubeconfig (
     applyConfig(loaded.config, program, action.name() === 'run' ? action : undefined, dirname(resolve(file)));
   });
 
+  // A mistyped word gets its one line, the suggestion, and where help is: not a screen of help
+  // that scrolls the useful line away (kubectl: "See 'kubectl apply --help'").
+  const hint = (cmd: Command, path: string[]): void => {
+    cmd.showHelpAfterError(`See 'podrun ${[...path, ''].join(' ')}--help'.`);
+    for (const sub of cmd.commands) hint(sub, [...path, sub.name()]);
+  };
+  hint(program, []);
   return program;
+}
+
+/** The pods `get pods` would list with the completed line's global options, asked in-process. */
+async function podsForCompletion(head: string[], globalArgs: string[], ns: string | undefined): Promise<{ name: string; namespace: string; containers: string[] }[]> {
+  let text = '';
+  const quiet = new (await import('node:stream')).PassThrough();
+  const io: Io = { out: (l) => (text += `${l}\n`), err: () => undefined, stdout: quiet, stderr: quiet, isTTY: false };
+  const code = await main([...head, ...globalArgs, 'get', 'pods', ...(ns === undefined ? ['-A'] : ['-n', ns]), '-o', 'json'], io);
+  if (code !== EXIT.ok || !text) return [];
+  const list = JSON.parse(text) as { items?: { metadata: { name: string; namespace: string }; spec: { containers?: { name: string }[]; initContainers?: { name: string }[] } }[] };
+  return (list.items ?? []).map((p) => ({ name: p.metadata.name, namespace: p.metadata.namespace, containers: [...(p.spec.initContainers ?? []), ...(p.spec.containers ?? [])].map((c) => c.name) }));
+}
+
+/** Where the engine's address came from, and what to do about the failure to reach it. */
+export function engineAdvice(code: string | undefined, source: string | undefined): string {
+  const from =
+    source === 'cli' ? 'the address is --docker-host\'s'
+      : source === 'env' ? 'the address came from DOCKER_HOST'
+        : source === 'config' ? 'the address came from the --config file'
+          : 'the address is the default (neither --docker-host nor DOCKER_HOST is set)';
+  const fix =
+    code === 'ENOENT' ? 'no socket is there: is the Docker engine running (systemctl start docker)? if it listens elsewhere, give that address with --docker-host or DOCKER_HOST'
+      : code === 'EACCES' || code === 'EPERM' ? "the socket is not this user's to use: run podrun as root, or as a member of the socket's group (docker)"
+        : code === 'ECONNREFUSED' ? 'nothing answers there: is the Docker engine running, and listening at that address?'
+          : 'is the Docker engine running there? give its address with --docker-host or DOCKER_HOST';
+  return `${from}; ${fix}`;
+}
+
+/** Global options whose next word is their value, for normalizeArgv. */
+function globalValueOptions(program: Command): Set<string> {
+  return new Set(program.options.filter((o) => o.required || o.optional).flatMap((o) => [o.long, o.short].filter((f): f is string => f !== undefined)));
 }
 
 /** Runs the CLI; every expected failure becomes one line on stderr and an exit code. */
@@ -374,8 +419,13 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   const program = buildProgram(io, (c) => {
     code = c;
   });
+  // The shells' completion functions ask here, with the words typed so far (never parsed as options).
+  if (argv[2] === '__complete') {
+    const { completeCommand } = await import('./completion.js');
+    return completeCommand(program, argv.slice(3), { pods: (globalArgs, ns) => podsForCompletion(argv.slice(0, 2), globalArgs, ns) }, io);
+  }
   try {
-    await program.parseAsync(argv);
+    await program.parseAsync(normalizeArgv(argv, { globalValueOptions: globalValueOptions(program) }));
     return code;
   } catch (err) {
     if (err instanceof CommanderError) {
@@ -385,7 +435,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       return EXIT.usage;
     }
     if (err instanceof EngineUnavailableError) {
-      io.err(`podrun: ${err.message}`);
+      // One line, as every expected failure: what failed, where the address came from, the fix.
+      io.err(`podrun: ${err.message}; ${engineAdvice(err.code, program.getOptionValueSource('dockerHost') as string | undefined)}`);
       return EXIT.engine;
     }
     if (err instanceof EngineRequestError) {

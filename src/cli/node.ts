@@ -1,4 +1,5 @@
-import { dump } from 'js-yaml';
+import { yamlText } from './yaml-out.js';
+import { EngineUnavailableError } from '../runtime/engine-errors.js';
 import { agentGet } from '../server/client.js';
 import { DEFAULT_EVICTION_HARD, parseEvictionThresholds, type NodeCondition } from '../stats/node.js';
 import { nodeView } from '../stats/node-view.js';
@@ -29,15 +30,27 @@ function age(since: string): string {
  */
 export async function getNodeCommand(o: { output?: string }, g: GlobalOptions, io: Io): Promise<number> {
   let node = await agentGet<V1Node>(g.stateDir, '/node');
+  let code: number = EXIT.ok;
   if (!node) {
     const rt = await makeRuntime(g, io);
-    const facts = await rt.engineFacts();
+    // Without an engine the node is still there, NotReady, as the agent reports it: shown, with
+    // the engine's own exit code (3) and why on stderr.
+    let facts: Awaited<ReturnType<typeof rt.engineFacts>> | undefined;
+    let pods = 0;
+    try {
+      facts = await rt.engineFacts();
+      pods = (await rt.listPods()).length;
+    } catch (err) {
+      if (!(err instanceof EngineUnavailableError)) throw err;
+      io.err(`podrun: ${err.message}: the node is NotReady`);
+      code = EXIT.engine;
+    }
     const now = new Date().toISOString();
-    node = nodeView({ rt, facts, stateDir: g.stateDir, engineUp: true, thresholds: parseEvictionThresholds(DEFAULT_EVICTION_HARD), startTime: now, podrunVersion: podrunVersion(), pods: (await rt.listPods()).length }).node as unknown as V1Node;
+    node = nodeView({ rt, facts, stateDir: g.stateDir, engineUp: facts !== undefined, thresholds: parseEvictionThresholds(DEFAULT_EVICTION_HARD), startTime: now, podrunVersion: podrunVersion(), pods }).node as unknown as V1Node;
   }
   if (o.output === 'json' || o.output === 'yaml') {
-    io.out(o.output === 'json' ? JSON.stringify(node, null, 2) : dump(node).trimEnd());
-    return EXIT.ok;
+    io.out(o.output === 'json' ? JSON.stringify(node, null, 2) : yamlText(node));
+    return code;
   }
   const ready = node.status.conditions.find((c) => c.type === 'Ready');
   const pressure = node.status.conditions.filter((c) => c.type !== 'Ready' && c.status === 'True').map((c) => c.type);
@@ -48,5 +61,5 @@ export async function getNodeCommand(o: { output?: string }, g: GlobalOptions, i
   const header = ['NAME', 'STATUS', 'ROLES', 'AGE', 'VERSION', ...(wide ? ['INTERNAL-IP', 'EXTERNAL-IP', 'OS-IMAGE', 'KERNEL-VERSION', 'CONTAINER-RUNTIME'] : [])];
   const row = [node.metadata.name, status, '<none>', age(node.metadata.creationTimestamp), info.kubeletVersion, ...(wide ? [ip, '<none>', info.osImage, info.kernelVersion, info.containerRuntimeVersion] : [])];
   for (const l of table([header, row])) io.out(l);
-  return EXIT.ok;
+  return code;
 }

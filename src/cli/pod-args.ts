@@ -25,3 +25,14 @@ export function podArg(arg: string, namespace: string): { namespace: string; nam
 export function noResources(io: Io, namespace: string | undefined): void {
   io.err(namespace === undefined ? 'No resources found' : `No resources found in ${namespace} namespace.`);
 }
+
+/**
+ * A named pod that is not there. kubectl says "Error from server (NotFound)"; podrun has no
+ * server, so it names what it looked in, and where a pod of that name is instead (the usual cause
+ * is a forgotten -n).
+ */
+export function podNotFound(io: Io, name: string, namespace: string, all: readonly { namespace: string; name: string }[]): void {
+  const elsewhere = [...new Set(all.filter((p) => p.name === name && p.namespace !== namespace).map((p) => p.namespace))].sort();
+  io.err(`Error: pod "${name}" not found in namespace "${namespace}"`);
+  if (elsewhere.length) io.err(`  a pod "${name}" is in namespace ${elsewhere.map((n) => `"${n}"`).join(', ')}: add -n ${elsewhere[0]}${elsewhere.length > 1 ? ' (or -A)' : ''}`);
+}

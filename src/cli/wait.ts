@@ -1,6 +1,6 @@
 import { renderJsonPath } from './jsonpath.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
-import { POD_TYPES, selectorFrom } from './pod-args.js';
+import { podNotFound, POD_TYPES, selectorFrom } from './pod-args.js';
 import { loadPodViews, type V1Pod } from './views.js';
 
 export interface WaitOptions {
@@ -59,7 +59,7 @@ export async function waitCommand(names: string[], o: WaitOptions, g: GlobalOpti
   if (o.for !== 'delete') {
     for (const n of wanted) {
       if (!first.some((p) => p.metadata.name === n)) {
-        io.err(`Error from server (NotFound): pods "${n}" not found`);
+        podNotFound(io, n, o.namespace, (await loadPodViews(rt, g.stateDir)).pods.map((p) => p.metadata));
         return EXIT.failed;
       }
     }

@@ -3,6 +3,7 @@
  * follow the kubelet's KubeletConfiguration where the setting is the same. Checked against
  * schemas/config.schema.json, with the same `file:line:column field: message` errors as manifests.
  */
+import { didYouMean } from '../base/did-you-mean.js';
 import { Ajv, type ErrorObject } from 'ajv';
 import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
@@ -74,7 +75,11 @@ function describe(e: ErrorObject): { path: PathSegment[]; message: string; atKey
   if (e.schemaPath.includes('/duration/')) return { path, message: 'must be a duration such as 20s, 1m30s or 500ms (units: ms, s, m, h)' };
   switch (e.keyword) {
     case 'additionalProperties':
-      return { path: [...path, String(p.additionalProperty)], message: 'unknown field: not part of a PodrunConfiguration (see schemas/config.schema.json)', atKey: true };
+    {
+      // verbose: the object's schema names the fields there are (staticPodPth → staticPodPath).
+      const meant = didYouMean(String(p.additionalProperty), Object.keys((e.parentSchema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {}));
+      return { path: [...path, String(p.additionalProperty)], message: `unknown field: not part of a PodrunConfiguration${meant ? ` (did you mean "${meant}"?)` : ' (see schemas/config.schema.json)'}`, atKey: true };
+    }
     case 'required':
       return { path: [...path, String(p.missingProperty)], message: 'is required' };
     case 'const':
@@ -105,7 +110,7 @@ export function loadConfigFile(path: string): ConfigResult {
     issues.push({ file: path, line: pos.line, column: pos.column, field: fieldPath(path_), message, severity: 'error' });
   };
   if (extra) issues.push({ file: path, line: extra.line, column: 1, field: '', message: 'holds more than one document; a configuration file has one', severity: 'error' });
-  validator ??= new Ajv({ allErrors: true, strict: false }).compile(JSON.parse(readFileSync(CONFIG_SCHEMA_PATH, 'utf8')) as object);
+  validator ??= new Ajv({ allErrors: true, strict: false, verbose: true }).compile(JSON.parse(readFileSync(CONFIG_SCHEMA_PATH, 'utf8')) as object);
   if (!validator(doc.value)) {
     const seen = new Set<string>();
     for (const e of validator.errors ?? []) {

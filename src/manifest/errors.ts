@@ -1,6 +1,7 @@
 /** One problem in a manifest, located well enough for a person to jump to it. */
 export interface ManifestIssue {
   file: string;
+  /** 0 (with column 0) when the issue is the whole input, not a place in it: a path that is not there. */
   line: number;
   column: number;
   /** Dotted field path, `spec.containers[0].image`; empty for the whole document. */
@@ -15,7 +16,7 @@ function oneLine(text: string): string {
 }
 
 export function formatIssue(issue: ManifestIssue): string {
-  const where = `${issue.file}:${issue.line}:${issue.column}`;
+  const where = issue.line > 0 ? `${issue.file}:${issue.line}:${issue.column}` : `${issue.file}:`;
   const prefix = issue.severity === 'warning' ? 'warning: ' : '';
   return oneLine(issue.field ? `${where} ${prefix}${issue.field}: ${issue.message}` : `${where} ${prefix}${issue.message}`);
 }

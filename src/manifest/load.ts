@@ -45,13 +45,15 @@ export function loadManifestText(input: ManifestText, policy: PodPolicy = OPEN_P
       defaulted.metadata.uid = uid;
       const key = keyOf(defaulted);
       const first = seen.get(key);
+      // A duplicate is pointed at by its name, the line that makes it one.
+      const named = doc.positions.locate([...found.prefix, 'metadata', 'name'], true);
       if (first !== undefined) {
         // One file is one source: the same pod twice in it is a mistake, for apply and the agent alike.
-        issues.push({ file: input.file, line: found.line, column: 1, field: 'metadata.name', severity: 'error', message: `pod ${key} is also declared at line ${first} of this file` });
+        issues.push({ file: input.file, line: named.line, column: named.column, field: 'metadata.name', severity: 'error', message: `pod ${key} is also declared at line ${first} of this file` });
         continue;
       }
-      seen.set(key, found.line);
-      pods.push({ key: keyOf(defaulted), uid, pod: defaulted, origin: { source: input.source, file: input.file, line: found.line } });
+      seen.set(key, named.line);
+      pods.push({ key: keyOf(defaulted), uid, pod: defaulted, origin: { source: input.source, file: input.file, line: found.line, name: { line: named.line, column: named.column } } });
     }
   }
   if (issues.some((i) => i.severity === 'error')) return { pods: [], issues };
@@ -73,8 +75,8 @@ export function loadManifestSet(inputs: ManifestText[], policy: PodPolicy = OPEN
       const first = seen.get(p.key);
       if (first) {
         issues.push({
-          file: p.origin.file, line: p.origin.line, column: 1, field: 'metadata.name', severity: 'error',
-          message: `pod ${p.key} is also declared at ${first.origin.file}:${first.origin.line}`,
+          file: p.origin.file, line: p.origin.name?.line ?? p.origin.line, column: p.origin.name?.column ?? 1, field: 'metadata.name', severity: 'error',
+          message: `pod ${p.key} is also declared at ${first.origin.file}:${first.origin.name?.line ?? first.origin.line}`,
         });
         continue;
       }

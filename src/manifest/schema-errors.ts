@@ -1,4 +1,5 @@
 import type { ErrorObject } from 'ajv';
+import { didYouMean } from '../base/did-you-mean.js';
 import type { PathSegment } from './parse.js';
 import type { Report } from './report.js';
 
@@ -28,9 +29,13 @@ export function describeSchemaError(e: ErrorObject, fail: Report): void {
   const path = segments(e.instancePath);
   const p = e.params as Record<string, unknown>;
   switch (e.keyword) {
-    case 'additionalProperties':
-      fail([...path, String(p.additionalProperty)], 'unknown field: not part of a Kubernetes v1 Pod', { atKey: true });
+    case 'additionalProperties': {
+      // The validator is verbose: the object's schema names the fields there are (command, memory).
+      const known = Object.keys((e.parentSchema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {});
+      const meant = didYouMean(String(p.additionalProperty), known);
+      fail([...path, String(p.additionalProperty)], `unknown field: not part of a Kubernetes v1 Pod${meant ? ` (did you mean "${meant}"?)` : ''}`, { atKey: true });
       return;
+    }
     case 'not':
       fail(path, 'is a Kubernetes field that podrun cannot honour; remove it', { atKey: true });
       return;

@@ -318,7 +318,7 @@ export interface PodPlan {
  * The whole plan for one `apply`: every desired pod against the engine, plus (with prune) the
  * pods an earlier apply of the same set made that are gone from it now.
  */
-export function planApply(desired: DesiredPod[], observed: ObservedPod[], prune?: { applySet: string }): PodPlan[] {
+export function planApply(desired: DesiredPod[], observed: ObservedPod[], prune?: { applySet: string; keep?: ReadonlySet<string> }): PodPlan[] {
   const byUid = new Map(observed.map((o) => [o.uid, o]));
   const plans: PodPlan[] = desired.map((d) => {
     const o = byUid.get(d.uid);
@@ -332,7 +332,8 @@ export function planApply(desired: DesiredPod[], observed: ObservedPod[], prune?
   if (prune) {
     const wanted = new Set(desired.map((d) => d.uid));
     for (const o of observed) {
-      if (o.applySet === prune.applySet && !wanted.has(o.uid)) {
+      // A pod applied again from elsewhere since (its label still names this set) is that apply's now.
+      if (o.applySet === prune.applySet && !wanted.has(o.uid) && !prune.keep?.has(`${o.namespace}/${o.name}`)) {
         plans.push({ key: `${o.namespace}/${o.name}`, uid: o.uid, verdict: 'deleted', actions: removalActions(), observed: o });
       }
     }

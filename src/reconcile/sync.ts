@@ -1,4 +1,5 @@
 import { containerHash, sandboxHash } from '../manifest/hash.js';
+import { appliedSetOf } from '../sources/origin-names.js';
 import type { Container, DesiredPod } from '../manifest/types.js';
 import { runHook } from '../probe/handlers.js';
 import { isActive, type ObservedPod } from '../runtime/observed.js';
@@ -63,7 +64,8 @@ function findContainer(d: DesiredPod, name: string): Container {
 /** The I/O half of a pod sync: carries out what computePodActions decided, in the kubelet's order. */
 export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: ObservedPod | undefined, actions: PodActions, o: SyncOptions): Promise<void> {
   const pod = d.pod;
-  const id = identityOf(pod, d.origin.source, o.applySet);
+  // An applied pod is labelled with the file it was applied from, and its set (which says who owns it).
+  const id = identityOf(pod, d.origin.shown ?? d.origin.source, o.applySet ?? appliedSetOf(d.origin.source));
   const grace = pod.spec.terminationGracePeriodSeconds ?? 30;
   const events = o.events;
   const restartPolicy = (type: 'init' | 'app' | 'sandbox', c?: Container): string => (o.engineRestarts ? engineRestartPolicy(pod, type, c) : 'no');

@@ -3,7 +3,8 @@
 
 /** The engine could not be reached at all (as opposed to refusing one request). */
 export class EngineUnavailableError extends Error {
-  constructor(readonly endpoint: string, cause: string) {
+  /** `code`: the connection's error code (ENOENT, EACCES, ECONNREFUSED…), for advice on the fix. */
+  constructor(readonly endpoint: string, cause: string, readonly code?: string) {
     super(`cannot reach the Docker engine at ${endpoint}: ${cause}`);
     this.name = 'EngineUnavailableError';
   }

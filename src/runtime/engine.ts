@@ -25,7 +25,7 @@ export function connect(o: EngineOptions = {}): Docker {
 /** Turns a dockerode failure into one of the two error kinds above, with a readable message. */
 export function engineError(err: unknown, what: string, endpoint: string): Error {
   const e = err as { code?: string; statusCode?: number; json?: { message?: string }; message?: string; reason?: string };
-  if (e?.code && CONNECTION_CODES.has(e.code)) return new EngineUnavailableError(endpoint, `${e.code}${e.message ? ` (${e.message})` : ''}`);
+  if (e?.code && CONNECTION_CODES.has(e.code)) return new EngineUnavailableError(endpoint, `${e.code}${e.message ? ` (${e.message})` : ''}`, e.code);
   // A streamed answer (a pull) has no parsed body: its text is only in the message, after the status.
   const body = e?.message?.replace(/^\(HTTP code \d+\) [^-]*- /, '').trim();
   const detail = e?.json?.message ?? (body || e?.reason) ?? String(err);

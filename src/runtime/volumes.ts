@@ -9,8 +9,26 @@ import { at, errCode } from './dir-fd.js';
 import { allowedRoots, inside, MountRefused, openSubPath, removeTree, resolveLoose } from './safe-mount.js';
 import type { VolumeBacking } from './spec.js';
 
+/** State directories whose `pods/` is known to be there, root's alone. */
+const podsRootsMade = new Set<string>();
+
+/**
+ * `<state-dir>/pods/<uid>`. `pods/` itself is made 0700 (and an older, looser one tightened): it
+ * holds every pod's volumes, downward API files included, for root's eyes only, as the state
+ * directory around it; a bind mount does not need its parents open to the container.
+ */
 export function podDir(stateDir: string, uid: string): string {
-  return join(stateDir, 'pods', uid);
+  const root = join(stateDir, 'pods');
+  if (!podsRootsMade.has(root)) {
+    try {
+      mkdirSync(root, { recursive: true, mode: 0o700 });
+      chmodSync(root, 0o700);
+      podsRootsMade.add(root);
+    } catch {
+      // A state directory that cannot take it fails where the pod's files are written, with a message.
+    }
+  }
+  return join(root, uid);
 }
 
 function statOrUndefined(path: string): Stats | undefined {

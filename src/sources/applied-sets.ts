@@ -6,8 +6,14 @@ import { DirectorySource, type DirectorySourceOptions } from './dir-source.js';
 
 // What `podrun apply` applied is kept as one PodList file per set in <state-dir>/applied, so an
 // agent on the same state directory takes it as one more source and supervises those pods.
+// A pod is in one set at a time, the one that applied it last: as kubectl's, an apply updates
+// the pod by name wherever its manifest came from (a file, another file, standard input), so two
+// applies of one pod are never two claims on it. Each pod keeps where it was applied from, as
+// given (`file:/abs/path`, `url:…`, `stdin`), for people to read in place of a set's hash.
 
-export const APPLY_PREFIX = 'apply:';
+import { APPLY_PREFIX } from './origin-names.js';
+
+export { APPLY_PREFIX };
 
 export function appliedDir(stateDir: string): string {
   return join(stateDir, 'applied');
@@ -17,17 +23,34 @@ function setPath(stateDir: string, setId: string): string {
   return join(appliedDir(stateDir), `${setId}.json`);
 }
 
+interface SetFile {
+  pods: Pod[];
+  /** namespace/name → where it was applied from. */
+  sources: Map<string, string>;
+}
+
+/** `sources` of a set file's text: what each pod was applied from (a set written before it has none). */
+export function appliedSources(text: string): Map<string, string> {
+  try {
+    const s = (JSON.parse(text) as { sources?: unknown }).sources;
+    if (!s || typeof s !== 'object' || Array.isArray(s)) return new Map();
+    return new Map(Object.entries(s).filter((e): e is [string, string] => typeof e[1] === 'string'));
+  } catch {
+    return new Map();
+  }
+}
+
 /** The pods a set file records; missing is empty, unreadable or corrupt is undefined (never "empty"). */
-function readSet(path: string): Pod[] | undefined {
+function readSet(path: string): SetFile | undefined {
   let text: string;
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? [] : undefined;
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? { pods: [], sources: new Map() } : undefined;
   }
   try {
     const list = JSON.parse(text) as { items?: unknown };
-    return Array.isArray(list.items) ? (list.items as Pod[]) : undefined;
+    return Array.isArray(list.items) ? { pods: list.items as Pod[], sources: appliedSources(text) } : undefined;
   } catch {
     return undefined;
   }
@@ -42,44 +65,72 @@ function setAside(path: string): void {
   }
 }
 
-function writeSet(path: string, pods: Pod[]): void {
-  if (pods.length === 0) {
+function writeSet(path: string, set: SetFile): void {
+  if (set.pods.length === 0) {
     rmSync(path, { force: true });
     return;
   }
-  writeFileAtomic(path, `${JSON.stringify({ apiVersion: 'v1', kind: 'PodList', items: pods }, null, 2)}\n`);
+  const sources = Object.fromEntries(set.pods.flatMap((p) => {
+    const s = set.sources.get(keyOf(p));
+    return s ? [[keyOf(p), s]] : [];
+  }));
+  writeFileAtomic(path, `${JSON.stringify({ apiVersion: 'v1', kind: 'PodList', sources, items: set.pods }, null, 2)}\n`);
 }
 
 const keyOf = (p: Pod): string => `${p.metadata.namespace ?? 'default'}/${p.metadata.name}`;
 
 /**
- * Records an apply: the set's pods become these. Without prune, pods an earlier apply of the set
- * recorded stay (they are still wanted); with prune they go.
+ * Records an apply: the set's pods become these, and leave every other set (the pod was
+ * re-applied from elsewhere: it moves, it is not declared twice). Without prune, pods an earlier
+ * apply of the set recorded stay (they are still wanted); with prune they go.
  */
 export function recordAppliedSet(stateDir: string, setId: string, pods: DesiredPod[], prune: boolean): void {
   const path = setPath(stateDir, setId);
   const next = new Map<string, Pod>();
+  const sources = new Map<string, string>();
   const previous = readSet(path);
   if (!previous) setAside(path);
-  if (!prune) for (const p of previous ?? []) next.set(keyOf(p), p);
-  for (const d of pods) next.set(d.key, d.pod);
-  writeSet(path, [...next.values()]);
+  if (!prune) {
+    for (const p of previous?.pods ?? []) next.set(keyOf(p), p);
+    for (const [k, s] of previous?.sources ?? []) sources.set(k, s);
+  }
+  for (const d of pods) {
+    next.set(d.key, d.pod);
+    sources.set(d.key, d.origin.source);
+  }
+  // Written first: a crash between the two writes leaves the pod in both sets (the same pod, so
+  // no conflict), never in neither.
+  writeSet(path, { pods: [...next.values()], sources });
+  forgetApplied(stateDir, new Set(pods.map((d) => d.key)), `${setId}.json`);
 }
 
-/** Forgets deleted pods in every applied set, so an agent does not bring them back. */
-export function forgetApplied(stateDir: string, keys: Set<string>): void {
-  let names: string[];
-  try {
-    names = readdirSync(appliedDir(stateDir)).filter((n) => n.endsWith('.json'));
-  } catch {
-    return;
+/** The pods every set but `setId` records, by namespace/name: what a prune of `setId` must leave alone. */
+export function appliedElsewhere(stateDir: string, setId: string): Set<string> {
+  const keys = new Set<string>();
+  for (const n of setNames(stateDir)) {
+    if (n === `${setId}.json`) continue;
+    for (const p of readSet(join(appliedDir(stateDir), n))?.pods ?? []) keys.add(keyOf(p));
   }
-  for (const n of names) {
+  return keys;
+}
+
+function setNames(stateDir: string): string[] {
+  try {
+    return readdirSync(appliedDir(stateDir)).filter((n) => n.endsWith('.json'));
+  } catch {
+    return [];
+  }
+}
+
+/** Forgets deleted pods in every applied set (but `except`), so an agent does not bring them back. */
+export function forgetApplied(stateDir: string, keys: Set<string>, except?: string): void {
+  for (const n of setNames(stateDir)) {
+    if (n === except) continue;
     const path = join(appliedDir(stateDir), n);
-    const pods = readSet(path);
-    if (!pods) continue;
-    const kept = pods.filter((p) => !keys.has(keyOf(p)));
-    if (kept.length !== pods.length) writeSet(path, kept);
+    const set = readSet(path);
+    if (!set) continue;
+    const kept = set.pods.filter((p) => !keys.has(keyOf(p)));
+    if (kept.length !== set.pods.length) writeSet(path, { pods: kept, sources: set.sources });
   }
 }
 
@@ -88,6 +139,6 @@ export function appliedSource(stateDir: string, o: Omit<DirectorySourceOptions, 
     ...o,
     // Written atomically by podrun itself: no editor dance to wait for.
     removeGraceMs: 0,
-    origin: { of: (path) => `${APPLY_PREFIX}${basename(path, '.json')}`, prefix: APPLY_PREFIX },
+    origin: { of: (path) => `${APPLY_PREFIX}${basename(path, '.json')}`, prefix: APPLY_PREFIX, shown: appliedSources },
   });
 }

@@ -22,8 +22,11 @@ export interface DirectorySourceOptions {
    * file away and writing a new one, which must not delete and recreate the pod.
    */
   removeGraceMs?: number;
-  /** How pods from a file are labelled (default `file:<path>`), and the prefix that marks them as ours. */
-  origin?: { of: (path: string) => string; prefix: string };
+  /**
+   * How pods from a file are labelled (default `file:<path>`), and the prefix that marks them as
+   * ours; `shown` reads from a file's text where each pod came from as people gave it (applied sets).
+   */
+  origin?: { of: (path: string) => string; prefix: string; shown?: (text: string) => Map<string, string> };
   /** What manifests may ask of this node. */
   policy?: PodPolicy;
   log?: Logger;
@@ -288,6 +291,8 @@ export class DirectorySource implements PodSource {
       this.o.log?.info(`${path}: signature verified (key ${signedBy})`, { source: this.name, file: path });
     }
     const r = loadManifestText({ file: path, source: this.origin(path), text }, this.o.policy);
+    const shown = this.o.origin?.shown?.(text);
+    if (shown?.size) r.pods = r.pods.map((p) => (shown.has(p.key) ? { ...p, origin: { ...p.origin, shown: shown.get(p.key)! } } : p));
     const errors = r.issues.filter((i) => i.severity === 'error');
     if (errors.length) {
       for (const e of errors) this.o.log?.warn(`${formatIssue(e)} (keeping the last good version)`, { source: this.name, file: e.file });

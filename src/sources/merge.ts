@@ -19,13 +19,22 @@ export interface MergeResult {
   conflicts: Conflict[];
 }
 
+/** A declaration is told apart by its pod alone: where it came from is not what runs. */
+export function podDigest(d: DesiredPod): string {
+  return JSON.stringify(d.pod);
+}
+
 /**
- * Merges every origin into one desired set keyed by namespace/name. When two origins declare the
- * same pod, the one already in the desired set keeps it (nothing flips back and forth) and the
- * conflict is reported; a new key goes to the first origin in name order, deterministically.
+ * Merges every origin into one desired set keyed by namespace/name. Origins that declare the
+ * same pod alike declare one pod: no conflict (a watched file applied by hand as well). When
+ * they differ, a declaration that `takesOver` (the caller's word: one that changed since the
+ * last merge, where an apply is involved, as kubectl's apply is the last update by name) takes
+ * the pod; else the one already in the desired set keeps it (nothing flips back and forth, and a
+ * stray copy of a watched file does not replace the pod that runs); a new key goes to the first
+ * origin in name order, deterministically. Differing declarations are reported as a conflict.
  * Pure: `previous` maps key → the origin that held it.
  */
-export function mergeOrigins(origins: OriginPods[], previous: ReadonlyMap<string, string>): MergeResult {
+export function mergeOrigins(origins: OriginPods[], previous: ReadonlyMap<string, string>, takesOver: (origin: string, d: DesiredPod, holder: string | undefined) => boolean = () => false): MergeResult {
   const byKey = new Map<string, { origin: string; pod: DesiredPod }[]>();
   for (const o of [...origins].sort((a, b) => a.origin.localeCompare(b.origin))) {
     for (const pod of o.pods) {
@@ -38,10 +47,13 @@ export function mergeOrigins(origins: OriginPods[], previous: ReadonlyMap<string
   const conflicts: Conflict[] = [];
   for (const [key, list] of byKey) {
     const holder = previous.get(key);
-    const chosen = list.find((x) => x.origin === holder) ?? list[0];
+    const held = list.find((x) => x.origin === holder);
+    const differs = list.some((x) => podDigest(x.pod) !== podDigest(list[0]!.pod));
+    const newer = differs && held ? list.find((x) => x !== held && takesOver(x.origin, x.pod, held.origin)) : undefined;
+    const chosen = newer ?? held ?? list[0];
     if (!chosen) continue;
     pods.set(key, chosen.pod);
-    if (list.length > 1) {
+    if (differs) {
       conflicts.push({ key, kept: chosen.origin, origins: [chosen.origin, ...list.filter((x) => x !== chosen).map((x) => x.origin)] });
     }
   }

@@ -12,8 +12,9 @@ export interface ReadResult {
   issues: ManifestIssue[];
 }
 
+/** A path, URL or stream that could not be had at all: no line of it to point at. */
 function readIssue(file: string, message: string): ManifestIssue {
-  return { file, line: 1, column: 1, field: '', message, severity: 'error' };
+  return { file, line: 0, column: 0, field: '', message, severity: 'error' };
 }
 
 function isUrl(p: string): boolean {

@@ -149,7 +149,7 @@ nodeIP: not-an-ip
       [
         `podrun: ${bad}:3:16 syncFrequency: must be a duration such as 20s, 1m30s or 500ms (units: ms, s, m, h)`,
         `podrun: ${bad}:4:21 fileCheckFrequency: must be a duration such as 20s, 1m30s or 500ms (units: ms, s, m, h)`,
-        `podrun: ${bad}:5:1 staticPodPth: unknown field: not part of a PodrunConfiguration (see schemas/config.schema.json)`,
+        `podrun: ${bad}:5:1 staticPodPth: unknown field: not part of a PodrunConfiguration (did you mean "staticPodPath"?)`,
         `podrun: ${bad}:6:15 readOnlyPort: must be integer`,
         `podrun: ${bad}:8:11 logging.format: must be one of: "json", "text"`,
         `podrun: ${bad}:9:39 crashLoopBackOff.maxRestart: unknown field: not part of a PodrunConfiguration (see schemas/config.schema.json)`,

@@ -2,21 +2,14 @@ import { describe, expect, it } from 'vitest';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
-import { AgentSuite, pastRelist, type AgentProcess } from './agent-helpers.js';
+import { AgentSuite, pastRelist, sleepingPod, type AgentProcess } from './agent-helpers.js';
 import { containerIds, docker, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
 
 const suite = new AgentSuite('handover');
 const { world, ns } = suite;
 let agent: AgentProcess | undefined;
 
-const pod = (name: string, v = 'one'): string => `apiVersion: v1
-kind: Pod
-metadata: {name: ${name}, namespace: ${ns}}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - {name: a, image: ${TEST_IMAGE}, command: [sleep, '3600'], env: [{name: V, value: ${v}}]}
-`;
+const pod = (name: string, v = 'one'): string => sleepingPod(name, ns, v);
 
 async function restartPolicies(name: string): Promise<string[]> {
   const list = await podContainers(ns, name);
@@ -121,7 +114,7 @@ spec:
 
     // a.yaml sorts first, but b.yaml's pod is the one running: it stays.
     writeFileSync(join(dir, 'a.yaml'), pod(name, 'from-a'));
-    await agent.waitForLog(`conflict: pod ${ns}/${name} is declared by file:${join(dir, 'b.yaml')} and file:${join(dir, 'a.yaml')}; keeping the one from file:${join(dir, 'b.yaml')}`);
+    await agent.waitForLog(`conflict: pod ${ns}/${name} is also declared, differently, by ${join(dir, 'a.yaml')}; running the one from ${join(dir, 'b.yaml')} (remove the others, or make them alike, to end this)`);
     await pastRelist();
     expect(await containerIds(ns, name)).toEqual(first);
   });

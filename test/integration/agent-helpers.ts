@@ -1,7 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach } from 'vitest';
-import { PAUSE_IMAGE, unique, until, World } from './helpers.js';
+import { PAUSE_IMAGE, TEST_IMAGE, unique, until, World } from './helpers.js';
 
 const BIN = fileURLToPath(new URL('../../bin/podrun', import.meta.url));
 
@@ -82,4 +82,16 @@ export class AgentSuite {
 /** Waits past a relist of the test agents (every 5 s): a window in which "nothing happened" means something. */
 export function pastRelist(): Promise<void> {
   return new Promise((r) => setTimeout(r, 5500));
+}
+
+/** A pod of one sleeping container whose env V is `v`: a new `v` is an update that replaces the container. */
+export function sleepingPod(name: string, ns: string, v = 'one'): string {
+  return `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: a, image: ${TEST_IMAGE}, command: [sleep, '3600'], env: [{name: V, value: ${v}}]}
+`;
 }

@@ -75,6 +75,20 @@ spec:
     }
   });
 
+  it('a second agent refused by the lock says so, and not that it stopped leaving pods running (it never ran any)', async () => {
+    const stateDir = join(world.dir, 'second');
+    const first = agent(stateDir);
+    await first.started();
+    const second = agent(stateDir);
+    const closed = new Promise((r) => second.proc.once('close', r));
+    expect(await until('the second agent to exit', async () => (second.proc.exitCode !== null ? second.proc.exitCode : undefined), 20_000)).toBe(1);
+    await closed;
+    expect(second.logs()).toContain(`another podrun agent is running with state directory ${stateDir}`);
+    expect(second.logs()).not.toContain('agent stopped');
+    await first.stop();
+    expect(first.logs()).toContain('agent stopped; pods left running');
+  });
+
   it('is free again the moment a kill -9ed agent dies, even while it is a zombie', async () => {
     const stateDir = join(world.dir, 'killed');
     const log = join(world.dir, 'killed.log');

@@ -82,7 +82,7 @@ describe('the podrun binary', () => {
     expect(r.status).toBe(3);
     expect(r.stdout).toBe('');
     expect(r.stderr.trim().split('\n')).toEqual([
-      'podrun: cannot reach the Docker engine at unix:///nonexistent/docker.sock: ENOENT (connect ENOENT /nonexistent/docker.sock)',
+      "podrun: cannot reach the Docker engine at unix:///nonexistent/docker.sock: ENOENT (connect ENOENT /nonexistent/docker.sock); the address is --docker-host's; no socket is there: is the Docker engine running (systemctl start docker)? if it listens elsewhere, give that address with --docker-host or DOCKER_HOST",
     ]);
   });
 
@@ -90,6 +90,6 @@ describe('the podrun binary', () => {
     expect(spawnSync(BIN, ['apply'], { encoding: 'utf8' }).status).toBe(2);
     const r = spawnSync(BIN, ['validate', '/nonexistent/pod.yaml'], { encoding: 'utf8' });
     expect(r.status).toBe(1);
-    expect(r.stderr.trim()).toBe('/nonexistent/pod.yaml:1:1 cannot read: no such file or directory');
+    expect(r.stderr.trim()).toBe('/nonexistent/pod.yaml: cannot read: no such file or directory');
   });
 });

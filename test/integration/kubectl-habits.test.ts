@@ -1,8 +1,8 @@
 import { spawnSync } from 'node:child_process';
 import { mkdirSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_IMAGE, unique, until, World } from './helpers.js';
+import { BIN, PAUSE_IMAGE, TEST_IMAGE, unique, until, World } from './helpers.js';
 
 // What a kubectl user types, run through the real binary against the real engine.
 const world = new World();
@@ -36,7 +36,7 @@ describe('kubectl habits: get', () => {
     const one = await world.bin(['get', 'pods', '-n', ns, a]);
     expect(one.out).toMatch(new RegExp(`^NAME\\s+READY\\s+STATUS\\s+RESTARTS\\s+AGE\\n${a}\\s+2/2\\s+Running\\s+0\\s+\\d+s\\n$`));
     const missing = await world.bin(['get', 'pods', '-n', ns, 'nope']);
-    expect(missing).toMatchObject({ code: 1, err: 'Error from server (NotFound): pods "nope" not found\n' });
+    expect(missing).toMatchObject({ code: 1, out: '', err: `Error: pod "nope" not found in namespace "${ns}"\n` });
     const names = async (...args: string[]): Promise<string> => (await world.bin(['get', 'pods', '-n', ns, '-o', 'name', ...args])).out;
     expect((await names()).split('\n').filter(Boolean).sort()).toEqual([`pod/${a}`, `pod/${b}`].sort());
     expect(await names('-l', 'app=a')).toBe(`pod/${a}\n`);
@@ -140,24 +140,43 @@ spec:
 });
 
 describe('kubectl habits: completion, explain, help', () => {
-  it('prints a bash completion that completes commands and flags', async () => {
+  it('prints a bash completion that completes commands, flags, their values, and the pods of the state directory and namespace on the line', async () => {
     const script = await world.bin(['completion', 'bash']);
     expect(script.code).toBe(0);
     const file = join(world.dir, 'completion.bash');
     writeFileSync(file, script.out);
     expect(spawnSync('bash', ['-n', file]).status).toBe(0);
+    // The function asks `podrun` on the PATH, as it would in a user's shell.
+    const path = `${dirname(BIN)}:${process.env.PATH ?? ''}`;
     const complete = (line: string): string[] => {
       const words = line.split(' ');
-      const r = spawnSync('bash', ['-c', `source ${file}; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _podrun; printf '%s\\n' "\${COMPREPLY[@]}"`], { encoding: 'utf8' });
+      const r = spawnSync('bash', ['-c', `source ${file}; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _podrun; printf '%s\\n' "\${COMPREPLY[@]}"`], { encoding: 'utf8', env: { ...process.env, PATH: path } });
       return r.stdout.split('\n').filter(Boolean).sort();
     };
     expect(complete('podrun ge')).toEqual(['get']);
     expect(complete('podrun get p')).toEqual(['pod', 'pods', 'po'].sort());
     expect(complete('podrun get pods --sh')).toEqual(['--show-labels']);
     expect(complete('podrun logs --all')).toEqual(['--all-containers']);
+    expect(complete('podrun get pods -o ')).toEqual(['json', 'jsonpath=', 'name', 'wide', 'yaml']);
+    expect(complete('podrun get node -o y')).toEqual(['yaml']);
+    // Pods are those of the --state-dir and -n on the line, not of the default state directory
+    // (the namespace's own pods: earlier tests deleted a and b).
+    const c = unique('gamma');
+    const d = unique('delta');
+    expect((await world.bin(['apply', '--no-wait', '-f', '-'], { input: `${pod(c, 'app: c')}---\n${pod(d, 'app: d')}` })).code).toBe(0);
+    const on = `podrun --state-dir ${world.stateDir} --pause-image ${PAUSE_IMAGE}`;
+    expect(complete(`${on} logs -n ${ns} `)).toEqual([c, d].sort());
+    expect(complete(`${on} describe pod -n ${ns} ${c.slice(0, -2)}`)).toEqual([c]);
+    expect(complete(`${on} logs `)).not.toContain(c);
+    expect(complete(`podrun logs -n ${ns} `)).not.toContain(c);
+    expect(complete(`${on} logs -n ${ns} ${c} -c `)).toEqual(['main', 'side']);
+    expect(complete(`${on} exec -n ${ns} ${d} -c s`)).toEqual(['side']);
     const zsh = await world.bin(['completion', 'zsh']);
     expect(zsh.out.startsWith('#compdef podrun\n')).toBe(true);
-    expect((await world.bin(['completion', 'fish'])).code).toBe(2);
+    const fish = await world.bin(['completion', 'fish']);
+    expect(fish.code).toBe(0);
+    expect(fish.out).toContain("complete -c podrun -f -a '(__podrun_complete)'");
+    expect((await world.bin(['completion', 'tcsh'])).code).toBe(2);
   });
 
   it('explains a field with what podrun does with it', async () => {

@@ -37,7 +37,10 @@ describe('the schemas for editors', () => {
   });
 
   it('carry the modeline in every example', () => {
-    for (const f of readdirSync(join(REPO, 'manifests'))) expect(readFileSync(join(REPO, 'manifests', f), 'utf8').split('\n')[0]).toBe('# yaml-language-server: $schema=../schemas/manifest.schema.json');
+    for (const f of readdirSync(join(REPO, 'manifests'))) expect(readFileSync(join(REPO, 'manifests', f), 'utf8').split('\n')[0]).toBe('# yaml-language-server: $schema=/opt/podrun/schemas/manifest.schema.json');
+    // An absolute path that survives a copy of the file: where the README's service section installs podrun.
+    expect(readFileSync(join(REPO, 'README.md'), 'utf8')).toContain('git clone https://github.com/podrun/podrun /opt/podrun');
+    expect(readFileSync(join(REPO, 'deploy', 'config.yaml'), 'utf8').split('\n')[0]).toBe('# yaml-language-server: $schema=/opt/podrun/schemas/config.schema.json');
   });
 
   it('describe every field, with what podrun does where it differs, as the script writes them', () => {

@@ -41,7 +41,7 @@ describe('every invalid manifest gets its one clear line', () => {
       expect(r.lines).toEqual([`${path}:${line}`]);
     }
     const dangling = await validate(join(scratch, 'special-dangling.yaml'));
-    expect(dangling.lines).toEqual([`${join(scratch, 'special-dangling.yaml')}:1:1 cannot read: no such file or directory`]);
+    expect(dangling.lines).toEqual([`${join(scratch, 'special-dangling.yaml')}: cannot read: no such file or directory`]);
     // The same files inside a directory given to validate: each one is named, none is skipped in silence.
     const all = mkdtempSync(join(tmpdir(), 'podrun-invalid-dir-'));
     try {
@@ -49,7 +49,7 @@ describe('every invalid manifest gets its one clear line', () => {
       const specials = makeSpecialCases(all);
       const r = await validate(all);
       expect(r.code).toBe(1);
-      const want = { ...EXPECTED, ...specials, 'special-dangling.yaml': '1:1 cannot read: no such file or directory' };
+      const want = { ...EXPECTED, ...specials, 'special-dangling.yaml': ' cannot read: no such file or directory' };
       expect(r.lines.filter((l) => !l.includes('warning:')).sort()).toEqual(Object.entries(want).map(([n, l]) => `${join(all, n)}:${l}`).sort());
     } finally {
       rmSync(all, { recursive: true, force: true });

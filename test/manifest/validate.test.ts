@@ -135,7 +135,7 @@ items:
     const a = { file: 'a.yaml', source: 'file:a.yaml', text: WEB.replace('70000', '81') };
     const b = { file: 'b.yaml', source: 'file:b.yaml', text: `\n\n${WEB.replace('70000', '82')}` };
     expect(() => loadManifestSet([a, b])).toThrowError(ManifestError);
-    expect(() => loadManifestSet([a, b])).toThrowError('b.yaml:3:1 metadata.name: pod default/web is also declared at a.yaml:1');
+    expect(() => loadManifestSet([a, b])).toThrowError('b.yaml:6:3 metadata.name: pod default/web is also declared at a.yaml:4');
   });
 });
 

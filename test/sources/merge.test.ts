@@ -27,6 +27,27 @@ describe('mergeOrigins', () => {
     expect(mergeOrigins([second, first], new Map()).conflicts[0]?.kept).toBe('file:/a.yaml');
   });
 
+  it('takes the same pod declared alike by two origins as one pod, not a conflict', () => {
+    const watched = { origin: 'file:/etc/podrun/web.yaml', pods: [pod('a')] };
+    const applied = { origin: 'apply:3ca88104d725c73c', pods: [pod('a')] };
+    const r = mergeOrigins([watched, applied], new Map([['default/a', 'file:/etc/podrun/web.yaml']]));
+    expect(r.conflicts).toEqual([]);
+    expect(r.pods.get('default/a')?.pod.spec.containers[0]?.image).toBe('busybox:1.36');
+  });
+
+  it('gives a contested pod to the declaration that changed since the last merge: the latest update by name wins', () => {
+    const watched = { origin: 'file:/etc/podrun/web.yaml', pods: [pod('a')] };
+    const applied = { origin: 'apply:3ca88104d725c73c', pods: [pod('a', 'busybox:9')] };
+    const held = new Map([['default/a', 'file:/etc/podrun/web.yaml']]);
+    const r = mergeOrigins([watched, applied], held, (origin) => origin === 'apply:3ca88104d725c73c');
+    expect(r.pods.get('default/a')?.pod.spec.containers[0]?.image).toBe('busybox:9');
+    expect(r.conflicts).toEqual([{ key: 'default/a', kept: 'apply:3ca88104d725c73c', origins: ['apply:3ca88104d725c73c', 'file:/etc/podrun/web.yaml'] }]);
+    // Nothing changed: the holder keeps it.
+    expect(mergeOrigins([watched, applied], held).pods.get('default/a')?.pod.spec.containers[0]?.image).toBe('busybox:1.36');
+    // The holder's own change keeps it where it is.
+    expect(mergeOrigins([watched, applied], held, (origin) => origin === 'file:/etc/podrun/web.yaml').conflicts[0]?.kept).toBe('file:/etc/podrun/web.yaml');
+  });
+
   it('moves a pod to the remaining origin when its holder drops it', () => {
     const r = mergeOrigins([{ origin: 'url:http://x', pods: [pod('a')] }], new Map([['default/a', 'file:/gone.yaml']]));
     expect(r.pods.get('default/a')?.origin.source).toBe('file:/test.yaml');
