@@ -1,0 +1,202 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CriClient } from '../../src/runtime/cri/client.js';
+import { PAUSE_IMAGE, TEST_IMAGE, until } from './helpers.js';
+
+/** The test images as containerd names them once imported (Docker's short names are docker.io's). */
+export const CRI_TEST_IMAGE = `docker.io/${TEST_IMAGE}`;
+export const CRI_PAUSE_IMAGE = `docker.io/${PAUSE_IMAGE}`;
+
+function sh(cmd: string, args: string[], input?: string): string {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', input });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')}: ${r.stderr.trim() || r.stdout.trim()}`);
+  return r.stdout;
+}
+
+/** A /24 in 10.88.0.0/16 that no route of this machine uses (other helpers' containerds included). */
+function freeSubnet(): string {
+  const routes = sh('ip', ['-4', 'route']);
+  for (let i = 0; i < 64; i++) {
+    const third = 1 + (randomBytes(1)[0] as number) % 254;
+    if (!routes.includes(`10.88.${third}.`)) return `10.88.${third}`;
+  }
+  throw new Error('no free 10.88.x.0/24 subnet for the test CNI network');
+}
+
+export interface ContainerdOptions {
+  /** A containerd with its CRI plugin off, as Docker's packaged config.toml leaves it. */
+  criDisabled?: boolean;
+}
+
+/**
+ * A private containerd (Debian's 1.6, /usr/bin/containerd) with its own root, state, socket,
+ * config and CNI network, for CRI tests: nothing of it is shared with the machine's Docker or with
+ * other tests, and `destroy()` removes all of it (sandboxes, shims, mounts, bridge, directories).
+ */
+export class PrivateContainerd {
+  readonly dir = mkdtempSync('/tmp/podrun-ctrd-');
+  readonly socket = join(this.dir, 'containerd.sock');
+  readonly logDir = join(this.dir, 'pod-logs');
+  readonly bridge = `podcri${randomBytes(3).toString('hex')}`;
+  readonly network = `podrun-cri-${randomBytes(3).toString('hex')}`;
+  readonly subnet = freeSubnet();
+  private proc: ChildProcess | undefined;
+  private client_: CriClient | undefined;
+  private log = '';
+
+  constructor(private readonly o: ContainerdOptions = {}) {}
+
+  get endpoint(): string {
+    return `unix://${this.socket}`;
+  }
+
+  /** A client on this containerd (closed by destroy). */
+  get client(): CriClient {
+    this.client_ ??= new CriClient({ endpoint: this.endpoint, timeoutMs: 30_000 });
+    return this.client_;
+  }
+
+  private writeConfig(): string {
+    const cniConf = join(this.dir, 'cni');
+    mkdirSync(cniConf, { recursive: true });
+    mkdirSync(this.logDir, { recursive: true });
+    writeFileSync(
+      join(cniConf, '10-podrun.conflist'),
+      JSON.stringify({
+        cniVersion: '1.0.0',
+        name: this.network,
+        plugins: [
+          {
+            type: 'bridge',
+            bridge: this.bridge,
+            isGateway: true,
+            // No masquerade: the test's pods talk only to the host and to each other.
+            ipMasq: false,
+            ipam: { type: 'host-local', ranges: [[{ subnet: `${this.subnet}.0/24` }]], dataDir: join(this.dir, 'ipam') },
+          },
+          { type: 'loopback' },
+        ],
+      }),
+    );
+    const cri = 'plugins."io.containerd.grpc.v1.cri"';
+    const config = [
+      'version = 2',
+      `root = "${this.dir}/root"`,
+      `state = "${this.dir}/state"`,
+      this.o.criDisabled ? 'disabled_plugins = ["io.containerd.grpc.v1.cri"]' : '',
+      '[grpc]',
+      `  address = "${this.socket}"`,
+      '[ttrpc]',
+      `  address = "${this.socket}.ttrpc"`,
+      '[debug]',
+      '  address = ""',
+      '[metrics]',
+      '  address = ""',
+      `[${cri}]`,
+      `  sandbox_image = "${CRI_PAUSE_IMAGE}"`,
+      // This VM has no CAP_SYS_RESOURCE: runc would refuse the sandbox's oom_score_adj of -998.
+      '  restrict_oom_score_adj = true',
+      '  stream_server_address = "127.0.0.1"',
+      '  stream_server_port = "0"',
+      '  enable_selinux = false',
+      `[${cri}.cni]`,
+      '  bin_dir = "/usr/lib/cni"',
+      `  conf_dir = "${cniConf}"`,
+      '  max_conf_num = 1',
+      `[${cri}.containerd]`,
+      '  snapshotter = "overlayfs"',
+      '  default_runtime_name = "runc"',
+      `[${cri}.containerd.runtimes.runc]`,
+      '  runtime_type = "io.containerd.runc.v2"',
+      `[${cri}.containerd.runtimes.runc.options]`,
+      // runc's state of its own, so nothing lands in the machine's /run/containerd/runc.
+      `  Root = "${this.dir}/runc"`,
+    ].join('\n');
+    const file = join(this.dir, 'config.toml');
+    writeFileSync(file, config + '\n');
+    return file;
+  }
+
+  async start(): Promise<void> {
+    const config = this.writeConfig();
+    this.proc = spawn('/usr/bin/containerd', ['--config', config, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    this.proc.stderr?.on('data', (c: Buffer) => {
+      this.log = (this.log + c.toString()).slice(-8000);
+    });
+    const exited = new Promise<never>((_, reject) => this.proc?.once('exit', (code) => reject(new Error(`containerd exited (${code}): ${this.log}`))));
+    exited.catch(() => undefined);
+    const probe = this.o.criDisabled
+      ? async (): Promise<true | undefined> => (spawnSync('ctr', ['-a', this.socket, 'version']).status === 0 ? true : undefined)
+      : async (): Promise<true | undefined> => ((await this.client.version().catch(() => undefined)) ? true : undefined);
+    await Promise.race([until('the private containerd to answer', probe, 30_000), exited]);
+  }
+
+  /** The test images and the pause image, copied from the shared Docker engine into the k8s.io namespace. */
+  importTestImages(): void {
+    const r = spawnSync('sh', ['-c', `docker save ${TEST_IMAGE} ${PAUSE_IMAGE} | ctr -a ${this.socket} -n k8s.io images import -`], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`importing the test images failed: ${r.stderr}`);
+  }
+
+  /** The last lines containerd wrote (for a test's failure message). */
+  get recentLog(): string {
+    return this.log;
+  }
+
+  /** The pid of every process whose command line names this containerd's socket (its shims). */
+  private shimPids(): number[] {
+    const pids: number[] = [];
+    for (const p of readdirSync('/proc')) {
+      if (!/^\d+$/.test(p)) continue;
+      try {
+        const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8');
+        if (cmd.includes(this.socket) && Number(p) !== this.proc?.pid && /containerd-shim/.test(readlinkSync(`/proc/${p}/exe`))) pids.push(Number(p));
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return pids;
+  }
+
+  async stop(): Promise<void> {
+    const p = this.proc;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    const exited = new Promise((r) => p.once('exit', r));
+    p.kill('SIGTERM');
+    const killed = setTimeout(() => p.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(killed);
+  }
+
+  async destroy(): Promise<void> {
+    // Sandboxes first, through the CRI, so CNI gives back addresses and the netns under /run/netns goes.
+    if (!this.o.criDisabled && this.proc && this.proc.exitCode === null) {
+      try {
+        for (const s of await this.client.listPodSandbox()) {
+          await this.client.stopPodSandbox(s.id).catch(() => undefined);
+          await this.client.removePodSandbox(s.id).catch(() => undefined);
+        }
+      } catch {
+        // the runtime is already gone: the sweep below still runs
+      }
+    }
+    this.client_?.close();
+    await this.stop();
+    // A shim outlives containerd; these are the ones this containerd started (their cmdline names its socket).
+    for (const pid of this.shimPids()) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // exited meanwhile
+      }
+    }
+    spawnSync('ip', ['link', 'del', this.bridge]);
+    const mounts = readFileSync('/proc/mounts', 'utf8')
+      .split('\n')
+      .map((l) => l.split(' ')[1] ?? '')
+      .filter((m) => m.startsWith(this.dir));
+    for (const m of mounts.reverse()) spawnSync('umount', ['-l', m]);
+    rmSync(this.dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+  }
+}
