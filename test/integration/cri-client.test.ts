@@ -1,5 +1,6 @@
 import { mkdirSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer, type Server } from 'node:http';
+import { createServer as createHttp2Server } from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
@@ -212,6 +213,26 @@ describe('CRI client errors', () => {
     } finally {
       c.close();
       server.close();
+    }
+  });
+
+  it('an HTTP/2 server that is not gRPC (a page, a 404, a 500): not a CRI runtime, not "unsupported"', async () => {
+    for (const code of [200, 404, 500]) {
+      const sock = join(scratch, `h2-${code}.sock`);
+      const server = createHttp2Server((_req, res) => {
+        res.writeHead(code, { 'content-type': 'text/html' });
+        res.end('<html>not a runtime</html>');
+      });
+      await new Promise<void>((r) => server.listen(sock, r));
+      const c = new CriClient({ endpoint: `unix://${sock}`, timeoutMs: 5000 });
+      try {
+        const err = await c.version().catch((e: unknown) => e);
+        expect(err, `HTTP ${code}`).toBeInstanceOf(CriNotRuntimeError);
+        expect(String(err)).toMatch(/answers HTTP\/2 but not gRPC/);
+      } finally {
+        c.close();
+        server.close();
+      }
     }
   });
 

@@ -79,6 +79,10 @@ class Channel {
   async translate(err: ServiceError, path: string, timeoutMs: number, ourDeadline = true): Promise<CriError> {
     const m = method(path);
     const details = err.details || err.message;
+    // An HTTP/2 peer that is not gRPC (a web server, a proxy): it answers an HTTP status, or a body
+    // read as a frame of absurd length (Version's real answer is a few bytes).
+    if (/Received HTTP status code/.test(details) || (m === 'Version' && err.code === status.RESOURCE_EXHAUSTED))
+      return new CriNotRuntimeError(this.endpoint, `it answers HTTP/2 but not gRPC (${details})`, err.code);
     switch (err.code) {
       case status.DEADLINE_EXCEEDED:
         if (ourDeadline) return new CriDeadlineError(this.endpoint, m, timeoutMs);
@@ -93,8 +97,6 @@ class Channel {
         return this.unavailable(details);
       case status.INTERNAL:
       case status.UNKNOWN:
-        // A peer that answers HTTP but not gRPC (an HTTP/1 server, a proxy): not a runtime at all.
-        if (/Received HTTP status code|Protocol error|Parse Error|content-type/i.test(details)) return new CriNotRuntimeError(this.endpoint, details, err.code);
         if (err.cause instanceof WireError || /WireError|wire type|runs past the end|varint/.test(details))
           return new CriRequestError(this.endpoint, m, `the runtime's answer does not decode as runtime.v1: ${details}`, err.code);
         return new CriRequestError(this.endpoint, m, details, err.code);
