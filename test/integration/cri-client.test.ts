@@ -5,10 +5,11 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CriClient } from '../../src/runtime/cri/client.js';
-import { CriExecTimeoutError, CriNotFoundError, CriNotRuntimeError, CriNotSupportedError, CriPluginDisabledError, CriUnreachableError } from '../../src/runtime/cri/errors.js';
+import { CriExecTimeoutError, CriNotFoundError, CriNotRuntimeError, CriNotSupportedError, CriPluginDisabledError, CriRequestError, CriUnreachableError } from '../../src/runtime/cri/errors.js';
 import { ContainerState, PodSandboxState, type PodSandboxConfigInput } from '../../src/runtime/cri/messages.js';
 import { CRI_TEST_IMAGE, PrivateContainerd } from './cri-engine.js';
-import { unique, until } from './helpers.js';
+import { TEST_IMAGE, unique, until } from './helpers.js';
+import { LocalRegistry } from './registry-helpers.js';
 
 const ctrd = new PrivateContainerd();
 const scratch = mkdtempSync(join(tmpdir(), 'podrun-cri-test-'));
@@ -178,6 +179,25 @@ describe('CRI client against a private containerd 1.6', () => {
     // containerd 1.6 measures snapshot usage in the background: the figure may still be 0 here.
     expect(typeof fs.imageFilesystems[0]?.usedBytes?.value).toBe('bigint');
     expect(fs.imageFilesystems[0]?.timestamp).toBeGreaterThan(1_600_000_000_000_000_000n);
+  });
+
+  it('PullImage with the node credentials (AuthConfig) from a registry with auth; RemoveImage is idempotent', async () => {
+    const registry = await new LocalRegistry({ auth: { username: 'podrun', password: 'cri-secret' } }).start();
+    try {
+      ctrd.trustPlainHttpRegistry(registry.host);
+      const ref = await registry.push(TEST_IMAGE, `cri/${unique('busybox')}:1`);
+      const anonymous = await ctrd.client.pullImage(ref).catch((e: unknown) => e);
+      expect(anonymous).toBeInstanceOf(CriRequestError);
+      expect(String(anonymous)).toMatch(/unauthorized|401/i);
+      const imageRef = await ctrd.client.pullImage(ref, { username: 'podrun', password: 'cri-secret', serverAddress: registry.host });
+      expect(imageRef).toMatch(/^sha256:[0-9a-f]{64}$/);
+      expect((await ctrd.client.imageStatus(ref))?.id).toBe(imageRef);
+      await ctrd.client.removeImage(ref);
+      expect(await ctrd.client.imageStatus(ref)).toBeUndefined();
+      await ctrd.client.removeImage(ref);
+    } finally {
+      await registry.close();
+    }
   });
 
   it('GetContainerEvents on containerd 1.6 is a typed "not supported"', async () => {

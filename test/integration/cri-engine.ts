@@ -101,6 +101,9 @@ export class PrivateContainerd {
       '  stream_server_address = "127.0.0.1"',
       '  stream_server_port = "0"',
       '  enable_selinux = false',
+      // Registries' hosts.toml, read at each pull, so a test may add its registry after the start.
+      `[${cri}.registry]`,
+      `  config_path = "${this.dir}/certs.d"`,
       `[${cri}.cni]`,
       '  bin_dir = "/usr/lib/cni"',
       `  conf_dir = "${cniConf}"`,
@@ -137,6 +140,13 @@ export class PrivateContainerd {
   importTestImages(): void {
     const r = spawnSync('sh', ['-c', `docker save ${TEST_IMAGE} ${PAUSE_IMAGE} | ctr -a ${this.socket} -n k8s.io images import -`], { encoding: 'utf8' });
     if (r.status !== 0) throw new Error(`importing the test images failed: ${r.stderr}`);
+  }
+
+  /** Lets this containerd pull from a plain-HTTP registry on loopback (`host:port`), as Docker does by default. */
+  trustPlainHttpRegistry(host: string): void {
+    const d = join(this.dir, 'certs.d', host);
+    mkdirSync(d, { recursive: true });
+    writeFileSync(join(d, 'hosts.toml'), `server = "http://${host}"\n[host."http://${host}"]\n  capabilities = ["pull", "resolve"]\n`);
   }
 
   /** The last lines containerd wrote (for a test's failure message). */

@@ -335,7 +335,10 @@ export class CriClient {
 
   /** Pulls with the node's credentials for the registry; returns the runtime's reference to the image. */
   async pullImage(image: string, auth?: M.AuthConfigInput, sandboxConfig?: M.PodSandboxConfigInput): Promise<string> {
-    return (await this.img('PullImage', PullReq, PullRes, { image: { image }, auth, sandboxConfig }, this.pullTimeoutMs)).imageRef;
+    // containerd parses server_address as a URL and compares its host with the image's: a bare
+    // `host:port` (a config.json key) fails to parse there, so it gets a scheme.
+    const a = auth?.serverAddress && !/^[a-z][a-z0-9+.-]*:\/\//i.test(auth.serverAddress) ? { ...auth, serverAddress: `https://${auth.serverAddress}` } : auth;
+    return (await this.img('PullImage', PullReq, PullRes, { image: { image }, auth: a, sandboxConfig }, this.pullTimeoutMs)).imageRef;
   }
 
   async removeImage(image: string): Promise<void> {
