@@ -260,6 +260,17 @@ export interface MountSpec {
   propagation?: number;
   recursiveReadOnly?: boolean;
 }
+export interface NamespaceOptionInput {
+  network?: number;
+  pid?: number;
+  ipc?: number;
+  targetId?: string;
+}
+export interface SecurityProfileInput {
+  profileType: number;
+  localhostRef?: string;
+}
+export type Int64Input = { value: bigint | number };
 export interface PodSandboxConfigInput {
   metadata: Metadata;
   hostname?: string;
@@ -271,14 +282,14 @@ export interface PodSandboxConfigInput {
   linux?: {
     cgroupParent?: string;
     securityContext?: {
-      namespaceOptions?: { network?: number; pid?: number; ipc?: number; targetId?: string };
-      runAsUser?: { value: bigint | number };
-      runAsGroup?: { value: bigint | number };
+      namespaceOptions?: NamespaceOptionInput;
+      runAsUser?: Int64Input;
+      runAsGroup?: Int64Input;
       readonlyRootfs?: boolean;
       supplementalGroups?: (bigint | number)[];
       privileged?: boolean;
-      seccomp?: { profileType: number; localhostRef?: string };
-      apparmor?: { profileType: number; localhostRef?: string };
+      seccomp?: SecurityProfileInput;
+      apparmor?: SecurityProfileInput;
     };
     sysctls?: Labels;
   };
@@ -314,17 +325,17 @@ export interface ContainerConfigInput {
     securityContext?: {
       capabilities?: { addCapabilities?: string[]; dropCapabilities?: string[] };
       privileged?: boolean;
-      namespaceOptions?: { network?: number; pid?: number; ipc?: number; targetId?: string };
-      runAsUser?: { value: bigint | number };
+      namespaceOptions?: NamespaceOptionInput;
+      runAsUser?: Int64Input;
       runAsUsername?: string;
-      runAsGroup?: { value: bigint | number };
+      runAsGroup?: Int64Input;
       readonlyRootfs?: boolean;
       supplementalGroups?: (bigint | number)[];
       noNewPrivs?: boolean;
       maskedPaths?: string[];
       readonlyPaths?: string[];
-      seccomp?: { profileType: number; localhostRef?: string };
-      apparmor?: { profileType: number; localhostRef?: string };
+      seccomp?: SecurityProfileInput;
+      apparmor?: SecurityProfileInput;
     };
   };
 }
