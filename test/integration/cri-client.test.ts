@@ -194,10 +194,33 @@ describe('CRI client against a private containerd 1.6', () => {
       expect((await ctrd.client.imageStatus(ref))?.id).toBe(imageRef);
       await ctrd.client.removeImage(ref);
       expect(await ctrd.client.imageStatus(ref)).toBeUndefined();
+      // containerd removes an image by its id: every name of it goes, the imported test image's too
+      // (the same busybox), as the kubelet's image GC (which removes by id) expects.
+      expect(await ctrd.client.imageStatus(CRI_TEST_IMAGE)).toBeUndefined();
       await ctrd.client.removeImage(ref);
     } finally {
       await registry.close();
+      ctrd.importTestImages();
     }
+  });
+
+  it('containerd restarted under a client: unreachable while down, the same client answers after, the container ran on', async () => {
+    const name = unique('cri-restart');
+    const config = sandboxConfig(name, unique('uid'));
+    const sandbox = await ctrd.client.runPodSandbox(config);
+    const id = await ctrd.client.createContainer(sandbox, { metadata: { name: 'c' }, image: { image: CRI_TEST_IMAGE }, command: ['sleep', '300'], logPath: 'c/0.log' }, config);
+    await ctrd.client.startContainer(id);
+    const before = await ctrd.client.containerStatus(id);
+    await ctrd.stop();
+    const down = await ctrd.client.version().catch((e: unknown) => e);
+    expect(down).toBeInstanceOf(CriUnreachableError);
+    await ctrd.start();
+    await until('the same client to reach the restarted containerd', async () => (await ctrd.client.version().catch(() => undefined)) ?? undefined, 15_000);
+    const after = await ctrd.client.containerStatus(id);
+    expect(after.state).toBe(ContainerState.RUNNING);
+    expect(after.startedAt).toBe(before.startedAt);
+    await ctrd.client.stopPodSandbox(sandbox);
+    await ctrd.client.removePodSandbox(sandbox);
   });
 
   it('GetContainerEvents on containerd 1.6 is a typed "not supported"', async () => {
