@@ -132,7 +132,15 @@ export class PrivateContainerd {
     exited.catch(() => undefined);
     const probe = this.o.criDisabled
       ? async (): Promise<true | undefined> => (spawnSync('ctr', ['-a', this.socket, 'version']).status === 0 ? true : undefined)
-      : async (): Promise<true | undefined> => ((await this.client.version().catch(() => undefined)) ? true : undefined);
+      : async (): Promise<true | undefined> => {
+          // A client per probe: the shared one is not left in reconnect back-off by the wait.
+          const c = new CriClient({ endpoint: this.endpoint, timeoutMs: 5000 });
+          try {
+            return (await c.version().catch(() => undefined)) ? true : undefined;
+          } finally {
+            c.close();
+          }
+        };
     await Promise.race([until('the private containerd to answer', probe, 30_000), exited]);
   }
 
