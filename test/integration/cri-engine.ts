@@ -188,15 +188,24 @@ export class PrivateContainerd {
   }
 
   async destroy(): Promise<void> {
-    // Sandboxes first, through the CRI, so CNI gives back addresses and the netns under /run/netns goes.
+    // Sandboxes first, through the CRI, so CNI gives back addresses and the netns under /run/netns
+    // goes. A client of its own: the shared one may be what a test broke.
+    const netns = new Set<string>();
+    const sandboxIds: string[] = [];
     if (!this.o.criDisabled && this.proc && this.proc.exitCode === null) {
+      const c = new CriClient({ endpoint: this.endpoint, timeoutMs: 10_000 });
       try {
-        for (const s of await this.client.listPodSandbox()) {
-          await this.client.stopPodSandbox(s.id).catch(() => undefined);
-          await this.client.removePodSandbox(s.id).catch(() => undefined);
+        for (const s of await c.listPodSandbox()) {
+          sandboxIds.push(s.id);
+          const info = await c.podSandboxInfo(s.id).catch(() => ({}) as Record<string, string>);
+          for (const m of (info.info ?? '').matchAll(/"(\/(?:var\/)?run\/netns\/cni-[0-9a-f-]+)"/g)) if (m[1]) netns.add(m[1]);
+          await c.stopPodSandbox(s.id).catch(() => undefined);
+          await c.removePodSandbox(s.id).catch(() => undefined);
         }
       } catch {
         // the runtime is already gone: the sweep below still runs
+      } finally {
+        c.close();
       }
     }
     this.client_?.close();
@@ -208,6 +217,19 @@ export class PrivateContainerd {
       } catch {
         // exited meanwhile
       }
+    }
+    // The netns of a sandbox the runtime could not remove (CNI's teardown is then skipped: its
+    // cached result in /var/lib/cni/results names this test's network and goes too).
+    for (const n of netns) {
+      spawnSync('umount', [n]);
+      rmSync(n, { force: true });
+    }
+    try {
+      for (const f of readdirSync('/var/lib/cni/results')) {
+        if (f.startsWith(`${this.network}-`) || sandboxIds.some((id) => f.includes(id))) rmSync(join('/var/lib/cni/results', f), { force: true });
+      }
+    } catch {
+      // no CNI cache on this machine
     }
     spawnSync('ip', ['link', 'del', this.bridge]);
     const mounts = readFileSync('/proc/mounts', 'utf8')
