@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CriClient } from '../../src/runtime/cri/client.js';
 import { PAUSE_IMAGE, TEST_IMAGE, until } from './helpers.js';
@@ -162,19 +162,35 @@ export class PrivateContainerd {
     return this.log;
   }
 
-  /** The pid of every process whose command line names this containerd's socket (its shims). */
-  private shimPids(): number[] {
-    const pids: number[] = [];
+  /** This containerd's shims (their command line names its socket): pid, and the sandbox id they serve. */
+  private shims(): { pid: number; id: string }[] {
+    const out: { pid: number; id: string }[] = [];
     for (const p of readdirSync('/proc')) {
       if (!/^\d+$/.test(p)) continue;
       try {
-        const cmd = readFileSync(`/proc/${p}/cmdline`, 'utf8');
-        if (cmd.includes(this.socket) && Number(p) !== this.proc?.pid && /containerd-shim/.test(readlinkSync(`/proc/${p}/exe`))) pids.push(Number(p));
+        const argv = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
+        if (!argv.includes(this.socket) || Number(p) === this.proc?.pid || !/containerd-shim/.test(readlinkSync(`/proc/${p}/exe`))) continue;
+        out.push({ pid: Number(p), id: argv[argv.indexOf('-id') + 1] ?? '' });
       } catch {
         // gone meanwhile
       }
     }
-    return pids;
+    return out;
+  }
+
+  /** The network namespaces (inode numbers) of the shims' children: the sandboxes' pause processes and containers. */
+  private sandboxNetns(shimPids: number[]): Set<number> {
+    const inodes = new Set<number>();
+    for (const p of readdirSync('/proc')) {
+      if (!/^\d+$/.test(p)) continue;
+      try {
+        const ppid = Number(/^PPid:\s+(\d+)$/m.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1]);
+        if (shimPids.includes(ppid)) inodes.add(statSync(`/proc/${p}/ns/net`).ino);
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return inodes;
   }
 
   async stop(): Promise<void> {
@@ -189,47 +205,53 @@ export class PrivateContainerd {
 
   async destroy(): Promise<void> {
     // Sandboxes first, through the CRI, so CNI gives back addresses and the netns under /run/netns
-    // goes. A client of its own: the shared one may be what a test broke.
-    const netns = new Set<string>();
-    const sandboxIds: string[] = [];
+    // goes. A client of its own, and a sweep after it for what the runtime could not remove (a test
+    // may have broken the runtime or its connection).
     if (!this.o.criDisabled && this.proc && this.proc.exitCode === null) {
       const c = new CriClient({ endpoint: this.endpoint, timeoutMs: 10_000 });
       try {
         for (const s of await c.listPodSandbox()) {
-          sandboxIds.push(s.id);
-          const info = await c.podSandboxInfo(s.id).catch(() => ({}) as Record<string, string>);
-          for (const m of (info.info ?? '').matchAll(/"(\/(?:var\/)?run\/netns\/cni-[0-9a-f-]+)"/g)) if (m[1]) netns.add(m[1]);
           await c.stopPodSandbox(s.id).catch(() => undefined);
           await c.removePodSandbox(s.id).catch(() => undefined);
         }
       } catch {
-        // the runtime is already gone: the sweep below still runs
+        // the runtime is unreachable: the sweep below still runs
       } finally {
         c.close();
       }
     }
     this.client_?.close();
+    const shims = this.shims();
+    const netns = this.sandboxNetns(shims.map((s) => s.pid));
     await this.stop();
-    // A shim outlives containerd; these are the ones this containerd started (their cmdline names its socket).
-    for (const pid of this.shimPids()) {
+    // A shim outlives containerd; these are the ones this containerd started.
+    for (const { pid } of shims) {
       try {
         process.kill(pid, 'SIGKILL');
       } catch {
         // exited meanwhile
       }
     }
-    // The netns of a sandbox the runtime could not remove (CNI's teardown is then skipped: its
-    // cached result in /var/lib/cni/results names this test's network and goes too).
-    for (const n of netns) {
-      spawnSync('umount', [n]);
-      rmSync(n, { force: true });
-    }
-    try {
-      for (const f of readdirSync('/var/lib/cni/results')) {
-        if (f.startsWith(`${this.network}-`) || sandboxIds.some((id) => f.includes(id))) rmSync(join('/var/lib/cni/results', f), { force: true });
+    // A sandbox's netns is a bind mount under /run/netns: ours are those a shim's child was in.
+    // CNI's cached results name the network or the sandbox id.
+    for (const dir of ['/run/netns', '/var/lib/cni/results']) {
+      let names: string[] = [];
+      try {
+        names = readdirSync(dir);
+      } catch {
+        continue;
       }
-    } catch {
-      // no CNI cache on this machine
+      for (const f of names) {
+        const path = join(dir, f);
+        try {
+          const ours = dir === '/run/netns' ? f.startsWith('cni-') && netns.has(statSync(path).ino) : f.startsWith(`${this.network}-`) || shims.some((s) => s.id !== '' && f.includes(s.id));
+          if (!ours) continue;
+          if (dir === '/run/netns') spawnSync('umount', [path]);
+          rmSync(path, { force: true });
+        } catch {
+          // gone meanwhile
+        }
+      }
     }
     spawnSync('ip', ['link', 'del', this.bridge]);
     const mounts = readFileSync('/proc/mounts', 'utf8')

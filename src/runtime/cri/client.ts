@@ -253,11 +253,6 @@ export class CriClient {
     return r.status;
   }
 
-  /** The runtime's verbose details of a sandbox (JSON strings by key; containerd: `info`, with its netns path). */
-  async podSandboxInfo(podSandboxId: string): Promise<M.Labels> {
-    return (await this.rt('PodSandboxStatus', SandboxStatusReq, SandboxStatusRes, { podSandboxId, verbose: true })).info;
-  }
-
   async listPodSandbox(filter?: SandboxFilter): Promise<M.PodSandboxItem[]> {
     return (await this.rt('ListPodSandbox', ListSandboxReq, ListSandboxRes, { filter })).items;
   }
