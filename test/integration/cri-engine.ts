@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CriClient } from '../../src/runtime/cri/client.js';
 import { PAUSE_IMAGE, TEST_IMAGE, until } from './helpers.js';
@@ -178,19 +178,33 @@ export class PrivateContainerd {
     return out;
   }
 
-  /** The network namespaces (inode numbers) of the shims' children: the sandboxes' pause processes and containers. */
-  private sandboxNetns(shimPids: number[]): Set<number> {
-    const inodes = new Set<number>();
+  /**
+   * The shims' children (each sandbox's pause process and each container's first process), the
+   * network namespaces they are in (inode numbers) and their cgroup directories.
+   */
+  private shimChildren(shimPids: number[]): { pids: number[]; netns: Set<number>; cgroups: Set<string> } {
+    const pids: number[] = [];
+    const netns = new Set<number>();
+    const cgroups = new Set<string>();
     for (const p of readdirSync('/proc')) {
       if (!/^\d+$/.test(p)) continue;
       try {
         const ppid = Number(/^PPid:\s+(\d+)$/m.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1]);
-        if (shimPids.includes(ppid)) inodes.add(statSync(`/proc/${p}/ns/net`).ino);
+        if (!shimPids.includes(ppid)) continue;
+        pids.push(Number(p));
+        netns.add(statSync(`/proc/${p}/ns/net`).ino);
+        for (const line of readFileSync(`/proc/${p}/cgroup`, 'utf8').split('\n')) {
+          // `N:controllers:/path` (v1, one per hierarchy) or `0::/path` (v2).
+          const m = /^\d+:([^:]*):(\/.+)$/.exec(line);
+          if (!m?.[2] || !/\/k8s\.io\/[0-9a-f]{64}$/.test(m[2])) continue;
+          const hierarchy = (m[1] ?? '').replace(/^name=/, '');
+          cgroups.add(join('/sys/fs/cgroup', hierarchy, m[2]));
+        }
       } catch {
         // gone meanwhile
       }
     }
-    return inodes;
+    return { pids, netns, cgroups };
   }
 
   async stop(): Promise<void> {
@@ -222,14 +236,26 @@ export class PrivateContainerd {
     }
     this.client_?.close();
     const shims = this.shims();
-    const netns = this.sandboxNetns(shims.map((s) => s.pid));
+    const left = this.shimChildren(shims.map((s) => s.pid));
     await this.stop();
-    // A shim outlives containerd; these are the ones this containerd started.
-    for (const { pid } of shims) {
+    // A shim and its containers outlive containerd; these are the ones this containerd started
+    // (a container's first process is pid 1 of its pid namespace: the rest of it dies with it).
+    for (const pid of [...left.pids, ...shims.map((s) => s.pid)]) {
       try {
         process.kill(pid, 'SIGKILL');
       } catch {
         // exited meanwhile
+      }
+    }
+    for (const dir of left.cgroups) {
+      for (let i = 0; i < 20; i++) {
+        try {
+          rmdirSync(dir);
+          break;
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === 'ENOENT') break;
+          await new Promise((r) => setTimeout(r, 50));
+        }
       }
     }
     // A sandbox's netns is a bind mount under /run/netns: ours are those a shim's child was in.
@@ -244,7 +270,7 @@ export class PrivateContainerd {
       for (const f of names) {
         const path = join(dir, f);
         try {
-          const ours = dir === '/run/netns' ? f.startsWith('cni-') && netns.has(statSync(path).ino) : f.startsWith(`${this.network}-`) || shims.some((s) => s.id !== '' && f.includes(s.id));
+          const ours = dir === '/run/netns' ? f.startsWith('cni-') && left.netns.has(statSync(path).ino) : f.startsWith(`${this.network}-`) || shims.some((s) => s.id !== '' && f.includes(s.id));
           if (!ours) continue;
           if (dir === '/run/netns') spawnSync('umount', [path]);
           rmSync(path, { force: true });
