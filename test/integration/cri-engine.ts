@@ -1,6 +1,6 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CriClient } from '../../src/runtime/cri/client.js';
 import { PAUSE_IMAGE, TEST_IMAGE, until } from './helpers.js';
@@ -197,7 +197,8 @@ export class PrivateContainerd {
           // `N:controllers:/path` (v1, one per hierarchy) or `0::/path` (v2).
           const m = /^\d+:([^:]*):(\/.+)$/.exec(line);
           if (!m?.[2] || !/\/k8s\.io\/[0-9a-f]{64}$/.test(m[2])) continue;
-          const hierarchy = (m[1] ?? '').replace(/^name=/, '');
+          // v2 lines name no controller: mounted at /sys/fs/cgroup, or at /sys/fs/cgroup/unified beside v1 (hybrid, as here).
+          const hierarchy = m[1] ? m[1].replace(/^name=/, '') : existsSync('/sys/fs/cgroup/unified/cgroup.procs') ? 'unified' : '';
           cgroups.add(join('/sys/fs/cgroup', hierarchy, m[2]));
         }
       } catch {
