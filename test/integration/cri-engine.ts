@@ -34,6 +34,12 @@ export interface ContainerdOptions {
  * A private containerd (Debian's 1.6, /usr/bin/containerd) with its own root, state, socket,
  * config and CNI network, for CRI tests: nothing of it is shared with the machine's Docker or with
  * other tests, and `destroy()` removes all of it (sandboxes, shims, mounts, bridge, directories).
+ *
+ *   const ctrd = new PrivateContainerd();
+ *   beforeAll(async () => { await ctrd.start(); ctrd.importTestImages(); }, 60_000);
+ *   afterAll(() => ctrd.destroy(), 60_000);
+ *   // ctrd.endpoint for podrun's --container-runtime-endpoint, ctrd.client for direct CRI calls,
+ *   // CRI_TEST_IMAGE / CRI_PAUSE_IMAGE for the images as containerd names them.
  */
 export class PrivateContainerd {
   readonly dir = mkdtempSync('/tmp/podrun-ctrd-');
