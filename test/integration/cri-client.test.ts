@@ -38,6 +38,15 @@ function sandboxConfig(name: string, uid: string): PodSandboxConfigInput {
   };
 }
 
+/** A sandbox with one running `sleep 300` container. */
+async function runSleeper(prefix: string): Promise<{ sandbox: string; id: string }> {
+  const config = sandboxConfig(unique(prefix), unique('uid'));
+  const sandbox = await ctrd.client.runPodSandbox(config);
+  const id = await ctrd.client.createContainer(sandbox, { metadata: { name: 'c' }, image: { image: CRI_TEST_IMAGE }, command: ['sleep', '300'], logPath: 'c/0.log' }, config);
+  await ctrd.client.startContainer(id);
+  return { sandbox, id };
+}
+
 async function timed<T>(what: string, f: () => Promise<T>): Promise<T> {
   const t = performance.now();
   const v = await f();
@@ -144,11 +153,7 @@ describe('CRI client against a private containerd 1.6', () => {
   });
 
   it('ExecSync ends a command at its timeout', async () => {
-    const name = unique('cri-exec');
-    const config = sandboxConfig(name, unique('uid'));
-    const sandbox = await ctrd.client.runPodSandbox(config);
-    const id = await ctrd.client.createContainer(sandbox, { metadata: { name: 'c' }, image: { image: CRI_TEST_IMAGE }, command: ['sleep', '300'], logPath: 'c/0.log' }, config);
-    await ctrd.client.startContainer(id);
+    const { sandbox, id } = await runSleeper('cri-exec');
     const t = Date.now();
     const err = await ctrd.client.execSync(id, ['sleep', '100'], 1).catch((e: unknown) => e);
     const took = Date.now() - t;
@@ -205,11 +210,7 @@ describe('CRI client against a private containerd 1.6', () => {
   });
 
   it('containerd restarted under a client: unreachable while down, the same client answers after, the container ran on', async () => {
-    const name = unique('cri-restart');
-    const config = sandboxConfig(name, unique('uid'));
-    const sandbox = await ctrd.client.runPodSandbox(config);
-    const id = await ctrd.client.createContainer(sandbox, { metadata: { name: 'c' }, image: { image: CRI_TEST_IMAGE }, command: ['sleep', '300'], logPath: 'c/0.log' }, config);
-    await ctrd.client.startContainer(id);
+    const { sandbox, id } = await runSleeper('cri-restart');
     const before = await ctrd.client.containerStatus(id);
     await ctrd.stop();
     const down = await ctrd.client.version().catch((e: unknown) => e);
