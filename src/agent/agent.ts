@@ -98,7 +98,7 @@ export class Agent {
     });
     // One worker per pod and no bound on them: a pod in its grace period, a hook or a back-off holds
     // nothing of anyone else's. What costs the engine is bounded in the runtime (--max-parallel).
-    this.workers = new PodWorkers((uid) => this.syncPod(uid), Number.POSITIVE_INFINITY, (uid, err) => this.log.error(`pod ${this.nameOf(uid)}: ${err.message}`, { pod: this.nameOf(uid) }));
+    this.workers = new PodWorkers((uid, signal) => this.syncPod(uid, signal), Number.POSITIVE_INFINITY, (uid, err) => this.log.error(`pod ${this.nameOf(uid)}: ${err.message}`, { pod: this.nameOf(uid) }));
     this.cache = new PodCache(this.runtime, (uid) => this.workers.enqueue(uid), {
       relistMs: o.relistMs ?? 60_000,
       log: this.log,
@@ -235,21 +235,20 @@ export class Agent {
     const change = this.set.merge(observed);
     this.gate.prune(this.set.declaredUids(), (uid) => this.cache.pod(uid) !== undefined, this.set.loaded && this.cache.connected);
     for (const uid of change.changed) this.workers.enqueue(uid);
-    for (const uid of change.gone) {
-      this.supervisor.cancel(uid);
-      this.workers.enqueue(uid);
-    }
+    // A pod no longer declared: its sync under way stops at its next step (a postStart hook is let
+    // go, no pull or engine slot is waited for) and the deletion comes right after it.
+    for (const uid of change.gone) this.workers.kill(uid);
     // Pods on the engine that nothing declares (any more): at start, as soon as their source has
     // loaded, not at the next relist.
     for (const o of observed) if (!this.set.get(o.uid) && this.set.mayDelete(o)) this.workers.enqueue(o.uid);
   }
 
-  private async syncPod(uid: string): Promise<number | undefined> {
+  private async syncPod(uid: string, signal: AbortSignal): Promise<number | undefined> {
     const t0 = performance.now();
     const deleting = !!!this.set.get(uid);
     const connected = this.cache.connected;
     try {
-      return await this.syncPodOnce(uid);
+      return await this.syncPodOnce(uid, signal);
     } finally {
       this.metricsRegistry.podWorked(deleting ? 'delete' : 'sync', (performance.now() - t0) / 1000);
       // A pod that is gone is forgotten, not remembered as synced.
@@ -257,30 +256,35 @@ export class Agent {
     }
   }
 
-  private async syncPodOnce(uid: string): Promise<number | undefined> {
+  private async syncPodOnce(uid: string, signal: AbortSignal): Promise<number | undefined> {
     if (!this.cache.connected) return 1000;
     const d = this.set.get(uid);
     const o = this.cache.pod(uid);
     if (!d) {
       if (!o) {
-        // Gone, by whatever hand: nothing of it is kept.
+        // Gone, by whatever hand: nothing of it is kept (a directory its cancelled sync made
+        // included, once the engine has nothing of it; else the pod is looked at again).
+        if (!(await this.supervisor.removeDirOf(uid))) return 1000;
         this.forget(uid);
         return undefined;
       }
       if (!this.set.mayDelete(o)) return undefined;
       this.log.info(`pod ${o.namespace}/${o.name}: no longer declared; deleting`, { pod: `${o.namespace}/${o.name}` });
+      let whole = false;
       try {
-        await this.supervisor.remove(o);
+        whole = await this.supervisor.remove(o);
       } finally {
         await this.cache.refreshPod(uid);
       }
+      // Something of the pod the cache had not seen yet: the next turn removes it, then the directory.
+      if (!whole) return 1000;
       if (!this.cache.pod(uid)) {
         this.log.info(`pod ${o.namespace}/${o.name}: deleted`, { pod: `${o.namespace}/${o.name}` });
         this.forget(uid);
       }
       return undefined;
     }
-    const wait = await this.supervisor.sync(d);
+    const wait = await this.supervisor.sync(d, signal);
     return this.judge(uid, d) ? 0 : wait;
   }
 
@@ -362,8 +366,10 @@ export class Agent {
   async collect(dryRun: boolean): Promise<ContainerGcResult> {
     const ready = this.set.loaded;
     const pods = this.cache.pods();
-    // Protected pods (their source cannot say they are unwanted) count as desired here too.
-    const desired = ready ? new Set([...this.set.uids(), ...pods.filter((o) => !this.set.mayDelete(o)).map((o) => o.uid)]) : undefined;
+    // Protected pods (their source cannot say they are unwanted) count as desired here too, and so
+    // do pods whose worker is at work: a pod being created or deleted is its worker's, whose
+    // creates would otherwise lose their directory (bind source path does not exist).
+    const desired = ready ? new Set([...this.set.uids(), ...pods.filter((o) => !this.set.mayDelete(o)).map((o) => o.uid), ...this.workers.working()]) : undefined;
     return this.gc.collectContainers(pods, desired, dryRun);
   }
 

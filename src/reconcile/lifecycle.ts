@@ -92,8 +92,11 @@ export async function stopPod(rt: PodEngine, observed: ObservedPod, graceSeconds
   await Promise.all(observed.sandboxes.filter(isActive).map((s) => rt.stopContainer(s.id, 0)));
 }
 
-/** Stops and removes everything of the pod, its emptyDirs and memory volumes included. */
-export async function removePod(rt: PodEngine, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<void> {
+/**
+ * Stops and removes everything of the pod, its emptyDirs and memory volumes included; false when
+ * the engine still had a container of the pod that `observed` did not (the directory then stays).
+ */
+export async function removePod(rt: PodEngine, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<boolean> {
   markTerminating(rt.options.stateDir, observed.uid, override ?? graceSeconds);
   try {
     await stopPod(rt, observed, graceSeconds, events, override);
@@ -101,8 +104,21 @@ export async function removePod(rt: PodEngine, observed: ObservedPod, graceSecon
     // refuses to remove a sandbox that others still depend on.
     await Promise.all(observed.containers.map((c) => rt.removeContainer(c.id)));
     await Promise.all(observed.sandboxes.map((c) => rt.removeContainer(c.id)));
-    await rt.removePodVolumes(observed.uid);
+    return await removePodDir(rt, observed.uid);
   } finally {
     clearTerminating(rt.options.stateDir, observed.uid);
   }
+}
+
+/**
+ * The pod's directory (emptyDirs, downward API files, pinned mounts) outlives its containers: it
+ * goes only once the engine lists none of the pod's, since a container made meanwhile (by a sync
+ * that had not heard of the deletion) binds from it, and would fail to start without it, as the
+ * kubelet cleans a pod's volumes only once it has terminated (pod_workers.go, syncTerminatedPod).
+ * True when it went.
+ */
+export async function removePodDir(rt: PodEngine, uid: string): Promise<boolean> {
+  if ((await rt.listContainers(uid)).length > 0) return false;
+  await rt.removePodVolumes(uid);
+  return true;
 }

@@ -126,4 +126,6 @@ export interface StartRequest {
   onPull?: (phase: 'pulling' | 'pulled', message?: string) => void;
   /** The image was had just before (pulled ahead of a replacement): not asked for again. */
   imageReady?: boolean;
+  /** Aborted when the pod is no longer wanted: no wait goes on and nothing more is made (`Cancelled`). */
+  signal?: AbortSignal;
 }

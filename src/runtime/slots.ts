@@ -1,23 +1,107 @@
+/** A wait for a slot given up because the work it was for is no longer wanted. */
+export class Cancelled extends Error {
+  constructor(what = 'cancelled') {
+    super(what);
+    this.name = 'Cancelled';
+  }
+}
+
+export interface SlotRequest {
+  /**
+   * Work that takes something away (a removal): served before any waiting create or start, and
+   * given one slot beyond the limit that other work never takes, so it never waits for another
+   * pod's create to finish (the kubelet's pod worker terminates a pod without queueing behind others).
+   */
+  urgent?: boolean;
+  /** Gives up the wait (not a call already running) once aborted: the caller gets `Cancelled`. */
+  signal?: AbortSignal;
+}
+
 /**
- * A counting semaphore: at most `limit` holders at once, the rest wait in order. It bounds what
- * costs the engine (creates, starts, removals, lists), never the time a pod spends waiting (a
- * grace period, a hook, a back-off), so no pod waits behind another's graceful stop.
+ * `p`, or `Cancelled` as soon as `signal` is aborted: a wait given up (the work waited for, a pull
+ * another pod may share, goes on).
+ */
+export function unlessAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(new Cancelled());
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(new Cancelled());
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+interface Waiter {
+  urgent: boolean;
+  grant: () => void;
+}
+
+/**
+ * A counting semaphore: at most `limit` holders at once (`limit + 1` with urgent work), the rest
+ * wait in order, urgent work first. It bounds what costs the engine (creates, starts, removals,
+ * lists), never the time a pod spends waiting (a grace period, a hook, a back-off), so no pod
+ * waits behind another's graceful stop.
  */
 export class Slots {
   private active = 0;
-  private readonly waiting: (() => void)[] = [];
+  private readonly waiting: Waiter[] = [];
 
   constructor(readonly limit: number) {}
 
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.active >= this.limit) await new Promise<void>((r) => this.waiting.push(r));
-    else this.active++;
+  /** Holders now, and how many wait (for tests and metrics). */
+  get state(): { active: number; waiting: number } {
+    return { active: this.active, waiting: this.waiting.length };
+  }
+
+  private mayRun(urgent: boolean): boolean {
+    return urgent ? this.active < this.limit + 1 : this.active < this.limit && !this.waiting.some((w) => w.urgent);
+  }
+
+  async run<T>(fn: () => Promise<T>, o: SlotRequest = {}): Promise<T> {
+    const urgent = o.urgent === true;
+    if (o.signal?.aborted) throw new Cancelled();
+    if (this.mayRun(urgent)) this.active++;
+    else await this.wait(urgent, o.signal);
     try {
       return await fn();
     } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.active--;
+      this.active--;
+      this.pump();
+    }
+  }
+
+  private wait(urgent: boolean, signal: AbortSignal | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        const i = this.waiting.indexOf(w);
+        if (i >= 0) this.waiting.splice(i, 1);
+        reject(new Cancelled());
+      };
+      const w: Waiter = {
+        urgent,
+        grant: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+      };
+      // Urgent waiters go after the urgent ones already waiting, before every other.
+      const at = urgent ? this.waiting.findIndex((x) => !x.urgent) : -1;
+      if (at >= 0) this.waiting.splice(at, 0, w);
+      else this.waiting.push(w);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  private pump(): void {
+    for (;;) {
+      const next = this.waiting[0];
+      if (!next || !this.mayRun(next.urgent)) {
+        // An urgent waiter at the head could not run; normal ones behind it wait too.
+        return;
+      }
+      this.waiting.shift();
+      this.active++;
+      next.grant();
     }
   }
 }
