@@ -1,6 +1,7 @@
 import { containerEndpoint, engineDevice, type ContainerEndpoint } from './container-endpoints.js';
 import { pullLogger } from './pull-log.js';
 import { timerDelay } from '../base/duration.js';
+import { Pacer } from '../base/pacer.js';
 import { terminatingPods } from '../reconcile/terminating.js';
 import { StatsCollector } from '../stats/collector.js';
 import type { NodeSummary } from '../stats/node-view.js';
@@ -17,6 +18,7 @@ import { markRolledBack, toV1Pod } from '../status/v1.js';
 import { GarbageCollector, type ContainerGcResult, type ImageGcResult } from '../gc/collector.js';
 import { startServer } from '../server/server.js';
 import { PodSupervisor } from './supervisor.js';
+import { deletionTurn } from './pod-deletion.js';
 import { DesiredSet } from './desired-set.js';
 import { sourcesFor } from './agent-sources.js';
 import type { AgentOptions } from './options.js';
@@ -29,6 +31,9 @@ import { appliedDir } from '../sources/applied-sets.js';
 import { redacting } from '../sources/redact.js';
 
 export type { AgentOptions } from './options.js';
+
+/** A merge may take at most 1 / (1 + MERGE_GAP) of the agent's time (see `merges`). */
+const MERGE_GAP = 9;
 
 
 
@@ -52,6 +57,13 @@ export class Agent {
   private stopped = false;
   private closeServer: (() => Promise<void>) | undefined;
   private resyncTimer: NodeJS.Timeout | undefined;
+  /**
+   * Source changes, merged at once or with the others that come while the last merge's cost is
+   * paid back: a merge costs O(pods) (each pod's version judged by the health gate), and a
+   * directory in churn changes files many times a second, which must not hold the agent's one
+   * thread (and its deletions) back.
+   */
+  private readonly merges = new Pacer(() => this.recompute(), MERGE_GAP);
   private gcTimers: NodeJS.Timeout[] = [];
   readonly gc: GarbageCollector;
   private readonly log: Logger;
@@ -165,9 +177,9 @@ export class Agent {
     mkdirSync(appliedDir(this.o.runtime.stateDir), { recursive: true });
     this.gate.load();
     await this.cache.start();
-    await Promise.all(this.set.sources.map((s) => s.start(() => this.recompute())));
+    await Promise.all(this.set.sources.map((s) => s.start(() => this.merges.poke())));
     this.loaded = true;
-    this.recompute();
+    this.merges.run();
     this.closeServer = await startServer(this, { stateDir: this.o.runtime.stateDir, ...(this.o.httpPort ? { port: this.o.httpPort } : {}), log: this.log });
     this.resyncTimer = setInterval(() => this.enqueueAll(), timerDelay(this.o.relistMs ?? 60_000));
     this.resyncTimer.unref();
@@ -202,6 +214,7 @@ export class Agent {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.resyncTimer) clearInterval(this.resyncTimer);
+    this.merges.stop();
     for (const t of this.gcTimers) clearInterval(t);
     this.gate.stop();
     await this.closeServer?.();
@@ -261,28 +274,10 @@ export class Agent {
     const d = this.set.get(uid);
     const o = this.cache.pod(uid);
     if (!d) {
-      if (!o) {
-        // Gone, by whatever hand: nothing of it is kept (a directory its cancelled sync made
-        // included, once the engine has nothing of it; else the pod is looked at again).
-        if (!(await this.supervisor.removeDirOf(uid))) return 1000;
-        this.forget(uid);
-        return undefined;
-      }
-      if (!this.set.mayDelete(o)) return undefined;
-      this.log.info(`pod ${o.namespace}/${o.name}: no longer declared; deleting`, { pod: `${o.namespace}/${o.name}` });
-      let whole = false;
-      try {
-        whole = await this.supervisor.remove(o);
-      } finally {
-        await this.cache.refreshPod(uid);
-      }
-      // Something of the pod the cache had not seen yet: the next turn removes it, then the directory.
-      if (!whole) return 1000;
-      if (!this.cache.pod(uid)) {
-        this.log.info(`pod ${o.namespace}/${o.name}: deleted`, { pod: `${o.namespace}/${o.name}` });
-        this.forget(uid);
-      }
-      return undefined;
+      if (o && !this.set.mayDelete(o)) return undefined;
+      const turn = await deletionTurn({ rt: this.runtime, cache: this.cache, log: this.log, supervisor: this.supervisor }, uid, o);
+      if (turn.gone) this.forget(uid);
+      return turn.again;
     }
     const wait = await this.supervisor.sync(d, signal);
     return this.judge(uid, d) ? 0 : wait;
@@ -381,7 +376,6 @@ export class Agent {
   async node(): Promise<Record<string, unknown>> {
     return (await this.nodeStatus.now()).node;
   }
-
 
   /** The kubelet's Summary API: the node, and every pod from the last resource readings. */
   async statsSummary(): Promise<{ node: NodeSummary; pods: PodStatsV1[] }> {

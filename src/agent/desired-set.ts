@@ -19,8 +19,16 @@ export function originOf(o: ObservedPod): string {
   return o.applySet ? `${APPLY_PREFIX}${o.applySet}` : o.source;
 }
 
+/** Pods are never changed once read: each one's digest is made once, not at every merge. */
+const digests = new WeakMap<object, string>();
+
 function digestOf(d: DesiredPod): string {
-  return JSON.stringify(d.pod);
+  let s = digests.get(d.pod);
+  if (s === undefined) {
+    s = JSON.stringify(d.pod);
+    digests.set(d.pod, s);
+  }
+  return s;
 }
 
 /** What a merge changed: pods to sync again, and pods no longer declared. */
@@ -44,6 +52,8 @@ export class DesiredSet {
   private holders = new Map<string, string>();
   private conflicts: Conflict[] = [];
   private readonly reported = new Set<string>();
+  /** The status file as last written. */
+  private lastStatus = '';
 
   constructor(
     readonly sources: PodSource[],
@@ -161,8 +171,12 @@ export class DesiredSet {
       conflicts: this.conflicts,
       desired: [...this.byKey.keys()].sort(),
     };
+    const text = `${JSON.stringify(status, null, 2)}\n`;
+    // Most merges under churn change a pod's spec, not this: the same text is not written again.
+    if (text === this.lastStatus) return;
     try {
-      writeFileAtomic(join(this.o.stateDir, 'agent-status.json'), `${JSON.stringify(status, null, 2)}\n`);
+      writeFileAtomic(join(this.o.stateDir, 'agent-status.json'), text, { durable: false });
+      this.lastStatus = text;
     } catch (err) {
       this.o.log.error(`cannot write status: ${(err as Error).message}`);
     }

@@ -5,7 +5,7 @@ import type { PodCache } from '../pleg/cache.js';
 import { ProbeManager, type ProbeEvent, type ProbeTarget } from '../probe/manager.js';
 import type { ProbedContainer, ProbeResultLabel } from '../metrics/probe-metrics.js';
 import { Backoff, type BackoffPolicy } from '../reconcile/backoff.js';
-import { fieldPathOf, graceOf, removePod, removePodDir, specOf, type EventSink } from '../reconcile/lifecycle.js';
+import { fieldPathOf, specOf, type EventSink } from '../reconcile/lifecycle.js';
 import { gateStarts, newestExited, sandboxKey } from '../reconcile/gate.js';
 import { computePodActions, hasActions } from '../reconcile/plan.js';
 import { ContainerImageError, ContainerStartFailure, executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
@@ -110,20 +110,9 @@ export class PodSupervisor {
     this.probes.stop();
   }
 
-  /** Deletes a pod no one declares any more; false when the engine still has some of it (its directory stays). */
-  async remove(o: ObservedPod): Promise<boolean> {
-    this.probes.removePod(o.uid);
-    return removePod(this.rt, o, graceOf(o), this.sink({ uid: o.uid, name: o.name, namespace: o.namespace }));
-  }
-
-  /**
-   * The pod's directory, when it has no container left: what a sync cancelled before its first
-   * container leaves behind. Only for a pod this agent has worked on (a record), so a pod merely
-   * not loaded yet loses nothing. False when the engine still has some of the pod.
-   */
-  async removeDirOf(uid: string): Promise<boolean> {
-    if (!this.records.has(uid)) return true;
-    return removePodDir(this.rt, uid);
+  /** Whether this agent has worked on the pod (it has a record). */
+  known(uid: string): boolean {
+    return this.records.has(uid);
   }
 
   /** The pod is gone: everything kept about it goes, in one place. */

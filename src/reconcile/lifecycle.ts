@@ -76,8 +76,18 @@ export async function killContainer(
  * `override` seconds exactly when given.
  */
 export async function stopPod(rt: PodEngine, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<void> {
+  await stopContainers(rt, observed, graceSeconds, events, override);
+  // The sandbox only holds namespaces; it has nothing to shut down cleanly.
+  await Promise.all(observed.sandboxes.filter(isActive).map((s) => rt.stopContainer(s.id, 0)));
+}
+
+/** The pod's containers stopped, as stopPod does, its sandbox left as it is. */
+async function stopContainers(rt: PodEngine, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<void> {
   const pod = observed.spec;
-  const defaultHost = await defaultHostOf(rt, pod, observed).catch(() => '127.0.0.1');
+  // Only a preStop hook needs the pod's address: no engine call for it otherwise (a deletion
+  // under churn waits for every call it makes).
+  const hooked = observed.containers.some((c) => isActive(c) && (c.spec ?? specOf(pod, c.name))?.lifecycle?.preStop);
+  const defaultHost = hooked ? await defaultHostOf(rt, pod, observed).catch(() => '127.0.0.1') : '127.0.0.1';
   const kill = (c: ObservedContainer): Promise<void> =>
     killContainer(rt, c, c.spec ?? specOf(pod, c.name), override ?? c.graceSeconds ?? graceSeconds, {
       defaultHost,
@@ -88,8 +98,6 @@ export async function stopPod(rt: PodEngine, observed: ObservedPod, graceSeconds
     });
   await Promise.all(observed.containers.filter((c) => c.type === 'app').map(kill));
   await Promise.all(observed.containers.filter((c) => c.type === 'init').map(kill));
-  // The sandbox only holds namespaces; it has nothing to shut down cleanly.
-  await Promise.all(observed.sandboxes.filter(isActive).map((s) => rt.stopContainer(s.id, 0)));
 }
 
 /**
@@ -99,9 +107,10 @@ export async function stopPod(rt: PodEngine, observed: ObservedPod, graceSeconds
 export async function removePod(rt: PodEngine, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<boolean> {
   markTerminating(rt.options.stateDir, observed.uid, override ?? graceSeconds);
   try {
-    await stopPod(rt, observed, graceSeconds, events, override);
+    await stopContainers(rt, observed, graceSeconds, events, override);
     // Containers before the sandbox: an engine that tracks the namespaces they joined (Podman)
-    // refuses to remove a sandbox that others still depend on.
+    // refuses to remove a sandbox that others still depend on. The sandbox is not stopped first:
+    // a forced removal ends it in the same call.
     await Promise.all(observed.containers.map((c) => rt.removeContainer(c.id)));
     await Promise.all(observed.sandboxes.map((c) => rt.removeContainer(c.id)));
     return await removePodDir(rt, observed.uid);
