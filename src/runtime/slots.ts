@@ -54,7 +54,7 @@ export class Slots {
   }
 
   private mayRun(urgent: boolean): boolean {
-    return urgent ? this.active < this.limit + Number(process.env.URGENT_EXTRA ?? 1) : this.active < this.limit && !this.waiting.some((w) => w.urgent);
+    return urgent ? this.active < this.limit + 1 : this.active < this.limit && !this.waiting.some((w) => w.urgent);
   }
 
   async run<T>(fn: () => Promise<T>, o: SlotRequest = {}): Promise<T> {
