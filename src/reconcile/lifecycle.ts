@@ -111,8 +111,8 @@ export async function removePod(rt: PodEngine, observed: ObservedPod, graceSecon
     // Containers before the sandbox: an engine that tracks the namespaces they joined (Podman)
     // refuses to remove a sandbox that others still depend on. The sandbox is not stopped first:
     // a forced removal ends it in the same call.
-    await Promise.all(observed.containers.map((c) => rt.removeContainer(c.id)));
-    await Promise.all(observed.sandboxes.map((c) => rt.removeContainer(c.id)));
+    await Promise.all(observed.containers.map((c) => rt.removeContainer(c.id, { urgent: true })));
+    await Promise.all(observed.sandboxes.map((c) => rt.removeContainer(c.id, { urgent: true })));
     return await removePodDir(rt, observed.uid);
   } finally {
     clearTerminating(rt.options.stateDir, observed.uid);

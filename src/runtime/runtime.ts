@@ -364,8 +364,9 @@ export class PodRuntime {
     });
   }
 
-  async removeContainer(id: string): Promise<void> {
-    await this.work('remove container', () => this.docker.getContainer(id).remove({ force: true, v: true }), { urgent: true }).catch((err: unknown) => {
+  /** Removes a container (forced: a running one is killed). `urgent`: a pod's deletion (see SlotRequest). */
+  async removeContainer(id: string, o: { urgent?: boolean } = {}): Promise<void> {
+    await this.work('remove container', () => this.docker.getContainer(id).remove({ force: true, v: true }), o.urgent ? { urgent: true } : {}).catch((err: unknown) => {
       if (isNotFound(err) || (err instanceof EngineRequestError && err.statusCode === 409)) return;
       throw err;
     });

@@ -8,9 +8,11 @@ export class Cancelled extends Error {
 
 export interface SlotRequest {
   /**
-   * Work that takes something away (a removal): served before any waiting create or start, and
-   * given one slot beyond the limit that other work never takes, so it never waits for another
-   * pod's create to finish (the kubelet's pod worker terminates a pod without queueing behind others).
+   * A deletion's call (a removal, its last list): served before any waiting create or start, given
+   * one slot beyond the limit that other work never takes, so it never waits for another pod's
+   * create to finish, and no other work begins while it runs: the engine's own queues (its network
+   * set-up, above all) then hold no new create ahead of it. The kubelet's pod worker terminates a
+   * pod without queueing behind others.
    */
   urgent?: boolean;
   /** Gives up the wait (not a call already running) once aborted: the caller gets `Cancelled`. */
@@ -38,12 +40,14 @@ interface Waiter {
 
 /**
  * A counting semaphore: at most `limit` holders at once (`limit + 1` with urgent work), the rest
- * wait in order, urgent work first. It bounds what costs the engine (creates, starts, removals,
+ * wait in order, urgent work first, and nothing else begins while urgent work runs. It bounds what costs the engine (creates, starts, removals,
  * lists), never the time a pod spends waiting (a grace period, a hook, a back-off), so no pod
  * waits behind another's graceful stop.
  */
 export class Slots {
   private active = 0;
+  /** Urgent holders among the active ones. */
+  private urgentActive = 0;
   private readonly waiting: Waiter[] = [];
 
   constructor(readonly limit: number) {}
@@ -54,7 +58,8 @@ export class Slots {
   }
 
   private mayRun(urgent: boolean): boolean {
-    return urgent ? this.active < this.limit + 1 : this.active < this.limit && !this.waiting.some((w) => w.urgent);
+    if (urgent) return this.active < this.limit + 1;
+    return this.active < this.limit && !this.waiting.some((w) => w.urgent) && this.urgentActive === 0;
   }
 
   async run<T>(fn: () => Promise<T>, o: SlotRequest = {}): Promise<T> {
@@ -62,10 +67,12 @@ export class Slots {
     if (o.signal?.aborted) throw new Cancelled();
     if (this.mayRun(urgent)) this.active++;
     else await this.wait(urgent, o.signal);
+    if (urgent) this.urgentActive++;
     try {
       return await fn();
     } finally {
       this.active--;
+      if (urgent) this.urgentActive--;
       this.pump();
     }
   }
