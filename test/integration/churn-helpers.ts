@@ -91,6 +91,8 @@ export async function churnDirectory(dir: string, ns: string, names: string[], o
 export interface ChurnReport {
   /** From each file's removal to its pod's "deleted" log line, for pods the engine had something of. */
   deletionMs: Map<string, number>;
+  /** From each file's removal to its pod's "no longer declared; deleting" line: the deletion's start. */
+  startMs: Map<string, number>;
   /** Pods the engine had containers of, with no "deleted" line. */
   notDeleted: string[];
   /** Containers created or started later than `madeAfterMs` after their file was removed. */
@@ -101,11 +103,11 @@ export interface ChurnReport {
   reached: number;
 }
 
-/** Times in the agent's text log (`<ISO time> <LEVEL> <message>`) of `pod <ns>/<name>: deleted`. */
-function deletedAt(log: string, ns: string): Map<string, number> {
+/** Times in the agent's text log (`<ISO time> <LEVEL> <message>`) of `pod <ns>/<name>: <what>` (the first). */
+function loggedAt(log: string, ns: string, what: string): Map<string, number> {
   const out = new Map<string, number>();
-  const re = new RegExp(`^(\\S+)\\s+INFO\\s+pod ${ns}/(\\S+): deleted$`, 'gm');
-  for (const m of log.matchAll(re)) out.set(m[2]!, Date.parse(m[1]!));
+  const re = new RegExp(`^(\\S+)\\s+INFO\\s+pod ${ns}/(\\S+): ${what}$`, 'gm');
+  for (const m of log.matchAll(re)) if (!out.has(m[2]!)) out.set(m[2]!, Date.parse(m[1]!));
   return out;
 }
 
@@ -115,7 +117,8 @@ function deletedAt(log: string, ns: string): Map<string, number> {
  * told after its removal grace, and a call already sent then may still finish).
  */
 export function churnReport(log: string, events: EngineEventRecord[], ns: string, removed: Map<string, number>, madeAfterMs: number): ChurnReport {
-  const deleted = deletedAt(log, ns);
+  const deleted = loggedAt(log, ns, 'deleted');
+  const started = loggedAt(log, ns, 'no longer declared; deleting');
   const reachedPods = new Set<string>();
   const lateMade: ChurnReport['lateMade'] = [];
   for (const e of events) {
@@ -126,14 +129,17 @@ export function churnReport(log: string, events: EngineEventRecord[], ns: string
     if ((e.action === 'create' || e.action === 'start') && e.timeMs > gone + madeAfterMs) lateMade.push({ pod, action: e.action, afterMs: Math.round(e.timeMs - gone) });
   }
   const deletionMs = new Map<string, number>();
+  const startMs = new Map<string, number>();
   const notDeleted: string[] = [];
   for (const pod of reachedPods) {
+    const start = started.get(pod);
+    if (start !== undefined) startMs.set(pod, start - removed.get(pod)!);
     const at = deleted.get(pod);
     if (at === undefined) notDeleted.push(pod);
     else deletionMs.set(pod, at - removed.get(pod)!);
   }
   const startErrors = log.split('\n').filter((l) => /RunContainerError|CreateContainerError|bind source path does not exist/.test(l));
-  return { deletionMs, notDeleted, lateMade, startErrors, reached: reachedPods.size };
+  return { deletionMs, startMs, notDeleted, lateMade, startErrors, reached: reachedPods.size };
 }
 
 /** Median and largest of some times. */
