@@ -10,8 +10,8 @@ export interface SlotRequest {
   /**
    * A deletion's call (a removal, its last list): served before any waiting create or start, given
    * one slot beyond the limit that other work never takes, so it never waits for another pod's
-   * create to finish, and no other work begins while it runs: the engine's own queues (its network
-   * set-up, above all) then hold no new create ahead of it. The kubelet's pod worker terminates a
+   * create to finish, and no other work begins while it runs (for HOLD_BACK_MS at most): the
+   * engine's own queues (its network set-up, above all) then hold no new create ahead of it. The kubelet's pod worker terminates a
    * pod without queueing behind others.
    */
   urgent?: boolean;
@@ -33,6 +33,9 @@ export function unlessAborted<T>(p: Promise<T>, signal: AbortSignal | undefined)
   });
 }
 
+/** How long an urgent call holds back other work at most (a removal under load takes 0.1–3 s). */
+export const HOLD_BACK_MS = 3000;
+
 interface Waiter {
   urgent: boolean;
   grant: () => void;
@@ -46,8 +49,8 @@ interface Waiter {
  */
 export class Slots {
   private active = 0;
-  /** Urgent holders among the active ones. */
-  private urgentActive = 0;
+  /** Urgent holders that began less than HOLD_BACK_MS ago: while there are any, nothing else begins. */
+  private urgentFresh = 0;
   private readonly waiting: Waiter[] = [];
 
   constructor(readonly limit: number) {}
@@ -59,7 +62,7 @@ export class Slots {
 
   private mayRun(urgent: boolean): boolean {
     if (urgent) return this.active < this.limit + 1;
-    return this.active < this.limit && !this.waiting.some((w) => w.urgent) && this.urgentActive === 0;
+    return this.active < this.limit && !this.waiting.some((w) => w.urgent) && this.urgentFresh === 0;
   }
 
   async run<T>(fn: () => Promise<T>, o: SlotRequest = {}): Promise<T> {
@@ -67,12 +70,23 @@ export class Slots {
     if (o.signal?.aborted) throw new Cancelled();
     if (this.mayRun(urgent)) this.active++;
     else await this.wait(urgent, o.signal);
-    if (urgent) this.urgentActive++;
+    // An urgent call holds other work back only for so long: one the engine is wedged on (Docker
+    // 20.10 hangs on a container now and then, until the request times out) must not stop every
+    // other pod's creates with it.
+    let fresh = urgent;
+    const stale = urgent ? setTimeout(() => {
+      fresh = false;
+      this.urgentFresh--;
+      this.pump();
+    }, HOLD_BACK_MS) : undefined;
+    stale?.unref();
+    if (urgent) this.urgentFresh++;
     try {
       return await fn();
     } finally {
       this.active--;
-      if (urgent) this.urgentActive--;
+      clearTimeout(stale);
+      if (fresh) this.urgentFresh--;
       this.pump();
     }
   }

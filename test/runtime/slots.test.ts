@@ -1,5 +1,5 @@
-import { describe, expect, it } from 'vitest';
-import { Cancelled, Slots } from '../../src/runtime/slots.js';
+import { describe, expect, it, vi } from 'vitest';
+import { Cancelled, HOLD_BACK_MS, Slots } from '../../src/runtime/slots.js';
 
 /** A call that runs until the test ends it. */
 function held(): { promise: Promise<void>; end: () => void } {
@@ -76,5 +76,22 @@ describe('engine slots', () => {
     // Already aborted: refused before it waits at all.
     await expect(slots.run(async () => 'ran', { signal: abort.signal })).rejects.toBeInstanceOf(Cancelled);
     expect(slots.state).toEqual({ active: 0, waiting: 0 });
+  });
+
+  it('a removal the engine hangs on holds other work back for HOLD_BACK_MS only', async () => {
+    vi.useFakeTimers();
+    const slots = new Slots(2);
+    const hung = held();
+    const removing = slots.run(() => hung.promise, { urgent: true });
+    let created = false;
+    const creating = slots.run(async () => void (created = true));
+    await vi.advanceTimersByTimeAsync(HOLD_BACK_MS - 1);
+    expect(created).toBe(false);
+    await vi.advanceTimersByTimeAsync(1);
+    expect(created).toBe(true);
+    hung.end();
+    await Promise.all([removing, creating]);
+    expect(slots.state).toEqual({ active: 0, waiting: 0 });
+    vi.useRealTimers();
   });
 });
