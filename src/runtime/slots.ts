@@ -8,9 +8,9 @@ export class Cancelled extends Error {
 
 export interface SlotRequest {
   /**
-   * A deletion's call (a removal, its last list): served before any waiting create or start, given
-   * one slot beyond the limit that other work never takes, so it never waits for another pod's
-   * create to finish, and no other work begins while it runs (for HOLD_BACK_MS at most): the
+   * A deletion's call (a removal, its last list): served before any waiting create or start, in
+   * a lane of its own (4 × the limit: a wave of deletions must not queue behind itself either), so
+   * it never waits for another pod's create to finish, and no other work begins while it runs (for HOLD_BACK_MS at most): the
    * engine's own queues (its network set-up, above all) then hold no new create ahead of it. The kubelet's pod worker terminates a
    * pod without queueing behind others.
    */
@@ -42,18 +42,23 @@ interface Waiter {
 }
 
 /**
- * A counting semaphore: at most `limit` holders at once (`limit + 1` with urgent work), the rest
- * wait in order, urgent work first, and nothing else begins while urgent work runs. It bounds what costs the engine (creates, starts, removals,
- * lists), never the time a pod spends waiting (a grace period, a hook, a back-off), so no pod
+ * A counting semaphore: at most `limit` holders of ordinary work at once and `4 × limit` of urgent
+ * work (a lane of its own), the rest wait in order, urgent work first, and nothing else begins
+ * while urgent work runs. It bounds what costs the engine (creates, starts, removals, lists), never the time a pod spends waiting (a grace period, a hook, a back-off), so no pod
  * waits behind another's graceful stop.
  */
 export class Slots {
   private active = 0;
+  private urgentActive = 0;
+  /** A deletion wave's removals: many at once (the engine removes in parallel well), never unbounded. */
+  private readonly urgentLimit: number;
   /** Urgent holders that began less than HOLD_BACK_MS ago: while there are any, nothing else begins. */
   private urgentFresh = 0;
   private readonly waiting: Waiter[] = [];
 
-  constructor(readonly limit: number) {}
+  constructor(readonly limit: number) {
+    this.urgentLimit = limit * 4;
+  }
 
   /** Holders now, and how many wait (for tests and metrics). */
   get state(): { active: number; waiting: number } {
@@ -61,8 +66,8 @@ export class Slots {
   }
 
   private mayRun(urgent: boolean): boolean {
-    if (urgent) return this.active < this.limit + 1;
-    return this.active < this.limit && !this.waiting.some((w) => w.urgent) && this.urgentFresh === 0;
+    if (urgent) return this.urgentActive < this.urgentLimit;
+    return this.active - this.urgentActive < this.limit && !this.waiting.some((w) => w.urgent) && this.urgentFresh === 0;
   }
 
   async run<T>(fn: () => Promise<T>, o: SlotRequest = {}): Promise<T> {
@@ -80,11 +85,15 @@ export class Slots {
       this.pump();
     }, HOLD_BACK_MS) : undefined;
     stale?.unref();
-    if (urgent) this.urgentFresh++;
+    if (urgent) {
+      this.urgentFresh++;
+      this.urgentActive++;
+    }
     try {
       return await fn();
     } finally {
       this.active--;
+      if (urgent) this.urgentActive--;
       clearTimeout(stale);
       if (fresh) this.urgentFresh--;
       this.pump();

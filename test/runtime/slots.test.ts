@@ -11,40 +11,37 @@ function held(): { promise: Promise<void>; end: () => void } {
 const tick = (): Promise<void> => new Promise((r) => setImmediate(r));
 
 describe('engine slots', () => {
-  it('a removal runs while creates hold every slot, goes before creates that wait, and holds new creates back while it runs', async () => {
-    const slots = new Slots(2);
+  it('removals run while creates hold every slot, in a lane of their own, and hold new creates back while they run', async () => {
+    const slots = new Slots(1);
     const order: string[] = [];
-    const creates = [held(), held()];
-    const running = creates.map((c, i) => slots.run(async () => {
-      order.push(`create ${i}`);
-      await c.promise;
-    }));
-    const waitingCreate = slots.run(async () => void order.push('create 2'));
+    const create = held();
+    const running = slots.run(async () => {
+      order.push('create 0');
+      await create.promise;
+    });
+    const waitingCreate = slots.run(async () => void order.push('create 1'));
+    // Every ordinary slot is a create's: removals do not wait for it, four at once (4 × the limit).
+    const removals = [held(), held(), held(), held()];
+    const removing = removals.map((r, i) => slots.run(async () => {
+      order.push(`remove ${i}`);
+      await r.promise;
+    }, { urgent: true }));
+    const fifth = slots.run(async () => void order.push('remove 4'), { urgent: true });
     await tick();
-    expect(order).toEqual(['create 0', 'create 1']);
-    // Every slot is a create's: the removal has the one beyond the limit and does not wait.
-    const removal = held();
-    const removing = slots.run(async () => {
-      order.push('remove 0');
-      await removal.promise;
-    }, { urgent: true });
-    await tick();
-    expect(order).toEqual(['create 0', 'create 1', 'remove 0']);
-    expect(slots.state).toEqual({ active: 3, waiting: 1 });
-    // A second removal waits, and when a create ends it goes before the create that waited first.
-    const secondRemoval = slots.run(async () => void order.push('remove 1'), { urgent: true });
-    creates[0]!.end();
+    expect(order).toEqual(['create 0', 'remove 0', 'remove 1', 'remove 2', 'remove 3']);
+    // A removal ends: the fifth goes before the create that waited first.
+    removals[0]!.end();
     await tick();
     await tick();
-    expect(order).toEqual(['create 0', 'create 1', 'remove 0', 'remove 1']);
-    // Slots are free, but no create begins while a removal runs (the engine's queues stay clear for it).
-    creates[1]!.end();
+    expect(order.slice(5)).toEqual(['remove 4']);
+    // The create's slot is free, but no create begins while removals run.
+    create.end();
     await tick();
     await tick();
-    expect(order).toEqual(['create 0', 'create 1', 'remove 0', 'remove 1']);
-    removal.end();
-    await Promise.all([...running, removing, secondRemoval, waitingCreate]);
-    expect(order).toEqual(['create 0', 'create 1', 'remove 0', 'remove 1', 'create 2']);
+    expect(order).not.toContain('create 1');
+    for (const r of removals) r.end();
+    await Promise.all([running, ...removing, fifth, waitingCreate]);
+    expect(order.at(-1)).toBe('create 1');
     expect(slots.state).toEqual({ active: 0, waiting: 0 });
   });
 
@@ -80,7 +77,7 @@ describe('engine slots', () => {
 
   it('a removal the engine hangs on holds other work back for HOLD_BACK_MS only', async () => {
     vi.useFakeTimers();
-    const slots = new Slots(2);
+    const slots = new Slots(1);
     const hung = held();
     const removing = slots.run(() => hung.promise, { urgent: true });
     let created = false;
