@@ -56,6 +56,8 @@ export class Agent {
   private loaded = false;
   /** Pods that have had a sync with the engine connected since the agent started. */
   private readonly synced = new Set<string>();
+  /** Pods whose deletion began, with their names (see deletionTurn). */
+  private readonly deleting = new Map<string, string>();
   private stopped = false;
   private closeServer: (() => Promise<void>) | undefined;
   private resyncTimer: NodeJS.Timeout | undefined;
@@ -286,7 +288,7 @@ export class Agent {
     const o = this.cache.pod(uid);
     if (!d) {
       if (o && !this.set.mayDelete(o)) return undefined;
-      const turn = await deletionTurn({ rt: this.runtime, cache: this.cache, log: this.log, supervisor: this.supervisor }, uid, o);
+      const turn = await deletionTurn({ rt: this.runtime, cache: this.cache, log: this.log, supervisor: this.supervisor, deleting: this.deleting }, uid, o);
       if (turn.gone) this.forget(uid);
       return turn.again;
     }
@@ -325,6 +327,7 @@ export class Agent {
     this.gate.forget(uid);
     this.supervisor.forget(uid);
     this.synced.delete(uid);
+    this.deleting.delete(uid);
   }
 
   /**
@@ -332,7 +335,7 @@ export class Agent {
    * bounded while a pod lives (whatever it does), and nothing once it is gone.
    */
   podState(): Record<string, number> {
-    return { ...this.supervisor.stateSize(), ...this.gate.stateSize(), ...this.cache.stateSize(), synced: this.synced.size, workers: this.workers.size };
+    return { ...this.supervisor.stateSize(), ...this.gate.stateSize(), ...this.cache.stateSize(), synced: this.synced.size, deleting: this.deleting.size, workers: this.workers.size };
   }
 
   /** Every pod the agent knows (desired or present), as v1 Pods with status. */

@@ -10,6 +10,8 @@ export interface DeletionDeps {
   cache: PodCache;
   log: Logger;
   supervisor: Pick<PodSupervisor, 'probes' | 'events' | 'known'>;
+  /** Pods whose deletion this agent began, by uid, with their names: "deleted" is said of each once it is gone, by whatever hand finished it. */
+  deleting: Map<string, string>;
 }
 
 /** What a deletion turn leaves to the worker: when to look again, and whether the pod is gone for good. */
@@ -28,10 +30,15 @@ export interface DeletionTurn {
 export async function deletionTurn(x: DeletionDeps, uid: string, o: ObservedPod | undefined): Promise<DeletionTurn> {
   if (!o) {
     if (x.supervisor.known(uid) && !(await removePodDir(x.rt, uid))) return { again: 1000, gone: false };
+    // Another hand (a `podrun delete` beside the agent) removed the last of it between two turns.
+    const begun = x.deleting.get(uid);
+    if (begun !== undefined) x.log.info(`pod ${begun}: deleted`, { pod: begun });
+    x.deleting.delete(uid);
     return { gone: true };
   }
   const pod = `${o.namespace}/${o.name}`;
   x.log.info(`pod ${pod}: no longer declared; deleting`, { pod });
+  x.deleting.set(uid, pod);
   x.supervisor.probes.removePod(uid);
   let whole = false;
   try {
@@ -43,5 +50,6 @@ export async function deletionTurn(x: DeletionDeps, uid: string, o: ObservedPod 
   // The engine listed nothing of the pod after the removals: gone, whatever the cache has yet to
   // hear (an event of a call that was under way when the deletion began).
   x.log.info(`pod ${pod}: deleted`, { pod });
+  x.deleting.delete(uid);
   return { gone: true };
 }

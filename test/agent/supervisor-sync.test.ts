@@ -95,7 +95,7 @@ describe('PodSupervisor.sync', () => {
     const { engine, cache, sup } = await setup();
     const d = pod('busybox:1');
     await sup.sync(d);
-    expect(await deletionTurn({ rt: engine, cache, log: silentLogger, supervisor: sup }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
+    expect(await deletionTurn({ rt: engine, cache, log: silentLogger, supervisor: sup, deleting: new Map() }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
     expect(engine.containers.size).toBe(0);
     sup.forget(d.uid);
     expect(Object.values(sup.stateSize()).every((n) => n === 0)).toBe(true);
@@ -122,8 +122,24 @@ describe('PodSupervisor.sync', () => {
     // A turn that starts cancelled does nothing at all.
     expect(await sup.sync(d, cancel.signal)).toBeUndefined();
     expect(engine.calls.get('create')).toBe(1);
-    expect(await deletionTurn({ rt: engine, cache, log: silentLogger, supervisor: sup }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
+    expect(await deletionTurn({ rt: engine, cache, log: silentLogger, supervisor: sup, deleting: new Map() }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
     expect(engine.containers.size).toBe(0);
+  });
+
+  it('says a pod is deleted when another hand removed its last container between two deletion turns (podrun delete beside the agent)', async () => {
+    const { engine, cache, sup } = await setup();
+    const d = pod('busybox:1');
+    await sup.sync(d);
+    const lines: string[] = [];
+    const log = { ...silentLogger, info: (m: string) => void lines.push(m) };
+    const deleting = new Map<string, string>();
+    // The agent's turn began the deletion; the CLI finished it before the next turn.
+    deleting.set(d.uid, 'default/x');
+    for (const c of [...engine.containers.keys()]) engine.containers.delete(c);
+    await cache.refreshPod(d.uid);
+    expect(await deletionTurn({ rt: engine, cache, log, supervisor: sup, deleting }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
+    expect(lines).toContain('pod default/x: deleted');
+    expect(deleting.size).toBe(0);
   });
 
   it('keeps the running version while its update cannot pull: ErrImagePull, then ImagePullBackOff for 10 s, then replaced once the pull works', async () => {
