@@ -1,9 +1,9 @@
-import { spawnSync } from 'node:child_process';
+import { spawn, spawnSync } from 'node:child_process';
 import { copyFileSync, mkdirSync, readFileSync, readdirSync, realpathSync, symlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PAUSE_IMAGE, TEST_IMAGE, World, podContainers, unique } from './helpers.js';
+import { PAUSE_IMAGE, TEST_IMAGE, World, podContainers, unique, until } from './helpers.js';
 
 // podrun as a user installs it: `npm run package` in a clean clone makes the single executable
 // and the Debian package; a second clone makes them again (the same bytes, or the release cannot
@@ -20,6 +20,7 @@ const world = new World();
 const box = unique('podrun-pkg');
 const ns = unique('pkg');
 const pod = unique('web');
+const agentPod = unique('agent');
 let deb = '';
 let previousDeb = '';
 let commit = '';
@@ -112,6 +113,21 @@ describe('the Debian package and the single executable', () => {
     expect(ok(`podrun validate ${world.dir}/pod.yaml`)).toContain('valid: 1 pod in 1 file');
     ok(`podrun --state-dir ${world.stateDir} --pause-image ${PAUSE_IMAGE} --node-ip 127.0.0.1 apply -f ${world.dir}/pod.yaml --timeout 60s`);
     expect((await podContainers(ns, pod, world.instance)).filter((c) => c.State === 'running').length).toBe(2);
+  });
+
+  it('runs the agent: a pod from its manifest directory, and a stop that leaves it running', async () => {
+    const manifests = join(world.dir, 'manifests');
+    mkdirSync(manifests, { mode: 0o755 });
+    writeFileSync(join(manifests, 'agent.yaml'), readFileSync(join(world.dir, 'pod.yaml'), 'utf8').replace(`name: ${pod}`, `name: ${agentPod}`));
+    const agent = spawn('docker', ['exec', box, 'sh', '-c', `echo $$ >/tmp/agent.pid; exec podrun --state-dir ${world.stateDir} --pause-image ${PAUSE_IMAGE} --node-ip 127.0.0.1 run --manifest-dir ${manifests}`]);
+    let log = '';
+    agent.stderr.on('data', (c: Buffer) => (log += c.toString()));
+    const ended = new Promise<number | null>((resolve) => agent.on('close', resolve));
+    await until('the agent runs the pod', async () => ((await podContainers(ns, agentPod, world.instance)).filter((c) => c.State === 'running').length === 2 ? true : undefined), 60_000);
+    ok('kill -TERM "$(cat /tmp/agent.pid)"');
+    expect(await ended, log).toBe(0);
+    expect(log).toContain('agent stopped; pods left running');
+    expect((await podContainers(ns, agentPod, world.instance)).filter((c) => c.State === 'running').length).toBe(2);
   });
 
   it('keeps an edited configuration file on upgrade', () => {
