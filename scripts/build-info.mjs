@@ -13,7 +13,7 @@ const git = (...args) => {
 };
 const head = git('rev-parse', 'HEAD');
 const dirty = head !== '' && git('status', '--porcelain', '--untracked-files=no') !== '';
-const epoch = process.env.SOURCE_DATE_EPOCH ?? git('log', '-1', '--format=%ct');
+const epoch = process.env.SOURCE_DATE_EPOCH || git('log', '-1', '--format=%ct');
 const info = {
   commit: head === '' ? 'unknown' : `${head}${dirty ? '-dirty' : ''}`,
   date: /^\d+$/.test(epoch) ? new Date(Number(epoch) * 1000).toISOString().replace('.000Z', 'Z') : 'unknown',
