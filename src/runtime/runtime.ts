@@ -16,7 +16,7 @@ import { instanceId, LABEL, MANAGED_BY } from './labels.js';
 import { groupObserved, listedFromInspect, type EngineContainer, type ObservedPod } from './observed.js';
 import { containerCreateOptions, mountsToPin, needsImageUser, sandboxCreateOptions, startOptions, type ContainerOptions, type PodIdentity, type VolumeBacking } from './spec.js';
 import { podDns } from './dns.js';
-import { Slots } from './slots.js';
+import { Slots, type SlotRequest } from './slots.js';
 import { pinMount } from './safe-mount.js';
 import { prepareTerminationLog, prepareVolumes, removePodVolumes, stagingPath, terminationLogPath, writeHostNetworkHosts } from './volumes.js';
 
@@ -81,9 +81,9 @@ export class PodRuntime {
     return out;
   }
 
-  /** An engine call that costs the engine: it waits for a slot. */
-  private work<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    return this.slots.run(() => this.call(what, fn));
+  /** An engine call that costs the engine: it waits for a slot (removals first; a wait ends with the signal). */
+  private work<T>(what: string, fn: () => Promise<T>, o?: SlotRequest): Promise<T> {
+    return this.slots.run(() => this.call(what, fn), o);
   }
 
   private owned(opts: Docker.ContainerCreateOptions): Docker.ContainerCreateOptions {
@@ -120,10 +120,13 @@ export class PodRuntime {
     return groupObserved(await this.listContainers(uid));
   }
 
-  /** podrun's containers (all of them, or one pod's), as the engine lists them. */
+  /**
+   * podrun's containers (all of them, or one pod's), as the engine lists them. One pod's list is a
+   * deletion's last look (is anything of it left?): it goes before creates, as removals do.
+   */
   async listContainers(uid?: string): Promise<Docker.ContainerInfo[]> {
     const label = [`${LABEL.instance}=${this.instance}`, ...(uid ? [`${LABEL.podUid}=${uid}`] : [`${LABEL.managedBy}=${MANAGED_BY}`])];
-    return this.work('list containers', () => this.docker.listContainers({ all: true, filters: JSON.stringify({ label }) }));
+    return this.work('list containers', () => this.docker.listContainers({ all: true, filters: JSON.stringify({ label }) }), uid ? { urgent: true } : {});
   }
 
   /**
@@ -196,8 +199,8 @@ export class PodRuntime {
   }
 
   /** Has the image as its pull policy says, pulling it once however many containers want it. */
-  ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener): Promise<void> {
-    return this.images.ensureImage(image, policy, onPull);
+  ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener, signal?: AbortSignal): Promise<void> {
+    return this.images.ensureImage(image, policy, onPull, signal);
   }
 
   /** Whether the engine has the image under this reference. */
@@ -268,17 +271,22 @@ export class PodRuntime {
     return this.call(`prepare volumes of ${pod.metadata.name}`, () => prepareVolumes(this.docker, this.options.stateDir, pod, this.instance, this.options.allowedHostPaths));
   }
 
-  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, restartPolicy: string, volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
+  /**
+   * Makes and starts the pod's sandbox. Once `signal` is aborted (the pod is no longer wanted) no
+   * wait goes on and nothing more is made: `Cancelled`, and what was made is the deletion's.
+   */
+  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, restartPolicy: string, volumes?: ReadonlyMap<string, VolumeBacking>, signal?: AbortSignal): Promise<SandboxInfo> {
     if (this.options.containerLog) void this.defaultLogDriver();
-    await this.ensureImage(this.options.pauseImage, 'IfNotPresent');
+    await this.ensureImage(this.options.pauseImage, 'IfNotPresent', undefined, signal);
     const dns = podDns(pod.spec.dnsPolicy, pod.spec.dnsConfig, nodeResolvConf(this.options.resolvConf ?? '/etc/resolv.conf'), pod.spec.hostNetwork === true);
     const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: this.options.network ?? 'bridge', restartPolicy, oomScoreFloor: this.oomScoreFloor, ...(volumes ? { volumes } : {}), ...(dns ? { dns } : {}), ...(this.options.podPidsLimit ? { pidsLimit: this.options.podPidsLimit } : {}) });
     const refused = (err: unknown): never => {
       throw err instanceof EngineRequestError ? new SandboxError(err.message) : err;
     };
-    const container = await this.work(`create sandbox for ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts))).catch(refused);
+    const slot = signal ? { signal } : {};
+    const container = await this.work(`create sandbox for ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts)), slot).catch(refused);
     this.created(pod, container.id);
-    await this.work(`start sandbox for ${id.namespace}/${id.name}`, () => container.start()).catch(refused);
+    await this.work(`start sandbox for ${id.namespace}/${id.name}`, () => container.start(), slot).catch(refused);
     return this.sandboxInfo(container.id, pod);
   }
 
@@ -295,7 +303,7 @@ export class PodRuntime {
     c: Container,
     o: StartRequest,
   ): Promise<string> {
-    if (!o.imageReady) await this.ensureImage(c.image, c.imagePullPolicy, o.onPull);
+    if (!o.imageReady) await this.ensureImage(c.image, c.imagePullPolicy, o.onPull, o.signal);
     const imageUser = needsImageUser(pod, c) ? await this.images.imageUser(c.image) : undefined;
     const terminationLog = terminationLogPath(this.options.stateDir, pod.metadata.uid ?? '', c.name, o.restartCount);
     let opts: Docker.ContainerCreateOptions;
@@ -319,9 +327,10 @@ export class PodRuntime {
     const refused = (reason: ContainerStartError['reason']) => (err: unknown): never => {
       throw err instanceof EngineRequestError ? new ContainerStartError(err.message, reason) : err;
     };
-    const container = await this.work(`create container ${c.name} of ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts))).catch(refused('CreateContainerError'));
+    const slot = o.signal ? { signal: o.signal } : {};
+    const container = await this.work(`create container ${c.name} of ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts)), slot).catch(refused('CreateContainerError'));
     this.created(pod, container.id);
-    await this.work(`start container ${c.name} of ${id.namespace}/${id.name}`, () => container.start()).catch(refused('RunContainerError'));
+    await this.work(`start container ${c.name} of ${id.namespace}/${id.name}`, () => container.start(), slot).catch(refused('RunContainerError'));
     return container.id;
   }
 
@@ -366,8 +375,9 @@ export class PodRuntime {
     });
   }
 
-  async removeContainer(id: string): Promise<void> {
-    await this.work('remove container', () => this.docker.getContainer(id).remove({ force: true, v: true })).catch((err: unknown) => {
+  /** Removes a container (forced: a running one is killed). `urgent`: a pod's deletion (see SlotRequest). */
+  async removeContainer(id: string, o: { urgent?: boolean } = {}): Promise<void> {
+    await this.work('remove container', () => this.docker.getContainer(id).remove({ force: true, v: true }), o.urgent ? { urgent: true } : {}).catch((err: unknown) => {
       if (isNotFound(err) || (err instanceof EngineRequestError && err.statusCode === 409)) return;
       throw err;
     });
