@@ -257,13 +257,20 @@ export class Agent {
   private recompute(): void {
     if (!this.loaded) return;
     const observed = this.cache.pods();
+    // Names of the pods declared until now: a pod that leaves the set is said to be deleted by name
+    // once it is gone, also when no deletion turn saw it on the engine (a create still under way).
+    const keys = new Map(this.set.pods().map((d) => [d.uid, d.key]));
     const change = this.set.merge(observed);
     this.gate.prune(this.set.declaredUids(), (uid) => this.cache.pod(uid) !== undefined, this.set.loaded && this.cache.connected);
     this.expiryLog.check();
     for (const uid of change.changed) this.workers.enqueue(uid);
     // A pod no longer declared: its sync under way stops at its next step (a postStart hook is let
     // go, no pull or engine slot is waited for) and the deletion comes right after it.
-    for (const uid of change.gone) this.workers.kill(uid);
+    for (const uid of change.gone) {
+      const key = keys.get(uid);
+      if (key !== undefined && this.supervisor.known(uid)) this.deleting.set(uid, key);
+      this.workers.kill(uid);
+    }
     // Pods on the engine that nothing declares (any more): at start, as soon as their source has
     // loaded, not at the next relist.
     for (const o of observed) if (!this.set.get(o.uid) && this.set.mayDelete(o)) this.workers.enqueue(o.uid);
