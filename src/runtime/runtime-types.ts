@@ -1,5 +1,6 @@
 import type Docker from 'dockerode';
 import type { EngineOptions } from './engine.js';
+import type { ContainerState } from './observed.js';
 import type { VolumeBacking } from './spec.js';
 
 // The runtime's vocabulary, apart from the class: its options, what it answers, how it fails, and
@@ -79,6 +80,22 @@ export interface EngineStats {
   preread?: string;
   /** podrun's own: where the reading came from (cgroupfs, or the engine's stats API). */
   source?: 'cgroup' | 'engine';
+}
+
+/** One container's state as the engine holds it now (an inspect; the CRI's ContainerStatus). */
+export interface ContainerStatus {
+  state: ContainerState;
+  exitCode: number;
+  /** RFC 3339, to the engine's precision (ns); absent: never started, or not finished. */
+  startedAt?: string;
+  finishedAt?: string;
+  oomKilled: boolean;
+  /** Why the engine could not run it, in its words. */
+  error?: string;
+  /** Times the engine restarted it in place under its own restart policy (0 where it has none). */
+  engineRestarts: number;
+  /** The engine is about to restart it in place. */
+  restarting: boolean;
 }
 
 export interface SandboxInfo {

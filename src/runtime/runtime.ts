@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../manifest/types.js';
 import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound } from './engine.js';
-import { ContainerStartError, SandboxError, type EngineCalls, type EngineEvent, type EngineStats, type ExecEnd, type ExecRef, type RuntimeOptions, type SandboxInfo, type StartRequest } from './runtime-types.js';
+import { ContainerStartError, SandboxError, type ContainerStatus, type EngineCalls, type EngineEvent, type EngineStats, type ExecEnd, type ExecRef, type RuntimeOptions, type SandboxInfo, type StartRequest } from './runtime-types.js';
 import { ImageStore, type PullListener } from './images.js';
 import { containerDiskOf, engineFactsOf } from './readings.js';
 import { LocalReadings } from './local-readings.js';
@@ -18,6 +18,7 @@ import { containerCreateOptions, mountsToPin, needsImageUser, sandboxCreateOptio
 import { podDns } from './dns.js';
 import { Slots } from './slots.js';
 import { pinMount } from './safe-mount.js';
+import { statusFromInspect } from './docker/records.js';
 import { prepareTerminationLog, prepareVolumes, removePodVolumes, stagingPath, terminationLogPath, writeHostNetworkHosts } from './volumes.js';
 
 /** The only code that talks to the engine: pods in, engine objects out, labels carrying identity. */
@@ -236,9 +237,9 @@ export class PodRuntime {
   }
 
   /** A container's state, and how often the engine restarted it in place (under its own restart policy). */
-  async containerState(id: string): Promise<(Docker.ContainerInspectInfo['State'] & { RestartCount: number }) | undefined> {
+  async containerState(id: string): Promise<ContainerStatus | undefined> {
     const info = await this.call('inspect container', () => this.docker.getContainer(id).inspect()).catch(() => undefined);
-    return info ? { ...info.State, RestartCount: info.RestartCount ?? 0 } : undefined;
+    return info ? statusFromInspect(info.State, info.RestartCount) : undefined;
   }
 
   /** When an exited container finished (ms since epoch), for crash backoff. */

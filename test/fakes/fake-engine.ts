@@ -1,7 +1,7 @@
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../../src/manifest/types.js';
 import { dockerName, instanceId, LABEL } from '../../src/runtime/labels.js';
-import { groupObserved, type EngineContainer, type ObservedPod } from '../../src/runtime/observed.js';
+import { groupObserved, type ContainerState, type EngineContainer, type ObservedPod } from '../../src/runtime/observed.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
 import { ImageError, type EngineEvent, type RuntimeOptions, type SandboxInfo } from '../../src/runtime/runtime-types.js';
 import { containerCreateOptions, sandboxCreateOptions, startOptions, type PodIdentity, type VolumeBacking } from '../../src/runtime/spec.js';
@@ -150,20 +150,14 @@ export class FakeEngine implements PodEngine {
     this.count('inspect');
     const c = this.containers.get(id);
     if (!c) return undefined;
-    const iso = (t: number | undefined): string => (t ? new Date(t).toISOString() : '0001-01-01T00:00:00Z');
     return {
-      Status: c.State,
-      Running: c.State === 'running',
-      Paused: false,
-      Restarting: false,
-      OOMKilled: false,
-      Dead: false,
-      Pid: 0,
-      ExitCode: c.exitCode ?? 0,
-      Error: '',
-      StartedAt: iso(c.startedAt),
-      FinishedAt: iso(c.finishedAt),
-      RestartCount: 0,
+      state: c.State as ContainerState,
+      exitCode: c.exitCode ?? 0,
+      ...(c.startedAt ? { startedAt: new Date(c.startedAt).toISOString() } : {}),
+      ...(c.finishedAt ? { finishedAt: new Date(c.finishedAt).toISOString() } : {}),
+      oomKilled: false,
+      engineRestarts: 0,
+      restarting: false,
     };
   }
 
