@@ -62,10 +62,20 @@ export interface RuntimeObserver {
   pull?(seconds: number, ok: boolean): void;
 }
 
+/**
+ * One change of a container's (or sandbox's) life, whichever engine told it: Docker's
+ * create/start/die/destroy, the CRI's ContainerEventType. Other news (execs, renames) is no event.
+ */
 export interface EngineEvent {
-  action: string;
+  kind: 'created' | 'started' | 'paused' | 'exited' | 'removed';
   id: string;
-  attributes: Record<string, string>;
+  /** The container's labels: podrun's identity (labels.ts). */
+  labels: Record<string, string>;
+  /** Its name and image, where the engine said (a create does). */
+  name?: string;
+  image?: string;
+  /** An exit's code, where the engine said. */
+  exitCode?: number;
   timeMs: number;
 }
 

@@ -13,12 +13,12 @@ import { defaultHostIP, nodeResolvConf, oomScoreFloor } from './host.js';
 import { EngineTimeoutError } from './engine-errors.js';
 import { formatDuration, timerDelay } from '../base/duration.js';
 import { instanceId, LABEL, MANAGED_BY } from './labels.js';
-import { groupObserved, listedFromInspect, type EngineContainer, type ObservedPod } from './observed.js';
+import { groupObserved, type EngineContainer, type ObservedPod } from './observed.js';
 import { containerCreateOptions, mountsToPin, needsImageUser, sandboxCreateOptions, startOptions, type ContainerOptions, type PodIdentity, type VolumeBacking } from './spec.js';
 import { podDns } from './dns.js';
 import { Slots } from './slots.js';
 import { pinMount } from './safe-mount.js';
-import { statusFromInspect } from './docker/records.js';
+import { eventFromDocker, recordFromInspect, recordFromListed, statusFromInspect, type DockerEvent } from './docker/records.js';
 import { prepareTerminationLog, prepareVolumes, removePodVolumes, stagingPath, terminationLogPath, writeHostNetworkHosts } from './volumes.js';
 
 /** The only code that talks to the engine: pods in, engine objects out, labels carrying identity. */
@@ -76,7 +76,7 @@ export class PodRuntime {
           if (isNotFound(err)) return undefined;
           throw err;
         });
-        out.set(id, info && info.Config.Labels?.[LABEL.instance] === this.instance ? listedFromInspect(info) : undefined);
+        out.set(id, info && info.Config.Labels?.[LABEL.instance] === this.instance ? recordFromInspect(info) : undefined);
       }),
     );
     return out;
@@ -122,9 +122,10 @@ export class PodRuntime {
   }
 
   /** podrun's containers (all of them, or one pod's), as the engine lists them. */
-  async listContainers(uid?: string): Promise<Docker.ContainerInfo[]> {
+  async listContainers(uid?: string): Promise<EngineContainer[]> {
     const label = [`${LABEL.instance}=${this.instance}`, ...(uid ? [`${LABEL.podUid}=${uid}`] : [`${LABEL.managedBy}=${MANAGED_BY}`])];
-    return this.work('list containers', () => this.docker.listContainers({ all: true, filters: JSON.stringify({ label }) }));
+    const list = await this.work('list containers', () => this.docker.listContainers({ all: true, filters: JSON.stringify({ label }) }));
+    return list.map(recordFromListed);
   }
 
   /**
@@ -150,17 +151,15 @@ export class PodRuntime {
         const line = buffered.slice(0, nl).trim();
         buffered = buffered.slice(nl + 1);
         if (!line) continue;
+        let raw: DockerEvent;
         try {
-          const raw = JSON.parse(line) as { Action?: string; id?: string; Actor?: { ID?: string; Attributes?: Record<string, string> }; timeNano?: number; time?: number };
-          onEvent({
-            action: raw.Action ?? '',
-            id: raw.Actor?.ID ?? raw.id ?? '',
-            attributes: raw.Actor?.Attributes ?? {},
-            timeMs: raw.timeNano ? Math.floor(raw.timeNano / 1e6) : (raw.time ?? 0) * 1000,
-          });
+          raw = JSON.parse(line) as DockerEvent;
         } catch {
           // A malformed line is skipped; the periodic relist covers whatever it said.
+          continue;
         }
+        const e = raw && typeof raw === 'object' ? eventFromDocker(raw) : undefined;
+        if (e) onEvent(e);
       }
     });
     stream.on('end', () => end());

@@ -1,12 +1,11 @@
-import type Docker from 'dockerode';
 import type { Container, Pod } from '../../src/manifest/types.js';
 import { dockerName, instanceId, LABEL } from '../../src/runtime/labels.js';
-import { groupObserved, type ContainerState, type EngineContainer, type ObservedPod } from '../../src/runtime/observed.js';
+import { groupObserved, type EngineContainer, type ObservedPod } from '../../src/runtime/observed.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
 import { ImageError, type EngineEvent, type RuntimeOptions, type SandboxInfo } from '../../src/runtime/runtime-types.js';
 import { containerCreateOptions, sandboxCreateOptions, startOptions, type PodIdentity, type VolumeBacking } from '../../src/runtime/spec.js';
 
-type ContainerRecord = EngineContainer & { startedAt?: number; finishedAt?: number; exitCode?: number; ip?: string };
+type FakeContainer = EngineContainer & { startedAt?: number; finishedAt?: number };
 
 /** What a started container does: keep running, or exit at once with a code (a crash loop). */
 export type Behaviour = { exitCode?: number };
@@ -24,7 +23,7 @@ export class FakeEngine implements PodEngine {
   readonly hostIP = '127.0.0.2';
   readonly instance: string;
   readonly oomScoreFloor = -1000;
-  readonly containers = new Map<string, ContainerRecord>();
+  readonly containers = new Map<string, FakeContainer>();
   /** Every call by name, for tests that count what the engine was asked. */
   readonly calls = new Map<string, number>();
   /** How containers behave, by container name (default: they keep running). */
@@ -50,56 +49,40 @@ export class FakeEngine implements PodEngine {
     return Date.now();
   }
 
-  private emit(action: string, c: ContainerRecord): void {
-    const e: EngineEvent = { action, id: c.Id, attributes: { ...c.Labels, name: c.Names[0]!.slice(1), image: c.Image, ...(action === 'die' ? { exitCode: String(c.exitCode ?? 0) } : {}) }, timeMs: this.now() };
+  private emit(kind: EngineEvent['kind'], c: FakeContainer): void {
+    const e: EngineEvent = { kind, id: c.id, labels: { ...c.labels }, name: c.name, image: c.image, ...(kind === 'exited' ? { exitCode: c.exitCode ?? 0 } : {}), timeMs: this.now() };
     for (const w of [...this.watchers]) w.onEvent(e);
   }
 
-  private make(name: string, image: string, labels: Record<string, string>, ip?: string): ContainerRecord {
+  private make(name: string, image: string, labels: Record<string, string>, ip?: string): FakeContainer {
     const id = `fake${String(this.next++).padStart(12, '0')}`;
-    const c: ContainerRecord = {
-      Id: id,
-      Names: [`/${name}`],
-      Image: image,
-      ImageID: '',
-      Command: '',
-      Created: Math.floor(this.now() / 1000),
-      Ports: [],
-      Labels: labels,
-      State: 'created',
-      Status: 'Created',
-      HostConfig: { NetworkMode: '' },
-      NetworkSettings: { Networks: ip ? { bridge: { IPAddress: ip } as Docker.NetworkInfo } : {} },
-      Mounts: [],
-      ...(ip ? { ip } : {}),
-    };
+    const c: FakeContainer = { id, name, image, labels, state: 'created', created: Math.floor(this.now() / 1000), ...(ip ? { ip } : {}) };
     this.containers.set(id, c);
     for (const fn of this.createdListeners) fn(labels[LABEL.podUid] ?? '', id);
-    this.emit('create', c);
+    this.emit('created', c);
     return c;
   }
 
-  private run(c: ContainerRecord): void {
-    c.State = 'running';
-    c.Status = 'Up';
+  private run(c: FakeContainer): void {
+    c.state = 'running';
+    delete c.exitCode;
     c.startedAt = this.now();
     delete c.finishedAt;
-    this.emit('start', c);
-    const b = this.behaviour({ pod: c.Labels[LABEL.podName] ?? '', container: c.Labels[LABEL.containerName] ?? '' });
+    this.emit('started', c);
+    const b = this.behaviour({ pod: c.labels[LABEL.podName] ?? '', container: c.labels[LABEL.containerName] ?? '' });
     // A process ends after its start returns, in a later turn, as a real one does.
     const code = b.exitCode;
-    if (code !== undefined) setImmediate(() => this.exit(c.Id, code));
+    if (code !== undefined) setImmediate(() => this.exit(c.id, code));
   }
 
   /** The container's process ends with `code` (a crash when not 0). */
   exit(id: string, code: number): void {
     const c = this.containers.get(id);
-    if (!c || c.State !== 'running') return;
-    c.State = 'exited';
-    c.Status = `Exited (${code})`;
+    if (!c || c.state !== 'running') return;
+    c.state = 'exited';
     c.exitCode = code;
     c.finishedAt = this.now();
-    this.emit('die', c);
+    this.emit('exited', c);
   }
 
   /** Cuts the event stream, as an engine restart does. */
@@ -125,9 +108,9 @@ export class FakeEngine implements PodEngine {
     this.count('ping');
   }
 
-  async listContainers(uid?: string): Promise<Docker.ContainerInfo[]> {
+  async listContainers(uid?: string): Promise<EngineContainer[]> {
     this.count('list');
-    return [...this.containers.values()].filter((c) => !uid || c.Labels[LABEL.podUid] === uid).map((c) => structuredClone(c));
+    return [...this.containers.values()].filter((c) => !uid || c.labels[LABEL.podUid] === uid).map((c) => structuredClone(c));
   }
 
   async listPods(uid?: string): Promise<ObservedPod[]> {
@@ -151,7 +134,7 @@ export class FakeEngine implements PodEngine {
     const c = this.containers.get(id);
     if (!c) return undefined;
     return {
-      state: c.State as ContainerState,
+      state: c.state,
       exitCode: c.exitCode ?? 0,
       ...(c.startedAt ? { startedAt: new Date(c.startedAt).toISOString() } : {}),
       ...(c.finishedAt ? { finishedAt: new Date(c.finishedAt).toISOString() } : {}),
@@ -188,7 +171,7 @@ export class FakeEngine implements PodEngine {
     const c = this.make(dockerName({ ...id, instance: this.instance }, 'POD', attempt), this.options.pauseImage, opts.Labels ?? {}, ip);
     this.count('start');
     this.run(c);
-    return { id: c.Id, ip: ip ?? this.hostIP };
+    return { id: c.id, ip: ip ?? this.hostIP };
   }
 
   async sandboxInfo(id: string, pod: Pod): Promise<SandboxInfo> {
@@ -202,7 +185,7 @@ export class FakeEngine implements PodEngine {
     const made = this.make(dockerName({ ...id, instance: this.instance }, c.name, o.restartCount), c.image, opts.Labels ?? {});
     this.count('start');
     this.run(made);
-    return made.Id;
+    return made.id;
   }
 
   async stopContainer(id: string): Promise<void> {
@@ -215,9 +198,9 @@ export class FakeEngine implements PodEngine {
     this.count('remove');
     const c = this.containers.get(id);
     if (!c) return;
-    if (c.State === 'running') this.exit(id, 137);
+    if (c.state === 'running') this.exit(id, 137);
     this.containers.delete(id);
-    this.emit('destroy', c);
+    this.emit('removed', c);
   }
 
   async removePodVolumes(): Promise<void> {

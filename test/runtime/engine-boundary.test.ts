@@ -11,7 +11,6 @@ const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '../..');
 
 /** Files that still import dockerode or a module under src/runtime/docker/, and which. */
 const IMPORTS_LEFT: Record<string, string[]> = {
-  'test/fakes/fake-engine.ts': ['dockerode'],
 };
 
 /** Docker facts still read outside the runtime, by file. */
