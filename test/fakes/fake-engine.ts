@@ -85,6 +85,12 @@ export class FakeEngine implements PodEngine {
     this.emit('exited', c);
   }
 
+  /** The engine restarts an exited container in place (its own restart policy): same id, running again. */
+  restartInPlace(id: string): void {
+    const c = this.containers.get(id);
+    if (c?.state === 'exited') this.run(c);
+  }
+
   /** Cuts the event stream, as an engine restart does. */
   dropEvents(err = new Error('the fake event stream ended')): void {
     for (const w of [...this.watchers]) {

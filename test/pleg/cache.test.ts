@@ -63,6 +63,16 @@ describe('PodCache', () => {
     expect(engine.calls.get('list')).toBe(lists);
   });
 
+  it('reads a container the engine restarted in place as running, without the exit of its last run', async () => {
+    const { engine, cache } = setup();
+    await cache.start();
+    const { container } = await run(engine);
+    engine.exit(container, 3);
+    expect(cache.pod(POD.uid)?.containers[0]).toMatchObject({ id: container, state: 'exited', exitCode: 3 });
+    engine.restartInPlace(container);
+    expect(cache.pod(POD.uid)?.containers[0]).toMatchObject({ id: container, state: 'running', exitCode: undefined });
+  });
+
   it('sees what podrun made in a refresh even when no event came, and replaces everything on a relist', async () => {
     const { engine, cache } = setup();
     await cache.start();
