@@ -5,7 +5,7 @@ import type { PodRuntime } from './runtime.js';
 // tests drive), and each module asks only for the roles it uses.
 
 /** Who this podrun instance and node are, as the runtime was set up. */
-export type EngineIdentity = Pick<PodRuntime, 'instance' | 'hostIP' | 'nodeName' | 'oomScoreFloor' | 'options' | 'endpoint'>;
+export type EngineIdentity = Pick<PodRuntime, 'instance' | 'hostIP' | 'nodeName' | 'oomScoreFloor' | 'options' | 'endpoint' | 'runtimeName'>;
 
 /** Containers and sandboxes: made, stopped, removed, listed and watched (the pod worker's and the cache's role). */
 export type EngineLifecycle = EngineIdentity &

@@ -25,6 +25,8 @@ import { prepareTerminationLog, prepareVolumes, removePodVolumes, stagingPath, t
 export class PodRuntime {
   private readonly docker: Docker;
   readonly endpoint: string;
+  /** The kubelet's runtime type: the scheme of container IDs (`docker://<id>`) and of the node's runtime version. */
+  readonly runtimeName: string = 'docker';
   readonly nodeName: string;
   readonly hostIP: string;
   readonly instance: string;

@@ -19,6 +19,7 @@ export type Behaviour = { exitCode?: number };
 export class FakeEngine implements PodEngine {
   readonly options: RuntimeOptions;
   readonly endpoint = 'fake://';
+  readonly runtimeName = 'fake';
   readonly nodeName = 'fake-node';
   readonly hostIP = '127.0.0.2';
   readonly instance: string;
