@@ -89,7 +89,7 @@ export async function stopPod(rt: PodEngine, observed: ObservedPod, graceSeconds
   await Promise.all(observed.containers.filter((c) => c.type === 'app').map(kill));
   await Promise.all(observed.containers.filter((c) => c.type === 'init').map(kill));
   // The sandbox only holds namespaces; it has nothing to shut down cleanly.
-  await Promise.all(observed.sandboxes.filter(isActive).map((s) => rt.stopContainer(s.id, 0)));
+  await Promise.all(observed.sandboxes.filter(isActive).map((s) => rt.stopSandbox(s.id)));
 }
 
 /** Stops and removes everything of the pod, its emptyDirs and memory volumes included. */
@@ -100,7 +100,7 @@ export async function removePod(rt: PodEngine, observed: ObservedPod, graceSecon
     // Containers before the sandbox: an engine that tracks the namespaces they joined (Podman)
     // refuses to remove a sandbox that others still depend on.
     await Promise.all(observed.containers.map((c) => rt.removeContainer(c.id)));
-    await Promise.all(observed.sandboxes.map((c) => rt.removeContainer(c.id)));
+    await Promise.all(observed.sandboxes.map((s) => rt.removeSandbox(s.id)));
     await rt.removePodVolumes(observed.uid);
   } finally {
     clearTerminating(rt.options.stateDir, observed.uid);

@@ -192,9 +192,7 @@ export async function pruneDeadInstances(rt: PodEngine, observed: ObservedPod, k
     seen.set(c.name, n);
     if (n > keep) doomed.push(c.id);
   }
-  observed.sandboxes.slice(1).forEach((s) => {
-    if (!isActive(s)) doomed.push(s.id);
-  });
-  await Promise.all(doomed.map((id) => rt.removeContainer(id)));
-  return doomed.length;
+  const sandboxes = observed.sandboxes.slice(1).filter((s) => !isActive(s));
+  await Promise.all([...doomed.map((id) => rt.removeContainer(id)), ...sandboxes.map((s) => rt.removeSandbox(s.id))]);
+  return doomed.length + sandboxes.length;
 }

@@ -25,6 +25,8 @@ export type EngineLifecycle = EngineIdentity &
     | 'prepareVolumes'
     | 'createSandbox'
     | 'sandboxInfo'
+    | 'stopSandbox'
+    | 'removeSandbox'
     | 'startContainer'
     | 'stopContainer'
     | 'removeContainer'

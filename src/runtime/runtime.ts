@@ -375,6 +375,19 @@ export class PodRuntime {
     });
   }
 
+  /**
+   * Stops a pod's sandbox at once: it only holds the namespaces, nothing in it shuts down cleanly.
+   * On the Docker API a sandbox is the pause container.
+   */
+  stopSandbox(id: string): Promise<void> {
+    return this.stopContainer(id, 0);
+  }
+
+  /** Removes a stopped sandbox (after the pod's containers, which may still hold its namespaces). */
+  removeSandbox(id: string): Promise<void> {
+    return this.removeContainer(id);
+  }
+
   async removePodVolumes(uid: string): Promise<void> {
     await this.call('remove pod volumes', () => removePodVolumes(this.docker, this.options.stateDir, uid, this.instance));
   }

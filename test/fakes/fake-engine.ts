@@ -197,14 +197,37 @@ export class FakeEngine implements PodEngine {
 
   async stopContainer(id: string): Promise<void> {
     this.count('stop');
+    this.notSandbox(id, 'stopContainer');
     // The stop signal ends it: 143 for SIGTERM, as a shell that traps nothing exits.
     this.exit(id, 143);
   }
 
   async removeContainer(id: string): Promise<void> {
     this.count('remove');
+    this.notSandbox(id, 'removeContainer');
     const c = this.containers.get(id);
     if (!c) return;
+    if (c.state === 'running') this.exit(id, 137);
+    this.containers.delete(id);
+    this.emit('removed', c);
+  }
+
+  /** A sandbox is not a container to the engine interface (on a CRI runtime it is not one at all). */
+  private notSandbox(id: string, call: string): void {
+    if (this.containers.get(id)?.labels[LABEL.containerType] === 'sandbox') throw new Error(`${call} of ${id}: a sandbox (use stopSandbox/removeSandbox)`);
+  }
+
+  async stopSandbox(id: string): Promise<void> {
+    this.count('stop sandbox');
+    if (this.containers.get(id)?.labels[LABEL.containerType] !== 'sandbox') throw new Error(`stopSandbox of ${id}: not a sandbox`);
+    this.exit(id, 0);
+  }
+
+  async removeSandbox(id: string): Promise<void> {
+    this.count('remove sandbox');
+    const c = this.containers.get(id);
+    if (!c) return;
+    if (c.labels[LABEL.containerType] !== 'sandbox') throw new Error(`removeSandbox of ${id}: not a sandbox`);
     if (c.state === 'running') this.exit(id, 137);
     this.containers.delete(id);
     this.emit('removed', c);
