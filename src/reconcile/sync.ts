@@ -5,7 +5,7 @@ import { runHook } from '../probe/handlers.js';
 import { isActive, type ObservedPod } from '../runtime/observed.js';
 import { ContainerStartError, ImageError, SandboxError, type SandboxInfo } from '../runtime/runtime-types.js';
 import type { PodEngine } from '../runtime/roles.js';
-import { engineRestartPolicy, identityOf } from '../runtime/spec.js';
+import { identityOf } from '../runtime/spec.js';
 import { fieldPathOf, killContainer, specOf, stopPod, type EventSink } from './lifecycle.js';
 import type { PodActions } from './plan.js';
 
@@ -68,7 +68,6 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
   const id = identityOf(pod, d.origin.shown ?? d.origin.source, o.applySet ?? appliedSetOf(d.origin.source));
   const grace = pod.spec.terminationGracePeriodSeconds ?? 30;
   const events = o.events;
-  const restartPolicy = (type: 'init' | 'app' | 'sandbox', c?: Container): string => (o.engineRestarts ? engineRestartPolicy(pod, type, c) : 'no');
   const podIP = pod.spec.hostNetwork ? rt.hostIP : undefined;
 
   // 0. An update's images, before anything running goes (the plan names them); an image two of
@@ -121,7 +120,7 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
   let sandbox: SandboxInfo;
   if (actions.createSandbox) {
     try {
-      sandbox = await rt.createSandbox(pod, id, actions.sandboxAttempt, sandboxHash(pod), restartPolicy('sandbox'), volumes);
+      sandbox = await rt.createSandbox(pod, id, actions.sandboxAttempt, sandboxHash(pod), o.engineRestarts, volumes);
     } catch (err) {
       if (!(err instanceof SandboxError)) throw err;
       events?.('Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${err.message}`);
@@ -146,7 +145,7 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
         hash: containerHash(pod, c),
         sandbox,
         volumes,
-        restartPolicy: restartPolicy(s.type, c),
+        engineRestarts: o.engineRestarts,
         onPull: pullEvents(events, c.image, fp),
         ...(ready.has(c.name) ? { imageReady: true } : {}),
       });

@@ -155,7 +155,11 @@ export interface StartRequest {
   hash: string;
   sandbox: SandboxInfo;
   volumes: ReadonlyMap<string, VolumeBacking>;
-  restartPolicy: string;
+  /**
+   * No agent supervises the pod: the engine restarts the container itself as the pod's
+   * restartPolicy says, where it can (Docker: its restart policy). False: the caller restarts it.
+   */
+  engineRestarts: boolean;
   onPull?: (phase: 'pulling' | 'pulled', message?: string) => void;
   /** The image was had just before (pulled ahead of a replacement): not asked for again. */
   imageReady?: boolean;

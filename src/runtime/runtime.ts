@@ -14,7 +14,7 @@ import { EngineTimeoutError } from './engine-errors.js';
 import { formatDuration, timerDelay } from '../base/duration.js';
 import { instanceId, LABEL, MANAGED_BY } from './labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from './observed.js';
-import { containerCreateOptions, mountsToPin, needsImageUser, sandboxCreateOptions, startOptions, type ContainerOptions, type PodIdentity, type VolumeBacking } from './spec.js';
+import { containerCreateOptions, engineRestartPolicy, mountsToPin, needsImageUser, sandboxCreateOptions, startOptions, type ContainerOptions, type PodIdentity, type VolumeBacking } from './spec.js';
 import { podDns } from './dns.js';
 import { Slots } from './slots.js';
 import { pinMount } from './safe-mount.js';
@@ -270,7 +270,9 @@ export class PodRuntime {
     return this.call(`prepare volumes of ${pod.metadata.name}`, () => prepareVolumes(this.docker, this.options.stateDir, pod, this.instance, this.options.allowedHostPaths));
   }
 
-  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, restartPolicy: string, volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
+  /** `engineRestarts`: no agent supervises the pod, so the engine keeps the sandbox up itself. */
+  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, engineRestarts: boolean, volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
+    const restartPolicy = engineRestarts ? engineRestartPolicy(pod, 'sandbox') : 'no';
     if (this.options.containerLog) void this.defaultLogDriver();
     await this.ensureImage(this.options.pauseImage, 'IfNotPresent');
     const dns = podDns(pod.spec.dnsPolicy, pod.spec.dnsConfig, nodeResolvConf(this.options.resolvConf ?? '/etc/resolv.conf'), pod.spec.hostNetwork === true);
@@ -313,7 +315,7 @@ export class PodRuntime {
         ...(imageUser !== undefined ? { imageUser } : {}),
         ...(this.options.podPidsLimit ? { pidsLimit: this.options.podPidsLimit } : {}),
         terminationLog,
-        ...startOptions(o, { hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor }),
+        ...startOptions(pod, c, o, { hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor }),
       });
     } catch (err) {
       throw new ContainerStartError((err as Error).message, 'CreateContainerConfigError');

@@ -3,7 +3,7 @@ import { dockerName, instanceId, LABEL } from '../../src/runtime/labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../../src/runtime/observed.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
 import { ImageError, type EngineEvent, type RuntimeOptions, type SandboxInfo } from '../../src/runtime/runtime-types.js';
-import { containerCreateOptions, sandboxCreateOptions, startOptions, type PodIdentity, type VolumeBacking } from '../../src/runtime/spec.js';
+import { containerCreateOptions, engineRestartPolicy, sandboxCreateOptions, startOptions, type PodIdentity, type VolumeBacking } from '../../src/runtime/spec.js';
 
 type FakeContainer = EngineContainer & { startedAt?: number; finishedAt?: number };
 
@@ -171,7 +171,8 @@ export class FakeEngine implements PodEngine {
     return new Map((pod.spec.volumes ?? []).map((v) => [v.name, { kind: 'bind' as const, path: `/fake/volumes/${v.name}` }]));
   }
 
-  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, restartPolicy: string, volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
+  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, engineRestarts: boolean, volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
+    const restartPolicy = engineRestarts ? engineRestartPolicy(pod, 'sandbox') : 'no';
     this.count('create');
     const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: 'bridge', restartPolicy, ...(volumes ? { volumes } : {}) });
     const ip = pod.spec.hostNetwork ? undefined : `10.88.${(this.next >> 8) & 255}.${this.next & 255}`;
@@ -188,7 +189,7 @@ export class FakeEngine implements PodEngine {
 
   async startContainer(pod: Pod, id: PodIdentity, c: Container, o: Parameters<PodEngine['startContainer']>[3]): Promise<string> {
     this.count('create');
-    const opts = containerCreateOptions(pod, { ...id, instance: this.instance }, c, startOptions(o, { hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor }));
+    const opts = containerCreateOptions(pod, { ...id, instance: this.instance }, c, startOptions(pod, c, o, { hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor }));
     const made = this.make(dockerName({ ...id, instance: this.instance }, c.name, o.restartCount), c.image, opts.Labels ?? {});
     this.count('start');
     this.run(made);
