@@ -2,7 +2,9 @@ import type Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
 import { LABEL, MANAGED_BY } from '../../src/runtime/labels.js';
 import { groupObserved } from '../../src/runtime/observed.js';
-import { eventFromDocker, recordFromInspect, recordFromListed, statusFromInspect } from '../../src/runtime/docker/records.js';
+import { eventFromDocker, recordFromInspect, recordFromListed, statsFromDocker, statusFromInspect } from '../../src/runtime/docker/records.js';
+import { cpuOf } from '../../src/stats/summary.js';
+import type { EngineStats } from '../../src/runtime/runtime-types.js';
 
 // Docker's answers in podrun's words: what the cache, status and logs read must not depend on
 // which of Docker's calls (list, inspect, events) told it.
@@ -65,5 +67,17 @@ describe('eventFromDocker', () => {
     for (const a of ['exec_start: sh', 'exec_die', 'kill', 'rename', 'update', 'oom', 'toString', '__proto__', '']) expect(eventFromDocker({ Action: a, Actor: actor({}) })).toBeUndefined();
     expect(eventFromDocker({ Action: 'die', Actor: { Attributes: {} } })).toBeUndefined();
     expect(eventFromDocker({ Action: 'die', Actor: actor({ exitCode: 'x' }) })?.exitCode).toBeUndefined();
+  });
+});
+
+describe('statsFromDocker', () => {
+  const reading = (preread: string): EngineStats => ({ read: '2026-11-30T10:00:10Z', cpu_stats: { cpu_usage: { total_usage: 3e9 } }, memory_stats: {}, preread, precpu_stats: { cpu_usage: { total_usage: 0 } } });
+
+  it('drops a previous sample Docker gives as the zero time, so no rate is made from zero counters', () => {
+    const one = statsFromDocker(reading('0001-01-01T00:00:00Z'));
+    expect(one.preread).toBeUndefined();
+    expect(one.precpu_stats).toBeUndefined();
+    expect(cpuOf(one).usageNanoCores).toBeUndefined();
+    expect(cpuOf(statsFromDocker({ ...reading('2026-11-30T10:00:09Z'), precpu_stats: { cpu_usage: { total_usage: 2.5e9 } } })).usageNanoCores).toBe(5e8);
   });
 });

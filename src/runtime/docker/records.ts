@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import type { ContainerState, EngineContainer } from '../observed.js';
-import type { ContainerStatus, EngineEvent } from '../runtime-types.js';
+import type { ContainerStatus, EngineEvent, EngineStats } from '../runtime-types.js';
 
 // Docker's answers turned into podrun's engine records (runtime-types.ts): the only place that
 // knows their field names, the "never" zero time, or the status text. Pure.
@@ -109,4 +109,14 @@ export function eventFromDocker(raw: DockerEvent): EngineEvent | undefined {
     ...(Number.isInteger(code) ? { exitCode: code } : {}),
     timeMs: raw.timeNano ? Math.floor(raw.timeNano / 1e6) : (raw.time ?? 0) * 1000,
   };
+}
+
+/**
+ * A stats answer as podrun's reading: a one-shot answer (or a container's first) has no previous
+ * sample, which Docker writes as the zero time and zero counters; the reading then has none.
+ */
+export function statsFromDocker(s: EngineStats): EngineStats {
+  if (engineTime(s.preread)) return s;
+  const { preread: _preread, precpu_stats: _precpu, ...rest } = s;
+  return rest;
 }
