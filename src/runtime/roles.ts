@@ -40,7 +40,7 @@ export type EngineImages = Pick<PodRuntime, 'ensureImage' | 'hasImage' | 'imageI
 export type EngineStreams = Pick<PodRuntime, 'exec' | 'execAttached' | 'endAbandonedExec' | 'writeLogs'>;
 
 /** Readings: container usage, disk, and the engine's facts about the node. */
-export type EngineReadings = Pick<PodRuntime, 'containerStats' | 'containerDisk' | 'engineFacts' | 'cgroupLayout'>;
+export type EngineReadings = Pick<PodRuntime, 'containerStats' | 'containerDisk' | 'engineFacts' | 'cgroupLayout' | 'containerCgroups'>;
 
 /** Every role: what the agent runs on. */
 export type PodEngine = EngineLifecycle & EngineImages & EngineStreams & EngineReadings;

@@ -6,7 +6,7 @@ import { ContainerStartError, SandboxError, type ContainerStatus, type EngineCal
 import { ImageStore, type PullListener } from './images.js';
 import { containerDiskOf, engineFactsOf } from './readings.js';
 import { LocalReadings } from './local-readings.js';
-import type { CgroupLayout } from './cgroup-stats.js';
+import { cgroupCandidates, type CgroupLayout } from './cgroup-stats.js';
 import { execAttachedIn, execIn, terminationMessageOf, writeLogsOf } from './streams.js';
 import { endExec } from './exec-end.js';
 import { defaultHostIP, nodeResolvConf, oomScoreFloor } from './host.js';
@@ -221,6 +221,15 @@ export class PodRuntime {
   /** Where the engine keeps containers' cgroups, when readings come from them (undefined: its stats API). */
   cgroupLayout(): Promise<CgroupLayout | undefined> {
     return this.readings.cgroupLayout();
+  }
+
+  /**
+   * cAdvisor's name for each container: its cgroup's path, where this engine puts it (with
+   * readings from the engine's API, where Docker puts it by default).
+   */
+  async containerCgroups(): Promise<(id: string) => string> {
+    const layout = await this.cgroupLayout().catch(() => undefined);
+    return (id) => `/${cgroupCandidates(layout?.driver ?? 'cgroupfs', id)[0] ?? id}`;
   }
 
   containerStats(id: string, oneShot: boolean, network = true): Promise<EngineStats | undefined> {

@@ -288,6 +288,10 @@ export class FakeEngine implements PodEngine {
     return undefined;
   }
 
+  async containerCgroups(): ReturnType<PodEngine['containerCgroups']> {
+    return (id) => `/fake/${id}`;
+  }
+
   async containerDisk(): ReturnType<PodEngine['containerDisk']> {
     return undefined;
   }
