@@ -5,6 +5,7 @@
  *   npm run bench                      # everything (about 30 min)
  *   BENCH_QUICK=1 npm run bench        # fewer runs and pods, to try it out (not written to docs)
  *   BENCH_ONLY=cold,cli npm run bench  # some scenarios (printed, not written to docs)
+ *   BENCH_ONLY=churn npm run bench     # deletion latency under churn alone
  *   BENCH_GARBAGE=10000 npm run bench  # the exited-container pile (default 2,000)
  */
 import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
@@ -12,6 +13,7 @@ import { cpus, totalmem, tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { agentScenarios } from './agent.js';
 import { cliStartup } from './cli.js';
+import { churnScenario } from './churn.js';
 import { coldApply } from './cold-apply.js';
 import { docker, log, must, onPath, QUICK, REPO, run, table } from './lib.js';
 import { reapply } from './reapply.js';
@@ -78,6 +80,7 @@ const SCENARIOS: Record<string, (root: string) => Promise<string | string[]>> = 
   pull: pullCost,
   readings: readingsCost,
   gc: garbage,
+  churn: churnScenario,
 };
 
 async function main(): Promise<void> {

@@ -109,6 +109,8 @@ function fromHelper(helper: string, server: string): Promise<RegistryAuth | unde
         resolve(undefined);
       }
     });
+    // A helper that exits without reading its input must not take the process down with EPIPE.
+    child.stdin?.on('error', () => undefined);
     child.stdin?.end(server);
   });
 }

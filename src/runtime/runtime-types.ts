@@ -163,6 +163,8 @@ export interface StartRequest {
   onPull?: (phase: 'pulling' | 'pulled', message?: string) => void;
   /** The image was had just before (pulled ahead of a replacement): not asked for again. */
   imageReady?: boolean;
+  /** Aborted when the pod is no longer wanted: no wait goes on and nothing more is made (`Cancelled`). */
+  signal?: AbortSignal;
 }
 
 /** One exec, as what ends it needs it: which, where, and when it was made (opaque above the runtime). */

@@ -16,7 +16,7 @@ import { instanceId, LABEL, MANAGED_BY } from './labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from './observed.js';
 import { containerCreateOptions, engineRestartPolicy, mountsToPin, needsImageUser, sandboxCreateOptions, startOptions, type ContainerOptions, type PodIdentity, type VolumeBacking } from './spec.js';
 import { podDns } from './dns.js';
-import { Slots } from './slots.js';
+import { Slots, type SlotRequest } from './slots.js';
 import { pinMount } from './safe-mount.js';
 import { eventFromDocker, recordFromInspect, recordFromListed, statusFromInspect, type DockerEvent } from './docker/records.js';
 import { prepareTerminationLog, prepareVolumes, removePodVolumes, stagingPath, terminationLogPath, writeHostNetworkHosts } from './volumes.js';
@@ -84,9 +84,9 @@ export class PodRuntime {
     return out;
   }
 
-  /** An engine call that costs the engine: it waits for a slot. */
-  private work<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    return this.slots.run(() => this.call(what, fn));
+  /** An engine call that costs the engine: it waits for a slot (removals first; a wait ends with the signal). */
+  private work<T>(what: string, fn: () => Promise<T>, o?: SlotRequest): Promise<T> {
+    return this.slots.run(() => this.call(what, fn), o);
   }
 
   private owned(opts: Docker.ContainerCreateOptions): Docker.ContainerCreateOptions {
@@ -123,10 +123,13 @@ export class PodRuntime {
     return groupObserved(await this.listContainers(uid));
   }
 
-  /** podrun's containers (all of them, or one pod's), as the engine lists them. */
+  /**
+   * podrun's containers (all of them, or one pod's), as the engine lists them. One pod's list is a
+   * deletion's last look (is anything of it left?): it goes before creates, as removals do.
+   */
   async listContainers(uid?: string): Promise<EngineContainer[]> {
     const label = [`${LABEL.instance}=${this.instance}`, ...(uid ? [`${LABEL.podUid}=${uid}`] : [`${LABEL.managedBy}=${MANAGED_BY}`])];
-    const list = await this.work('list containers', () => this.docker.listContainers({ all: true, filters: JSON.stringify({ label }) }));
+    const list = await this.work('list containers', () => this.docker.listContainers({ all: true, filters: JSON.stringify({ label }) }), uid ? { urgent: true } : {});
     return list.map(recordFromListed);
   }
 
@@ -198,8 +201,8 @@ export class PodRuntime {
   }
 
   /** Has the image as its pull policy says, pulling it once however many containers want it. */
-  ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener): Promise<void> {
-    return this.images.ensureImage(image, policy, onPull);
+  ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener, signal?: AbortSignal): Promise<void> {
+    return this.images.ensureImage(image, policy, onPull, signal);
   }
 
   /** Whether the engine has the image under this reference. */
@@ -279,19 +282,24 @@ export class PodRuntime {
     return this.call(`prepare volumes of ${pod.metadata.name}`, () => prepareVolumes(this.docker, this.options.stateDir, pod, this.instance, this.options.allowedHostPaths));
   }
 
-  /** `engineRestarts`: no agent supervises the pod, so the engine keeps the sandbox up itself. */
-  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, engineRestarts: boolean, volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
+  /**
+   * Makes and starts the pod's sandbox. `engineRestarts`: no agent supervises the pod, so the engine
+   * keeps the sandbox up itself. Once `signal` is aborted (the pod is no longer wanted) no wait goes
+   * on and nothing more is made: `Cancelled`, and what was made is the deletion's.
+   */
+  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, engineRestarts: boolean, volumes?: ReadonlyMap<string, VolumeBacking>, signal?: AbortSignal): Promise<SandboxInfo> {
     const restartPolicy = engineRestarts ? engineRestartPolicy(pod, 'sandbox') : 'no';
     if (this.options.containerLog) void this.defaultLogDriver();
-    await this.ensureImage(this.options.pauseImage, 'IfNotPresent');
+    await this.ensureImage(this.options.pauseImage, 'IfNotPresent', undefined, signal);
     const dns = podDns(pod.spec.dnsPolicy, pod.spec.dnsConfig, nodeResolvConf(this.options.resolvConf ?? '/etc/resolv.conf'), pod.spec.hostNetwork === true);
     const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: this.options.network ?? 'bridge', restartPolicy, oomScoreFloor: this.oomScoreFloor, ...(volumes ? { volumes } : {}), ...(dns ? { dns } : {}), ...(this.options.podPidsLimit ? { pidsLimit: this.options.podPidsLimit } : {}) });
     const refused = (err: unknown): never => {
       throw err instanceof EngineRequestError ? new SandboxError(err.message) : err;
     };
-    const container = await this.work(`create sandbox for ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts))).catch(refused);
+    const slot = signal ? { signal } : {};
+    const container = await this.work(`create sandbox for ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts)), slot).catch(refused);
     this.created(pod, container.id);
-    await this.work(`start sandbox for ${id.namespace}/${id.name}`, () => container.start()).catch(refused);
+    await this.work(`start sandbox for ${id.namespace}/${id.name}`, () => container.start(), slot).catch(refused);
     return this.sandboxInfo(container.id, pod);
   }
 
@@ -308,7 +316,7 @@ export class PodRuntime {
     c: Container,
     o: StartRequest,
   ): Promise<string> {
-    if (!o.imageReady) await this.ensureImage(c.image, c.imagePullPolicy, o.onPull);
+    if (!o.imageReady) await this.ensureImage(c.image, c.imagePullPolicy, o.onPull, o.signal);
     const imageUser = needsImageUser(pod, c) ? await this.images.imageUser(c.image) : undefined;
     const terminationLog = terminationLogPath(this.options.stateDir, pod.metadata.uid ?? '', c.name, o.restartCount);
     let opts: Docker.ContainerCreateOptions;
@@ -332,9 +340,10 @@ export class PodRuntime {
     const refused = (reason: ContainerStartError['reason']) => (err: unknown): never => {
       throw err instanceof EngineRequestError ? new ContainerStartError(err.message, reason) : err;
     };
-    const container = await this.work(`create container ${c.name} of ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts))).catch(refused('CreateContainerError'));
+    const slot = o.signal ? { signal: o.signal } : {};
+    const container = await this.work(`create container ${c.name} of ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts)), slot).catch(refused('CreateContainerError'));
     this.created(pod, container.id);
-    await this.work(`start container ${c.name} of ${id.namespace}/${id.name}`, () => container.start()).catch(refused('RunContainerError'));
+    await this.work(`start container ${c.name} of ${id.namespace}/${id.name}`, () => container.start(), slot).catch(refused('RunContainerError'));
     return container.id;
   }
 
@@ -379,8 +388,9 @@ export class PodRuntime {
     });
   }
 
-  async removeContainer(id: string): Promise<void> {
-    await this.work('remove container', () => this.docker.getContainer(id).remove({ force: true, v: true })).catch((err: unknown) => {
+  /** Removes a container (forced: a running one is killed). `urgent`: a pod's deletion (see SlotRequest). */
+  async removeContainer(id: string, o: { urgent?: boolean } = {}): Promise<void> {
+    await this.work('remove container', () => this.docker.getContainer(id).remove({ force: true, v: true }), o.urgent ? { urgent: true } : {}).catch((err: unknown) => {
       if (isNotFound(err) || (err instanceof EngineRequestError && err.statusCode === 409)) return;
       throw err;
     });
@@ -394,9 +404,9 @@ export class PodRuntime {
     return this.stopContainer(id, 0);
   }
 
-  /** Removes a stopped sandbox (after the pod's containers, which may still hold its namespaces). */
-  removeSandbox(id: string): Promise<void> {
-    return this.removeContainer(id);
+  /** Removes a sandbox (after the pod's containers, which may still hold its namespaces); `urgent` as for removeContainer. */
+  removeSandbox(id: string, o: { urgent?: boolean } = {}): Promise<void> {
+    return this.removeContainer(id, o);
   }
 
   async removePodVolumes(uid: string): Promise<void> {

@@ -31,6 +31,8 @@ export class FakeEngine implements PodEngine {
   behaviour: (c: { pod: string; container: string }) => Behaviour = () => ({});
   /** Makes the engine refuse every call, as a dead engine would. */
   down = false;
+  /** When set, every create waits for it first: an engine slow to answer. */
+  hold: Promise<void> | undefined;
   private readonly watchers = new Set<{ onEvent: (e: EngineEvent) => void; onEnd: (err?: Error) => void }>();
   private readonly createdListeners = new Set<(podUid: string, id: string) => void>();
   private next = 1;
@@ -173,6 +175,7 @@ export class FakeEngine implements PodEngine {
 
   async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, engineRestarts: boolean, volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
     const restartPolicy = engineRestarts ? engineRestartPolicy(pod, 'sandbox') : 'no';
+    await this.hold;
     this.count('create');
     const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: 'bridge', restartPolicy, ...(volumes ? { volumes } : {}) });
     const ip = pod.spec.hostNetwork ? undefined : `10.88.${(this.next >> 8) & 255}.${this.next & 255}`;
@@ -188,6 +191,7 @@ export class FakeEngine implements PodEngine {
   }
 
   async startContainer(pod: Pod, id: PodIdentity, c: Container, o: Parameters<PodEngine['startContainer']>[3]): Promise<string> {
+    await this.hold;
     this.count('create');
     const opts = containerCreateOptions(pod, { ...id, instance: this.instance }, c, startOptions(pod, c, o, { hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor }));
     const made = this.make(dockerName({ ...id, instance: this.instance }, c.name, o.restartCount), c.image, opts.Labels ?? {});
