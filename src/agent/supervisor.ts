@@ -398,6 +398,7 @@ export class PodSupervisor {
       await containerDetails(this.rt, o, r.details);
     }
     return podStatus(pod, o, {
+      runtimeName: this.rt.runtimeName,
       details: (id) => r.details.get(id),
       probes: (id) => this.probes.state(id) ?? { started: true, ready: true },
       waiting: (name) => r.waiting.get(name),

@@ -440,8 +440,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       return EXIT.engine;
     }
     if (err instanceof EngineRequestError) {
-      // A 5xx is the engine failing, not the request being wrong: as good as unreachable.
-      if ((err.statusCode ?? 0) >= 500) {
+      // The engine failing (a 5xx), not the request being wrong: as good as unreachable.
+      if (err.kind === 'failing' || err.kind === 'unsupported') {
         io.err(`podrun: the Docker engine is failing: ${err.message}`);
         return EXIT.engine;
       }

@@ -78,7 +78,7 @@ export async function killContainer(
 export async function stopPod(rt: PodEngine, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<void> {
   await stopContainers(rt, observed, graceSeconds, events, override);
   // The sandbox only holds namespaces; it has nothing to shut down cleanly.
-  await Promise.all(observed.sandboxes.filter(isActive).map((s) => rt.stopContainer(s.id, 0)));
+  await Promise.all(observed.sandboxes.filter(isActive).map((s) => rt.stopSandbox(s.id)));
 }
 
 /** The pod's containers stopped, as stopPod does, its sandbox left as it is. */
@@ -112,7 +112,7 @@ export async function removePod(rt: PodEngine, observed: ObservedPod, graceSecon
     // refuses to remove a sandbox that others still depend on. The sandbox is not stopped first:
     // a forced removal ends it in the same call.
     await Promise.all(observed.containers.map((c) => rt.removeContainer(c.id, { urgent: true })));
-    await Promise.all(observed.sandboxes.map((c) => rt.removeContainer(c.id, { urgent: true })));
+    await Promise.all(observed.sandboxes.map((s) => rt.removeSandbox(s.id, { urgent: true })));
     return await removePodDir(rt, observed.uid);
   } finally {
     clearTerminating(rt.options.stateDir, observed.uid);

@@ -6,7 +6,7 @@ import { isActive, type ObservedPod } from '../runtime/observed.js';
 import { ContainerStartError, ImageError, SandboxError, type SandboxInfo } from '../runtime/runtime-types.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { Cancelled } from '../runtime/slots.js';
-import { engineRestartPolicy, identityOf } from '../runtime/spec.js';
+import { identityOf } from '../runtime/spec.js';
 import { fieldPathOf, killContainer, specOf, stopPod, type EventSink } from './lifecycle.js';
 import type { PodActions } from './plan.js';
 
@@ -72,7 +72,6 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
   const id = identityOf(pod, d.origin.shown ?? d.origin.source, o.applySet ?? appliedSetOf(d.origin.source));
   const grace = pod.spec.terminationGracePeriodSeconds ?? 30;
   const events = o.events;
-  const restartPolicy = (type: 'init' | 'app' | 'sandbox', c?: Container): string => (o.engineRestarts ? engineRestartPolicy(pod, type, c) : 'no');
   const podIP = pod.spec.hostNetwork ? rt.hostIP : undefined;
   const signal = o.signal;
   // Between steps: a pod no longer wanted goes no further (the kubelet's pod worker cancels the
@@ -135,7 +134,7 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
   if (actions.createSandbox) {
     step();
     try {
-      sandbox = await rt.createSandbox(pod, id, actions.sandboxAttempt, sandboxHash(pod), restartPolicy('sandbox'), volumes, signal);
+      sandbox = await rt.createSandbox(pod, id, actions.sandboxAttempt, sandboxHash(pod), o.engineRestarts, volumes, signal);
     } catch (err) {
       if (!(err instanceof SandboxError)) throw err;
       events?.('Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${err.message}`);
@@ -161,7 +160,7 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
         hash: containerHash(pod, c),
         sandbox,
         volumes,
-        restartPolicy: restartPolicy(s.type, c),
+        engineRestarts: o.engineRestarts,
         onPull: pullEvents(events, c.image, fp),
         ...(ready.has(c.name) ? { imageReady: true } : {}),
         ...(signal ? { signal } : {}),
@@ -208,9 +207,7 @@ export async function pruneDeadInstances(rt: PodEngine, observed: ObservedPod, k
     seen.set(c.name, n);
     if (n > keep) doomed.push(c.id);
   }
-  observed.sandboxes.slice(1).forEach((s) => {
-    if (!isActive(s)) doomed.push(s.id);
-  });
-  await Promise.all(doomed.map((id) => rt.removeContainer(id)));
-  return doomed.length;
+  const sandboxes = observed.sandboxes.slice(1).filter((s) => !isActive(s));
+  await Promise.all([...doomed.map((id) => rt.removeContainer(id)), ...sandboxes.map((s) => rt.removeSandbox(s.id))]);
+  return doomed.length + sandboxes.length;
 }

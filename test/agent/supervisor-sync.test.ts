@@ -44,7 +44,7 @@ async function setup(): Promise<{ engine: FakeEngine; cache: PodCache; sup: PodS
   return { engine, cache, sup, woken };
 }
 
-const running = (engine: FakeEngine): string[] => [...engine.containers.values()].filter((c) => c.State === 'running').map((c) => c.Names[0]!);
+const running = (engine: FakeEngine): string[] => [...engine.containers.values()].filter((c) => c.state === 'running').map((c) => `/${c.name}`);
 
 describe('PodSupervisor.sync', () => {
   it('makes the sandbox and the containers in one turn, and nothing on the next', async () => {

@@ -164,7 +164,7 @@ describe('the agent with a watched directory', () => {
     const { sandboxHash } = await import('../../src/manifest/hash.js');
     const d = loadManifestText({ file: 'x', source: `file:${join(dir, `${name}.yaml`)}`, text: pod(name) }).pods[0]!;
     const rt = new PodRuntime({ stateDir: world.stateDir, pauseImage: 'podrun-test/pause:1' });
-    const sandbox = await rt.createSandbox(d.pod, identityOf(d.pod, d.origin.source), 0, sandboxHash(d.pod), 'no');
+    const sandbox = await rt.createSandbox(d.pod, identityOf(d.pod, d.origin.source), 0, sandboxHash(d.pod), false);
 
     agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
