@@ -1,9 +1,12 @@
-import { describe, expect, it } from 'vitest';
+import { beforeAll, afterAll, describe, expect, it } from 'vitest';
 import { closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
 import { AgentSuite, pastRelist, type AgentProcess } from './agent-helpers.js';
-import { containerIds, docker, freePort, podContainers, podEvents, TEST_IMAGE, unique, until } from './helpers.js';
+import { containerIds, docker, freePort, podContainers, podEvents, recordPodEvents, stopPodEvents, TEST_IMAGE, unique, until } from './helpers.js';
+
+beforeAll(recordPodEvents);
+afterAll(stopPodEvents);
 
 const suite = new AgentSuite('agentdir');
 const { world, ns } = suite;

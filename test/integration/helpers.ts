@@ -159,17 +159,45 @@ export async function logsOf(id: string): Promise<string> {
   return parts.join('');
 }
 
+let recorded: { uid: string; action: string; ms: number }[] | undefined;
+let stopRecorder: (() => void) | undefined;
+
+/**
+ * Follows the engine's events about podrun's containers from now on, for `podEvents` (call it in
+ * beforeAll). Followed live because the engine keeps only its last 256 events for a since/until
+ * query: with other test files churning, a pod's events were gone within seconds.
+ */
+export async function recordPodEvents(): Promise<void> {
+  if (recorded) return;
+  const stream = (await docker.getEvents({ filters: JSON.stringify({ type: ['container'], label: [LABEL.managedBy] }) })) as NodeJS.ReadableStream & { destroy(): void };
+  const log: { uid: string; action: string; ms: number }[] = [];
+  let buf = '';
+  stream.on('data', (c: Buffer) => {
+    buf += c.toString('utf8');
+    let n: number;
+    while ((n = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, n);
+      buf = buf.slice(n + 1);
+      if (!line.trim()) continue;
+      const e = JSON.parse(line) as { Action: string; timeNano: number; Actor: { Attributes: Record<string, string> } };
+      log.push({ uid: e.Actor.Attributes[LABEL.podUid] ?? '', action: e.Action, ms: e.timeNano / 1e6 });
+    }
+  });
+  recorded = log;
+  stopRecorder = () => stream.destroy();
+}
+
+export function stopPodEvents(): void {
+  stopRecorder?.();
+  recorded = undefined;
+}
+
 /** Engine events about a pod's containers since `since` (unix seconds): the mutating calls it saw. */
 export async function podEvents(uid: string, since: number): Promise<string[]> {
-  const until = Math.floor(Date.now() / 1000) + 1;
-  const stream = await docker.getEvents({ since, until, filters: JSON.stringify({ type: ['container'], label: [`${LABEL.podUid}=${uid}`] }) });
-  const chunks: Buffer[] = [];
-  for await (const c of stream as AsyncIterable<Buffer>) chunks.push(c);
-  return Buffer.concat(chunks)
-    .toString('utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => (JSON.parse(l) as { Action: string }).Action);
+  if (!recorded) throw new Error('podEvents reads what recordPodEvents() followed: call it in beforeAll');
+  // What the engine sent up to now has reached the stream.
+  await new Promise((r) => setTimeout(r, 500));
+  return recorded.filter((e) => e.uid === uid && e.ms >= since * 1000).map((e) => e.action);
 }
 
 /** GET from the agent's unix socket; undefined when no agent answers. */
