@@ -1,9 +1,9 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
 import { AgentSuite } from './agent-helpers.js';
-import { docker, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { docker, podContainers, podEventRecords, recordPodEvents, stopPodEvents, TEST_IMAGE, unique, until, World } from './helpers.js';
 import { followEvents } from './churn-helpers.js';
 
 // Never stuck behind a graceful stop (issue 10): a pod in its grace period holds nothing of anyone
@@ -24,18 +24,8 @@ spec:
 `;
 }
 
-/** The engine's own record of a pod's container events: action and time (ms). */
-async function engineEvents(uid: string, sinceS: number): Promise<{ action: string; ms: number; name: string }[]> {
-  const stream = await docker.getEvents({ since: sinceS, until: Math.floor(Date.now() / 1000) + 1, filters: JSON.stringify({ type: ['container'], label: [`${LABEL.podUid}=${uid}`] }) });
-  const chunks: Buffer[] = [];
-  for await (const c of stream as AsyncIterable<Buffer>) chunks.push(c);
-  return Buffer.concat(chunks)
-    .toString('utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as { Action: string; timeNano: number; Actor: { Attributes: Record<string, string> } })
-    .map((e) => ({ action: e.Action, ms: e.timeNano / 1e6, name: e.Actor.Attributes[LABEL.containerName] ?? '' }));
-}
+beforeAll(recordPodEvents);
+afterAll(stopPodEvents);
 
 describe('the agent never waits behind a graceful stop', () => {
   it('restarts a crashed container within 2 s while six other pods spend a 20 s grace period', async () => {
@@ -63,7 +53,7 @@ describe('the agent never waits behind a graceful stop', () => {
       return id && id !== first ? id : undefined;
     }, 15_000);
     const uid = (await podContainers(ns, victim))[0]!.Labels[LABEL.podUid]!;
-    const events = await engineEvents(uid, since);
+    const events = await podEventRecords(uid, since);
     const died = events.find((e) => e.action === 'die' && e.name === 'c')!.ms;
     const started = events.filter((e) => e.action === 'start' && e.name === 'c' && e.ms > died)[0]!.ms;
     expect(second).toBeDefined();

@@ -159,7 +159,7 @@ export async function logsOf(id: string): Promise<string> {
   return parts.join('');
 }
 
-let recorded: { uid: string; action: string; ms: number }[] | undefined;
+let recorded: { uid: string; action: string; ms: number; name: string }[] | undefined;
 let stopRecorder: (() => void) | undefined;
 
 /**
@@ -170,7 +170,7 @@ let stopRecorder: (() => void) | undefined;
 export async function recordPodEvents(): Promise<void> {
   if (recorded) return;
   const stream = (await docker.getEvents({ filters: JSON.stringify({ type: ['container'], label: [LABEL.managedBy] }) })) as NodeJS.ReadableStream & { destroy(): void };
-  const log: { uid: string; action: string; ms: number }[] = [];
+  const log: { uid: string; action: string; ms: number; name: string }[] = [];
   let buf = '';
   stream.on('data', (c: Buffer) => {
     buf += c.toString('utf8');
@@ -180,7 +180,7 @@ export async function recordPodEvents(): Promise<void> {
       buf = buf.slice(n + 1);
       if (!line.trim()) continue;
       const e = JSON.parse(line) as { Action: string; timeNano: number; Actor: { Attributes: Record<string, string> } };
-      log.push({ uid: e.Actor.Attributes[LABEL.podUid] ?? '', action: e.Action, ms: e.timeNano / 1e6 });
+      log.push({ uid: e.Actor.Attributes[LABEL.podUid] ?? '', action: e.Action, ms: e.timeNano / 1e6, name: e.Actor.Attributes[LABEL.containerName] ?? '' });
     }
   });
   recorded = log;
@@ -192,12 +192,17 @@ export function stopPodEvents(): void {
   recorded = undefined;
 }
 
-/** Engine events about a pod's containers since `since` (unix seconds): the mutating calls it saw. */
-export async function podEvents(uid: string, since: number): Promise<string[]> {
+/** Engine events about a pod's containers since `since` (unix seconds): action, time (ms) and container name. */
+export async function podEventRecords(uid: string, since: number): Promise<{ action: string; ms: number; name: string }[]> {
   if (!recorded) throw new Error('podEvents reads what recordPodEvents() followed: call it in beforeAll');
   // What the engine sent up to now has reached the stream.
   await new Promise((r) => setTimeout(r, 500));
-  return recorded.filter((e) => e.uid === uid && e.ms >= since * 1000).map((e) => e.action);
+  return recorded.filter((e) => e.uid === uid && e.ms >= since * 1000).map(({ action, ms, name }) => ({ action, ms, name }));
+}
+
+/** Engine events about a pod's containers since `since` (unix seconds): the mutating calls it saw. */
+export async function podEvents(uid: string, since: number): Promise<string[]> {
+  return (await podEventRecords(uid, since)).map((e) => e.action);
 }
 
 /** GET from the agent's unix socket; undefined when no agent answers. */
