@@ -3,8 +3,8 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
 import { AgentSuite } from './agent-helpers.js';
-import { churnDirectory, churnPod, churnReport, followEvents, spread } from './churn-helpers.js';
-import { docker, podContainers, unique, until } from './helpers.js';
+import { churnDirectory, churnPod, churnReport, spread } from './churn-helpers.js';
+import { docker, followEvents, podContainers, unique, until } from './helpers.js';
 
 const suite = new AgentSuite('churn');
 const { world, ns } = suite;

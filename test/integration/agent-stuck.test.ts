@@ -3,8 +3,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
 import { AgentSuite } from './agent-helpers.js';
-import { docker, podContainers, podEventRecords, recordPodEvents, stopPodEvents, TEST_IMAGE, unique, until, World } from './helpers.js';
-import { followEvents } from './churn-helpers.js';
+import { docker, followEvents, podContainers, podEventRecords, recordPodEvents, stopPodEvents, TEST_IMAGE, unique, until, World } from './helpers.js';
 
 // Never stuck behind a graceful stop (issue 10): a pod in its grace period holds nothing of anyone
 // else's, and the grace periods of many pods overlap.

@@ -5,35 +5,11 @@
  */
 import { unlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import type Docker from 'dockerode';
 import { LABEL } from '../../src/runtime/labels.js';
-import { docker, TEST_IMAGE } from './helpers.js';
+import { TEST_IMAGE, type EngineEventRecord } from './helpers.js';
 
-/** Container event times from the engine's own clock, for reactions measured without the harness's delays. */
-export interface EngineEventRecord {
-  action: string;
-  id: string;
-  timeMs: number;
-  attributes: Record<string, string>;
-}
-
-export async function followEvents(labels: string[], engine: Docker = docker): Promise<{ events: EngineEventRecord[]; stop: () => void }> {
-  const stream = (await engine.getEvents({ filters: JSON.stringify({ type: ['container'], label: labels }) })) as NodeJS.ReadableStream & { destroy(): void };
-  const events: EngineEventRecord[] = [];
-  let buf = '';
-  stream.on('data', (c: Buffer) => {
-    buf += c.toString();
-    let i: number;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      if (!line.trim()) continue;
-      const e = JSON.parse(line) as { Action: string; id: string; timeNano: number; Actor: { Attributes: Record<string, string> } };
-      events.push({ action: e.Action, id: e.id, timeMs: e.timeNano / 1e6, attributes: e.Actor.Attributes });
-    }
-  });
-  return { events, stop: () => stream.destroy() };
-}
+// The bench's churn scenario reads the engine's events through here, as the test does.
+export { followEvents, type EngineEventRecord } from './helpers.js';
 
 /**
  * A small, cheap pod: one busybox container that ends at once on SIGTERM (so a stop costs no grace

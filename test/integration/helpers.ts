@@ -159,8 +159,33 @@ export async function logsOf(id: string): Promise<string> {
   return parts.join('');
 }
 
-let recorded: { uid: string; action: string; ms: number; name: string }[] | undefined;
-let stopRecorder: (() => void) | undefined;
+/** Container event times from the engine's own clock, for reactions measured without the harness's delays. */
+export interface EngineEventRecord {
+  action: string;
+  id: string;
+  timeMs: number;
+  attributes: Record<string, string>;
+}
+
+export async function followEvents(labels: string[], engine: Docker = docker): Promise<{ events: EngineEventRecord[]; stop: () => void }> {
+  const stream = (await engine.getEvents({ filters: JSON.stringify({ type: ['container'], label: labels }) })) as NodeJS.ReadableStream & { destroy(): void };
+  const events: EngineEventRecord[] = [];
+  let buf = '';
+  stream.on('data', (c: Buffer) => {
+    buf += c.toString();
+    let i: number;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      if (!line.trim()) continue;
+      const e = JSON.parse(line) as { Action: string; id: string; timeNano: number; Actor: { Attributes: Record<string, string> } };
+      events.push({ action: e.Action, id: e.id, timeMs: e.timeNano / 1e6, attributes: e.Actor.Attributes });
+    }
+  });
+  return { events, stop: () => stream.destroy() };
+}
+
+let recorder: { events: EngineEventRecord[]; stop: () => void } | undefined;
 
 /**
  * Follows the engine's events about podrun's containers from now on, for `podEvents` (call it in
@@ -168,36 +193,22 @@ let stopRecorder: (() => void) | undefined;
  * query: with other test files churning, a pod's events were gone within seconds.
  */
 export async function recordPodEvents(): Promise<void> {
-  if (recorded) return;
-  const stream = (await docker.getEvents({ filters: JSON.stringify({ type: ['container'], label: [LABEL.managedBy] }) })) as NodeJS.ReadableStream & { destroy(): void };
-  const log: { uid: string; action: string; ms: number; name: string }[] = [];
-  let buf = '';
-  stream.on('data', (c: Buffer) => {
-    buf += c.toString('utf8');
-    let n: number;
-    while ((n = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, n);
-      buf = buf.slice(n + 1);
-      if (!line.trim()) continue;
-      const e = JSON.parse(line) as { Action: string; timeNano: number; Actor: { Attributes: Record<string, string> } };
-      log.push({ uid: e.Actor.Attributes[LABEL.podUid] ?? '', action: e.Action, ms: e.timeNano / 1e6, name: e.Actor.Attributes[LABEL.containerName] ?? '' });
-    }
-  });
-  recorded = log;
-  stopRecorder = () => stream.destroy();
+  recorder ??= await followEvents([LABEL.managedBy]);
 }
 
 export function stopPodEvents(): void {
-  stopRecorder?.();
-  recorded = undefined;
+  recorder?.stop();
+  recorder = undefined;
 }
 
 /** Engine events about a pod's containers since `since` (unix seconds): action, time (ms) and container name. */
 export async function podEventRecords(uid: string, since: number): Promise<{ action: string; ms: number; name: string }[]> {
-  if (!recorded) throw new Error('podEvents reads what recordPodEvents() followed: call it in beforeAll');
+  if (!recorder) throw new Error('podEvents reads what recordPodEvents() followed: call it in beforeAll');
   // What the engine sent up to now has reached the stream.
   await new Promise((r) => setTimeout(r, 500));
-  return recorded.filter((e) => e.uid === uid && e.ms >= since * 1000).map(({ action, ms, name }) => ({ action, ms, name }));
+  return recorder.events
+    .filter((e) => e.attributes[LABEL.podUid] === uid && e.timeMs >= since * 1000)
+    .map((e) => ({ action: e.action, ms: e.timeMs, name: e.attributes[LABEL.containerName] ?? '' }));
 }
 
 /** Engine events about a pod's containers since `since` (unix seconds): the mutating calls it saw. */
