@@ -7,6 +7,7 @@ import { timerDelay } from '../base/duration.js';
 import { FollowedFrames, Paced } from './log-frames.js';
 import type { EngineCalls, ExecRef } from './runtime-types.js';
 import { endExec, execClock } from './exec-end.js';
+import { attachedExitCode } from './docker/exec-exit.js';
 
 // Commands and logs (the streams role): probes' and hooks' exec, `podrun exec`, `podrun logs`.
 
@@ -115,6 +116,7 @@ export async function execAttachedIn(
   const since = execClock(e);
   const exec = await e.call('exec create', () => container.exec({ Cmd: command, AttachStdin: o.stdin, AttachStdout: true, AttachStderr: true, Tty: o.tty }));
   o.onCreated?.({ containerId, execId: exec.id, since });
+  const sinceSec = Math.floor(Date.now() / 1000) - 1;
   const stream = await e.call('exec start', () => exec.start({ hijack: true, stdin: o.stdin, Tty: o.tty }));
   const resize = (): void => {
     const size = o.size?.();
@@ -139,8 +141,7 @@ export async function execAttachedIn(
   });
   stopResizing?.();
   if (o.stdin) streams.stdin.unpipe(stream);
-  const info = await e.call('exec inspect', () => exec.inspect());
-  return info.ExitCode ?? 1;
+  return attachedExitCode(e, exec, containerId, sinceSec);
 }
 
 /**
