@@ -167,8 +167,8 @@ export interface EngineEventRecord {
   attributes: Record<string, string>;
 }
 
-export async function followEvents(labels: string[], engine: Docker = docker): Promise<{ events: EngineEventRecord[]; stop: () => void }> {
-  const stream = (await engine.getEvents({ filters: JSON.stringify({ type: ['container'], label: labels }) })) as NodeJS.ReadableStream & { destroy(): void };
+export async function followEvents(labels: string[], engine: Docker = docker, filters: Record<string, string[]> = { type: ['container'] }): Promise<{ events: EngineEventRecord[]; stop: () => void }> {
+  const stream = (await engine.getEvents({ filters: JSON.stringify({ ...filters, ...(labels.length ? { label: labels } : {}) }) })) as NodeJS.ReadableStream & { destroy(): void };
   const events: EngineEventRecord[] = [];
   let buf = '';
   stream.on('data', (c: Buffer) => {
