@@ -1,4 +1,4 @@
-import type { PodRuntime } from './runtime.js';
+import type { PodRuntime } from './docker/runtime.js';
 
 // The engine as each part of podrun sees it, by role. Nothing outside src/runtime needs the
 // concrete runtime: the agent is given a PodEngine (the real one, or the in-memory fake the unit

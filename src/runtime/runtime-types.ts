@@ -1,7 +1,7 @@
 import type Docker from 'dockerode';
-import type { EngineOptions } from './engine.js';
+import type { EngineOptions } from './docker/engine.js';
 import type { ContainerState } from './observed.js';
-import type { VolumeBacking } from './spec.js';
+import type { VolumeBacking } from './docker/spec.js';
 
 // The runtime's vocabulary, apart from the class: its options, what it answers, how it fails, and
 // the engine client and bounded call the role modules (images, streams, readings) share.

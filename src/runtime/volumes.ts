@@ -7,7 +7,7 @@ import { downwardFileContent } from './env.js';
 import { LABEL, MANAGED_BY } from './labels.js';
 import { at, errCode } from './dir-fd.js';
 import { allowedRoots, inside, MountRefused, openSubPath, removeTree, resolveLoose } from './safe-mount.js';
-import type { VolumeBacking } from './spec.js';
+import type { VolumeBacking } from './docker/spec.js';
 
 /** State directories whose `pods/` is known to be there, root's alone. */
 const podsRootsMade = new Set<string>();

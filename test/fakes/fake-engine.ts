@@ -3,7 +3,7 @@ import { dockerName, instanceId, LABEL } from '../../src/runtime/labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../../src/runtime/observed.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
 import { ImageError, type EngineEvent, type RuntimeOptions, type SandboxInfo } from '../../src/runtime/runtime-types.js';
-import { containerCreateOptions, engineRestartPolicy, sandboxCreateOptions, startOptions, type PodIdentity, type VolumeBacking } from '../../src/runtime/spec.js';
+import { containerCreateOptions, engineRestartPolicy, sandboxCreateOptions, startOptions, type PodIdentity, type VolumeBacking } from '../../src/runtime/docker/spec.js';
 
 type FakeContainer = EngineContainer & { startedAt?: number; finishedAt?: number };
 

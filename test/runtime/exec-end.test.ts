@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { endExec, execClock } from '../../src/runtime/exec-end.js';
+import { endExec, execClock } from '../../src/runtime/docker/exec-end.js';
 import type { ProcView } from '../../src/runtime/exec-reaper.js';
 import type { EngineCalls } from '../../src/runtime/runtime-types.js';
 

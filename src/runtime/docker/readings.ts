@@ -1,7 +1,7 @@
 import type Docker from 'dockerode';
 import { isNotFound } from './engine.js';
-import type { EngineCalls, EngineStats } from './runtime-types.js';
-import { statsFromDocker } from './docker/records.js';
+import type { EngineCalls, EngineStats } from '../runtime-types.js';
+import { statsFromDocker } from './records.js';
 
 // Readings (the stats role): a container's counters and disk, and the engine's facts about the node.
 

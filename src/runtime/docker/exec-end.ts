@@ -1,5 +1,5 @@
-import { killExec, procView, seesContainer, type ProcView } from './exec-reaper.js';
-import type { EngineCalls, ExecEnd, ExecRef } from './runtime-types.js';
+import { killExec, procView, seesContainer, type ProcView } from '../exec-reaper.js';
+import type { EngineCalls, ExecEnd, ExecRef } from '../runtime-types.js';
 
 /** Whether the engine runs on this machine (a unix socket), so its /proc may be podrun's. */
 function localEngine(e: EngineCalls): boolean {

@@ -1,9 +1,9 @@
 import type Docker from 'dockerode';
-import type { Container } from '../manifest/types.js';
-import { authFromFiles, credentialFiles } from './auth.js';
+import type { Container } from '../../manifest/types.js';
+import { authFromFiles, credentialFiles } from '../auth.js';
 import { engineError, EngineRequestError, isNotFound } from './engine.js';
-import { ImageError, type EngineCalls, type PullProgress } from './runtime-types.js';
-import { Slots, unlessAborted } from './slots.js';
+import { ImageError, type EngineCalls, type PullProgress } from '../runtime-types.js';
+import { Slots, unlessAborted } from '../slots.js';
 
 export type { PullProgress };
 

@@ -1,11 +1,11 @@
 import type Docker from 'dockerode';
 import { totalmem } from 'node:os';
-import { cpuShares, oomScoreAdj, SANDBOX_OOM_SCORE_ADJ } from '../manifest/qos.js';
-import { milliCpu, parseQuantity } from '../manifest/quantity.js';
-import type { Container, Pod, SecurityContext, VolumeMount } from '../manifest/types.js';
-import type { ResolvConf } from './dns.js';
-import { expandVars, resolveEnv, type PodRuntimeContext } from './env.js';
-import { dockerName, LABEL, MANAGED_BY, SANDBOX_NAME } from './labels.js';
+import { cpuShares, oomScoreAdj, SANDBOX_OOM_SCORE_ADJ } from '../../manifest/qos.js';
+import { milliCpu, parseQuantity } from '../../manifest/quantity.js';
+import type { Container, Pod, SecurityContext, VolumeMount } from '../../manifest/types.js';
+import type { ResolvConf } from '../dns.js';
+import { expandVars, resolveEnv, type PodRuntimeContext } from '../env.js';
+import { dockerName, LABEL, MANAGED_BY, SANDBOX_NAME } from '../labels.js';
 
 // Pure translation of a pod into Docker create options: the sandbox holds the pod's network, IPC
 // and UTS namespaces (and its ports, hostname and /etc/hosts); each container joins it.

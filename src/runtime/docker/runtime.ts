@@ -1,25 +1,25 @@
 import { hostname } from 'node:os';
 import type Docker from 'dockerode';
-import type { Container, Pod } from '../manifest/types.js';
+import type { Container, Pod } from '../../manifest/types.js';
 import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound } from './engine.js';
-import { ContainerStartError, SandboxError, type ContainerStatus, type EngineCalls, type EngineEvent, type EngineStats, type ExecEnd, type ExecRef, type RuntimeOptions, type SandboxInfo, type StartRequest } from './runtime-types.js';
+import { ContainerStartError, SandboxError, type ContainerStatus, type EngineCalls, type EngineEvent, type EngineStats, type ExecEnd, type ExecRef, type RuntimeOptions, type SandboxInfo, type StartRequest } from '../runtime-types.js';
 import { ImageStore, type PullListener } from './images.js';
 import { containerDiskOf, engineFactsOf } from './readings.js';
 import { LocalReadings } from './local-readings.js';
-import { cgroupCandidates, type CgroupLayout } from './cgroup-stats.js';
+import { cgroupCandidates, type CgroupLayout } from '../cgroup-stats.js';
 import { execAttachedIn, execIn, terminationMessageOf, writeLogsOf } from './streams.js';
 import { endExec } from './exec-end.js';
-import { defaultHostIP, nodeResolvConf, oomScoreFloor } from './host.js';
-import { EngineTimeoutError } from './engine-errors.js';
-import { formatDuration, timerDelay } from '../base/duration.js';
-import { instanceId, LABEL, MANAGED_BY } from './labels.js';
-import { groupObserved, type EngineContainer, type ObservedPod } from './observed.js';
+import { defaultHostIP, nodeResolvConf, oomScoreFloor } from '../host.js';
+import { EngineTimeoutError } from '../engine-errors.js';
+import { formatDuration, timerDelay } from '../../base/duration.js';
+import { instanceId, LABEL, MANAGED_BY } from '../labels.js';
+import { groupObserved, type EngineContainer, type ObservedPod } from '../observed.js';
 import { containerCreateOptions, engineRestartPolicy, mountsToPin, needsImageUser, sandboxCreateOptions, startOptions, type ContainerOptions, type PodIdentity, type VolumeBacking } from './spec.js';
-import { podDns } from './dns.js';
-import { Slots, type SlotRequest } from './slots.js';
-import { pinMount } from './safe-mount.js';
-import { eventFromDocker, recordFromInspect, recordFromListed, statusFromInspect, type DockerEvent } from './docker/records.js';
-import { prepareTerminationLog, prepareVolumes, removePodVolumes, stagingPath, terminationLogPath, writeHostNetworkHosts } from './volumes.js';
+import { podDns } from '../dns.js';
+import { Slots, type SlotRequest } from '../slots.js';
+import { pinMount } from '../safe-mount.js';
+import { eventFromDocker, recordFromInspect, recordFromListed, statusFromInspect, type DockerEvent } from './records.js';
+import { prepareTerminationLog, prepareVolumes, removePodVolumes, stagingPath, terminationLogPath, writeHostNetworkHosts } from '../volumes.js';
 
 /** The only code that talks to the engine: pods in, engine objects out, labels carrying identity. */
 export class PodRuntime {

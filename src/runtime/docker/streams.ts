@@ -1,11 +1,11 @@
 import type Docker from 'dockerode';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import type { Container } from '../manifest/types.js';
-import { terminationLogPath } from './volumes.js';
+import type { Container } from '../../manifest/types.js';
+import { terminationLogPath } from '../volumes.js';
 import { PassThrough } from 'node:stream';
-import { timerDelay } from '../base/duration.js';
+import { timerDelay } from '../../base/duration.js';
 import { FollowedFrames, Paced } from './log-frames.js';
-import type { EngineCalls, ExecRef } from './runtime-types.js';
+import type { EngineCalls, ExecRef } from '../runtime-types.js';
 import { endExec, execClock } from './exec-end.js';
 
 // Commands and logs (the streams role): probes' and hooks' exec, `podrun exec`, `podrun logs`.

@@ -1,7 +1,7 @@
 import Docker from 'dockerode';
-import { EngineRequestError, EngineUnavailableError } from './engine-errors.js';
+import { EngineRequestError, EngineUnavailableError } from '../engine-errors.js';
 
-export { EngineRequestError, EngineUnavailableError } from './engine-errors.js';
+export { EngineRequestError, EngineUnavailableError } from '../engine-errors.js';
 
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND']);
 
