@@ -13,7 +13,6 @@ import type { EngineStats } from '../runtime/runtime-types.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { Slots } from '../runtime/slots.js';
 import { podStats, type ContainerSample, type PodStatsV1 } from './summary.js';
-import { statSync } from 'node:fs';
 
 interface Reading {
   stats: EngineStats;
@@ -152,13 +151,7 @@ export class StatsCollector {
         this.slots.run(async () => {
           const d = await this.rt.containerDisk(c.id).catch(() => undefined);
           if (!d) return;
-          let logsBytes: number | undefined;
-          try {
-            if (d.logPath) logsBytes = statSync(d.logPath).size;
-          } catch {
-            // a remote engine's log path is not ours to read
-          }
-          this.disk.set(c.id, { ...(d.rwBytes !== undefined ? { rwBytes: d.rwBytes } : {}), ...(logsBytes !== undefined ? { logsBytes } : {}) });
+          this.disk.set(c.id, { ...(d.rwBytes !== undefined ? { rwBytes: d.rwBytes } : {}), ...(d.logBytes !== undefined ? { logsBytes: d.logBytes } : {}) });
         }),
       ),
     );
@@ -185,7 +178,7 @@ export class StatsCollector {
           type: c.type,
           pod: { name: p.name, namespace: p.namespace, uid: p.uid },
           image: c.image,
-          dockerName: c.dockerName,
+          engineName: c.engineName,
           stats: r.stats,
           ...(r.previous ? { previous: r.previous } : {}),
           ...(startedAt ? { startedAt } : {}),

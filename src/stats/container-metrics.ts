@@ -73,7 +73,7 @@ export function cadvisorMetrics(samples: readonly ContainerSample[], o: Cadvisor
   for (const [uid, list] of byPod) {
     const pod = list[0]!.pod;
     const time = Math.max(...list.map((s) => Date.parse(s.stats.read)));
-    const rows: [Labels, ContainerSample[]][] = list.map((s) => [{ container: s.type === 'sandbox' ? 'POD' : s.name, id: o.cgroupOf(s.id), image: s.image ?? '', name: s.dockerName ?? '', namespace: pod.namespace, pod: pod.name }, [s]]);
+    const rows: [Labels, ContainerSample[]][] = list.map((s) => [{ container: s.type === 'sandbox' ? 'POD' : s.name, id: o.cgroupOf(s.id), image: s.image ?? '', name: s.engineName ?? '', namespace: pod.namespace, pod: pod.name }, [s]]);
     rows.push([{ container: '', id: `/podrun/pod${uid}`, image: '', name: '', namespace: pod.namespace, pod: pod.name }, list]);
     for (const [labelSet, group] of rows) {
       const labels = LabelText.of(labelSet);

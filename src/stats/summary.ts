@@ -72,7 +72,7 @@ export interface ContainerSample {
   pod: { name: string; namespace: string; uid: string };
   /** The image it runs and its name on the engine, for cAdvisor's labels. */
   image?: string;
-  dockerName?: string;
+  engineName?: string;
   startedAt?: string;
   stats: EngineStats;
   /** The same container's previous reading, for rates. */

@@ -163,7 +163,7 @@ describe('the agent with a watched directory', () => {
     // Make the sandbox the way the agent would, then "die" before any container exists.
     const { PodRuntime } = await import('../../src/runtime/docker/runtime.js');
     const { loadManifestText } = await import('../../src/manifest/load.js');
-    const { identityOf } = await import('../../src/runtime/docker/spec.js');
+    const { identityOf } = await import('../../src/runtime/labels.js');
     const { sandboxHash } = await import('../../src/manifest/hash.js');
     const d = loadManifestText({ file: 'x', source: `file:${join(dir, `${name}.yaml`)}`, text: pod(name) }).pods[0]!;
     const rt = new PodRuntime({ stateDir: world.stateDir, pauseImage: 'podrun-test/pause:1' });

@@ -101,7 +101,7 @@ describe('garbage collection on a fresh state directory', () => {
     try {
       const { PodRuntime } = await import('../../src/runtime/docker/runtime.js');
       const { loadManifestText } = await import('../../src/manifest/load.js');
-      const { identityOf } = await import('../../src/runtime/docker/spec.js');
+      const { identityOf } = await import('../../src/runtime/labels.js');
       const { sandboxHash } = await import('../../src/manifest/hash.js');
       const d = loadManifestText({ file: 'x', source: 'file:/gone/long-ago.yaml', text: `apiVersion: v1
 kind: Pod

@@ -29,7 +29,7 @@ function inspected(status: string, exitCode: number): Docker.ContainerInspectInf
 describe('recordFromInspect', () => {
   it('reads as the list entry of the same container', () => {
     const [pod] = groupObserved([recordFromInspect(inspected('exited', 137))]);
-    expect(pod?.containers[0]).toMatchObject({ id: 'c1', dockerName: 'podrun_web_app_default_abc_000000_2', state: 'exited', exitCode: 137, restartCount: 2, created: Date.parse('2026-11-30T09:00:00Z') / 1000, image: 'busybox:1' });
+    expect(pod?.containers[0]).toMatchObject({ id: 'c1', engineName: 'podrun_web_app_default_abc_000000_2', state: 'exited', exitCode: 137, restartCount: 2, created: Date.parse('2026-11-30T09:00:00Z') / 1000, image: 'busybox:1' });
     const listed = recordFromListed({ Id: 'c1', Names: ['/podrun_web_app_default_abc_000000_2'], Image: 'busybox:1', Created: Date.parse('2026-11-30T09:00:00Z') / 1000, Labels: LABELS, State: 'exited', Status: 'Exited (137) 3 seconds ago', NetworkSettings: { Networks: {} } } as unknown as Docker.ContainerInfo);
     expect(recordFromInspect(inspected('exited', 137))).toEqual(listed);
   });

@@ -85,8 +85,8 @@ describe('readings from cgroupfs', () => {
     const pod = { name: 'rec', namespace: 'v2', uid: 'u-v2' };
     const text = cadvisorMetrics(
       [
-        { id: SANDBOX, name: 'POD', type: 'sandbox', pod, image: 'pause', dockerName: 'sb', stats: readCgroup(layout, SANDBOX, tree(V2_LATER), at)! },
-        { id: ID, name: 'app', type: 'app', pod, image: 'busybox', dockerName: 'app', stats: readCgroup(layout, ID, tree(V2_LATER), at)!, previous: readCgroup(layout, ID, tree(V2), at)! },
+        { id: SANDBOX, name: 'POD', type: 'sandbox', pod, image: 'pause', engineName: 'sb', stats: readCgroup(layout, SANDBOX, tree(V2_LATER), at)! },
+        { id: ID, name: 'app', type: 'app', pod, image: 'busybox', engineName: 'app', stats: readCgroup(layout, ID, tree(V2_LATER), at)!, previous: readCgroup(layout, ID, tree(V2), at)! },
       ],
       { cgroupOf: (id) => `/system.slice/docker-${id}.scope` },
     );

@@ -14,7 +14,7 @@ describe('StatsCollector', () => {
       containerStats: async (): Promise<EngineStats> => ({ read: new Date().toISOString(), source: 'cgroup', cpu_stats: { cpu_usage: { total_usage: (Date.now() - t0) * 1e6 } }, memory_stats: {} }),
       containerDisk: async () => ({}),
     } as unknown as PodEngine;
-    const pods = (): ObservedPod[] => [{ uid: 'u', name: 'p', namespace: 'n', source: 's', sandboxes: [], containers: [{ id: 'c1', dockerName: 'x', name: 'c', type: 'app', hash: '', restartCount: 0, state: 'running', created: 0, image: 'i' }] }];
+    const pods = (): ObservedPod[] => [{ uid: 'u', name: 'p', namespace: 'n', source: 's', sandboxes: [], containers: [{ id: 'c1', engineName: 'x', name: 'c', type: 'app', hash: '', restartCount: 0, state: 'running', created: 0, image: 'i' }] }];
     const c = new StatsCollector(rt, pods, { periodMs: 10_000 });
     try {
       const [pod] = await c.summary();
@@ -39,7 +39,7 @@ describe('StatsCollector', () => {
       },
       containerDisk: async () => ({}),
     } as unknown as PodEngine;
-    const pods = (): ObservedPod[] => [{ uid: 'u', name: 'p', namespace: 'n', source: 's', sandboxes: [], containers: [{ id: 'c1', dockerName: 'x', name: 'c', type: 'app', hash: '', restartCount: 0, state: 'running', created: 0, image: 'i' }] }];
+    const pods = (): ObservedPod[] => [{ uid: 'u', name: 'p', namespace: 'n', source: 's', sandboxes: [], containers: [{ id: 'c1', engineName: 'x', name: 'c', type: 'app', hash: '', restartCount: 0, state: 'running', created: 0, image: 'i' }] }];
     const c = new StatsCollector(rt, pods, { periodMs: 1500, idleMs: 4000 });
     const sleep = (ms: number): Promise<unknown> => new Promise((r) => setTimeout(r, ms));
     try {

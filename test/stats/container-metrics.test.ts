@@ -16,9 +16,9 @@ const stats = (cpuNs: number, usage: number, inactive: number, extra: Partial<En
 
 const pod = { name: 'web', namespace: 'demo', uid: 'u-1' };
 const samples: ContainerSample[] = [
-  { id: 'sb', name: 'POD', type: 'sandbox', pod, image: 'registry.k8s.io/pause:3.10', dockerName: 'k8s_POD_web_demo', startedAt: '2026-12-01T09:00:00Z', stats: stats(1e8, 1e6, 0, { networks: { eth0: { rx_bytes: 1000, tx_bytes: 2000, rx_errors: 0, tx_errors: 1, rx_packets: 10, tx_packets: 20, rx_dropped: 0, tx_dropped: 0 } } }) },
-  { id: 'app1', name: 'app', type: 'app', pod, image: 'nginx:1.27', dockerName: 'k8s_app_web_demo', startedAt: '2026-12-01T09:00:01Z', stats: stats(3e9, 50e6, 10e6) },
-  { id: 'side', name: 'log"shipper', type: 'app', pod, image: 'busybox', dockerName: 'k8s_side', stats: stats(1e9, 20e6, 0) },
+  { id: 'sb', name: 'POD', type: 'sandbox', pod, image: 'registry.k8s.io/pause:3.10', engineName: 'k8s_POD_web_demo', startedAt: '2026-12-01T09:00:00Z', stats: stats(1e8, 1e6, 0, { networks: { eth0: { rx_bytes: 1000, tx_bytes: 2000, rx_errors: 0, tx_errors: 1, rx_packets: 10, tx_packets: 20, rx_dropped: 0, tx_dropped: 0 } } }) },
+  { id: 'app1', name: 'app', type: 'app', pod, image: 'nginx:1.27', engineName: 'k8s_app_web_demo', startedAt: '2026-12-01T09:00:01Z', stats: stats(3e9, 50e6, 10e6) },
+  { id: 'side', name: 'log"shipper', type: 'app', pod, image: 'busybox', engineName: 'k8s_side', stats: stats(1e9, 20e6, 0) },
 ];
 
 function promtool(text: string): { status: number | null; out: string } {

@@ -1,7 +1,8 @@
 import { readlinkSync } from 'node:fs';
 import { cgroupCandidates, netDev, readCgroup, readIfThere, type CgroupLayout } from '../cgroup-stats.js';
 import { containerStatsOf } from './readings.js';
-import type { EngineCalls, EngineStats } from '../runtime-types.js';
+import type { EngineStats } from '../runtime-types.js';
+import type { EngineCalls } from './engine.js';
 
 /** How many container → pid answers are kept (one inspect each); past it the map starts afresh. */
 const PID_CACHE_MAX = 4096;
