@@ -4,11 +4,11 @@ import type { PodIdentity } from './labels.js';
 import type { EngineContainer, ObservedPod } from './observed.js';
 import type {
   ContainerDisk,
+  ContainerReading,
   ContainerStatus,
   EngineEvent,
   EngineFacts,
   EngineRestartOn,
-  EngineStats,
   ExecAttachOptions,
   ExecEnd,
   ExecRef,
@@ -131,7 +131,7 @@ export interface EngineStreams {
 /** Readings: container usage, disk, and the engine's facts about the node. */
 export interface EngineReadings {
   /** One container's counters (`oneShot`: at once, without a previous sample; `network`: its namespace's too). */
-  containerStats(id: string, oneShot: boolean, network?: boolean): Promise<EngineStats | undefined>;
+  containerStats(id: string, oneShot: boolean, network?: boolean): Promise<ContainerReading | undefined>;
   /** A container's writable layer and log files (the engine may sum the layer: call it seldom). */
   containerDisk(id: string): Promise<ContainerDisk | undefined>;
   /** What the node status says of the engine. */

@@ -86,16 +86,34 @@ export interface EngineEvent {
   timeMs: number;
 }
 
-/** The parts of the engine's stats answer podrun reads (cgroup v1 and v2 alike). */
-export interface EngineStats {
-  read: string;
-  cpu_stats: { cpu_usage: { total_usage: number; usage_in_usermode?: number; usage_in_kernelmode?: number }; system_cpu_usage?: number; online_cpus?: number };
-  precpu_stats?: { cpu_usage?: { total_usage?: number }; system_cpu_usage?: number };
-  memory_stats: { usage?: number; limit?: number; stats?: Record<string, number> };
-  networks?: Record<string, { rx_bytes: number; rx_errors: number; tx_bytes: number; tx_errors: number; rx_packets?: number; tx_packets?: number; rx_dropped?: number; tx_dropped?: number }>;
-  pids_stats?: { current?: number };
-  preread?: string;
-  /** podrun's own: where the reading came from (cgroupfs, or the engine's stats API). */
+/** One network interface's counters, as /proc/<pid>/net/dev has them. */
+export interface InterfaceCounters {
+  rxBytes: number;
+  rxErrors: number;
+  txBytes: number;
+  txErrors: number;
+  rxPackets?: number;
+  txPackets?: number;
+  rxDropped?: number;
+  txDropped?: number;
+}
+
+/**
+ * One reading of a container's counters, whichever engine (or cgroupfs) read it, in the CRI's and
+ * cAdvisor's terms: CPU in ns, memory in bytes (the working set as the kubelet counts it: usage
+ * less inactive file pages), its network namespace's interfaces.
+ */
+export interface ContainerReading {
+  /** When it was read (RFC 3339). */
+  time: string;
+  cpu: { usageNs: number; userNs?: number; systemNs?: number };
+  /** A sample the engine took a moment before this one, with it (a rate without the caller's own). */
+  earlier?: { time: string; cpuUsageNs: number };
+  memory: { workingSetBytes: number; usageBytes?: number; limitBytes?: number; rssBytes?: number; cacheBytes?: number; pageFaults?: number; majorPageFaults?: number };
+  networks?: Record<string, InterfaceCounters>;
+  /** Processes (threads) in it. */
+  processes?: number;
+  /** Where it came from: cgroupfs, or the engine's own stats. */
   source?: 'cgroup' | 'engine';
 }
 

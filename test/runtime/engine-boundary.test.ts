@@ -19,9 +19,6 @@ const CONSTRUCTION_POINTS: Record<string, string[]> = {
 
 /** Docker facts still read outside the runtime, by file. */
 const FACTS_LEFT: Record<string, string[]> = {
-  // Readings in the shape of Docker's stats JSON (EngineStats), read by the Summary API and the metrics.
-  'src/stats/container-metrics.ts': ['stats JSON'],
-  'src/stats/summary.ts': ['stats JSON'],
 };
 
 /** Each fact by name, and how it is written in source (a cgroup's `.scope` suffix, not `x.scope`). */

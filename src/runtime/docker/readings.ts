@@ -1,9 +1,9 @@
 import type Docker from 'dockerode';
 import { isNotFound } from './engine.js';
 import { statSync } from 'node:fs';
-import type { ContainerDisk, EngineFacts, EngineStats } from '../runtime-types.js';
+import type { ContainerDisk, ContainerReading, EngineFacts } from '../runtime-types.js';
 import type { EngineCalls } from './engine.js';
-import { statsFromDocker } from './records.js';
+import { readingFromDocker, type DockerStats } from './records.js';
 
 // Readings (the stats role): a container's counters and disk, and the engine's facts about the node.
 
@@ -12,10 +12,10 @@ import { statsFromDocker } from './records.js';
  * at once with no previous sample (the caller keeps its own, for rates); without it the engine
  * waits about a second to include one, as `docker stats --no-stream` does.
  */
-export async function containerStatsOf(e: EngineCalls, id: string, oneShot: boolean): Promise<EngineStats | undefined> {
+export async function containerStatsOf(e: EngineCalls, id: string, oneShot: boolean): Promise<ContainerReading | undefined> {
   const c = e.docker.getContainer(id);
   return e.call('stats container', () => c.stats({ stream: false, ...(oneShot ? { 'one-shot': true } : {}) } as { stream: false })).then(
-    (s) => statsFromDocker(s as unknown as EngineStats),
+    (s) => readingFromDocker(s as unknown as DockerStats),
     (err: unknown) => {
       if (isNotFound(err)) return undefined;
       throw err;

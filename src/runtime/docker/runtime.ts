@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../../manifest/types.js';
 import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound, type EngineCalls } from './engine.js';
-import { ContainerStartError, SandboxError, type ContainerDisk, type ContainerStatus, type EngineEvent, type EngineFacts, type EngineRestartOn, type EngineStats, type ExecAttachOptions, type ExecEnd, type ExecRef, type ExecStreams, type FinishedInstance, type ImageInventory, type LogRequest, type PullListener, type RuntimeOptions, type SandboxInfo, type StartRequest } from '../runtime-types.js';
+import { ContainerStartError, SandboxError, type ContainerDisk, type ContainerReading, type ContainerStatus, type EngineEvent, type EngineFacts, type EngineRestartOn, type ExecAttachOptions, type ExecEnd, type ExecRef, type ExecStreams, type FinishedInstance, type ImageInventory, type LogRequest, type PullListener, type RuntimeOptions, type SandboxInfo, type StartRequest } from '../runtime-types.js';
 import { ImageStore } from './images.js';
 import { containerDiskOf, engineFactsOf } from './readings.js';
 import { LocalReadings } from './local-readings.js';
@@ -240,7 +240,7 @@ export class PodRuntime implements PodEngine {
   }
 
   /** One container's resource counters from its cgroup (`oneShot`: at once, without a previous sample). */
-  containerStats(id: string, oneShot: boolean, network = true): Promise<EngineStats | undefined> {
+  containerStats(id: string, oneShot: boolean, network = true): Promise<ContainerReading | undefined> {
     return this.readings.stats(id, oneShot, network);
   }
 
