@@ -1,11 +1,11 @@
-import { execFileSync, spawn } from 'node:child_process';
+import { execFileSync } from 'node:child_process';
 import { mkdirSync, symlinkSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
 import { AgentProcess, pastRelist } from './agent-helpers.js';
-import { BIN, docker, PAUSE_IMAGE, TEST_IMAGE, unique, until, World, type CliResult } from './helpers.js';
+import { BIN, docker, TEST_IMAGE, unique, until, World, type CliResult } from './helpers.js';
 
 // Issue 30, "upgrades restart nothing": pods made by the previous release (by its `apply`, and by
 // its agent from a manifest directory) are adopted by this build's agent on the same state
@@ -46,15 +46,7 @@ function buildPrevious(commit: string): string {
 
 /** A binary's CLI on this world's state dir. */
 function runBin(bin: string, args: string[]): Promise<CliResult> {
-  return new Promise((resolveRun, reject) => {
-    const p = spawn(bin, ['--state-dir', world.stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', ...args], { stdio: ['ignore', 'pipe', 'pipe'] });
-    let out = '';
-    let err = '';
-    p.stdout.on('data', (c: Buffer) => (out += c.toString()));
-    p.stderr.on('data', (c: Buffer) => (err += c.toString()));
-    p.on('error', reject);
-    p.on('close', (code) => resolveRun({ code: code ?? -1, out, err }));
-  });
+  return world.bin(args, { bin });
 }
 
 // Pods that exercise what identifies a container: an init container, two app containers with
