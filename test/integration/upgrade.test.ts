@@ -79,8 +79,13 @@ spec:
   terminationGracePeriodSeconds: 1
   hostNetwork: true
   restartPolicy: OnFailure
+  volumes: [{name: mark, emptyDir: {}}]
   containers:
-  - {name: main, image: ${TEST_IMAGE}, command: [sleep, '3600']}
+  # Fails once, so it runs as its second instance (restart count 1) when the upgrade comes.
+  - name: main
+    image: ${TEST_IMAGE}
+    command: [sh, -c, 'test -f /mark/once || { touch /mark/once; exit 1; }; exec sleep 3600']
+    volumeMounts: [{name: mark, mountPath: /mark}]
 `;
 
 interface Seen {
@@ -103,6 +108,15 @@ async function containersNow(): Promise<Map<string, Seen>> {
   return out;
 }
 
+/** `get pods`' RESTARTS column, by pod name. */
+function restartsOf(out: string): string[] {
+  return out
+    .split('\n')
+    .filter((l) => l.startsWith('web') || l.startsWith('host'))
+    .map((l) => `${l.split(/\s+/)[0]} ${l.split(/\s+/)[3]}`)
+    .sort();
+}
+
 describe('an upgrade from the previous release', () => {
   let prevBin = '';
   beforeAll(() => {
@@ -119,12 +133,16 @@ describe('an upgrade from the previous release', () => {
     expect(first.code, first.out + first.err).toBe(0);
     prevAgent = new AgentProcess(world.stateDir, ['--manifest-dir', manifests], {}, prevBin);
     await prevAgent.started();
-    const before = await until('the previous agent to run both pods', async () => {
+    let restartsBefore: string[] = [];
+    const before = await until('the previous agent to run both pods, main restarted once', async () => {
       const now = await containersNow();
-      const running = [...now.values()].filter((c) => c.startedAt && !c.startedAt.startsWith('0001-'));
-      // web: sandbox, setup (exited), app, side; host: sandbox, main.
-      return running.length === 6 && (await runBin(prevBin, ['get', 'pods', '-n', ns])).out.split('\n').filter((l) => /\b1\/1|2\/2\b/.test(l)).length === 2 ? now : undefined;
+      const started = [...now.values()].filter((c) => c.startedAt && !c.startedAt.startsWith('0001-'));
+      // web: sandbox, setup (exited), app, side; host: sandbox, main's failed first instance and its second.
+      const get = await runBin(prevBin, ['get', 'pods', '-n', ns]);
+      restartsBefore = restartsOf(get.out);
+      return started.length === 7 && [...now.values()].some((c) => c.restartCount === '1') && get.out.split('\n').filter((l) => /\b1\/1|2\/2\b/.test(l)).length === 2 ? now : undefined;
     }, 40_000);
+    expect(restartsBefore).toEqual(['host 1', 'web 0']);
     expect(await prevAgent.stop()).toBe(0);
     prevAgent = undefined;
 
@@ -150,11 +168,8 @@ describe('an upgrade from the previous release', () => {
       // 0 restarts: not by podrun (no new instance), not by the engine (in place), not stopped and started.
       expect({ id, startedAt: a.startedAt, engineRestarts: a.engineRestarts, restartCount: a.restartCount, hash: a.hash }).toEqual({ id, startedAt: b.startedAt, engineRestarts: 0, restartCount: b.restartCount, hash: b.hash });
     }
-    const get = await runBin(BIN, ['get', 'pods', '-n', ns]);
-    const rows = get.out.split('\n').filter((l) => l.startsWith('web') || l.startsWith('host'));
-    expect(rows).toHaveLength(2);
-    // RESTARTS column: 0 for both pods.
-    for (const r of rows) expect(r.split(/\s+/)[3]).toBe('0');
+    // RESTARTS as the previous release counted them: none added.
+    expect(restartsOf((await runBin(BIN, ['get', 'pods', '-n', ns])).out)).toEqual(restartsBefore);
     expect(agent.logs()).not.toMatch(/replac|recreat|Killing/i);
   }, 90_000);
 });
