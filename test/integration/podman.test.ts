@@ -5,7 +5,7 @@ import { LABEL } from '../../src/runtime/labels.js';
 import { AgentProcess } from './agent-helpers.js';
 import { FaultyEngine, PodmanService } from './engine-helpers.js';
 import { PassThrough } from 'node:stream';
-import { PodRuntime } from '../../src/runtime/runtime.js';
+import { PodRuntime } from '../../src/runtime/docker/runtime.js';
 import type { ExecRef } from '../../src/runtime/runtime-types.js';
 import { PAUSE_IMAGE, TEST_IMAGE, unique, until, World } from './helpers.js';
 
