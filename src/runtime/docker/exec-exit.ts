@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import { EngineRequestError } from '../engine-errors.js';
-import type { EngineCalls } from '../runtime-types.js';
+import type { EngineCalls } from './engine.js';
 
 // Podman ends every exec session of a container that stops: a `podrun exec -- kill 1` (or a
 // command the container reacts to by exiting) finishes, and its session is gone before anyone

@@ -7,7 +7,7 @@ import { FollowedFrames, Paced } from './log-frames.js';
 import type { ExecAttachOptions, ExecStreams, FinishedInstance, LogRequest } from '../runtime-types.js';
 import type { EngineCalls } from './engine.js';
 import { endExec, execClock } from './exec-end.js';
-import { attachedExitCode } from './docker/exec-exit.js';
+import { attachedExitCode } from './exec-exit.js';
 
 // Commands and logs (the streams role): probes' and hooks' exec, `podrun exec`, `podrun logs`.
 
