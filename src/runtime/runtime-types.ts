@@ -1,6 +1,8 @@
 import type Docker from 'dockerode';
 import type { EngineOptions } from './engine.js';
+import type { CgroupExtras } from './cgroup-extras.js';
 import type { ContainerState } from './observed.js';
+import type { ProcessFigures } from './proc-stats.js';
 import type { VolumeBacking } from './spec.js';
 
 // The runtime's vocabulary, apart from the class: its options, what it answers, how it fails, and
@@ -90,6 +92,8 @@ export interface EngineStats {
   preread?: string;
   /** podrun's own: where the reading came from (cgroupfs, or the engine's stats API). */
   source?: 'cgroup' | 'engine';
+  /** podrun's own: what cgroupfs and /proc tell beyond the engine's shape (none from its stats API). */
+  cgroup?: CgroupExtras & ProcessFigures;
 }
 
 /** One container's state as the engine holds it now (an inspect; the CRI's ContainerStatus). */

@@ -21,6 +21,13 @@ export interface MemoryStats {
   majorPageFaults?: number;
 }
 
+/** The Summary API's SwapStats. */
+export interface SwapStats {
+  time: string;
+  swapAvailableBytes?: number;
+  swapUsageBytes?: number;
+}
+
 export interface InterfaceStats {
   name: string;
   rxBytes: number;
