@@ -119,6 +119,48 @@ describe('cgroup v1: the recorded container under a quota, killed for memory, wr
   });
 });
 
+describe('cgroup v2: the recorded pair a second apart, the app under cpu.max, its child killed for memory', () => {
+  const v2 = { version: 2, driver: 'systemd', root: '/sys/fs/cgroup' } as const;
+  const ids = { APPID: ID, SANDBOXID: SANDBOX };
+  const first = readCgroup(v2, ID, tree(recorded('v2-docker-systemd-extras-1.txt', ids)), at)!;
+  const later = readCgroup(v2, ID, tree(recorded('v2-docker-systemd-extras-2.txt', ids)), at)!;
+
+  it('reads cpu.stat\'s throttling, cpu.max, cpu.weight as shares, memory.events, swap, io.stat and the pids', () => {
+    expect(later.cgroup).toEqual({
+      cfs: { periods: 3289, throttledPeriods: 3121, throttledNs: 249116762000 },
+      cpuQuotaUs: 20000,
+      cpuPeriodUs: 100000,
+      // Docker's 1024 shares became weight 39; cAdvisor's inverse gives 998 back.
+      cpuShares: 998,
+      swapBytes: 0,
+      failcnt: 54,
+      oomKills: 1,
+      io: [{ device: '/dev/block/1:0', readBytes: 2048, writeBytes: 4196352, reads: 2, writes: 4 }],
+      processes: 1,
+      threadsMax: 100,
+      pids: [100],
+    });
+    // Between the two readings the burner was throttled in most periods.
+    const f = first.cgroup!.cfs!;
+    const l = later.cgroup!.cfs!;
+    expect((l.throttledPeriods - f.throttledPeriods) / (l.periods - f.periods)).toBeGreaterThan(0.5);
+    expect(first.cgroup!.oomKills).toBe(0);
+  });
+
+  it('the sandbox: no quota ("max"), no limit on pids (0, as cAdvisor says it), an empty io.stat', () => {
+    const sb = readCgroup(v2, SANDBOX, tree(recorded('v2-docker-systemd-extras-2.txt', ids)), at)!;
+    expect(sb.cgroup).toEqual({ cfs: { periods: 0, throttledPeriods: 0, throttledNs: 0 }, cpuPeriodUs: 100000, cpuShares: 2597, swapBytes: 0, failcnt: 0, oomKills: 0, io: [], processes: 0, threadsMax: 0, pids: [] });
+    const text = cadvisorMetrics([sample(SANDBOX, 'POD', 'sandbox', sb), sample(ID, 'app', 'app', later)], { cgroupOf: (id) => `/docker/${id}` });
+    expect(text).not.toMatch(/^container_cpu_cfs_periods_total\{container="POD"/m);
+    expect(text).toMatch(/^container_oom_events_total\{container="POD",[^}]*\} 0 /m);
+    expect(text).not.toMatch(/^container_fs_writes_bytes_total\{container="POD"/m);
+    expect(text).toContain(`container_oom_events_total${app()} 1 `);
+    expect(text).toContain(`container_cpu_cfs_throttled_seconds_total${app()} 249.116762 `);
+    expect(text).toContain(`container_fs_writes_bytes_total${app(',device="/dev/block/1:0"')} 4196352 `);
+    expect(promtool(text)).toBe('0');
+  });
+});
+
 describe('what the processes hold, from /proc', () => {
   const fs = (fds: Record<number, string[] | undefined>, limits = 'Max open files            1024                 524288               files\n'): ProcFs => ({
     list: (p) => fds[Number(/\/proc\/(\d+)\/fd$/.exec(p)?.[1])],
