@@ -9,7 +9,7 @@ import { untilPod } from './lifecycle-helpers.js';
 
 // A real Prometheus server (Debian's) scrapes the agent's /metrics/cadvisor and /metrics/resource
 // with a plain static config, and the queries dashboards use answer with what the test makes its
-// containers do: one burns CPU under a 300m limit, one fills 64 MiB of a memory-backed emptyDir,
+// containers do: one burns CPU under a 100m limit, one fills 64 MiB of a memory-backed emptyDir,
 // one writes to disk with fsync, and one has a child killed for memory every few seconds. The
 // PromQL has the shape of kubernetes-mixin's "Compute Resources / Pod" panels and its
 // CPUThrottlingHigh alert, loaded as a rule.
@@ -57,8 +57,11 @@ spec:
   containers:
   - name: cpu
     image: ${TEST_IMAGE}
-    command: [sh, -c, 'while :; do :; done']
-    resources: {limits: {cpu: 300m, memory: 64Mi}}
+    # Two spinners under 100m: its 10 ms a period is spent early in each. The only spinner of
+    # the test: under the weight of a 100m request, other busy containers would starve it
+    # below its quota (on a shared machine, spinners beside it took its throttling under 0.4).
+    command: [sh, -c, 'while :; do :; done & while :; do :; done']
+    resources: {limits: {cpu: 100m, memory: 64Mi}}
 ---
 apiVersion: v1
 kind: Pod
@@ -154,7 +157,7 @@ spec:
     }, 30_000);
     expect(up.map((s) => s.metric.job).sort()).toEqual(['cadvisor', 'resource']);
 
-    // CPU: the burner at its 300m limit, the sleeper near nothing. rate() over [1m] reads low
+    // CPU: the burner at its 100m limit, the sleeper near nothing. rate() over [1m] reads low
     // until a series is a minute old (Prometheus extrapolates only half an interval past its
     // first sample): wait for the window to fill.
     const cpu = await until('a full minute of CPU rates for both pods', async () => {
@@ -166,8 +169,8 @@ spec:
       return by.burn !== undefined && by.hog !== undefined && Number(filled[0]?.value[1] ?? 0) >= 20 ? by : undefined;
     }, 120_000);
     // At its limit when it gets the CPU; the suite shares two cores, so well above nothing is enough.
-    expect(cpu.burn).toBeGreaterThan(0.1);
-    expect(cpu.burn).toBeLessThan(0.34);
+    expect(cpu.burn).toBeGreaterThan(0.03);
+    expect(cpu.burn).toBeLessThan(0.12);
     expect(cpu.hog).toBeLessThan(0.05);
 
     // Memory: the 64 MiB the container wrote to its memory-backed volume is in its working set.
@@ -190,7 +193,7 @@ spec:
     // The "Compute Resources / Pod" panels, each answering for its pod's container.
     const sel = (pod: string, more = '') => `job="cadvisor",namespace="${ns}",pod="${pod}",container!="",image!=""${more}`;
     const byContainer = async (promql: string): Promise<Record<string, number>> => Object.fromEntries((await query(promPort, promql)).map((r) => [r.metric.container ?? '', Number(r.value[1])]));
-    // CPU throttling: the burner at 300m on a busy loop is throttled nearly every period.
+    // CPU throttling: the spinners under 100m are throttled in most periods.
     const throttled = await byContainer(`sum by (container) (increase(container_cpu_cfs_throttled_periods_total{${sel('burn')}}[1m])) / sum by (container) (increase(container_cpu_cfs_periods_total{${sel('burn')}}[1m]))`);
     expect(throttled.cpu).toBeGreaterThan(0.5);
     expect((await byContainer(`sum by (container) (rate(container_cpu_cfs_throttled_seconds_total{${sel('burn')}}[1m]))`)).cpu).toBeGreaterThan(0);
