@@ -110,6 +110,10 @@ describe('cgroup v1: the recorded container under a quota, killed for memory, wr
     for (const name of ['container_cpu_cfs_periods_total', 'container_spec_cpu_quota', 'container_oom_events_total', 'container_fs_writes_bytes_total', 'container_memory_failcnt', 'container_threads_max', 'container_file_descriptors', 'container_ulimits_soft']) {
       expect(text).not.toMatch(new RegExp(`^${name}\\{`, 'm'));
     }
+    // cgroup v1 says "no quota" with -1: no quota, no throttling series.
+    const unlimited = readCgroup(v1, ID, (p) => (p.endsWith('cpu.cfs_quota_us') ? '-1\n' : V1[p]), at)!;
+    expect(unlimited.cgroup).not.toHaveProperty('cpuQuotaUs');
+    expect(cadvisorMetrics([sample(ID, 'app', 'app', unlimited)], { cgroupOf: (id) => `/docker/${id}` })).not.toMatch(/^container_cpu_cfs_periods_total\{/m);
     // Still read: the period and shares.
     expect(text).toContain(`container_spec_cpu_period${app()} 100000\n`);
     // The older v1 recording has none of the extra files at all: nothing made up.
@@ -181,7 +185,16 @@ describe('what the processes hold, from /proc', () => {
   });
 });
 
-describe('devices and the resource endpoint', () => {
+describe('devices, the machine and the resource endpoint', () => {
+  it('has the machine\'s cores and memory with cAdvisor\'s labels, none for a figure not known', () => {
+    const machine = { cores: 2, memoryBytes: 25275990016, machineId: 'm1', systemUuid: '', bootId: 'b1' };
+    const text = cadvisorMetrics([], { cgroupOf: (id) => id, machine });
+    expect(text).toContain('# TYPE machine_cpu_cores gauge\nmachine_cpu_cores{boot_id="b1",machine_id="m1",system_uuid=""} 2\n');
+    expect(text).toContain('machine_memory_bytes{boot_id="b1",machine_id="m1",system_uuid=""} 25275990016\n');
+    expect(cadvisorMetrics([], { cgroupOf: (id) => id, machine: { ...machine, cores: 0 } })).not.toMatch(/^machine_cpu_cores\{/m);
+    expect(promtool(text)).toBe('0');
+  });
+
   it('names a device from sysfs, by its numbers when sysfs does not say', () => {
     expect(deviceName('8:16', (p) => (p === '/sys/dev/block/8:16/uevent' ? 'MAJOR=8\nMINOR=16\nDEVNAME=sdb\nDEVTYPE=disk\n' : undefined))).toBe('/dev/sdb');
     expect(deviceName('9:99', () => undefined)).toBe('/dev/block/9:99');
