@@ -3,7 +3,7 @@
 # whose own hierarchy is v1: boots Debian 12's kernel under QEMU (no KVM needed) with init.sh as
 # PID 1. Needs qemu-system-x86, e2fsprogs and network access to Debian's packages.
 #   scripts/record-cgroup-v2/record.sh test/fixtures/cgroup [extras]
-# With "extras", init-extras.sh runs instead (quota, OOM kill, IO) into v2-docker-systemd-extras-*.txt.
+# With "extras", init.sh records that scenario (quota, OOM kill, IO) into v2-docker-systemd-extras-*.txt.
 set -euo pipefail
 out=$(realpath "${1:?output directory}")
 scenario=${2:+-$2}
@@ -19,7 +19,8 @@ dpkg -x busybox-static_*.deb bb
 mods=$(echo k/lib/modules/*/kernel)
 mkdir -p root/bin root/mod root/proc root/sys root/dev root/tmp
 cp bb/bin/busybox root/bin/
-cp "$here/init${scenario}.sh" root/init
+cp "$here/init.sh" root/init
+echo "${2:-}" > root/scenario
 chmod +x root/init
 cp "$mods"/crypto/crc32c_generic.ko "$mods"/lib/crc16.ko "$mods"/fs/mbcache.ko "$mods"/fs/jbd2/jbd2.ko "$mods"/fs/ext4/ext4.ko "$mods"/drivers/block/brd.ko root/mod/
 truncate -s 24M fs.img

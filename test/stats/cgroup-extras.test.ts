@@ -1,8 +1,6 @@
 import { spawnSync } from 'node:child_process';
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
+import { recorded, tree } from './cgroup-trees.js';
 import { deviceName } from '../../src/runtime/cgroup-extras.js';
 import { readCgroup, type ReadFile } from '../../src/runtime/cgroup-stats.js';
 import { MAX_FDS, processFigures, type ProcFs } from '../../src/runtime/proc-stats.js';
@@ -17,18 +15,6 @@ import type { ContainerSample } from '../../src/stats/summary.js';
 
 const ID = 'c0ffee';
 const SANDBOX = 'bada55';
-const tree = (files: Record<string, string>): ReadFile => (p) => files[p];
-
-function recorded(name: string, ids: Record<string, string>): Record<string, string> {
-  const text = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '../fixtures/cgroup', name), 'utf8');
-  const out: Record<string, string> = {};
-  for (const part of text.split(/^== /m).filter(Boolean)) {
-    const nl = part.indexOf('\n');
-    const path = part.slice(0, nl).replace(/SANDBOXID|APPID|\bID\b/g, (k) => ids[k]!);
-    out[`/sys/fs/cgroup/${path}`] = part.slice(nl + 1);
-  }
-  return out;
-}
 
 const at = new Date('2026-12-01T10:00:00.000Z');
 const v1 = { version: 1, driver: 'cgroupfs', root: '/sys/fs/cgroup' } as const;
