@@ -6,7 +6,7 @@ import { readCgroup, type ReadFile } from '../../src/runtime/cgroup-stats.js';
 import { MAX_FDS, processFigures, type ProcFs } from '../../src/runtime/proc-stats.js';
 import type { EngineStats } from '../../src/runtime/runtime-types.js';
 import { cadvisorMetrics, resourceMetrics } from '../../src/stats/container-metrics.js';
-import type { ContainerSample } from '../../src/stats/summary.js';
+import { podStats, type ContainerSample } from '../../src/stats/summary.js';
 
 // The series dashboards read beyond CPU and memory usage, from cgroup trees recorded from real
 // kernels: v1 from a Docker container on this machine (scripts/record-cgroup-v1/record.sh: a
@@ -194,6 +194,11 @@ describe('devices, the machine and the resource endpoint', () => {
     expect(text).toContain(`pod_swap_usage_bytes{namespace="demo",pod="web"} 0 ${at.getTime()}`);
     expect(text).toContain('# TYPE resource_scrape_error gauge\nresource_scrape_error{} 0');
     expect(text).toContain("scrape_error{} 0");
+    // The Summary API's container and pod swap, the same figures.
+    const [summary] = podStats([sample(ID, 'app', 'app', s)]);
+    expect(summary!.containers[0]!.swap).toEqual({ time: at.toISOString(), swapUsageBytes: 0 });
+    expect(summary!.swap).toEqual({ time: at.toISOString(), swapUsageBytes: 0 });
+    expect(podStats([sample(ID, 'app', 'app', { ...s, cgroup: {} })])[0]).not.toHaveProperty('swap');
     // No swap reading: no swap series.
     const bare = resourceMetrics([sample(ID, 'app', 'app', { ...s, cgroup: {} })], undefined, true);
     expect(bare).not.toMatch(/^(container|pod)_swap_usage_bytes\{/m);
