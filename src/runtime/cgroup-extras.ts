@@ -1,4 +1,4 @@
-import { keyedNumbers, num, type ReadFile } from './cgroup-files.js';
+import { keyedNumbers, num, readSetting, type ReadFile } from './cgroup-files.js';
 
 // The cgroup counters and settings dashboards read beyond CPU and memory usage, as cAdvisor reads
 // them (its container/libcontainer handler over runc's cgroup readers): CFS throttling, the CPU
@@ -116,29 +116,29 @@ function defined(x: CgroupExtras): CgroupExtras {
 /** cgroup v1: each controller's hierarchy under `root`, the container at `rel` in each. */
 export function extrasV1(root: string, rel: string, memoryStat: Record<string, number>, read: ReadFile): CgroupExtras {
   const cpu = keyedNumbers(read(`${root}/cpu/${rel}/cpu.stat`));
-  const quota = read(`${root}/cpu/${rel}/cpu.cfs_quota_us`)?.trim();
+  const quota = readSetting(read, `${root}/cpu/${rel}/cpu.cfs_quota_us`)?.trim();
   const oom = keyedNumbers(read(`${root}/memory/${rel}/memory.oom_control`));
   const pids = pidsOf(read(`${root}/pids/${rel}/cgroup.procs`) ?? read(`${root}/cpuacct/${rel}/cgroup.procs`));
   return defined({
     cfs: cfsOf(cpu, cpu.throttled_time),
     // -1: no quota (cAdvisor reads it as 0 and leaves the quota and the CFS series out).
     cpuQuotaUs: quota && /^\d+$/.test(quota) && quota !== '0' ? Number(quota) : undefined,
-    cpuPeriodUs: num(read(`${root}/cpu/${rel}/cpu.cfs_period_us`)),
-    cpuShares: num(read(`${root}/cpu/${rel}/cpu.shares`)),
+    cpuPeriodUs: num(readSetting(read, `${root}/cpu/${rel}/cpu.cfs_period_us`)),
+    cpuShares: num(readSetting(read, `${root}/cpu/${rel}/cpu.shares`)),
     swapBytes: memoryStat.total_swap,
     failcnt: num(read(`${root}/memory/${rel}/memory.failcnt`)),
     oomKills: oom.oom_kill,
     io: blkioV1(read(`${root}/blkio/${rel}/blkio.throttle.io_service_bytes_recursive`), read(`${root}/blkio/${rel}/blkio.throttle.io_serviced_recursive`), read),
     processes: pids?.length,
-    threadsMax: maxOrNum(read(`${root}/pids/${rel}/pids.max`)),
+    threadsMax: maxOrNum(readSetting(read, `${root}/pids/${rel}/pids.max`)),
     pids,
   });
 }
 
 /** cgroup v2: one directory holds every controller's files. */
 export function extrasV2(dir: string, cpu: Record<string, number>, read: ReadFile): CgroupExtras {
-  const max = read(`${dir}/cpu.max`)?.trim().split(/\s+/);
-  const weight = num(read(`${dir}/cpu.weight`));
+  const max = readSetting(read, `${dir}/cpu.max`)?.trim().split(/\s+/);
+  const weight = num(readSetting(read, `${dir}/cpu.weight`));
   const events = keyedNumbers(read(`${dir}/memory.events`));
   const pids = pidsOf(read(`${dir}/cgroup.procs`));
   return defined({
@@ -152,7 +152,7 @@ export function extrasV2(dir: string, cpu: Record<string, number>, read: ReadFil
     oomKills: events.oom_kill,
     io: ioStatV2(read(`${dir}/io.stat`), read),
     processes: pids?.length,
-    threadsMax: maxOrNum(read(`${dir}/pids.max`)),
+    threadsMax: maxOrNum(readSetting(read, `${dir}/pids.max`)),
     pids,
   });
 }

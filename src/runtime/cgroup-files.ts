@@ -16,19 +16,36 @@ export const readIfThere: ReadFile = (path) => {
     return undefined;
   }
   try {
-    let n = 0;
-    for (;;) {
-      const r = readSync(fd, buffer, n, buffer.length - n, null);
-      if (r === 0) return buffer.toString('utf8', 0, n);
-      n += r;
-      if (n === buffer.length) return readFileSync(path, 'utf8');
-    }
+    // cgroupfs and procfs answer one read with the whole file when the buffer holds it, so a
+    // short read is the end (a second read only to be told so is a third of the syscalls).
+    const r = readSync(fd, buffer, 0, buffer.length, null);
+    return r < buffer.length ? buffer.toString('utf8', 0, r) : readFileSync(path, 'utf8');
   } catch {
     return undefined;
   } finally {
     closeSync(fd);
   }
 };
+
+/** Settings files read at most once a period per reader (the same path read again within it answers from memory). */
+const settings = new WeakMap<ReadFile, Map<string, { text: string | undefined; at: number }>>();
+const SETTINGS_MAX = 8192;
+
+/**
+ * A container's settings (its CPU quota, period, shares, pids limit): they change only when
+ * someone updates the container, so they are read at most every `maxAgeMs` (default a minute,
+ * as the writable layer's size), not at every reading.
+ */
+export function readSetting(read: ReadFile, path: string, now = Date.now(), maxAgeMs = 60_000): string | undefined {
+  let cache = settings.get(read);
+  if (!cache) settings.set(read, (cache = new Map()));
+  const hit = cache.get(path);
+  if (hit && now - hit.at < maxAgeMs) return hit.text;
+  if (cache.size >= SETTINGS_MAX) cache.clear();
+  const text = read(path);
+  cache.set(path, { text, at: now });
+  return text;
+}
 
 /** `key value` lines (memory.stat, cpu.stat, memory.events) as numbers; with `keep`, those keys only. */
 export function keyedNumbers(text: string | undefined, keep?: ReadonlySet<string>): Record<string, number> {

@@ -1,5 +1,5 @@
 import { readdirSync, readlinkSync } from 'node:fs';
-import { readIfThere } from './cgroup-files.js';
+import { readIfThere, readSetting } from './cgroup-files.js';
 
 // What a container's processes hold, from /proc as cAdvisor reads it (its process metrics): open
 // file descriptors and how many are sockets, summed over the processes of the container's cgroup,
@@ -45,7 +45,8 @@ export function processFigures(pids: readonly number[], fs: ProcFs, procRoot = '
     out.sockets = sockets;
   }
   const first = Math.min(...pids);
-  const limits = fs.read(`${procRoot}/${first}/limits`);
+  // A process's limits are set when it starts (or by prlimit): read as a setting, once a minute.
+  const limits = readSetting(fs.read, `${procRoot}/${first}/limits`);
   const m = limits ? /^Max open files\s+(\S+)/m.exec(limits) : null;
   if (m) out.maxOpenFiles = m[1] === 'unlimited' ? -1 : /^\d+$/.test(m[1]!) ? Number(m[1]) : undefined;
   if (out.maxOpenFiles === undefined) delete out.maxOpenFiles;

@@ -2,6 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { recorded, tree } from './cgroup-trees.js';
 import { deviceName } from '../../src/runtime/cgroup-extras.js';
+import { readSetting } from '../../src/runtime/cgroup-files.js';
 import { readCgroup, type ReadFile } from '../../src/runtime/cgroup-stats.js';
 import { MAX_FDS, processFigures, type ProcFs } from '../../src/runtime/proc-stats.js';
 import type { EngineStats } from '../../src/runtime/runtime-types.js';
@@ -168,6 +169,19 @@ describe('what the processes hold, from /proc', () => {
     const many = Array.from({ length: MAX_FDS + 1 }, (_, i) => String(i));
     expect(processFigures([7], fs({ 7: many }))).toEqual({ maxOpenFiles: 1024 });
     expect(processFigures([], fs({}))).toEqual({});
+  });
+});
+
+describe('settings', () => {
+  it('are read at most once a minute per path (a quota changes only when the container is updated)', () => {
+    let quota = '20000\n';
+    let reads = 0;
+    const read: ReadFile = () => (reads++, quota);
+    expect(readSetting(read, '/q', 1000)).toBe('20000\n');
+    quota = '50000\n';
+    expect(readSetting(read, '/q', 60_999)).toBe('20000\n');
+    expect(readSetting(read, '/q', 61_000)).toBe('50000\n');
+    expect(reads).toBe(2);
   });
 });
 
