@@ -411,6 +411,6 @@ export class Agent {
   /** The kubelet's container metrics endpoints (/metrics/cadvisor, /metrics/resource, /metrics/probes). */
   containerMetrics(kind: ContainerEndpoint): Promise<{ contentType: string; text: string }> {
     const probes = this.metricsRegistry.probes;
-    return containerEndpoint(kind, { samples: () => this.stats.samples(), node: async () => (await this.nodeStatus.now()).summary, cgroups: () => this.runtime.containerCgroups(), probes: async () => probes.text(), fsDevice: () => engineDevice(this.runtime) });
+    return containerEndpoint(kind, { samples: () => this.stats.samples(), node: async () => (await this.nodeStatus.now()).summary, machine: async () => (await this.nodeStatus.now()).machine, cgroups: () => this.runtime.containerCgroups(), probes: async () => probes.text(), fsDevice: () => engineDevice(this.runtime) });
   }
 }

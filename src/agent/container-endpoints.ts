@@ -1,4 +1,5 @@
 import { cadvisorMetrics, EXPOSITION_TYPE, resourceMetrics } from '../stats/container-metrics.js';
+import type { MachineFacts } from '../stats/cadvisor-series.js';
 import type { NodeSummary } from '../stats/node-view.js';
 import type { ContainerSample } from '../stats/summary.js';
 import { localDeviceOf } from '../stats/fs-device.js';
@@ -14,6 +15,8 @@ export interface EndpointSources {
   probes(): Promise<string>;
   /** The device under the engine's root directory, when the engine is on this machine. */
   fsDevice(): Promise<string | undefined>;
+  /** The machine's cores and memory, for cAdvisor's machine series. */
+  machine?(): Promise<MachineFacts | undefined>;
 }
 
 /**
@@ -31,13 +34,14 @@ export async function containerEndpoint(kind: ContainerEndpoint, from: EndpointS
   if (kind === 'cadvisor') {
     const cgroupOf = await from.cgroups().catch(() => (id: string) => `/${id}`);
     const fsDevice = await from.fsDevice().catch(() => undefined);
-    return { contentType: EXPOSITION_TYPE, text: cadvisorMetrics(samples, { cgroupOf, ...(fsDevice ? { fsDevice } : {}) }) };
+    const machine = await from.machine?.().catch(() => undefined);
+    return { contentType: EXPOSITION_TYPE, text: cadvisorMetrics(samples, { cgroupOf, ...(fsDevice ? { fsDevice } : {}), ...(machine ? { machine } : {}) }) };
   }
   const node = await from.node().catch(() => {
     failed = true;
     return undefined;
   });
-  const reading = node ? { time: node.cpu.time, usageCoreNanoSeconds: node.cpu.usageCoreNanoSeconds, workingSetBytes: node.memory.workingSetBytes } : undefined;
+  const reading = node ? { time: node.cpu.time, usageCoreNanoSeconds: node.cpu.usageCoreNanoSeconds, workingSetBytes: node.memory.workingSetBytes, ...(node.swap?.swapUsageBytes !== undefined ? { swapUsageBytes: node.swap.swapUsageBytes } : {}) } : undefined;
   return { contentType: EXPOSITION_TYPE, text: resourceMetrics(samples, reading, failed) };
 }
 

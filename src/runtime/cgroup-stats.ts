@@ -1,5 +1,8 @@
-import { readFileSync } from 'node:fs';
+import { extrasV1, extrasV2 } from './cgroup-extras.js';
+import { keyedNumbers, num, readIfThere, type ReadFile } from './cgroup-files.js';
 import type { ContainerReading, InterfaceCounters } from './runtime-types.js';
+
+export { keyedNumbers, readIfThere, type ReadFile };
 
 // A container's counters read straight from cgroupfs, as cAdvisor reads them: a few small files
 // per container (microseconds) instead of one engine stats call (the engine reads the same files,
@@ -14,17 +17,6 @@ export interface CgroupLayout {
   root: string;
 }
 
-/** Reads a file's text, or undefined when it is not there (the container is gone, or not here). */
-export type ReadFile = (path: string) => string | undefined;
-
-export const readIfThere: ReadFile = (path) => {
-  try {
-    return readFileSync(path, 'utf8');
-  } catch {
-    return undefined;
-  }
-};
-
 /**
  * The container's cgroup, relative to a hierarchy's root, for each place an engine puts one:
  * Docker (cgroupfs: docker/<id>; systemd: system.slice/docker-<id>.scope) and Podman
@@ -34,23 +26,8 @@ export function cgroupCandidates(driver: CgroupLayout['driver'], id: string): st
   return driver === 'systemd' ? [`system.slice/docker-${id}.scope`, `machine.slice/libpod-${id}.scope`] : [`docker/${id}`, `libpod_parent/libpod-${id}`];
 }
 
-/** `key value` lines (memory.stat, cpu.stat, cpuacct.stat) as numbers; with `keep`, those keys only. */
-export function keyedNumbers(text: string | undefined, keep?: ReadonlySet<string>): Record<string, number> {
-  const out: Record<string, number> = {};
-  for (const line of (text ?? '').split('\n')) {
-    const [k, v] = line.trim().split(/\s+/);
-    if (k && v !== undefined && (!keep || keep.has(k)) && /^\d+$/.test(v)) out[k] = Number(v);
-  }
-  return out;
-}
-
 /** What the readings use of memory.stat (v1's hierarchical totals and v2's names); a reading is kept a period or two per container, so the rest is not. */
-const MEMORY_KEYS = new Set(['total_inactive_file', 'total_rss', 'total_cache', 'total_pgfault', 'total_pgmajfault', 'inactive_file', 'anon', 'file', 'pgfault', 'pgmajfault']);
-
-function num(text: string | undefined): number | undefined {
-  const t = text?.trim();
-  return t && /^\d+$/.test(t) ? Number(t) : undefined;
-}
+const MEMORY_KEYS = new Set(['total_inactive_file', 'total_rss', 'total_cache', 'total_pgfault', 'total_pgmajfault', 'total_swap', 'inactive_file', 'anon', 'file', 'pgfault', 'pgmajfault']);
 
 /** USER_HZ: cpuacct.stat counts in clock ticks (100 a second on every Linux podrun runs on). */
 const TICK_NS = 10_000_000;
@@ -104,6 +81,7 @@ function readV1(root: string, rel: string, read: ReadFile): Omit<ContainerReadin
     },
     memory: memoryReading(memUsage, limit, memory),
     ...(pids !== undefined ? { processes: pids } : {}),
+    cgroup: extrasV1(root, rel, memory, read),
   };
 }
 
@@ -122,6 +100,7 @@ function readV2(dir: string, read: ReadFile): Omit<ContainerReading, 'time'> | u
     },
     memory: memoryReading(memUsage, limit, memory),
     ...(pids !== undefined ? { processes: pids } : {}),
+    cgroup: extrasV2(dir, cpu, read),
   };
 }
 

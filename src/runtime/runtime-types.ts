@@ -1,5 +1,7 @@
 import type { Container } from '../manifest/types.js';
+import type { CgroupExtras } from './cgroup-extras.js';
 import type { ContainerState } from './observed.js';
+import type { ProcessFigures } from './proc-stats.js';
 
 // The engine interface's vocabulary (roles.ts), whichever engine answers: its options, what it
 // answers, how it fails. No engine's own types: those stay under src/runtime/<engine>/.
@@ -115,6 +117,8 @@ export interface ContainerReading {
   processes?: number;
   /** Where it came from: cgroupfs, or the engine's own stats. */
   source?: 'cgroup' | 'engine';
+  /** podrun's own: what cgroupfs and /proc tell beyond the engine's shape (none from its stats API). */
+  cgroup?: CgroupExtras & ProcessFigures;
 }
 
 /** One container's state as the engine holds it now (an inspect; the CRI's ContainerStatus). */

@@ -1,3 +1,4 @@
+import { cgroupSeries, machineSeries, type MachineFacts } from './cadvisor-series.js';
 import { memoryOf, type ContainerSample } from './summary.js';
 import type { InterfaceCounters } from '../runtime/runtime-types.js';
 
@@ -15,7 +16,7 @@ export function escapeLabel(v: string): string {
 }
 
 /** A label set as the text format writes it, made once per container and shared by its series. */
-class LabelText {
+export class LabelText {
   private constructor(readonly text: string) {}
 
   static of(labels: Labels): LabelText {
@@ -28,10 +29,10 @@ class LabelText {
 }
 
 /** Families in the order first seen, each sample with its labels and the reading's time (ms). */
-class Exposition {
-  private readonly families = new Map<string, { type: 'counter' | 'gauge'; help: string; lines: string[] }>();
+export class Exposition {
+  private readonly families = new Map<string, { type: 'counter' | 'gauge' | 'untyped'; help: string; lines: string[] }>();
 
-  add(name: string, type: 'counter' | 'gauge', help: string, labels: Labels | LabelText, value: number | undefined, timeMs?: number): void {
+  add(name: string, type: 'counter' | 'gauge' | 'untyped', help: string, labels: Labels | LabelText, value: number | undefined, timeMs?: number): void {
     let f = this.families.get(name);
     if (!f) {
       f = { type, help, lines: [] };
@@ -55,6 +56,8 @@ function limitOf(bytes: number | undefined): number {
 }
 
 export interface CadvisorOptions {
+  /** The machine's cores and memory (cAdvisor's machine series), when known. */
+  machine?: MachineFacts;
   /** cAdvisor's `id`: the container's cgroup path (e.g. /docker/<id>). */
   cgroupOf: (containerId: string) => string;
   /** The device holding the engine's root directory (layers, logs): cAdvisor's `device` on the fs series; without it there are none. */
@@ -69,6 +72,7 @@ export interface CadvisorOptions {
  */
 export function cadvisorMetrics(samples: readonly ContainerSample[], o: CadvisorOptions): string {
   const out = new Exposition();
+  if (o.machine) machineSeries(out, o.machine);
   const byPod = new Map<string, ContainerSample[]>();
   for (const s of samples) byPod.set(s.pod.uid, [...(byPod.get(s.pod.uid) ?? []), s]);
   for (const [uid, list] of byPod) {
@@ -101,6 +105,7 @@ export function cadvisorMetrics(samples: readonly ContainerSample[], o: Cadvisor
       const fs = o.fsDevice === undefined ? undefined : sum((s) => (s.rootfsBytes === undefined && s.logsBytes === undefined ? undefined : (s.rootfsBytes ?? 0) + (s.logsBytes ?? 0)));
       out.add('container_fs_usage_bytes', 'gauge', 'Number of bytes that are consumed by the container on this filesystem.', labels.with('device', o.fsDevice ?? ''), fs, t);
       if (group.length > 1) network(out, labels, list.find((s) => s.type === 'sandbox'), t);
+      cgroupSeries(out, labels, group, t);
     }
   }
   return out.text();
@@ -127,7 +132,10 @@ export interface NodeReading {
   time: string;
   usageCoreNanoSeconds?: number;
   workingSetBytes?: number;
+  swapUsageBytes?: number;
 }
+
+const swapOf = (s: ContainerSample): number | undefined => s.stats.cgroup?.swapBytes;
 
 /** /metrics/resource: the node, each pod and each container (sandboxes in their pod's sums only). */
 export function resourceMetrics(samples: readonly ContainerSample[], node: NodeReading | undefined, scrapeError: boolean): string {
@@ -135,6 +143,7 @@ export function resourceMetrics(samples: readonly ContainerSample[], node: NodeR
   const nodeT = node ? Date.parse(node.time) : undefined;
   out.add('node_cpu_usage_seconds_total', 'counter', 'Cumulative cpu time consumed by the node in core-seconds', {}, node?.usageCoreNanoSeconds === undefined ? undefined : ns(node.usageCoreNanoSeconds), nodeT);
   out.add('node_memory_working_set_bytes', 'gauge', "Current working set of the node in bytes", {}, node?.workingSetBytes, nodeT);
+  out.add('node_swap_usage_bytes', 'gauge', 'Current swap usage of the node in bytes. Reported only on non-windows systems', {}, node?.swapUsageBytes, nodeT);
   const byPod = new Map<string, ContainerSample[]>();
   for (const s of samples) byPod.set(s.pod.uid, [...(byPod.get(s.pod.uid) ?? []), s]);
   for (const list of byPod.values()) {
@@ -144,6 +153,7 @@ export function resourceMetrics(samples: readonly ContainerSample[], node: NodeR
       const t = Date.parse(s.stats.time);
       out.add('container_cpu_usage_seconds_total', 'counter', 'Cumulative cpu time consumed by the container in core-seconds', labels, ns(s.stats.cpu.usageNs), t);
       out.add('container_memory_working_set_bytes', 'gauge', 'Current working set of the container in bytes', labels, memoryOf(s.stats).workingSetBytes, t);
+      out.add('container_swap_usage_bytes', 'gauge', 'Current amount of the container swap usage in bytes. Reported only on non-windows systems', labels, swapOf(s), t);
       out.add('container_start_time_seconds', 'gauge', 'Start time of the container since unix epoch in seconds', labels, s.startedAt ? Date.parse(s.startedAt) / 1000 : undefined, t);
     }
   }
@@ -153,7 +163,11 @@ export function resourceMetrics(samples: readonly ContainerSample[], node: NodeR
     const t = Math.max(...list.map((s) => Date.parse(s.stats.time)));
     out.add('pod_cpu_usage_seconds_total', 'counter', 'Cumulative cpu time consumed by the pod in core-seconds', labels, ns(list.reduce((a, s) => a + s.stats.cpu.usageNs, 0)), t);
     out.add('pod_memory_working_set_bytes', 'gauge', 'Current working set of the pod in bytes', labels, list.reduce((a, s) => a + memoryOf(s.stats).workingSetBytes, 0), t);
+    const swaps = list.map(swapOf);
+    out.add('pod_swap_usage_bytes', 'gauge', 'Current amount of the pod swap usage in bytes. Reported only on non-windows systems', labels, swaps.every((x) => x !== undefined) ? swaps.reduce<number>((a, x) => a + x!, 0) : undefined, t);
   }
+  // The kubelet writes both: scrape_error (deprecated since 1.29) and resource_scrape_error.
   out.add('scrape_error', 'gauge', '1 if there was an error while getting container metrics, 0 otherwise', {}, scrapeError ? 1 : 0);
+  out.add('resource_scrape_error', 'gauge', '1 if there was an error while getting container metrics, 0 otherwise', {}, scrapeError ? 1 : 0);
   return out.text();
 }

@@ -6,7 +6,8 @@ import { hostname } from 'node:os';
 import { readFileSync } from 'node:fs';
 import type { PodEngine } from '../runtime/roles.js';
 import { fsUsage, hostUsage, nodeConditions, observations, setExpiryCondition, pidUsage, type NodeCondition, type Signal, type Threshold } from './node.js';
-import type { CpuStats, FsStats, MemoryStats } from './summary.js';
+import type { MachineFacts } from './cadvisor-series.js';
+import type { CpuStats, FsStats, MemoryStats, SwapStats } from './summary.js';
 
 /** The kubelet's default --max-pods: what the node says it holds. */
 export const MAX_PODS = 110;
@@ -16,6 +17,7 @@ export interface NodeSummary {
   startTime: string;
   cpu: CpuStats;
   memory: MemoryStats;
+  swap?: SwapStats;
   fs?: FsStats;
   runtime: { imageFs?: FsStats };
   rlimit: { time: string; maxpid: number; curproc: number };
@@ -25,6 +27,8 @@ export interface NodeView {
   node: Record<string, unknown>;
   summary: NodeSummary;
   conditions: NodeCondition[];
+  /** cAdvisor's machine series' figures. */
+  machine: MachineFacts;
 }
 
 type Facts = Awaited<ReturnType<PodEngine['engineFacts']>>;
@@ -119,9 +123,11 @@ export function nodeView(i: NodeInputs): NodeView {
     startTime: i.startTime,
     cpu: host.cpu,
     memory: host.memory,
+    ...(host.swap ? { swap: host.swap } : {}),
     ...(nodefs ? { fs: nodefs } : {}),
     runtime: imagefs ? { imageFs: imagefs } : {},
     rlimit: { time: now, ...pids },
   };
-  return { node, summary, conditions };
+  const machine: MachineFacts = { cores: cpus, memoryBytes: host.capacityBytes, machineId: firstLine('/etc/machine-id'), systemUuid: firstLine('/sys/class/dmi/id/product_uuid'), bootId: firstLine('/proc/sys/kernel/random/boot_id') };
+  return { node, summary, conditions, machine };
 }

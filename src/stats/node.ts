@@ -6,7 +6,7 @@
  */
 import { readdirSync, readFileSync, statfsSync } from 'node:fs';
 import { parseQuantity } from '../manifest/quantity.js';
-import type { CpuStats, FsStats, MemoryStats } from './summary.js';
+import type { CpuStats, FsStats, MemoryStats, SwapStats } from './summary.js';
 
 export type Signal = 'memory.available' | 'nodefs.available' | 'nodefs.inodesFree' | 'imagefs.available' | 'imagefs.inodesFree' | 'pid.available';
 
@@ -117,7 +117,7 @@ function statLine(text: string | undefined, key: string): number | undefined {
 }
 
 /** The host's CPU and memory, from the root cgroup (v1 or v2) as cAdvisor reads them, else /proc. */
-export function hostUsage(now: string): { cpu: CpuStats; memory: MemoryStats; capacityBytes: number } {
+export function hostUsage(now: string): { cpu: CpuStats; memory: MemoryStats; capacityBytes: number; swap?: SwapStats } {
   const meminfo = read('/proc/meminfo') ?? '';
   const kb = (k: string): number => Number(new RegExp(`^${k}:\\s+(\\d+) kB$`, 'm').exec(meminfo)?.[1] ?? 0) * 1024;
   const capacity = kb('MemTotal');
@@ -143,10 +143,13 @@ export function hostUsage(now: string): { cpu: CpuStats; memory: MemoryStats; ca
     inactiveFile = kb('Inactive\\(file\\)');
   }
   const workingSet = Math.max(0, usage - inactiveFile);
+  // The kernel's swap accounting (a node without swap: 0 of 0, which is what it is).
+  const swapTotal = /^SwapTotal:/m.test(meminfo) ? kb('SwapTotal') : undefined;
   return {
     cpu: { time: now, usageCoreNanoSeconds: cpuNs },
     memory: { time: now, availableBytes: Math.max(0, capacity - workingSet), usageBytes: usage, workingSetBytes: workingSet },
     capacityBytes: capacity,
+    ...(swapTotal !== undefined ? { swap: { time: now, swapAvailableBytes: kb('SwapFree'), swapUsageBytes: Math.max(0, swapTotal - kb('SwapFree')) } } : {}),
   };
 }
 

@@ -21,6 +21,13 @@ export interface MemoryStats {
   majorPageFaults?: number;
 }
 
+/** The Summary API's SwapStats. */
+export interface SwapStats {
+  time: string;
+  swapAvailableBytes?: number;
+  swapUsageBytes?: number;
+}
+
 export interface InterfaceStats {
   name: string;
   rxBytes: number;
@@ -49,6 +56,7 @@ export interface ContainerStatsV1 {
   startTime?: string;
   cpu: CpuStats;
   memory: MemoryStats;
+  swap?: SwapStats;
   rootfs?: FsStats;
   logs?: FsStats;
 }
@@ -59,6 +67,7 @@ export interface PodStatsV1 {
   containers: ContainerStatsV1[];
   cpu: CpuStats;
   memory: MemoryStats;
+  swap?: SwapStats;
   network?: NetworkStats;
   'ephemeral-storage'?: FsStats;
   process_stats: { process_count: number };
@@ -141,6 +150,7 @@ export function podStats(samples: ContainerSample[]): PodStatsV1[] {
       .map((s) => {
         const c: ContainerStatsV1 = { name: s.name, cpu: cpuOf(s.stats, s.previous), memory: memoryOf(s.stats) };
         if (s.startedAt) c.startTime = s.startedAt;
+        if (s.stats.cgroup?.swapBytes !== undefined) c.swap = { time: s.stats.time, swapUsageBytes: s.stats.cgroup.swapBytes };
         if (s.rootfsBytes !== undefined) c.rootfs = { time: s.stats.time, usedBytes: s.rootfsBytes };
         if (s.logsBytes !== undefined) c.logs = { time: s.stats.time, usedBytes: s.logsBytes };
         return c;
@@ -154,6 +164,8 @@ export function podStats(samples: ContainerSample[]): PodStatsV1[] {
       process_stats: { process_count: list.reduce((n, s) => n + (s.stats.processes ?? 0), 0) },
     };
     if (sandbox?.startedAt) pod.startTime = sandbox.startedAt;
+    // The kubelet's pod swap is its pod cgroup's: here the sum of its containers', each read.
+    if (list.every((s) => s.stats.cgroup?.swapBytes !== undefined)) pod.swap = { time, swapUsageBytes: list.reduce((n, s) => n + (s.stats.cgroup?.swapBytes ?? 0), 0) };
     const net = sandbox ? networkOf(sandbox.stats) : undefined;
     if (net) pod.network = net;
     const disk = list.reduce((n, s) => n + (s.rootfsBytes ?? 0) + (s.logsBytes ?? 0), 0);

@@ -1,8 +1,6 @@
-import { readFileSync } from 'node:fs';
-import { dirname, join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
-import { netDev, readCgroup, type ReadFile } from '../../src/runtime/cgroup-stats.js';
+import { recorded, tree } from './cgroup-trees.js';
+import { netDev, readCgroup } from '../../src/runtime/cgroup-stats.js';
 import { cadvisorMetrics } from '../../src/stats/container-metrics.js';
 import { cpuOf, memoryOf } from '../../src/stats/summary.js';
 
@@ -12,19 +10,6 @@ import { cpuOf, memoryOf } from '../../src/stats/summary.js';
 
 const ID = 'c0ffee';
 const SANDBOX = 'bada55';
-const tree = (files: Record<string, string>): ReadFile => (p) => files[p];
-
-/** A recorded tree, `== path` then the file; the placeholders in its paths become these ids. */
-function recorded(name: string, ids: Record<string, string>): Record<string, string> {
-  const text = readFileSync(join(dirname(fileURLToPath(import.meta.url)), '../fixtures/cgroup', name), 'utf8');
-  const out: Record<string, string> = {};
-  for (const part of text.split(/^== /m).filter(Boolean)) {
-    const nl = part.indexOf('\n');
-    const path = part.slice(0, nl).replace(/SANDBOXID|APPID|\bID\b/g, (k) => ids[k]!);
-    out[`/sys/fs/cgroup/${path}`] = part.slice(nl + 1);
-  }
-  return out;
-}
 
 const V1 = recorded('v1-docker-cgroupfs.txt', { ID });
 /** The same two containers a second apart: the app burned CPU between them and started a child. */

@@ -1,5 +1,6 @@
 import { readlinkSync } from 'node:fs';
 import { cgroupCandidates, netDev, readCgroup, readIfThere, type CgroupLayout } from '../cgroup-stats.js';
+import { hostProc, processFigures } from '../proc-stats.js';
 import { containerStatsOf } from './readings.js';
 import type { ContainerReading } from '../runtime-types.js';
 import type { EngineCalls } from './engine.js';
@@ -50,9 +51,10 @@ export class LocalReadings {
   }
 
   private async readLocal(layout: CgroupLayout, id: string, network: boolean): Promise<ContainerReading | undefined> {
-    const s = readCgroup(layout, id);
+    const raw = readCgroup(layout, id);
+    const s = withProcesses(raw);
     if (!s || !network) return s;
-    const pid = await this.pidOf(layout, id);
+    const pid = await this.pidOf(layout, id, raw?.cgroup?.pids);
     if (pid === undefined) return s;
     const ns = netNsOf(String(pid));
     // A host-network sandbox shares the node's interfaces: the engine reports none for it either.
@@ -62,8 +64,8 @@ export class LocalReadings {
     return networks && Object.keys(networks).length ? { ...s, networks } : s;
   }
 
-  private async pidOf(layout: CgroupLayout, id: string): Promise<number | undefined> {
-    const procs = this.procsOf(layout, id);
+  private async pidOf(layout: CgroupLayout, id: string, listed: readonly number[] | undefined): Promise<number | undefined> {
+    const procs = listed ?? this.procsOf(layout, id);
     const known = this.pids.get(id);
     if (known !== undefined && procs.includes(known)) return known;
     this.pids.delete(id);
@@ -84,6 +86,13 @@ export class LocalReadings {
     }
     return [];
   }
+}
+
+/** The reading with what its processes hold (/proc), their pids then dropped: a reading is kept a while. */
+function withProcesses(s: ContainerReading | undefined): ContainerReading | undefined {
+  if (!s?.cgroup?.pids) return s;
+  const { pids, ...rest } = s.cgroup;
+  return { ...s, cgroup: { ...rest, ...processFigures(pids, hostProc) } };
 }
 
 function netNsOf(pid: string): string | undefined {
