@@ -1,3 +1,4 @@
+import type { WaitingReason } from '../base/reasons.js';
 import type { ObservedPod } from '../runtime/observed.js';
 import type { ContainerDetails } from '../status/pod-status.js';
 
@@ -10,7 +11,7 @@ import type { ContainerDetails } from '../status/pod-status.js';
  */
 export interface PodRecord {
   /** Waiting reasons the worker imposes (CrashLoopBackOff, image and start errors), by container name. */
-  readonly waiting: Map<string, { reason: string; message: string }>;
+  readonly waiting: Map<string, { reason: WaitingReason; message: string }>;
   /** Inspect details of the pod's instances, by container id. */
   readonly details: Map<string, ContainerDetails>;
   /** Containers whose postStart hook runs now. */
@@ -22,6 +23,8 @@ export interface PodRecord {
   readonly adopted: Map<string, string | undefined>;
   /** The current sandbox and the address its hooks and probes use, read once per sandbox. */
   sandbox?: { id: string; ip: string };
+  /** The spec the back-off tables were last pruned for (a reference: the next version is another object). */
+  keysOf?: object;
   /** The signal of the sync carrying out actions now (aborted when the pod is to be deleted). */
   inProgress?: AbortSignal;
 }
