@@ -1,4 +1,5 @@
 import type { WaitingReason } from '../base/reasons.js';
+import type { Pod } from '../manifest/types.js';
 import type { ObservedPod } from '../runtime/observed.js';
 import type { ContainerDetails } from '../status/pod-status.js';
 
@@ -23,8 +24,8 @@ export interface PodRecord {
   readonly adopted: Map<string, string | undefined>;
   /** The current sandbox and the address its hooks and probes use, read once per sandbox. */
   sandbox?: { id: string; ip: string };
-  /** The spec the back-off tables were last pruned for (a reference: the next version is another object). */
-  keysOf?: object;
+  /** The spec the back-off tables and waiting reasons were last pruned for (the next version is another object). */
+  keysOf?: Pod;
   /** The signal of the sync carrying out actions now (aborted when the pod is to be deleted). */
   inProgress?: AbortSignal;
 }

@@ -141,13 +141,20 @@ export class PodSupervisor {
   /**
    * Back-off of what the pod's spec no longer has (an earlier hash or image of a container) goes:
    * the kubelet's back-off restarts with a new hash, and 10,000 updates must not leave 10,000 keys.
-   * Worked out once per version of the pod, not on every turn.
+   * So does the waiting reason of a container whose spec changed: it was about the version before
+   * (an image that could not be pulled is not the new image's). Once per version of the pod.
    */
   private retainBackoff(d: DesiredPod): void {
     const r = this.rec(d.uid);
-    if (r.keysOf === d.pod) return;
+    const before = r.keysOf;
+    if (before === d.pod) return;
     const keys = backoffKeys(d);
     for (const table of [this.crash, this.imagePulls, this.startFailures]) table.retainPod(d.uid, keys);
+    for (const name of [...r.waiting.keys()]) {
+      const was = before && specOf(before, name);
+      const now = specOf(d.pod, name);
+      if (!before || !was || !now || containerHash(before, was) !== containerHash(d.pod, now)) r.waiting.delete(name);
+    }
     r.keysOf = d.pod;
   }
 
