@@ -8,7 +8,7 @@ import { FakeEngine } from '../fakes/fake-engine.js';
 import { MemorySource } from '../fakes/memory-source.js';
 
 // The agent over years, on the in-memory engine: one pod crash-looping for 10,000 restarts, 1,000
-// pods added and removed, one pod updated 10,000 times, 10,000 questions about pods that do not
+// pods added and removed, one pod updated 1,000 times, 10,000 questions about pods that do not
 // exist, 1,000 destroys the event stream never told, 1,000 images pulled and collected. What the
 // agent keeps per pod, container and image (`Agent.podState()` counts every such map) stays
 // bounded while a pod lives, comes back to what it was, and is nothing once the pod is gone.
@@ -125,7 +125,7 @@ const called = (engine: FakeEngine, what: string): number => engine.calls.get(wh
 const running = (engine: FakeEngine, pod: string): boolean => [...engine.containers.values()].some((c) => c.state === 'running' && c.labels[LABEL.podName] === pod && c.labels[LABEL.containerName] === 'c');
 
 describe('the agent\'s state comes back to what it was', () => {
-  it('after 10,000 updates of one pod, each crashing, refused by the engine or failing its pull once', { timeout: 300_000 }, async () => {
+  it('after 1,000 updates of one pod, each crashing, refused by the engine or failing its pull once', { timeout: 300_000 }, async () => {
     const { agent, engine, source } = await agentOnFake();
     let crashing = false;
     let refused = '';
