@@ -345,18 +345,8 @@ export class Agent {
    * (RECENT_LIMIT) and the sandbox pid cache of local readings (PID_CACHE_MAX).
    */
   podState(): Record<string, number> {
-    return {
-      ...this.supervisor.stateSize(),
-      ...this.gate.stateSize(),
-      ...this.cache.stateSize(),
-      ...this.gc.stateSize(),
-      ...this.set.stateSize(),
-      ...this.stats.stateSize(),
-      probeSeries: this.metricsRegistry.probes.size,
-      synced: this.synced.size,
-      deleting: this.deleting.size,
-      workers: this.workers.size,
-    };
+    const kept = [this.supervisor, this.gate, this.cache, this.gc, this.set, this.stats].map((m) => m.stateSize());
+    return Object.assign({}, ...kept, { probeSeries: this.metricsRegistry.probes.size, synced: this.synced.size, deleting: this.deleting.size, workers: this.workers.size }) as Record<string, number>;
   }
 
   /** Every pod the agent knows (desired or present), as v1 Pods with status. */

@@ -17,7 +17,7 @@ import { podStatus, type PodStatusSummary, type StatusInputs } from '../status/p
 import { settled } from '../reconcile/settled.js';
 import { deletionUnderway } from '../reconcile/terminating.js';
 import { Adoption } from './adoption.js';
-import { newPodRecord, recordSize, trimRecord, type PodRecord } from './pod-record.js';
+import { dropChangedWaiting, newPodRecord, recordSize, trimRecord, type PodRecord } from './pod-record.js';
 import { noteHeld } from './held-reasons.js';
 import { isImageReason } from '../base/reasons.js';
 import { isPodrunBug } from '../runtime/runtime-types.js';
@@ -150,12 +150,7 @@ export class PodSupervisor {
     if (before === d.pod) return;
     const keys = backoffKeys(d);
     for (const table of [this.crash, this.imagePulls, this.startFailures]) table.retainPod(d.uid, keys);
-    for (const name of [...r.waiting.keys()]) {
-      const was = before && specOf(before, name);
-      const now = specOf(d.pod, name);
-      if (!before || !was || !now || containerHash(before, was) !== containerHash(d.pod, now)) r.waiting.delete(name);
-    }
-    r.keysOf = d.pod;
+    dropChangedWaiting(r, before, d.pod);
   }
 
   /** Entries kept per pod, by kind: what must return to nothing once a pod is gone. */
