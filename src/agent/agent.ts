@@ -338,11 +338,15 @@ export class Agent {
   }
 
   /**
-   * Entries the agent keeps per pod, by kind, beyond what is declared and what the engine holds:
-   * bounded while a pod lives (whatever it does), and nothing once it is gone.
+   * Entries the agent keeps per pod, per container and per image, by kind, beyond what is declared
+   * and what the engine holds: bounded while a pod lives (whatever it does), and nothing once it is
+   * gone. Every such map or set in the process is counted here (test/agent/pod-state.test.ts).
+   * Not counted, being bounded by construction and not per pod: the cache's ring of recent events
+   * (RECENT_LIMIT) and the sandbox pid cache of local readings (PID_CACHE_MAX).
    */
   podState(): Record<string, number> {
-    return { ...this.supervisor.stateSize(), ...this.gate.stateSize(), ...this.cache.stateSize(), synced: this.synced.size, deleting: this.deleting.size, workers: this.workers.size };
+    const kept = [this.supervisor, this.gate, this.cache, this.gc, this.set, this.stats].map((m) => m.stateSize());
+    return Object.assign({}, ...kept, { probeSeries: this.metricsRegistry.probes.size, synced: this.synced.size, deleting: this.deleting.size, workers: this.workers.size }) as Record<string, number>;
   }
 
   /** Every pod the agent knows (desired or present), as v1 Pods with status. */

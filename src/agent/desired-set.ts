@@ -7,7 +7,6 @@ import type { ObservedPod } from '../runtime/observed.js';
 import { APPLY_PREFIX } from '../sources/applied-sets.js';
 import { mergeOrigins, podDigest, type Conflict, type OriginPods } from '../sources/merge.js';
 import { shownSource } from '../sources/origin-names.js';
-import { isVerificationRefusal } from '../sources/signed.js';
 import type { PodSource, SetExpiry } from '../sources/source.js';
 import type { EventRecorder } from '../status/events.js';
 
@@ -25,6 +24,11 @@ function shownOrigin(snapshot: OriginPods[], origin: string, key: string): strin
   const d = snapshot.find((o) => o.origin === origin)?.pods.find((p) => p.key === key);
   const shown = shownSource(d?.origin.shown ?? origin);
   return origin.startsWith(APPLY_PREFIX) ? `${shown} (applied)` : shown;
+}
+
+/** A conflict as told once: the name, and who declares it. */
+function conflictId(c: Conflict): string {
+  return `${c.key}|${c.origins.join('|')}`;
 }
 
 /** What a merge changed: pods to sync again, and pods no longer declared. */
@@ -107,7 +111,7 @@ export class DesiredSet {
     const merged = mergeOrigins(snapshot, holders, (origin, d, holder) => !first && (applied(origin) || applied(holder)) && seen.get(`${origin}\0${d.key}`) !== podDigest(d));
     this.declarations = new Map(snapshot.flatMap((o) => o.pods.map((d) => [`${o.origin}\0${d.key}`, podDigest(d)] as const)));
     for (const c of merged.conflicts) {
-      const id = `${c.key}|${c.origins.join('|')}`;
+      const id = conflictId(c);
       if (this.reported.has(id)) continue;
       this.reported.add(id);
       // Named as people gave them (paths, URLs), not by podrun's names for applied sets.
@@ -118,6 +122,10 @@ export class DesiredSet {
       const d = merged.pods.get(c.key);
       if (d) this.o.events.record({ uid: d.uid, name: d.pod.metadata.name, namespace: d.pod.metadata.namespace ?? 'default' }, 'Warning', 'Conflict', message);
     }
+    // A conflict is told once while it lasts; one that ended is forgotten (it is told again if it
+    // comes back), so names fought over once are not kept for the agent's life.
+    const current = new Set(merged.conflicts.map(conflictId));
+    for (const id of this.reported) if (!current.has(id)) this.reported.delete(id);
     this.conflicts = merged.conflicts;
     this.recordValidationEvents();
     const before = this.byUid;
@@ -145,6 +153,11 @@ export class DesiredSet {
     return owner ? owner.canForget(origin) : this.sources.every((s) => s.ready);
   }
 
+  /** Conflicts told and still standing. */
+  stateSize(): Record<string, number> {
+    return { conflictsReported: this.reported.size };
+  }
+
   get loaded(): boolean {
     return this.sources.every((s) => s.ready);
   }
@@ -164,7 +177,7 @@ export class DesiredSet {
         for (const e of mine) {
           for (const d of pods) {
             // A refused signature is not a broken manifest: say which, so no one hunts for a typo.
-            const reason = isVerificationRefusal(e.message) ? 'FailedVerification' : 'FailedValidation';
+            const reason = e.refused ? 'FailedVerification' : 'FailedValidation';
             this.o.events.record({ uid: d.uid, name: d.pod.metadata.name, namespace: d.pod.metadata.namespace ?? 'default' }, 'Warning', reason, `${formatIssue(e)} (running the last good version)`);
           }
         }

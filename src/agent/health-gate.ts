@@ -144,9 +144,9 @@ export class HealthGate {
     if (sourcesLoaded) for (const uid of this.store.uids()) if (!declared.has(uid) && !present(uid)) this.store.forget(uid);
   }
 
-  /** Timers, versions run and update origins kept (the records are files). */
+  /** Timers, versions run, update origins, and the records (files, each also held in memory). */
   stateSize(): Record<string, number> {
-    return { gateTimers: this.timers.size, gateRunning: this.running.size, gateOrigins: this.origins.size };
+    return { gateTimers: this.timers.size, gateRunning: this.running.size, gateOrigins: this.origins.size, gateRecords: this.store.size };
   }
 
   /** The pod was deleted: its record goes with it. */

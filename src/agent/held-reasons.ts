@@ -15,7 +15,7 @@ export function noteHeld(d: DesiredPod, r: PodRecord, held: readonly HeldStart[]
       const image = specOf(d.pod, h.name)?.image ?? '';
       if (before?.reason !== 'ImagePullBackOff') backOff('Normal', `Back-off pulling image "${image}"`, h.name);
       // The failed attempt's own message (the registry's answer) stays readable behind it.
-      const why = before && !before.message.startsWith('Back-off') ? `: ${before.message}` : '';
+      const why = before && before.reason !== 'ImagePullBackOff' ? `: ${before.message}` : '';
       r.waiting.set(h.name, { reason: 'ImagePullBackOff', message: `Back-off pulling image "${image}"${why}` });
       continue;
     }

@@ -1,3 +1,7 @@
+import type { WaitingReason } from '../base/reasons.js';
+import { containerHash } from '../manifest/hash.js';
+import type { Pod } from '../manifest/types.js';
+import { specOf } from '../reconcile/lifecycle.js';
 import type { ObservedPod } from '../runtime/observed.js';
 import type { EngineRestartOn } from '../runtime/runtime-types.js';
 import type { ContainerDetails } from '../status/pod-status.js';
@@ -11,7 +15,7 @@ import type { ContainerDetails } from '../status/pod-status.js';
  */
 export interface PodRecord {
   /** Waiting reasons the worker imposes (CrashLoopBackOff, image and start errors), by container name. */
-  readonly waiting: Map<string, { reason: string; message: string }>;
+  readonly waiting: Map<string, { reason: WaitingReason; message: string }>;
   /** Inspect details of the pod's instances, by container id. */
   readonly details: Map<string, ContainerDetails>;
   /** Containers whose postStart hook runs now. */
@@ -23,6 +27,8 @@ export interface PodRecord {
   readonly adopted: Map<string, Exclude<EngineRestartOn, 'never'> | undefined>;
   /** The current sandbox and the address its hooks and probes use, read once per sandbox. */
   sandbox?: { id: string; ip: string };
+  /** The spec the back-off tables and waiting reasons were last pruned for (the next version is another object). */
+  keysOf?: Pod;
   /** The signal of the sync carrying out actions now (aborted when the pod is to be deleted). */
   inProgress?: AbortSignal;
 }
@@ -41,6 +47,19 @@ export function trimRecord(r: PodRecord, o: ObservedPod | undefined): void {
   for (const id of r.adopted.keys()) if (!present.has(id)) r.adopted.delete(id);
   for (const id of r.postStarting) if (!present.has(id)) r.postStarting.delete(id);
   if (r.sandbox && !present.has(r.sandbox.id)) delete r.sandbox;
+}
+
+/**
+ * The pod's spec is now `now` (it was `before`): a waiting reason of a container whose spec changed
+ * was about the version before (an image that could not be had is not the new image's), and goes.
+ */
+export function dropChangedWaiting(r: PodRecord, before: Pod | undefined, now: Pod): void {
+  for (const name of [...r.waiting.keys()]) {
+    const was = before && specOf(before, name);
+    const is = specOf(now, name);
+    if (!was || !is || containerHash(before, was) !== containerHash(now, is)) r.waiting.delete(name);
+  }
+  r.keysOf = now;
 }
 
 /** How many entries a record holds, for the agent's accounting of its own state. */

@@ -65,6 +65,10 @@ export class RollbackStore {
     writeFileAtomic(path, `${JSON.stringify({ uid, key, ...record }, null, 2)}\n`);
   }
 
+  get size(): number {
+    return this.records.size;
+  }
+
   uids(): string[] {
     return [...this.records.keys()];
   }

@@ -6,7 +6,7 @@ import { ProbeManager, type ProbeEvent, type ProbeTarget } from '../probe/manage
 import type { ProbedContainer, ProbeResultLabel } from '../metrics/probe-metrics.js';
 import { Backoff, type BackoffPolicy } from '../reconcile/backoff.js';
 import { fieldPathOf, specOf, type EventSink } from '../reconcile/lifecycle.js';
-import { gateStarts, newestExited, sandboxKey } from '../reconcile/gate.js';
+import { backoffKeys, gateStarts, imageKey, newestExited, sandboxKey } from '../reconcile/gate.js';
 import { computePodActions, hasActions } from '../reconcile/plan.js';
 import { ContainerImageError, ContainerStartFailure, executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
 import { isActive, latestByName, type ObservedPod } from '../runtime/observed.js';
@@ -17,8 +17,10 @@ import { podStatus, type PodStatusSummary, type StatusInputs } from '../status/p
 import { settled } from '../reconcile/settled.js';
 import { deletionUnderway } from '../reconcile/terminating.js';
 import { Adoption } from './adoption.js';
-import { newPodRecord, recordSize, trimRecord, type PodRecord } from './pod-record.js';
+import { dropChangedWaiting, newPodRecord, recordSize, trimRecord, type PodRecord } from './pod-record.js';
 import { noteHeld } from './held-reasons.js';
+import { isImageReason } from '../base/reasons.js';
+import { isPodrunBug } from '../runtime/runtime-types.js';
 
 import { notReadyReason, type Readiness } from '../reconcile/rollback.js';
 
@@ -39,6 +41,9 @@ export interface SupervisorObserver {
 
 /** While someone else deletes a pod, the next look comes this soon. */
 const DELETION_LOOK_MS = 500;
+
+/** After a bug of podrun's (a TypeError in a step), the turn is tried again this soon. */
+const BUG_RETRY_MS = 5_000;
 
 /** After a failed pull, the next look (which reports ImagePullBackOff) comes this soon. */
 const IMAGE_BACKOFF_LOOK_MS = 1000;
@@ -133,6 +138,21 @@ export class PodSupervisor {
     this.awaitedDeletion.delete(uid);
   }
 
+  /**
+   * Back-off of what the pod's spec no longer has (an earlier hash or image of a container) goes:
+   * the kubelet's back-off restarts with a new hash, and 10,000 updates must not leave 10,000 keys.
+   * So does the waiting reason of a container whose spec changed: it was about the version before
+   * (an image that could not be pulled is not the new image's). Once per version of the pod.
+   */
+  private retainBackoff(d: DesiredPod): void {
+    const r = this.rec(d.uid);
+    const before = r.keysOf;
+    if (before === d.pod) return;
+    const keys = backoffKeys(d);
+    for (const table of [this.crash, this.imagePulls, this.startFailures]) table.retainPod(d.uid, keys);
+    dropChangedWaiting(r, before, d.pod);
+  }
+
   /** Entries kept per pod, by kind: what must return to nothing once a pod is gone. */
   stateSize(): Record<string, number> {
     return {
@@ -195,6 +215,7 @@ export class PodSupervisor {
     }
     if (this.awaitedDeletion.delete(uid)) await this.cache.refreshPod(uid);
     const r = this.rec(uid);
+    this.retainBackoff(d);
     const cached = this.cache.pod(uid);
     if (cached) await this.adoption.adopt(r, cached);
     // A dead container the engine is about to restart itself (its policy could not be taken
@@ -216,7 +237,7 @@ export class PodSupervisor {
       },
     });
     for (const k of actions.containersToKill) {
-      if (k.reason.startsWith('failed ')) this.log.warn(`pod ${d.key}: container ${k.name} ${k.reason}`, { pod: d.key, container: k.name });
+      if (k.probe) this.log.warn(`pod ${d.key}: container ${k.name} ${k.reason}`, { pod: d.key, container: k.name });
     }
     if (!hasActions(actions)) {
       await this.updateProbes(d, o);
@@ -237,7 +258,7 @@ export class PodSupervisor {
       crash: this.crash,
       imagePulls: this.imagePulls,
       refused: this.startFailures,
-      waitingOnImage: (name) => r.waiting.get(name)?.reason.includes('Image') ?? false,
+      waitingOnImage: (name) => isImageReason(r.waiting.get(name)?.reason),
       finishedAt: (id) => finished.get(id),
     }, now);
     let wait = gate.waitMs;
@@ -290,14 +311,20 @@ export class PodSupervisor {
         const key = err.container && spec ? Backoff.key(uid, err.container, containerHash(d.pod, spec)) : sandboxKeyOf;
         const backoffMs = this.startFailures.restarted(key, Date.now());
         this.observer.startFailed?.(err.container ? (d.pod.spec.initContainers?.some((c) => c.name === err.container) ? 'init' : 'app') : 'sandbox', err.reason);
-        if (err.container) r.waiting.set(err.container, { reason: err.reason, message: err.detail });
+        const { container, reason, message } = err.result;
+        if (container && reason !== 'FailedCreatePodSandBox') r.waiting.set(container, { reason, message });
         this.log.warn(`pod ${d.key}: ${err.container ? `container ${err.container}` : 'sandbox'}: ${err.message}; retrying in ${Math.round(backoffMs / 1000)}s`, { pod: d.key, container: err.container ?? 'POD', reason: err.reason });
         wait = Math.min(wait ?? backoffMs, backoffMs);
+      } else if (isPodrunBug(err)) {
+        // Neither the manifest's fault nor the engine's: podrun's own (a TypeError and the like).
+        // Said as such, with its stack, and the turn tried again later; no waiting reason is made
+        // up for the user's container.
+        this.log.error(`pod ${d.key}: podrun bug during sync, retrying in ${BUG_RETRY_MS / 1000}s: ${err.stack ?? err.message}`, { pod: d.key });
+        wait = Math.min(wait ?? BUG_RETRY_MS, BUG_RETRY_MS);
       } else {
+        // The engine went away mid-turn, and the like: the worker logs it and tries again.
         if (!(err instanceof ContainerImageError)) throw err;
-        const spec = specOf(d.pod, err.container);
-        const imageKey = `${uid}/${err.container}/${spec?.image ?? ''}`;
-        const backoffMs = this.imagePulls.restarted(imageKey, Date.now());
+        const backoffMs = this.imagePulls.restarted(imageKey(d, err.container), Date.now());
         // As the kubelet: the attempt that failed says ErrImagePull; the look right after finds the
         // pull in back-off and says ImagePullBackOff until the next attempt (kubectl shows both).
         r.waiting.set(err.container, { reason: err.imageError.reason, message: err.message });

@@ -56,6 +56,11 @@ export class GarbageCollector {
 
   constructor(private readonly rt: PodEngine, private readonly o: GcOptions) {}
 
+  /** Images whose first sighting and last use are kept: at most the engine's images. */
+  stateSize(): Record<string, number> {
+    return { gcFirstSeen: this.firstSeen.size, gcLastUsed: this.lastUsed.size };
+  }
+
   async collectContainers(pods: ObservedPod[], desired: ReadonlySet<string> | undefined, dryRun: boolean): Promise<ContainerGcResult> {
     const plan = planContainerGc(pods, desired, this.o.containers ?? DEFAULT_CONTAINER_GC);
     if (dryRun) return { ...plan, removed: 0, failed: 0 };
@@ -99,6 +104,10 @@ export class GarbageCollector {
     const { inUse, pinnedId: pause } = inv;
     const needed = new Set([...(this.o.neededImages?.() ?? [])].map(normalizeRef));
     const isNeeded = (i: (typeof inv.images)[number]): boolean => [...i.tags, ...i.digests].some((t) => needed.has(normalizeRef(t)));
+    // An image the engine no longer has (collected, or removed by anyone) is forgotten: 1,000
+    // images pulled and collected over a year must not leave 1,000 times behind.
+    const present = new Set(inv.images.map((i) => i.id));
+    for (const seen of [this.firstSeen, this.lastUsed]) for (const id of seen.keys()) if (!present.has(id)) seen.delete(id);
     const images = inv.images.map((i): ImageInfo => {
       if (!this.firstSeen.has(i.id)) this.firstSeen.set(i.id, now);
       if (inUse.has(i.id)) this.lastUsed.set(i.id, now);
@@ -126,6 +135,8 @@ export class GarbageCollector {
     for (const i of doomed) {
       try {
         await this.rt.removeImage(i.id, i.tags);
+        this.firstSeen.delete(i.id);
+        this.lastUsed.delete(i.id);
         removed++;
         freedBytes += i.size;
       } catch {

@@ -8,6 +8,8 @@ export interface ManifestIssue {
   field: string;
   message: string;
   severity: 'error' | 'warning';
+  /** A set refused by its signature or its freshness (not a broken manifest): said by value, never read from `message`. */
+  refused?: 'signature' | 'set';
 }
 
 /** Control characters (a newline quoted from the input by the parser, say) escaped: one issue, one line. */

@@ -169,6 +169,9 @@ export class PodCache {
       touched.add(info.labels[LABEL.podUid] ?? '');
     }
     for (const r of this.recent) if (r.seq > startSeq) this.apply(r.event);
+    // A container destroyed while the event stream was down never sends its 'removed': the list is
+    // the word on what exists, and a finish time of a container that does not is dropped with it.
+    for (const id of this.finished.keys()) if (!this.records.get(id)) this.finished.delete(id);
     touched.delete('');
     return touched;
   }
@@ -217,7 +220,7 @@ export class PodCache {
 
   /** Records kept: containers the engine holds, their finish times, creations not yet seen. */
   stateSize(): Record<string, number> {
-    return { cacheRecords: this.records.size, cacheFinished: this.finished.size, cacheCreatedUnseen: this.createdUnseen.size };
+    return { cacheRecords: this.records.size, cacheViews: this.records.viewCount, cacheFinished: this.finished.size, cacheCreatedUnseen: this.createdUnseen.size };
   }
 
   /** When the container finished, if an event told us. */

@@ -11,7 +11,7 @@ import { groupObserved, type EngineContainer, type ObservedPod } from '../runtim
 export class ContainerRecords {
   private readonly byId = new Map<string, EngineContainer>();
   private readonly byPod = new Map<string, Map<string, EngineContainer>>();
-  private readonly views = new Map<string, ObservedPod | undefined>();
+  private readonly views = new Map<string, ObservedPod>();
 
   get size(): number {
     return this.byId.size;
@@ -54,12 +54,23 @@ export class ContainerRecords {
     if (rec) this.views.delete(rec.labels[LABEL.podUid] ?? '');
   }
 
-  /** The pod's grouped view (undefined: no container of podrun's is recorded for it). */
+  /**
+   * The pod's grouped view (undefined: no container of podrun's is recorded for it). Only a pod
+   * with records has a view kept: anyone may ask after any UID (a deleted pod, a typo on the
+   * socket), and remembering each "none" would keep every UID ever asked after.
+   */
   pod(uid: string): ObservedPod | undefined {
-    if (this.views.has(uid)) return this.views.get(uid);
+    const kept = this.views.get(uid);
+    if (kept) return kept;
+    if (!this.byPod.has(uid)) return undefined;
     const view = groupObserved(this.ofPod(uid))[0];
-    this.views.set(uid, view);
+    if (view) this.views.set(uid, view);
     return view;
+  }
+
+  /** Grouped views kept (at most one per pod with records). */
+  get viewCount(): number {
+    return this.views.size;
   }
 
   pods(): ObservedPod[] {

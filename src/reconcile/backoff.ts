@@ -18,8 +18,16 @@ interface Entry {
   lastRestart: number;
 }
 
+/** The pod a key belongs to: keys are `<pod uid>/<container or POD>/<hash or image>`. */
+function podOf(key: string): string {
+  const slash = key.indexOf('/');
+  return slash < 0 ? key : key.slice(0, slash);
+}
+
 export class Backoff {
-  private readonly entries = new Map<string, Entry>();
+  /** By pod, then by key: a pod's entries are found (and pruned) without a scan of everyone's. */
+  private readonly pods = new Map<string, Map<string, Entry>>();
+  private count = 0;
 
   constructor(private readonly policy: BackoffPolicy = DEFAULT_BACKOFF) {}
 
@@ -27,12 +35,24 @@ export class Backoff {
     return `${podUid}/${container}/${hash}`;
   }
 
+  private get(key: string): Entry | undefined {
+    return this.pods.get(podOf(key))?.get(key);
+  }
+
+  private delete(key: string): void {
+    const uid = podOf(key);
+    const pod = this.pods.get(uid);
+    if (!pod?.delete(key)) return;
+    this.count--;
+    if (pod.size === 0) this.pods.delete(uid);
+  }
+
   /** Milliseconds left before `key` may restart, given when the container finished. 0 = now. */
   remaining(key: string, finishedAt: number, now: number): number {
-    const e = this.entries.get(key);
+    const e = this.get(key);
     if (!e) return 0;
     if (now - e.lastRestart > this.policy.resetMs) {
-      this.entries.delete(key);
+      this.delete(key);
       return 0;
     }
     return Math.max(0, finishedAt + e.nextMs - now);
@@ -40,37 +60,53 @@ export class Backoff {
 
   /** Milliseconds left before `key` may be tried again, counted from its last attempt. */
   remainingSinceLast(key: string, now: number): number {
-    const e = this.entries.get(key);
+    const e = this.get(key);
     return e ? Math.max(0, e.lastRestart + e.nextMs - now) : 0;
   }
 
   /** The back-off the next restart of `key` waits (0: none yet, or forgotten after quiet time). */
   currentDelay(key: string, now: number): number {
-    const e = this.entries.get(key);
+    const e = this.get(key);
     return e && now - e.lastRestart <= this.policy.resetMs ? e.nextMs : 0;
   }
 
   /** Records a restart of `key` at `now`; returns the delay the following restart will wait. */
   restarted(key: string, now: number): number {
-    const e = this.entries.get(key);
+    const e = this.get(key);
     const fresh = !e || now - e.lastRestart > this.policy.resetMs;
     const nextMs = fresh ? this.policy.initialMs : Math.min(e.nextMs * 2, this.policy.maxMs);
-    this.entries.set(key, { nextMs, lastRestart: now });
+    const uid = podOf(key);
+    let pod = this.pods.get(uid);
+    if (!pod) this.pods.set(uid, (pod = new Map()));
+    if (!pod.has(key)) this.count++;
+    pod.set(key, { nextMs, lastRestart: now });
     return nextMs;
   }
 
   /** Forgets one key (it worked: the next failure starts the sequence over). */
   forget(key: string): void {
-    this.entries.delete(key);
+    this.delete(key);
   }
 
   /** Entries held (each a pod's container and spec, or image). */
   get size(): number {
-    return this.entries.size;
+    return this.count;
   }
 
   /** Drops the state of pods that are gone. */
   forgetPod(podUid: string): void {
-    for (const k of this.entries.keys()) if (k.startsWith(`${podUid}/`)) this.entries.delete(k);
+    this.count -= this.pods.get(podUid)?.size ?? 0;
+    this.pods.delete(podUid);
+  }
+
+  /**
+   * Keeps only the pod's entries in `current` (the keys of its spec now): an update gives a
+   * container a new hash or image, and the back-off of what it was before starts afresh, as the
+   * kubelet's does, instead of staying for the pod's life.
+   */
+  retainPod(podUid: string, current: ReadonlySet<string>): void {
+    const pod = this.pods.get(podUid);
+    if (!pod) return;
+    for (const key of [...pod.keys()]) if (!current.has(key)) this.delete(key);
   }
 }

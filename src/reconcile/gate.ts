@@ -1,5 +1,5 @@
 import { containerHash, sandboxHash } from '../manifest/hash.js';
-import type { DesiredPod } from '../manifest/types.js';
+import { allContainers, type DesiredPod } from '../manifest/types.js';
 import type { ObservedContainer, ObservedPod } from '../runtime/observed.js';
 import { Backoff } from './backoff.js';
 import { specOf } from './lifecycle.js';
@@ -41,6 +41,24 @@ export function sandboxKey(d: DesiredPod): string {
   return `${d.uid}/POD/${sandboxHash(d.pod)}`;
 }
 
+/** The key of a container's failed pulls: its image, so a new image starts afresh. */
+export function imageKey(d: DesiredPod, container: string): string {
+  return `${d.uid}/${container}/${specOf(d.pod, container)?.image ?? ''}`;
+}
+
+/**
+ * Every back-off key the pod's spec has now (each container's spec hash and image, the sandbox's
+ * hash): what an update leaves outside this set is history, and is dropped (`Backoff.retainPod`).
+ */
+export function backoffKeys(d: DesiredPod): Set<string> {
+  const keys = new Set([sandboxKey(d)]);
+  for (const c of allContainers(d.pod)) {
+    keys.add(Backoff.key(d.uid, c.name, containerHash(d.pod, c)));
+    keys.add(imageKey(d, c.name));
+  }
+  return keys;
+}
+
 /**
  * The newest instance of `name` that has exited, as the kubelet's doBackOff looks for: not
  * necessarily the latest, since a running instance killed in this same turn (a failed liveness or
@@ -70,7 +88,7 @@ export function gateStarts(d: DesiredPod, o: ObservedPod | undefined, actions: P
     const spec = specOf(d.pod, s.name);
     const prev = o ? newestExited(o, s.name) : undefined;
     const hash = spec ? containerHash(d.pod, spec) : '';
-    const imageLeft = view.waitingOnImage(s.name) ? view.imagePulls.remainingSinceLast(`${d.uid}/${s.name}/${spec?.image ?? ''}`, now) : 0;
+    const imageLeft = view.waitingOnImage(s.name) ? view.imagePulls.remainingSinceLast(imageKey(d, s.name), now) : 0;
     if (imageLeft > 0) {
       held.push({ name: s.name, reason: 'ImagePullBackOff', waitMs: imageLeft });
       continue;

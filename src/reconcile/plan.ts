@@ -17,6 +17,8 @@ export interface ContainerToKill {
   id: string;
   name: string;
   reason: string;
+  /** The probe that failed, for a probe kill (said by value: nothing reads it back from `reason`). */
+  probe?: 'liveness' | 'startup';
   /** A probe's own terminationGracePeriodSeconds, for a probe kill. */
   graceSeconds?: number;
 }
@@ -80,17 +82,23 @@ export function removalActions(): PodActions {
   return { ...NONE, killPod: true, reason: 'no longer desired' };
 }
 
-function sandboxProblem(desired: DesiredPod, observed: ObservedPod | undefined): string | undefined {
+/** Why the pod needs a new sandbox: what the plan decides by (`kind`), and what it prints. */
+interface SandboxProblem {
+  kind: 'missing' | 'stopped' | 'several' | 'pod-spec-changed' | 'init-changed';
+  message: string;
+}
+
+function sandboxProblem(desired: DesiredPod, observed: ObservedPod | undefined): SandboxProblem | undefined {
   const sandbox = observed?.sandboxes[0];
-  if (!sandbox) return 'no sandbox';
-  if (sandbox.state !== 'running') return 'sandbox is not running';
-  if (observed.sandboxes.filter(isActive).length > 1) return 'more than one sandbox is running';
-  if (sandbox.hash !== sandboxHash(desired.pod)) return 'pod-level spec changed (network, ports, hostname, DNS or namespaces)';
+  if (!sandbox) return { kind: 'missing', message: 'no sandbox' };
+  if (sandbox.state !== 'running') return { kind: 'stopped', message: 'sandbox is not running' };
+  if (observed.sandboxes.filter(isActive).length > 1) return { kind: 'several', message: 'more than one sandbox is running' };
+  if (sandbox.hash !== sandboxHash(desired.pod)) return { kind: 'pod-spec-changed', message: 'pod-level spec changed (network, ports, hostname, DNS or namespaces)' };
   // Init containers ran for the old spec; a new one means the pod starts over.
   const latest = latestByName(observed);
   for (const c of desired.pod.spec.initContainers ?? []) {
     const prev = latest.get(c.name);
-    if (!isSidecar(c) && prev && prev.hash !== containerHash(desired.pod, c)) return `init container ${c.name} changed`;
+    if (!isSidecar(c) && prev && prev.hash !== containerHash(desired.pod, c)) return { kind: 'init-changed', message: `init container ${c.name} changed` };
   }
   return undefined;
 }
@@ -159,8 +167,8 @@ function podActions(desired: DesiredPod, observed: ObservedPod | undefined, inpu
     const specChanged = (observed?.sandboxes[0] !== undefined && observed.sandboxes[0].hash !== sandboxHash(pod)) || spec.containers.some(edited);
     // As the kubelet: a Never pod whose containers already ran gets no new sandbox (unless its
     // spec changed: then it is a new pod), and whatever of it still runs is stopped.
-    if (!restartOnFailure && ranBefore && !specChanged && !problem.startsWith('init container')) {
-      return anyActive ? { ...NONE, killPod: true, reason: `${problem}; restartPolicy is Never` } : NONE;
+    if (!restartOnFailure && ranBefore && !specChanged && problem.kind !== 'init-changed') {
+      return anyActive ? { ...NONE, killPod: true, reason: `${problem.message}; restartPolicy is Never` } : NONE;
     }
     const starts: ContainerToStart[] = [];
     const firstInit = spec.initContainers?.[0];
@@ -170,7 +178,7 @@ function podActions(desired: DesiredPod, observed: ObservedPod | undefined, inpu
       for (const c of spec.containers) {
         const prev = latest.get(c.name);
         // OnFailure: a container that already succeeded stays done across a sandbox recreation.
-        if (spec.restartPolicy === 'OnFailure' && prev && prev.exitCode === 0 && prev.hash === containerHash(pod, c) && !problem.startsWith('pod-level')) continue;
+        if (spec.restartPolicy === 'OnFailure' && prev && prev.exitCode === 0 && prev.hash === containerHash(pod, c) && problem.kind !== 'pod-spec-changed') continue;
         starts.push({ name: c.name, type: 'app', restartCount: nextCount(prev), reason: 'pod (re)created' });
       }
     }
@@ -183,7 +191,7 @@ function podActions(desired: DesiredPod, observed: ObservedPod | undefined, inpu
       sandboxAttempt: observed?.sandboxes[0] ? observed.sandboxes[0].restartCount + 1 : 0,
       containersToKill: [],
       containersToStart: starts,
-      reason: problem,
+      reason: problem.message,
     };
   }
 
@@ -203,11 +211,13 @@ function podActions(desired: DesiredPod, observed: ObservedPod | undefined, inpu
     }
   }
 
-  const probeKill = (c: ObservedContainer): ContainerToKill | undefined => {
+  const probeKill = (c: ObservedContainer): (ContainerToKill & { probe: 'liveness' | 'startup' }) | undefined => {
     const failed = inputs.probeFailure?.(c.id);
     if (!failed) return undefined;
-    return { id: c.id, name: c.name, reason: `failed ${failed.kind} probe, will be ${restartOnFailure ? 'restarted' : 'left stopped'}`, ...(failed.graceSeconds !== undefined ? { graceSeconds: failed.graceSeconds } : {}) };
+    return { id: c.id, name: c.name, probe: failed.kind, reason: `failed ${failed.kind} probe, will be ${restartOnFailure ? 'restarted' : 'left stopped'}`, ...(failed.graceSeconds !== undefined ? { graceSeconds: failed.graceSeconds } : {}) };
   };
+  /** Why a container killed by its probe starts again: the probe, said once, not cut out of the kill's words. */
+  const probeRestart = (failed: { probe: 'liveness' | 'startup' }): string => `failed ${failed.probe} probe`;
 
   // Init containers, one at a time and in order, until the pod is initialized; sidecars start in
   // order and, once the pod is initialized, restart on their own without holding anything up.
@@ -228,7 +238,7 @@ function podActions(desired: DesiredPod, observed: ObservedPod | undefined, inpu
         const failed = probeKill(prev);
         if (prev.hash !== hash || failed) {
           kills.push(failed ?? { id: prev.id, name: c.name, reason: 'sidecar spec changed' });
-          starts.push({ name: c.name, type: 'init', restartCount: nextCount(last), reason: failed ? failed.reason.replace(/, will be .*/, '') : 'sidecar spec changed' });
+          starts.push({ name: c.name, type: 'init', restartCount: nextCount(last), reason: failed ? probeRestart(failed) : 'sidecar spec changed' });
           if (!done) pending = true;
         } else if (!done && inputs.started?.(prev.id) === false) {
           pending = true;
@@ -275,7 +285,7 @@ function podActions(desired: DesiredPod, observed: ObservedPod | undefined, inpu
       if (failed) {
         // A probe kill restarts the container unless the policy is Never, whatever its exit code.
         kills.push(failed);
-        if (restartOnFailure) starts.push({ name: c.name, type: 'app', restartCount: nextCount(prev), reason: failed.reason.replace(/, will be .*/, '') });
+        if (restartOnFailure) starts.push({ name: c.name, type: 'app', restartCount: nextCount(prev), reason: probeRestart(failed) });
         continue;
       }
       keep++;

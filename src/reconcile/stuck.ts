@@ -1,3 +1,4 @@
+import { isImageReason } from '../base/reasons.js';
 import { containerHash } from '../manifest/hash.js';
 import type { DesiredPod } from '../manifest/types.js';
 import { latestByName, type ObservedPod } from '../runtime/observed.js';
@@ -52,7 +53,9 @@ function engineId(containerID: string | undefined): string | undefined {
 function current(d: DesiredPod, observed: ObservedPod | undefined, c: V1ContainerStatus): boolean {
   const spec = specOf(d.pod, c.name);
   if (!spec) return false;
-  if (c.state.waiting?.reason?.includes('Image')) return (c.state.waiting.message ?? '').includes(spec.image);
+  // The agent drops a waiting reason when its container's spec changes: an image reason in a
+  // status of this spec is about this image (a status of the version before shows that one's).
+  if (isImageReason(c.state.waiting?.reason)) return c.image === spec.image;
   // No instance (a create refused): nothing older it could be about.
   const latest = observed ? latestByName(observed).get(c.name) : undefined;
   return latest === undefined || latest.hash === containerHash(d.pod, spec);

@@ -1,3 +1,4 @@
+import type { StartReason, StepResult } from '../base/reasons.js';
 import { containerHash, sandboxHash } from '../manifest/hash.js';
 import { appliedSetOf } from '../sources/origin-names.js';
 import type { Container, DesiredPod } from '../manifest/types.js';
@@ -30,19 +31,27 @@ export interface SyncOptions {
 
 const POST_START_TIMEOUT_MS = 120_000;
 
-/** A container (or, with no container, the sandbox) the engine would not create or start: the caller backs off. */
+/**
+ * A container (or, with no container, the sandbox) the engine would not create or start: the
+ * caller backs off. The step's result, typed (`result.reason` is the kubelet's), with the engine's
+ * error as its `cause`: wrapped once, never read back from a message.
+ */
 export class ContainerStartFailure extends Error {
-  constructor(readonly container: string | undefined, readonly reason: string, readonly detail: string) {
-    super(`${reason}: ${detail}`);
+  readonly result: StepResult;
+  constructor(readonly container: string | undefined, readonly reason: StartReason | 'FailedCreatePodSandBox', readonly detail: string, cause: Error) {
+    super(`${reason}: ${detail}`, { cause });
     this.name = 'ContainerStartFailure';
+    this.result = { action: container ? 'StartContainer' : 'CreatePodSandbox', ...(container ? { container } : {}), reason, message: detail };
   }
 }
 
 /** A container could not be started because its image could not be had: the caller backs off. */
 export class ContainerImageError extends Error {
+  readonly result: StepResult;
   constructor(readonly container: string, readonly imageError: ImageError) {
-    super(imageError.message);
+    super(imageError.message, { cause: imageError });
     this.name = 'ContainerImageError';
+    this.result = { action: 'PullImage', container, reason: imageError.reason, message: imageError.message };
   }
 }
 
@@ -138,7 +147,7 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
     } catch (err) {
       if (!(err instanceof SandboxError)) throw err;
       events?.('Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${err.message}`);
-      throw new ContainerStartFailure(undefined, 'FailedCreatePodSandBox', err.message);
+      throw new ContainerStartFailure(undefined, 'FailedCreatePodSandBox', err.message, err);
     }
   } else {
     const current = observed?.sandboxes[0];
@@ -171,7 +180,7 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
         throw new ContainerImageError(c.name, err);
       }
       events?.('Warning', 'Failed', `Error: ${(err as Error).message}`, fp);
-      if (err instanceof ContainerStartError) throw new ContainerStartFailure(c.name, err.reason, err.message);
+      if (err instanceof ContainerStartError) throw new ContainerStartFailure(c.name, err.reason, err.message, err);
       throw err;
     }
     events?.('Normal', 'Created', `Created container ${c.name}`, fp);

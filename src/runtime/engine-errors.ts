@@ -29,10 +29,13 @@ export function kindOfStatus(status: number | undefined): EngineErrorKind {
 export class EngineRequestError extends Error {
   /** `statusCode`: the engine's own (Docker's HTTP status), read only inside the runtime; above it, `kind`. */
   readonly kind: EngineErrorKind;
-  constructor(message: string, readonly statusCode: number | undefined, kind?: EngineErrorKind) {
+  /** The engine's own words, without what podrun was doing (`message` begins with that). */
+  readonly detail: string;
+  constructor(message: string, readonly statusCode: number | undefined, kind?: EngineErrorKind, detail?: string) {
     super(message);
     this.name = 'EngineRequestError';
     this.kind = kind ?? kindOfStatus(statusCode);
+    this.detail = detail ?? message;
   }
 }
 

@@ -155,10 +155,19 @@ export class ImageError extends Error {
  * but retried with the same back-off, as the kubelet does. `reason` is the kubelet's waiting reason.
  */
 export class ContainerStartError extends Error {
-  constructor(message: string, readonly reason: 'CreateContainerConfigError' | 'CreateContainerError' | 'RunContainerError') {
-    super(message);
+  constructor(message: string, readonly reason: 'CreateContainerConfigError' | 'CreateContainerError' | 'RunContainerError', options?: { cause: unknown }) {
+    super(message, options);
     this.name = 'ContainerStartError';
   }
+}
+
+/**
+ * A bug in podrun, not a fault of the manifest or the engine: the language's own errors (a
+ * property of undefined, a bad argument, a name not bound). Never turned into a user's reason
+ * (CreateContainerConfigError); it is logged with its stack as podrun's and the turn is retried.
+ */
+export function isPodrunBug(err: unknown): err is Error {
+  return err instanceof TypeError || err instanceof RangeError || err instanceof ReferenceError || err instanceof SyntaxError;
 }
 
 /** The engine refused the pod's sandbox (a port in use, a bad network option): the kubelet's FailedCreatePodSandBox. */

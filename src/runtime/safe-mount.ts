@@ -14,7 +14,8 @@ import { at, errCode, fdPath, O_PATH, openNoSymlinks, readLinkAt, removeTreeNoFo
 const run = promisify(execFile);
 
 export class MountRefused extends Error {
-  constructor(message: string) {
+  /** `missing`: refused because the path is not there (said by value; the message is for people). */
+  constructor(message: string, readonly missing = false) {
     super(message);
     this.name = 'MountRefused';
   }
@@ -142,7 +143,7 @@ function stepInto(dir: number, step: Step, last: boolean, what: string): number 
       fd = openSync(at(dir, step.name), O_PATH | constants.O_NOFOLLOW);
     } catch (err) {
       if (errCode(err) !== 'ENOENT') throw new MountRefused(`${what}: cannot open ${step.shown}: ${errCode(err) ?? (err as Error).message}`);
-      if (!step.make) throw new MountRefused(`${what}: ${step.shown} ${step.viaLink ? 'is a symlink that leads nowhere' : 'does not exist'}`);
+      if (!step.make) throw new MountRefused(`${what}: ${step.shown} ${step.viaLink ? 'is a symlink that leads nowhere' : 'does not exist'}`, !step.viaLink);
       try {
         mkdirSync(at(dir, step.name), { mode: 0o755 });
       } catch (e) {
@@ -208,7 +209,7 @@ export interface PinRequest {
  */
 export async function pinMount(req: PinRequest, staging: string): Promise<void> {
   const baseReal = realOrUndefined(req.base);
-  if (baseReal === undefined) throw new MountRefused(`${req.what}: ${req.base} does not exist`);
+  if (baseReal === undefined) throw new MountRefused(`${req.what}: ${req.base} does not exist`, true);
   const roots = req.allowed ? allowedRoots(req.allowed) : undefined;
   const allowedText = req.allowed ? ` (--allowed-host-paths=${req.allowed.join(',')})` : '';
   if (roots && !roots.some((r) => inside(baseReal, r))) {

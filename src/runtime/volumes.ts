@@ -105,7 +105,7 @@ function createUnder(root: string, rel: string, file: boolean, what: string, sho
   try {
     dir = openSubPath(root, posix.dirname(rel) === '.' ? '' : posix.dirname(rel), what, false);
   } catch (err) {
-    throw err instanceof MountRefused && / does not exist$/.test(err.message) ? new MountRefused(`${what}: ${shown} cannot be created: its parent directory does not exist`) : err;
+    throw err instanceof MountRefused && err.missing ? new MountRefused(`${what}: ${shown} cannot be created: its parent directory does not exist`) : err;
   }
   try {
     // O_NOFOLLOW: a symlink planted at the name is refused (ELOOP), never created through.

@@ -249,7 +249,7 @@ export class DirectorySource implements PodSource {
     if (this.o.signatures) {
       const sig = readManifestFile(signaturePath(path));
       if (sig.kind === 'issue') {
-        this.setIssue(path, { ...sig.issue, message: `${SIGNATURE_REFUSED}: ${sig.issue.file} ${sig.issue.message}` });
+        this.setIssue(path, { ...sig.issue, message: `${SIGNATURE_REFUSED}: ${sig.issue.file} ${sig.issue.message}`, refused: 'signature' });
         return;
       }
       signature = sig.kind === 'text' ? sig.text : undefined;
@@ -281,11 +281,11 @@ export class DirectorySource implements PodSource {
     let signedBy: string | undefined;
     let fresh: FreshSet | undefined;
     if (this.o.signatures) {
-      const refuse = (reason: string): void => this.setIssue(path, { file: path, line: 1, column: 1, field: '', message: reason, severity: 'error' });
+      const refuse = (reason: string, refused: 'signature' | 'set'): void => this.setIssue(path, { file: path, line: 1, column: 1, field: '', message: reason, severity: 'error', refused });
       const v = checkSignature(read.bytes, signature, signaturePath(path), this.o.signatures, this.origin(path));
-      if ('reason' in v) return refuse(v.reason);
+      if ('reason' in v) return refuse(v.reason, 'signature');
       const f = checkFreshness(read.bytes, this.o.signatures, this.origin(path));
-      if ('reason' in f) return refuse(f.reason);
+      if ('reason' in f) return refuse(f.reason, 'set');
       fresh = f;
       signedBy = signerText(v.signer);
       this.o.log?.info(`${path}: signature verified (key ${signedBy})`, { source: this.name, file: path });
@@ -302,7 +302,7 @@ export class DirectorySource implements PodSource {
         // Recorded before it is applied: after a kill -9 the record is never older than what runs.
         fresh?.commit();
       } catch (err) {
-        this.setIssue(path, { file: path, line: 1, column: 1, field: '', message: `${SET_REFUSED}: cannot record its version: ${(err as Error).message}`, severity: 'error' });
+        this.setIssue(path, { file: path, line: 1, column: 1, field: '', message: `${SET_REFUSED}: cannot record its version: ${(err as Error).message}`, severity: 'error', refused: 'set' });
         return;
       }
       this.files.set(path, { digest, lastGood: r.pods, issues: r.issues, good: true, ...(signedBy ? { signedBy } : {}), ...(fresh?.header ? { header: fresh.header } : {}) });

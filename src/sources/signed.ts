@@ -4,16 +4,11 @@ import { judgeSet, parseSetHeader, type Refusal, type SetHeader } from './freshn
 import type { FreshnessStore } from './freshness-store.js';
 import { MAX_SIGNATURE_BYTES, parseSigners, verifySignature, type Signer } from './sshsig.js';
 
-/** How every refusal's message begins (the agent's events tell it from an invalid manifest by it). */
+/** How every refusal's message begins, for people (code knows a refusal by `ManifestIssue.refused`). */
 export const SIGNATURE_REFUSED = 'signature refused';
 
 /** How a refusal of a verified set begins (replayed, expired, for another node). */
 export const SET_REFUSED = 'set refused';
-
-/** Whether a source's error is a refused signature or set (FailedVerification), not a broken manifest. */
-export function isVerificationRefusal(message: string): boolean {
-  return message.startsWith(SIGNATURE_REFUSED) || message.startsWith(SET_REFUSED);
-}
 
 /** The keys a source's manifests must be signed with, and who hears of each check (metrics). */
 export interface SignaturePolicy {

@@ -191,7 +191,7 @@ export class UrlSource implements PodSource {
         fresh.commit();
       } catch (err) {
         // Unrecorded, a set could be replayed after a restart: it is not taken until it can be.
-        this.issues = [{ file: this.shown, line: 1, column: 1, field: '', message: `${SET_REFUSED}: cannot record its version: ${(err as Error).message}`, severity: 'error' }];
+        this.issues = [{ file: this.shown, line: 1, column: 1, field: '', message: `${SET_REFUSED}: cannot record its version: ${(err as Error).message}`, severity: 'error', refused: 'set' }];
         return false;
       }
       this.header = fresh.header;
@@ -214,10 +214,10 @@ export class UrlSource implements PodSource {
    * A failed poll: the last good set stays, the problem shows in the log and (through onChange)
    * in the agent's status; retried with backoff. `issues` are the body's own, when it was read.
    */
-  private fail(message: string, issues?: ManifestIssue[]): void {
+  private fail(message: string, issues?: ManifestIssue[], refused?: ManifestIssue['refused']): void {
     this.failures++;
     this.o.onFetch?.('error');
-    this.issues = issues ?? [{ file: this.shown, line: 1, column: 1, field: '', message: redactText(message), severity: 'error' }];
+    this.issues = issues ?? [{ file: this.shown, line: 1, column: 1, field: '', message: redactText(message), severity: 'error', ...(refused ? { refused } : {}) }];
     this.o.log?.warn(`${this.name}: ${redactText(message)} (keeping the last good set)`, { source: this.name });
     const period = this.o.periodMs ?? 20_000;
     this.schedule(Math.min(period, (this.o.retryMs ?? 1000) * 2 ** (this.failures - 1)));
@@ -268,12 +268,12 @@ export class UrlSource implements PodSource {
         const sig = await this.fetchSignature();
         const v = checkSignature(res.body, sig.text, redactUrl(signatureUrl(this.url)) + (sig.error ? ` (${sig.error})` : ''), this.o.signatures, this.name);
         if ('reason' in v) {
-          this.fail(v.reason);
+          this.fail(v.reason, undefined, 'signature');
           return;
         }
         const f = checkFreshness(res.body, this.o.signatures, this.name);
         if ('reason' in f) {
-          this.fail(f.reason);
+          this.fail(f.reason, undefined, 'set');
           return;
         }
         fresh = f;
@@ -283,7 +283,8 @@ export class UrlSource implements PodSource {
       }
       const changed = digest !== this.bodyDigest;
       if (!this.accept(body, 'network', fresh)) {
-        this.fail(this.issues.length === 1 && this.issues[0]!.message.startsWith(SET_REFUSED) ? this.issues[0]!.message : 'invalid manifest', this.issues);
+        const refusal = this.issues.length === 1 && this.issues[0]!.refused === 'set' ? this.issues[0]! : undefined;
+        this.fail(refusal ? refusal.message : 'invalid manifest', this.issues);
         return;
       }
       if (changed) this.o.log?.info(`${this.name}: took a new set (sha256 ${digest.slice(0, 12)}, ${this.pods.length} pod${this.pods.length === 1 ? '' : 's'})`, { source: this.name });

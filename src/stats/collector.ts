@@ -98,6 +98,11 @@ export class StatsCollector {
     this.lastDisk = 0;
   }
 
+  /** Readings kept, per running container (pruned to the live ones at each collection). */
+  stateSize(): Record<string, number> {
+    return { statsReadings: this.readings.size, statsDisk: this.disk.size };
+  }
+
   stop(): void {
     this.stopped = true;
     if (this.soon) clearTimeout(this.soon);

@@ -52,6 +52,9 @@ describe('Agent on the fake engine', () => {
     const agent = newAgent(stateDir, engine, [source]);
     await agent.start();
     source.declare(POD('one'), POD('two'));
+    // The merge of a source's change is paced (a share of the agent's time): on a loaded machine
+    // it comes a moment after the declaration, and converged() speaks of what was merged.
+    await until('both pods merged', () => agent.desiredPods().length === 2);
     expect(await agent.converged()).toBe(2);
     await until('both pods', () => runningPods(engine).length === 2);
     expect(runningPods(engine)).toEqual(['one:busybox:1', 'two:busybox:1']);

@@ -61,3 +61,24 @@ describe('the desired set: who runs a pod two origins declare', () => {
     expect(running()).toBe('from-b');
   });
 });
+
+describe('the desired set over time', () => {
+  it('forgets a conflict once it ended: 200 names contested and given up leave nothing told behind', { timeout: 60_000 }, async () => {
+    const { set, sources, warnings } = world('file:/etc/podrun/a.yaml', 'file:/etc/podrun/b.yaml');
+    const [a, b] = sources as [MemorySource, MemorySource];
+    for (const s of sources) await s.start(() => undefined);
+    set.merge([]);
+    const before = set.stateSize();
+    const named = (name: string, v: string): string => pod(v).replace('name: web', `name: ${name}`);
+    for (let i = 0; i < 200; i++) {
+      a.declare(named(`p${i}`, 'a'));
+      b.declare(named(`p${i}`, 'b'));
+      set.merge([]);
+      a.declare();
+      b.declare();
+      set.merge([]);
+    }
+    expect(warnings).toHaveLength(200);
+    expect(set.stateSize()).toEqual(before);
+  });
+});

@@ -1,15 +1,17 @@
-import { mkdtempSync, rmSync } from 'node:fs';
+import { existsSync, mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { Agent } from '../../src/agent/agent.js';
+import { Agent, type AgentOptions } from '../../src/agent/agent.js';
 import { LABEL } from '../../src/runtime/labels.js';
 import { FakeEngine } from '../fakes/fake-engine.js';
 import { MemorySource } from '../fakes/memory-source.js';
 
-// The agent over years: one pod crash-looping for 10,000 restarts, then 1,000 pods added and
-// removed, on the in-memory engine. What the agent keeps per pod stays bounded while the pod
-// lives, and is nothing once it is gone.
+// The agent over years, on the in-memory engine: one pod crash-looping for 10,000 restarts, 1,000
+// pods added and removed, one pod updated 1,000 times, 10,000 questions about pods that do not
+// exist, 1,000 destroys the event stream never told, 1,000 images pulled and collected. What the
+// agent keeps per pod, container and image (`Agent.podState()` counts every such map) stays
+// bounded while a pod lives, comes back to what it was, and is nothing once the pod is gone.
 
 const POD = (name: string): string => `apiVersion: v1
 kind: Pod
@@ -27,8 +29,10 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-async function agentOnFake(): Promise<{ agent: Agent; engine: FakeEngine; source: MemorySource }> {
-  const stateDir = mkdtempSync(join(tmpdir(), 'podrun-state-'));
+async function agentOnFake(gc: AgentOptions['gc'] = { imageGc: false, periodMs: 3_600_000 }): Promise<{ agent: Agent; engine: FakeEngine; source: MemorySource }> {
+  // On tmpfs where there is one: the agent writes each update's rollback record durably (fsync),
+  // which on a disk is most of what 1,000 updates cost here, and is not what these tests are about.
+  const stateDir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'podrun-state-'));
   dirs.push(stateDir);
   const engine = new FakeEngine({ stateDir });
   const source = new MemorySource();
@@ -43,7 +47,7 @@ async function agentOnFake(): Promise<{ agent: Agent; engine: FakeEngine; source
     statsPeriodMs: 0,
     relistMs: 3_600_000,
     resyncMs: 3_600_000,
-    gc: { imageGc: false, periodMs: 3_600_000 },
+    gc,
   });
   agents.push(agent);
   await agent.start();
@@ -102,5 +106,121 @@ describe('the agent\'s state per pod', () => {
     await settle(agent);
     const s = agent.podState();
     expect(s).toEqual(Object.fromEntries(Object.keys(s).map((k) => [k, 0])));
+  });
+});
+
+/** Version `i` of one pod: a new container spec every time (its env), with the image given. */
+const VERSION = (i: number, image: string): string => `apiVersion: v1
+kind: Pod
+metadata: {name: updated, namespace: state}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: c
+    image: ${image}
+    env: [{name: V, value: "${i}"}]
+`;
+
+const UPDATES = 1_000;
+
+const called = (engine: FakeEngine, what: string): number => engine.calls.get(what) ?? 0;
+const running = (engine: FakeEngine, pod: string): boolean => [...engine.containers.values()].some((c) => c.state === 'running' && c.labels[LABEL.podName] === pod && c.labels[LABEL.containerName] === 'c');
+
+describe('the agent\'s state comes back to what it was', () => {
+  it('after 1,000 updates of one pod, each crashing, refused by the engine or failing its pull once', { timeout: 300_000 }, async () => {
+    const { agent, engine, source } = await agentOnFake();
+    let crashing = false;
+    let refused = '';
+    engine.behaviour = () => (crashing ? { exitCode: 1 } : {});
+    engine.refuseCreate = ({ image }) => (image === refused ? 'exec: "nope": executable file not found in $PATH' : undefined);
+    // Every version has an image of its own: instances made of each, by image.
+    const made = new Map<string, number>();
+    engine.onCreated((_uid, id) => {
+      const image = engine.containers.get(id)?.image ?? '';
+      made.set(image, (made.get(image) ?? 0) + 1);
+    });
+    const runs = (image: string): boolean => [...engine.containers.values()].some((c) => c.state === 'running' && c.image === image);
+    // The baseline: a version running after an update (so one dead instance is kept, as later).
+    for (const i of [0, 1]) {
+      source.declare(VERSION(i, `busybox:v${i}`));
+      await until(`version ${i} to run`, () => runs(`busybox:v${i}`));
+    }
+    await settle(agent);
+    const before = agent.podState();
+    // Each version leaves a back-off entry keyed by its spec hash or image: a crash restarted once
+    // (crash back-off), a create the engine refused (its own back-off), a pull that failed.
+    for (let i = 2; i < UPDATES + 2; i++) {
+      const kind = i % 3;
+      const image = `busybox:v${i}`;
+      crashing = kind === 0;
+      refused = kind === 1 ? image : '';
+      if (kind === 2) engine.failingPulls.add(image);
+      const refusals = called(engine, 'create refused');
+      const failed = called(engine, 'image failed');
+      source.declare(VERSION(i, image));
+      if (kind === 0) await until(`version ${i} to be restarted once`, () => (made.get(image) ?? 0) >= 2);
+      else if (kind === 1) await until(`version ${i} to be refused`, () => called(engine, 'create refused') > refusals);
+      else await until(`version ${i}'s pull to fail`, () => called(engine, 'image failed') > failed);
+      engine.failingPulls.delete(image);
+    }
+    crashing = false;
+    refused = '';
+    const last = `busybox:v${UPDATES + 2}`;
+    source.declare(VERSION(UPDATES + 2, last));
+    await until('the last version to run', () => runs(last));
+    await settle(agent);
+    expect(agent.podState()).toEqual(before);
+  });
+
+  it('after 10,000 questions about pods that do not exist', async () => {
+    const { agent, engine, source } = await agentOnFake();
+    source.declare(POD('asked'));
+    await until('the pod to run', () => running(engine, 'asked'));
+    await settle(agent);
+    const before = agent.podState();
+    for (let i = 0; i < 10_000; i++) {
+      const uid = `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
+      expect(agent.cache.pod(uid)).toBeUndefined();
+      expect(agent.events(uid)).toEqual([]);
+      expect(agent.supervisor.known(uid)).toBe(false);
+    }
+    expect(agent.podState()).toEqual(before);
+  });
+
+  it('after 1,000 dead containers were destroyed while the event stream was down, once the agent listed again', { timeout: 60_000 }, async () => {
+    const { agent, engine, source } = await agentOnFake();
+    source.declare(POD('relisted'));
+    await until('the pod to run', () => running(engine, 'relisted'));
+    await settle(agent);
+    const before = agent.podState();
+    const c = [...engine.containers.values()].find((x) => x.labels[LABEL.containerName] === 'c')!;
+    // Dead instances of containers an earlier spec had: the cache hears each one's death.
+    const dead = Array.from({ length: 1000 }, (_, i) => engine.addExited(c.id, `old${i}`));
+    await settle(agent);
+    expect(agent.podState().cacheFinished).toBeGreaterThanOrEqual(before.cacheFinished! + 1000);
+    // The stream goes down; someone prunes them meanwhile; the stream comes back and the agent lists.
+    const lists = called(engine, 'list');
+    engine.cutEvents();
+    for (const id of dead) engine.destroy(id);
+    engine.restoreEvents();
+    await until('the agent to list again', () => called(engine, 'list') > lists && agent.cache.connected);
+    await settle(agent);
+    expect(agent.podState()).toEqual(before);
+  });
+
+  it('after 1,000 images were pulled and collected', { timeout: 60_000 }, async () => {
+    const { agent, engine, source } = await agentOnFake({ imageGc: false, periodMs: 3_600_000, images: { highPercent: 0, lowPercent: 0, minAgeMs: 0 } });
+    source.declare(POD('imaged'));
+    await until('the pod to run', () => running(engine, 'imaged'));
+    await settle(agent);
+    await agent.collectImages(false);
+    const before = agent.podState();
+    for (let i = 0; i < 1000; i++) {
+      await agent.runtime.ensureImage(`app:${i}`, 'IfNotPresent');
+      expect((await agent.collectImages(false)).removed).toBe(1);
+    }
+    // The pod's own image was never a candidate: it is declared.
+    expect(engine.images.has('busybox:fake')).toBe(true);
+    expect(agent.podState()).toEqual(before);
   });
 });

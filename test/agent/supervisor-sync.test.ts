@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { deletionTurn } from '../../src/agent/pod-deletion.js';
 import { PodSupervisor } from '../../src/agent/supervisor.js';
-import { silentLogger } from '../../src/log/logger.js';
+import { silentLogger, type Logger } from '../../src/log/logger.js';
 import { PodCache } from '../../src/pleg/cache.js';
 import { desired } from '../fixtures/pods.js';
 import { FakeEngine } from '../fakes/fake-engine.js';
@@ -29,14 +29,14 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-async function setup(): Promise<{ engine: FakeEngine; cache: PodCache; sup: PodSupervisor; woken: string[] }> {
+async function setup(log: Logger = silentLogger): Promise<{ engine: FakeEngine; cache: PodCache; sup: PodSupervisor; woken: string[] }> {
   const stateDir = mkdtempSync(join(tmpdir(), 'podrun-sync-'));
   dirs.push(stateDir);
   const engine = new FakeEngine({ stateDir });
   const cache = new PodCache(engine, () => undefined, { relistMs: 3_600_000 });
   await cache.start();
   const woken: string[] = [];
-  const sup = new PodSupervisor(engine, cache, { initialMs: 10_000, maxMs: 300_000, resetMs: 600_000 }, (uid) => woken.push(uid), silentLogger);
+  const sup = new PodSupervisor(engine, cache, { initialMs: 10_000, maxMs: 300_000, resetMs: 600_000 }, (uid) => woken.push(uid), log);
   stops.push(() => {
     sup.stop();
     cache.stop();
@@ -169,5 +169,26 @@ describe('PodSupervisor.sync', () => {
     }
     expect(cache.pod(v2.uid)!.containers.find((c) => c.state === 'running')).toMatchObject({ image: 'registry.example/busybox:2' });
     expect(cache.pod(v2.uid)!.containers.find((c) => c.id === old.id)?.state).toBe('exited');
+  });
+
+  it('says a bug of podrun\'s (a TypeError in a step) is podrun\'s, with its stack, and tries again: never CreateContainerConfigError', async () => {
+    const errors: string[] = [];
+    const { engine, cache, sup } = await setup({ ...silentLogger, error: (m: string) => void errors.push(m) });
+    const d = pod('busybox:1');
+    engine.refuseCreate = () => {
+      // What a slip in podrun's own code throws, from inside a step.
+      throw new TypeError("Cannot read properties of undefined (reading 'Id')");
+    };
+    expect(await sup.sync(d)).toBe(5_000);
+    expect(errors).toHaveLength(1);
+    expect(errors[0]).toContain('podrun bug');
+    expect(errors[0]).toMatch(/TypeError: Cannot read properties of undefined \(reading 'Id'\)\n\s+at /);
+    const status = await sup.status(d, cache.pod(d.uid));
+    expect(status?.containers[0]).toMatchObject({ state: 'waiting', reason: 'ContainerCreating' });
+    expect(sup.stateSize().startBackoff).toBe(0);
+    // Tried again: once the bug is out of the way, the container runs.
+    engine.refuseCreate = () => undefined;
+    expect(await sup.sync(d)).toBe(0);
+    expect(cache.pod(d.uid)?.containers.map((c) => [c.name, c.state])).toEqual([['a', 'running']]);
   });
 });

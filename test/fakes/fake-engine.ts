@@ -2,7 +2,7 @@ import type { Container, Pod } from '../../src/manifest/types.js';
 import { containerLabels, engineName, instanceId, LABEL, sandboxLabels, type PodIdentity } from '../../src/runtime/labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../../src/runtime/observed.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
-import { ImageError, type EngineEvent, type EngineRestartOn, type RuntimeOptions, type SandboxInfo, type StartRequest, type VolumeBacking } from '../../src/runtime/runtime-types.js';
+import { ContainerStartError, ImageError, type EngineEvent, type EngineRestartOn, type RuntimeOptions, type SandboxInfo, type StartRequest, type VolumeBacking } from '../../src/runtime/runtime-types.js';
 
 type FakeContainer = EngineContainer & { startedAt?: number; finishedAt?: number };
 
@@ -33,6 +33,10 @@ export class FakeEngine implements PodEngine {
   down = false;
   /** When set, every create waits for it first: an engine slow to answer. */
   hold: Promise<void> | undefined;
+  /** When set, the engine refuses to create a container of this name (a bad mount, a missing binary): CreateContainerError. */
+  refuseCreate: (c: { pod: string; container: string; image: string }) => string | undefined = () => undefined;
+  /** The event stream is cut and cannot be followed again until `restoreEvents` (an engine whose events API hangs). */
+  private eventsCut = false;
   private readonly watchers = new Set<{ onEvent: (e: EngineEvent) => void; onEnd: (err?: Error) => void }>();
   private readonly createdListeners = new Set<(podUid: string, id: string) => void>();
   private next = 1;
@@ -57,11 +61,12 @@ export class FakeEngine implements PodEngine {
     for (const w of [...this.watchers]) w.onEvent(e);
   }
 
-  private make(name: string, image: string, labels: Record<string, string>, ip?: string): FakeContainer {
+  /** `byPodrun`: podrun's own create, told to its listeners as the runtime tells them (not someone else's). */
+  private make(name: string, image: string, labels: Record<string, string>, ip?: string, byPodrun = true): FakeContainer {
     const id = `fake${String(this.next++).padStart(12, '0')}`;
     const c: FakeContainer = { id, name, image, labels, state: 'created', created: Math.floor(this.now() / 1000), ...(ip ? { ip } : {}) };
     this.containers.set(id, c);
-    for (const fn of this.createdListeners) fn(labels[LABEL.podUid] ?? '', id);
+    if (byPodrun) for (const fn of this.createdListeners) fn(labels[LABEL.podUid] ?? '', id);
     this.emit('created', c);
     return c;
   }
@@ -102,6 +107,35 @@ export class FakeEngine implements PodEngine {
     }
   }
 
+  /** Cuts the event stream and keeps it cut: what happens meanwhile is never told. */
+  cutEvents(): void {
+    this.eventsCut = true;
+    this.dropEvents();
+  }
+
+  restoreEvents(): void {
+    this.eventsCut = false;
+  }
+
+  /** Someone else destroys a container (docker rm, a prune): told only to an event stream that is up. */
+  destroy(id: string): void {
+    const c = this.containers.get(id);
+    if (!c) return;
+    this.containers.delete(id);
+    this.emit('removed', c);
+  }
+
+  /** A dead instance of a container of the pod that `like` belongs to, under another container name (an earlier spec's). */
+  addExited(like: string, name: string): string {
+    const model = this.containers.get(like);
+    if (!model) throw new Error(`no container ${like}`);
+    const labels = { ...model.labels, [LABEL.containerName]: name, [LABEL.restartCount]: '0' };
+    const c = this.make(`${model.name}-${name}`, model.image, labels, undefined, false);
+    this.run(c);
+    this.exit(c.id, 0);
+    return c.id;
+  }
+
   podCount(): number {
     return groupObserved([...this.containers.values()]).length;
   }
@@ -133,6 +167,7 @@ export class FakeEngine implements PodEngine {
 
   async watchEvents(onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void): Promise<() => void> {
     this.count('events');
+    if (this.eventsCut) throw Object.assign(new Error('the fake event stream is cut'), { code: 'ECONNRESET' });
     const w = { onEvent, onEnd };
     this.watchers.add(w);
     return () => this.watchers.delete(w);
@@ -190,7 +225,14 @@ export class FakeEngine implements PodEngine {
 
   async startContainer(pod: Pod, id: PodIdentity, c: Container, o: StartRequest): Promise<string> {
     await this.hold;
+    if (!o.imageReady) await this.ensureImage(c.image);
     this.count('create');
+    const refused = this.refuseCreate({ pod: pod.metadata.name, container: c.name, image: c.image });
+    if (refused) {
+      this.count('create refused');
+      await new Promise((r) => setImmediate(r));
+      throw new ContainerStartError(refused, 'CreateContainerError');
+    }
     const labels = { ...containerLabels(pod, id, c, o.type, o.restartCount, o.hash), [LABEL.instance]: this.instance };
     const made = this.make(engineName({ ...id, instance: this.instance }, c.name, o.restartCount), c.image, labels);
     this.count('start');
@@ -245,21 +287,34 @@ export class FakeEngine implements PodEngine {
   /** Images whose pull fails (a registry that is down, a tag that is missing). */
   readonly failingPulls = new Set<string>();
 
+  /** The images the engine holds, by reference, each with its id. */
+  readonly images = new Map<string, string>();
+
   async ensureImage(image: string): Promise<void> {
     this.count('image');
-    if (this.failingPulls.has(image)) throw new ImageError(`failed to pull image ${image}: registry unreachable`, 'ErrImagePull');
+    if (this.failingPulls.has(image)) {
+      this.count('image failed');
+      // The registry's answer comes in a later turn, as real I/O's does (a retry at once is then no busy loop).
+      await new Promise((r) => setImmediate(r));
+      throw new ImageError(`failed to pull image ${image}: registry unreachable`, 'ErrImagePull');
+    }
+    if (!this.images.has(image)) this.images.set(image, `sha256:fake${String(this.next++).padStart(12, '0')}`);
   }
 
   async hasImage(): Promise<boolean> {
     return true;
   }
 
+  /** Each image is one byte on the state directory's file system (so any usage is above a 0 % threshold). */
   async imageInventory(): ReturnType<PodEngine['imageInventory']> {
-    return { rootDir: '/fake', images: [], inUse: new Set(), pinnedId: '' };
+    const inUse = new Set([...this.containers.values()].flatMap((c) => this.images.get(c.image) ?? []));
+    const images = [...this.images].map(([ref, id]) => ({ id, tags: [ref], digests: [], sizeBytes: 1 }));
+    return { rootDir: this.options.stateDir, images, inUse, pinnedId: this.images.get(this.options.pauseImage) ?? '' };
   }
 
-  async removeImage(): Promise<void> {
+  async removeImage(id: string): Promise<void> {
     this.count('image remove');
+    for (const [ref, have] of this.images) if (have === id) this.images.delete(ref);
   }
 
   /** What an exec answers (probes, hooks). */

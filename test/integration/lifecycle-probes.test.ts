@@ -2,20 +2,43 @@ import { describe, expect, it } from 'vitest';
 import { existsSync, lstatSync, mkdirSync, readlinkSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { createServer as createH2Server, type Http2Server } from 'node:http2';
-import { docker, freePort, TEST_IMAGE, unique, World } from './helpers.js';
-import { container, sleep, supervisedDirectory, untilPod } from './lifecycle-helpers.js';
+import { agentGetText, docker, freePort, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { container, supervisedDirectory, untilPod } from './lifecycle-helpers.js';
 import type { V1Pod } from '../../src/status/v1.js';
 
 const world = new World();
 // Short backoff so restarts can be watched.
 const { ns, write } = supervisedDirectory(world, 'probes', ['--crash-backoff-initial', '1s', '--crash-backoff-max', '2s']);
 
+/** Runs `cmd` in the container and waits for it to end (not a guess of how long it takes). */
 async function execIn(p: V1Pod, name: string, cmd: string): Promise<void> {
   const id = container(p, name)?.containerID?.replace('docker://', '');
   if (!id) throw new Error(`no container ${name}`);
   const exec = await docker.getContainer(id).exec({ Cmd: ['sh', '-c', cmd] });
   await exec.start({ Detach: true });
-  await sleep(100);
+  const code = await until(`${cmd} to end`, async () => {
+    const info = await exec.inspect();
+    return info.Running ? undefined : info.ExitCode ?? -1;
+  });
+  expect(code, cmd).toBe(0);
+}
+
+/**
+ * How many results of a probe kind the agent counted for a container (its /metrics/probes): what a
+ * test waits on, instead of sleeping for as many periods and hoping the probe ran in them.
+ */
+async function probeResults(name: string, c: string, type: 'Liveness' | 'Readiness' | 'Startup', result: 'successful' | 'failed'): Promise<number> {
+  const text = (await agentGetText(world.stateDir, '/metrics/probes')) ?? '';
+  const line = text.split('\n').find((l) => l.startsWith('prober_probe_total{') && l.includes(`container="${c}",namespace="${ns}",pod="${name}",probe_type="${type}"`) && l.includes(`result="${result}"`));
+  return line ? Number(line.slice(line.lastIndexOf(' ') + 1)) : 0;
+}
+
+/** Waits until the probe has had `n` results of this kind. */
+function probed(name: string, c: string, type: 'Liveness' | 'Readiness' | 'Startup', result: 'successful' | 'failed', n: number): Promise<number> {
+  return until(`${n} ${result} ${type} probes of ${c}`, async () => {
+    const have = await probeResults(name, c, type, result);
+    return have >= n ? have : undefined;
+  });
 }
 
 const restarts = (p: V1Pod, c: string): number => container(p, c)?.restartCount ?? 0;
@@ -33,8 +56,10 @@ describe('probes run by the agent', () => {
     livenessProbe: {httpGet: {path: /healthz, port: 8080}, periodSeconds: 1, failureThreshold: 2}
 `);
     const p = await untilPod(world, ns, name, 'web to run', (x) => container(x, 'web')?.state.running !== undefined && ready(x));
-    await sleep(2500);
-    expect(restarts(await untilPod(world, ns, name, 'status', () => true), 'web')).toBe(0); // passing: no restart
+    // Passing: three checks passed (more than the failure threshold), and no restart. (The first
+    // check may come before httpd listens: one failure is below the threshold.)
+    await probed(name, 'web', 'Liveness', 'successful', 3);
+    expect(restarts(await untilPod(world, ns, name, 'status', () => true), 'web')).toBe(0);
     await execIn(p, 'web', 'rm /www/healthz');
     const after = await untilPod(world, ns, name, 'the liveness restart', (x) => restarts(x, 'web') >= 1 && container(x, 'web')?.state.running !== undefined);
     expect(container(after, 'web')?.lastState?.terminated).toBeDefined();
@@ -77,7 +102,7 @@ describe('probes run by the agent', () => {
     livenessProbe: {tcpSocket: {port: 9000}, periodSeconds: 1, failureThreshold: 2}
 `);
     const p = await untilPod(world, ns, name, 'srv to run', (x) => container(x, 'srv')?.state.running !== undefined);
-    await sleep(2500);
+    await probed(name, 'srv', 'Liveness', 'successful', 3);
     expect(restarts(await untilPod(world, ns, name, 'status', () => true), 'srv')).toBe(0);
     await execIn(p, 'srv', 'killall httpd');
     await untilPod(world, ns, name, 'the tcp liveness restart', (x) => restarts(x, 'srv') >= 1);
@@ -93,9 +118,11 @@ describe('probes run by the agent', () => {
     livenessProbe: {exec: {command: ['false']}, periodSeconds: 1, failureThreshold: 1, timeoutSeconds: 10}
 `);
     const p = await untilPod(world, ns, name, 'slow to run', (x) => container(x, 'slow')?.state.running !== undefined);
-    await sleep(3000);
+    // Three startup checks failed (the file is not there yet), and the liveness probe, which fails
+    // at its first run, has not run once: it waits for startup.
+    await probed(name, 'slow', 'Startup', 'failed', 3);
+    expect(await probeResults(name, 'slow', 'Liveness', 'failed')).toBe(0);
     const before = await untilPod(world, ns, name, 'status', () => true);
-    // A failing liveness probe would have killed it by now, had it run before startup succeeded.
     expect([restarts(before, 'slow'), container(before, 'slow')?.started]).toEqual([0, false]);
     await execIn(p, 'slow', 'touch /tmp/started');
     await untilPod(world, ns, name, 'liveness to kill it once started', (x) => restarts(x, 'slow') >= 1, 60_000);

@@ -137,7 +137,7 @@ spec:
       const d = desired(TWO(policy));
       const obs = observedFor(d);
       const a = computePodActions(d, obs, { probeFailure: failedLiveness(obs.containers[0]!.id) });
-      expect([policy, a.containersToKill]).toEqual([policy, [{ id: obs.containers[0]!.id, name: 'a', reason: `failed liveness probe, will be ${restarts ? 'restarted' : 'left stopped'}`, graceSeconds: 7 }]]);
+      expect([policy, a.containersToKill]).toEqual([policy, [{ id: obs.containers[0]!.id, name: 'a', probe: 'liveness', reason: `failed liveness probe, will be ${restarts ? 'restarted' : 'left stopped'}`, graceSeconds: 7 }]]);
       expect([policy, a.containersToStart.map((x) => x.name)]).toEqual([policy, restarts ? ['a'] : []]);
       expect(a.killPod).toBe(false);
     }

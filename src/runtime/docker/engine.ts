@@ -35,7 +35,7 @@ export function engineError(err: unknown, what: string, endpoint: string): Error
   // A streamed answer (a pull) has no parsed body: its text is only in the message, after the status.
   const body = e?.message?.replace(/^\(HTTP code \d+\) [^-]*- /, '').trim();
   const detail = e?.json?.message ?? (body || e?.reason) ?? String(err);
-  return new EngineRequestError(`${what}: ${detail.trim()}`, e?.statusCode);
+  return new EngineRequestError(`${what}: ${detail.trim()}`, e?.statusCode, undefined, detail.trim());
 }
 
 export function isNotFound(err: unknown): boolean {

@@ -129,7 +129,7 @@ export class ImageStore {
     } catch (err) {
       const e = engineError(err, `pull ${image}`, this.e.endpoint);
       failure = e.message;
-      if (e instanceof EngineRequestError) throw new ImageError(`failed to pull image ${image}: ${e.message.replace(/^pull [^:]+: /, '')}`, 'ErrImagePull');
+      if (e instanceof EngineRequestError) throw new ImageError(`failed to pull image ${image}: ${e.detail}`, 'ErrImagePull');
       throw e;
     } finally {
       const seconds = (performance.now() - t0) / 1000;

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../../manifest/types.js';
 import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound, type EngineCalls } from './engine.js';
-import { ContainerStartError, SandboxError, type ContainerDisk, type ContainerReading, type ContainerStatus, type EngineEvent, type EngineFacts, type EngineRestartOn, type ExecAttachOptions, type ExecEnd, type ExecRef, type ExecStreams, type FinishedInstance, type ImageInventory, type LogRequest, type PullListener, type RuntimeOptions, type SandboxInfo, type StartRequest } from '../runtime-types.js';
+import { ContainerStartError, isPodrunBug, SandboxError, type ContainerDisk, type ContainerReading, type ContainerStatus, type EngineEvent, type EngineFacts, type EngineRestartOn, type ExecAttachOptions, type ExecEnd, type ExecRef, type ExecStreams, type FinishedInstance, type ImageInventory, type LogRequest, type PullListener, type RuntimeOptions, type SandboxInfo, type StartRequest } from '../runtime-types.js';
 import { ImageStore } from './images.js';
 import { containerDiskOf, engineFactsOf } from './readings.js';
 import { LocalReadings } from './local-readings.js';
@@ -356,10 +356,13 @@ export class PodRuntime implements PodEngine {
         ...startOptions(pod, c, o, { hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor }),
       });
     } catch (err) {
-      throw new ContainerStartError((err as Error).message, 'CreateContainerConfigError');
+      // What the manifest asks that cannot be made (a mount refused, a user that cannot be
+      // checked) is the user's to fix; a bug of podrun's is not, and goes up as it is.
+      if (isPodrunBug(err)) throw err;
+      throw new ContainerStartError((err as Error).message, 'CreateContainerConfigError', { cause: err });
     }
     const refused = (reason: ContainerStartError['reason']) => (err: unknown): never => {
-      throw err instanceof EngineRequestError ? new ContainerStartError(err.message, reason) : err;
+      throw err instanceof EngineRequestError ? new ContainerStartError(err.message, reason, { cause: err }) : err;
     };
     const slot = o.signal ? { signal: o.signal } : {};
     const container = await this.work(`create container ${c.name} of ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts)), slot).catch(refused('CreateContainerError'));
