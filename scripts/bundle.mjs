@@ -2,7 +2,7 @@
 // than hundreds. The engine client's gRPC, protobuf, ssh and tar code (BuildKit
 // sessions, ssh:// engines, build contexts) is never used by podrun, which speaks to engines over unix and tcp
 // sockets only, so it is left out: an inert stand-in takes its place.
-import { readFileSync, rmSync } from 'node:fs';
+import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import standaloneCode from 'ajv/dist/standalone/index.js';
 import { build } from 'esbuild';
@@ -44,7 +44,7 @@ const precompiled = {
 
 // Chunk names carry content hashes: without this, every build would leave the last one's behind.
 rmSync('dist/bundle', { recursive: true, force: true });
-await build({
+const built = await build({
   entryPoints: ['src/cli/main.ts'],
   bundle: true,
   platform: 'node',
@@ -61,4 +61,11 @@ await build({
   // CommonJS dependencies call require() for Node's own modules.
   banner: { js: "import { createRequire as __podrunRequire } from 'node:module'; const require = __podrunRequire(import.meta.url);" },
   logLevel: 'warning',
+  // Fewer bytes to read and parse at every start; names are kept, so stack traces still read.
+  minifyWhitespace: true,
+  minifySyntax: true,
+  // Which module went into which chunk, for the start-up profile in docs/benchmarks.md.
+  metafile: Boolean(process.env.BUNDLE_METAFILE),
 });
+
+if (process.env.BUNDLE_METAFILE) writeFileSync(process.env.BUNDLE_METAFILE, JSON.stringify(built.metafile));

@@ -5,7 +5,6 @@ import { dirname, resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EngineRequestError, EngineUnavailableError } from '../runtime/engine-errors.js';
 import { DEFAULTS, EXIT, processIo, type GlobalOptions, type Io } from './context.js';
-import { engineVersion } from './engine-version.js';
 import { normalizeArgv } from './argv.js';
 import { addImageCommands } from './image-commands.js';
 import { bool, duration, durationOption, evictionHard, ip, logFiles, logSize, nonNegativeInt, podMaxPids, positiveInt } from './arg-parsers.js';
@@ -351,6 +350,7 @@ logs keeps a container's stderr on stderr; there are no contexts or kubeconfig (
       if (!o.client) {
         const g = globals(cmd);
         try {
+          const { engineVersion } = await import('./engine-version.js');
           const v = await engineVersion(g.dockerHost ?? process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock');
           io.out(`engine ${v.version} (API ${v.apiVersion})`);
         } catch (err) {
