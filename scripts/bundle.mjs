@@ -6,6 +6,7 @@ import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import standaloneCode from 'ajv/dist/standalone/index.js';
 import { build } from 'esbuild';
+import { execFileSync } from 'node:child_process';
 
 // tar-fs packs build contexts and archives (docker build, putArchive): podrun does neither.
 const UNUSED = /^(@grpc\/grpc-js|@grpc\/proto-loader|protobufjs|ssh2|cpu-features|tar-fs)$/;
@@ -20,6 +21,13 @@ const leaveOut = {
     // docker-modem loads Node's TLS stack at start for https:// engines, which podrun does not
     // speak to: loaded on the first such request instead (it is most of the engine client's load).
     b.onResolve({ filter: /^https$/ }, (a) => (/docker-modem/.test(a.importer) ? { path: 'https', namespace: 'lazy-https' } : undefined));
+    // commander spawns only for executable subcommands, which podrun has none of: Node's process
+    // spawning code is loaded if that ever happens, not at every start.
+    b.onResolve({ filter: /^node:child_process$/ }, (a) => (/commander/.test(a.importer) ? { path: 'child_process', namespace: 'lazy-child-process' } : undefined));
+    b.onLoad({ filter: /.*/, namespace: 'lazy-child-process' }, () => ({
+      contents: "module.exports = { spawn: (...a) => require('node:child_process').spawn(...a) };",
+      loader: 'js',
+    }));
     b.onLoad({ filter: /.*/, namespace: 'lazy-https' }, () => ({
       contents: "module.exports = { request: (...a) => require('node:https').request(...a), get: (...a) => require('node:https').get(...a), get Agent() { return require('node:https').Agent; }, get globalAgent() { return require('node:https').globalAgent; } };",
       loader: 'js',
@@ -34,18 +42,30 @@ const leaveOut = {
 };
 
 // The Pod schema's validator, compiled now rather than at every start (src/manifest/pod-validator.ts
-// compiles the same schema with the same options on first use when run unbundled, as in tests).
-const ajv = new Ajv({ allErrors: true, strict: false, verbose: true, code: { source: true, esm: true } });
-const validate = ajv.compile(JSON.parse(readFileSync('schemas/pod.schema.json', 'utf8')));
-const source = standaloneCode.default(ajv, validate);
-const entry = /export default (\w+)/.exec(source)?.[1];
-if (!entry) throw new Error('ajv standalone code has no default export');
-const precompiled = {
-  name: 'precompiled-pod-validator',
+// compiles the same schema with the same options on first use when run unbundled, as in tests),
+// and the YAML parser: both are CommonJS files that src/base/cached-script.ts runs with V8's code
+// cache (scripts/code-cache.mjs), as they are most of what validate and apply compile.
+const ajv = new Ajv({ allErrors: true, strict: false, verbose: true, code: { source: true } });
+const validatorSource = standaloneCode.default(ajv, ajv.compile(JSON.parse(readFileSync('schemas/pod.schema.json', 'utf8'))));
+const yamlNames = Object.keys(await import('js-yaml')).filter((n) => n !== 'default');
+const cachedScript = JSON.stringify(`${process.cwd()}/src/base/cached-script.ts`);
+const here = "fileURLToPath(new URL('.', import.meta.url))";
+const codeCached = {
+  name: 'code-cached',
   setup(b) {
-    b.onResolve({ filter: /\/pod-validator\.js$/ }, (a) => ({ path: a.path, namespace: 'precompiled' }));
-    b.onLoad({ filter: /.*/, namespace: 'precompiled' }, () => ({
-      contents: `${source}\nexport function podValidator() { return ${entry}; }\n`,
+    b.onResolve({ filter: /\/pod-validator\.js$/ }, () => ({ path: 'pod-validator', namespace: 'code-cached' }));
+    b.onResolve({ filter: /^js-yaml$/ }, () => ({ path: 'js-yaml', namespace: 'code-cached' }));
+    b.onLoad({ filter: /^pod-validator$/, namespace: 'code-cached' }, () => ({
+      // Loaded on first use: a command that validates nothing does not pay for it.
+      contents: `import { fileURLToPath } from 'node:url'; import { runCachedScript } from ${cachedScript};
+let validate; export function podValidator() { return (validate ??= runCachedScript(${here}, 'pod-validator').exports); }`,
+      loader: 'js',
+      resolveDir: process.cwd(),
+    }));
+    b.onLoad({ filter: /^js-yaml$/, namespace: 'code-cached' }, () => ({
+      contents: `import { fileURLToPath } from 'node:url'; import { runCachedScript } from ${cachedScript};
+const m = runCachedScript(${here}, 'js-yaml').exports;
+${yamlNames.map((n) => `export const ${n} = m.${n};`).join('\n')}`,
       loader: 'js',
       resolveDir: process.cwd(),
     }));
@@ -67,7 +87,7 @@ const built = await build({
   entryNames: 'podrun',
   chunkNames: '[name]-[hash]',
   outExtension: { '.js': '.mjs' },
-  plugins: [leaveOut, precompiled],
+  plugins: [leaveOut, codeCached],
   // CommonJS dependencies call require() for Node's own modules.
   banner: { js: "import { createRequire as __podrunRequire } from 'node:module'; const require = __podrunRequire(import.meta.url);" },
   logLevel: 'warning',
@@ -79,3 +99,9 @@ const built = await build({
 });
 
 if (process.env.BUNDLE_METAFILE) writeFileSync(process.env.BUNDLE_METAFILE, JSON.stringify(built.metafile));
+
+// The two CommonJS files the code-cached modules run, each whole (no require of a package).
+for (const [name, contents] of [['js-yaml', "module.exports = require('js-yaml');"], ['pod-validator', validatorSource]]) {
+  await build({ stdin: { contents, resolveDir: process.cwd(), loader: 'js' }, bundle: true, platform: 'node', format: 'cjs', target: 'node20', minifyWhitespace: true, outfile: `dist/bundle/${name}.cjs`, logLevel: 'warning' });
+}
+execFileSync(process.execPath, ['scripts/code-cache.mjs'], { stdio: 'inherit' });
