@@ -7,6 +7,7 @@ import { Ajv } from 'ajv';
 import standaloneCode from 'ajv/dist/standalone/index.js';
 import { build } from 'esbuild';
 import { execFileSync } from 'node:child_process';
+import { createRequire } from 'node:module';
 
 // tar-fs packs build contexts and archives (docker build, putArchive): podrun does neither.
 const UNUSED = /^(@grpc\/grpc-js|@grpc\/proto-loader|protobufjs|ssh2|cpu-features|tar-fs)$/;
@@ -41,31 +42,30 @@ const leaveOut = {
   },
 };
 
-// The Pod schema's validator, compiled now rather than at every start (src/manifest/pod-validator.ts
-// compiles the same schema with the same options on first use when run unbundled, as in tests),
-// and the YAML parser: both are CommonJS files that src/base/cached-script.ts runs with V8's code
-// cache (scripts/code-cache.mjs), as they are most of what validate and apply compile.
+// The CommonJS code that commands compile at every start, each run as one CommonJS file with V8's
+// code cache beside it (src/base/cached-script.ts; the cache is written by scripts/code-cache.mjs
+// from a warm-up), as Node 20 keeps no compile cache for modules: the argument parser, the YAML
+// parser, the engine client, and the Pod schema's validator, compiled from the schema now rather
+// than at every start (src/manifest/pod-validator.ts compiles the same schema with the same
+// options on first use when run unbundled, as in tests).
 const ajv = new Ajv({ allErrors: true, strict: false, verbose: true, code: { source: true } });
 const validatorSource = standaloneCode.default(ajv, ajv.compile(JSON.parse(readFileSync('schemas/pod.schema.json', 'utf8'))));
-const yamlNames = Object.keys(await import('js-yaml')).filter((n) => n !== 'default');
+const require = createRequire(import.meta.url);
+const CACHED_PACKAGES = ['commander', 'js-yaml', 'dockerode'];
+const exportsOf = (pkg) => Object.keys(require(pkg)).filter((n) => n !== 'default' && /^[A-Za-z_$][\w$]*$/.test(n));
 const cachedScript = JSON.stringify(`${process.cwd()}/src/base/cached-script.ts`);
-const here = "fileURLToPath(new URL('.', import.meta.url))";
+const head = `import { fileURLToPath } from 'node:url'; import { runCachedScript } from ${cachedScript}; const here = fileURLToPath(new URL('.', import.meta.url));`;
 const codeCached = {
   name: 'code-cached',
   setup(b) {
     b.onResolve({ filter: /\/pod-validator\.js$/ }, () => ({ path: 'pod-validator', namespace: 'code-cached' }));
-    b.onResolve({ filter: /^js-yaml$/ }, () => ({ path: 'js-yaml', namespace: 'code-cached' }));
-    b.onLoad({ filter: /^pod-validator$/, namespace: 'code-cached' }, () => ({
-      // Loaded on first use: a command that validates nothing does not pay for it.
-      contents: `import { fileURLToPath } from 'node:url'; import { runCachedScript } from ${cachedScript};
-let validate; export function podValidator() { return (validate ??= runCachedScript(${here}, 'pod-validator').exports); }`,
-      loader: 'js',
-      resolveDir: process.cwd(),
-    }));
-    b.onLoad({ filter: /^js-yaml$/, namespace: 'code-cached' }, () => ({
-      contents: `import { fileURLToPath } from 'node:url'; import { runCachedScript } from ${cachedScript};
-const m = runCachedScript(${here}, 'js-yaml').exports;
-${yamlNames.map((n) => `export const ${n} = m.${n};`).join('\n')}`,
+    b.onResolve({ filter: new RegExp(`^(${CACHED_PACKAGES.join('|')})$`) }, (a) => ({ path: a.path, namespace: 'code-cached' }));
+    b.onLoad({ filter: /.*/, namespace: 'code-cached' }, (a) => ({
+      contents:
+        a.path === 'pod-validator'
+          ? // Loaded on first use: a command that validates nothing does not pay for it.
+            `${head} let validate; export function podValidator() { return (validate ??= runCachedScript(here, 'pod-validator').exports); }`
+          : `${head} const m = runCachedScript(here, ${JSON.stringify(a.path)}).exports; export default m;\n${exportsOf(a.path).map((n) => `export const ${n} = m.${n};`).join('\n')}`,
       loader: 'js',
       resolveDir: process.cwd(),
     }));
@@ -88,8 +88,11 @@ const built = await build({
   chunkNames: '[name]-[hash]',
   outExtension: { '.js': '.mjs' },
   plugins: [leaveOut, codeCached],
-  // CommonJS dependencies call require() for Node's own modules.
-  banner: { js: "import { createRequire as __podrunRequire } from 'node:module'; const require = __podrunRequire(import.meta.url);" },
+  // CommonJS dependencies call require() for Node's own modules. Made on first use: most chunks
+  // never call it, and making one for each of them is a measurable part of a start.
+  banner: {
+    js: "import { createRequire as __podrunRequire } from 'node:module'; let __podrunReq; const require = new Proxy(function () {}, { apply: (_t, _s, a) => (__podrunReq ??= __podrunRequire(import.meta.url))(...a), get: (_t, k) => (__podrunReq ??= __podrunRequire(import.meta.url))[k] });",
+  },
   logLevel: 'warning',
   // Fewer bytes to read and parse at every start; names are kept, so stack traces still read.
   minifyWhitespace: true,
@@ -100,8 +103,21 @@ const built = await build({
 
 if (process.env.BUNDLE_METAFILE) writeFileSync(process.env.BUNDLE_METAFILE, JSON.stringify(built.metafile));
 
-// The two CommonJS files the code-cached modules run, each whole (no require of a package).
-for (const [name, contents] of [['js-yaml', "module.exports = require('js-yaml');"], ['pod-validator', validatorSource]]) {
-  await build({ stdin: { contents, resolveDir: process.cwd(), loader: 'js' }, bundle: true, platform: 'node', format: 'cjs', target: 'node20', minifyWhitespace: true, outfile: `dist/bundle/${name}.cjs`, logLevel: 'warning' });
+// The CommonJS files the code-cached modules run, each whole (no require of a package), then their
+// caches from a warm-up in a plain `node`, as bin/podrun runs (V8 takes a cache only under the
+// flags it was made with).
+for (const [name, contents] of [...CACHED_PACKAGES.map((p) => [p, `module.exports = require('${p}');`]), ['pod-validator', validatorSource]]) {
+  await build({
+    stdin: { contents, resolveDir: process.cwd(), loader: 'js' },
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    minifyWhitespace: true,
+    minifySyntax: true,
+    plugins: [leaveOut],
+    outfile: `dist/bundle/${name}.cjs`,
+    logLevel: 'warning',
+  });
 }
 execFileSync(process.execPath, ['scripts/code-cache.mjs'], { stdio: 'inherit' });

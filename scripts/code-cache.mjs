@@ -1,33 +1,41 @@
-// Writes V8's code cache of the YAML parser and the Pod validator (dist/bundle/NAME.cache), from a
-// run that parses and validates manifests as podrun does, so the cache holds the functions such a
-// command compiles and not only the top level. Run by scripts/bundle.mjs in a plain `node`, as
-// bin/podrun runs: V8 takes a cache only under the flags it was made with.
-import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
+// Writes V8's code cache of each CommonJS file the bundle runs through src/base/cached-script.ts
+// (dist/bundle/NAME.cache), from a warm-up of podrun's own commands in this process, so that each
+// cache holds the functions those commands compile and not only each file's top level. No engine
+// is needed: the engine client is warmed against an endpoint where nothing listens.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
-import { runCachedScript } from '../dist/base/cached-script.js';
+import { Writable } from 'node:stream';
 
+const scripts = new Map();
+globalThis[Symbol.for('podrun.code-cache.warm-up')] = scripts;
 const dir = resolve('dist/bundle');
-const yaml = runCachedScript(dir, 'js-yaml');
-const validator = runCachedScript(dir, 'pod-validator');
-const { parseEvents, constructFromEvents, CORE_SCHEMA, intYaml11Tag, dump, YAMLException } = yaml.exports;
-const validate = validator.exports;
-
-const schema = CORE_SCHEMA.withTags(intYaml11Tag);
-const texts = ['manifests', 'test/fixtures/static-pods']
-  .flatMap((d) => readdirSync(d).filter((f) => /\.(ya?ml|json)$/.test(f)).map((f) => readFileSync(join(d, f), 'utf8')))
-  .concat(readFileSync('test/fixtures/kitchen-sink.yaml', 'utf8'), 'a: [1, 2\n', 'kind: Pod\nspec: {containers: [{name: c, image: x, ports: [{containerPort: "80"}]}]}\n');
-for (let round = 0; round < 3; round++) {
-  for (const text of texts) {
-    let docs = [];
-    try {
-      docs = constructFromEvents(parseEvents(text, { filename: 'x.yaml' }), { source: text, filename: 'x.yaml', schema });
-    } catch (err) {
-      if (!(err instanceof YAMLException)) throw err;
-    }
-    for (const d of docs) {
-      validate(d);
-      dump(d, { lineWidth: -1, noRefs: true });
-    }
+const { main } = await import(join(dir, 'podrun.mjs'));
+const sink = () => new Writable({ write: (_c, _e, done) => done() });
+const io = { out: () => undefined, err: () => undefined, stdout: sink(), stderr: sink(), isTTY: false };
+const state = mkdtempSync(join(tmpdir(), 'podrun-code-cache-'));
+const nowhere = `unix://${join(state, 'no-engine.sock')}`;
+const runs = [
+  ['version', '--client'],
+  ['--help'],
+  ['apply', '--help'],
+  ['get', 'pods', '--help'],
+  ['validate', 'manifests', 'test/fixtures/static-pods', 'test/fixtures/kitchen-sink.yaml'],
+  ['validate', 'test/fixtures/invalid'],
+  ['run', '--print-config'],
+  ['get', 'pods'],
+  ['apply', '--dry-run', 'manifests'],
+];
+try {
+  for (let round = 0; round < 2; round++) {
+    for (const args of runs) await main(['node', 'podrun', '--state-dir', state, '--docker-host', nowhere, '--node-ip', '127.0.0.1', ...args], io);
   }
+} finally {
+  rmSync(state, { recursive: true, force: true });
 }
-for (const [name, s] of [['js-yaml', yaml], ['pod-validator', validator]]) writeFileSync(join(dir, `${name}.cache`), s.script.createCachedData());
+for (const name of ['commander', 'js-yaml', 'dockerode', 'pod-validator']) {
+  const script = scripts.get(name);
+  if (!script) throw new Error(`the warm-up did not load ${name}`);
+  writeFileSync(join(dir, `${name}.cache`), script.createCachedData());
+}
+process.exit(0);

@@ -20,6 +20,11 @@ export interface CachedScript {
   cacheRejected: boolean | undefined;
 }
 
+let nodeRequire: NodeJS.Require | undefined;
+
+/** Where the build's warm-up (scripts/code-cache.mjs) collects the scripts a run compiled. */
+const WARM_UP = Symbol.for('podrun.code-cache.warm-up');
+
 export function runCachedScript(dir: string, name: string): CachedScript {
   const file = join(dir, `${name}.cjs`);
   let cachedData: Buffer | undefined;
@@ -30,6 +35,9 @@ export function runCachedScript(dir: string, name: string): CachedScript {
   }
   const script = new Script(wrap(readFileSync(file, 'utf8')), { filename: file, ...(cachedData ? { cachedData } : {}) });
   const module = { exports: {} as unknown };
-  (script.runInThisContext() as (e: unknown, r: NodeJS.Require, m: { exports: unknown }) => void)(module.exports, createRequire(file), module);
+  // The files require only Node's own modules (their packages are bundled in): one require, made
+  // on first use, serves them all.
+  (script.runInThisContext() as (e: unknown, r: (id: string) => unknown, m: { exports: unknown }) => void)(module.exports, (id) => (nodeRequire ??= createRequire(file))(id), module);
+  (globalThis as { [WARM_UP]?: Map<string, Script> })[WARM_UP]?.set(name, script);
   return { exports: module.exports, script, cacheRejected: cachedData ? script.cachedDataRejected === true : undefined };
 }
