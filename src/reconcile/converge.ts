@@ -4,7 +4,7 @@ import type { PodEngine } from '../runtime/roles.js';
 import { PassThrough } from 'node:stream';
 import type { ContainerDetails, PodStatusSummary } from '../status/pod-status.js';
 import { containerDetails } from '../status/details.js';
-import { failedContainer, instancesMark, stuckContainer, stuckText, waitsStuck, type Stuck } from './stuck.js';
+import { failedContainer, heldSince, instancesMark, stuckContainer, stuckText, waitsStuck, type Stuck } from './stuck.js';
 import { settled } from './settled.js';
 import { computePodActions, hasActions, type PodPlan } from './plan.js';
 import { defaultHostOf, graceOf, removePod, specOf } from './lifecycle.js';
@@ -203,8 +203,12 @@ export async function waitForPods(
         if (verdict.done && !verdict.failed && verdict.status?.phase === 'Running') {
           const mark = instancesMark(verdict.status);
           const seen = steady.get(d.uid);
-          if (!seen || seen.mark !== mark) steady.set(d.uid, { mark, since: Date.now() });
-          if (!seen || seen.mark !== mark || Date.now() - seen.since < holdMs) verdict = { ...verdict, done: false };
+          // Seen first now, or with other instances: when apply drives, held since they started (a
+          // pod with no probe). With an agent, from now: its worker may still be on the pod, and a
+          // command right after apply must find it done.
+          const held = seen && seen.mark === mark ? seen : { mark, since: o.drive ? heldSince(d, verdict.status, Date.now()) : Date.now() };
+          steady.set(d.uid, held);
+          if (Date.now() - held.since < holdMs) verdict = { ...verdict, done: false };
         } else {
           steady.delete(d.uid);
         }

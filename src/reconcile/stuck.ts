@@ -127,3 +127,23 @@ export function instancesMark(status: V1Pod['status']): string {
   const all = [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])];
   return all.map((c) => `${c.name}=${c.containerID ?? ''}/${c.restartCount}/${c.state.running?.startedAt ?? ''}`).join(',');
 }
+
+/**
+ * Since when a Ready pod has held with the instances it has now, for apply's hold (READY_HOLD_MS):
+ * a pod whose readiness is its containers running (no readiness or startup probe) has held since
+ * its newest running container started, so an apply of pods that run unchanged need not watch them
+ * for another second; any other pod, or a start time that cannot be read, from `now`. Never later
+ * than `now`: an engine clock ahead of this one only makes the hold longer.
+ */
+export function heldSince(d: DesiredPod, status: V1Pod['status'], now: number): number {
+  const probed = [...(d.pod.spec.initContainers ?? []), ...d.pod.spec.containers].some((c) => c.readinessProbe || c.startupProbe);
+  if (probed) return now;
+  let newest = Number.NEGATIVE_INFINITY;
+  for (const c of [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])]) {
+    if (!c.state.running) continue;
+    const t = Date.parse(c.state.running.startedAt ?? '');
+    if (!Number.isFinite(t)) return now;
+    newest = Math.max(newest, t);
+  }
+  return Number.isFinite(newest) ? Math.min(newest, now) : now;
+}

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { instancesMark, stuckContainer, stuckText } from '../../src/reconcile/stuck.js';
+import { heldSince, instancesMark, stuckContainer, stuckText } from '../../src/reconcile/stuck.js';
 import type { V1ContainerStatus, V1Pod } from '../../src/status/v1.js';
 import { desired, observedFor } from '../fixtures/pods.js';
 
@@ -55,5 +55,37 @@ describe('instancesMark', () => {
     expect(instancesMark(running('docker://a', 0, 't1'))).toBe(a);
     expect(instancesMark(running('docker://b', 1, 't2'))).not.toBe(a);
     expect(instancesMark(running('docker://a', 1, 't2'))).not.toBe(a);
+  });
+});
+
+describe("heldSince: from when apply's one-second hold counts", () => {
+  const now = Date.parse('2026-12-02T10:00:10Z');
+  const running = (startedAt: string): V1Pod['status'] => status({ containerID: 'docker://a', state: { running: { startedAt } } });
+
+  it('for a pod without probes: since its newest running container started (an unchanged pod is not watched again)', () => {
+    expect(heldSince(POD(), running('2026-12-02T10:00:00.123456789Z'), now)).toBe(Date.parse('2026-12-02T10:00:00.123Z'));
+    const two: V1Pod['status'] = {
+      phase: 'Running',
+      containerStatuses: [
+        { name: 'a', image: 'x', ready: true, restartCount: 0, state: { running: { startedAt: '2026-12-02T09:00:00Z' } } },
+        { name: 'b', image: 'x', ready: true, restartCount: 2, state: { running: { startedAt: '2026-12-02T10:00:09.500Z' } } },
+      ],
+    };
+    expect(heldSince(POD(), two, now)).toBe(Date.parse('2026-12-02T10:00:09.500Z'));
+  });
+
+  it('from now for a pod with a readiness or startup probe, a start time it cannot read, or one in the future', () => {
+    const probed = desired(`apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - {name: app, image: busybox:1.36, readinessProbe: {tcpSocket: {port: 80}}}
+`);
+    expect(heldSince(probed, running('2026-12-02T09:00:00Z'), now)).toBe(now);
+    expect(heldSince(POD(), running('not a time'), now)).toBe(now);
+    expect(heldSince(POD(), status({ state: { running: {} } }), now)).toBe(now);
+    expect(heldSince(POD(), running('2026-12-02T11:00:00Z'), now)).toBe(now);
+    expect(heldSince(POD(), status({ state: { waiting: { reason: 'ContainerCreating' } } }), now)).toBe(now);
   });
 });
