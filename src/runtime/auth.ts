@@ -110,6 +110,8 @@ async function fromHelper(helper: string, server: string): Promise<RegistryAuth 
         resolve(undefined);
       }
     });
+    // A helper that exits without reading its input must not take the process down with EPIPE.
+    child.stdin?.on('error', () => undefined);
     child.stdin?.end(server);
   });
 }
