@@ -12,7 +12,7 @@ describe('what podrun ships and loads', () => {
   it('leaves the unused engine-client code out of the bundle', () => {
     const dir = join(REPO, 'dist/bundle');
     const text = readdirSync(dir)
-      .filter((f) => f.endsWith('.mjs'))
+      .filter((f) => f.endsWith('.mjs') || f.endsWith('.cjs'))
       .map((f) => readFileSync(join(dir, f), 'utf8'))
       .join('\n');
     // A string from the code of each: present in the bundle only if that code is.
