@@ -4,6 +4,8 @@ export default defineConfig({
   test: {
     include: ['test/**/*.test.ts'],
     // Integration files share one engine; each uses unique pod names, so files may run in parallel.
+    // `npm test` runs agent-churn.test.ts alone after the rest: its 200 pods in 20 s take both cores
+    // and the engine, which starved other files' timing (a CPU burner's reading) and its own bounds.
     fileParallelism: true,
     maxWorkers: 4,
     testTimeout: 60_000,

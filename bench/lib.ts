@@ -11,6 +11,7 @@ import { instanceId, LABEL } from '../src/runtime/labels.js';
 import { PAUSE_IMAGE, TEST_IMAGE, until } from '../test/integration/helpers.js';
 
 export { PAUSE_IMAGE, TEST_IMAGE, until };
+export { followEvents, type EngineEventRecord } from '../test/integration/churn-helpers.js';
 
 /** The repository: the compiled bench runs from `.bench-build/bench/`. */
 export const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
@@ -157,32 +158,6 @@ export async function removeLabelled(label: string, engine: Docker = docker): Pr
       }
     }),
   );
-}
-
-/** Container event times from the engine's own clock, for reactions measured without the harness's delays. */
-export interface EngineEventRecord {
-  action: string;
-  id: string;
-  timeMs: number;
-  attributes: Record<string, string>;
-}
-
-export async function followEvents(labels: string[], engine: Docker = docker): Promise<{ events: EngineEventRecord[]; stop: () => void }> {
-  const stream = (await engine.getEvents({ filters: JSON.stringify({ type: ['container'], label: labels }) })) as NodeJS.ReadableStream & { destroy(): void };
-  const events: EngineEventRecord[] = [];
-  let buf = '';
-  stream.on('data', (c: Buffer) => {
-    buf += c.toString();
-    let i: number;
-    while ((i = buf.indexOf('\n')) >= 0) {
-      const line = buf.slice(0, i);
-      buf = buf.slice(i + 1);
-      if (!line.trim()) continue;
-      const e = JSON.parse(line) as { Action: string; id: string; timeNano: number; Actor: { Attributes: Record<string, string> } };
-      events.push({ action: e.Action, id: e.id, timeMs: e.timeNano / 1e6, attributes: e.Actor.Attributes });
-    }
-  });
-  return { events, stop: () => stream.destroy() };
 }
 
 /** Resident set and CPU seconds of a process, from /proc. */

@@ -7,6 +7,7 @@
  *   BENCH_ONLY=cold,cli npm run bench  # some scenarios (printed, not written to docs)
  *   npm run bench -- startup           # the CLI start-up only (as BENCH_ONLY=cli), about 1 min
  *   BENCH_ACCEPT=1 npm run bench       # record start-up ratios even where they grew
+ *   BENCH_ONLY=churn npm run bench     # deletion latency under churn alone
  *   BENCH_GARBAGE=10000 npm run bench  # the exited-container pile (default 2,000)
  *
  * The start-up guard: a CLI start-up ratio more than 10 % over the one recorded in
@@ -18,6 +19,7 @@ import { join } from 'node:path';
 import { agentScenarios } from './agent.js';
 import { cliStartup, measuredStartup } from './cli.js';
 import { recordedStartup, startupRegressions } from './startup-guard.js';
+import { churnScenario } from './churn.js';
 import { coldApply } from './cold-apply.js';
 import { docker, log, must, onPath, QUICK, REPO, run, table } from './lib.js';
 import { reapply } from './reapply.js';
@@ -84,6 +86,7 @@ const SCENARIOS: Record<string, (root: string) => Promise<string | string[]>> = 
   pull: pullCost,
   readings: readingsCost,
   gc: garbage,
+  churn: churnScenario,
 };
 
 async function main(): Promise<void> {

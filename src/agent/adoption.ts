@@ -33,7 +33,7 @@ export class Adoption {
           try {
             await this.rt.setRestartPolicy(c.id, 'no');
           } catch (err) {
-            if (!(err instanceof EngineRequestError) || (err.statusCode !== 404 && err.statusCode !== 501)) throw err;
+            if (!(err instanceof EngineRequestError) || (err.kind !== 'not-found' && err.kind !== 'unsupported')) throw err;
             if ((await this.rt.restartPolicyOf(c.id)) === undefined) throw err;
             kept = policy;
             if (!this.warned) {

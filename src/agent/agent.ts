@@ -1,6 +1,7 @@
 import { containerEndpoint, engineDevice, type ContainerEndpoint } from './container-endpoints.js';
 import { pullLogger } from './pull-log.js';
 import { timerDelay } from '../base/duration.js';
+import { Pacer } from '../base/pacer.js';
 import { terminatingPods } from '../reconcile/terminating.js';
 import { StatsCollector } from '../stats/collector.js';
 import type { NodeSummary } from '../stats/node-view.js';
@@ -19,6 +20,7 @@ import { startServer } from '../server/server.js';
 import { defaultTokenPath, loadHttpToken } from '../server/http-token.js';
 import { ExpiryLog } from './expiry-log.js';
 import { PodSupervisor } from './supervisor.js';
+import { deletionTurn } from './pod-deletion.js';
 import { DesiredSet } from './desired-set.js';
 import { sourcesFor } from './agent-sources.js';
 import type { AgentOptions } from './options.js';
@@ -31,6 +33,9 @@ import { appliedDir } from '../sources/applied-sets.js';
 import { redacting } from '../sources/redact.js';
 
 export type { AgentOptions } from './options.js';
+
+/** A merge may take at most 1 / (1 + MERGE_GAP) of the agent's time (see `merges`). */
+const MERGE_GAP = 9;
 
 
 
@@ -51,9 +56,18 @@ export class Agent {
   private loaded = false;
   /** Pods that have had a sync with the engine connected since the agent started. */
   private readonly synced = new Set<string>();
+  /** Pods whose deletion began, with their names (see deletionTurn). */
+  private readonly deleting = new Map<string, string>();
   private stopped = false;
   private closeServer: (() => Promise<void>) | undefined;
   private resyncTimer: NodeJS.Timeout | undefined;
+  /**
+   * Source changes, merged at once or with the others that come while the last merge's cost is
+   * paid back: a merge costs O(pods) (each pod's version judged by the health gate), and a
+   * directory in churn changes files many times a second, which must not hold the agent's one
+   * thread (and its deletions) back.
+   */
+  private readonly merges = new Pacer(() => this.recompute(), MERGE_GAP);
   private gcTimers: NodeJS.Timeout[] = [];
   private readonly expiryLog: ExpiryLog;
   readonly gc: GarbageCollector;
@@ -101,7 +115,7 @@ export class Agent {
     });
     // One worker per pod and no bound on them: a pod in its grace period, a hook or a back-off holds
     // nothing of anyone else's. What costs the engine is bounded in the runtime (--max-parallel).
-    this.workers = new PodWorkers((uid) => this.syncPod(uid), Number.POSITIVE_INFINITY, (uid, err) => this.log.error(`pod ${this.nameOf(uid)}: ${err.message}`, { pod: this.nameOf(uid) }));
+    this.workers = new PodWorkers((uid, signal) => this.syncPod(uid, signal), Number.POSITIVE_INFINITY, (uid, err) => this.log.error(`pod ${this.nameOf(uid)}: ${err.message}`, { pod: this.nameOf(uid) }));
     this.cache = new PodCache(this.runtime, (uid) => this.workers.enqueue(uid), {
       relistMs: o.relistMs ?? 60_000,
       log: this.log,
@@ -172,9 +186,9 @@ export class Agent {
     mkdirSync(appliedDir(this.o.runtime.stateDir), { recursive: true });
     this.gate.load();
     await this.cache.start();
-    await Promise.all(this.set.sources.map((s) => s.start(() => this.recompute())));
+    await Promise.all(this.set.sources.map((s) => s.start(() => this.merges.poke())));
     this.loaded = true;
-    this.recompute();
+    this.merges.run();
     this.closeServer = await startServer(this, { stateDir: this.o.runtime.stateDir, ...(this.o.httpPort ? { port: this.o.httpPort } : {}), ...(token ? { token, tokenFile } : {}), log: this.log });
     this.resyncTimer = setInterval(() => this.enqueueAll(), timerDelay(this.o.relistMs ?? 60_000));
     this.resyncTimer.unref();
@@ -209,6 +223,7 @@ export class Agent {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.resyncTimer) clearInterval(this.resyncTimer);
+    this.merges.stop();
     for (const t of this.gcTimers) clearInterval(t);
     this.gate.stop();
     this.expiryLog.stop();
@@ -242,25 +257,31 @@ export class Agent {
   private recompute(): void {
     if (!this.loaded) return;
     const observed = this.cache.pods();
+    // Names of the pods declared until now: a pod that leaves the set is said to be deleted by name
+    // once it is gone, also when no deletion turn saw it on the engine (a create still under way).
+    const keys = new Map(this.set.pods().map((d) => [d.uid, d.key]));
     const change = this.set.merge(observed);
     this.gate.prune(this.set.declaredUids(), (uid) => this.cache.pod(uid) !== undefined, this.set.loaded && this.cache.connected);
     this.expiryLog.check();
     for (const uid of change.changed) this.workers.enqueue(uid);
+    // A pod no longer declared: its sync under way stops at its next step (a postStart hook is let
+    // go, no pull or engine slot is waited for) and the deletion comes right after it.
     for (const uid of change.gone) {
-      this.supervisor.cancel(uid);
-      this.workers.enqueue(uid);
+      const key = keys.get(uid);
+      if (key !== undefined && this.supervisor.known(uid)) this.deleting.set(uid, key);
+      this.workers.kill(uid);
     }
     // Pods on the engine that nothing declares (any more): at start, as soon as their source has
     // loaded, not at the next relist.
     for (const o of observed) if (!this.set.get(o.uid) && this.set.mayDelete(o)) this.workers.enqueue(o.uid);
   }
 
-  private async syncPod(uid: string): Promise<number | undefined> {
+  private async syncPod(uid: string, signal: AbortSignal): Promise<number | undefined> {
     const t0 = performance.now();
     const deleting = !!!this.set.get(uid);
     const connected = this.cache.connected;
     try {
-      return await this.syncPodOnce(uid);
+      return await this.syncPodOnce(uid, signal);
     } finally {
       this.metricsRegistry.podWorked(deleting ? 'delete' : 'sync', (performance.now() - t0) / 1000);
       // A pod that is gone is forgotten, not remembered as synced.
@@ -268,30 +289,17 @@ export class Agent {
     }
   }
 
-  private async syncPodOnce(uid: string): Promise<number | undefined> {
+  private async syncPodOnce(uid: string, signal: AbortSignal): Promise<number | undefined> {
     if (!this.cache.connected) return 1000;
     const d = this.set.get(uid);
     const o = this.cache.pod(uid);
     if (!d) {
-      if (!o) {
-        // Gone, by whatever hand: nothing of it is kept.
-        this.forget(uid);
-        return undefined;
-      }
-      if (!this.set.mayDelete(o)) return undefined;
-      this.log.info(`pod ${o.namespace}/${o.name}: no longer declared; deleting`, { pod: `${o.namespace}/${o.name}` });
-      try {
-        await this.supervisor.remove(o);
-      } finally {
-        await this.cache.refreshPod(uid);
-      }
-      if (!this.cache.pod(uid)) {
-        this.log.info(`pod ${o.namespace}/${o.name}: deleted`, { pod: `${o.namespace}/${o.name}` });
-        this.forget(uid);
-      }
-      return undefined;
+      if (o && !this.set.mayDelete(o)) return undefined;
+      const turn = await deletionTurn({ rt: this.runtime, cache: this.cache, log: this.log, supervisor: this.supervisor, deleting: this.deleting }, uid, o);
+      if (turn.gone) this.forget(uid);
+      return turn.again;
     }
-    const wait = await this.supervisor.sync(d);
+    const wait = await this.supervisor.sync(d, signal);
     return this.judge(uid, d) ? 0 : wait;
   }
 
@@ -326,6 +334,7 @@ export class Agent {
     this.gate.forget(uid);
     this.supervisor.forget(uid);
     this.synced.delete(uid);
+    this.deleting.delete(uid);
   }
 
   /**
@@ -333,7 +342,7 @@ export class Agent {
    * bounded while a pod lives (whatever it does), and nothing once it is gone.
    */
   podState(): Record<string, number> {
-    return { ...this.supervisor.stateSize(), ...this.gate.stateSize(), ...this.cache.stateSize(), synced: this.synced.size, workers: this.workers.size };
+    return { ...this.supervisor.stateSize(), ...this.gate.stateSize(), ...this.cache.stateSize(), synced: this.synced.size, deleting: this.deleting.size, workers: this.workers.size };
   }
 
   /** Every pod the agent knows (desired or present), as v1 Pods with status. */
@@ -373,8 +382,10 @@ export class Agent {
   async collect(dryRun: boolean): Promise<ContainerGcResult> {
     const ready = this.set.loaded;
     const pods = this.cache.pods();
-    // Protected pods (their source cannot say they are unwanted) count as desired here too.
-    const desired = ready ? new Set([...this.set.uids(), ...pods.filter((o) => !this.set.mayDelete(o)).map((o) => o.uid)]) : undefined;
+    // Protected pods (their source cannot say they are unwanted) count as desired here too, and so
+    // do pods whose worker is at work: a pod being created or deleted is its worker's, whose
+    // creates would otherwise lose their directory (bind source path does not exist).
+    const desired = ready ? new Set([...this.set.uids(), ...pods.filter((o) => !this.set.mayDelete(o)).map((o) => o.uid), ...this.workers.working()]) : undefined;
     return this.gc.collectContainers(pods, desired, dryRun);
   }
 
@@ -386,7 +397,6 @@ export class Agent {
   async node(): Promise<Record<string, unknown>> {
     return (await this.nodeStatus.now()).node;
   }
-
 
   /** The kubelet's Summary API: the node, and every pod from the last resource readings. */
   async statsSummary(): Promise<{ node: NodeSummary; pods: PodStatsV1[] }> {
@@ -401,6 +411,6 @@ export class Agent {
   /** The kubelet's container metrics endpoints (/metrics/cadvisor, /metrics/resource, /metrics/probes). */
   containerMetrics(kind: ContainerEndpoint): Promise<{ contentType: string; text: string }> {
     const probes = this.metricsRegistry.probes;
-    return containerEndpoint(kind, { samples: () => this.stats.samples(), node: async () => (await this.nodeStatus.now()).summary, layout: () => this.runtime.cgroupLayout(), probes: async () => probes.text(), fsDevice: () => engineDevice(this.runtime) });
+    return containerEndpoint(kind, { samples: () => this.stats.samples(), node: async () => (await this.nodeStatus.now()).summary, cgroups: () => this.runtime.containerCgroups(), probes: async () => probes.text(), fsDevice: () => engineDevice(this.runtime) });
   }
 }

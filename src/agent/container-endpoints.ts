@@ -1,5 +1,3 @@
-import type { CgroupLayout } from '../runtime/cgroup-stats.js';
-import { cgroupCandidates } from '../runtime/cgroup-stats.js';
 import { cadvisorMetrics, EXPOSITION_TYPE, resourceMetrics } from '../stats/container-metrics.js';
 import type { NodeSummary } from '../stats/node-view.js';
 import type { ContainerSample } from '../stats/summary.js';
@@ -11,7 +9,8 @@ export type ContainerEndpoint = 'cadvisor' | 'resource' | 'probes';
 export interface EndpointSources {
   samples(): Promise<ContainerSample[]>;
   node(): Promise<NodeSummary>;
-  layout(): Promise<CgroupLayout | undefined>;
+  /** cAdvisor's id of each container (its cgroup's path), as the engine names them. */
+  cgroups(): Promise<(id: string) => string>;
   probes(): Promise<string>;
   /** The device under the engine's root directory, when the engine is on this machine. */
   fsDevice(): Promise<string | undefined>;
@@ -30,9 +29,7 @@ export async function containerEndpoint(kind: ContainerEndpoint, from: EndpointS
     return [] as ContainerSample[];
   });
   if (kind === 'cadvisor') {
-    const layout = await from.layout().catch(() => undefined);
-    // cAdvisor's id is the cgroup's path; with readings from the engine's API, Docker's default.
-    const cgroupOf = (id: string): string => `/${cgroupCandidates(layout?.driver ?? 'cgroupfs', id)[0] ?? id}`;
+    const cgroupOf = await from.cgroups().catch(() => (id: string) => `/${id}`);
     const fsDevice = await from.fsDevice().catch(() => undefined);
     return { contentType: EXPOSITION_TYPE, text: cadvisorMetrics(samples, { cgroupOf, ...(fsDevice ? { fsDevice } : {}) }) };
   }

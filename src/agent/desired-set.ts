@@ -50,6 +50,8 @@ export class DesiredSet {
   private declarations: Map<string, string> | undefined;
   private conflicts: Conflict[] = [];
   private readonly reported = new Set<string>();
+  /** The status file as last written. */
+  private lastStatus = '';
 
   constructor(
     readonly sources: PodSource[],
@@ -182,8 +184,12 @@ export class DesiredSet {
       conflicts: this.conflicts,
       desired: [...this.byKey.keys()].sort(),
     };
+    const text = `${JSON.stringify(status, null, 2)}\n`;
+    // Most merges under churn change a pod's spec, not this: the same text is not written again.
+    if (text === this.lastStatus) return;
     try {
-      writeFileAtomic(join(this.o.stateDir, 'agent-status.json'), `${JSON.stringify(status, null, 2)}\n`);
+      writeFileAtomic(join(this.o.stateDir, 'agent-status.json'), text, { durable: false });
+      this.lastStatus = text;
     } catch (err) {
       this.o.log.error(`cannot write status: ${(err as Error).message}`);
     }

@@ -22,8 +22,8 @@ export interface PodRecord {
   readonly adopted: Map<string, string | undefined>;
   /** The current sandbox and the address its hooks and probes use, read once per sandbox. */
   sandbox?: { id: string; ip: string };
-  /** The sync in progress, to let go of a postStart hook when the pod is to be deleted. */
-  inProgress?: AbortController;
+  /** The signal of the sync carrying out actions now (aborted when the pod is to be deleted). */
+  inProgress?: AbortSignal;
 }
 
 export function newPodRecord(): PodRecord {

@@ -5,7 +5,7 @@ import type { PodCache } from '../pleg/cache.js';
 import { ProbeManager, type ProbeEvent, type ProbeTarget } from '../probe/manager.js';
 import type { ProbedContainer, ProbeResultLabel } from '../metrics/probe-metrics.js';
 import { Backoff, type BackoffPolicy } from '../reconcile/backoff.js';
-import { fieldPathOf, graceOf, removePod, specOf, type EventSink } from '../reconcile/lifecycle.js';
+import { fieldPathOf, specOf, type EventSink } from '../reconcile/lifecycle.js';
 import { gateStarts, newestExited, sandboxKey } from '../reconcile/gate.js';
 import { computePodActions, hasActions } from '../reconcile/plan.js';
 import { ContainerImageError, ContainerStartFailure, executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
@@ -116,10 +116,9 @@ export class PodSupervisor {
     this.probes.stop();
   }
 
-  /** Deletes a pod no one declares any more. */
-  async remove(o: ObservedPod): Promise<void> {
-    this.probes.removePod(o.uid);
-    await removePod(this.rt, o, graceOf(o), this.sink({ uid: o.uid, name: o.name, namespace: o.namespace }));
+  /** Whether this agent has worked on the pod (it has a record). */
+  known(uid: string): boolean {
+    return this.records.has(uid);
   }
 
   /** The pod is gone: everything kept about it goes, in one place. */
@@ -182,7 +181,11 @@ export class PodSupervisor {
     this.probes.sync(d.uid, targets);
   }
 
-  async sync(d: DesiredPod): Promise<number | undefined> {
+  /**
+   * One turn of the pod's worker. `signal` is aborted when the pod is to be deleted: the turn then
+   * makes nothing more (the executor stops at its next step) and ends, for the deletion to follow.
+   */
+  async sync(d: DesiredPod, signal?: AbortSignal): Promise<number | undefined> {
     const uid = d.uid;
     // `podrun delete` is removing it: the pod is made anew once that is done, not patched meanwhile,
     // and from the engine as the deletion left it (the cache may not have heard of all of it yet).
@@ -256,13 +259,14 @@ export class PodSupervisor {
         this.log.info(`pod ${d.key}: starting ${s.type === 'init' ? 'init container' : 'container'} ${s.name} (${s.reason})${waited ? ` after a back-off of ${Math.round(waited / 1000)}s` : ''}`, { pod: d.key, container: s.name });
       }
     }
-    const sync = new AbortController();
+    if (signal?.aborted) return undefined;
+    const sync = signal ?? new AbortController().signal;
     r.inProgress = sync;
     try {
       await executePodActions(this.rt, d, o, toRun, {
         engineRestarts: false,
         events: this.sink(this.ref(d)),
-        signal: sync.signal,
+        signal: sync,
         postStart: (id, running) => (running ? r.postStarting.add(id) : r.postStarting.delete(id)),
       });
       if (toRun.createSandbox) this.observer.started?.('sandbox');
@@ -275,7 +279,10 @@ export class PodSupervisor {
       }
       if (toRun.createSandbox) this.startFailures.forget(sandboxKeyOf);
     } catch (err) {
-      if (err instanceof ContainerStartFailure) {
+      if (sync.aborted) {
+        // Cancelled (or failed on the way) because the pod is to be deleted: no back-off, no
+        // waiting reason; the deletion that comes next removes whatever was made.
+      } else if (err instanceof ContainerStartFailure) {
         // As the kubelet: CreateContainerError, RunContainerError and a refused sandbox back off
         // like a crash loop (10 s doubling to 5 min), so a bad mount or a missing binary costs
         // the engine one attempt per back-off, not a hot loop.
@@ -301,6 +308,7 @@ export class PodSupervisor {
       if (r.inProgress === sync) delete r.inProgress;
       await this.cache.refreshPod(uid);
     }
+    if (sync.aborted) return undefined;
     const after = this.cache.pod(uid);
     if (after) {
       // Prune right after a death, as the kubelet does: the sweep is only the safety net.
@@ -311,14 +319,6 @@ export class PodSupervisor {
     trimRecord(r, this.cache.pod(uid));
     // Look again: the next init container, or what changed meanwhile.
     return wait ?? 0;
-  }
-
-  /**
-   * The pod is no longer declared: a postStart hook its sync waits for is let go, so the deletion
-   * starts now instead of when the hook returns (as the kubelet cancels a terminating pod's sync).
-   */
-  cancel(uid: string): void {
-    this.records.get(uid)?.inProgress?.abort();
   }
 
   /** Whether the pod's worker is carrying out actions now (its containers are changing under it). */
@@ -398,6 +398,7 @@ export class PodSupervisor {
       await containerDetails(this.rt, o, r.details);
     }
     return podStatus(pod, o, {
+      runtimeName: this.rt.runtimeName,
       details: (id) => r.details.get(id),
       probes: (id) => this.probes.state(id) ?? { started: true, ready: true },
       waiting: (name) => r.waiting.get(name),

@@ -1,4 +1,4 @@
-import { readFileSync } from 'node:fs';
+import { readPackageFile } from '../base/package-file.js';
 import { EXIT, type Io } from './context.js';
 
 /**
@@ -141,7 +141,7 @@ export function explain(root: Root, path: string, recursive = false): { lines: s
 }
 
 export function explainCommand(path: string, o: { recursive: boolean }, io: Io): number {
-  const root = JSON.parse(readFileSync(new URL('../../schemas/pod.schema.json', import.meta.url), 'utf8')) as Root;
+  const root = JSON.parse(readPackageFile('schemas/pod.schema.json')) as Root;
   const r = explain(root, path, o.recursive);
   if ('error' in r) {
     io.err(`error: ${r.error}`);

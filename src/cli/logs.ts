@@ -73,9 +73,9 @@ function engineSeconds(iso: string): string | undefined {
  */
 async function inPlaceRun(rt: PodEngine, id: string, previous: boolean): Promise<LogWindow | undefined> {
   const st = await rt.containerState(id);
-  const started = st?.StartedAt ? engineSeconds(st.StartedAt) : undefined;
-  if (!st || !started || st.RestartCount === 0) return previous ? undefined : {};
-  if (st.Restarting || !previous) return { since: started };
+  const started = st?.startedAt ? engineSeconds(st.startedAt) : undefined;
+  if (!st || !started || st.engineRestarts === 0) return previous ? undefined : {};
+  if (st.restarting || !previous) return { since: started };
   return { until: started };
 }
 

@@ -1,5 +1,5 @@
 import { DEFAULT_EVICTION_HARD } from '../stats/node.js';
-import { podrunVersion } from '../status/version.js';
+import { podrunVersion, versionLine } from '../status/version.js';
 import { parseQuantity } from '../manifest/quantity.js';
 import { dirname, resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
@@ -346,7 +346,7 @@ logs keeps a container's stderr on stderr; there are no contexts or kubeconfig (
     .description('print podrun\'s version and the engine\'s')
     .option('--client', 'podrun\'s version only, without asking the engine', false)
     .action(async (o: { client: boolean }, cmd: Command) => {
-      io.out(`podrun ${version()}`);
+      io.out(versionLine());
       if (!o.client) {
         const g = globals(cmd);
         try {
@@ -440,8 +440,8 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       return EXIT.engine;
     }
     if (err instanceof EngineRequestError) {
-      // A 5xx is the engine failing, not the request being wrong: as good as unreachable.
-      if ((err.statusCode ?? 0) >= 500) {
+      // The engine failing (a 5xx), not the request being wrong: as good as unreachable.
+      if (err.kind === 'failing' || err.kind === 'unsupported') {
         io.err(`podrun: the Docker engine is failing: ${err.message}`);
         return EXIT.engine;
       }

@@ -38,6 +38,7 @@ export async function loadPodViews(rt: PodEngine, stateDir: string): Promise<{ p
       ]);
       const failed = pulls.get(o.uid);
       const status = podStatus(spec, o, {
+        runtimeName: rt.runtimeName,
         details: (id) => details.get(id),
         ...(failed ? { waiting: (name: string) => failed.find((f) => f.container === name) } : {}),
       });

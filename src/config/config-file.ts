@@ -4,10 +4,9 @@
  * schemas/config.schema.json, with the same `file:line:column field: message` errors as manifests.
  */
 import { didYouMean } from '../base/did-you-mean.js';
+import { readPackageFile } from '../base/package-file.js';
 import { Ajv, type ErrorObject } from 'ajv';
-import { readFileSync } from 'node:fs';
 import { isIP } from 'node:net';
-import { fileURLToPath } from 'node:url';
 import { fieldPath, type ManifestIssue } from '../manifest/errors.js';
 import { parseManifestText, type PathSegment } from '../manifest/parse.js';
 import { readManifestFile } from '../manifest/files.js';
@@ -61,8 +60,6 @@ export interface PodrunConfiguration {
   logging?: { format?: 'json' | 'text'; verbosity?: number; level?: 'debug' | 'info' | 'warn' | 'error' };
 }
 
-export const CONFIG_SCHEMA_PATH = fileURLToPath(new URL('../../schemas/config.schema.json', import.meta.url));
-
 export type ConfigResult = { ok: true; config: PodrunConfiguration } | { ok: false; issues: ManifestIssue[] };
 
 function segments(instancePath: string): PathSegment[] {
@@ -110,7 +107,7 @@ export function loadConfigFile(path: string): ConfigResult {
     issues.push({ file: path, line: pos.line, column: pos.column, field: fieldPath(path_), message, severity: 'error' });
   };
   if (extra) issues.push({ file: path, line: extra.line, column: 1, field: '', message: 'holds more than one document; a configuration file has one', severity: 'error' });
-  validator ??= new Ajv({ allErrors: true, strict: false, verbose: true }).compile(JSON.parse(readFileSync(CONFIG_SCHEMA_PATH, 'utf8')) as object);
+  validator ??= new Ajv({ allErrors: true, strict: false, verbose: true }).compile(JSON.parse(readPackageFile('schemas/config.schema.json')) as object);
   if (!validator(doc.value)) {
     const seen = new Set<string>();
     for (const e of validator.errors ?? []) {

@@ -64,7 +64,7 @@ export class GarbageCollector {
     // The engine removes in parallel well; more than a handful at once only queues in dockerd.
     await mapLimit(plan.removals, 8, async (r) => {
       try {
-        await this.rt.removeContainer(r.id);
+        await (r.sandbox ? this.rt.removeSandbox(r.id) : this.rt.removeContainer(r.id));
         removed++;
       } catch {
         failed++;

@@ -14,6 +14,8 @@ export const DEFAULT_CONTAINER_GC: ContainerGcPolicy = { maxPerPodContainer: 1 }
 
 export interface Removal {
   id: string;
+  /** A pod sandbox (the engine removes those by their own call), not a container. */
+  sandbox?: true;
   pod: string;
   container: string;
   reason: string;
@@ -43,12 +45,12 @@ export function planContainerGc(pods: ObservedPod[], desired: ReadonlySet<string
     const key = `${p.namespace}/${p.name}`;
     const all = [...p.sandboxes, ...p.containers];
     if (desired && !desired.has(p.uid) && !all.some(isActive)) {
-      for (const c of all) removals.push({ id: c.id, pod: key, container: c.name, reason: 'pod no longer desired' });
+      for (const c of all) removals.push({ id: c.id, ...(c.type === 'sandbox' ? { sandbox: true as const } : {}), pod: key, container: c.name, reason: 'pod no longer desired' });
       podsGone.push(p.uid);
       continue;
     }
     p.sandboxes.forEach((s, i) => {
-      if (i > 0 && isDead(s)) removals.push({ id: s.id, pod: key, container: s.name, reason: 'dead sandbox of an earlier attempt' });
+      if (i > 0 && isDead(s)) removals.push({ id: s.id, sandbox: true, pod: key, container: s.name, reason: 'dead sandbox of an earlier attempt' });
     });
     const seen = new Map<string, number>();
     for (const c of p.containers) {

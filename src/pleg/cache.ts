@@ -109,16 +109,15 @@ export class PodCache {
   }
 
   private onEvent(e: EngineEvent): void {
-    if (e.action.startsWith('exec_')) return;
     this.recent.push({ seq: ++this.seq, event: e });
     if (this.recent.length > RECENT_LIMIT) this.recent.splice(0, this.recent.length - RECENT_LIMIT);
     const uid = this.apply(e);
     if (uid) {
-      const a = e.attributes;
-      this.o.log?.debug(`engine event ${e.action} of container ${a[LABEL.containerName] ?? '?'} of pod ${a[LABEL.podNamespace] ?? '?'}/${a[LABEL.podName] ?? '?'}`, {
+      const a = e.labels;
+      this.o.log?.debug(`engine event ${e.kind} of container ${a[LABEL.containerName] ?? '?'} of pod ${a[LABEL.podNamespace] ?? '?'}/${a[LABEL.podName] ?? '?'}`, {
         pod: `${a[LABEL.podNamespace] ?? ''}/${a[LABEL.podName] ?? ''}`,
         container: a[LABEL.containerName],
-        event: e.action,
+        event: e.kind,
       });
       this.onPodChange(uid);
     }
@@ -126,54 +125,34 @@ export class PodCache {
 
   /** Folds one event into the records; returns the pod it concerns. */
   private apply(e: EngineEvent): string | undefined {
-    const uid = e.attributes[LABEL.podUid];
+    const uid = e.labels[LABEL.podUid];
     if (!uid || !e.id) return undefined;
-    // Docker says destroy; Podman's Docker-compatible API says remove.
-    if (e.action === 'destroy' || e.action === 'remove') {
+    if (e.kind === 'removed') {
       this.records.delete(e.id);
       this.finished.delete(e.id);
       return uid;
     }
     let rec = this.records.get(e.id);
     if (!rec) {
-      const { name, image, exitCode: _exit, ...labels } = e.attributes;
-      rec = {
-        Id: e.id,
-        Names: [`/${name ?? ''}`],
-        Image: image ?? '',
-        ImageID: '',
-        Command: '',
-        Created: Math.floor(e.timeMs / 1000),
-        Ports: [],
-        Labels: labels,
-        State: 'created',
-        Status: 'Created',
-        HostConfig: { NetworkMode: '' },
-        NetworkSettings: { Networks: {} },
-        Mounts: [],
-      };
+      rec = { id: e.id, name: e.name ?? '', image: e.image ?? '', labels: { ...e.labels }, state: 'created', created: Math.floor(e.timeMs / 1000) };
       this.records.set(e.id, rec);
     }
-    switch (e.action) {
-      case 'create':
-        rec.State = 'created';
+    switch (e.kind) {
+      case 'created':
+        rec.state = 'created';
         break;
-      case 'start':
-      case 'unpause':
-      case 'restart':
-        rec.State = 'running';
-        rec.Status = 'Up';
+      case 'started':
+        rec.state = 'running';
+        delete rec.exitCode;
         break;
-      case 'die':
-        rec.State = 'exited';
-        rec.Status = `Exited (${e.attributes.exitCode ?? '-1'})`;
+      case 'exited':
+        rec.state = 'exited';
+        rec.exitCode = e.exitCode ?? -1;
         this.finished.set(e.id, e.timeMs);
         break;
-      case 'pause':
-        rec.State = 'paused';
+      case 'paused':
+        rec.state = 'paused';
         break;
-      default:
-        return undefined;
     }
     this.records.changed(e.id);
     return uid;
@@ -186,8 +165,8 @@ export class PodCache {
     const touched = new Set<string>(this.records.uids());
     this.records.clear();
     for (const info of list) {
-      this.records.set(info.Id, info);
-      touched.add(info.Labels[LABEL.podUid] ?? '');
+      this.records.set(info.id, info);
+      touched.add(info.labels[LABEL.podUid] ?? '');
     }
     for (const r of this.recent) if (r.seq > startSeq) this.apply(r.event);
     touched.delete('');
@@ -213,7 +192,7 @@ export class PodCache {
     const startSeq = this.seq;
     const ids = new Set(this.createdUnseen.get(uid));
     this.createdUnseen.delete(uid);
-    for (const rec of this.records.ofPod(uid)) ids.add(rec.Id);
+    for (const rec of this.records.ofPod(uid)) ids.add(rec.id);
     const seen = await this.rt.inspectContainers([...ids]);
     for (const [id, info] of seen) {
       if (info) {
@@ -224,7 +203,7 @@ export class PodCache {
       }
     }
     for (const r of this.recent) {
-      if (r.seq > startSeq && r.event.attributes[LABEL.podUid] === uid) this.apply(r.event);
+      if (r.seq > startSeq && r.event.labels[LABEL.podUid] === uid) this.apply(r.event);
     }
   }
 

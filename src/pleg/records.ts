@@ -24,7 +24,7 @@ export class ContainerRecords {
   set(id: string, rec: EngineContainer): void {
     this.delete(id);
     this.byId.set(id, rec);
-    const uid = rec.Labels[LABEL.podUid] ?? '';
+    const uid = rec.labels[LABEL.podUid] ?? '';
     this.views.delete(uid);
     let pod = this.byPod.get(uid);
     if (!pod) this.byPod.set(uid, (pod = new Map()));
@@ -35,7 +35,7 @@ export class ContainerRecords {
     const rec = this.byId.get(id);
     if (!rec) return;
     this.byId.delete(id);
-    const uid = rec.Labels[LABEL.podUid] ?? '';
+    const uid = rec.labels[LABEL.podUid] ?? '';
     this.views.delete(uid);
     const pod = this.byPod.get(uid);
     pod?.delete(id);
@@ -51,7 +51,7 @@ export class ContainerRecords {
   /** A record was changed in place (an event's new state). */
   changed(id: string): void {
     const rec = this.byId.get(id);
-    if (rec) this.views.delete(rec.Labels[LABEL.podUid] ?? '');
+    if (rec) this.views.delete(rec.labels[LABEL.podUid] ?? '');
   }
 
   /** The pod's grouped view (undefined: no container of podrun's is recorded for it). */

@@ -250,7 +250,7 @@ export async function waitForPods(
  */
 async function drivenVerdict(rt: PodEngine, probes: ProbeManager, d: DesiredPod, obs: ObservedPod | undefined): Promise<Verdict> {
   const judge = (details?: Map<string, ContainerDetails>): Verdict => {
-    const s = settled(d, obs, { probes: (id) => probes.state(id), ...(details ? { details: (id: string) => details.get(id) } : {}) });
+    const s = settled(d, obs, { runtimeName: rt.runtimeName, probes: (id) => probes.state(id), ...(details ? { details: (id: string) => details.get(id) } : {}) });
     return { done: s.done, failed: s.failed, message: describeNotReady(s.status), status: toV1Status(s.status, { hostIP: rt.hostIP }) as V1Pod['status'] };
   };
   const first = judge();

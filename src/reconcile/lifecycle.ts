@@ -76,8 +76,18 @@ export async function killContainer(
  * `override` seconds exactly when given.
  */
 export async function stopPod(rt: PodEngine, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<void> {
+  await stopContainers(rt, observed, graceSeconds, events, override);
+  // The sandbox only holds namespaces; it has nothing to shut down cleanly.
+  await Promise.all(observed.sandboxes.filter(isActive).map((s) => rt.stopSandbox(s.id)));
+}
+
+/** The pod's containers stopped, as stopPod does, its sandbox left as it is. */
+async function stopContainers(rt: PodEngine, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<void> {
   const pod = observed.spec;
-  const defaultHost = await defaultHostOf(rt, pod, observed).catch(() => '127.0.0.1');
+  // Only a preStop hook needs the pod's address: no engine call for it otherwise (a deletion
+  // under churn waits for every call it makes).
+  const hooked = observed.containers.some((c) => isActive(c) && (c.spec ?? specOf(pod, c.name))?.lifecycle?.preStop);
+  const defaultHost = hooked ? await defaultHostOf(rt, pod, observed).catch(() => '127.0.0.1') : '127.0.0.1';
   const kill = (c: ObservedContainer): Promise<void> =>
     killContainer(rt, c, c.spec ?? specOf(pod, c.name), override ?? c.graceSeconds ?? graceSeconds, {
       defaultHost,
@@ -88,21 +98,36 @@ export async function stopPod(rt: PodEngine, observed: ObservedPod, graceSeconds
     });
   await Promise.all(observed.containers.filter((c) => c.type === 'app').map(kill));
   await Promise.all(observed.containers.filter((c) => c.type === 'init').map(kill));
-  // The sandbox only holds namespaces; it has nothing to shut down cleanly.
-  await Promise.all(observed.sandboxes.filter(isActive).map((s) => rt.stopContainer(s.id, 0)));
 }
 
-/** Stops and removes everything of the pod, its emptyDirs and memory volumes included. */
-export async function removePod(rt: PodEngine, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<void> {
+/**
+ * Stops and removes everything of the pod, its emptyDirs and memory volumes included; false when
+ * the engine still had a container of the pod that `observed` did not (the directory then stays).
+ */
+export async function removePod(rt: PodEngine, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<boolean> {
   markTerminating(rt.options.stateDir, observed.uid, override ?? graceSeconds);
   try {
-    await stopPod(rt, observed, graceSeconds, events, override);
+    await stopContainers(rt, observed, graceSeconds, events, override);
     // Containers before the sandbox: an engine that tracks the namespaces they joined (Podman)
-    // refuses to remove a sandbox that others still depend on.
-    await Promise.all(observed.containers.map((c) => rt.removeContainer(c.id)));
-    await Promise.all(observed.sandboxes.map((c) => rt.removeContainer(c.id)));
-    await rt.removePodVolumes(observed.uid);
+    // refuses to remove a sandbox that others still depend on. The sandbox is not stopped first:
+    // a forced removal ends it in the same call.
+    await Promise.all(observed.containers.map((c) => rt.removeContainer(c.id, { urgent: true })));
+    await Promise.all(observed.sandboxes.map((s) => rt.removeSandbox(s.id, { urgent: true })));
+    return await removePodDir(rt, observed.uid);
   } finally {
     clearTerminating(rt.options.stateDir, observed.uid);
   }
+}
+
+/**
+ * The pod's directory (emptyDirs, downward API files, pinned mounts) outlives its containers: it
+ * goes only once the engine lists none of the pod's, since a container made meanwhile (by a sync
+ * that had not heard of the deletion) binds from it, and would fail to start without it, as the
+ * kubelet cleans a pod's volumes only once it has terminated (pod_workers.go, syncTerminatedPod).
+ * True when it went.
+ */
+export async function removePodDir(rt: PodEngine, uid: string): Promise<boolean> {
+  if ((await rt.listContainers(uid)).length > 0) return false;
+  await rt.removePodVolumes(uid);
+  return true;
 }

@@ -5,7 +5,8 @@ import { runHook } from '../probe/handlers.js';
 import { isActive, type ObservedPod } from '../runtime/observed.js';
 import { ContainerStartError, ImageError, SandboxError, type SandboxInfo } from '../runtime/runtime-types.js';
 import type { PodEngine } from '../runtime/roles.js';
-import { engineRestartPolicy, identityOf } from '../runtime/spec.js';
+import { Cancelled } from '../runtime/slots.js';
+import { identityOf } from '../runtime/spec.js';
 import { fieldPathOf, killContainer, specOf, stopPod, type EventSink } from './lifecycle.js';
 import type { PodActions } from './plan.js';
 
@@ -18,7 +19,10 @@ export interface SyncOptions {
    */
   engineRestarts: boolean;
   events?: EventSink;
-  /** Aborted when the pod is to be deleted: a postStart hook still running is let go. */
+  /**
+   * Aborted when the pod is to be deleted: nothing more is made (checked between steps, and every
+   * wait for a pull or an engine slot gives up: `Cancelled`); a postStart hook still running is let go.
+   */
   signal?: AbortSignal;
   /** A container's postStart hook began (true) or ended: until it ends the container is not yet Running. */
   postStart?: (containerId: string, running: boolean) => void;
@@ -68,8 +72,13 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
   const id = identityOf(pod, d.origin.shown ?? d.origin.source, o.applySet ?? appliedSetOf(d.origin.source));
   const grace = pod.spec.terminationGracePeriodSeconds ?? 30;
   const events = o.events;
-  const restartPolicy = (type: 'init' | 'app' | 'sandbox', c?: Container): string => (o.engineRestarts ? engineRestartPolicy(pod, type, c) : 'no');
   const podIP = pod.spec.hostNetwork ? rt.hostIP : undefined;
+  const signal = o.signal;
+  // Between steps: a pod no longer wanted goes no further (the kubelet's pod worker cancels the
+  // sync's context when the pod is to terminate; pod_workers.go UpdatePod).
+  const step = (): void => {
+    if (signal?.aborted) throw new Cancelled(`pod ${d.key} is no longer wanted`);
+  };
 
   // 0. An update's images, before anything running goes (the plan names them); an image two of
   // them use is had once.
@@ -81,8 +90,9 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
     if (had.has(image)) continue;
     had.add(image);
     const fp = fieldPathOf(pod, c.name);
+    step();
     try {
-      await rt.ensureImage(c.image, c.imagePullPolicy, pullEvents(events, c.image, fp));
+      await rt.ensureImage(c.image, c.imagePullPolicy, pullEvents(events, c.image, fp), signal);
     } catch (err) {
       if (!(err instanceof ImageError)) throw err;
       imageFailed(events, c.image, err, fp);
@@ -91,6 +101,7 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
   }
 
   // 1. Kill what must go.
+  step();
   if (actions.killPod && observed) {
     if (actions.createSandbox && actions.reason) events?.('Normal', 'SandboxChanged', `Pod sandbox changed (${actions.reason}), it will be killed and re-created.`);
     await stopPod(rt, observed, grace, events);
@@ -117,11 +128,13 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
   if (actions.containersToStart.length === 0 && !actions.createSandbox) return;
 
   // 2. The sandbox, new or current.
+  step();
   const volumes = await rt.prepareVolumes(pod);
   let sandbox: SandboxInfo;
   if (actions.createSandbox) {
+    step();
     try {
-      sandbox = await rt.createSandbox(pod, id, actions.sandboxAttempt, sandboxHash(pod), restartPolicy('sandbox'), volumes);
+      sandbox = await rt.createSandbox(pod, id, actions.sandboxAttempt, sandboxHash(pod), o.engineRestarts, volumes, signal);
     } catch (err) {
       if (!(err instanceof SandboxError)) throw err;
       events?.('Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${err.message}`);
@@ -139,6 +152,7 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
     const c = findContainer(d, s.name);
     const fp = fieldPathOf(pod, c.name);
     let containerId: string;
+    step();
     try {
       containerId = await rt.startContainer(pod, id, c, {
         type: s.type,
@@ -146,9 +160,10 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
         hash: containerHash(pod, c),
         sandbox,
         volumes,
-        restartPolicy: restartPolicy(s.type, c),
+        engineRestarts: o.engineRestarts,
         onPull: pullEvents(events, c.image, fp),
         ...(ready.has(c.name) ? { imageReady: true } : {}),
+        ...(signal ? { signal } : {}),
       });
     } catch (err) {
       if (err instanceof ImageError) {
@@ -192,9 +207,7 @@ export async function pruneDeadInstances(rt: PodEngine, observed: ObservedPod, k
     seen.set(c.name, n);
     if (n > keep) doomed.push(c.id);
   }
-  observed.sandboxes.slice(1).forEach((s) => {
-    if (!isActive(s)) doomed.push(s.id);
-  });
-  await Promise.all(doomed.map((id) => rt.removeContainer(id)));
-  return doomed.length;
+  const sandboxes = observed.sandboxes.slice(1).filter((s) => !isActive(s));
+  await Promise.all([...doomed.map((id) => rt.removeContainer(id)), ...sandboxes.map((s) => rt.removeSandbox(s.id))]);
+  return doomed.length + sandboxes.length;
 }

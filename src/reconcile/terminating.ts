@@ -20,7 +20,9 @@ export function markTerminating(stateDir: string, uid: string, graceSeconds: num
   try {
     mkdirSync(dir(stateDir), { recursive: true, mode: 0o700 });
     const note: Deletion = { deletionTimestamp: new Date().toISOString(), deletionGracePeriodSeconds: graceSeconds };
-    writeFileAtomic(join(dir(stateDir), `${uid}.json`), JSON.stringify(note));
+    // Not fsynced: it lives as long as a deletion, on the deletion's path (a power loss at worst
+    // loses the Terminating display; the next agent deletes the pod again all the same).
+    writeFileAtomic(join(dir(stateDir), `${uid}.json`), JSON.stringify(note), { durable: false });
   } catch {
     // A state dir that cannot be written costs the Terminating display, never the deletion.
   }

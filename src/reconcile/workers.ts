@@ -3,6 +3,9 @@ import { timerDelay } from '../base/duration.js';
 /**
  * One worker per pod, pods in parallel up to a bound. Changes to a pod while it syncs coalesce
  * into one more sync afterwards; a sync may ask to run again later (backoff, retry after error).
+ * A pod that is to go (`kill`) does not wait for its sync to end: the sync's signal is aborted, so
+ * it stops at its next step, and the next run (the deletion) comes right after, as the kubelet's
+ * pod worker cancels a sync's context when the pod is to terminate (pod_workers.go UpdatePod).
  */
 export class PodWorkers {
   private readonly running = new Set<string>();
@@ -10,12 +13,14 @@ export class PodWorkers {
   private readonly queue: string[] = [];
   private readonly queued = new Set<string>();
   private readonly timers = new Map<string, NodeJS.Timeout>();
+  /** The signal of each sync under way: aborted when its pod is to go. */
+  private readonly syncs = new Map<string, AbortController>();
   private active = 0;
   private stopped = false;
   private idleWaiters: (() => void)[] = [];
 
   constructor(
-    private readonly sync: (uid: string) => Promise<number | undefined>,
+    private readonly sync: (uid: string, signal: AbortSignal) => Promise<number | undefined>,
     private readonly concurrency = 4,
     private readonly onError: (uid: string, err: Error) => void = () => undefined,
   ) {}
@@ -23,6 +28,11 @@ export class PodWorkers {
   /** Pods with a worker running, queued, or waiting on a timer. */
   get size(): number {
     return new Set([...this.running, ...this.dirty, ...this.queued, ...this.timers.keys()]).size;
+  }
+
+  /** Pods whose worker runs now or is about to (not those waiting on a timer). */
+  working(): Set<string> {
+    return new Set([...this.running, ...this.dirty, ...this.queued]);
   }
 
   enqueue(uid: string, afterMs = 0): void {
@@ -48,6 +58,22 @@ export class PodWorkers {
     this.pump();
   }
 
+  /**
+   * The pod is to go: a sync under way is cancelled (it stops at its next step; what it was doing
+   * with the engine at that moment ends first), a delayed run comes now, and the pod's next run
+   * follows at once.
+   */
+  kill(uid: string): void {
+    if (this.stopped) return;
+    const t = this.timers.get(uid);
+    if (t) {
+      clearTimeout(t);
+      this.timers.delete(uid);
+    }
+    this.syncs.get(uid)?.abort();
+    this.enqueue(uid);
+  }
+
   private pump(): void {
     while (!this.stopped && this.active < this.concurrency && this.queue.length > 0) {
       const uid = this.queue.shift() as string;
@@ -65,12 +91,18 @@ export class PodWorkers {
 
   private async run(uid: string): Promise<void> {
     let again: number | undefined;
+    const sync = new AbortController();
+    this.syncs.set(uid, sync);
     try {
-      again = await this.sync(uid);
+      again = await this.sync(uid, sync.signal);
     } catch (err) {
-      this.onError(uid, err as Error);
-      again = 5_000;
+      // A cancelled sync ends however it ends: the run that follows is what matters.
+      if (!sync.signal.aborted) {
+        this.onError(uid, err as Error);
+        again = 5_000;
+      }
     }
+    this.syncs.delete(uid);
     this.running.delete(uid);
     this.active--;
     if (this.dirty.delete(uid)) this.enqueue(uid);
@@ -94,6 +126,7 @@ export class PodWorkers {
     for (const t of this.timers.values()) clearTimeout(t);
     this.queue.length = 0;
     this.queued.clear();
+    this.timers.clear();
     const deadline = Date.now() + maxWaitMs;
     while (this.active > 0 && Date.now() < deadline) await new Promise((r) => setTimeout(r, 20));
   }

@@ -10,11 +10,29 @@ export class EngineUnavailableError extends Error {
   }
 }
 
+/**
+ * What kind of refusal, in podrun's words, whichever engine refused (an HTTP status from the
+ * Docker API, a gRPC code from a CRI runtime): `failing` is the engine's fault, not the request's.
+ */
+export type EngineErrorKind = 'not-found' | 'unchanged' | 'conflict' | 'unsupported' | 'failing' | 'refused';
+
+/** The kind of a Docker API status. */
+export function kindOfStatus(status: number | undefined): EngineErrorKind {
+  if (status === 404) return 'not-found';
+  if (status === 304) return 'unchanged';
+  if (status === 409) return 'conflict';
+  if (status === 501) return 'unsupported';
+  return (status ?? 0) >= 500 ? 'failing' : 'refused';
+}
+
 /** The engine answered with an error status. */
 export class EngineRequestError extends Error {
-  constructor(message: string, readonly statusCode: number | undefined) {
+  /** `statusCode`: the engine's own (Docker's HTTP status), read only inside the runtime; above it, `kind`. */
+  readonly kind: EngineErrorKind;
+  constructor(message: string, readonly statusCode: number | undefined, kind?: EngineErrorKind) {
     super(message);
     this.name = 'EngineRequestError';
+    this.kind = kind ?? kindOfStatus(statusCode);
   }
 }
 

@@ -3,7 +3,7 @@ import type { Container } from '../manifest/types.js';
 import { authFromFiles, credentialFiles } from './auth.js';
 import { engineError, EngineRequestError, isNotFound } from './engine.js';
 import { ImageError, type EngineCalls, type PullProgress } from './runtime-types.js';
-import { Slots } from './slots.js';
+import { Slots, unlessAborted } from './slots.js';
 
 export type { PullProgress };
 
@@ -70,7 +70,7 @@ export class ImageStore {
     this.slots = new Slots(n > 0 ? n : Number.POSITIVE_INFINITY);
   }
 
-  async ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener): Promise<void> {
+  async ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener, signal?: AbortSignal): Promise<void> {
     const present = await this.present(image);
     if (policy === 'Never') {
       if (!present) throw new ImageError(`image ${image} is not present and its imagePullPolicy is Never`, 'ErrImageNeverPull');
@@ -78,7 +78,8 @@ export class ImageStore {
     }
     if (present && policy !== 'Always') return;
     onPull?.('pulling');
-    const r = await this.pull(image);
+    // A pod no longer wanted stops waiting; the pull goes on for whoever else needs the image.
+    const r = await unlessAborted(this.pull(image), signal);
     onPull?.('pulled', `in ${r.seconds.toFixed(1)}s${r.bytes ? ` (${formatBytes(r.bytes)}, ${r.layers} layer${r.layers === 1 ? '' : 's'})` : ''}`);
   }
 

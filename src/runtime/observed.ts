@@ -1,32 +1,23 @@
-import type Docker from 'dockerode';
 import { LABEL, MANAGED_BY, type ContainerType } from './labels.js';
 import type { Container, Pod } from '../manifest/types.js';
 
-/** One container as the engine lists it: what the pod cache keeps, without knowing dockerode. */
-export type EngineContainer = Docker.ContainerInfo;
-
 /**
- * An inspect answer in the shape of a list entry, so the pod cache keeps one kind of record
- * whichever call told it. Pure.
+ * One container or sandbox as the engine lists it: what the pod cache keeps, in podrun's words
+ * (each engine turns its own answers into these: runtime/docker/records.ts).
  */
-export function listedFromInspect(i: Docker.ContainerInspectInfo): EngineContainer {
-  const state = i.State.Status;
-  const status = state === 'exited' || state === 'dead' ? `Exited (${i.State.ExitCode})` : state === 'running' ? 'Up' : state === 'created' ? 'Created' : state;
-  return {
-    Id: i.Id,
-    Names: [i.Name.startsWith('/') ? i.Name : `/${i.Name}`],
-    Image: i.Config.Image,
-    ImageID: i.Image,
-    Command: [i.Path, ...(i.Args ?? [])].join(' '),
-    Created: Math.floor(Date.parse(i.Created) / 1000),
-    Ports: [],
-    Labels: i.Config.Labels ?? {},
-    State: state,
-    Status: status,
-    HostConfig: { NetworkMode: i.HostConfig.NetworkMode ?? '' },
-    NetworkSettings: { Networks: i.NetworkSettings.Networks ?? {} },
-    Mounts: [],
-  };
+export interface EngineContainer {
+  id: string;
+  /** The engine's name for it (labels.ts `dockerName`). */
+  name: string;
+  image: string;
+  labels: Record<string, string>;
+  state: ContainerState;
+  /** Undefined unless it exited (and the engine said with which code). */
+  exitCode?: number;
+  /** Seconds since the epoch. */
+  created: number;
+  /** Its IP on its network, when the engine's answer carried one (a list does; an event does not). */
+  ip?: string;
 }
 
 export type ContainerState = 'created' | 'running' | 'paused' | 'restarting' | 'exited' | 'removing' | 'dead';
@@ -71,17 +62,12 @@ export function isActive(c: ObservedContainer): boolean {
   return c.state === 'running' || c.state === 'restarting' || c.state === 'paused';
 }
 
-function exitCodeOf(status: string | undefined): number | undefined {
-  const m = /^Exited \((-?\d+)\)/.exec(status ?? '');
-  return m ? Number(m[1]) : undefined;
-}
-
 /** Groups the engine's container list into pods. Pure, so it is tested with plain data. */
-export function groupObserved(list: Docker.ContainerInfo[]): ObservedPod[] {
+export function groupObserved(list: readonly EngineContainer[]): ObservedPod[] {
   const pods = new Map<string, ObservedPod>();
   const sandboxLabels = new Map<string, Record<string, string>>();
   for (const info of list) {
-    const l = info.Labels ?? {};
+    const l = info.labels ?? {};
     if (l[LABEL.managedBy] !== MANAGED_BY) continue;
     const uid = l[LABEL.podUid];
     const type = l[LABEL.containerType] as ContainerType | undefined;
@@ -99,19 +85,18 @@ export function groupObserved(list: Docker.ContainerInfo[]): ObservedPod[] {
       pods.set(uid, pod);
     }
     const c: ObservedContainer = {
-      id: info.Id,
-      dockerName: (info.Names?.[0] ?? '').replace(/^\//, ''),
+      id: info.id,
+      dockerName: info.name,
       type,
       name: l[LABEL.containerName] ?? '',
       hash: l[LABEL.hash] ?? '',
       restartCount: Number(l[LABEL.restartCount] ?? 0) || 0,
-      state: info.State as ContainerState,
-      exitCode: exitCodeOf(info.Status),
-      created: info.Created,
-      image: info.Image,
+      state: info.state,
+      exitCode: info.exitCode,
+      created: info.created,
+      image: info.image,
     };
-    const ip = Object.values(info.NetworkSettings?.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress;
-    if (ip) c.ip = ip;
+    if (info.ip) c.ip = info.ip;
     const own = parseJson<Container>(l[LABEL.containerSpec]);
     if (own) c.spec = own;
     const grace = Number(l[LABEL.gracePeriod]);

@@ -1,6 +1,7 @@
 import type Docker from 'dockerode';
 import { isNotFound } from './engine.js';
 import type { EngineCalls, EngineStats } from './runtime-types.js';
+import { statsFromDocker } from './docker/records.js';
 
 // Readings (the stats role): a container's counters and disk, and the engine's facts about the node.
 
@@ -12,7 +13,7 @@ import type { EngineCalls, EngineStats } from './runtime-types.js';
 export async function containerStatsOf(e: EngineCalls, id: string, oneShot: boolean): Promise<EngineStats | undefined> {
   const c = e.docker.getContainer(id);
   return e.call('stats container', () => c.stats({ stream: false, ...(oneShot ? { 'one-shot': true } : {}) } as { stream: false })).then(
-    (s) => s as unknown as EngineStats,
+    (s) => statsFromDocker(s as unknown as EngineStats),
     (err: unknown) => {
       if (isNotFound(err)) return undefined;
       throw err;

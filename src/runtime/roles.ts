@@ -5,7 +5,7 @@ import type { PodRuntime } from './runtime.js';
 // tests drive), and each module asks only for the roles it uses.
 
 /** Who this podrun instance and node are, as the runtime was set up. */
-export type EngineIdentity = Pick<PodRuntime, 'instance' | 'hostIP' | 'nodeName' | 'oomScoreFloor' | 'options' | 'endpoint'>;
+export type EngineIdentity = Pick<PodRuntime, 'instance' | 'hostIP' | 'nodeName' | 'oomScoreFloor' | 'options' | 'endpoint' | 'runtimeName'>;
 
 /** Containers and sandboxes: made, stopped, removed, listed and watched (the pod worker's and the cache's role). */
 export type EngineLifecycle = EngineIdentity &
@@ -25,6 +25,8 @@ export type EngineLifecycle = EngineIdentity &
     | 'prepareVolumes'
     | 'createSandbox'
     | 'sandboxInfo'
+    | 'stopSandbox'
+    | 'removeSandbox'
     | 'startContainer'
     | 'stopContainer'
     | 'removeContainer'
@@ -38,7 +40,7 @@ export type EngineImages = Pick<PodRuntime, 'ensureImage' | 'hasImage' | 'imageI
 export type EngineStreams = Pick<PodRuntime, 'exec' | 'execAttached' | 'endAbandonedExec' | 'writeLogs'>;
 
 /** Readings: container usage, disk, and the engine's facts about the node. */
-export type EngineReadings = Pick<PodRuntime, 'containerStats' | 'containerDisk' | 'engineFacts' | 'cgroupLayout'>;
+export type EngineReadings = Pick<PodRuntime, 'containerStats' | 'containerDisk' | 'engineFacts' | 'cgroupLayout' | 'containerCgroups'>;
 
 /** Every role: what the agent runs on. */
 export type PodEngine = EngineLifecycle & EngineImages & EngineStreams & EngineReadings;

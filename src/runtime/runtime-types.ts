@@ -1,5 +1,6 @@
 import type Docker from 'dockerode';
 import type { EngineOptions } from './engine.js';
+import type { ContainerState } from './observed.js';
 import type { VolumeBacking } from './spec.js';
 
 // The runtime's vocabulary, apart from the class: its options, what it answers, how it fails, and
@@ -61,10 +62,20 @@ export interface RuntimeObserver {
   pull?(seconds: number, ok: boolean): void;
 }
 
+/**
+ * One change of a container's (or sandbox's) life, whichever engine told it: Docker's
+ * create/start/die/destroy, the CRI's ContainerEventType. Other news (execs, renames) is no event.
+ */
 export interface EngineEvent {
-  action: string;
+  kind: 'created' | 'started' | 'paused' | 'exited' | 'removed';
   id: string;
-  attributes: Record<string, string>;
+  /** The container's labels: podrun's identity (labels.ts). */
+  labels: Record<string, string>;
+  /** Its name and image, where the engine said (a create does). */
+  name?: string;
+  image?: string;
+  /** An exit's code, where the engine said. */
+  exitCode?: number;
   timeMs: number;
 }
 
@@ -79,6 +90,22 @@ export interface EngineStats {
   preread?: string;
   /** podrun's own: where the reading came from (cgroupfs, or the engine's stats API). */
   source?: 'cgroup' | 'engine';
+}
+
+/** One container's state as the engine holds it now (an inspect; the CRI's ContainerStatus). */
+export interface ContainerStatus {
+  state: ContainerState;
+  exitCode: number;
+  /** RFC 3339, to the engine's precision (ns); absent: never started, or not finished. */
+  startedAt?: string;
+  finishedAt?: string;
+  oomKilled: boolean;
+  /** Why the engine could not run it, in its words. */
+  error?: string;
+  /** Times the engine restarted it in place under its own restart policy (0 where it has none). */
+  engineRestarts: number;
+  /** The engine is about to restart it in place. */
+  restarting: boolean;
 }
 
 export interface SandboxInfo {
@@ -128,10 +155,16 @@ export interface StartRequest {
   hash: string;
   sandbox: SandboxInfo;
   volumes: ReadonlyMap<string, VolumeBacking>;
-  restartPolicy: string;
+  /**
+   * No agent supervises the pod: the engine restarts the container itself as the pod's
+   * restartPolicy says, where it can (Docker: its restart policy). False: the caller restarts it.
+   */
+  engineRestarts: boolean;
   onPull?: (phase: 'pulling' | 'pulled', message?: string) => void;
   /** The image was had just before (pulled ahead of a replacement): not asked for again. */
   imageReady?: boolean;
+  /** Aborted when the pod is no longer wanted: no wait goes on and nothing more is made (`Cancelled`). */
+  signal?: AbortSignal;
 }
 
 /** One exec, as what ends it needs it: which, where, and when it was made (opaque above the runtime). */

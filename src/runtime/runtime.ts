@@ -2,28 +2,31 @@ import { hostname } from 'node:os';
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../manifest/types.js';
 import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound } from './engine.js';
-import { ContainerStartError, SandboxError, type EngineCalls, type EngineEvent, type EngineStats, type ExecEnd, type ExecRef, type RuntimeOptions, type SandboxInfo, type StartRequest } from './runtime-types.js';
+import { ContainerStartError, SandboxError, type ContainerStatus, type EngineCalls, type EngineEvent, type EngineStats, type ExecEnd, type ExecRef, type RuntimeOptions, type SandboxInfo, type StartRequest } from './runtime-types.js';
 import { ImageStore, type PullListener } from './images.js';
 import { containerDiskOf, engineFactsOf } from './readings.js';
 import { LocalReadings } from './local-readings.js';
-import type { CgroupLayout } from './cgroup-stats.js';
+import { cgroupCandidates, type CgroupLayout } from './cgroup-stats.js';
 import { execAttachedIn, execIn, terminationMessageOf, writeLogsOf } from './streams.js';
 import { endExec } from './exec-end.js';
 import { defaultHostIP, nodeResolvConf, oomScoreFloor } from './host.js';
 import { EngineTimeoutError } from './engine-errors.js';
 import { formatDuration, timerDelay } from '../base/duration.js';
 import { instanceId, LABEL, MANAGED_BY } from './labels.js';
-import { groupObserved, listedFromInspect, type EngineContainer, type ObservedPod } from './observed.js';
-import { containerCreateOptions, mountsToPin, needsImageUser, sandboxCreateOptions, startOptions, type ContainerOptions, type PodIdentity, type VolumeBacking } from './spec.js';
+import { groupObserved, type EngineContainer, type ObservedPod } from './observed.js';
+import { containerCreateOptions, engineRestartPolicy, mountsToPin, needsImageUser, sandboxCreateOptions, startOptions, type ContainerOptions, type PodIdentity, type VolumeBacking } from './spec.js';
 import { podDns } from './dns.js';
-import { Slots } from './slots.js';
+import { Slots, type SlotRequest } from './slots.js';
 import { pinMount } from './safe-mount.js';
+import { eventFromDocker, recordFromInspect, recordFromListed, statusFromInspect, type DockerEvent } from './docker/records.js';
 import { prepareTerminationLog, prepareVolumes, removePodVolumes, stagingPath, terminationLogPath, writeHostNetworkHosts } from './volumes.js';
 
 /** The only code that talks to the engine: pods in, engine objects out, labels carrying identity. */
 export class PodRuntime {
   private readonly docker: Docker;
   readonly endpoint: string;
+  /** The kubelet's runtime type: the scheme of container IDs (`docker://<id>`) and of the node's runtime version. */
+  readonly runtimeName: string = 'docker';
   readonly nodeName: string;
   readonly hostIP: string;
   readonly instance: string;
@@ -75,15 +78,15 @@ export class PodRuntime {
           if (isNotFound(err)) return undefined;
           throw err;
         });
-        out.set(id, info && info.Config.Labels?.[LABEL.instance] === this.instance ? listedFromInspect(info) : undefined);
+        out.set(id, info && info.Config.Labels?.[LABEL.instance] === this.instance ? recordFromInspect(info) : undefined);
       }),
     );
     return out;
   }
 
-  /** An engine call that costs the engine: it waits for a slot. */
-  private work<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    return this.slots.run(() => this.call(what, fn));
+  /** An engine call that costs the engine: it waits for a slot (removals first; a wait ends with the signal). */
+  private work<T>(what: string, fn: () => Promise<T>, o?: SlotRequest): Promise<T> {
+    return this.slots.run(() => this.call(what, fn), o);
   }
 
   private owned(opts: Docker.ContainerCreateOptions): Docker.ContainerCreateOptions {
@@ -120,10 +123,14 @@ export class PodRuntime {
     return groupObserved(await this.listContainers(uid));
   }
 
-  /** podrun's containers (all of them, or one pod's), as the engine lists them. */
-  async listContainers(uid?: string): Promise<Docker.ContainerInfo[]> {
+  /**
+   * podrun's containers (all of them, or one pod's), as the engine lists them. One pod's list is a
+   * deletion's last look (is anything of it left?): it goes before creates, as removals do.
+   */
+  async listContainers(uid?: string): Promise<EngineContainer[]> {
     const label = [`${LABEL.instance}=${this.instance}`, ...(uid ? [`${LABEL.podUid}=${uid}`] : [`${LABEL.managedBy}=${MANAGED_BY}`])];
-    return this.work('list containers', () => this.docker.listContainers({ all: true, filters: JSON.stringify({ label }) }));
+    const list = await this.work('list containers', () => this.docker.listContainers({ all: true, filters: JSON.stringify({ label }) }), uid ? { urgent: true } : {});
+    return list.map(recordFromListed);
   }
 
   /**
@@ -149,17 +156,15 @@ export class PodRuntime {
         const line = buffered.slice(0, nl).trim();
         buffered = buffered.slice(nl + 1);
         if (!line) continue;
+        let raw: DockerEvent;
         try {
-          const raw = JSON.parse(line) as { Action?: string; id?: string; Actor?: { ID?: string; Attributes?: Record<string, string> }; timeNano?: number; time?: number };
-          onEvent({
-            action: raw.Action ?? '',
-            id: raw.Actor?.ID ?? raw.id ?? '',
-            attributes: raw.Actor?.Attributes ?? {},
-            timeMs: raw.timeNano ? Math.floor(raw.timeNano / 1e6) : (raw.time ?? 0) * 1000,
-          });
+          raw = JSON.parse(line) as DockerEvent;
         } catch {
           // A malformed line is skipped; the periodic relist covers whatever it said.
+          continue;
         }
+        const e = raw && typeof raw === 'object' ? eventFromDocker(raw) : undefined;
+        if (e) onEvent(e);
       }
     });
     stream.on('end', () => end());
@@ -196,8 +201,8 @@ export class PodRuntime {
   }
 
   /** Has the image as its pull policy says, pulling it once however many containers want it. */
-  ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener): Promise<void> {
-    return this.images.ensureImage(image, policy, onPull);
+  ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener, signal?: AbortSignal): Promise<void> {
+    return this.images.ensureImage(image, policy, onPull, signal);
   }
 
   /** Whether the engine has the image under this reference. */
@@ -221,6 +226,15 @@ export class PodRuntime {
     return this.readings.cgroupLayout();
   }
 
+  /**
+   * cAdvisor's name for each container: its cgroup's path, where this engine puts it (with
+   * readings from the engine's API, where Docker puts it by default).
+   */
+  async containerCgroups(): Promise<(id: string) => string> {
+    const layout = await this.cgroupLayout().catch(() => undefined);
+    return (id) => `/${cgroupCandidates(layout?.driver ?? 'cgroupfs', id)[0] ?? id}`;
+  }
+
   containerStats(id: string, oneShot: boolean, network = true): Promise<EngineStats | undefined> {
     return this.readings.stats(id, oneShot, network);
   }
@@ -236,9 +250,9 @@ export class PodRuntime {
   }
 
   /** A container's state, and how often the engine restarted it in place (under its own restart policy). */
-  async containerState(id: string): Promise<(Docker.ContainerInspectInfo['State'] & { RestartCount: number }) | undefined> {
+  async containerState(id: string): Promise<ContainerStatus | undefined> {
     const info = await this.call('inspect container', () => this.docker.getContainer(id).inspect()).catch(() => undefined);
-    return info ? { ...info.State, RestartCount: info.RestartCount ?? 0 } : undefined;
+    return info ? statusFromInspect(info.State, info.RestartCount) : undefined;
   }
 
   /** When an exited container finished (ms since epoch), for crash backoff. */
@@ -268,17 +282,24 @@ export class PodRuntime {
     return this.call(`prepare volumes of ${pod.metadata.name}`, () => prepareVolumes(this.docker, this.options.stateDir, pod, this.instance, this.options.allowedHostPaths));
   }
 
-  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, restartPolicy: string, volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
+  /**
+   * Makes and starts the pod's sandbox. `engineRestarts`: no agent supervises the pod, so the engine
+   * keeps the sandbox up itself. Once `signal` is aborted (the pod is no longer wanted) no wait goes
+   * on and nothing more is made: `Cancelled`, and what was made is the deletion's.
+   */
+  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, engineRestarts: boolean, volumes?: ReadonlyMap<string, VolumeBacking>, signal?: AbortSignal): Promise<SandboxInfo> {
+    const restartPolicy = engineRestarts ? engineRestartPolicy(pod, 'sandbox') : 'no';
     if (this.options.containerLog) void this.defaultLogDriver();
-    await this.ensureImage(this.options.pauseImage, 'IfNotPresent');
+    await this.ensureImage(this.options.pauseImage, 'IfNotPresent', undefined, signal);
     const dns = podDns(pod.spec.dnsPolicy, pod.spec.dnsConfig, nodeResolvConf(this.options.resolvConf ?? '/etc/resolv.conf'), pod.spec.hostNetwork === true);
     const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: this.options.network ?? 'bridge', restartPolicy, oomScoreFloor: this.oomScoreFloor, ...(volumes ? { volumes } : {}), ...(dns ? { dns } : {}), ...(this.options.podPidsLimit ? { pidsLimit: this.options.podPidsLimit } : {}) });
     const refused = (err: unknown): never => {
       throw err instanceof EngineRequestError ? new SandboxError(err.message) : err;
     };
-    const container = await this.work(`create sandbox for ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts))).catch(refused);
+    const slot = signal ? { signal } : {};
+    const container = await this.work(`create sandbox for ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts)), slot).catch(refused);
     this.created(pod, container.id);
-    await this.work(`start sandbox for ${id.namespace}/${id.name}`, () => container.start()).catch(refused);
+    await this.work(`start sandbox for ${id.namespace}/${id.name}`, () => container.start(), slot).catch(refused);
     return this.sandboxInfo(container.id, pod);
   }
 
@@ -295,7 +316,7 @@ export class PodRuntime {
     c: Container,
     o: StartRequest,
   ): Promise<string> {
-    if (!o.imageReady) await this.ensureImage(c.image, c.imagePullPolicy, o.onPull);
+    if (!o.imageReady) await this.ensureImage(c.image, c.imagePullPolicy, o.onPull, o.signal);
     const imageUser = needsImageUser(pod, c) ? await this.images.imageUser(c.image) : undefined;
     const terminationLog = terminationLogPath(this.options.stateDir, pod.metadata.uid ?? '', c.name, o.restartCount);
     let opts: Docker.ContainerCreateOptions;
@@ -311,7 +332,7 @@ export class PodRuntime {
         ...(imageUser !== undefined ? { imageUser } : {}),
         ...(this.options.podPidsLimit ? { pidsLimit: this.options.podPidsLimit } : {}),
         terminationLog,
-        ...startOptions(o, { hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor }),
+        ...startOptions(pod, c, o, { hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor }),
       });
     } catch (err) {
       throw new ContainerStartError((err as Error).message, 'CreateContainerConfigError');
@@ -319,9 +340,10 @@ export class PodRuntime {
     const refused = (reason: ContainerStartError['reason']) => (err: unknown): never => {
       throw err instanceof EngineRequestError ? new ContainerStartError(err.message, reason) : err;
     };
-    const container = await this.work(`create container ${c.name} of ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts))).catch(refused('CreateContainerError'));
+    const slot = o.signal ? { signal: o.signal } : {};
+    const container = await this.work(`create container ${c.name} of ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts)), slot).catch(refused('CreateContainerError'));
     this.created(pod, container.id);
-    await this.work(`start container ${c.name} of ${id.namespace}/${id.name}`, () => container.start()).catch(refused('RunContainerError'));
+    await this.work(`start container ${c.name} of ${id.namespace}/${id.name}`, () => container.start(), slot).catch(refused('RunContainerError'));
     return container.id;
   }
 
@@ -366,11 +388,25 @@ export class PodRuntime {
     });
   }
 
-  async removeContainer(id: string): Promise<void> {
-    await this.work('remove container', () => this.docker.getContainer(id).remove({ force: true, v: true })).catch((err: unknown) => {
+  /** Removes a container (forced: a running one is killed). `urgent`: a pod's deletion (see SlotRequest). */
+  async removeContainer(id: string, o: { urgent?: boolean } = {}): Promise<void> {
+    await this.work('remove container', () => this.docker.getContainer(id).remove({ force: true, v: true }), o.urgent ? { urgent: true } : {}).catch((err: unknown) => {
       if (isNotFound(err) || (err instanceof EngineRequestError && err.statusCode === 409)) return;
       throw err;
     });
+  }
+
+  /**
+   * Stops a pod's sandbox at once: it only holds the namespaces, nothing in it shuts down cleanly.
+   * On the Docker API a sandbox is the pause container.
+   */
+  stopSandbox(id: string): Promise<void> {
+    return this.stopContainer(id, 0);
+  }
+
+  /** Removes a sandbox (after the pod's containers, which may still hold its namespaces); `urgent` as for removeContainer. */
+  removeSandbox(id: string, o: { urgent?: boolean } = {}): Promise<void> {
+    return this.removeContainer(id, o);
   }
 
   async removePodVolumes(uid: string): Promise<void> {

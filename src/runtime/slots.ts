@@ -1,23 +1,137 @@
+/** A wait for a slot given up because the work it was for is no longer wanted. */
+export class Cancelled extends Error {
+  constructor(what = 'cancelled') {
+    super(what);
+    this.name = 'Cancelled';
+  }
+}
+
+export interface SlotRequest {
+  /**
+   * A deletion's call (a removal, its last list): served before any waiting create or start, in
+   * a lane of its own (4 × the limit: a wave of deletions must not queue behind itself either), so
+   * it never waits for another pod's create to finish, and no other work begins while it runs (for HOLD_BACK_MS at most): the
+   * engine's own queues (its network set-up, above all) then hold no new create ahead of it. The kubelet's pod worker terminates a
+   * pod without queueing behind others.
+   */
+  urgent?: boolean;
+  /** Gives up the wait (not a call already running) once aborted: the caller gets `Cancelled`. */
+  signal?: AbortSignal;
+}
+
 /**
- * A counting semaphore: at most `limit` holders at once, the rest wait in order. It bounds what
- * costs the engine (creates, starts, removals, lists), never the time a pod spends waiting (a
- * grace period, a hook, a back-off), so no pod waits behind another's graceful stop.
+ * `p`, or `Cancelled` as soon as `signal` is aborted: a wait given up (the work waited for, a pull
+ * another pod may share, goes on).
+ */
+export function unlessAborted<T>(p: Promise<T>, signal: AbortSignal | undefined): Promise<T> {
+  if (!signal) return p;
+  if (signal.aborted) return Promise.reject(new Cancelled());
+  return new Promise<T>((resolve, reject) => {
+    const onAbort = (): void => reject(new Cancelled());
+    signal.addEventListener('abort', onAbort, { once: true });
+    p.then(resolve, reject).finally(() => signal.removeEventListener('abort', onAbort));
+  });
+}
+
+/** How long an urgent call holds back other work at most (a removal under load takes 0.1–3 s). */
+export const HOLD_BACK_MS = 3000;
+
+interface Waiter {
+  urgent: boolean;
+  grant: () => void;
+}
+
+/**
+ * A counting semaphore: at most `limit` holders of ordinary work at once and `4 × limit` of urgent
+ * work (a lane of its own), the rest wait in order, urgent work first, and nothing else begins
+ * while urgent work runs. It bounds what costs the engine (creates, starts, removals, lists), never the time a pod spends waiting (a grace period, a hook, a back-off), so no pod
+ * waits behind another's graceful stop.
  */
 export class Slots {
   private active = 0;
-  private readonly waiting: (() => void)[] = [];
+  private urgentActive = 0;
+  /** A deletion wave's removals: many at once (the engine removes in parallel well), never unbounded. */
+  private readonly urgentLimit: number;
+  /** Urgent holders that began less than HOLD_BACK_MS ago: while there are any, nothing else begins. */
+  private urgentFresh = 0;
+  private readonly waiting: Waiter[] = [];
 
-  constructor(readonly limit: number) {}
+  constructor(readonly limit: number) {
+    this.urgentLimit = limit * 4;
+  }
 
-  async run<T>(fn: () => Promise<T>): Promise<T> {
-    if (this.active >= this.limit) await new Promise<void>((r) => this.waiting.push(r));
-    else this.active++;
+  /** Holders now, and how many wait (for tests and metrics). */
+  get state(): { active: number; waiting: number } {
+    return { active: this.active, waiting: this.waiting.length };
+  }
+
+  private mayRun(urgent: boolean): boolean {
+    if (urgent) return this.urgentActive < this.urgentLimit;
+    return this.active - this.urgentActive < this.limit && !this.waiting.some((w) => w.urgent) && this.urgentFresh === 0;
+  }
+
+  async run<T>(fn: () => Promise<T>, o: SlotRequest = {}): Promise<T> {
+    const urgent = o.urgent === true;
+    if (o.signal?.aborted) throw new Cancelled();
+    if (this.mayRun(urgent)) this.active++;
+    else await this.wait(urgent, o.signal);
+    // An urgent call holds other work back only for so long: one the engine is wedged on (Docker
+    // 20.10 hangs on a container now and then, until the request times out) must not stop every
+    // other pod's creates with it.
+    let fresh = urgent;
+    const stale = urgent ? setTimeout(() => {
+      fresh = false;
+      this.urgentFresh--;
+      this.pump();
+    }, HOLD_BACK_MS) : undefined;
+    stale?.unref();
+    if (urgent) {
+      this.urgentFresh++;
+      this.urgentActive++;
+    }
     try {
       return await fn();
     } finally {
-      const next = this.waiting.shift();
-      if (next) next();
-      else this.active--;
+      this.active--;
+      if (urgent) this.urgentActive--;
+      clearTimeout(stale);
+      if (fresh) this.urgentFresh--;
+      this.pump();
+    }
+  }
+
+  private wait(urgent: boolean, signal: AbortSignal | undefined): Promise<void> {
+    return new Promise<void>((resolve, reject) => {
+      const onAbort = (): void => {
+        const i = this.waiting.indexOf(w);
+        if (i >= 0) this.waiting.splice(i, 1);
+        reject(new Cancelled());
+      };
+      const w: Waiter = {
+        urgent,
+        grant: () => {
+          signal?.removeEventListener('abort', onAbort);
+          resolve();
+        },
+      };
+      // Urgent waiters go after the urgent ones already waiting, before every other.
+      const at = urgent ? this.waiting.findIndex((x) => !x.urgent) : -1;
+      if (at >= 0) this.waiting.splice(at, 0, w);
+      else this.waiting.push(w);
+      signal?.addEventListener('abort', onAbort, { once: true });
+    });
+  }
+
+  private pump(): void {
+    for (;;) {
+      const next = this.waiting[0];
+      if (!next || !this.mayRun(next.urgent)) {
+        // An urgent waiter at the head could not run; normal ones behind it wait too.
+        return;
+      }
+      this.waiting.shift();
+      this.active++;
+      next.grant();
     }
   }
 }

@@ -68,8 +68,9 @@ export interface ContainerOptions {
 }
 
 /** What a start request and the node give every container's options (the runtime adds mounts, logs and the image's user). */
-export function startOptions(o: { type: 'init' | 'app'; restartCount: number; hash: string; sandbox: { id: string; ip: string }; volumes: ReadonlyMap<string, VolumeBacking>; restartPolicy: string }, node: Omit<PodRuntimeContext, 'podIP'>): ContainerOptions {
-  return { type: o.type, restartCount: o.restartCount, hash: o.hash, sandboxId: o.sandbox.id, volumes: o.volumes, runtime: { ...node, podIP: o.sandbox.ip }, restartPolicy: o.restartPolicy };
+export function startOptions(pod: Pod, c: Container, o: { type: 'init' | 'app'; restartCount: number; hash: string; sandbox: { id: string; ip: string }; volumes: ReadonlyMap<string, VolumeBacking>; engineRestarts: boolean }, node: Omit<PodRuntimeContext, 'podIP'>): ContainerOptions {
+  const restartPolicy = o.engineRestarts ? engineRestartPolicy(pod, o.type, c) : 'no';
+  return { type: o.type, restartCount: o.restartCount, hash: o.hash, sandboxId: o.sandbox.id, volumes: o.volumes, runtime: { ...node, podIP: o.sandbox.ip }, restartPolicy };
 }
 
 export function identityOf(pod: Pod, source: string, applySet?: string): PodIdentity {

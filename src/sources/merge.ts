@@ -19,9 +19,17 @@ export interface MergeResult {
   conflicts: Conflict[];
 }
 
+/** Pods are never changed once read: each one's digest is made once, not at every merge. */
+const digests = new WeakMap<object, string>();
+
 /** A declaration is told apart by its pod alone: where it came from is not what runs. */
 export function podDigest(d: DesiredPod): string {
-  return JSON.stringify(d.pod);
+  let s = digests.get(d.pod);
+  if (s === undefined) {
+    s = JSON.stringify(d.pod);
+    digests.set(d.pod, s);
+  }
+  return s;
 }
 
 /**

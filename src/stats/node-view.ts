@@ -107,7 +107,7 @@ export function nodeView(i: NodeInputs): NodeView {
         bootID: firstLine('/proc/sys/kernel/random/boot_id'),
         kernelVersion: i.facts?.kernelVersion ?? '',
         osImage: osImage(),
-        containerRuntimeVersion: i.facts ? `docker://${i.facts.version}` : '',
+        containerRuntimeVersion: i.facts ? `${i.rt.runtimeName}://${i.facts.version}` : '',
         kubeletVersion: `podrun/${i.podrunVersion}`,
         operatingSystem: 'linux',
         architecture: GOARCH[i.facts?.architecture ?? ''] ?? i.facts?.architecture ?? '',

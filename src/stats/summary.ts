@@ -90,9 +90,9 @@ export function cpuOf(stats: EngineStats, previous?: EngineStats): CpuStats {
   const total = stats.cpu_stats.cpu_usage.total_usage;
   const out: CpuStats = { time: stats.read, usageCoreNanoSeconds: total };
   // The engine's own previous sample (a non-one-shot read) or the caller's.
-  const prevTotal = previous?.cpu_stats.cpu_usage.total_usage ?? (stats.preread && !stats.preread.startsWith('0001-') ? stats.precpu_stats?.cpu_usage?.total_usage : undefined);
+  const prevTotal = previous?.cpu_stats.cpu_usage.total_usage ?? (stats.preread ? stats.precpu_stats?.cpu_usage?.total_usage : undefined);
   const prevTime = previous?.read ?? stats.preread;
-  if (prevTotal !== undefined && prevTime && !prevTime.startsWith('0001-')) {
+  if (prevTotal !== undefined && prevTime) {
     const seconds = (Date.parse(stats.read) - Date.parse(prevTime)) / 1000;
     if (seconds > 0 && total >= prevTotal) out.usageNanoCores = Math.round((total - prevTotal) / seconds);
   }

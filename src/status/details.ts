@@ -20,20 +20,18 @@ export async function containerDetails(rt: PodEngine, o: ObservedPod, cache: Map
     wanted.map(async (c) => {
       const st = await rt.containerState(c.id);
       if (!st) return;
-      // The engine reports "never" as the zero time.
-      const time = (t: string | undefined): string | undefined => (t && !t.startsWith('0001-') ? t : undefined);
-      const startedAt = time(st.StartedAt);
-      const finishedAt = isActive(c) ? undefined : time(st.FinishedAt);
-      const message = finishedAt ? await rt.terminationMessage({ ...c, exitCode: st.ExitCode }, o.uid) : undefined;
+      const startedAt = st.startedAt;
+      const finishedAt = isActive(c) ? undefined : st.finishedAt;
+      const message = finishedAt ? await rt.terminationMessage({ ...c, exitCode: st.exitCode }, o.uid) : undefined;
       cache.set(c.id, {
         ...(startedAt ? { startedAt } : {}),
         ...(finishedAt ? { finishedAt } : {}),
         ...(message ? { message } : {}),
-        ...(st.RestartCount > 0 ? { engineRestarts: st.RestartCount } : {}),
-        ...(st.Restarting ? { restarting: true } : {}),
-        exitCode: st.ExitCode,
-        oomKilled: st.OOMKilled,
-        ...(st.Error ? { error: st.Error } : {}),
+        ...(st.engineRestarts > 0 ? { engineRestarts: st.engineRestarts } : {}),
+        ...(st.restarting ? { restarting: true } : {}),
+        exitCode: st.exitCode,
+        oomKilled: st.oomKilled,
+        ...(st.error ? { error: st.error } : {}),
       });
     }),
   );

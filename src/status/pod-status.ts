@@ -57,6 +57,8 @@ export interface PodStatusSummary {
 
 /** What the agent (or apply's own prober) knows beyond the engine's list. */
 export interface StatusInputs {
+  /** The engine's runtime type, the scheme of each container ID (`<type>://<id>`); absent: the bare ID. */
+  runtimeName?: string;
   details?: (containerId: string) => ContainerDetails | undefined;
   /** Probe results; without a prober, a running container counts as started and ready. */
   probes?: (containerId: string) => { started: boolean; ready: boolean } | undefined;
@@ -72,14 +74,19 @@ function terminatedReason(c: ObservedContainer, d: ContainerDetails | undefined)
   return (d?.exitCode ?? c.exitCode) === 0 ? 'Completed' : 'Error';
 }
 
-function terminated(c: ObservedContainer, d: ContainerDetails | undefined): TerminatedState {
+/** The kubelet's container ID: the runtime type and the engine's ID. */
+function containerID(c: ObservedContainer, inputs: StatusInputs): string {
+  return inputs.runtimeName ? `${inputs.runtimeName}://${c.id}` : c.id;
+}
+
+function terminated(c: ObservedContainer, d: ContainerDetails | undefined, inputs: StatusInputs): TerminatedState {
   return {
     exitCode: d?.exitCode ?? c.exitCode ?? -1,
     reason: terminatedReason(c, d),
     ...(d?.message || d?.error ? { message: d.message ?? d.error } : {}),
     ...(d?.startedAt ? { startedAt: d.startedAt } : {}),
     ...(d?.finishedAt ? { finishedAt: d.finishedAt } : {}),
-    containerID: `docker://${c.id}`,
+    containerID: containerID(c, inputs),
   };
 }
 
@@ -91,7 +98,7 @@ function containerStatus(
   notYet: string,
 ): ContainerStatusSummary {
   const [c, prev] = instances;
-  const lastTerminated = prev && !isActive(prev) ? terminated(prev, inputs.details?.(prev.id)) : undefined;
+  const lastTerminated = prev && !isActive(prev) ? terminated(prev, inputs.details?.(prev.id), inputs) : undefined;
   const base = { name: spec.name, type, image: spec.image, ...(lastTerminated ? { lastTerminated } : {}) };
   const imposed = inputs.waiting?.(spec.name);
   if (!c) {
@@ -99,11 +106,11 @@ function containerStatus(
   }
   const d = inputs.details?.(c.id);
   // podrun's own restarts are new instances (the label); the engine's are in place (its count).
-  const common = { ...base, restartCount: c.restartCount + (d?.engineRestarts ?? 0), containerID: `docker://${c.id}`, ...(d?.startedAt ? { startedAt: d.startedAt } : {}) };
+  const common = { ...base, restartCount: c.restartCount + (d?.engineRestarts ?? 0), containerID: containerID(c, inputs), ...(d?.startedAt ? { startedAt: d.startedAt } : {}) };
   if (c.state === 'restarting') {
     // The engine restarts it (no agent): it is crash-looping as far as anyone can tell, and the
     // run that just ended (the engine keeps its exit code) is its last state, as the kubelet's.
-    const ended = d?.restarting && d.exitCode !== undefined ? { lastTerminated: terminated(c, d) } : {};
+    const ended = d?.restarting && d.exitCode !== undefined ? { lastTerminated: terminated(c, d, inputs) } : {};
     return { ...common, ...ended, state: 'waiting', reason: 'CrashLoopBackOff', ready: false, started: false };
   }
   // The kubelet's status of a container whose postStart has not returned is the one from before
@@ -115,7 +122,7 @@ function containerStatus(
     return { ...common, state: 'running', ready: p ? p.ready : true, started };
   }
   if (c.state === 'created') return { ...common, state: 'waiting', reason: imposed?.reason ?? 'ContainerCreating', ...(imposed ? { message: imposed.message } : {}), ready: false, started: false };
-  const t = terminated(c, d);
+  const t = terminated(c, d, inputs);
   if (imposed) {
     // Waiting to run again: the instance that just ended becomes the last state.
     return { ...common, state: 'waiting', reason: imposed.reason, message: imposed.message, ready: false, started: false, lastTerminated: t };

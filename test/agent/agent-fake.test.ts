@@ -41,7 +41,7 @@ async function until(what: string, ok: () => boolean, timeoutMs = 10_000): Promi
 }
 
 const runningPods = (engine: FakeEngine): string[] =>
-  [...new Set([...engine.containers.values()].filter((c) => c.State === 'running' && c.Labels[LABEL.containerName] === 'c').map((c) => `${c.Labels[LABEL.podName]}:${c.Image}`))].sort();
+  [...new Set([...engine.containers.values()].filter((c) => c.state === 'running' && c.labels[LABEL.containerName] === 'c').map((c) => `${c.labels[LABEL.podName]}:${c.image}`))].sort();
 
 describe('Agent on the fake engine', () => {
   it('runs what its sources declare, replaces what changed, deletes what went, and converges once', async () => {

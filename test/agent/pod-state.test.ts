@@ -67,7 +67,7 @@ async function until(what: string, ok: () => boolean, timeoutMs = 60_000): Promi
 }
 
 const total = (s: Record<string, number>): number => Object.values(s).reduce((a, b) => a + b, 0);
-const starts = (engine: FakeEngine): number => [...engine.containers.values()].filter((c) => c.Labels[LABEL.containerName] === 'c').reduce((n, c) => Math.max(n, Number(c.Labels[LABEL.restartCount])), 0);
+const starts = (engine: FakeEngine): number => [...engine.containers.values()].filter((c) => c.labels[LABEL.containerName] === 'c').reduce((n, c) => Math.max(n, Number(c.labels[LABEL.restartCount])), 0);
 
 describe('the agent\'s state per pod', () => {
   it('stays bounded through 10,000 crash/restart cycles of one pod, and is nothing once the pod is gone', { timeout: 120_000 }, async () => {
@@ -95,7 +95,7 @@ describe('the agent\'s state per pod', () => {
     const { agent, engine, source } = await agentOnFake();
     for (let i = 0; i < 1000; i++) {
       source.declare(POD(`p${i}`));
-      await until(`pod p${i} to run`, () => [...engine.containers.values()].some((c) => c.State === 'running' && c.Labels[LABEL.podName] === `p${i}` && c.Labels[LABEL.containerName] === 'c'));
+      await until(`pod p${i} to run`, () => [...engine.containers.values()].some((c) => c.state === 'running' && c.labels[LABEL.podName] === `p${i}` && c.labels[LABEL.containerName] === 'c'));
       source.declare();
       await until(`pod p${i} to go`, () => engine.podCount() === 0);
     }

@@ -4,6 +4,7 @@ import type { PodCache } from '../../src/pleg/cache.js';
 import { DEFAULT_BACKOFF } from '../../src/reconcile/backoff.js';
 import type { ObservedPod } from '../../src/runtime/observed.js';
 import type { PodRuntime } from '../../src/runtime/runtime.js';
+import type { ContainerStatus } from '../../src/runtime/runtime-types.js';
 import { desired, observedFor } from '../fixtures/pods.js';
 
 const none = (): undefined => undefined;
@@ -21,13 +22,13 @@ spec:
     const app = running.containers[0]!;
     let now: ObservedPod = running;
     // The engine as an inspect sees the container: running (exit code 0) until it dies with 3.
-    let state = { Status: 'running', Running: true, ExitCode: 0, StartedAt: '2026-11-30T10:00:00Z', FinishedAt: '0001-01-01T00:00:00Z', OOMKilled: false, Error: '', RestartCount: 0 };
+    let state: ContainerStatus = { state: 'running', exitCode: 0, startedAt: '2026-11-30T10:00:00Z', oomKilled: false, engineRestarts: 0, restarting: false };
     const rt = { containerState: async () => state, terminationMessage: async () => undefined } as unknown as PodRuntime;
     const cache = { pod: () => now, finishedAt: () => undefined } as unknown as PodCache;
     const supervisor = new PodSupervisor(rt, cache, DEFAULT_BACKOFF, none, log);
     // Status read while it ran: its details are kept.
     await supervisor.status(d, running);
-    state = { ...state, Status: 'exited', Running: false, ExitCode: 3, FinishedAt: '2026-11-30T10:00:05Z' };
+    state = { ...state, state: 'exited', exitCode: 3, finishedAt: '2026-11-30T10:00:05Z' };
     now = { ...running, containers: [{ ...app, state: 'exited', exitCode: 3 }] };
     expect(supervisor.readiness(d)).toEqual({ ready: false, reason: 'container app exited with code 3 (Error)' });
     supervisor.stop();

@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
+import { deletionTurn } from '../../src/agent/pod-deletion.js';
 import { PodSupervisor } from '../../src/agent/supervisor.js';
 import { silentLogger } from '../../src/log/logger.js';
 import { PodCache } from '../../src/pleg/cache.js';
@@ -43,7 +44,7 @@ async function setup(): Promise<{ engine: FakeEngine; cache: PodCache; sup: PodS
   return { engine, cache, sup, woken };
 }
 
-const running = (engine: FakeEngine): string[] => [...engine.containers.values()].filter((c) => c.State === 'running').map((c) => c.Names[0]!);
+const running = (engine: FakeEngine): string[] => [...engine.containers.values()].filter((c) => c.state === 'running').map((c) => `/${c.name}`);
 
 describe('PodSupervisor.sync', () => {
   it('makes the sandbox and the containers in one turn, and nothing on the next', async () => {
@@ -94,11 +95,51 @@ describe('PodSupervisor.sync', () => {
     const { engine, cache, sup } = await setup();
     const d = pod('busybox:1');
     await sup.sync(d);
-    await sup.remove(cache.pod(d.uid)!);
-    await cache.refreshPod(d.uid);
+    expect(await deletionTurn({ rt: engine, cache, log: silentLogger, supervisor: sup, deleting: new Map() }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
     expect(engine.containers.size).toBe(0);
     sup.forget(d.uid);
     expect(Object.values(sup.stateSize()).every((n) => n === 0)).toBe(true);
+  });
+
+  it('a turn whose pod is to be deleted makes nothing after the step under way, holds no back-off, and the deletion removes what was made', async () => {
+    const { engine, cache, sup } = await setup();
+    const d = pod('busybox:1');
+    let release = (): void => undefined;
+    engine.hold = new Promise((r) => (release = r));
+    const cancel = new AbortController();
+    const turn = sup.sync(d, cancel.signal);
+    await new Promise((r) => setImmediate(r));
+    // The sandbox's create is with the engine when the pod goes: it finishes, and nothing follows it.
+    cancel.abort();
+    release();
+    expect(await turn).toBeUndefined();
+    expect(cache.pod(d.uid)?.sandboxes).toHaveLength(1);
+    expect(cache.pod(d.uid)?.containers).toEqual([]);
+    expect(engine.calls.get('create')).toBe(1);
+    expect(sup.acting(d.uid)).toBe(false);
+    // No waiting reason of a failure (a back-off, an error): only that it was never created.
+    expect((await sup.status(d, cache.pod(d.uid)))?.containers[0]).toMatchObject({ state: 'waiting', reason: 'ContainerCreating' });
+    // A turn that starts cancelled does nothing at all.
+    expect(await sup.sync(d, cancel.signal)).toBeUndefined();
+    expect(engine.calls.get('create')).toBe(1);
+    expect(await deletionTurn({ rt: engine, cache, log: silentLogger, supervisor: sup, deleting: new Map() }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
+    expect(engine.containers.size).toBe(0);
+  });
+
+  it('says a pod is deleted when another hand removed its last container between two deletion turns (podrun delete beside the agent)', async () => {
+    const { engine, cache, sup } = await setup();
+    const d = pod('busybox:1');
+    await sup.sync(d);
+    const lines: string[] = [];
+    const log = { ...silentLogger, info: (m: string) => void lines.push(m) };
+    const deleting = new Map<string, string>();
+    // The agent's turn began the deletion; the CLI finished it before the next turn.
+    deleting.set(d.uid, 'default/x');
+    for (const c of [...engine.containers.keys()]) engine.containers.delete(c);
+    await cache.refreshPod(d.uid);
+    expect(await deletionTurn({ rt: engine, cache, log, supervisor: sup, deleting }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
+    expect(lines).toContain('pod default/x: deleted');
+    expect(deleting.size).toBe(0);
   });
 
   it('keeps the running version while its update cannot pull: ErrImagePull, then ImagePullBackOff for 10 s, then replaced once the pull works', async () => {

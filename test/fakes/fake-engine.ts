@@ -1,12 +1,11 @@
-import type Docker from 'dockerode';
 import type { Container, Pod } from '../../src/manifest/types.js';
 import { dockerName, instanceId, LABEL } from '../../src/runtime/labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../../src/runtime/observed.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
 import { ImageError, type EngineEvent, type RuntimeOptions, type SandboxInfo } from '../../src/runtime/runtime-types.js';
-import { containerCreateOptions, sandboxCreateOptions, startOptions, type PodIdentity, type VolumeBacking } from '../../src/runtime/spec.js';
+import { containerCreateOptions, engineRestartPolicy, sandboxCreateOptions, startOptions, type PodIdentity, type VolumeBacking } from '../../src/runtime/spec.js';
 
-type ContainerRecord = EngineContainer & { startedAt?: number; finishedAt?: number; exitCode?: number; ip?: string };
+type FakeContainer = EngineContainer & { startedAt?: number; finishedAt?: number };
 
 /** What a started container does: keep running, or exit at once with a code (a crash loop). */
 export type Behaviour = { exitCode?: number };
@@ -20,17 +19,20 @@ export type Behaviour = { exitCode?: number };
 export class FakeEngine implements PodEngine {
   readonly options: RuntimeOptions;
   readonly endpoint = 'fake://';
+  readonly runtimeName = 'fake';
   readonly nodeName = 'fake-node';
   readonly hostIP = '127.0.0.2';
   readonly instance: string;
   readonly oomScoreFloor = -1000;
-  readonly containers = new Map<string, ContainerRecord>();
+  readonly containers = new Map<string, FakeContainer>();
   /** Every call by name, for tests that count what the engine was asked. */
   readonly calls = new Map<string, number>();
   /** How containers behave, by container name (default: they keep running). */
   behaviour: (c: { pod: string; container: string }) => Behaviour = () => ({});
   /** Makes the engine refuse every call, as a dead engine would. */
   down = false;
+  /** When set, every create waits for it first: an engine slow to answer. */
+  hold: Promise<void> | undefined;
   private readonly watchers = new Set<{ onEvent: (e: EngineEvent) => void; onEnd: (err?: Error) => void }>();
   private readonly createdListeners = new Set<(podUid: string, id: string) => void>();
   private next = 1;
@@ -50,56 +52,46 @@ export class FakeEngine implements PodEngine {
     return Date.now();
   }
 
-  private emit(action: string, c: ContainerRecord): void {
-    const e: EngineEvent = { action, id: c.Id, attributes: { ...c.Labels, name: c.Names[0]!.slice(1), image: c.Image, ...(action === 'die' ? { exitCode: String(c.exitCode ?? 0) } : {}) }, timeMs: this.now() };
+  private emit(kind: EngineEvent['kind'], c: FakeContainer): void {
+    const e: EngineEvent = { kind, id: c.id, labels: { ...c.labels }, name: c.name, image: c.image, ...(kind === 'exited' ? { exitCode: c.exitCode ?? 0 } : {}), timeMs: this.now() };
     for (const w of [...this.watchers]) w.onEvent(e);
   }
 
-  private make(name: string, image: string, labels: Record<string, string>, ip?: string): ContainerRecord {
+  private make(name: string, image: string, labels: Record<string, string>, ip?: string): FakeContainer {
     const id = `fake${String(this.next++).padStart(12, '0')}`;
-    const c: ContainerRecord = {
-      Id: id,
-      Names: [`/${name}`],
-      Image: image,
-      ImageID: '',
-      Command: '',
-      Created: Math.floor(this.now() / 1000),
-      Ports: [],
-      Labels: labels,
-      State: 'created',
-      Status: 'Created',
-      HostConfig: { NetworkMode: '' },
-      NetworkSettings: { Networks: ip ? { bridge: { IPAddress: ip } as Docker.NetworkInfo } : {} },
-      Mounts: [],
-      ...(ip ? { ip } : {}),
-    };
+    const c: FakeContainer = { id, name, image, labels, state: 'created', created: Math.floor(this.now() / 1000), ...(ip ? { ip } : {}) };
     this.containers.set(id, c);
     for (const fn of this.createdListeners) fn(labels[LABEL.podUid] ?? '', id);
-    this.emit('create', c);
+    this.emit('created', c);
     return c;
   }
 
-  private run(c: ContainerRecord): void {
-    c.State = 'running';
-    c.Status = 'Up';
+  private run(c: FakeContainer): void {
+    c.state = 'running';
+    delete c.exitCode;
     c.startedAt = this.now();
     delete c.finishedAt;
-    this.emit('start', c);
-    const b = this.behaviour({ pod: c.Labels[LABEL.podName] ?? '', container: c.Labels[LABEL.containerName] ?? '' });
+    this.emit('started', c);
+    const b = this.behaviour({ pod: c.labels[LABEL.podName] ?? '', container: c.labels[LABEL.containerName] ?? '' });
     // A process ends after its start returns, in a later turn, as a real one does.
     const code = b.exitCode;
-    if (code !== undefined) setImmediate(() => this.exit(c.Id, code));
+    if (code !== undefined) setImmediate(() => this.exit(c.id, code));
   }
 
   /** The container's process ends with `code` (a crash when not 0). */
   exit(id: string, code: number): void {
     const c = this.containers.get(id);
-    if (!c || c.State !== 'running') return;
-    c.State = 'exited';
-    c.Status = `Exited (${code})`;
+    if (!c || c.state !== 'running') return;
+    c.state = 'exited';
     c.exitCode = code;
     c.finishedAt = this.now();
-    this.emit('die', c);
+    this.emit('exited', c);
+  }
+
+  /** The engine restarts an exited container in place (its own restart policy): same id, running again. */
+  restartInPlace(id: string): void {
+    const c = this.containers.get(id);
+    if (c?.state === 'exited') this.run(c);
   }
 
   /** Cuts the event stream, as an engine restart does. */
@@ -125,9 +117,9 @@ export class FakeEngine implements PodEngine {
     this.count('ping');
   }
 
-  async listContainers(uid?: string): Promise<Docker.ContainerInfo[]> {
+  async listContainers(uid?: string): Promise<EngineContainer[]> {
     this.count('list');
-    return [...this.containers.values()].filter((c) => !uid || c.Labels[LABEL.podUid] === uid).map((c) => structuredClone(c));
+    return [...this.containers.values()].filter((c) => !uid || c.labels[LABEL.podUid] === uid).map((c) => structuredClone(c));
   }
 
   async listPods(uid?: string): Promise<ObservedPod[]> {
@@ -150,20 +142,14 @@ export class FakeEngine implements PodEngine {
     this.count('inspect');
     const c = this.containers.get(id);
     if (!c) return undefined;
-    const iso = (t: number | undefined): string => (t ? new Date(t).toISOString() : '0001-01-01T00:00:00Z');
     return {
-      Status: c.State,
-      Running: c.State === 'running',
-      Paused: false,
-      Restarting: false,
-      OOMKilled: false,
-      Dead: false,
-      Pid: 0,
-      ExitCode: c.exitCode ?? 0,
-      Error: '',
-      StartedAt: iso(c.startedAt),
-      FinishedAt: iso(c.finishedAt),
-      RestartCount: 0,
+      state: c.state,
+      exitCode: c.exitCode ?? 0,
+      ...(c.startedAt ? { startedAt: new Date(c.startedAt).toISOString() } : {}),
+      ...(c.finishedAt ? { finishedAt: new Date(c.finishedAt).toISOString() } : {}),
+      oomKilled: false,
+      engineRestarts: 0,
+      restarting: false,
     };
   }
 
@@ -187,14 +173,16 @@ export class FakeEngine implements PodEngine {
     return new Map((pod.spec.volumes ?? []).map((v) => [v.name, { kind: 'bind' as const, path: `/fake/volumes/${v.name}` }]));
   }
 
-  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, restartPolicy: string, volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
+  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, engineRestarts: boolean, volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
+    const restartPolicy = engineRestarts ? engineRestartPolicy(pod, 'sandbox') : 'no';
+    await this.hold;
     this.count('create');
     const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: 'bridge', restartPolicy, ...(volumes ? { volumes } : {}) });
     const ip = pod.spec.hostNetwork ? undefined : `10.88.${(this.next >> 8) & 255}.${this.next & 255}`;
     const c = this.make(dockerName({ ...id, instance: this.instance }, 'POD', attempt), this.options.pauseImage, opts.Labels ?? {}, ip);
     this.count('start');
     this.run(c);
-    return { id: c.Id, ip: ip ?? this.hostIP };
+    return { id: c.id, ip: ip ?? this.hostIP };
   }
 
   async sandboxInfo(id: string, pod: Pod): Promise<SandboxInfo> {
@@ -203,27 +191,51 @@ export class FakeEngine implements PodEngine {
   }
 
   async startContainer(pod: Pod, id: PodIdentity, c: Container, o: Parameters<PodEngine['startContainer']>[3]): Promise<string> {
+    await this.hold;
     this.count('create');
-    const opts = containerCreateOptions(pod, { ...id, instance: this.instance }, c, startOptions(o, { hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor }));
+    const opts = containerCreateOptions(pod, { ...id, instance: this.instance }, c, startOptions(pod, c, o, { hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor }));
     const made = this.make(dockerName({ ...id, instance: this.instance }, c.name, o.restartCount), c.image, opts.Labels ?? {});
     this.count('start');
     this.run(made);
-    return made.Id;
+    return made.id;
   }
 
   async stopContainer(id: string): Promise<void> {
     this.count('stop');
+    this.notSandbox(id, 'stopContainer');
     // The stop signal ends it: 143 for SIGTERM, as a shell that traps nothing exits.
     this.exit(id, 143);
   }
 
   async removeContainer(id: string): Promise<void> {
     this.count('remove');
+    this.notSandbox(id, 'removeContainer');
     const c = this.containers.get(id);
     if (!c) return;
-    if (c.State === 'running') this.exit(id, 137);
+    if (c.state === 'running') this.exit(id, 137);
     this.containers.delete(id);
-    this.emit('destroy', c);
+    this.emit('removed', c);
+  }
+
+  /** A sandbox is not a container to the engine interface (on a CRI runtime it is not one at all). */
+  private notSandbox(id: string, call: string): void {
+    if (this.containers.get(id)?.labels[LABEL.containerType] === 'sandbox') throw new Error(`${call} of ${id}: a sandbox (use stopSandbox/removeSandbox)`);
+  }
+
+  async stopSandbox(id: string): Promise<void> {
+    this.count('stop sandbox');
+    if (this.containers.get(id)?.labels[LABEL.containerType] !== 'sandbox') throw new Error(`stopSandbox of ${id}: not a sandbox`);
+    this.exit(id, 0);
+  }
+
+  async removeSandbox(id: string): Promise<void> {
+    this.count('remove sandbox');
+    const c = this.containers.get(id);
+    if (!c) return;
+    if (c.labels[LABEL.containerType] !== 'sandbox') throw new Error(`removeSandbox of ${id}: not a sandbox`);
+    if (c.state === 'running') this.exit(id, 137);
+    this.containers.delete(id);
+    this.emit('removed', c);
   }
 
   async removePodVolumes(): Promise<void> {
@@ -278,6 +290,10 @@ export class FakeEngine implements PodEngine {
 
   async cgroupLayout(): ReturnType<PodEngine['cgroupLayout']> {
     return undefined;
+  }
+
+  async containerCgroups(): ReturnType<PodEngine['containerCgroups']> {
+    return (id) => `/fake/${id}`;
   }
 
   async containerDisk(): ReturnType<PodEngine['containerDisk']> {

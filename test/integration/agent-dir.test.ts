@@ -1,9 +1,12 @@
-import { describe, expect, it } from 'vitest';
+import { beforeAll, afterAll, describe, expect, it } from 'vitest';
 import { closeSync, mkdirSync, openSync, readFileSync, renameSync, rmSync, unlinkSync, writeFileSync, writeSync } from 'node:fs';
 import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
 import { AgentSuite, pastRelist, type AgentProcess } from './agent-helpers.js';
-import { containerIds, docker, freePort, podContainers, podEvents, TEST_IMAGE, unique, until } from './helpers.js';
+import { containerIds, docker, freePort, podContainers, podEvents, recordPodEvents, stopPodEvents, TEST_IMAGE, unique, until } from './helpers.js';
+
+beforeAll(recordPodEvents);
+afterAll(stopPodEvents);
 
 const suite = new AgentSuite('agentdir');
 const { world, ns } = suite;
@@ -164,7 +167,7 @@ describe('the agent with a watched directory', () => {
     const { sandboxHash } = await import('../../src/manifest/hash.js');
     const d = loadManifestText({ file: 'x', source: `file:${join(dir, `${name}.yaml`)}`, text: pod(name) }).pods[0]!;
     const rt = new PodRuntime({ stateDir: world.stateDir, pauseImage: 'podrun-test/pause:1' });
-    const sandbox = await rt.createSandbox(d.pod, identityOf(d.pod, d.origin.source), 0, sandboxHash(d.pod), 'no');
+    const sandbox = await rt.createSandbox(d.pod, identityOf(d.pod, d.origin.source), 0, sandboxHash(d.pod), false);
 
     agent = suite.run(['--manifest-dir', dir]);
     await agent.started();

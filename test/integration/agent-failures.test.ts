@@ -1,9 +1,12 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { beforeAll, afterAll, describe, expect, it } from 'vitest';
 import { podUid } from '../../src/manifest/identity.js';
 import { AgentSuite, type AgentProcess } from './agent-helpers.js';
-import { podEvents, TEST_IMAGE, unique, until } from './helpers.js';
+import { podEvents, recordPodEvents, stopPodEvents, TEST_IMAGE, unique, until } from './helpers.js';
+
+beforeAll(recordPodEvents);
+afterAll(stopPodEvents);
 
 // A container the engine will not create or start is not a crash, but it backs off like one
 // (the kubelet's CreateContainerError / RunContainerError), instead of a hot loop against the engine.

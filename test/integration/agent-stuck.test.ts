@@ -1,9 +1,9 @@
 import { mkdirSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { describe, expect, it } from 'vitest';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
 import { AgentSuite } from './agent-helpers.js';
-import { docker, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { docker, followEvents, podContainers, podEventRecords, recordPodEvents, stopPodEvents, TEST_IMAGE, unique, until, World } from './helpers.js';
 
 // Never stuck behind a graceful stop (issue 10): a pod in its grace period holds nothing of anyone
 // else's, and the grace periods of many pods overlap.
@@ -23,18 +23,8 @@ spec:
 `;
 }
 
-/** The engine's own record of a pod's container events: action and time (ms). */
-async function engineEvents(uid: string, sinceS: number): Promise<{ action: string; ms: number; name: string }[]> {
-  const stream = await docker.getEvents({ since: sinceS, until: Math.floor(Date.now() / 1000) + 1, filters: JSON.stringify({ type: ['container'], label: [`${LABEL.podUid}=${uid}`] }) });
-  const chunks: Buffer[] = [];
-  for await (const c of stream as AsyncIterable<Buffer>) chunks.push(c);
-  return Buffer.concat(chunks)
-    .toString('utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => JSON.parse(l) as { Action: string; timeNano: number; Actor: { Attributes: Record<string, string> } })
-    .map((e) => ({ action: e.Action, ms: e.timeNano / 1e6, name: e.Actor.Attributes[LABEL.containerName] ?? '' }));
-}
+beforeAll(recordPodEvents);
+afterAll(stopPodEvents);
 
 describe('the agent never waits behind a graceful stop', () => {
   it('restarts a crashed container within 2 s while six other pods spend a 20 s grace period', async () => {
@@ -62,7 +52,7 @@ describe('the agent never waits behind a graceful stop', () => {
       return id && id !== first ? id : undefined;
     }, 15_000);
     const uid = (await podContainers(ns, victim))[0]!.Labels[LABEL.podUid]!;
-    const events = await engineEvents(uid, since);
+    const events = await podEventRecords(uid, since);
     const died = events.find((e) => e.action === 'die' && e.name === 'c')!.ms;
     const started = events.filter((e) => e.action === 'start' && e.name === 'c' && e.ms > died)[0]!.ms;
     expect(second).toBeDefined();
@@ -79,12 +69,14 @@ describe('delete', () => {
       const names = Array.from({ length: 8 }, () => unique('del'));
       for (const n of names) expect((await w.cli('apply', '--no-wait', w.write(`${n}.yaml`, pod(n, 3)))).code).toBe(0);
       for (const n of names) await until(`${n} to run`, async () => ((await podContainers(ns, n)).some((c) => c.State === 'running' && c.Labels[LABEL.containerName] === 'c') ? true : undefined));
-      const since = Math.floor(Date.now() / 1000) - 1;
+      // Followed live, not asked with since/until afterwards: the engine keeps only its last 256
+      // events for that, and a busy engine (other test files churn) drops them within seconds.
+      const ev = await followEvents([`${LABEL.podNamespace}=${ns}`, `${LABEL.containerName}=c`]);
       const d = await w.cli('delete', '-n', ns, ...names);
+      ev.stop();
       expect(d.code, d.err).toBe(0);
       // Each container dies at the end of its own 3 s grace period: together, not four at a time.
-      const deaths: number[] = [];
-      for (const n of names) deaths.push(await dieTime(n, since));
+      const deaths = names.map((n) => ev.events.find((e) => e.action === 'die' && e.attributes[LABEL.podName] === n)?.timeMs ?? Number.NaN);
       expect(deaths.every(Number.isFinite)).toBe(true);
       expect(Math.max(...deaths) - Math.min(...deaths)).toBeLessThan(2000);
     } finally {
@@ -92,12 +84,3 @@ describe('delete', () => {
     }
   });
 });
-
-/** When pod `name`'s container c died (ms), from the engine's events. */
-async function dieTime(name: string, sinceS: number): Promise<number> {
-  const stream = await docker.getEvents({ since: sinceS, until: Math.floor(Date.now() / 1000) + 1, filters: JSON.stringify({ type: ['container'], event: ['die'], label: [`${LABEL.podName}=${name}`, `${LABEL.containerName}=c`] }) });
-  const chunks: Buffer[] = [];
-  for await (const c of stream as AsyncIterable<Buffer>) chunks.push(c);
-  const line = Buffer.concat(chunks).toString('utf8').split('\n').find(Boolean);
-  return line ? (JSON.parse(line) as { timeNano: number }).timeNano / 1e6 : Number.NaN;
-}

@@ -1,9 +1,12 @@
-import { afterAll, describe, expect, it } from 'vitest';
+import { beforeAll, afterAll, describe, expect, it } from 'vitest';
 import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { LABEL } from '../../src/runtime/labels.js';
-import { containerIds, docker, freePort, logsOf, podContainers, podEvents, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { containerIds, docker, freePort, logsOf, podContainers, podEvents, recordPodEvents, stopPodEvents, TEST_IMAGE, unique, until, World } from './helpers.js';
+
+beforeAll(recordPodEvents);
+afterAll(stopPodEvents);
 
 const world = new World();
 afterAll(() => world.cleanup());

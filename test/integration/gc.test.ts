@@ -109,7 +109,7 @@ metadata: {name: orphan, namespace: ${ns2}}
 spec: {containers: [{name: c, image: ${TEST_IMAGE}}]}
 ` }).pods[0]!;
       const rt = new PodRuntime({ stateDir: fresh.stateDir, pauseImage: 'podrun-test/pause:1' });
-      const sandbox = await rt.createSandbox(d.pod, identityOf(d.pod, d.origin.source), 0, sandboxHash(d.pod), 'no');
+      const sandbox = await rt.createSandbox(d.pod, identityOf(d.pod, d.origin.source), 0, sandboxHash(d.pod), false);
       await rt.stopContainer(sandbox.id, 0);
       a = new AgentProcess(fresh.stateDir, ['--gc-period', '1s']);
       await a.started();

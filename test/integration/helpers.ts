@@ -159,17 +159,61 @@ export async function logsOf(id: string): Promise<string> {
   return parts.join('');
 }
 
+/** Container event times from the engine's own clock, for reactions measured without the harness's delays. */
+export interface EngineEventRecord {
+  action: string;
+  id: string;
+  timeMs: number;
+  attributes: Record<string, string>;
+}
+
+export async function followEvents(labels: string[], engine: Docker = docker): Promise<{ events: EngineEventRecord[]; stop: () => void }> {
+  const stream = (await engine.getEvents({ filters: JSON.stringify({ type: ['container'], label: labels }) })) as NodeJS.ReadableStream & { destroy(): void };
+  const events: EngineEventRecord[] = [];
+  let buf = '';
+  stream.on('data', (c: Buffer) => {
+    buf += c.toString();
+    let i: number;
+    while ((i = buf.indexOf('\n')) >= 0) {
+      const line = buf.slice(0, i);
+      buf = buf.slice(i + 1);
+      if (!line.trim()) continue;
+      const e = JSON.parse(line) as { Action: string; id: string; timeNano: number; Actor: { Attributes: Record<string, string> } };
+      events.push({ action: e.Action, id: e.id, timeMs: e.timeNano / 1e6, attributes: e.Actor.Attributes });
+    }
+  });
+  return { events, stop: () => stream.destroy() };
+}
+
+let recorder: { events: EngineEventRecord[]; stop: () => void } | undefined;
+
+/**
+ * Follows the engine's events about podrun's containers from now on, for `podEvents` (call it in
+ * beforeAll). Followed live because the engine keeps only its last 256 events for a since/until
+ * query: with other test files churning, a pod's events were gone within seconds.
+ */
+export async function recordPodEvents(): Promise<void> {
+  recorder ??= await followEvents([LABEL.managedBy]);
+}
+
+export function stopPodEvents(): void {
+  recorder?.stop();
+  recorder = undefined;
+}
+
+/** Engine events about a pod's containers since `since` (unix seconds): action, time (ms) and container name. */
+export async function podEventRecords(uid: string, since: number): Promise<{ action: string; ms: number; name: string }[]> {
+  if (!recorder) throw new Error('podEvents reads what recordPodEvents() followed: call it in beforeAll');
+  // What the engine sent up to now has reached the stream.
+  await new Promise((r) => setTimeout(r, 500));
+  return recorder.events
+    .filter((e) => e.attributes[LABEL.podUid] === uid && e.timeMs >= since * 1000)
+    .map((e) => ({ action: e.action, ms: e.timeMs, name: e.attributes[LABEL.containerName] ?? '' }));
+}
+
 /** Engine events about a pod's containers since `since` (unix seconds): the mutating calls it saw. */
 export async function podEvents(uid: string, since: number): Promise<string[]> {
-  const until = Math.floor(Date.now() / 1000) + 1;
-  const stream = await docker.getEvents({ since, until, filters: JSON.stringify({ type: ['container'], label: [`${LABEL.podUid}=${uid}`] }) });
-  const chunks: Buffer[] = [];
-  for await (const c of stream as AsyncIterable<Buffer>) chunks.push(c);
-  return Buffer.concat(chunks)
-    .toString('utf8')
-    .split('\n')
-    .filter(Boolean)
-    .map((l) => (JSON.parse(l) as { Action: string }).Action);
+  return (await podEventRecords(uid, since)).map((e) => e.action);
 }
 
 /** GET from the agent's unix socket; undefined when no agent answers. */

@@ -37,8 +37,8 @@ function setup(): { engine: FakeEngine; cache: PodCache; changed: string[] } {
 
 async function run(engine: FakeEngine): Promise<{ sandbox: string; container: string }> {
   const id = identityOf(POD.pod, POD.origin.source);
-  const sb = await engine.createSandbox(POD.pod, id, 0, 'h', 'no');
-  const container = await engine.startContainer(POD.pod, id, POD.pod.spec.containers[0]!, { type: 'app', restartCount: 0, hash: 'x', sandbox: sb, volumes: new Map(), restartPolicy: 'no' });
+  const sb = await engine.createSandbox(POD.pod, id, 0, 'h', false);
+  const container = await engine.startContainer(POD.pod, id, POD.pod.spec.containers[0]!, { type: 'app', restartCount: 0, hash: 'x', sandbox: sb, volumes: new Map(), engineRestarts: false });
   return { sandbox: sb.id, container };
 }
 
@@ -61,6 +61,16 @@ describe('PodCache', () => {
     expect(cache.finishedAt(container)).toBeUndefined();
     // Never listed again: events were enough.
     expect(engine.calls.get('list')).toBe(lists);
+  });
+
+  it('reads a container the engine restarted in place as running, without the exit of its last run', async () => {
+    const { engine, cache } = setup();
+    await cache.start();
+    const { container } = await run(engine);
+    engine.exit(container, 3);
+    expect(cache.pod(POD.uid)?.containers[0]).toMatchObject({ id: container, state: 'exited', exitCode: 3 });
+    engine.restartInPlace(container);
+    expect(cache.pod(POD.uid)?.containers[0]).toMatchObject({ id: container, state: 'running', exitCode: undefined });
   });
 
   it('sees what podrun made in a refresh even when no event came, and replaces everything on a relist', async () => {

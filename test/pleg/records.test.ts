@@ -7,9 +7,9 @@ import type { EngineContainer } from '../../src/runtime/observed.js';
 // through replacements, removals and a relist's clear.
 
 const rec = (id: string, uid?: string): EngineContainer =>
-  ({ Id: id, Names: [`/${id}`], Image: 'i', ImageID: '', Command: '', Created: 0, Ports: [], Labels: uid ? { [LABEL.podUid]: uid, [LABEL.managedBy]: MANAGED_BY, [LABEL.containerType]: 'app', [LABEL.containerName]: id } : {}, State: 'running', Status: 'Up', HostConfig: { NetworkMode: '' }, NetworkSettings: { Networks: {} }, Mounts: [] }) as EngineContainer;
+  ({ id, name: id, image: 'i', created: 0, labels: uid ? { [LABEL.podUid]: uid, [LABEL.managedBy]: MANAGED_BY, [LABEL.containerType]: 'app', [LABEL.containerName]: id } : {}, state: 'running' });
 
-const ids = (rs: EngineContainer[]): string[] => rs.map((r) => r.Id).sort();
+const ids = (rs: EngineContainer[]): string[] => rs.map((r) => r.id).sort();
 
 describe('ContainerRecords', () => {
   it('answers a pod with its own containers only, kept right through replace and delete', () => {
@@ -23,8 +23,8 @@ describe('ContainerRecords', () => {
     expect(r.size).toBe(4);
 
     // The same id again (a fresh inspect) replaces, never doubles.
-    r.set('a1', { ...rec('a1', 'A'), State: 'exited' });
-    expect(r.ofPod('A').map((x) => x.State).sort()).toEqual(['exited', 'running']);
+    r.set('a1', { ...rec('a1', 'A'), state: 'exited' });
+    expect(r.ofPod('A').map((x) => x.state).sort()).toEqual(['exited', 'running']);
     expect(r.size).toBe(4);
 
     r.delete('a2');
@@ -54,7 +54,7 @@ describe('ContainerRecords', () => {
     r.set('b2', rec('b2', 'B'));
     expect(r.pod('A')).toBe(first);
     // An event changes the record in place: the view is made again.
-    r.get('a1')!.State = 'exited';
+    r.get('a1')!.state = 'exited';
     r.changed('a1');
     expect(r.pod('A')?.containers.map((c) => c.state)).toEqual(['exited']);
     r.set('a2', rec('a2', 'A'));

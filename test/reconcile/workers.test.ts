@@ -25,4 +25,71 @@ describe('the pod workers', () => {
   it('timer delays are clamped to what Node can hold', () => {
     expect([timerDelay(-5), timerDelay(1500), timerDelay(MAX_TIMER_MS + 1), timerDelay(Number.POSITIVE_INFINITY)]).toEqual([0, 1500, MAX_TIMER_MS, MAX_TIMER_MS]);
   });
+
+  it('a kill while the pod syncs aborts that sync, and the next run (the deletion) follows it at once', async () => {
+    const runs: string[] = [];
+    const errors: string[] = [];
+    let release = (): void => undefined;
+    const w = new PodWorkers(async (uid, signal) => {
+      runs.push(`${uid} start`);
+      if (runs.length === 1) {
+        // A create that would wait a long time for its turn; it gives up when the signal aborts.
+        await new Promise<void>((resolve, reject) => {
+          release = resolve;
+          signal.addEventListener('abort', () => reject(new Error('cancelled')), { once: true });
+        });
+      }
+      runs.push(`${uid} end${signal.aborted ? ' (aborted)' : ''}`);
+      return undefined;
+    }, Number.POSITIVE_INFINITY, (uid, err) => errors.push(`${uid}: ${err.message}`));
+    w.enqueue('a');
+    await new Promise((r) => setImmediate(r));
+    w.enqueue('a'); // a change: coalesces, does not cancel
+    await new Promise((r) => setImmediate(r));
+    expect(runs).toEqual(['a start']);
+    w.kill('a');
+    await w.idle();
+    expect(runs).toEqual(['a start', 'a start', 'a end']);
+    // The cancelled sync's failure is not an error of the pod's.
+    expect(errors).toEqual([]);
+    release();
+    await w.stop();
+  });
+
+  it('a change while the pod syncs is run after the sync, which is not cancelled', async () => {
+    const seen: boolean[] = [];
+    let release = (): void => undefined;
+    const w = new PodWorkers(async (_uid, signal) => {
+      if (seen.length === 0) await new Promise<void>((r) => (release = r));
+      seen.push(signal.aborted);
+      return undefined;
+    });
+    w.enqueue('a');
+    await new Promise((r) => setImmediate(r));
+    w.enqueue('a');
+    release();
+    await w.idle();
+    expect(seen).toEqual([false, false]);
+    await w.stop();
+  });
+
+  it('a kill brings a delayed run (a back-off) forward', async () => {
+    vi.useFakeTimers();
+    const runs: string[] = [];
+    const w = new PodWorkers(async (uid) => {
+      runs.push(uid);
+      return undefined;
+    });
+    w.enqueue('a', 300_000);
+    await vi.advanceTimersByTimeAsync(10);
+    expect(runs).toEqual([]);
+    w.kill('a');
+    await vi.advanceTimersByTimeAsync(10);
+    expect(runs).toEqual(['a']);
+    // The timer went with it: no second run when it would have fired.
+    await vi.advanceTimersByTimeAsync(300_000);
+    expect(runs).toEqual(['a']);
+    expect(w.size).toBe(0);
+    await w.stop();
+  });
 });

@@ -1,6 +1,8 @@
+import type Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
 import { groupObserved } from '../../src/runtime/observed.js';
+import { recordFromListed } from '../../src/runtime/docker/records.js';
 import { containerCreateOptions, identityOf, sandboxCreateOptions } from '../../src/runtime/spec.js';
 import { expandVars } from '../../src/runtime/env.js';
 import { parseResolvConf, podDns } from '../../src/runtime/dns.js';
@@ -171,7 +173,7 @@ describe('groupObserved', () => {
       info('a1', labels('a', 'app', 1), 'running', 'Up 3 seconds'),
       info('s0', labels('POD', 'sandbox', 0), 'running', 'Up 9 seconds'),
       info('foreign', { 'com.example': 'x' }, 'running', 'Up'),
-    ]);
+    ].map(recordFromListed));
     expect(pods).toHaveLength(1);
     expect(pods[0]!.containers.map((c) => [c.id, c.state, c.exitCode])).toEqual([['a1', 'running', undefined], ['a0', 'exited', 2]]);
     expect(pods[0]!.sandboxes.map((s) => s.id)).toEqual(['s0']);
@@ -192,8 +194,8 @@ describe('the pod spec in force', () => {
     const list = [
       { Id: 'sb', Names: ['/sb'], Labels: sandbox.Labels, State: 'running', Status: 'Up', Created: 1, Image: 'p' },
       { Id: 'c1', Names: ['/c1'], Labels: c.Labels, State: 'running', Status: 'Up', Created: 2, Image: 'x' },
-    ] as unknown as Parameters<typeof groupObserved>[0];
-    const [o] = groupObserved(list);
+    ] as unknown as Docker.ContainerInfo[];
+    const [o] = groupObserved(list.map(recordFromListed));
     expect(o!.spec!.spec.terminationGracePeriodSeconds).toBe(3);
     expect(o!.spec!.spec.containers[0]).toEqual(newer.spec.containers[0]);
     expect(o!.containers[0]!.graceSeconds).toBe(3);

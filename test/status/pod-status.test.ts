@@ -74,7 +74,7 @@ describe('podStatus', () => {
     const d = desired(POD('Always'));
     const o = observedFor(d, { a: { state: 'restarting' } });
     const id = o.containers[0]!.id;
-    const waiting = podStatus(d.pod, o, { details: (x) => (x === id ? { exitCode: 3, restarting: true, engineRestarts: 2 } : undefined) }).containers[0]!;
+    const waiting = podStatus(d.pod, o, { runtimeName: 'docker', details: (x) => (x === id ? { exitCode: 3, restarting: true, engineRestarts: 2 } : undefined) }).containers[0]!;
     expect(waiting).toMatchObject({ state: 'waiting', reason: 'CrashLoopBackOff', restartCount: 2, lastTerminated: { exitCode: 3, reason: 'Error', containerID: `docker://${id}` } });
     // Inspected a moment later, running again: its exit code says 0, which is no run's end.
     const raced = podStatus(d.pod, o, { details: (x) => (x === id ? { exitCode: 0, engineRestarts: 3 } : undefined) }).containers[0]!;

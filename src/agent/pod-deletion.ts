@@ -1,0 +1,55 @@
+import type { Logger } from '../log/logger.js';
+import type { PodCache } from '../pleg/cache.js';
+import { graceOf, removePod, removePodDir } from '../reconcile/lifecycle.js';
+import type { ObservedPod } from '../runtime/observed.js';
+import type { PodEngine } from '../runtime/roles.js';
+import type { PodSupervisor } from './supervisor.js';
+
+export interface DeletionDeps {
+  rt: PodEngine;
+  cache: PodCache;
+  log: Logger;
+  supervisor: Pick<PodSupervisor, 'probes' | 'events' | 'known'>;
+  /** Pods whose deletion this agent began, by uid, with their names: "deleted" is said of each once it is gone, by whatever hand finished it. */
+  deleting: Map<string, string>;
+}
+
+/** What a deletion turn leaves to the worker: when to look again, and whether the pod is gone for good. */
+export interface DeletionTurn {
+  again?: number;
+  gone: boolean;
+}
+
+/**
+ * One worker turn of a pod no longer declared (and that may be deleted): its containers stopped
+ * and removed, then its directory, which outlives every container of the pod (a container the
+ * cache had not seen yet still binds from it: the pod is looked at again instead). A pod with no
+ * container left loses the directory a cancelled sync may have made, if this agent worked on it
+ * (so a pod merely not loaded yet loses nothing).
+ */
+export async function deletionTurn(x: DeletionDeps, uid: string, o: ObservedPod | undefined): Promise<DeletionTurn> {
+  if (!o) {
+    if (x.supervisor.known(uid) && !(await removePodDir(x.rt, uid))) return { again: 1000, gone: false };
+    // Another hand (a `podrun delete` beside the agent) removed the last of it between two turns.
+    const begun = x.deleting.get(uid);
+    if (begun !== undefined) x.log.info(`pod ${begun}: deleted`, { pod: begun });
+    x.deleting.delete(uid);
+    return { gone: true };
+  }
+  const pod = `${o.namespace}/${o.name}`;
+  x.log.info(`pod ${pod}: no longer declared; deleting`, { pod });
+  x.deleting.set(uid, pod);
+  x.supervisor.probes.removePod(uid);
+  let whole = false;
+  try {
+    whole = await removePod(x.rt, o, graceOf(o), (type, reason, message, fieldPath) => x.supervisor.events.record({ uid, name: o.name, namespace: o.namespace }, type, reason, message, fieldPath));
+  } finally {
+    await x.cache.refreshPod(uid);
+  }
+  if (!whole) return { again: 1000, gone: false };
+  // The engine listed nothing of the pod after the removals: gone, whatever the cache has yet to
+  // hear (an event of a call that was under way when the deletion began).
+  x.log.info(`pod ${pod}: deleted`, { pod });
+  x.deleting.delete(uid);
+  return { gone: true };
+}

@@ -1,0 +1,360 @@
+// A client of a CRI runtime (containerd, CRI-O) over its unix socket: runtime.v1 RuntimeService
+// and ImageService, each call with a deadline, each failure a typed error (errors.ts). The engine
+// built on it decides what a call means for a pod; this module only speaks the protocol.
+
+import { lstat } from 'node:fs/promises';
+import { connect } from 'node:net';
+import { Client, credentials, Metadata, status, type ClientReadableStream, type ServiceError } from '@grpc/grpc-js';
+import { CriDeadlineError, CriError, CriExecTimeoutError, CriNotFoundError, CriNotRuntimeError, CriNotSupportedError, CriPluginDisabledError, CriRequestError, CriUnreachableError } from './errors.js';
+import * as M from './messages.js';
+import { WireError } from './wire.js';
+
+const RUNTIME = '/runtime.v1.RuntimeService/';
+const IMAGE = '/runtime.v1.ImageService/';
+/** containerd's own version service: what tells "containerd without CRI" from any other gRPC server. */
+const CONTAINERD_VERSION = '/containerd.services.version.v1.Version/Version';
+const ContainerdVersionResponse = M.codec<Record<string, never>, { version: string; revision: string }>({
+  name: 'containerd.VersionResponse',
+  fields: { version: { no: 1, kind: 'string' }, revision: { no: 2, kind: 'string' } },
+});
+
+/** The kubelet's `--runtime-request-timeout` default: 2 minutes. */
+export const DEFAULT_CALL_TIMEOUT_MS = 120_000;
+/** Pulls run long on slow registries; the kubelet gives them no deadline, podrun a generous one. */
+export const DEFAULT_PULL_TIMEOUT_MS = 15 * 60_000;
+/** ExecSync output is capped at 16 MiB per stream by the runtime (CVE-2022-1708); leave room for both. */
+const MAX_MESSAGE_BYTES = 40 * 1024 * 1024;
+
+export interface CriClientOptions {
+  /** `unix:///run/containerd/containerd.sock` (a bare absolute path is taken as a unix socket too). */
+  endpoint: string;
+  /** `--image-service-endpoint`: the runtime endpoint when absent. */
+  imageEndpoint?: string;
+  timeoutMs?: number;
+  pullTimeoutMs?: number;
+}
+
+/** The socket path of a CRI endpoint; anything but a unix socket is refused, as the kubelet does on Linux. */
+export function socketPathOf(endpoint: string): string {
+  const path = endpoint.startsWith('unix://') ? endpoint.slice('unix://'.length) : endpoint;
+  if (!path.startsWith('/')) throw new CriUnreachableError(endpoint, 'the endpoint must be a unix socket: unix:///absolute/path');
+  return path;
+}
+
+type Call<Out> = (cb: (err: ServiceError | null, v?: Out) => void) => void;
+
+class Channel {
+  readonly socket: string;
+  readonly client: Client;
+
+  constructor(readonly endpoint: string) {
+    this.socket = socketPathOf(endpoint);
+    this.client = new Client(`unix://${this.socket}`, credentials.createInsecure(), {
+      'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
+      'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
+      // Reconnect soon after a runtime restart: the agent relists every second.
+      'grpc.initial_reconnect_backoff_ms': 200,
+      'grpc.max_reconnect_backoff_ms': 2000,
+    });
+  }
+
+  unary<In, Out>(path: string, c: M.Codec<In, unknown>, out: M.Codec<unknown, Out>, arg: In, timeoutMs: number): Promise<Out> {
+    const deadline = Date.now() + timeoutMs;
+    const call: Call<Out> = (cb) => this.client.makeUnaryRequest(path, c.serialize, out.deserialize, arg, new Metadata(), { deadline }, (err, v) => cb(err, v));
+    return new Promise<Out>((resolve, reject) => {
+      call((err, v) => {
+        if (err) {
+          // DeadlineExceeded before our own deadline came from the runtime: the command's timeout in ExecSync.
+          const ours = Date.now() >= deadline - 50;
+          void this.translate(err, path, timeoutMs, ours).then(reject, reject);
+          return;
+        }
+        if (v === undefined) reject(new CriRequestError(this.endpoint, method(path), 'empty answer'));
+        else resolve(v);
+      });
+    });
+  }
+
+  /** A gRPC failure as the typed error that says what is wrong and what to do. */
+  async translate(err: ServiceError, path: string, timeoutMs: number, ourDeadline = true): Promise<CriError> {
+    const m = method(path);
+    const details = err.details || err.message;
+    // An HTTP/2 peer that is not gRPC (a web server, a proxy): it answers an HTTP status, or a body
+    // read as a frame of absurd length (Version's real answer is a few bytes).
+    if (/Received HTTP status code/.test(details) || (m === 'Version' && err.code === status.RESOURCE_EXHAUSTED))
+      return new CriNotRuntimeError(this.endpoint, `it answers HTTP/2 but not gRPC (${details})`, err.code);
+    switch (err.code) {
+      case status.DEADLINE_EXCEEDED:
+        if (ourDeadline) return new CriDeadlineError(this.endpoint, m, timeoutMs);
+        if (m === 'ExecSync') return new CriExecTimeoutError(this.endpoint, details);
+        return new CriRequestError(this.endpoint, m, details, err.code);
+      case status.NOT_FOUND:
+        return new CriNotFoundError(this.endpoint, m, details);
+      case status.UNIMPLEMENTED:
+        if (/unknown service runtime\.v1\./.test(details)) return this.notARuntime(details);
+        return new CriNotSupportedError(this.endpoint, m, details);
+      case status.UNAVAILABLE:
+        return this.unavailable(details);
+      case status.INTERNAL:
+      case status.UNKNOWN:
+        if (err.cause instanceof WireError || /WireError|wire type|runs past the end|varint/.test(details))
+          return new CriRequestError(this.endpoint, m, `the runtime's answer does not decode as runtime.v1: ${details}`, err.code);
+        return new CriRequestError(this.endpoint, m, details, err.code);
+      default:
+        return new CriRequestError(this.endpoint, m, details, err.code);
+    }
+  }
+
+  /** Unavailable: either nothing listens (unreachable) or the peer does not speak HTTP/2 gRPC. */
+  private async unavailable(details: string): Promise<CriError> {
+    try {
+      const st = await lstat(this.socket);
+      if (!st.isSocket()) return new CriUnreachableError(this.endpoint, `${this.socket} is not a socket`, 'ENOTSOCK');
+    } catch (e) {
+      const code = (e as NodeJS.ErrnoException).code;
+      return new CriUnreachableError(this.endpoint, code === 'ENOENT' ? `no such socket: ${this.socket} (is the runtime running?)` : String(e), code);
+    }
+    const probe = await new Promise<string | undefined>((resolve) => {
+      const s = connect(this.socket);
+      s.once('connect', () => {
+        s.destroy();
+        resolve(undefined);
+      });
+      s.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
+    });
+    if (probe !== undefined) return new CriUnreachableError(this.endpoint, probe === 'ECONNREFUSED' ? `nothing listens on ${this.socket} (is the runtime running?)` : `${probe} connecting to ${this.socket}`, probe);
+    return new CriNotRuntimeError(this.endpoint, `it accepts connections but does not answer gRPC (${details})`, status.UNAVAILABLE);
+  }
+
+  /** The endpoint speaks gRPC without runtime.v1: containerd with its CRI plugin off, or something else. */
+  private async notARuntime(details: string): Promise<CriError> {
+    const v = await new Promise<{ version: string } | undefined>((resolve) => {
+      this.client.makeUnaryRequest(
+        CONTAINERD_VERSION,
+        () => Buffer.alloc(0),
+        ContainerdVersionResponse.deserialize,
+        {},
+        new Metadata(),
+        { deadline: Date.now() + 5000 },
+        (err, r) => resolve(err ? undefined : r),
+      );
+    });
+    if (v) return new CriPluginDisabledError(this.endpoint, v.version || 'unknown version');
+    return new CriNotRuntimeError(this.endpoint, `it serves gRPC without the runtime.v1 services (${details})`, status.UNIMPLEMENTED);
+  }
+
+  close(): void {
+    this.client.close();
+  }
+}
+
+function method(path: string): string {
+  return path.slice(path.lastIndexOf('/') + 1);
+}
+
+const c = M.codec;
+const VersionReq = c<{ version: string }, never>(M.VersionRequest);
+const VersionRes = c<never, M.VersionInfo>(M.VersionResponse);
+const RunSandboxReq = c<{ config: M.PodSandboxConfigInput; runtimeHandler?: string }, never>(M.RunPodSandboxRequest);
+const RunSandboxRes = c<never, { podSandboxId: string }>(M.RunPodSandboxResponse);
+const SandboxIdReq = c<{ podSandboxId: string }, never>(M.PodSandboxIdRequest);
+const EmptyRes = c<never, Record<string, never>>(M.Empty);
+const SandboxStatusReq = c<{ podSandboxId: string; verbose?: boolean }, never>(M.PodSandboxStatusRequest);
+const SandboxStatusRes = c<never, { status: M.PodSandboxStatusInfo | undefined; info: M.Labels }>(M.PodSandboxStatusResponse);
+const ListSandboxReq = c<{ filter?: SandboxFilter }, never>(M.ListPodSandboxRequest);
+const ListSandboxRes = c<never, { items: M.PodSandboxItem[] }>(M.ListPodSandboxResponse);
+const CreateReq = c<{ podSandboxId: string; config: M.ContainerConfigInput; sandboxConfig: M.PodSandboxConfigInput }, never>(M.CreateContainerRequest);
+const CreateRes = c<never, { containerId: string }>(M.CreateContainerResponse);
+const ContainerIdReq = c<{ containerId: string }, never>(M.ContainerIdRequest);
+const StopReq = c<{ containerId: string; timeout: number }, never>(M.StopContainerRequest);
+const ListReq = c<{ filter?: ContainerFilter }, never>(M.ListContainersRequest);
+const ListRes = c<never, { containers: M.ContainerItem[] }>(M.ListContainersResponse);
+const StatusReq = c<{ containerId: string; verbose?: boolean }, never>(M.ContainerStatusRequest);
+const StatusRes = c<never, { status: M.ContainerStatusInfo | undefined; info: M.Labels }>(M.ContainerStatusResponse);
+const ExecSyncReq = c<{ containerId: string; cmd: string[]; timeout: number }, never>(M.ExecSyncRequest);
+const ExecSyncRes = c<never, M.ExecSyncResult>(M.ExecSyncResponse);
+const ExecReq = c<ExecOptions & { containerId: string; cmd: string[] }, never>(M.ExecRequest);
+const UrlRes = c<never, { url: string }>(M.UrlResponse);
+const EventsReq = c<Record<string, never>, never>(M.Empty);
+const EventRes = c<never, M.ContainerEvent>(M.ContainerEventResponse);
+const ListImagesReq = c<{ filter?: { image: { image: string } } }, never>(M.ListImagesRequest);
+const ListImagesRes = c<never, { images: M.ImageInfo[] }>(M.ListImagesResponse);
+const ImageStatusReq = c<{ image: { image: string }; verbose?: boolean }, never>(M.ImageStatusRequest);
+const ImageStatusRes = c<never, { image: M.ImageInfo | undefined }>(M.ImageStatusResponse);
+const PullReq = c<{ image: { image: string }; auth?: M.AuthConfigInput; sandboxConfig?: M.PodSandboxConfigInput }, never>(M.PullImageRequest);
+const PullRes = c<never, { imageRef: string }>(M.PullImageResponse);
+const RemoveImageReq = c<{ image: { image: string } }, never>(M.RemoveImageRequest);
+const FsInfoReq = c<Record<string, never>, never>(M.Empty);
+const FsInfoRes = c<never, { imageFilesystems: M.FilesystemUsageInfo[]; containerFilesystems: M.FilesystemUsageInfo[] }>(M.ImageFsInfoResponse);
+
+export interface SandboxFilter {
+  id?: string;
+  state?: { state: number };
+  labelSelector?: M.Labels;
+}
+export interface ContainerFilter {
+  id?: string;
+  state?: { state: number };
+  podSandboxId?: string;
+  labelSelector?: M.Labels;
+}
+export interface ExecOptions {
+  tty?: boolean;
+  stdin?: boolean;
+  stdout?: boolean;
+  stderr?: boolean;
+}
+
+export class CriClient {
+  readonly endpoint: string;
+  readonly imageEndpoint: string;
+  private readonly runtime: Channel;
+  private readonly images: Channel;
+  private readonly timeoutMs: number;
+  private readonly pullTimeoutMs: number;
+
+  constructor(o: CriClientOptions) {
+    this.endpoint = o.endpoint;
+    this.imageEndpoint = o.imageEndpoint ?? o.endpoint;
+    this.runtime = new Channel(this.endpoint);
+    this.images = this.imageEndpoint === this.endpoint ? this.runtime : new Channel(this.imageEndpoint);
+    this.timeoutMs = o.timeoutMs ?? DEFAULT_CALL_TIMEOUT_MS;
+    this.pullTimeoutMs = o.pullTimeoutMs ?? DEFAULT_PULL_TIMEOUT_MS;
+  }
+
+  private rt<In, Out>(name: string, req: M.Codec<In, unknown>, res: M.Codec<unknown, Out>, arg: In, timeoutMs = this.timeoutMs): Promise<Out> {
+    return this.runtime.unary(RUNTIME + name, req, res, arg, timeoutMs);
+  }
+
+  private img<In, Out>(name: string, req: M.Codec<In, unknown>, res: M.Codec<unknown, Out>, arg: In, timeoutMs = this.timeoutMs): Promise<Out> {
+    return this.images.unary(IMAGE + name, req, res, arg, timeoutMs);
+  }
+
+  /** The runtime's name and version; the first call podrun makes, so it is where a wrong endpoint shows. */
+  version(): Promise<M.VersionInfo> {
+    return this.rt('Version', VersionReq, VersionRes, { version: 'v1' });
+  }
+
+  async runPodSandbox(config: M.PodSandboxConfigInput, runtimeHandler = ''): Promise<string> {
+    return (await this.rt('RunPodSandbox', RunSandboxReq, RunSandboxRes, { config, runtimeHandler })).podSandboxId;
+  }
+
+  async stopPodSandbox(podSandboxId: string): Promise<void> {
+    await this.rt('StopPodSandbox', SandboxIdReq, EmptyRes, { podSandboxId });
+  }
+
+  async removePodSandbox(podSandboxId: string): Promise<void> {
+    await this.rt('RemovePodSandbox', SandboxIdReq, EmptyRes, { podSandboxId });
+  }
+
+  async podSandboxStatus(podSandboxId: string): Promise<M.PodSandboxStatusInfo> {
+    const r = await this.rt('PodSandboxStatus', SandboxStatusReq, SandboxStatusRes, { podSandboxId });
+    if (!r.status) throw new CriNotFoundError(this.endpoint, 'PodSandboxStatus', `no status for sandbox ${podSandboxId}`);
+    return r.status;
+  }
+
+  async listPodSandbox(filter?: SandboxFilter): Promise<M.PodSandboxItem[]> {
+    return (await this.rt('ListPodSandbox', ListSandboxReq, ListSandboxRes, { filter })).items;
+  }
+
+  async createContainer(podSandboxId: string, config: M.ContainerConfigInput, sandboxConfig: M.PodSandboxConfigInput): Promise<string> {
+    return (await this.rt('CreateContainer', CreateReq, CreateRes, { podSandboxId, config, sandboxConfig })).containerId;
+  }
+
+  async startContainer(containerId: string): Promise<void> {
+    await this.rt('StartContainer', ContainerIdReq, EmptyRes, { containerId });
+  }
+
+  /** Stops with a grace period in seconds; the deadline covers the grace as well as the call. */
+  async stopContainer(containerId: string, graceSeconds: number): Promise<void> {
+    await this.rt('StopContainer', StopReq, EmptyRes, { containerId, timeout: graceSeconds }, this.timeoutMs + graceSeconds * 1000);
+  }
+
+  async removeContainer(containerId: string): Promise<void> {
+    await this.rt('RemoveContainer', ContainerIdReq, EmptyRes, { containerId });
+  }
+
+  async listContainers(filter?: ContainerFilter): Promise<M.ContainerItem[]> {
+    return (await this.rt('ListContainers', ListReq, ListRes, { filter })).containers;
+  }
+
+  async containerStatus(containerId: string): Promise<M.ContainerStatusInfo> {
+    const r = await this.rt('ContainerStatus', StatusReq, StatusRes, { containerId });
+    if (!r.status) throw new CriNotFoundError(this.endpoint, 'ContainerStatus', `no status for container ${containerId}`);
+    return r.status;
+  }
+
+  /**
+   * Runs `cmd` in the container and waits for it; the runtime ends it after `timeoutSeconds`
+   * (0: no limit from the runtime) and the call throws CriExecTimeoutError. The call's deadline is the kubelet's: the timeout plus the
+   * request timeout.
+   */
+  execSync(containerId: string, cmd: string[], timeoutSeconds: number): Promise<M.ExecSyncResult> {
+    return this.rt('ExecSync', ExecSyncReq, ExecSyncRes, { containerId, cmd, timeout: timeoutSeconds }, this.timeoutMs + timeoutSeconds * 1000);
+  }
+
+  /** The URL on the runtime's streaming server where the exec session is served (kubectl exec -it). */
+  async exec(containerId: string, cmd: string[], o: ExecOptions = { stdout: true, stderr: true }): Promise<string> {
+    return (await this.rt('Exec', ExecReq, UrlRes, { containerId, cmd, ...o })).url;
+  }
+
+  async reopenContainerLog(containerId: string): Promise<void> {
+    await this.rt('ReopenContainerLog', ContainerIdReq, EmptyRes, { containerId });
+  }
+
+  /**
+   * The runtime's container events, for as long as the caller reads (no deadline: a watch lives as
+   * long as the agent; the relist covers a runtime that goes quiet). A runtime without the call
+   * (containerd before 1.7) throws CriNotSupportedError from the first read.
+   */
+  async *containerEvents(signal?: AbortSignal): AsyncGenerator<M.ContainerEvent> {
+    const path = RUNTIME + 'GetContainerEvents';
+    const stream: ClientReadableStream<M.ContainerEvent> = this.runtime.client.makeServerStreamRequest(path, EventsReq.serialize, EventRes.deserialize, {}, new Metadata(), {});
+    const abort = (): void => stream.cancel();
+    signal?.addEventListener('abort', abort, { once: true });
+    try {
+      for await (const ev of stream as AsyncIterable<M.ContainerEvent>) yield ev;
+    } catch (e) {
+      if (signal?.aborted) return;
+      if (isServiceError(e)) throw await this.runtime.translate(e, path, 0);
+      throw e;
+    } finally {
+      signal?.removeEventListener('abort', abort);
+      stream.cancel();
+    }
+  }
+
+  async listImages(image?: string): Promise<M.ImageInfo[]> {
+    return (await this.img('ListImages', ListImagesReq, ListImagesRes, { filter: image ? { image: { image } } : undefined })).images;
+  }
+
+  /** The image's record, or undefined when the runtime does not have it (not an error in the CRI). */
+  async imageStatus(image: string): Promise<M.ImageInfo | undefined> {
+    return (await this.img('ImageStatus', ImageStatusReq, ImageStatusRes, { image: { image } })).image;
+  }
+
+  /** Pulls with the node's credentials for the registry; returns the runtime's reference to the image. */
+  async pullImage(image: string, auth?: M.AuthConfigInput, sandboxConfig?: M.PodSandboxConfigInput): Promise<string> {
+    // containerd parses server_address as a URL and compares its host with the image's: a bare
+    // `host:port` (a config.json key) fails to parse there, so it gets a scheme.
+    const a = auth?.serverAddress && !/^[a-z][a-z0-9+.-]*:\/\//i.test(auth.serverAddress) ? { ...auth, serverAddress: `https://${auth.serverAddress}` } : auth;
+    return (await this.img('PullImage', PullReq, PullRes, { image: { image }, auth: a, sandboxConfig }, this.pullTimeoutMs)).imageRef;
+  }
+
+  async removeImage(image: string): Promise<void> {
+    await this.img('RemoveImage', RemoveImageReq, EmptyRes, { image: { image } });
+  }
+
+  imageFsInfo(): Promise<{ imageFilesystems: M.FilesystemUsageInfo[]; containerFilesystems: M.FilesystemUsageInfo[] }> {
+    return this.img('ImageFsInfo', FsInfoReq, FsInfoRes, {});
+  }
+
+  close(): void {
+    this.runtime.close();
+    if (this.images !== this.runtime) this.images.close();
+  }
+}
+
+function isServiceError(e: unknown): e is ServiceError {
+  return typeof e === 'object' && e !== null && 'code' in e && typeof (e as { code: unknown }).code === 'number' && 'details' in e;
+}

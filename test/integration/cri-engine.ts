@@ -1,0 +1,297 @@
+import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
+import { randomBytes } from 'node:crypto';
+import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { CriClient } from '../../src/runtime/cri/client.js';
+import { PAUSE_IMAGE, TEST_IMAGE, until } from './helpers.js';
+
+/** The test images as containerd names them once imported (Docker's short names are docker.io's). */
+export const CRI_TEST_IMAGE = `docker.io/${TEST_IMAGE}`;
+export const CRI_PAUSE_IMAGE = `docker.io/${PAUSE_IMAGE}`;
+
+function sh(cmd: string, args: string[], input?: string): string {
+  const r = spawnSync(cmd, args, { encoding: 'utf8', input });
+  if (r.status !== 0) throw new Error(`${cmd} ${args.join(' ')}: ${r.stderr.trim() || r.stdout.trim()}`);
+  return r.stdout;
+}
+
+/** A /24 in 10.88.0.0/16 that no route of this machine uses (other helpers' containerds included). */
+function freeSubnet(): string {
+  const routes = sh('ip', ['-4', 'route']);
+  for (let i = 0; i < 64; i++) {
+    const third = 1 + (randomBytes(1)[0] as number) % 254;
+    if (!routes.includes(`10.88.${third}.`)) return `10.88.${third}`;
+  }
+  throw new Error('no free 10.88.x.0/24 subnet for the test CNI network');
+}
+
+export interface ContainerdOptions {
+  /** A containerd with its CRI plugin off, as Docker's packaged config.toml leaves it. */
+  criDisabled?: boolean;
+}
+
+/**
+ * A private containerd (Debian's 1.6, /usr/bin/containerd) with its own root, state, socket,
+ * config and CNI network, for CRI tests: nothing of it is shared with the machine's Docker or with
+ * other tests, and `destroy()` removes all of it (sandboxes, shims, mounts, bridge, directories).
+ *
+ *   const ctrd = new PrivateContainerd();
+ *   beforeAll(async () => { await ctrd.start(); ctrd.importTestImages(); }, 60_000);
+ *   afterAll(() => ctrd.destroy(), 60_000);
+ *   // ctrd.endpoint for podrun's --container-runtime-endpoint, ctrd.client for direct CRI calls,
+ *   // CRI_TEST_IMAGE / CRI_PAUSE_IMAGE for the images as containerd names them.
+ */
+export class PrivateContainerd {
+  readonly dir = mkdtempSync('/tmp/podrun-ctrd-');
+  readonly socket = join(this.dir, 'containerd.sock');
+  readonly logDir = join(this.dir, 'pod-logs');
+  readonly bridge = `podcri${randomBytes(3).toString('hex')}`;
+  readonly network = `podrun-cri-${randomBytes(3).toString('hex')}`;
+  readonly subnet = freeSubnet();
+  private proc: ChildProcess | undefined;
+  private client_: CriClient | undefined;
+  private log = '';
+
+  constructor(private readonly o: ContainerdOptions = {}) {}
+
+  get endpoint(): string {
+    return `unix://${this.socket}`;
+  }
+
+  /** A client on this containerd (closed by destroy). */
+  get client(): CriClient {
+    this.client_ ??= new CriClient({ endpoint: this.endpoint, timeoutMs: 30_000 });
+    return this.client_;
+  }
+
+  private writeConfig(): string {
+    const cniConf = join(this.dir, 'cni');
+    mkdirSync(cniConf, { recursive: true });
+    mkdirSync(this.logDir, { recursive: true });
+    writeFileSync(
+      join(cniConf, '10-podrun.conflist'),
+      JSON.stringify({
+        cniVersion: '1.0.0',
+        name: this.network,
+        plugins: [
+          {
+            type: 'bridge',
+            bridge: this.bridge,
+            isGateway: true,
+            // No masquerade: the test's pods talk only to the host and to each other.
+            ipMasq: false,
+            ipam: { type: 'host-local', ranges: [[{ subnet: `${this.subnet}.0/24` }]], dataDir: join(this.dir, 'ipam') },
+          },
+          { type: 'loopback' },
+        ],
+      }),
+    );
+    const cri = 'plugins."io.containerd.grpc.v1.cri"';
+    const config = [
+      'version = 2',
+      `root = "${this.dir}/root"`,
+      `state = "${this.dir}/state"`,
+      this.o.criDisabled ? 'disabled_plugins = ["io.containerd.grpc.v1.cri"]' : '',
+      '[grpc]',
+      `  address = "${this.socket}"`,
+      '[ttrpc]',
+      `  address = "${this.socket}.ttrpc"`,
+      '[debug]',
+      '  address = ""',
+      '[metrics]',
+      '  address = ""',
+      `[${cri}]`,
+      `  sandbox_image = "${CRI_PAUSE_IMAGE}"`,
+      // This VM has no CAP_SYS_RESOURCE: runc would refuse the sandbox's oom_score_adj of -998.
+      '  restrict_oom_score_adj = true',
+      '  stream_server_address = "127.0.0.1"',
+      '  stream_server_port = "0"',
+      '  enable_selinux = false',
+      // Registries' hosts.toml, read at each pull, so a test may add its registry after the start.
+      `[${cri}.registry]`,
+      `  config_path = "${this.dir}/certs.d"`,
+      `[${cri}.cni]`,
+      '  bin_dir = "/usr/lib/cni"',
+      `  conf_dir = "${cniConf}"`,
+      '  max_conf_num = 1',
+      `[${cri}.containerd]`,
+      '  snapshotter = "overlayfs"',
+      '  default_runtime_name = "runc"',
+      `[${cri}.containerd.runtimes.runc]`,
+      '  runtime_type = "io.containerd.runc.v2"',
+      `[${cri}.containerd.runtimes.runc.options]`,
+      // runc's state of its own, so nothing lands in the machine's /run/containerd/runc.
+      `  Root = "${this.dir}/runc"`,
+    ].join('\n');
+    const file = join(this.dir, 'config.toml');
+    writeFileSync(file, config + '\n');
+    return file;
+  }
+
+  async start(): Promise<void> {
+    const config = this.writeConfig();
+    this.proc = spawn('/usr/bin/containerd', ['--config', config, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    this.proc.stderr?.on('data', (c: Buffer) => {
+      this.log = (this.log + c.toString()).slice(-8000);
+    });
+    const exited = new Promise<never>((_, reject) => this.proc?.once('exit', (code) => reject(new Error(`containerd exited (${code}): ${this.log}`))));
+    exited.catch(() => undefined);
+    const probe = this.o.criDisabled
+      ? async (): Promise<true | undefined> => (spawnSync('ctr', ['-a', this.socket, 'version']).status === 0 ? true : undefined)
+      : async (): Promise<true | undefined> => {
+          // A client per probe: the shared one is not left in reconnect back-off by the wait.
+          const c = new CriClient({ endpoint: this.endpoint, timeoutMs: 5000 });
+          try {
+            return (await c.version().catch(() => undefined)) ? true : undefined;
+          } finally {
+            c.close();
+          }
+        };
+    await Promise.race([until('the private containerd to answer', probe, 30_000), exited]);
+  }
+
+  /** The test images and the pause image, copied from the shared Docker engine into the k8s.io namespace. */
+  importTestImages(): void {
+    const r = spawnSync('sh', ['-c', `docker save ${TEST_IMAGE} ${PAUSE_IMAGE} | ctr -a ${this.socket} -n k8s.io images import -`], { encoding: 'utf8' });
+    if (r.status !== 0) throw new Error(`importing the test images failed: ${r.stderr}`);
+  }
+
+  /** Lets this containerd pull from a plain-HTTP registry on loopback (`host:port`), as Docker does by default. */
+  trustPlainHttpRegistry(host: string): void {
+    const d = join(this.dir, 'certs.d', host);
+    mkdirSync(d, { recursive: true });
+    writeFileSync(join(d, 'hosts.toml'), `server = "http://${host}"\n[host."http://${host}"]\n  capabilities = ["pull", "resolve"]\n`);
+  }
+
+  /** The last lines containerd wrote (for a test's failure message). */
+  get recentLog(): string {
+    return this.log;
+  }
+
+  /** This containerd's shims (their command line names its socket): pid, and the sandbox id they serve. */
+  private shims(): { pid: number; id: string }[] {
+    const out: { pid: number; id: string }[] = [];
+    for (const p of readdirSync('/proc')) {
+      if (!/^\d+$/.test(p)) continue;
+      try {
+        const argv = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
+        if (!argv.includes(this.socket) || Number(p) === this.proc?.pid || !/containerd-shim/.test(readlinkSync(`/proc/${p}/exe`))) continue;
+        out.push({ pid: Number(p), id: argv[argv.indexOf('-id') + 1] ?? '' });
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return out;
+  }
+
+  /**
+   * The shims' children (each sandbox's pause process and each container's first process), the
+   * network namespaces they are in (inode numbers) and their cgroup directories.
+   */
+  private shimChildren(shimPids: number[]): { pids: number[]; netns: Set<number>; cgroups: Set<string> } {
+    const pids: number[] = [];
+    const netns = new Set<number>();
+    const cgroups = new Set<string>();
+    for (const p of readdirSync('/proc')) {
+      if (!/^\d+$/.test(p)) continue;
+      try {
+        const ppid = Number(/^PPid:\s+(\d+)$/m.exec(readFileSync(`/proc/${p}/status`, 'utf8'))?.[1]);
+        if (!shimPids.includes(ppid)) continue;
+        pids.push(Number(p));
+        netns.add(statSync(`/proc/${p}/ns/net`).ino);
+        for (const line of readFileSync(`/proc/${p}/cgroup`, 'utf8').split('\n')) {
+          // `N:controllers:/path` (v1, one per hierarchy) or `0::/path` (v2).
+          const m = /^\d+:([^:]*):(\/.+)$/.exec(line);
+          if (!m?.[2] || !/\/k8s\.io\/[0-9a-f]{64}$/.test(m[2])) continue;
+          // v2 lines name no controller: mounted at /sys/fs/cgroup, or at /sys/fs/cgroup/unified beside v1 (hybrid, as here).
+          const hierarchy = m[1] ? m[1].replace(/^name=/, '') : existsSync('/sys/fs/cgroup/unified/cgroup.procs') ? 'unified' : '';
+          cgroups.add(join('/sys/fs/cgroup', hierarchy, m[2]));
+        }
+      } catch {
+        // gone meanwhile
+      }
+    }
+    return { pids, netns, cgroups };
+  }
+
+  async stop(): Promise<void> {
+    const p = this.proc;
+    if (!p || p.exitCode !== null || p.signalCode !== null) return;
+    const exited = new Promise((r) => p.once('exit', r));
+    p.kill('SIGTERM');
+    const killed = setTimeout(() => p.kill('SIGKILL'), 10_000);
+    await exited;
+    clearTimeout(killed);
+  }
+
+  async destroy(): Promise<void> {
+    // Sandboxes first, through the CRI, so CNI gives back addresses and the netns under /run/netns
+    // goes. A client of its own, and a sweep after it for what the runtime could not remove (a test
+    // may have broken the runtime or its connection).
+    if (!this.o.criDisabled && this.proc && this.proc.exitCode === null) {
+      const c = new CriClient({ endpoint: this.endpoint, timeoutMs: 10_000 });
+      try {
+        for (const s of await c.listPodSandbox()) {
+          await c.stopPodSandbox(s.id).catch(() => undefined);
+          await c.removePodSandbox(s.id).catch(() => undefined);
+        }
+      } catch {
+        // the runtime is unreachable: the sweep below still runs
+      } finally {
+        c.close();
+      }
+    }
+    this.client_?.close();
+    const shims = this.shims();
+    const left = this.shimChildren(shims.map((s) => s.pid));
+    await this.stop();
+    // A shim and its containers outlive containerd; these are the ones this containerd started
+    // (a container's first process is pid 1 of its pid namespace: the rest of it dies with it).
+    for (const pid of [...left.pids, ...shims.map((s) => s.pid)]) {
+      try {
+        process.kill(pid, 'SIGKILL');
+      } catch {
+        // exited meanwhile
+      }
+    }
+    for (const dir of left.cgroups) {
+      for (let i = 0; i < 20; i++) {
+        try {
+          rmdirSync(dir);
+          break;
+        } catch (e) {
+          if ((e as NodeJS.ErrnoException).code === 'ENOENT') break;
+          await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+    }
+    // A sandbox's netns is a bind mount under /run/netns: ours are those a shim's child was in.
+    // CNI's cached results name the network or the sandbox id.
+    for (const dir of ['/run/netns', '/var/lib/cni/results']) {
+      let names: string[] = [];
+      try {
+        names = readdirSync(dir);
+      } catch {
+        continue;
+      }
+      for (const f of names) {
+        const path = join(dir, f);
+        try {
+          const ours = dir === '/run/netns' ? f.startsWith('cni-') && left.netns.has(statSync(path).ino) : f.startsWith(`${this.network}-`) || shims.some((s) => s.id !== '' && f.includes(s.id));
+          if (!ours) continue;
+          if (dir === '/run/netns') spawnSync('umount', [path]);
+          rmSync(path, { force: true });
+        } catch {
+          // gone meanwhile
+        }
+      }
+    }
+    spawnSync('ip', ['link', 'del', this.bridge]);
+    const mounts = readFileSync('/proc/mounts', 'utf8')
+      .split('\n')
+      .map((l) => l.split(' ')[1] ?? '')
+      .filter((m) => m.startsWith(this.dir));
+    for (const m of mounts.reverse()) spawnSync('umount', ['-l', m]);
+    rmSync(this.dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+  }
+}

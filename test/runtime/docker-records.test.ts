@@ -1,0 +1,83 @@
+import type Docker from 'dockerode';
+import { describe, expect, it } from 'vitest';
+import { LABEL, MANAGED_BY } from '../../src/runtime/labels.js';
+import { groupObserved } from '../../src/runtime/observed.js';
+import { eventFromDocker, recordFromInspect, recordFromListed, statsFromDocker, statusFromInspect } from '../../src/runtime/docker/records.js';
+import { cpuOf } from '../../src/stats/summary.js';
+import type { EngineStats } from '../../src/runtime/runtime-types.js';
+
+// Docker's answers in podrun's words: what the cache, status and logs read must not depend on
+// which of Docker's calls (list, inspect, events) told it.
+
+const LABELS = { [LABEL.managedBy]: MANAGED_BY, [LABEL.podUid]: 'u1', [LABEL.containerType]: 'app', [LABEL.containerName]: 'app', [LABEL.restartCount]: '2' };
+
+function inspected(status: string, exitCode: number): Docker.ContainerInspectInfo {
+  return {
+    Id: 'c1',
+    Name: '/podrun_web_app_default_abc_000000_2',
+    Created: '2026-11-30T09:00:00.5Z',
+    Path: 'sleep',
+    Args: ['60'],
+    Image: 'sha256:img',
+    State: { Status: status, ExitCode: exitCode, Running: status === 'running', StartedAt: '2026-11-30T09:00:01.123456789Z', FinishedAt: '0001-01-01T00:00:00Z', OOMKilled: false, Restarting: false, Error: '' },
+    Config: { Image: 'busybox:1', Labels: LABELS },
+    HostConfig: { NetworkMode: 'container:s1' },
+    NetworkSettings: { Networks: {} },
+  } as unknown as Docker.ContainerInspectInfo;
+}
+
+describe('recordFromInspect', () => {
+  it('reads as the list entry of the same container', () => {
+    const [pod] = groupObserved([recordFromInspect(inspected('exited', 137))]);
+    expect(pod?.containers[0]).toMatchObject({ id: 'c1', dockerName: 'podrun_web_app_default_abc_000000_2', state: 'exited', exitCode: 137, restartCount: 2, created: Date.parse('2026-11-30T09:00:00Z') / 1000, image: 'busybox:1' });
+    const listed = recordFromListed({ Id: 'c1', Names: ['/podrun_web_app_default_abc_000000_2'], Image: 'busybox:1', Created: Date.parse('2026-11-30T09:00:00Z') / 1000, Labels: LABELS, State: 'exited', Status: 'Exited (137) 3 seconds ago', NetworkSettings: { Networks: {} } } as unknown as Docker.ContainerInfo);
+    expect(recordFromInspect(inspected('exited', 137))).toEqual(listed);
+  });
+
+  it('has no exit code while running', () => {
+    const [pod] = groupObserved([recordFromInspect(inspected('running', 0))]);
+    expect(pod?.containers[0]?.state).toBe('running');
+    expect(pod?.containers[0]?.exitCode).toBeUndefined();
+  });
+});
+
+describe('recordFromListed', () => {
+  it('takes the exit code from the status text only when exited, and the IP from the first network that has one', () => {
+    const r = recordFromListed({ Id: 'x', Names: ['/n'], Image: 'i', Created: 5, Labels: {}, State: 'restarting', Status: 'Restarting (1) 2 seconds ago', NetworkSettings: { Networks: { a: { IPAddress: '' }, b: { IPAddress: '10.0.0.9' } } } } as unknown as Docker.ContainerInfo);
+    expect(r).toEqual({ id: 'x', name: 'n', image: 'i', labels: {}, state: 'restarting', created: 5, ip: '10.0.0.9' });
+  });
+});
+
+describe('statusFromInspect', () => {
+  it('reads the zero time as never, and keeps the engine\'s nanoseconds', () => {
+    const s = statusFromInspect(inspected('running', 0).State, 3);
+    expect(s).toEqual({ state: 'running', exitCode: 0, startedAt: '2026-11-30T09:00:01.123456789Z', oomKilled: false, engineRestarts: 3, restarting: false });
+  });
+});
+
+describe('eventFromDocker', () => {
+  const actor = (attrs: Record<string, string>) => ({ ID: 'c1', Attributes: { ...LABELS, name: 'podrun_x', image: 'busybox:1', ...attrs } });
+
+  it('turns the life events into one kind each, the exit code a number, Docker\'s own attributes out of the labels', () => {
+    expect(eventFromDocker({ Action: 'die', Actor: actor({ exitCode: '137' }), timeNano: 1_700_000_000_123_456_789 })).toEqual({ kind: 'exited', id: 'c1', labels: LABELS, name: 'podrun_x', image: 'busybox:1', exitCode: 137, timeMs: 1_700_000_000_123 });
+    expect(['create', 'start', 'unpause', 'restart', 'pause', 'destroy', 'remove'].map((a) => eventFromDocker({ Action: a, Actor: actor({}), time: 1 })?.kind)).toEqual(['created', 'started', 'started', 'started', 'paused', 'removed', 'removed']);
+  });
+
+  it('is no event for news that changes no container\'s life, nor for what names no container', () => {
+    for (const a of ['exec_start: sh', 'exec_die', 'kill', 'rename', 'update', 'oom', 'toString', '__proto__', '']) expect(eventFromDocker({ Action: a, Actor: actor({}) })).toBeUndefined();
+    expect(eventFromDocker({ Action: 'die', Actor: { Attributes: {} } })).toBeUndefined();
+    expect(eventFromDocker({ Action: 'die', Actor: actor({ exitCode: 'x' }) })?.exitCode).toBeUndefined();
+  });
+});
+
+describe('statsFromDocker', () => {
+  const reading = (preread: string): EngineStats => ({ read: '2026-11-30T10:00:10Z', cpu_stats: { cpu_usage: { total_usage: 3e9 } }, memory_stats: {}, preread, precpu_stats: { cpu_usage: { total_usage: 0 } } });
+
+  it('drops a previous sample Docker gives as the zero time, so no rate is made from zero counters', () => {
+    const one = statsFromDocker(reading('0001-01-01T00:00:00Z'));
+    expect(one.preread).toBeUndefined();
+    expect(one.precpu_stats).toBeUndefined();
+    expect(cpuOf(one).usageNanoCores).toBeUndefined();
+    expect(cpuOf(statsFromDocker({ ...reading('2026-11-30T10:00:09Z'), precpu_stats: { cpu_usage: { total_usage: 2.5e9 } } })).usageNanoCores).toBe(5e8);
+  });
+});
