@@ -354,13 +354,8 @@ export class PodSupervisor {
         const known = r.details.get(id);
         return known?.finishedAt ? known : undefined;
       },
-      // A probed container without a worker yet has not passed: as the kubelet's initial results.
-      probes: (id) => {
-        const state = this.probes.state(id);
-        if (state) return state;
-        const p = probed(o?.containers.find((c) => c.id === id)?.name);
-        return { started: !p.startup, ready: !p.readiness && !p.startup };
-      },
+      // A probed container without a worker yet has not passed: podStatus applies the initial results.
+      probes: (id) => this.probes.state(id),
       waiting: (name) => r.waiting.get(name),
       postStarting: (id) => r.postStarting.has(id),
     };
@@ -400,7 +395,7 @@ export class PodSupervisor {
     return podStatus(pod, o, {
       runtimeName: this.rt.runtimeName,
       details: (id) => r.details.get(id),
-      probes: (id) => this.probes.state(id) ?? { started: true, ready: true },
+      probes: (id) => this.probes.state(id),
       waiting: (name) => r.waiting.get(name),
       postStarting: (id) => r.postStarting.has(id),
     });

@@ -60,7 +60,10 @@ export interface StatusInputs {
   /** The engine's runtime type, the scheme of each container ID (`<type>://<id>`); absent: the bare ID. */
   runtimeName?: string;
   details?: (containerId: string) => ContainerDetails | undefined;
-  /** Probe results; without a prober, a running container counts as started and ready. */
+  /**
+   * Probe results; without a prober, a running container counts as started and ready. A prober
+   * that has no result for a container yet answers undefined: its initial results then apply.
+   */
   probes?: (containerId: string) => { started: boolean; ready: boolean } | undefined;
   /** A waiting reason the supervisor imposes (CrashLoopBackOff, ErrImagePull, ImagePullBackOff). */
   waiting?: (container: string) => { reason: string; message: string } | undefined;
@@ -90,8 +93,13 @@ function terminated(c: ObservedContainer, d: ContainerDetails | undefined, input
   };
 }
 
+/** The kubelet's initial results (prober_manager.go): a startup probe not yet passed holds both, a readiness probe holds Ready. */
+function initialProbeResults(spec: { readinessProbe?: unknown; startupProbe?: unknown }): { started: boolean; ready: boolean } {
+  return { started: !spec.startupProbe, ready: !spec.readinessProbe && !spec.startupProbe };
+}
+
 function containerStatus(
-  spec: { name: string; image: string; readinessProbe?: unknown },
+  spec: { name: string; image: string; readinessProbe?: unknown; startupProbe?: unknown },
   type: 'init' | 'app',
   instances: ObservedContainer[],
   inputs: StatusInputs,
@@ -117,9 +125,10 @@ function containerStatus(
   // it started (its worker is inside the start): waiting, with no container ID yet.
   if (isActive(c) && inputs.postStarting?.(c.id)) return { ...base, restartCount: common.restartCount, state: 'waiting', reason: 'ContainerCreating', ready: false, started: false };
   if (isActive(c)) {
-    const p = inputs.probes?.(c.id);
-    const started = p ? p.started : true;
-    return { ...common, state: 'running', ready: p ? p.ready : true, started };
+    // Without a prober (the CLI) nobody probes: as the engine has it. With one, a probed container
+    // it has no result for yet has not passed, as the kubelet's initial probe results.
+    const p = inputs.probes ? (inputs.probes(c.id) ?? initialProbeResults(spec)) : { started: true, ready: true };
+    return { ...common, state: 'running', ready: p.ready, started: p.started };
   }
   if (c.state === 'created') return { ...common, state: 'waiting', reason: imposed?.reason ?? 'ContainerCreating', ...(imposed ? { message: imposed.message } : {}), ready: false, started: false };
   const t = terminated(c, d, inputs);

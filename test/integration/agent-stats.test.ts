@@ -66,8 +66,9 @@ spec:
     const pod = summary.pods.find((x) => x.podRef.name === name)!;
     const burner = pod.containers.find((c) => c.name === 'burner')!;
     const hog = pod.containers.find((c) => c.name === 'hog')!;
-    // A loop that works most of the time (not all: the suite shares the machine): well over 50m.
-    expect(burner.cpu.usageNanoCores).toBeGreaterThan(50e6);
+    // A loop that works most of the time: a few hundred m on a quiet machine, and 49m once beside
+    // the whole suite (it shares two cores); an idle container reads ~0m. So: clearly over 20m.
+    expect(burner.cpu.usageNanoCores).toBeGreaterThan(20e6);
     expect(hog.cpu.usageNanoCores ?? 0).toBeLessThan(burner.cpu.usageNanoCores! / 5);
     expect(pod.memory.workingSetBytes).toBeGreaterThanOrEqual(hog.memory.workingSetBytes);
     expect(pod.cpu.usageNanoCores).toBeGreaterThanOrEqual(burner.cpu.usageNanoCores!);
@@ -87,7 +88,7 @@ spec:
     const lines = top.out.split('\n');
     expect(lines[0]).toMatch(/^POD\s+NAME\s+CPU\(cores\)\s+MEMORY\(bytes\)$/);
     const cpuOf = (c: string): number => Number(new RegExp(`^${name}\\s+${c}\\s+(\\d+)m\\s+\\d+Mi$`, 'm').exec(top.out)?.[1] ?? NaN);
-    expect(cpuOf('burner')).toBeGreaterThan(50);
+    expect(cpuOf('burner')).toBeGreaterThan(20);
     expect(top.out).toMatch(new RegExp(`^${name}\\s+hog\\s+\\d+m\\s+(4\\d|[5-9]\\d)Mi$`, 'm'));
     const podsOnly = await suite.world.cli('top', 'pods', '-A');
     expect(podsOnly.out).toMatch(new RegExp(`^${suite.ns}\\s+${name}\\s+\\d+m\\s+\\d+Mi$`, 'm'));
@@ -96,7 +97,7 @@ spec:
     await agent.stop();
     const direct = await suite.world.cli('top', 'pods', '-n', suite.ns);
     expect(direct.code).toBe(0);
-    expect(Number(new RegExp(`^${name}\\s+(\\d+)m\\s+\\d+Mi$`, 'm').exec(direct.out)?.[1])).toBeGreaterThan(50);
+    expect(Number(new RegExp(`^${name}\\s+(\\d+)m\\s+\\d+Mi$`, 'm').exec(direct.out)?.[1])).toBeGreaterThan(20);
   });
 
   it('reports the node with its conditions, pressure from the thresholds, and NotReady without the engine', async () => {

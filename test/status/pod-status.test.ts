@@ -27,6 +27,15 @@ describe('podStatus', () => {
     expect([s.phase, s.ready, s.containers.map((c) => c.ready)]).toEqual(['Running', false, [false, true]]);
   });
 
+  it('holds Ready for a probed container the prober has no result for yet, as the kubelet\'s initial results; no prober: as the engine has it', () => {
+    const d = desired(POD('Always'));
+    const o = observedFor(d);
+    const s = podStatus(d.pod, o, { probes: () => undefined });
+    expect([s.ready, s.containers.map((c) => [c.ready, c.started])]).toEqual([false, [[false, true], [true, true]]]);
+    const cli = podStatus(d.pod, o, {});
+    expect([cli.ready, cli.containers.map((c) => c.ready)]).toEqual([true, [true, true]]);
+  });
+
   it('shows a running container whose postStart has not returned as the kubelet does: waiting, no ID yet, not Ready, the pod Pending', () => {
     const d = desired(POD('Always'));
     const o = observedFor(d);
