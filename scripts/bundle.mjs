@@ -123,4 +123,28 @@ for (const [name, contents] of [...CACHED_PACKAGES.map((p) => [p, entryOf(p)]), 
     logLevel: 'warning',
   });
 }
+// What bin/podrun runs: the bundle above joined into one CommonJS file, so that a start passes
+// through no ES module loader (Node 20 reads, compiles and links each ES module chunk on its own,
+// with no cache), run with one V8 code cache; a command's modules still run only when it uses
+// them (esbuild keeps each dynamic import a function called on first use). The ES module bundle
+// stays what the single executable (scripts/package-sea.mjs) and the code's tests start from.
+await build({
+  entryPoints: ['dist/bundle/podrun.mjs'],
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node20',
+  outfile: 'dist/bundle/podrun.cjs',
+  // import.meta.url-relative paths (the package's files, the code-cached scripts) as from podrun.mjs.
+  define: { 'import.meta.url': '__podrunUrl' },
+  // A script run by node:vm has no dynamic import (Node's modules loaded on use, as `node:stream`
+  // by completion): each becomes a require, which the script has.
+  supported: { 'dynamic-import': false },
+  banner: { js: "var __podrunUrl = require('node:url').pathToFileURL(require('node:path').join(__dirname, 'podrun.mjs')).href;" },
+  minifyWhitespace: true,
+  minifySyntax: true,
+  logLevel: 'warning',
+});
+// The loader bin/podrun (CommonJS) runs it with.
+await build({ entryPoints: ['src/base/cached-script.ts'], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile: 'dist/bundle/cached-script.cjs', logLevel: 'warning' });
 execFileSync(process.execPath, ['scripts/code-cache.mjs'], { stdio: 'inherit' });

@@ -6,17 +6,21 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
+import { createRequire } from 'node:module';
 
 const scripts = new Map();
 globalThis[Symbol.for('podrun.code-cache.warm-up')] = scripts;
 const dir = resolve('dist/bundle');
-const { main } = await import(join(dir, 'podrun.mjs'));
+// As bin/podrun runs it: the one CommonJS file, through the same loader.
+const { runCachedScript } = createRequire(import.meta.url)(join(dir, 'cached-script.cjs'));
+const { main } = runCachedScript(dir, 'podrun').exports;
 const sink = () => new Writable({ write: (_c, _e, done) => done() });
 const io = { out: () => undefined, err: () => undefined, stdout: sink(), stderr: sink(), isTTY: false };
 const state = mkdtempSync(join(tmpdir(), 'podrun-code-cache-'));
 const nowhere = `unix://${join(state, 'no-engine.sock')}`;
 const runs = [
   ['version', '--client'],
+  ['version'],
   ['--help'],
   ['apply', '--help'],
   ['get', 'pods', '--help'],
@@ -33,7 +37,7 @@ try {
 } finally {
   rmSync(state, { recursive: true, force: true });
 }
-for (const name of ['commander', 'js-yaml', 'dockerode', 'pod-validator']) {
+for (const name of ['podrun', 'commander', 'js-yaml', 'dockerode', 'pod-validator']) {
   const script = scripts.get(name);
   if (!script) throw new Error(`the warm-up did not load ${name}`);
   writeFileSync(join(dir, `${name}.cache`), script.createCachedData());

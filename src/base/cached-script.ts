@@ -14,7 +14,7 @@ import { Script } from 'node:vm';
 // the executable and its package must be the same bytes when built twice.
 
 /** The wrapper, identical where the cache is made and where it is used (V8 checks the source). */
-const wrap = (source: string): string => `(function (exports, require, module) {${source}\n})`;
+const wrap = (source: string): string => `(function (exports, require, module, __filename, __dirname) {${source}\n})`;
 
 export interface CachedScript {
   exports: unknown;
@@ -43,7 +43,7 @@ export function runCachedScript(dir: string, name: string): CachedScript {
   const module = { exports: {} as unknown };
   // The files require only Node's own modules (their packages are bundled in): one require, made
   // on first use, serves them all.
-  (script.runInThisContext() as (e: unknown, r: (id: string) => unknown, m: { exports: unknown }) => void)(module.exports, (id) => (nodeRequire ??= createRequire(file))(id), module);
+  (script.runInThisContext() as (e: unknown, r: (id: string) => unknown, m: { exports: unknown }, f: string, d: string) => void)(module.exports, (id) => (nodeRequire ??= createRequire(file))(id), module, file, dir);
   (globalThis as { [WARM_UP]?: Map<string, Script> })[WARM_UP]?.set(name, script);
   return { exports: module.exports, script, cacheRejected: cachedData ? script.cachedDataRejected === true : undefined };
 }

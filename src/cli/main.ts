@@ -451,3 +451,28 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     throw err;
   }
 }
+
+/**
+ * What bin/podrun (and the single executable) runs: main() on the process's own arguments. Once
+ * main() has answered, the process must end: a command that failed half way (an agent whose start
+ * failed after its watchers or timers began) may not linger half alive. The timer is unref'd, so
+ * a process with nothing left to do exits at once, as usual.
+ */
+export function start(): void {
+  const exit = (code: number): void => {
+    process.exitCode = code;
+    setTimeout(() => process.exit(code), 1000).unref();
+  };
+  // A reader that went away (`podrun logs | head`) ends the command as it ends cat: quietly.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      throw err;
+    });
+  }
+  main(process.argv).then(exit, (err: unknown) => {
+    // main() turns every expected failure into a message and an exit code; reaching here is a bug.
+    process.stderr.write(`podrun: internal error: ${err instanceof Error ? err.stack : String(err)}\n`);
+    exit(70);
+  });
+}
