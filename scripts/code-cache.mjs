@@ -42,4 +42,10 @@ for (const name of ['podrun', 'commander', 'js-yaml', 'dockerode', 'pod-validato
   if (!script) throw new Error(`the warm-up did not load ${name}`);
   writeFileSync(join(dir, `${name}.cache`), script.createCachedData());
 }
+// The packages only some commands load (the agent's, --config's, URL sources'): a cache of what
+// the warm-up ran of them, if it ran any; without one they compile as any script does.
+for (const name of ['undici', 'ajv', 'pino', 'prom-client']) {
+  const script = scripts.get(name);
+  if (script) writeFileSync(join(dir, `${name}.cache`), script.createCachedData());
+}
 process.exit(0);
