@@ -7,7 +7,7 @@
 import { readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { mapLimit } from '../src/reconcile/converge.js';
-import { PodRuntime } from '../src/runtime/runtime.js';
+import { PodRuntime } from '../src/runtime/docker/runtime.js';
 import { log, PAUSE_IMAGE, podrun, QUICK, removeInstance, stat, table, writePods } from './lib.js';
 
 const PODS = Number(process.env.BENCH_READINGS_PODS ?? (QUICK ? 10 : 50));

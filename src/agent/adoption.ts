@@ -1,5 +1,4 @@
 import type { Logger } from '../log/logger.js';
-import { EngineRequestError } from '../runtime/engine-errors.js';
 import { isActive, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
 import type { EngineLifecycle } from '../runtime/roles.js';
 import type { PodRecord } from './pod-record.js';
@@ -18,7 +17,7 @@ export class Adoption {
   private warned = false;
 
   constructor(
-    private readonly rt: Pick<EngineLifecycle, 'restartPolicyOf' | 'setRestartPolicy'>,
+    private readonly rt: Pick<EngineLifecycle, 'takeOverRestarts'>,
     private readonly cache: { finishedAt(id: string): number | undefined },
     private readonly log: Logger,
   ) {}
@@ -27,22 +26,12 @@ export class Adoption {
     const fresh = [...o.sandboxes, ...o.containers].filter((c) => isActive(c) && !r.adopted.has(c.id));
     await Promise.all(
       fresh.map(async (c) => {
-        const policy = await this.rt.restartPolicyOf(c.id);
-        let kept: string | undefined;
-        if (policy && policy !== 'no') {
-          try {
-            await this.rt.setRestartPolicy(c.id, 'no');
-          } catch (err) {
-            if (!(err instanceof EngineRequestError) || (err.kind !== 'not-found' && err.kind !== 'unsupported')) throw err;
-            if ((await this.rt.restartPolicyOf(c.id)) === undefined) throw err;
-            kept = policy;
-            if (!this.warned) {
-              this.warned = true;
-              this.log.warn(`the engine cannot change a container's restart policy (no container update); containers adopted from it keep their engine policy, and podrun restarts them only when the engine does not`);
-            }
-          }
+        const kept = await this.rt.takeOverRestarts(c.id);
+        if (kept && kept !== 'never' && !this.warned) {
+          this.warned = true;
+          this.log.warn(`the engine cannot change a container's restart policy (no container update); containers adopted from it keep their engine policy, and podrun restarts them only when the engine does not`);
         }
-        r.adopted.set(c.id, kept);
+        r.adopted.set(c.id, kept && kept !== 'never' ? kept : undefined);
       }),
     );
   }
@@ -51,7 +40,7 @@ export class Adoption {
   engineRestarts(r: PodRecord, c: ObservedContainer): boolean {
     const policy = r.adopted.get(c.id);
     if (!policy || c.state !== 'exited') return false;
-    if (policy !== 'always' && policy !== 'unless-stopped' && !(policy === 'on-failure' && c.exitCode !== 0)) return false;
+    if (policy !== 'always' && !(policy === 'failure' && c.exitCode !== 0)) return false;
     const finished = this.cache.finishedAt(c.id) ?? Date.now();
     if (Date.now() - finished < ENGINE_RESTART_WAIT_MS) return true;
     // The engine let it be (a stop or kill through its API): podrun's from now on.

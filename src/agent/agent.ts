@@ -24,7 +24,7 @@ import { deletionTurn } from './pod-deletion.js';
 import { DesiredSet } from './desired-set.js';
 import { sourcesFor } from './agent-sources.js';
 import type { AgentOptions } from './options.js';
-import { PodRuntime } from '../runtime/runtime.js';
+import { PodRuntime } from '../runtime/docker/runtime.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { acquireAgentLock } from './lock.js';
 import { HealthGate } from './health-gate.js';

@@ -1,4 +1,5 @@
 import type { ObservedPod } from '../runtime/observed.js';
+import type { EngineRestartOn } from '../runtime/runtime-types.js';
 import type { ContainerDetails } from '../status/pod-status.js';
 
 /**
@@ -19,7 +20,7 @@ export interface PodRecord {
    * Containers taken over from the engine's restart policy, by id; the value is the engine's
    * policy when it could not be changed (the engine keeps restarting that one).
    */
-  readonly adopted: Map<string, string | undefined>;
+  readonly adopted: Map<string, Exclude<EngineRestartOn, 'never'> | undefined>;
   /** The current sandbox and the address its hooks and probes use, read once per sandbox. */
   sandbox?: { id: string; ip: string };
   /** The signal of the sync carrying out actions now (aborted when the pod is to be deleted). */

@@ -1,6 +1,6 @@
 import { credentialFiles } from '../runtime/auth.js';
 import type { PodPolicy } from '../manifest/policy.js';
-import type { PodRuntime } from '../runtime/runtime.js';
+import type { PodEngine } from '../runtime/roles.js';
 import type { RuntimeOptions } from '../runtime/runtime-types.js';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, engine: 3 } as const;
@@ -73,8 +73,8 @@ export const processIo: Io = {
 };
 
 /** The engine client, loaded only by the commands that talk to the engine (it is most of start-up). */
-export async function makeRuntime(g: GlobalOptions, io: Io): Promise<PodRuntime> {
-  const { PodRuntime } = await import('../runtime/runtime.js');
+export async function makeRuntime(g: GlobalOptions, io: Io): Promise<PodEngine> {
+  const { PodRuntime } = await import('../runtime/docker/runtime.js');
   const { pullReporter } = await import('./pull-progress.js');
   return new PodRuntime({
     ...runtimeOptionsOf(g),

@@ -2,7 +2,7 @@ import { PassThrough, Transform } from 'node:stream';
 import { shouldRestart } from '../reconcile/plan.js';
 import { isActive, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
-import type { LogWindow } from '../runtime/streams.js';
+import type { LogWindow } from '../runtime/runtime-types.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { noResources, podArg, podNotFound, selectorFrom } from './pod-args.js';
 

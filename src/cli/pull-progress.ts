@@ -1,5 +1,5 @@
 import type { PullProgress } from '../runtime/runtime-types.js';
-import { formatBytes } from '../runtime/images.js';
+import { formatBytes } from '../base/format-bytes.js';
 
 function figures(p: PullProgress): string {
   const bytes = p.totalBytes ? `, ${formatBytes(p.bytes)}/${formatBytes(p.totalBytes)}` : '';

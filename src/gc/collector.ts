@@ -98,18 +98,18 @@ export class GarbageCollector {
     const usage = { capacity: st.blocks * st.bsize, used: (st.blocks - st.bfree) * st.bsize };
     const { inUse, pinnedId: pause } = inv;
     const needed = new Set([...(this.o.neededImages?.() ?? [])].map(normalizeRef));
-    const isNeeded = (i: (typeof inv.images)[number]): boolean => [...(i.RepoTags ?? []), ...(i.RepoDigests ?? [])].some((t) => needed.has(normalizeRef(t)));
+    const isNeeded = (i: (typeof inv.images)[number]): boolean => [...i.tags, ...i.digests].some((t) => needed.has(normalizeRef(t)));
     const images = inv.images.map((i): ImageInfo => {
-      if (!this.firstSeen.has(i.Id)) this.firstSeen.set(i.Id, now);
-      if (inUse.has(i.Id)) this.lastUsed.set(i.Id, now);
+      if (!this.firstSeen.has(i.id)) this.firstSeen.set(i.id, now);
+      if (inUse.has(i.id)) this.lastUsed.set(i.id, now);
       return {
-        id: i.Id,
-        tags: (i.RepoTags ?? []).filter((t) => t !== '<none>:<none>'),
-        size: i.Size,
-        inUse: inUse.has(i.Id),
-        pinned: i.Id === pause || isNeeded(i),
-        firstSeen: this.firstSeen.get(i.Id) ?? now,
-        lastUsed: this.lastUsed.get(i.Id) ?? this.firstSeen.get(i.Id) ?? now,
+        id: i.id,
+        tags: i.tags,
+        size: i.sizeBytes,
+        inUse: inUse.has(i.id),
+        pinned: i.id === pause || isNeeded(i),
+        firstSeen: this.firstSeen.get(i.id) ?? now,
+        lastUsed: this.lastUsed.get(i.id) ?? this.firstSeen.get(i.id) ?? now,
       };
     });
     return { images, usage };

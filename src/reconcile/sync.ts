@@ -6,7 +6,7 @@ import { isActive, type ObservedPod } from '../runtime/observed.js';
 import { ContainerStartError, ImageError, SandboxError, type SandboxInfo } from '../runtime/runtime-types.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { Cancelled } from '../runtime/slots.js';
-import { identityOf } from '../runtime/spec.js';
+import { identityOf } from '../runtime/labels.js';
 import { fieldPathOf, killContainer, specOf, stopPod, type EventSink } from './lifecycle.js';
 import type { PodActions } from './plan.js';
 

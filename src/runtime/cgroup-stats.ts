@@ -1,5 +1,5 @@
 import { readFileSync } from 'node:fs';
-import type { EngineStats } from './runtime-types.js';
+import type { ContainerReading, InterfaceCounters } from './runtime-types.js';
 
 // A container's counters read straight from cgroupfs, as cAdvisor reads them: a few small files
 // per container (microseconds) instead of one engine stats call (the engine reads the same files,
@@ -56,18 +56,39 @@ function num(text: string | undefined): number | undefined {
 const TICK_NS = 10_000_000;
 
 /**
- * One reading of a container's cgroup in the engine stats API's shape (so the Summary API, `top`
- * and the metrics read both alike). Undefined when the container has no cgroup here.
+ * The memory figures of a cgroup from its usage, limit and memory.stat (v1's hierarchical totals
+ * first, then v2's names), as cAdvisor counts them: the working set is usage less inactive file
+ * pages. The engine's stats API passes memory.stat on under the same names.
  */
-export function readCgroup(layout: CgroupLayout, id: string, read: ReadFile = readIfThere, now: Date = new Date()): EngineStats | undefined {
+export function memoryReading(usage: number | undefined, limit: number | undefined, stat: Record<string, number> | undefined): ContainerReading['memory'] {
+  const pick = (v1: string, v2: string): number | undefined => stat?.[v1] ?? stat?.[v2];
+  const out: ContainerReading['memory'] = { workingSetBytes: Math.max(0, (usage ?? 0) - (pick('total_inactive_file', 'inactive_file') ?? 0)) };
+  const rss = pick('total_rss', 'anon');
+  const cache = pick('total_cache', 'file');
+  const faults = pick('total_pgfault', 'pgfault');
+  const major = pick('total_pgmajfault', 'pgmajfault');
+  if (usage !== undefined) out.usageBytes = usage;
+  if (limit !== undefined) out.limitBytes = limit;
+  if (rss !== undefined) out.rssBytes = rss;
+  if (cache !== undefined) out.cacheBytes = cache;
+  if (faults !== undefined) out.pageFaults = faults;
+  if (major !== undefined) out.majorPageFaults = major;
+  return out;
+}
+
+/**
+ * One reading of a container's cgroup (the Summary API, `top` and the metrics read it as they
+ * read an engine's). Undefined when the container has no cgroup here.
+ */
+export function readCgroup(layout: CgroupLayout, id: string, read: ReadFile = readIfThere, now: Date = new Date()): ContainerReading | undefined {
   for (const rel of cgroupCandidates(layout.driver, id)) {
     const s = layout.version === 2 ? readV2(`${layout.root}/${rel}`, read) : readV1(layout.root, rel, read);
-    if (s) return { read: now.toISOString(), source: 'cgroup', ...s };
+    if (s) return { time: now.toISOString(), source: 'cgroup', ...s };
   }
   return undefined;
 }
 
-function readV1(root: string, rel: string, read: ReadFile): Omit<EngineStats, 'read'> | undefined {
+function readV1(root: string, rel: string, read: ReadFile): Omit<ContainerReading, 'time'> | undefined {
   const usage = num(read(`${root}/cpuacct/${rel}/cpuacct.usage`));
   if (usage === undefined) return undefined;
   const ticks = keyedNumbers(read(`${root}/cpuacct/${rel}/cpuacct.stat`));
@@ -76,19 +97,17 @@ function readV1(root: string, rel: string, read: ReadFile): Omit<EngineStats, 'r
   const limit = num(read(`${root}/memory/${rel}/memory.limit_in_bytes`));
   const pids = num(read(`${root}/pids/${rel}/pids.current`));
   return {
-    cpu_stats: {
-      cpu_usage: {
-        total_usage: usage,
-        ...(ticks.user !== undefined ? { usage_in_usermode: ticks.user * TICK_NS } : {}),
-        ...(ticks.system !== undefined ? { usage_in_kernelmode: ticks.system * TICK_NS } : {}),
-      },
+    cpu: {
+      usageNs: usage,
+      ...(ticks.user !== undefined ? { userNs: ticks.user * TICK_NS } : {}),
+      ...(ticks.system !== undefined ? { systemNs: ticks.system * TICK_NS } : {}),
     },
-    memory_stats: { ...(memUsage !== undefined ? { usage: memUsage } : {}), ...(limit !== undefined ? { limit } : {}), stats: memory },
-    ...(pids !== undefined ? { pids_stats: { current: pids } } : {}),
+    memory: memoryReading(memUsage, limit, memory),
+    ...(pids !== undefined ? { processes: pids } : {}),
   };
 }
 
-function readV2(dir: string, read: ReadFile): Omit<EngineStats, 'read'> | undefined {
+function readV2(dir: string, read: ReadFile): Omit<ContainerReading, 'time'> | undefined {
   const cpu = keyedNumbers(read(`${dir}/cpu.stat`));
   if (cpu.usage_usec === undefined) return undefined;
   const memory = keyedNumbers(read(`${dir}/memory.stat`), MEMORY_KEYS);
@@ -96,15 +115,13 @@ function readV2(dir: string, read: ReadFile): Omit<EngineStats, 'read'> | undefi
   const limit = num(read(`${dir}/memory.max`)); // "max" (no limit) reads as undefined
   const pids = num(read(`${dir}/pids.current`));
   return {
-    cpu_stats: {
-      cpu_usage: {
-        total_usage: cpu.usage_usec * 1000,
-        ...(cpu.user_usec !== undefined ? { usage_in_usermode: cpu.user_usec * 1000 } : {}),
-        ...(cpu.system_usec !== undefined ? { usage_in_kernelmode: cpu.system_usec * 1000 } : {}),
-      },
+    cpu: {
+      usageNs: cpu.usage_usec * 1000,
+      ...(cpu.user_usec !== undefined ? { userNs: cpu.user_usec * 1000 } : {}),
+      ...(cpu.system_usec !== undefined ? { systemNs: cpu.system_usec * 1000 } : {}),
     },
-    memory_stats: { ...(memUsage !== undefined ? { usage: memUsage } : {}), ...(limit !== undefined ? { limit } : {}), stats: memory },
-    ...(pids !== undefined ? { pids_stats: { current: pids } } : {}),
+    memory: memoryReading(memUsage, limit, memory),
+    ...(pids !== undefined ? { processes: pids } : {}),
   };
 }
 
@@ -112,9 +129,9 @@ function readV2(dir: string, read: ReadFile): Omit<EngineStats, 'read'> | undefi
  * A network namespace's counters from /proc/<pid>/net/dev of a process inside it, every
  * interface but loopback (as the engine's stats leave it out).
  */
-export function netDev(text: string | undefined): NonNullable<EngineStats['networks']> | undefined {
+export function netDev(text: string | undefined): Record<string, InterfaceCounters> | undefined {
   if (!text) return undefined;
-  const out: NonNullable<EngineStats['networks']> = {};
+  const out: Record<string, InterfaceCounters> = {};
   for (const line of text.split('\n').slice(2)) {
     const colon = line.indexOf(':');
     if (colon < 0) continue;
@@ -122,7 +139,7 @@ export function netDev(text: string | undefined): NonNullable<EngineStats['netwo
     if (!name || name === 'lo') continue;
     const f = line.slice(colon + 1).trim().split(/\s+/).map(Number);
     if (f.length < 16 || f.some((x) => !Number.isFinite(x))) continue;
-    out[name] = { rx_bytes: f[0]!, rx_packets: f[1]!, rx_errors: f[2]!, rx_dropped: f[3]!, tx_bytes: f[8]!, tx_packets: f[9]!, tx_errors: f[10]!, tx_dropped: f[11]! };
+    out[name] = { rxBytes: f[0]!, rxPackets: f[1]!, rxErrors: f[2]!, rxDropped: f[3]!, txBytes: f[8]!, txPackets: f[9]!, txErrors: f[10]!, txDropped: f[11]! };
   }
   return out;
 }

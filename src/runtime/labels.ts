@@ -1,5 +1,6 @@
 import { createHash } from 'node:crypto';
 import { resolve } from 'node:path';
+import type { Container, Pod } from '../manifest/types.js';
 
 // Every engine object podrun makes carries these labels, so the whole view can be rebuilt from
 // the engine alone (after a crash, an upgrade, or on another podrun process).
@@ -43,7 +44,57 @@ export type ContainerType = 'sandbox' | 'init' | 'app';
  * names are global, and two instances (state dirs) may run the same namespace/name, so the
  * instance is part of the name.
  */
-export function dockerName(pod: { name: string; namespace: string; uid: string; instance?: string }, container: string, attempt: number): string {
+export function engineName(pod: { name: string; namespace: string; uid: string; instance?: string }, container: string, attempt: number): string {
   const inst = pod.instance ? `_${pod.instance.slice(0, 6)}` : '';
   return `podrun_${pod.name}_${container}_${pod.namespace}_${pod.uid.replace(/-/g, '').slice(0, 8)}${inst}_${attempt}`;
+}
+
+/** Who a pod is to the engine, as its labels and names say it. */
+export interface PodIdentity {
+  uid: string;
+  name: string;
+  namespace: string;
+  source: string;
+  applySet?: string;
+  /** The podrun instance (state dir) making it: part of every engine name, so instances never collide. */
+  instance?: string;
+}
+
+export function identityOf(pod: Pod, source: string, applySet?: string): PodIdentity {
+  return { uid: pod.metadata.uid ?? '', name: pod.metadata.name, namespace: pod.metadata.namespace ?? 'default', source, ...(applySet ? { applySet } : {}) };
+}
+
+function baseLabels(id: PodIdentity, containerName: string, type: string, hash: string, restartCount: number): Record<string, string> {
+  return {
+    [LABEL.managedBy]: MANAGED_BY,
+    [LABEL.podName]: id.name,
+    [LABEL.podNamespace]: id.namespace,
+    [LABEL.podUid]: id.uid,
+    [LABEL.containerName]: containerName,
+    [LABEL.containerType]: type,
+    [LABEL.hash]: hash,
+    [LABEL.restartCount]: String(restartCount),
+    [LABEL.source]: id.source,
+  };
+}
+
+/**
+ * A sandbox's labels, whichever engine holds them (the engine adds `instance`). They are what
+ * identifies it across upgrades: test/integration/upgrade.test.ts adopts a previous release's.
+ */
+export function sandboxLabels(pod: Pod, id: PodIdentity, attempt: number, hash: string): Record<string, string> {
+  return {
+    ...baseLabels(id, SANDBOX_NAME, 'sandbox', hash, attempt),
+    [LABEL.podSpec]: JSON.stringify(pod),
+    ...(id.applySet ? { [LABEL.applySet]: id.applySet } : {}),
+  };
+}
+
+/** A container's labels, whichever engine holds them (the engine adds `instance`). */
+export function containerLabels(pod: Pod, id: PodIdentity, c: Container, type: 'init' | 'app', restartCount: number, hash: string): Record<string, string> {
+  return {
+    ...baseLabels(id, c.name, type, hash, restartCount),
+    [LABEL.containerSpec]: JSON.stringify(c),
+    [LABEL.gracePeriod]: String(pod.spec.terminationGracePeriodSeconds ?? 30),
+  };
 }

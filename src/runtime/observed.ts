@@ -7,7 +7,7 @@ import type { Container, Pod } from '../manifest/types.js';
  */
 export interface EngineContainer {
   id: string;
-  /** The engine's name for it (labels.ts `dockerName`). */
+  /** The engine's name for it (labels.ts `engineName`). */
   name: string;
   image: string;
   labels: Record<string, string>;
@@ -25,7 +25,7 @@ export type ContainerState = 'created' | 'running' | 'paused' | 'restarting' | '
 /** One engine container as podrun sees it: identity from labels, state from the list call. */
 export interface ObservedContainer {
   id: string;
-  dockerName: string;
+  engineName: string;
   type: ContainerType;
   name: string;
   hash: string;
@@ -86,7 +86,7 @@ export function groupObserved(list: readonly EngineContainer[]): ObservedPod[] {
     }
     const c: ObservedContainer = {
       id: info.id,
-      dockerName: info.name,
+      engineName: info.name,
       type,
       name: l[LABEL.containerName] ?? '',
       hash: l[LABEL.hash] ?? '',

@@ -1,10 +1,17 @@
-import type Docker from 'dockerode';
-import type { EngineOptions } from './engine.js';
+import type { Container } from '../manifest/types.js';
 import type { ContainerState } from './observed.js';
-import type { VolumeBacking } from './spec.js';
 
-// The runtime's vocabulary, apart from the class: its options, what it answers, how it fails, and
-// the engine client and bounded call the role modules (images, streams, readings) share.
+// The engine interface's vocabulary (roles.ts), whichever engine answers: its options, what it
+// answers, how it fails. No engine's own types: those stay under src/runtime/<engine>/.
+
+export interface EngineOptions {
+  /** unix:///path, tcp://host:port, or a socket path; default DOCKER_HOST, else /var/run/docker.sock. */
+  host?: string;
+}
+
+/** Where each pod volume lives on the engine's host, decided by the I/O layer. */
+/** `readOnly`: every mount of it is read-only, whatever the container asks (downwardAPI volumes). */
+export type VolumeBacking = { kind: 'bind'; path: string; hostPath?: boolean; readOnly?: boolean } | { kind: 'volume'; name: string };
 
 export interface RuntimeOptions extends EngineOptions {
   stateDir: string;
@@ -79,16 +86,34 @@ export interface EngineEvent {
   timeMs: number;
 }
 
-/** The parts of the engine's stats answer podrun reads (cgroup v1 and v2 alike). */
-export interface EngineStats {
-  read: string;
-  cpu_stats: { cpu_usage: { total_usage: number; usage_in_usermode?: number; usage_in_kernelmode?: number }; system_cpu_usage?: number; online_cpus?: number };
-  precpu_stats?: { cpu_usage?: { total_usage?: number }; system_cpu_usage?: number };
-  memory_stats: { usage?: number; limit?: number; stats?: Record<string, number> };
-  networks?: Record<string, { rx_bytes: number; rx_errors: number; tx_bytes: number; tx_errors: number; rx_packets?: number; tx_packets?: number; rx_dropped?: number; tx_dropped?: number }>;
-  pids_stats?: { current?: number };
-  preread?: string;
-  /** podrun's own: where the reading came from (cgroupfs, or the engine's stats API). */
+/** One network interface's counters, as /proc/<pid>/net/dev has them. */
+export interface InterfaceCounters {
+  rxBytes: number;
+  rxErrors: number;
+  txBytes: number;
+  txErrors: number;
+  rxPackets?: number;
+  txPackets?: number;
+  rxDropped?: number;
+  txDropped?: number;
+}
+
+/**
+ * One reading of a container's counters, whichever engine (or cgroupfs) read it, in the CRI's and
+ * cAdvisor's terms: CPU in ns, memory in bytes (the working set as the kubelet counts it: usage
+ * less inactive file pages), its network namespace's interfaces.
+ */
+export interface ContainerReading {
+  /** When it was read (RFC 3339). */
+  time: string;
+  cpu: { usageNs: number; userNs?: number; systemNs?: number };
+  /** A sample the engine took a moment before this one, with it (a rate without the caller's own). */
+  earlier?: { time: string; cpuUsageNs: number };
+  memory: { workingSetBytes: number; usageBytes?: number; limitBytes?: number; rssBytes?: number; cacheBytes?: number; pageFaults?: number; majorPageFaults?: number };
+  networks?: Record<string, InterfaceCounters>;
+  /** Processes (threads) in it. */
+  processes?: number;
+  /** Where it came from: cgroupfs, or the engine's own stats. */
   source?: 'cgroup' | 'engine';
 }
 
@@ -140,14 +165,6 @@ export class SandboxError extends Error {
   }
 }
 
-/** The engine client and its bounded call (a timeout, an observer, one kind of error), for the role modules. */
-export interface EngineCalls {
-  readonly docker: Docker;
-  readonly endpoint: string;
-  readonly options: RuntimeOptions;
-  call<T>(what: string, fn: () => Promise<T>, timeoutMs?: number): Promise<T>;
-}
-
 /** One container start, as the pod worker asks for it. */
 export interface StartRequest {
   type: 'init' | 'app';
@@ -177,3 +194,87 @@ export interface ExecRef {
 
 /** How an end went: its processes killed (how many), nothing left to kill, or out of podrun's reach. */
 export type ExecEnd = { killed: number } | 'finished' | 'unreachable';
+
+/** Told of a pull as it begins and ends (the pod's Pulling and Pulled events). */
+export type PullListener = (phase: 'pulling' | 'pulled', message?: string) => void;
+
+/**
+ * Bounds of a log read, as the engine takes them: seconds since the epoch, whole or `S.NANOS` (the
+ * runs of a container the engine restarted in place are told apart by their start, to the ns).
+ */
+export interface LogWindow {
+  since?: number | string;
+  until?: string;
+}
+
+/** One `podrun logs` read: follow it, with timestamps, the last `tail` lines, in a window. */
+export type LogRequest = { follow: boolean; timestamps: boolean; tail?: number } & LogWindow;
+
+/** An attached exec's options (`podrun exec`). */
+export interface ExecAttachOptions {
+  tty: boolean;
+  stdin: boolean;
+  size?: () => { rows: number; columns: number } | undefined;
+  onResize?: (fn: () => void) => () => void;
+  /**
+   * Told of the exec once it is made and before it starts, so the caller can have it ended if
+   * the caller dies (`podrun exec` hands it to its guard process: see `endAbandonedExec`).
+   */
+  onCreated?: (ref: ExecRef) => void;
+}
+
+/** The caller's end of an attached exec. */
+export interface ExecStreams {
+  stdin: NodeJS.ReadableStream;
+  stdout: NodeJS.WritableStream;
+  stderr: NodeJS.WritableStream;
+}
+
+/** The instance whose termination message is asked for: which, and what its spec says of the message. */
+export interface FinishedInstance {
+  id: string;
+  name: string;
+  restartCount: number;
+  exitCode?: number;
+  spec?: Container;
+}
+
+/** One image as the engine holds it: tags without the engine's placeholders (`<none>:<none>`). */
+export interface EngineImage {
+  id: string;
+  tags: string[];
+  /** Repository digests (`name@sha256:…`), matched like tags. */
+  digests: string[];
+  sizeBytes: number;
+}
+
+/** What image GC needs of the engine: where it keeps its data, its images, which are in use, the sandbox image's id. */
+export interface ImageInventory {
+  rootDir: string;
+  images: EngineImage[];
+  inUse: Set<string>;
+  pinnedId: string;
+}
+
+/** What the node status says of the engine. */
+export interface EngineFacts {
+  version: string;
+  rootDir: string;
+  cpus: number;
+  memoryBytes: number;
+  operatingSystem: string;
+  kernelVersion: string;
+  architecture: string;
+}
+
+/** A container's use of the node's disk: its writable layer and its log files (bytes), where the engine can tell. */
+export interface ContainerDisk {
+  rwBytes?: number;
+  logBytes?: number;
+}
+
+/**
+ * Which exits the engine itself restarts a container on (its own supervision, for pods no agent
+ * watches): never, only on a failure (exit code not 0), or always.
+ */
+export type EngineRestartOn = 'never' | 'failure' | 'always';

@@ -1,13 +1,10 @@
 import { chmodSync, closeSync, constants, mkdirSync, openSync, readFileSync, renameSync, statSync, writeFileSync, type Stats } from 'node:fs';
 import { dirname, join, posix } from 'node:path';
-import type Docker from 'dockerode';
-import { parseQuantity } from '../manifest/quantity.js';
 import type { HostPathType, Pod, Volume } from '../manifest/types.js';
 import { downwardFileContent } from './env.js';
-import { LABEL, MANAGED_BY } from './labels.js';
 import { at, errCode } from './dir-fd.js';
-import { allowedRoots, inside, MountRefused, openSubPath, removeTree, resolveLoose } from './safe-mount.js';
-import type { VolumeBacking } from './spec.js';
+import { allowedRoots, inside, MountRefused, openSubPath, resolveLoose } from './safe-mount.js';
+import type { VolumeBacking } from './runtime-types.js';
 
 /** State directories whose `pods/` is known to be there, root's alone. */
 const podsRootsMade = new Set<string>();
@@ -132,30 +129,15 @@ export function prepareTerminationLog(path: string): void {
   chmodSync(path, 0o666);
 }
 
-export function memoryVolumeName(instance: string, uid: string, volume: string): string {
-  return `podrun_${instance.slice(0, 8)}_${uid.replace(/-/g, '').slice(0, 12)}_${volume}`;
-}
-
-async function ensureMemoryVolume(docker: Docker, uid: string, v: Volume, instance: string): Promise<string> {
-  const name = memoryVolumeName(instance, uid, v.name);
-  const size = v.emptyDir?.sizeLimit !== undefined ? `size=${Math.floor(parseQuantity(v.emptyDir.sizeLimit))}` : '';
-  await docker.createVolume({
-    Name: name,
-    Driver: 'local',
-    DriverOpts: { type: 'tmpfs', device: 'tmpfs', ...(size ? { o: size } : {}) },
-    Labels: { [LABEL.managedBy]: MANAGED_BY, [LABEL.instance]: instance, [LABEL.podUid]: uid, [LABEL.containerName]: v.name },
-  });
-  return name;
-}
-
 /**
  * Makes every volume of the pod exist on the host and says where it lives. emptyDir on disk is a
  * directory under the state dir (so it survives container restarts and goes with the pod);
  * `medium: Memory` is an engine tmpfs volume that all the pod's containers share.
  */
-export async function prepareVolumes(docker: Docker, stateDir: string, pod: Pod, instance: string, allowedHostPaths?: readonly string[]): Promise<Map<string, VolumeBacking>> {
+export async function prepareVolumes(stateDir: string, pod: Pod, memoryVolume: (v: Volume) => Promise<string>, allowedHostPaths?: readonly string[]): Promise<Map<string, VolumeBacking>> {
   const uid = pod.metadata.uid ?? '';
   const out = new Map<string, VolumeBacking>();
+  // `medium: Memory` is the engine's (a Docker tmpfs volume): `memoryVolume` makes it and names it.
   for (const v of pod.spec.volumes ?? []) {
     if (v.hostPath) {
       prepareHostPath(v.name, v.hostPath.path, v.hostPath.type ?? '', allowedHostPaths);
@@ -163,7 +145,7 @@ export async function prepareVolumes(docker: Docker, stateDir: string, pod: Pod,
     } else if (v.downwardAPI || v.projected) {
       out.set(v.name, { kind: 'bind', path: writeDownwardApiVolume(stateDir, pod, v), readOnly: true });
     } else if (v.emptyDir?.medium === 'Memory') {
-      out.set(v.name, { kind: 'volume', name: await ensureMemoryVolume(docker, uid, v, instance) });
+      out.set(v.name, { kind: 'volume', name: await memoryVolume(v) });
     } else {
       const dir = join(podDir(stateDir, uid), 'volumes', 'empty-dir', v.name);
       mkdirSync(dir, { recursive: true });
@@ -206,13 +188,6 @@ export function writeDownwardApiVolume(stateDir: string, pod: Pod, v: Volume): s
     }
   }
   return dir;
-}
-
-/** Removes the pod's directory (its pinned mounts are detached first) and memory volumes. */
-export async function removePodVolumes(docker: Docker, stateDir: string, uid: string, instance: string): Promise<void> {
-  await removeTree(podDir(stateDir, uid));
-  const vols = await docker.listVolumes({ filters: JSON.stringify({ label: [`${LABEL.podUid}=${uid}`, `${LABEL.instance}=${instance}`] }) });
-  await Promise.all((vols.Volumes ?? []).map((v) => docker.getVolume(v.Name).remove().catch(() => undefined)));
 }
 
 /**

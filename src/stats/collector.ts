@@ -9,15 +9,14 @@
  */
 import { timerDelay } from '../base/duration.js';
 import type { ObservedPod } from '../runtime/observed.js';
-import type { EngineStats } from '../runtime/runtime-types.js';
+import type { ContainerReading } from '../runtime/runtime-types.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { Slots } from '../runtime/slots.js';
 import { podStats, type ContainerSample, type PodStatsV1 } from './summary.js';
-import { statSync } from 'node:fs';
 
 interface Reading {
-  stats: EngineStats;
-  previous?: EngineStats;
+  stats: ContainerReading;
+  previous?: ContainerReading;
 }
 
 export interface StatsCollectorOptions {
@@ -132,7 +131,7 @@ export class StatsCollector {
           const before = this.readings.get(c.id);
           // Two readings close together (a period's, and the follow-up for a container first seen)
           // say nothing of a rate: cgroupfs answers at once, so they can be a millisecond apart.
-          const base = before && Date.parse(stats.read) - Date.parse(before.stats.read) < MIN_RATE_WINDOW_MS ? before.previous : before?.stats;
+          const base = before && Date.parse(stats.time) - Date.parse(before.stats.time) < MIN_RATE_WINDOW_MS ? before.previous : before?.stats;
           this.readings.set(c.id, { stats, ...(base ? { previous: base } : {}) });
         }),
       ),
@@ -152,13 +151,7 @@ export class StatsCollector {
         this.slots.run(async () => {
           const d = await this.rt.containerDisk(c.id).catch(() => undefined);
           if (!d) return;
-          let logsBytes: number | undefined;
-          try {
-            if (d.logPath) logsBytes = statSync(d.logPath).size;
-          } catch {
-            // a remote engine's log path is not ours to read
-          }
-          this.disk.set(c.id, { ...(d.rwBytes !== undefined ? { rwBytes: d.rwBytes } : {}), ...(logsBytes !== undefined ? { logsBytes } : {}) });
+          this.disk.set(c.id, { ...(d.rwBytes !== undefined ? { rwBytes: d.rwBytes } : {}), ...(d.logBytes !== undefined ? { logsBytes: d.logBytes } : {}) });
         }),
       ),
     );
@@ -185,7 +178,7 @@ export class StatsCollector {
           type: c.type,
           pod: { name: p.name, namespace: p.namespace, uid: p.uid },
           image: c.image,
-          dockerName: c.dockerName,
+          engineName: c.engineName,
           stats: r.stats,
           ...(r.previous ? { previous: r.previous } : {}),
           ...(startedAt ? { startedAt } : {}),

@@ -1,4 +1,5 @@
 import { memoryOf, type ContainerSample } from './summary.js';
+import type { InterfaceCounters } from '../runtime/runtime-types.js';
 
 // The kubelet's container endpoints in the Prometheus text format, from the same readings as
 // /stats/summary: /metrics/cadvisor (cAdvisor's names, types, units and labels, as the kubelet
@@ -72,27 +73,27 @@ export function cadvisorMetrics(samples: readonly ContainerSample[], o: Cadvisor
   for (const s of samples) byPod.set(s.pod.uid, [...(byPod.get(s.pod.uid) ?? []), s]);
   for (const [uid, list] of byPod) {
     const pod = list[0]!.pod;
-    const time = Math.max(...list.map((s) => Date.parse(s.stats.read)));
-    const rows: [Labels, ContainerSample[]][] = list.map((s) => [{ container: s.type === 'sandbox' ? 'POD' : s.name, id: o.cgroupOf(s.id), image: s.image ?? '', name: s.dockerName ?? '', namespace: pod.namespace, pod: pod.name }, [s]]);
+    const time = Math.max(...list.map((s) => Date.parse(s.stats.time)));
+    const rows: [Labels, ContainerSample[]][] = list.map((s) => [{ container: s.type === 'sandbox' ? 'POD' : s.name, id: o.cgroupOf(s.id), image: s.image ?? '', name: s.engineName ?? '', namespace: pod.namespace, pod: pod.name }, [s]]);
     rows.push([{ container: '', id: `/podrun/pod${uid}`, image: '', name: '', namespace: pod.namespace, pod: pod.name }, list]);
     for (const [labelSet, group] of rows) {
       const labels = LabelText.of(labelSet);
-      const t = group.length === 1 ? Date.parse(group[0]!.stats.read) : time;
+      const t = group.length === 1 ? Date.parse(group[0]!.stats.time) : time;
       const sum = (f: (s: ContainerSample) => number | undefined): number | undefined => {
         const xs = group.map(f);
         return xs.every((x) => x === undefined) ? undefined : xs.reduce<number>((a, x) => a + (x ?? 0), 0);
       };
-      const cpu = (k: 'total_usage' | 'usage_in_usermode' | 'usage_in_kernelmode') => sum((s) => s.stats.cpu_stats.cpu_usage[k]);
-      out.add('container_cpu_usage_seconds_total', 'counter', 'Cumulative cpu time consumed in seconds.', labels, ns(cpu('total_usage') ?? NaN), t);
-      const user = cpu('usage_in_usermode');
-      const system = cpu('usage_in_kernelmode');
+      const cpu = (k: 'usageNs' | 'userNs' | 'systemNs') => sum((s) => s.stats.cpu[k]);
+      out.add('container_cpu_usage_seconds_total', 'counter', 'Cumulative cpu time consumed in seconds.', labels, ns(cpu('usageNs') ?? NaN), t);
+      const user = cpu('userNs');
+      const system = cpu('systemNs');
       out.add('container_cpu_user_seconds_total', 'counter', 'Cumulative user cpu time consumed in seconds.', labels, user === undefined ? undefined : ns(user), t);
       out.add('container_cpu_system_seconds_total', 'counter', 'Cumulative system cpu time consumed in seconds.', labels, system === undefined ? undefined : ns(system), t);
-      out.add('container_memory_usage_bytes', 'gauge', 'Current memory usage in bytes, including all memory regardless of when it was accessed', labels, sum((s) => s.stats.memory_stats.usage), t);
+      out.add('container_memory_usage_bytes', 'gauge', 'Current memory usage in bytes, including all memory regardless of when it was accessed', labels, sum((s) => s.stats.memory.usageBytes), t);
       out.add('container_memory_working_set_bytes', 'gauge', 'Current working set in bytes.', labels, sum((s) => memoryOf(s.stats).workingSetBytes), t);
-      out.add('container_memory_rss', 'gauge', 'Size of RSS in bytes.', labels, sum((s) => s.stats.memory_stats.stats?.total_rss ?? s.stats.memory_stats.stats?.anon), t);
-      out.add('container_memory_cache', 'gauge', 'Number of bytes of page cache memory.', labels, sum((s) => s.stats.memory_stats.stats?.total_cache ?? s.stats.memory_stats.stats?.file), t);
-      if (group.length === 1) out.add('container_spec_memory_limit_bytes', 'gauge', 'Memory limit for the container.', labels, limitOf(group[0]!.stats.memory_stats.limit), t);
+      out.add('container_memory_rss', 'gauge', 'Size of RSS in bytes.', labels, sum((s) => s.stats.memory.rssBytes), t);
+      out.add('container_memory_cache', 'gauge', 'Number of bytes of page cache memory.', labels, sum((s) => s.stats.memory.cacheBytes), t);
+      if (group.length === 1) out.add('container_spec_memory_limit_bytes', 'gauge', 'Memory limit for the container.', labels, limitOf(group[0]!.stats.memory.limitBytes), t);
       const started = group.length === 1 ? group[0]!.startedAt : list.find((s) => s.type === 'sandbox')?.startedAt;
       out.add('container_start_time_seconds', 'gauge', 'Start time of the container since unix epoch in seconds.', labels, started ? Date.parse(started) / 1000 : undefined, t);
       out.add('container_last_seen', 'gauge', 'Last time a container was seen by the exporter', labels, Math.floor(t / 1000), t);
@@ -106,15 +107,15 @@ export function cadvisorMetrics(samples: readonly ContainerSample[], o: Cadvisor
 }
 
 function network(out: Exposition, labels: LabelText, sandbox: ContainerSample | undefined, t: number): void {
-  const series: [string, string, (n: NonNullable<ContainerSample['stats']['networks']>[string]) => number | undefined][] = [
-    ['container_network_receive_bytes_total', 'Cumulative count of bytes received', (n) => n.rx_bytes],
-    ['container_network_transmit_bytes_total', 'Cumulative count of bytes transmitted', (n) => n.tx_bytes],
-    ['container_network_receive_packets_total', 'Cumulative count of packets received', (n) => n.rx_packets],
-    ['container_network_transmit_packets_total', 'Cumulative count of packets transmitted', (n) => n.tx_packets],
-    ['container_network_receive_errors_total', 'Cumulative count of errors encountered while receiving', (n) => n.rx_errors],
-    ['container_network_transmit_errors_total', 'Cumulative count of errors encountered while transmitting', (n) => n.tx_errors],
-    ['container_network_receive_packets_dropped_total', 'Cumulative count of packets dropped while receiving', (n) => n.rx_dropped],
-    ['container_network_transmit_packets_dropped_total', 'Cumulative count of packets dropped while transmitting', (n) => n.tx_dropped],
+  const series: [string, string, (n: InterfaceCounters) => number | undefined][] = [
+    ['container_network_receive_bytes_total', 'Cumulative count of bytes received', (n) => n.rxBytes],
+    ['container_network_transmit_bytes_total', 'Cumulative count of bytes transmitted', (n) => n.txBytes],
+    ['container_network_receive_packets_total', 'Cumulative count of packets received', (n) => n.rxPackets],
+    ['container_network_transmit_packets_total', 'Cumulative count of packets transmitted', (n) => n.txPackets],
+    ['container_network_receive_errors_total', 'Cumulative count of errors encountered while receiving', (n) => n.rxErrors],
+    ['container_network_transmit_errors_total', 'Cumulative count of errors encountered while transmitting', (n) => n.txErrors],
+    ['container_network_receive_packets_dropped_total', 'Cumulative count of packets dropped while receiving', (n) => n.rxDropped],
+    ['container_network_transmit_packets_dropped_total', 'Cumulative count of packets dropped while transmitting', (n) => n.txDropped],
   ];
   for (const [name, help, f] of series) {
     for (const [iface, n] of Object.entries(sandbox?.stats.networks ?? {})) out.add(name, 'counter', help, labels.with('interface', iface), f(n), t);
@@ -140,8 +141,8 @@ export function resourceMetrics(samples: readonly ContainerSample[], node: NodeR
     const pod = list[0]!.pod;
     for (const s of list.filter((x) => x.type !== 'sandbox')) {
       const labels = { container: s.name, namespace: pod.namespace, pod: pod.name };
-      const t = Date.parse(s.stats.read);
-      out.add('container_cpu_usage_seconds_total', 'counter', 'Cumulative cpu time consumed by the container in core-seconds', labels, ns(s.stats.cpu_stats.cpu_usage.total_usage), t);
+      const t = Date.parse(s.stats.time);
+      out.add('container_cpu_usage_seconds_total', 'counter', 'Cumulative cpu time consumed by the container in core-seconds', labels, ns(s.stats.cpu.usageNs), t);
       out.add('container_memory_working_set_bytes', 'gauge', 'Current working set of the container in bytes', labels, memoryOf(s.stats).workingSetBytes, t);
       out.add('container_start_time_seconds', 'gauge', 'Start time of the container since unix epoch in seconds', labels, s.startedAt ? Date.parse(s.startedAt) / 1000 : undefined, t);
     }
@@ -149,8 +150,8 @@ export function resourceMetrics(samples: readonly ContainerSample[], node: NodeR
   for (const list of byPod.values()) {
     const pod = list[0]!.pod;
     const labels = { namespace: pod.namespace, pod: pod.name };
-    const t = Math.max(...list.map((s) => Date.parse(s.stats.read)));
-    out.add('pod_cpu_usage_seconds_total', 'counter', 'Cumulative cpu time consumed by the pod in core-seconds', labels, ns(list.reduce((a, s) => a + s.stats.cpu_stats.cpu_usage.total_usage, 0)), t);
+    const t = Math.max(...list.map((s) => Date.parse(s.stats.time)));
+    out.add('pod_cpu_usage_seconds_total', 'counter', 'Cumulative cpu time consumed by the pod in core-seconds', labels, ns(list.reduce((a, s) => a + s.stats.cpu.usageNs, 0)), t);
     out.add('pod_memory_working_set_bytes', 'gauge', 'Current working set of the pod in bytes', labels, list.reduce((a, s) => a + memoryOf(s.stats).workingSetBytes, 0), t);
   }
   out.add('scrape_error', 'gauge', '1 if there was an error while getting container metrics, 0 otherwise', {}, scrapeError ? 1 : 0);

@@ -3,7 +3,7 @@
  * (k8s.io/kubelet/pkg/apis/stats/v1alpha1, served at /stats/summary), so tools that read a
  * kubelet read podrun. Pure: built from engine samples, tested with plain data.
  */
-import type { EngineStats } from '../runtime/runtime-types.js';
+import type { ContainerReading } from '../runtime/runtime-types.js';
 
 export interface CpuStats {
   time: string;
@@ -72,54 +72,44 @@ export interface ContainerSample {
   pod: { name: string; namespace: string; uid: string };
   /** The image it runs and its name on the engine, for cAdvisor's labels. */
   image?: string;
-  dockerName?: string;
+  engineName?: string;
   startedAt?: string;
-  stats: EngineStats;
+  stats: ContainerReading;
   /** The same container's previous reading, for rates. */
-  previous?: EngineStats;
+  previous?: ContainerReading;
   rootfsBytes?: number;
   logsBytes?: number;
 }
 
-/** cgroup v1 names first (total_*, hierarchical), then v2's. */
-function memField(s: Record<string, number> | undefined, v1: string, v2: string): number | undefined {
-  return s?.[v1] ?? s?.[v2];
-}
-
-export function cpuOf(stats: EngineStats, previous?: EngineStats): CpuStats {
-  const total = stats.cpu_stats.cpu_usage.total_usage;
-  const out: CpuStats = { time: stats.read, usageCoreNanoSeconds: total };
-  // The engine's own previous sample (a non-one-shot read) or the caller's.
-  const prevTotal = previous?.cpu_stats.cpu_usage.total_usage ?? (stats.preread ? stats.precpu_stats?.cpu_usage?.total_usage : undefined);
-  const prevTime = previous?.read ?? stats.preread;
+export function cpuOf(stats: ContainerReading, previous?: ContainerReading): CpuStats {
+  const total = stats.cpu.usageNs;
+  const out: CpuStats = { time: stats.time, usageCoreNanoSeconds: total };
+  // The caller's previous reading, or the one the engine took with this one.
+  const prevTotal = previous?.cpu.usageNs ?? stats.earlier?.cpuUsageNs;
+  const prevTime = previous?.time ?? stats.earlier?.time;
   if (prevTotal !== undefined && prevTime) {
-    const seconds = (Date.parse(stats.read) - Date.parse(prevTime)) / 1000;
+    const seconds = (Date.parse(stats.time) - Date.parse(prevTime)) / 1000;
     if (seconds > 0 && total >= prevTotal) out.usageNanoCores = Math.round((total - prevTotal) / seconds);
   }
   return out;
 }
 
-/** Working set as cAdvisor and the kubelet count it: usage less inactive file pages. */
-export function memoryOf(stats: EngineStats): MemoryStats {
-  const s = stats.memory_stats.stats;
-  const usage = stats.memory_stats.usage ?? 0;
-  const inactiveFile = memField(s, 'total_inactive_file', 'inactive_file') ?? 0;
-  const out: MemoryStats = { time: stats.read, usageBytes: usage, workingSetBytes: Math.max(0, usage - inactiveFile) };
-  const rss = memField(s, 'total_rss', 'anon');
-  const faults = memField(s, 'total_pgfault', 'pgfault');
-  const major = memField(s, 'total_pgmajfault', 'pgmajfault');
-  if (rss !== undefined) out.rssBytes = rss;
-  if (faults !== undefined) out.pageFaults = faults;
-  if (major !== undefined) out.majorPageFaults = major;
+/** Working set as cAdvisor and the kubelet count it (the reading's): usage less inactive file pages. */
+export function memoryOf(stats: ContainerReading): MemoryStats {
+  const m = stats.memory;
+  const out: MemoryStats = { time: stats.time, usageBytes: m.usageBytes ?? 0, workingSetBytes: m.workingSetBytes };
+  if (m.rssBytes !== undefined) out.rssBytes = m.rssBytes;
+  if (m.pageFaults !== undefined) out.pageFaults = m.pageFaults;
+  if (m.majorPageFaults !== undefined) out.majorPageFaults = m.majorPageFaults;
   return out;
 }
 
-export function networkOf(stats: EngineStats): NetworkStats | undefined {
+export function networkOf(stats: ContainerReading): NetworkStats | undefined {
   const nets = Object.entries(stats.networks ?? {});
   if (!nets.length) return undefined;
-  const interfaces = nets.map(([name, n]) => ({ name, rxBytes: n.rx_bytes, rxErrors: n.rx_errors, txBytes: n.tx_bytes, txErrors: n.tx_errors }));
+  const interfaces = nets.map(([name, n]) => ({ name, rxBytes: n.rxBytes, rxErrors: n.rxErrors, txBytes: n.txBytes, txErrors: n.txErrors }));
   const main = interfaces.find((i) => i.name === 'eth0') ?? interfaces[0]!;
-  return { time: stats.read, ...main, interfaces };
+  return { time: stats.time, ...main, interfaces };
 }
 
 function sumCpu(parts: CpuStats[], time: string): CpuStats {
@@ -145,14 +135,14 @@ export function podStats(samples: ContainerSample[]): PodStatsV1[] {
   for (const list of byPod.values()) {
     const first = list[0]!;
     const sandbox = list.find((s) => s.type === 'sandbox');
-    const time = list.map((s) => s.stats.read).sort().at(-1)!;
+    const time = list.map((s) => s.stats.time).sort().at(-1)!;
     const containers: ContainerStatsV1[] = list
       .filter((s) => s.type !== 'sandbox')
       .map((s) => {
         const c: ContainerStatsV1 = { name: s.name, cpu: cpuOf(s.stats, s.previous), memory: memoryOf(s.stats) };
         if (s.startedAt) c.startTime = s.startedAt;
-        if (s.rootfsBytes !== undefined) c.rootfs = { time: s.stats.read, usedBytes: s.rootfsBytes };
-        if (s.logsBytes !== undefined) c.logs = { time: s.stats.read, usedBytes: s.logsBytes };
+        if (s.rootfsBytes !== undefined) c.rootfs = { time: s.stats.time, usedBytes: s.rootfsBytes };
+        if (s.logsBytes !== undefined) c.logs = { time: s.stats.time, usedBytes: s.logsBytes };
         return c;
       })
       .sort((a, b) => a.name.localeCompare(b.name));
@@ -161,7 +151,7 @@ export function podStats(samples: ContainerSample[]): PodStatsV1[] {
       containers,
       cpu: sumCpu(list.map((s) => cpuOf(s.stats, s.previous)), time),
       memory: sumMemory(list.map((s) => memoryOf(s.stats)), time),
-      process_stats: { process_count: list.reduce((n, s) => n + (s.stats.pids_stats?.current ?? 0), 0) },
+      process_stats: { process_count: list.reduce((n, s) => n + (s.stats.processes ?? 0), 0) },
     };
     if (sandbox?.startedAt) pod.startTime = sandbox.startedAt;
     const net = sandbox ? networkOf(sandbox.stats) : undefined;

@@ -1,45 +1,66 @@
 import { describe, expect, it } from 'vitest';
 import { Adoption } from '../../src/agent/adoption.js';
 import { newPodRecord } from '../../src/agent/pod-record.js';
-import { EngineRequestError, kindOfStatus, type EngineErrorKind } from '../../src/runtime/engine-errors.js';
+import { EngineRequestError, kindOfStatus } from '../../src/runtime/engine-errors.js';
+import { PodRuntime } from '../../src/runtime/docker/runtime.js';
 import type { ObservedPod } from '../../src/runtime/observed.js';
+import type { EngineRestartOn } from '../../src/runtime/runtime-types.js';
 
-// Adopting a container the engine restarts under its own policy: podrun takes the policy over,
-// and an engine that cannot change it in place (it says so by the kind of its refusal, whichever
-// engine it is) keeps it; any other refusal is an error.
+// Adopting a container the engine restarts by itself: podrun takes its restarts over, and where
+// the engine cannot give them up it says what it keeps, in podrun's words (never, failure,
+// always), whichever engine it is. On the Docker API that is its restart policy: an engine that
+// cannot change it in place (it says so by the kind of its refusal) keeps it; any other refusal
+// is an error.
 
 const none = (): undefined => undefined;
 const log = { debug: none, info: none, warn: none, error: none };
 const pod: ObservedPod = {
   uid: 'u', name: 'p', namespace: 'ns', source: 'file:/p',
   sandboxes: [],
-  containers: [{ id: 'c1', dockerName: 'c1', type: 'app', name: 'a', hash: 'h', restartCount: 0, state: 'running', created: 1, image: 'i' }],
+  containers: [{ id: 'c1', engineName: 'c1', type: 'app', name: 'a', hash: 'h', restartCount: 0, state: 'running', created: 1, image: 'i' }],
 };
 
-function engine(refusal?: EngineErrorKind): ConstructorParameters<typeof Adoption>[0] {
-  let policy = 'always';
-  return {
-    restartPolicyOf: async () => policy,
-    setRestartPolicy: async (_id, name) => {
-      if (refusal) throw new EngineRequestError('update container: no', undefined, refusal);
-      policy = name;
+/** The Docker engine on a stand-in client that holds one container with `policy` and refuses updates with HTTP `refusal`. */
+function dockerWith(policy: string, refusal?: number): PodRuntime {
+  const rt = new PodRuntime({ stateDir: '/nonexistent/podrun-adoption-test', pauseImage: 'pause' });
+  const container = {
+    inspect: async () => ({ HostConfig: { RestartPolicy: { Name: policy } } }),
+    update: async (o: { RestartPolicy: { Name: string } }) => {
+      // As dockerode fails: the engine's status on the error.
+      if (refusal) throw Object.assign(new Error(`(HTTP code ${refusal}) no`), { statusCode: refusal });
+      policy = o.RestartPolicy.Name;
     },
   };
+  // A stand-in for dockerode: only the two calls adoption makes.
+  (rt as unknown as { docker: { getContainer: () => typeof container } }).docker = { getContainer: () => container };
+  return rt;
 }
 
 describe('adoption', () => {
-  it('takes over the engine policy, or keeps it where the engine cannot change it, and fails on any other refusal', async () => {
-    const taken = newPodRecord();
-    await new Adoption(engine(), { finishedAt: none }, log).adopt(taken, pod);
-    expect(taken.adopted.get('c1')).toBeUndefined();
-    expect(taken.adopted.has('c1')).toBe(true);
-
-    for (const kind of ['unsupported', 'not-found'] as const) {
-      const kept = newPodRecord();
-      await new Adoption(engine(kind), { finishedAt: none }, log).adopt(kept, pod);
-      expect(kept.adopted.get('c1')).toBe('always');
+  it('the Docker engine gives its restart policy up, or says what it keeps where it cannot change it, and fails on any other refusal', async () => {
+    expect(await dockerWith('always').takeOverRestarts('c1')).toBe('never');
+    expect(await dockerWith('no').takeOverRestarts('c1')).toBe('never');
+    for (const [policy, kept] of [['always', 'always'], ['unless-stopped', 'always'], ['on-failure', 'failure']] as const) {
+      // Podman 4.x: no container update (501, or 404 for the endpoint it does not have).
+      for (const status of [501, 404]) expect(await dockerWith(policy, status).takeOverRestarts('c1')).toBe(kept);
     }
-    await expect(new Adoption(engine('failing'), { finishedAt: none }, log).adopt(newPodRecord(), pod)).rejects.toThrow(EngineRequestError);
+    await expect(dockerWith('always', 500).takeOverRestarts('c1')).rejects.toThrow(EngineRequestError);
+  });
+
+  it('keeps what the engine still restarts on, and leaves a dead container to it only for that', async () => {
+    const engine = (kept: EngineRestartOn | undefined) => ({ takeOverRestarts: async () => kept });
+    const taken = newPodRecord();
+    await new Adoption(engine('never'), { finishedAt: none }, log).adopt(taken, pod);
+    expect(taken.adopted.has('c1')).toBe(true);
+    expect(taken.adopted.get('c1')).toBeUndefined();
+
+    const kept = newPodRecord();
+    const adoption = new Adoption(engine('failure'), { finishedAt: () => Date.now() }, log);
+    await adoption.adopt(kept, pod);
+    expect(kept.adopted.get('c1')).toBe('failure');
+    const dead = { ...pod.containers[0]!, state: 'exited' as const };
+    expect(adoption.engineRestarts(kept, { ...dead, exitCode: 1 })).toBe(true);
+    expect(adoption.engineRestarts(kept, { ...dead, exitCode: 0 })).toBe(false);
   });
 
   it('reads the Docker API statuses as kinds', () => {

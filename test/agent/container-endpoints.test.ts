@@ -10,8 +10,8 @@ import { FakeEngine } from '../fakes/fake-engine.js';
 // them (Docker's docker/<id> or docker-<id>.scope, a CRI runtime its own), not the endpoint.
 
 const sample: ContainerSample = {
-  id: 'app1', name: 'app', type: 'app', pod: { name: 'web', namespace: 'demo', uid: 'u-1' }, image: 'nginx:1.27', dockerName: 'k8s_app',
-  stats: { read: '2026-12-01T10:00:00.000Z', cpu_stats: { cpu_usage: { total_usage: 1e9 } }, memory_stats: { usage: 1e6 } },
+  id: 'app1', name: 'app', type: 'app', pod: { name: 'web', namespace: 'demo', uid: 'u-1' }, image: 'nginx:1.27', engineName: 'k8s_app',
+  stats: { time: '2026-12-01T10:00:00.000Z', cpu: { usageNs: 1e9 }, memory: { usageBytes: 1e6, workingSetBytes: 1e6 } },
 };
 
 describe('the cadvisor endpoint', () => {

@@ -3,7 +3,7 @@ import { PodSupervisor } from '../../src/agent/supervisor.js';
 import type { PodCache } from '../../src/pleg/cache.js';
 import { DEFAULT_BACKOFF } from '../../src/reconcile/backoff.js';
 import type { ObservedPod } from '../../src/runtime/observed.js';
-import type { PodRuntime } from '../../src/runtime/runtime.js';
+import type { PodRuntime } from '../../src/runtime/docker/runtime.js';
 import type { ContainerStatus } from '../../src/runtime/runtime-types.js';
 import { desired, observedFor } from '../fixtures/pods.js';
 

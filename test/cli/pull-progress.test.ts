@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { pullLogger } from '../../src/agent/pull-log.js';
 import { pullReporter } from '../../src/cli/pull-progress.js';
-import { PullTally } from '../../src/runtime/images.js';
+import { PullTally } from '../../src/runtime/docker/images.js';
 import type { PullProgress } from '../../src/runtime/runtime-types.js';
 
 // The engine reports each layer on its own; users see one figure per image.

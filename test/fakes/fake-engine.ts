@@ -1,9 +1,8 @@
 import type { Container, Pod } from '../../src/manifest/types.js';
-import { dockerName, instanceId, LABEL } from '../../src/runtime/labels.js';
+import { containerLabels, engineName, instanceId, LABEL, sandboxLabels, type PodIdentity } from '../../src/runtime/labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../../src/runtime/observed.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
-import { ImageError, type EngineEvent, type RuntimeOptions, type SandboxInfo } from '../../src/runtime/runtime-types.js';
-import { containerCreateOptions, engineRestartPolicy, sandboxCreateOptions, startOptions, type PodIdentity, type VolumeBacking } from '../../src/runtime/spec.js';
+import { ImageError, type EngineEvent, type EngineRestartOn, type RuntimeOptions, type SandboxInfo, type StartRequest, type VolumeBacking } from '../../src/runtime/runtime-types.js';
 
 type FakeContainer = EngineContainer & { startedAt?: number; finishedAt?: number };
 
@@ -11,8 +10,9 @@ type FakeContainer = EngineContainer & { startedAt?: number; finishedAt?: number
 export type Behaviour = { exitCode?: number };
 
 /**
- * An in-memory engine with the real runtime's roles: containers carry the labels the real spec
- * writes (spec.ts), the cache sees the same create/start/die/destroy events, and a test decides
+ * An in-memory engine behind podrun's engine interface (roles.ts), as a CRI runtime would be:
+ * sandboxes and containers carry the labels every engine writes (labels.ts), the cache sees the
+ * same lifecycle events, and a test decides
  * how each container behaves. Everything is synchronous underneath, so thousands of cycles run in
  * seconds. No engine, no I/O.
  */
@@ -161,25 +161,23 @@ export class FakeEngine implements PodEngine {
     return undefined;
   }
 
-  async restartPolicyOf(id: string): Promise<string | undefined> {
-    return this.containers.has(id) ? 'no' : undefined;
-  }
-
-  async setRestartPolicy(): Promise<void> {
-    this.count('update');
+  /** The fake restarts nothing by itself: there is never anything to take over. */
+  async takeOverRestarts(id: string): Promise<EngineRestartOn | undefined> {
+    this.count('inspect');
+    return this.containers.has(id) ? 'never' : undefined;
   }
 
   async prepareVolumes(pod: Pod): Promise<Map<string, VolumeBacking>> {
     return new Map((pod.spec.volumes ?? []).map((v) => [v.name, { kind: 'bind' as const, path: `/fake/volumes/${v.name}` }]));
   }
 
-  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, engineRestarts: boolean, volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
-    const restartPolicy = engineRestarts ? engineRestartPolicy(pod, 'sandbox') : 'no';
+  // The fake restarts nothing by itself, so `engineRestarts` changes nothing here; its volumes are the prepared ones.
+  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, _engineRestarts?: boolean, _volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
     await this.hold;
     this.count('create');
-    const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: 'bridge', restartPolicy, ...(volumes ? { volumes } : {}) });
+    const labels = { ...sandboxLabels(pod, id, attempt, hash), [LABEL.instance]: this.instance };
     const ip = pod.spec.hostNetwork ? undefined : `10.88.${(this.next >> 8) & 255}.${this.next & 255}`;
-    const c = this.make(dockerName({ ...id, instance: this.instance }, 'POD', attempt), this.options.pauseImage, opts.Labels ?? {}, ip);
+    const c = this.make(engineName({ ...id, instance: this.instance }, 'POD', attempt), this.options.pauseImage, labels, ip);
     this.count('start');
     this.run(c);
     return { id: c.id, ip: ip ?? this.hostIP };
@@ -190,11 +188,11 @@ export class FakeEngine implements PodEngine {
     return { id, ip: pod.spec.hostNetwork ? this.hostIP : (this.containers.get(id)?.ip ?? '') };
   }
 
-  async startContainer(pod: Pod, id: PodIdentity, c: Container, o: Parameters<PodEngine['startContainer']>[3]): Promise<string> {
+  async startContainer(pod: Pod, id: PodIdentity, c: Container, o: StartRequest): Promise<string> {
     await this.hold;
     this.count('create');
-    const opts = containerCreateOptions(pod, { ...id, instance: this.instance }, c, startOptions(pod, c, o, { hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor }));
-    const made = this.make(dockerName({ ...id, instance: this.instance }, c.name, o.restartCount), c.image, opts.Labels ?? {});
+    const labels = { ...containerLabels(pod, id, c, o.type, o.restartCount, o.hash), [LABEL.instance]: this.instance };
+    const made = this.make(engineName({ ...id, instance: this.instance }, c.name, o.restartCount), c.image, labels);
     this.count('start');
     this.run(made);
     return made.id;

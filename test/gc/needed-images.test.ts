@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import type Docker from 'dockerode';
 import { afterEach, describe, expect, it } from 'vitest';
 import { GarbageCollector, normalizeRef } from '../../src/gc/collector.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
+import type { EngineImage, ImageInventory } from '../../src/runtime/runtime-types.js';
 
 // Image GC against an inventory as the engine lists it: nothing here is in use by a container, so
 // only the declared pods' references can keep an image.
@@ -14,12 +14,12 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-const image = (id: string, tags: string[], digests: string[] = []): Docker.ImageInfo => ({ Id: id, RepoTags: tags, RepoDigests: digests, Size: 100e6, Created: 0, ParentId: '', SharedSize: 0, VirtualSize: 100e6, Labels: {}, Containers: 0 });
+const image = (id: string, tags: string[], digests: string[] = []): EngineImage => ({ id, tags, digests, sizeBytes: 100e6 });
 
 function collector(needed: string[]): GarbageCollector {
   const stateDir = mkdtempSync(join(tmpdir(), 'podrun-gc-'));
   dirs.push(stateDir);
-  const inventory = {
+  const inventory: ImageInventory = {
     rootDir: stateDir,
     inUse: new Set<string>(),
     pinnedId: 'sha256:pause',

@@ -11,9 +11,10 @@ export class AgentProcess {
   private log = '';
   private exited: Promise<number | null>;
 
-  constructor(stateDir: string, args: string[], env: Record<string, string> = {}) {
+  /** `bin`: another build's bin/podrun (the upgrade test runs the previous release's). */
+  constructor(stateDir: string, args: string[], env: Record<string, string> = {}, bin = BIN) {
     this.proc = spawn(
-      BIN,
+      bin,
       // The node IP is loopback: hostNetwork probes never reach the machine's own addresses.
       ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', 'run', '--log-format', 'text', '--resync-period', '2s', '--relist-period', '5s', '--url-period', '1s', ...args],
       { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },

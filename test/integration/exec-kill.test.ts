@@ -1,7 +1,7 @@
 import { rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { PodRuntime } from '../../src/runtime/runtime.js';
+import { PodRuntime } from '../../src/runtime/docker/runtime.js';
 import type { V1Pod } from '../../src/status/v1.js';
 import { docker, PAUSE_IMAGE, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
 import { FaultyEngine } from './engine-helpers.js';

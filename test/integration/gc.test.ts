@@ -4,7 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
 import { AgentProcess } from './agent-helpers.js';
-import { PodRuntime } from '../../src/runtime/runtime.js';
+import { PodRuntime } from '../../src/runtime/docker/runtime.js';
 import { agentGetText, docker, PAUSE_IMAGE, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
@@ -99,9 +99,9 @@ describe('garbage collection on a fresh state directory', () => {
     const ns2 = unique('orphans');
     let a: AgentProcess | undefined;
     try {
-      const { PodRuntime } = await import('../../src/runtime/runtime.js');
+      const { PodRuntime } = await import('../../src/runtime/docker/runtime.js');
       const { loadManifestText } = await import('../../src/manifest/load.js');
-      const { identityOf } = await import('../../src/runtime/spec.js');
+      const { identityOf } = await import('../../src/runtime/labels.js');
       const { sandboxHash } = await import('../../src/manifest/hash.js');
       const d = loadManifestText({ file: 'x', source: 'file:/gone/long-ago.yaml', text: `apiVersion: v1
 kind: Pod

@@ -58,10 +58,10 @@ export class World {
     return { code, out: out.join('\n') + rawOut, err: err.join('\n') + rawErr };
   }
 
-  /** Runs the real binary (bin/podrun, the bundle users run) on this world's state dir, with optional stdin. */
-  bin(args: string[], o: { input?: string; env?: Record<string, string> } = {}): Promise<CliResult> {
+  /** Runs the real binary (bin/podrun, the bundle users run; or `o.bin`, another build's) on this world's state dir, with optional stdin. */
+  bin(args: string[], o: { input?: string; env?: Record<string, string>; bin?: string } = {}): Promise<CliResult> {
     return new Promise((resolveRun, reject) => {
-      const p = spawn(BIN, ['--state-dir', this.stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', ...args], { env: { ...process.env, ...o.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+      const p = spawn(o.bin ?? BIN, ['--state-dir', this.stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', ...args], { env: { ...process.env, ...o.env }, stdio: ['pipe', 'pipe', 'pipe'] });
       let out = '';
       let err = '';
       p.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -167,8 +167,8 @@ export interface EngineEventRecord {
   attributes: Record<string, string>;
 }
 
-export async function followEvents(labels: string[], engine: Docker = docker): Promise<{ events: EngineEventRecord[]; stop: () => void }> {
-  const stream = (await engine.getEvents({ filters: JSON.stringify({ type: ['container'], label: labels }) })) as NodeJS.ReadableStream & { destroy(): void };
+export async function followEvents(labels: string[], engine: Docker = docker, filters: Record<string, string[]> = { type: ['container'] }): Promise<{ events: EngineEventRecord[]; stop: () => void }> {
+  const stream = (await engine.getEvents({ filters: JSON.stringify({ ...filters, ...(labels.length ? { label: labels } : {}) }) })) as NodeJS.ReadableStream & { destroy(): void };
   const events: EngineEventRecord[] = [];
   let buf = '';
   stream.on('data', (c: Buffer) => {

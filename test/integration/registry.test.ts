@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentProcess } from './agent-helpers.js';
 import { LABEL } from '../../src/runtime/labels.js';
-import { agentGetText, BIN, docker, PAUSE_IMAGE, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { agentGetText, BIN, docker, followEvents, PAUSE_IMAGE, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
 import { agentPod, untilPod } from './lifecycle-helpers.js';
 import { buildLayeredImage, dockerConfig, hasImage, LocalRegistry, untag } from './registry-helpers.js';
 
@@ -193,13 +193,15 @@ describe('the agent and a registry that goes away', () => {
     const v1 = await reg.push(TEST_IMAGE, 'outage/app:1');
     const v2 = await reg.push(TEST_IMAGE, 'outage/app:2');
     const agent = new AgentProcess(w.stateDir, ['--manifest-dir', w.manifests]);
+    let pulls: Awaited<ReturnType<typeof followEvents>> | undefined;
     try {
       writeFileSync(join(w.manifests, 'p.yaml'), podYaml('outage', v1));
       await agent.started();
       const running = await untilPod(w, ns, 'outage', 'v1 running', (p) => p.status.containerStatuses?.[0]?.state.running !== undefined, 40_000);
       const v1Id = running.status.containerStatuses?.[0]?.containerID;
       await reg.stop();
-      const downAt = Date.now();
+      // Followed live: the engine keeps only its last 256 events for a since/until query.
+      pulls = await followEvents([], undefined, { type: ['image'], image: [v2] });
       writeFileSync(join(w.manifests, 'p.yaml'), podYaml('outage', v2));
       // A new pod from the same registry has nothing to keep running: kubectl's reasons show.
       writeFileSync(join(w.manifests, 'new.yaml'), podYaml('fresh', `${reg.host}/outage/fresh:1`));
@@ -222,10 +224,7 @@ describe('the agent and a registry that goes away', () => {
       await until('the second failed attempt', async () => (failedAttempts(agent.logs(), 'outage/app:2').length >= 2 ? true : undefined), 25_000);
       await reg.start(reg.port);
       const upAt = Date.now();
-      const pulledAt = await until('the engine to pull v2', async () => {
-        const events = await engineEvents(downAt, v2);
-        return events.find((e) => e.Action === 'pull')?.timeMs;
-      }, 40_000);
+      const pulledAt = await until('the engine to pull v2', async () => pulls?.events.find((e) => e.action === 'pull')?.timeMs, 40_000);
       const attempts = failedAttempts(agent.logs(), 'outage/app:2');
       expect(attempts.length).toBe(2);
       const gap1 = (attempts[1]! - attempts[0]!) / 1000;
@@ -240,6 +239,7 @@ describe('the agent and a registry that goes away', () => {
       expect(pod?.status.containerStatuses?.[0]?.restartCount).toBeGreaterThanOrEqual(0);
       expect(agent.logs()).not.toContain(USER.password);
     } finally {
+      pulls?.stop();
       await agent.stop();
       await w.cleanup();
       await reg.close();
@@ -255,15 +255,3 @@ function failedAttempts(log: string, image: string): number[] {
     .map((l) => Date.parse(l.slice(0, 24)));
 }
 
-/** The engine's own image events for a reference since a time, with their times. */
-async function engineEvents(sinceMs: number, ref: string): Promise<{ Action: string; timeMs: number }[]> {
-  const stream = await docker.getEvents({ since: Math.floor(sinceMs / 1000), until: Math.ceil(Date.now() / 1000) + 1, filters: JSON.stringify({ type: ['image'], image: [ref] }) });
-  const out: { Action: string; timeMs: number }[] = [];
-  let buf = '';
-  for await (const c of stream as AsyncIterable<Buffer>) buf += c.toString();
-  for (const line of buf.split('\n').filter(Boolean)) {
-    const e = JSON.parse(line) as { Action: string; timeNano: number };
-    out.push({ Action: e.Action, timeMs: e.timeNano / 1e6 });
-  }
-  return out;
-}

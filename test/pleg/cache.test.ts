@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PodCache } from '../../src/pleg/cache.js';
-import { identityOf } from '../../src/runtime/spec.js';
+import { identityOf } from '../../src/runtime/labels.js';
 import { desired } from '../fixtures/pods.js';
 import { FakeEngine } from '../fakes/fake-engine.js';
 

@@ -2,9 +2,8 @@ import type Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
 import { LABEL, MANAGED_BY } from '../../src/runtime/labels.js';
 import { groupObserved } from '../../src/runtime/observed.js';
-import { eventFromDocker, recordFromInspect, recordFromListed, statsFromDocker, statusFromInspect } from '../../src/runtime/docker/records.js';
+import { eventFromDocker, recordFromInspect, recordFromListed, readingFromDocker, statusFromInspect, type DockerStats } from '../../src/runtime/docker/records.js';
 import { cpuOf } from '../../src/stats/summary.js';
-import type { EngineStats } from '../../src/runtime/runtime-types.js';
 
 // Docker's answers in podrun's words: what the cache, status and logs read must not depend on
 // which of Docker's calls (list, inspect, events) told it.
@@ -29,7 +28,7 @@ function inspected(status: string, exitCode: number): Docker.ContainerInspectInf
 describe('recordFromInspect', () => {
   it('reads as the list entry of the same container', () => {
     const [pod] = groupObserved([recordFromInspect(inspected('exited', 137))]);
-    expect(pod?.containers[0]).toMatchObject({ id: 'c1', dockerName: 'podrun_web_app_default_abc_000000_2', state: 'exited', exitCode: 137, restartCount: 2, created: Date.parse('2026-11-30T09:00:00Z') / 1000, image: 'busybox:1' });
+    expect(pod?.containers[0]).toMatchObject({ id: 'c1', engineName: 'podrun_web_app_default_abc_000000_2', state: 'exited', exitCode: 137, restartCount: 2, created: Date.parse('2026-11-30T09:00:00Z') / 1000, image: 'busybox:1' });
     const listed = recordFromListed({ Id: 'c1', Names: ['/podrun_web_app_default_abc_000000_2'], Image: 'busybox:1', Created: Date.parse('2026-11-30T09:00:00Z') / 1000, Labels: LABELS, State: 'exited', Status: 'Exited (137) 3 seconds ago', NetworkSettings: { Networks: {} } } as unknown as Docker.ContainerInfo);
     expect(recordFromInspect(inspected('exited', 137))).toEqual(listed);
   });
@@ -70,14 +69,31 @@ describe('eventFromDocker', () => {
   });
 });
 
-describe('statsFromDocker', () => {
-  const reading = (preread: string): EngineStats => ({ read: '2026-11-30T10:00:10Z', cpu_stats: { cpu_usage: { total_usage: 3e9 } }, memory_stats: {}, preread, precpu_stats: { cpu_usage: { total_usage: 0 } } });
+describe('readingFromDocker', () => {
+  const reading = (preread: string): DockerStats => ({ read: '2026-11-30T10:00:10Z', cpu_stats: { cpu_usage: { total_usage: 3e9 } }, memory_stats: {}, preread, precpu_stats: { cpu_usage: { total_usage: 0 } } });
 
   it('drops a previous sample Docker gives as the zero time, so no rate is made from zero counters', () => {
-    const one = statsFromDocker(reading('0001-01-01T00:00:00Z'));
-    expect(one.preread).toBeUndefined();
-    expect(one.precpu_stats).toBeUndefined();
+    const one = readingFromDocker(reading('0001-01-01T00:00:00Z'));
+    expect(one.earlier).toBeUndefined();
     expect(cpuOf(one).usageNanoCores).toBeUndefined();
-    expect(cpuOf(statsFromDocker({ ...reading('2026-11-30T10:00:09Z'), precpu_stats: { cpu_usage: { total_usage: 2.5e9 } } })).usageNanoCores).toBe(5e8);
+    expect(cpuOf(readingFromDocker({ ...reading('2026-11-30T10:00:09Z'), precpu_stats: { cpu_usage: { total_usage: 2.5e9 } } })).usageNanoCores).toBe(5e8);
+  });
+
+  it('reads Docker\'s names as podrun\'s: CPU, memory with the working set, network, processes', () => {
+    const r = readingFromDocker({
+      read: '2026-11-30T10:00:10Z',
+      cpu_stats: { cpu_usage: { total_usage: 3e9, usage_in_usermode: 2e9, usage_in_kernelmode: 1e9 } },
+      memory_stats: { usage: 100, limit: 1000, stats: { inactive_file: 30, anon: 50, file: 40, pgfault: 7, pgmajfault: 1 } },
+      networks: { eth0: { rx_bytes: 1, rx_errors: 2, tx_bytes: 3, tx_errors: 4, rx_packets: 5, tx_packets: 6, rx_dropped: 7, tx_dropped: 8 } },
+      pids_stats: { current: 3 },
+    });
+    expect(r).toEqual({
+      time: '2026-11-30T10:00:10Z',
+      source: 'engine',
+      cpu: { usageNs: 3e9, userNs: 2e9, systemNs: 1e9 },
+      memory: { usageBytes: 100, limitBytes: 1000, workingSetBytes: 70, rssBytes: 50, cacheBytes: 40, pageFaults: 7, majorPageFaults: 1 },
+      networks: { eth0: { rxBytes: 1, rxErrors: 2, txBytes: 3, txErrors: 4, rxPackets: 5, txPackets: 6, rxDropped: 7, txDropped: 8 } },
+      processes: 3,
+    });
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
-import { endExec, execClock } from '../../src/runtime/exec-end.js';
+import { endExec, execClock } from '../../src/runtime/docker/exec-end.js';
 import type { ProcView } from '../../src/runtime/exec-reaper.js';
-import type { EngineCalls } from '../../src/runtime/runtime-types.js';
+import type { EngineCalls } from '../../src/runtime/docker/engine.js';
 
 // When an exec's end may touch processes at all: a local engine whose /proc podrun sees, an exec
 // still running (or, for a timed-out probe, one whose children hold its output).

@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cgroupPids, execProcesses, killExec, parseStat, procView, type ProcStat, type ProcView } from '../../src/runtime/exec-reaper.js';
-import { CappedBytes, MAX_EXEC_OUTPUT } from '../../src/runtime/streams.js';
+import { CappedBytes, MAX_EXEC_OUTPUT } from '../../src/runtime/docker/streams.js';
 
 // Which processes an exec's end may signal: only the exec's own, inside its container, whatever
 // else /proc shows (pids given out again, sessions and cgroups that only look alike).

@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { FollowedFrames } from '../../src/runtime/log-frames.js';
+import { FollowedFrames } from '../../src/runtime/docker/log-frames.js';
 
 function frame(stream: 1 | 2, text: string): Buffer {
   const body = Buffer.from(text);

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { EngineRequestError } from '../../src/runtime/engine-errors.js';
-import { ImageStore } from '../../src/runtime/images.js';
-import type { EngineCalls, RuntimeOptions } from '../../src/runtime/runtime-types.js';
+import { ImageStore } from '../../src/runtime/docker/images.js';
+import type { EngineCalls } from '../../src/runtime/docker/engine.js';
+import type { RuntimeOptions } from '../../src/runtime/runtime-types.js';
 
 // The image store against an engine of plain data: nothing is present, and each pull ends when
 // the test says, so what runs at once can be seen.

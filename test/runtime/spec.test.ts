@@ -1,9 +1,9 @@
 import type Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
-import { LABEL } from '../../src/runtime/labels.js';
+import { identityOf, LABEL } from '../../src/runtime/labels.js';
 import { groupObserved } from '../../src/runtime/observed.js';
 import { recordFromListed } from '../../src/runtime/docker/records.js';
-import { containerCreateOptions, identityOf, sandboxCreateOptions } from '../../src/runtime/spec.js';
+import { containerCreateOptions, sandboxCreateOptions } from '../../src/runtime/docker/spec.js';
 import { expandVars } from '../../src/runtime/env.js';
 import { parseResolvConf, podDns } from '../../src/runtime/dns.js';
 import { desired } from '../fixtures/pods.js';

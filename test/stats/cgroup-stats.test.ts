@@ -37,11 +37,11 @@ describe('readings from cgroupfs', () => {
   it('cgroup v1, cgroupfs driver: CPU in ns (user/system from ticks), memory with the working set the kubelet counts, pids', () => {
     const s = readCgroup({ version: 1, driver: 'cgroupfs', root: '/sys/fs/cgroup' }, ID, tree(V1), at);
     expect(s).toMatchObject({
-      read: '2026-12-01T10:00:00.000Z',
+      time: '2026-12-01T10:00:00.000Z',
       source: 'cgroup',
-      cpu_stats: { cpu_usage: { total_usage: 412135245, usage_in_usermode: 310_000_000, usage_in_kernelmode: 90_000_000 } },
-      memory_stats: { usage: 21471232, limit: 268435456 },
-      pids_stats: { current: 1 },
+      cpu: { usageNs: 412135245, userNs: 310_000_000, systemNs: 90_000_000 },
+      memory: { usageBytes: 21471232, limitBytes: 268435456 },
+      processes: 1,
     });
     // 20 MB written to a file: page cache, mostly inactive, so out of the working set.
     expect(memoryOf(s!)).toMatchObject({ usageBytes: 21471232, workingSetBytes: 21471232 - 19570688, rssBytes: 53248, pageFaults: 1209, majorPageFaults: 1 });
@@ -52,26 +52,26 @@ describe('readings from cgroupfs', () => {
     const s = readCgroup(layout, ID, tree(V2), at);
     expect(s).toMatchObject({
       source: 'cgroup',
-      cpu_stats: { cpu_usage: { total_usage: 7_474_695_000, usage_in_usermode: 4_193_893_000, usage_in_kernelmode: 3_280_802_000 } },
-      memory_stats: { usage: 15409152, limit: 67108864 },
-      pids_stats: { current: 1 },
+      cpu: { usageNs: 7_474_695_000, userNs: 4_193_893_000, systemNs: 3_280_802_000 },
+      memory: { usageBytes: 15409152, limitBytes: 67108864 },
+      processes: 1,
     });
     // 8 MB held by the shell (anon) and 6 MB of a file read back (inactive page cache: not working set).
     expect(memoryOf(s!)).toMatchObject({ usageBytes: 15409152, workingSetBytes: 15409152 - 6291456, rssBytes: 8122368, pageFaults: 4402, majorPageFaults: 0 });
     // The sandbox has no limit: memory.max says "max", which is no number.
     const sb = readCgroup(layout, SANDBOX, tree(V2), at);
-    expect(sb?.memory_stats).toMatchObject({ usage: 90112 });
-    expect(sb?.memory_stats.limit).toBeUndefined();
+    expect(sb?.memory).toMatchObject({ usageBytes: 90112 });
+    expect(sb?.memory.limitBytes).toBeUndefined();
     const later = readCgroup(layout, ID, tree(V2_LATER), new Date(at.getTime() + 2000));
-    expect(later?.pids_stats).toEqual({ current: 2 });
+    expect(later?.processes).toBe(2);
     // 3.1 s of CPU between the two readings, 2 s apart by their read times: 1.55 cores.
     expect(cpuOf(later!, s!).usageNanoCores).toBe(Math.round((10_572_222_000 - 7_474_695_000) / 2));
   });
 
   it('cgroup v2, cgroupfs driver (docker/<id>) and Podman (machine.slice/libpod-<id>.scope) read the same files', () => {
     const moved = (to: string): Record<string, string> => Object.fromEntries(Object.entries(V2).map(([k, v]) => [k.replace(`system.slice/docker-${ID}.scope`, to), v]));
-    expect(readCgroup({ version: 2, driver: 'cgroupfs', root: '/sys/fs/cgroup' }, ID, tree(moved(`docker/${ID}`)), at)?.memory_stats.usage).toBe(15409152);
-    expect(readCgroup({ version: 2, driver: 'systemd', root: '/sys/fs/cgroup' }, ID, tree(moved(`machine.slice/libpod-${ID}.scope`)), at)?.memory_stats.usage).toBe(15409152);
+    expect(readCgroup({ version: 2, driver: 'cgroupfs', root: '/sys/fs/cgroup' }, ID, tree(moved(`docker/${ID}`)), at)?.memory.usageBytes).toBe(15409152);
+    expect(readCgroup({ version: 2, driver: 'systemd', root: '/sys/fs/cgroup' }, ID, tree(moved(`machine.slice/libpod-${ID}.scope`)), at)?.memory.usageBytes).toBe(15409152);
   });
 
   it('finds nothing where there is no cgroup (the caller asks the engine)', () => {
@@ -85,8 +85,8 @@ describe('readings from cgroupfs', () => {
     const pod = { name: 'rec', namespace: 'v2', uid: 'u-v2' };
     const text = cadvisorMetrics(
       [
-        { id: SANDBOX, name: 'POD', type: 'sandbox', pod, image: 'pause', dockerName: 'sb', stats: readCgroup(layout, SANDBOX, tree(V2_LATER), at)! },
-        { id: ID, name: 'app', type: 'app', pod, image: 'busybox', dockerName: 'app', stats: readCgroup(layout, ID, tree(V2_LATER), at)!, previous: readCgroup(layout, ID, tree(V2), at)! },
+        { id: SANDBOX, name: 'POD', type: 'sandbox', pod, image: 'pause', engineName: 'sb', stats: readCgroup(layout, SANDBOX, tree(V2_LATER), at)! },
+        { id: ID, name: 'app', type: 'app', pod, image: 'busybox', engineName: 'app', stats: readCgroup(layout, ID, tree(V2_LATER), at)!, previous: readCgroup(layout, ID, tree(V2), at)! },
       ],
       { cgroupOf: (id) => `/system.slice/docker-${id}.scope` },
     );
@@ -103,7 +103,7 @@ describe('readings from cgroupfs', () => {
     lo:     840      10    0    0    0     0          0         0      840      10    0    0    0     0       0          0
   eth0: 1234567    4321    1    2    0     0          0         0   765432    2345    3    4    0     0       0          0
 `;
-    expect(netDev(text)).toEqual({ eth0: { rx_bytes: 1234567, rx_packets: 4321, rx_errors: 1, rx_dropped: 2, tx_bytes: 765432, tx_packets: 2345, tx_errors: 3, tx_dropped: 4 } });
+    expect(netDev(text)).toEqual({ eth0: { rxBytes: 1234567, rxPackets: 4321, rxErrors: 1, rxDropped: 2, txBytes: 765432, txPackets: 2345, txErrors: 3, txDropped: 4 } });
     expect(netDev(undefined)).toBeUndefined();
   });
 });

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { ObservedPod } from '../../src/runtime/observed.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
-import type { EngineStats } from '../../src/runtime/runtime-types.js';
+import type { ContainerReading } from '../../src/runtime/runtime-types.js';
 import { StatsCollector } from '../../src/stats/collector.js';
 
 // The collector against readings that answer at once (cgroupfs): a CPU at one core reads as one core.
@@ -11,10 +11,10 @@ describe('StatsCollector', () => {
     const t0 = Date.now();
     // A container burning one core: its counter is the nanoseconds since t0.
     const rt = {
-      containerStats: async (): Promise<EngineStats> => ({ read: new Date().toISOString(), source: 'cgroup', cpu_stats: { cpu_usage: { total_usage: (Date.now() - t0) * 1e6 } }, memory_stats: {} }),
+      containerStats: async (): Promise<ContainerReading> => ({ time: new Date().toISOString(), source: 'cgroup', cpu: { usageNs: (Date.now() - t0) * 1e6 }, memory: { workingSetBytes: 0 } }),
       containerDisk: async () => ({}),
     } as unknown as PodEngine;
-    const pods = (): ObservedPod[] => [{ uid: 'u', name: 'p', namespace: 'n', source: 's', sandboxes: [], containers: [{ id: 'c1', dockerName: 'x', name: 'c', type: 'app', hash: '', restartCount: 0, state: 'running', created: 0, image: 'i' }] }];
+    const pods = (): ObservedPod[] => [{ uid: 'u', name: 'p', namespace: 'n', source: 's', sandboxes: [], containers: [{ id: 'c1', engineName: 'x', name: 'c', type: 'app', hash: '', restartCount: 0, state: 'running', created: 0, image: 'i' }] }];
     const c = new StatsCollector(rt, pods, { periodMs: 10_000 });
     try {
       const [pod] = await c.summary();
@@ -33,13 +33,13 @@ describe('StatsCollector', () => {
     let reads = 0;
     const t0 = Date.now();
     const rt = {
-      containerStats: async (): Promise<EngineStats> => {
+      containerStats: async (): Promise<ContainerReading> => {
         reads++;
-        return { read: new Date().toISOString(), source: 'cgroup', cpu_stats: { cpu_usage: { total_usage: (Date.now() - t0) * 1e6 } }, memory_stats: {} };
+        return { time: new Date().toISOString(), source: 'cgroup', cpu: { usageNs: (Date.now() - t0) * 1e6 }, memory: { workingSetBytes: 0 } };
       },
       containerDisk: async () => ({}),
     } as unknown as PodEngine;
-    const pods = (): ObservedPod[] => [{ uid: 'u', name: 'p', namespace: 'n', source: 's', sandboxes: [], containers: [{ id: 'c1', dockerName: 'x', name: 'c', type: 'app', hash: '', restartCount: 0, state: 'running', created: 0, image: 'i' }] }];
+    const pods = (): ObservedPod[] => [{ uid: 'u', name: 'p', namespace: 'n', source: 's', sandboxes: [], containers: [{ id: 'c1', engineName: 'x', name: 'c', type: 'app', hash: '', restartCount: 0, state: 'running', created: 0, image: 'i' }] }];
     const c = new StatsCollector(rt, pods, { periodMs: 1500, idleMs: 4000 });
     const sleep = (ms: number): Promise<unknown> => new Promise((r) => setTimeout(r, ms));
     try {
@@ -56,7 +56,7 @@ describe('StatsCollector', () => {
       // Past the period: one new reading, its rate over the span since the last.
       const [s] = await c.samples();
       expect(reads).toBe(3);
-      expect(Date.parse(s!.stats.read) - Date.parse(s!.previous!.read)).toBeGreaterThan(1400);
+      expect(Date.parse(s!.stats.time) - Date.parse(s!.previous!.time)).toBeGreaterThan(1400);
       // Unasked past the idle time: nothing kept, and the next request starts afresh.
       await sleep(4300);
       expect(reads).toBe(3);

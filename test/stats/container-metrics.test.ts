@@ -2,23 +2,24 @@ import { spawnSync } from 'node:child_process';
 import { describe, expect, it } from 'vitest';
 import { cadvisorMetrics, resourceMetrics } from '../../src/stats/container-metrics.js';
 import type { ContainerSample } from '../../src/stats/summary.js';
-import type { EngineStats } from '../../src/runtime/runtime-types.js';
+import { memoryReading } from '../../src/runtime/cgroup-stats.js';
+import type { ContainerReading } from '../../src/runtime/runtime-types.js';
 
 // The kubelet's container endpoints from plain readings: names, types, labels and values, and
 // what promtool (Prometheus's own checker) says of the text.
 
-const stats = (cpuNs: number, usage: number, inactive: number, extra: Partial<EngineStats> = {}): EngineStats => ({
-  read: '2026-12-01T10:00:00.000Z',
-  cpu_stats: { cpu_usage: { total_usage: cpuNs, usage_in_usermode: cpuNs * 0.8, usage_in_kernelmode: cpuNs * 0.2 } },
-  memory_stats: { usage, limit: 9223372036854771712, stats: { total_inactive_file: inactive, total_rss: usage / 2, total_cache: usage / 4 } },
+const stats = (cpuNs: number, usage: number, inactive: number, extra: Partial<ContainerReading> = {}): ContainerReading => ({
+  time: '2026-12-01T10:00:00.000Z',
+  cpu: { usageNs: cpuNs, userNs: cpuNs * 0.8, systemNs: cpuNs * 0.2 },
+  memory: memoryReading(usage, 9223372036854771712, { total_inactive_file: inactive, total_rss: usage / 2, total_cache: usage / 4 }),
   ...extra,
 });
 
 const pod = { name: 'web', namespace: 'demo', uid: 'u-1' };
 const samples: ContainerSample[] = [
-  { id: 'sb', name: 'POD', type: 'sandbox', pod, image: 'registry.k8s.io/pause:3.10', dockerName: 'k8s_POD_web_demo', startedAt: '2026-12-01T09:00:00Z', stats: stats(1e8, 1e6, 0, { networks: { eth0: { rx_bytes: 1000, tx_bytes: 2000, rx_errors: 0, tx_errors: 1, rx_packets: 10, tx_packets: 20, rx_dropped: 0, tx_dropped: 0 } } }) },
-  { id: 'app1', name: 'app', type: 'app', pod, image: 'nginx:1.27', dockerName: 'k8s_app_web_demo', startedAt: '2026-12-01T09:00:01Z', stats: stats(3e9, 50e6, 10e6) },
-  { id: 'side', name: 'log"shipper', type: 'app', pod, image: 'busybox', dockerName: 'k8s_side', stats: stats(1e9, 20e6, 0) },
+  { id: 'sb', name: 'POD', type: 'sandbox', pod, image: 'registry.k8s.io/pause:3.10', engineName: 'k8s_POD_web_demo', startedAt: '2026-12-01T09:00:00Z', stats: stats(1e8, 1e6, 0, { networks: { eth0: { rxBytes: 1000, txBytes: 2000, rxErrors: 0, txErrors: 1, rxPackets: 10, txPackets: 20, rxDropped: 0, txDropped: 0 } } }) },
+  { id: 'app1', name: 'app', type: 'app', pod, image: 'nginx:1.27', engineName: 'k8s_app_web_demo', startedAt: '2026-12-01T09:00:01Z', stats: stats(3e9, 50e6, 10e6) },
+  { id: 'side', name: 'log"shipper', type: 'app', pod, image: 'busybox', engineName: 'k8s_side', stats: stats(1e9, 20e6, 0) },
 ];
 
 function promtool(text: string): { status: number | null; out: string } {

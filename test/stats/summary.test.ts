@@ -1,9 +1,10 @@
 import { describe, expect, it } from 'vitest';
-import type { EngineStats } from '../../src/runtime/runtime-types.js';
+import { memoryReading } from '../../src/runtime/cgroup-stats.js';
+import type { ContainerReading } from '../../src/runtime/runtime-types.js';
 import { cpuOf, formatCpu, formatMemory, memoryOf, podStats, type ContainerSample } from '../../src/stats/summary.js';
 
-function stats(at: string, cpuNs: number, mem: { usage: number; stats: Record<string, number> }, extra: Partial<EngineStats> = {}): EngineStats {
-  return { read: at, cpu_stats: { cpu_usage: { total_usage: cpuNs } }, memory_stats: mem, pids_stats: { current: 2 }, ...extra };
+function stats(at: string, cpuNs: number, mem: { usage: number; stats: Record<string, number> }, extra: Partial<ContainerReading> = {}): ContainerReading {
+  return { time: at, cpu: { usageNs: cpuNs }, memory: memoryReading(mem.usage, undefined, mem.stats), processes: 2, ...extra };
 }
 
 const v1 = { usage: 100 * 2 ** 20, stats: { total_inactive_file: 30 * 2 ** 20, total_rss: 60 * 2 ** 20, total_pgfault: 7, total_pgmajfault: 1, inactive_file: 999 } };
@@ -16,7 +17,7 @@ describe('Summary API numbers from engine stats', () => {
     expect(cpuOf(b, a)).toEqual({ time: '2026-11-30T10:00:10Z', usageCoreNanoSeconds: 3e9, usageNanoCores: 2e8 });
     expect(cpuOf(a).usageNanoCores).toBeUndefined();
     // The engine's own previous sample, when it gave one.
-    expect(cpuOf({ ...b, preread: '2026-11-30T10:00:09Z', precpu_stats: { cpu_usage: { total_usage: 2.5e9 } } }).usageNanoCores).toBe(5e8);
+    expect(cpuOf({ ...b, earlier: { time: '2026-11-30T10:00:09Z', cpuUsageNs: 2.5e9 } }).usageNanoCores).toBe(5e8);
   });
 
   it('counts the working set as usage less inactive file pages, on cgroup v1 and v2', () => {
@@ -29,7 +30,7 @@ describe('Summary API numbers from engine stats', () => {
     const pod = { name: 'web', namespace: 'demo', uid: 'u1' };
     const at = '2026-11-30T10:00:10Z';
     const samples: ContainerSample[] = [
-      { id: 's', name: 'POD', type: 'sandbox', pod, startedAt: '2026-11-30T09:00:00Z', stats: stats(at, 2e8, v2, { networks: { eth0: { rx_bytes: 10, rx_errors: 0, tx_bytes: 20, tx_errors: 1 } } }), previous: stats('2026-11-30T10:00:00Z', 1e8, v2) },
+      { id: 's', name: 'POD', type: 'sandbox', pod, startedAt: '2026-11-30T09:00:00Z', stats: stats(at, 2e8, v2, { networks: { eth0: { rxBytes: 10, rxErrors: 0, txBytes: 20, txErrors: 1 } } }), previous: stats('2026-11-30T10:00:00Z', 1e8, v2) },
       { id: 'a', name: 'app', type: 'app', pod, stats: stats(at, 9e9, v1), previous: stats('2026-11-30T10:00:00Z', 4e9, v1), rootfsBytes: 4096, logsBytes: 100 },
     ];
     const [p] = podStats(samples);

@@ -1,6 +1,7 @@
 import type Docker from 'dockerode';
 import type { ContainerState, EngineContainer } from '../observed.js';
-import type { ContainerStatus, EngineEvent, EngineStats } from '../runtime-types.js';
+import { memoryReading } from '../cgroup-stats.js';
+import type { ContainerReading, ContainerStatus, EngineEvent, InterfaceCounters } from '../runtime-types.js';
 
 // Docker's answers turned into podrun's engine records (runtime-types.ts): the only place that
 // knows their field names, the "never" zero time, or the status text. Pure.
@@ -111,12 +112,45 @@ export function eventFromDocker(raw: DockerEvent): EngineEvent | undefined {
   };
 }
 
+/** The parts of Docker's stats answer podrun reads (cgroup v1 and v2 alike). */
+export interface DockerStats {
+  read: string;
+  cpu_stats: { cpu_usage: { total_usage: number; usage_in_usermode?: number; usage_in_kernelmode?: number }; system_cpu_usage?: number; online_cpus?: number };
+  precpu_stats?: { cpu_usage?: { total_usage?: number }; system_cpu_usage?: number };
+  memory_stats: { usage?: number; limit?: number; stats?: Record<string, number> };
+  networks?: Record<string, { rx_bytes: number; rx_errors: number; tx_bytes: number; tx_errors: number; rx_packets?: number; tx_packets?: number; rx_dropped?: number; tx_dropped?: number }>;
+  pids_stats?: { current?: number };
+  preread?: string;
+}
+
+function interfaceFromDocker(n: NonNullable<DockerStats['networks']>[string]): InterfaceCounters {
+  return {
+    rxBytes: n.rx_bytes,
+    rxErrors: n.rx_errors,
+    txBytes: n.tx_bytes,
+    txErrors: n.tx_errors,
+    ...(n.rx_packets !== undefined ? { rxPackets: n.rx_packets } : {}),
+    ...(n.tx_packets !== undefined ? { txPackets: n.tx_packets } : {}),
+    ...(n.rx_dropped !== undefined ? { rxDropped: n.rx_dropped } : {}),
+    ...(n.tx_dropped !== undefined ? { txDropped: n.tx_dropped } : {}),
+  };
+}
+
 /**
- * A stats answer as podrun's reading: a one-shot answer (or a container's first) has no previous
- * sample, which Docker writes as the zero time and zero counters; the reading then has none.
+ * A stats answer as podrun's reading. A one-shot answer (or a container's first) has no previous
+ * sample, which Docker writes as the zero time and zero counters: the reading then has none.
  */
-export function statsFromDocker(s: EngineStats): EngineStats {
-  if (engineTime(s.preread)) return s;
-  const { preread: _preread, precpu_stats: _precpu, ...rest } = s;
-  return rest;
+export function readingFromDocker(s: DockerStats): ContainerReading {
+  const u = s.cpu_stats.cpu_usage;
+  const before = s.precpu_stats?.cpu_usage?.total_usage;
+  const earlier = engineTime(s.preread) && before !== undefined ? { time: s.preread!, cpuUsageNs: before } : undefined;
+  return {
+    time: s.read,
+    source: 'engine',
+    cpu: { usageNs: u.total_usage, ...(u.usage_in_usermode !== undefined ? { userNs: u.usage_in_usermode } : {}), ...(u.usage_in_kernelmode !== undefined ? { systemNs: u.usage_in_kernelmode } : {}) },
+    ...(earlier ? { earlier } : {}),
+    memory: memoryReading(s.memory_stats.usage, s.memory_stats.limit, s.memory_stats.stats),
+    ...(s.networks ? { networks: Object.fromEntries(Object.entries(s.networks).map(([name, n]) => [name, interfaceFromDocker(n)])) } : {}),
+    ...(s.pids_stats?.current !== undefined ? { processes: s.pids_stats.current } : {}),
+  };
 }

@@ -1,11 +1,13 @@
 import type Docker from 'dockerode';
-import type { Container } from '../manifest/types.js';
-import { authFromFiles, credentialFiles } from './auth.js';
+import type { Container } from '../../manifest/types.js';
+import { authFromFiles, credentialFiles } from '../auth.js';
 import { engineError, EngineRequestError, isNotFound } from './engine.js';
-import { ImageError, type EngineCalls, type PullProgress } from './runtime-types.js';
-import { Slots, unlessAborted } from './slots.js';
+import { ImageError, type EngineImage, type ImageInventory, type PullListener, type PullProgress } from '../runtime-types.js';
+import type { EngineCalls } from './engine.js';
+import { Slots, unlessAborted } from '../slots.js';
+import { formatBytes } from '../../base/format-bytes.js';
 
-export type { PullProgress };
+export type { PullListener, PullProgress };
 
 /** What a pull cost, for the Pulled event and the CLI's last line. */
 export interface PullResult {
@@ -13,8 +15,6 @@ export interface PullResult {
   bytes: number;
   layers: number;
 }
-
-export type PullListener = (phase: 'pulling' | 'pulled', message?: string) => void;
 
 interface LayerEvent {
   id?: string;
@@ -145,12 +145,12 @@ export class ImageStore {
   }
 
   /** What image GC needs to know of the engine: where it keeps its data, its images, which are in use. */
-  async inventory(pinned: string): Promise<{ rootDir: string; images: Docker.ImageInfo[]; inUse: Set<string>; pinnedId: string }> {
+  async inventory(pinned: string): Promise<ImageInventory> {
     const info = await this.e.call('engine info', () => this.e.docker.info());
     const inUse = new Set((await this.e.call('list containers', () => this.e.docker.listContainers({ all: true }))).map((c) => c.ImageID));
     const pinnedId = await this.e.call(`inspect image ${pinned}`, () => this.e.docker.getImage(pinned).inspect()).then((i) => i.Id, () => '');
     const images = await this.e.call('list images', () => this.e.docker.listImages());
-    return { rootDir: String(info.DockerRootDir ?? '/var/lib/docker'), images, inUse, pinnedId };
+    return { rootDir: String(info.DockerRootDir ?? '/var/lib/docker'), images: images.map(imageFromDocker), inUse, pinnedId };
   }
 
   /**
@@ -169,9 +169,12 @@ export class ImageStore {
   }
 }
 
-export function formatBytes(n: number): string {
-  if (n >= 1e9) return `${(n / 1e9).toFixed(2)} GB`;
-  if (n >= 1e6) return `${(n / 1e6).toFixed(1)} MB`;
-  if (n >= 1e3) return `${(n / 1e3).toFixed(0)} kB`;
-  return `${n} B`;
+/** A list entry as podrun's image: Docker writes an untagged image's tag and digest as `<none>`. */
+function imageFromDocker(i: Docker.ImageInfo): EngineImage {
+  return {
+    id: i.Id,
+    tags: (i.RepoTags ?? []).filter((t) => t !== '<none>:<none>'),
+    digests: (i.RepoDigests ?? []).filter((d) => d !== '<none>@<none>'),
+    sizeBytes: i.Size,
+  };
 }

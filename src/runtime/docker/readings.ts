@@ -1,7 +1,9 @@
 import type Docker from 'dockerode';
 import { isNotFound } from './engine.js';
-import type { EngineCalls, EngineStats } from './runtime-types.js';
-import { statsFromDocker } from './docker/records.js';
+import { statSync } from 'node:fs';
+import type { ContainerDisk, ContainerReading, EngineFacts } from '../runtime-types.js';
+import type { EngineCalls } from './engine.js';
+import { readingFromDocker, type DockerStats } from './records.js';
 
 // Readings (the stats role): a container's counters and disk, and the engine's facts about the node.
 
@@ -10,10 +12,10 @@ import { statsFromDocker } from './docker/records.js';
  * at once with no previous sample (the caller keeps its own, for rates); without it the engine
  * waits about a second to include one, as `docker stats --no-stream` does.
  */
-export async function containerStatsOf(e: EngineCalls, id: string, oneShot: boolean): Promise<EngineStats | undefined> {
+export async function containerStatsOf(e: EngineCalls, id: string, oneShot: boolean): Promise<ContainerReading | undefined> {
   const c = e.docker.getContainer(id);
   return e.call('stats container', () => c.stats({ stream: false, ...(oneShot ? { 'one-shot': true } : {}) } as { stream: false })).then(
-    (s) => statsFromDocker(s as unknown as EngineStats),
+    (s) => readingFromDocker(s as unknown as DockerStats),
     (err: unknown) => {
       if (isNotFound(err)) return undefined;
       throw err;
@@ -22,18 +24,31 @@ export async function containerStatsOf(e: EngineCalls, id: string, oneShot: bool
 }
 
 /** A container's writable layer size and log file, for filesystem usage (the engine sums the layer: call it seldom). */
-export async function containerDiskOf(e: EngineCalls, id: string): Promise<{ rwBytes?: number; logPath?: string } | undefined> {
+export async function containerDiskOf(e: EngineCalls, id: string): Promise<ContainerDisk | undefined> {
   const info = await e.call('inspect container size', () => e.docker.getContainer(id).inspect({ size: true } as Docker.ContainerInspectOptions)).catch((err: unknown) => {
     if (isNotFound(err)) return undefined;
     throw err;
   });
   if (!info) return undefined;
   const sized = info as Docker.ContainerInspectInfo & { SizeRw?: number };
-  return { ...(sized.SizeRw !== undefined ? { rwBytes: sized.SizeRw } : {}), ...(info.LogPath ? { logPath: info.LogPath } : {}) };
+  const logBytes = info.LogPath ? logFileBytes(info.LogPath) : undefined;
+  return { ...(sized.SizeRw !== undefined ? { rwBytes: sized.SizeRw } : {}), ...(logBytes !== undefined ? { logBytes } : {}) };
+}
+
+/**
+ * The json-file (or local) driver's current file, where this process can see it: a local
+ * engine's. A remote engine's path is not here, and a driver that writes elsewhere has none.
+ */
+function logFileBytes(path: string): number | undefined {
+  try {
+    return statSync(path).size;
+  } catch {
+    return undefined;
+  }
 }
 
 /** What the node status says of the engine. */
-export async function engineFactsOf(e: EngineCalls): Promise<{ version: string; rootDir: string; cpus: number; memoryBytes: number; operatingSystem: string; kernelVersion: string; architecture: string }> {
+export async function engineFactsOf(e: EngineCalls): Promise<EngineFacts> {
   const [info, version] = await Promise.all([e.call('engine info', () => e.docker.info()), e.call('engine version', () => e.docker.version())]);
   return {
     version: String(version.Version),

@@ -1,13 +1,19 @@
 import Docker from 'dockerode';
-import { EngineRequestError, EngineUnavailableError } from './engine-errors.js';
+import { EngineRequestError, EngineUnavailableError } from '../engine-errors.js';
+import type { EngineOptions, RuntimeOptions } from '../runtime-types.js';
 
-export { EngineRequestError, EngineUnavailableError } from './engine-errors.js';
+export { EngineRequestError, EngineUnavailableError } from '../engine-errors.js';
 
 const CONNECTION_CODES = new Set(['ECONNREFUSED', 'ENOENT', 'EACCES', 'ECONNRESET', 'EPIPE', 'ETIMEDOUT', 'EHOSTUNREACH', 'ENOTFOUND']);
 
-export interface EngineOptions {
-  /** unix:///path, tcp://host:port, or a socket path; default DOCKER_HOST, else /var/run/docker.sock. */
-  host?: string;
+export type { EngineOptions };
+
+/** The engine client and its bounded call (a timeout, an observer, one kind of error), for the role modules. */
+export interface EngineCalls {
+  readonly docker: Docker;
+  readonly endpoint: string;
+  readonly options: RuntimeOptions;
+  call<T>(what: string, fn: () => Promise<T>, timeoutMs?: number): Promise<T>;
 }
 
 export function engineEndpoint(o: EngineOptions): string {

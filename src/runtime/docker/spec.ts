@@ -1,28 +1,17 @@
 import type Docker from 'dockerode';
 import { totalmem } from 'node:os';
-import { cpuShares, oomScoreAdj, SANDBOX_OOM_SCORE_ADJ } from '../manifest/qos.js';
-import { milliCpu, parseQuantity } from '../manifest/quantity.js';
-import type { Container, Pod, SecurityContext, VolumeMount } from '../manifest/types.js';
-import type { ResolvConf } from './dns.js';
-import { expandVars, resolveEnv, type PodRuntimeContext } from './env.js';
-import { dockerName, LABEL, MANAGED_BY, SANDBOX_NAME } from './labels.js';
+import { cpuShares, oomScoreAdj, SANDBOX_OOM_SCORE_ADJ } from '../../manifest/qos.js';
+import { milliCpu, parseQuantity } from '../../manifest/quantity.js';
+import type { Container, Pod, SecurityContext, VolumeMount } from '../../manifest/types.js';
+import type { ResolvConf } from '../dns.js';
+import { expandVars, resolveEnv, type PodRuntimeContext } from '../env.js';
+import { containerLabels, engineName, sandboxLabels, SANDBOX_NAME, type PodIdentity } from '../labels.js';
+import type { VolumeBacking } from '../runtime-types.js';
+
+export type { PodIdentity, VolumeBacking };
 
 // Pure translation of a pod into Docker create options: the sandbox holds the pod's network, IPC
 // and UTS namespaces (and its ports, hostname and /etc/hosts); each container joins it.
-
-export interface PodIdentity {
-  uid: string;
-  name: string;
-  namespace: string;
-  source: string;
-  applySet?: string;
-  /** The podrun instance (state dir) making it: part of every engine name, so instances never collide. */
-  instance?: string;
-}
-
-/** Where each pod volume lives on the engine's host, decided by the I/O layer. */
-/** `readOnly`: every mount of it is read-only, whatever the container asks (downwardAPI volumes). */
-export type VolumeBacking = { kind: 'bind'; path: string; hostPath?: boolean; readOnly?: boolean } | { kind: 'volume'; name: string };
 
 export interface SandboxOptions {
   pauseImage: string;
@@ -73,24 +62,6 @@ export function startOptions(pod: Pod, c: Container, o: { type: 'init' | 'app'; 
   return { type: o.type, restartCount: o.restartCount, hash: o.hash, sandboxId: o.sandbox.id, volumes: o.volumes, runtime: { ...node, podIP: o.sandbox.ip }, restartPolicy };
 }
 
-export function identityOf(pod: Pod, source: string, applySet?: string): PodIdentity {
-  return { uid: pod.metadata.uid ?? '', name: pod.metadata.name, namespace: pod.metadata.namespace ?? 'default', source, ...(applySet ? { applySet } : {}) };
-}
-
-function baseLabels(id: PodIdentity, containerName: string, type: string, hash: string, restartCount: number): Record<string, string> {
-  return {
-    [LABEL.managedBy]: MANAGED_BY,
-    [LABEL.podName]: id.name,
-    [LABEL.podNamespace]: id.namespace,
-    [LABEL.podUid]: id.uid,
-    [LABEL.containerName]: containerName,
-    [LABEL.containerType]: type,
-    [LABEL.hash]: hash,
-    [LABEL.restartCount]: String(restartCount),
-    [LABEL.source]: id.source,
-  };
-}
-
 /** The engine restart policy that stands in for the agent when none runs (as compose does). */
 export function engineRestartPolicy(pod: Pod, type: 'init' | 'app' | 'sandbox', c?: Container): string {
   if (type === 'sandbox') return 'always';
@@ -104,9 +75,7 @@ export function engineRestartPolicy(pod: Pod, type: 'init' | 'app' | 'sandbox', 
 
 export function sandboxCreateOptions(pod: Pod, id: PodIdentity, o: SandboxOptions): Docker.ContainerCreateOptions {
   const s = pod.spec;
-  const labels = baseLabels(id, SANDBOX_NAME, 'sandbox', o.hash, o.attempt);
-  labels[LABEL.podSpec] = JSON.stringify(pod);
-  if (id.applySet) labels[LABEL.applySet] = id.applySet;
+  const labels = sandboxLabels(pod, id, o.attempt, o.hash);
   const exposed: Record<string, object> = {};
   const bindings: Record<string, { HostIp: string; HostPort: string }[]> = {};
   if (!s.hostNetwork) {
@@ -140,7 +109,7 @@ export function sandboxCreateOptions(pod: Pod, id: PodIdentity, o: SandboxOption
     Mounts: [...(o.volumes ?? new Map<string, VolumeBacking>())].flatMap(([name, b]) => (b.kind === 'volume' ? [{ Type: 'volume' as const, Source: b.name, Target: `/.podrun/volumes/${name}` }] : [])),
   };
   return {
-    name: dockerName(id, SANDBOX_NAME, o.attempt),
+    name: engineName(id, SANDBOX_NAME, o.attempt),
     Image: o.pauseImage,
     Labels: labels,
     ...(s.hostNetwork ? {} : { Hostname: (s.hostname ?? pod.metadata.name).slice(0, 63) }),
@@ -266,13 +235,9 @@ export function containerCreateOptions(pod: Pod, id: PodIdentity, c: Container, 
     ...security,
   };
   return {
-    name: dockerName(id, c.name, o.restartCount),
+    name: engineName(id, c.name, o.restartCount),
     Image: c.image,
-    Labels: {
-      ...baseLabels(id, c.name, o.type, o.hash, o.restartCount),
-      [LABEL.containerSpec]: JSON.stringify(c),
-      [LABEL.gracePeriod]: String(s.terminationGracePeriodSeconds ?? 30),
-    },
+    Labels: containerLabels(pod, id, c, o.type, o.restartCount, o.hash),
     ...(c.command ? { Entrypoint: c.command.map((x) => expandVars(x, env)) } : {}),
     ...(c.args ? { Cmd: c.args.map((x) => expandVars(x, env)) } : {}),
     Env: [...env].map(([k, v]) => `${k}=${v}`),

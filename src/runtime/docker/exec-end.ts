@@ -1,5 +1,6 @@
-import { killExec, procView, seesContainer, type ProcView } from './exec-reaper.js';
-import type { EngineCalls, ExecEnd, ExecRef } from './runtime-types.js';
+import { killExec, procView, seesContainer, type ProcView } from '../exec-reaper.js';
+import type { ExecEnd, ExecRef } from '../runtime-types.js';
+import type { EngineCalls } from './engine.js';
 
 /** Whether the engine runs on this machine (a unix socket), so its /proc may be podrun's. */
 function localEngine(e: EngineCalls): boolean {

@@ -1,12 +1,13 @@
 import type Docker from 'dockerode';
 import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import type { Container } from '../manifest/types.js';
-import { terminationLogPath } from './volumes.js';
+import { terminationLogPath } from '../volumes.js';
 import { PassThrough } from 'node:stream';
-import { timerDelay } from '../base/duration.js';
+import { timerDelay } from '../../base/duration.js';
 import { FollowedFrames, Paced } from './log-frames.js';
-import type { EngineCalls, ExecRef } from './runtime-types.js';
+import type { ExecAttachOptions, ExecStreams, FinishedInstance, LogRequest } from '../runtime-types.js';
+import type { EngineCalls } from './engine.js';
 import { endExec, execClock } from './exec-end.js';
+import { attachedExitCode } from './exec-exit.js';
 
 // Commands and logs (the streams role): probes' and hooks' exec, `podrun exec`, `podrun logs`.
 
@@ -98,23 +99,14 @@ export async function execAttachedIn(
   e: EngineCalls,
   containerId: string,
   command: string[],
-  o: {
-    tty: boolean;
-    stdin: boolean;
-    size?: () => { rows: number; columns: number } | undefined;
-    onResize?: (fn: () => void) => () => void;
-    /**
-     * Told of the exec once it is made and before it starts, so the caller can have it ended if
-     * the caller dies (`podrun exec` hands it to its guard process: see `endAbandonedExec`).
-     */
-    onCreated?: (ref: ExecRef) => void;
-  },
-  streams: { stdin: NodeJS.ReadableStream; stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream },
+  o: ExecAttachOptions,
+  streams: ExecStreams,
 ): Promise<number> {
   const container = e.docker.getContainer(containerId);
   const since = execClock(e);
   const exec = await e.call('exec create', () => container.exec({ Cmd: command, AttachStdin: o.stdin, AttachStdout: true, AttachStderr: true, Tty: o.tty }));
   o.onCreated?.({ containerId, execId: exec.id, since });
+  const sinceSec = Math.floor(Date.now() / 1000) - 1;
   const stream = await e.call('exec start', () => exec.start({ hijack: true, stdin: o.stdin, Tty: o.tty }));
   const resize = (): void => {
     const size = o.size?.();
@@ -139,24 +131,14 @@ export async function execAttachedIn(
   });
   stopResizing?.();
   if (o.stdin) streams.stdin.unpipe(stream);
-  const info = await e.call('exec inspect', () => exec.inspect());
-  return info.ExitCode ?? 1;
+  return attachedExitCode(e, exec, containerId, sinceSec);
 }
 
 /**
  * Writes a container's log to `out` and `err` (split as the container wrote them); with
  * `follow`, until the container stops or the stream ends.
  */
-/**
- * Bounds of a log read, as the engine takes them: seconds since the epoch, whole or `S.NANOS` (the
- * runs of a container the engine restarted in place are told apart by their start, to the ns).
- */
-export interface LogWindow {
-  since?: number | string;
-  until?: string;
-}
-
-export async function writeLogsOf(e: EngineCalls, id: string, o: { follow: boolean; timestamps: boolean; tail?: number } & LogWindow, out: NodeJS.WritableStream, err: NodeJS.WritableStream): Promise<void> {
+export async function writeLogsOf(e: EngineCalls, id: string, o: LogRequest, out: NodeJS.WritableStream, err: NodeJS.WritableStream): Promise<void> {
   const c = e.docker.getContainer(id);
   const opts = { stdout: true, stderr: true, timestamps: o.timestamps, ...(o.tail !== undefined ? { tail: o.tail } : {}), ...(o.since !== undefined ? { since: o.since } : {}), ...(o.until !== undefined ? { until: o.until } : {}) };
   const tty = (await e.call('inspect container', () => c.inspect())).Config.Tty;
@@ -192,7 +174,7 @@ const MAX_TERMINATION_MESSAGE = 4096;
  * its terminationMessagePath, its last 4 KiB; with FallbackToLogsOnError, an empty file and a
  * failure, the last 80 lines of its log, up to 2 KiB.
  */
-export async function terminationMessageOf(e: EngineCalls, c: { id: string; name: string; restartCount: number; exitCode?: number; spec?: Container }, podUid: string): Promise<string | undefined> {
+export async function terminationMessageOf(e: EngineCalls, c: FinishedInstance, podUid: string): Promise<string | undefined> {
   let text = '';
   try {
     const fd = openSync(terminationLogPath(e.options.stateDir, podUid, c.name, c.restartCount), 'r');

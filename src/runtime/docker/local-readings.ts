@@ -1,7 +1,8 @@
 import { readlinkSync } from 'node:fs';
-import { cgroupCandidates, netDev, readCgroup, readIfThere, type CgroupLayout } from './cgroup-stats.js';
+import { cgroupCandidates, netDev, readCgroup, readIfThere, type CgroupLayout } from '../cgroup-stats.js';
 import { containerStatsOf } from './readings.js';
-import type { EngineCalls, EngineStats } from './runtime-types.js';
+import type { ContainerReading } from '../runtime-types.js';
+import type { EngineCalls } from './engine.js';
 
 /** How many container → pid answers are kept (one inspect each); past it the map starts afresh. */
 const PID_CACHE_MAX = 4096;
@@ -35,21 +36,20 @@ export class LocalReadings {
   }
 
   /** `network`: read the namespace's counters too (a sandbox's; an app container shares them). */
-  async stats(id: string, oneShot: boolean, network = true): Promise<EngineStats | undefined> {
+  async stats(id: string, oneShot: boolean, network = true): Promise<ContainerReading | undefined> {
     const layout = await this.cgroupLayout();
     const first = layout ? await this.readLocal(layout, id, network) : undefined;
     if (!layout || !first) {
-      const s = await containerStatsOf(this.e, id, oneShot);
-      return s ? { ...s, source: 'engine' } : undefined;
+      return containerStatsOf(this.e, id, oneShot);
     }
     if (oneShot) return first;
     // As the engine's answer without one-shot: a second reading a second later, for rates.
     await new Promise((r) => setTimeout(r, 1000));
     const second = await this.readLocal(layout, id, network);
-    return second ? { ...second, precpu_stats: { cpu_usage: { total_usage: first.cpu_stats.cpu_usage.total_usage } }, preread: first.read } : first;
+    return second ? { ...second, earlier: { time: first.time, cpuUsageNs: first.cpu.usageNs } } : first;
   }
 
-  private async readLocal(layout: CgroupLayout, id: string, network: boolean): Promise<EngineStats | undefined> {
+  private async readLocal(layout: CgroupLayout, id: string, network: boolean): Promise<ContainerReading | undefined> {
     const s = readCgroup(layout, id);
     if (!s || !network) return s;
     const pid = await this.pidOf(layout, id);

@@ -1,28 +1,33 @@
 import { hostname } from 'node:os';
 import type Docker from 'dockerode';
-import type { Container, Pod } from '../manifest/types.js';
-import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound } from './engine.js';
-import { ContainerStartError, SandboxError, type ContainerStatus, type EngineCalls, type EngineEvent, type EngineStats, type ExecEnd, type ExecRef, type RuntimeOptions, type SandboxInfo, type StartRequest } from './runtime-types.js';
-import { ImageStore, type PullListener } from './images.js';
+import type { Container, Pod } from '../../manifest/types.js';
+import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound, type EngineCalls } from './engine.js';
+import { ContainerStartError, SandboxError, type ContainerDisk, type ContainerReading, type ContainerStatus, type EngineEvent, type EngineFacts, type EngineRestartOn, type ExecAttachOptions, type ExecEnd, type ExecRef, type ExecStreams, type FinishedInstance, type ImageInventory, type LogRequest, type PullListener, type RuntimeOptions, type SandboxInfo, type StartRequest } from '../runtime-types.js';
+import { ImageStore } from './images.js';
 import { containerDiskOf, engineFactsOf } from './readings.js';
 import { LocalReadings } from './local-readings.js';
-import { cgroupCandidates, type CgroupLayout } from './cgroup-stats.js';
+import { cgroupCandidates, type CgroupLayout } from '../cgroup-stats.js';
 import { execAttachedIn, execIn, terminationMessageOf, writeLogsOf } from './streams.js';
 import { endExec } from './exec-end.js';
-import { defaultHostIP, nodeResolvConf, oomScoreFloor } from './host.js';
-import { EngineTimeoutError } from './engine-errors.js';
-import { formatDuration, timerDelay } from '../base/duration.js';
-import { instanceId, LABEL, MANAGED_BY } from './labels.js';
-import { groupObserved, type EngineContainer, type ObservedPod } from './observed.js';
+import { defaultHostIP, nodeResolvConf, oomScoreFloor } from '../host.js';
+import { EngineTimeoutError } from '../engine-errors.js';
+import { formatDuration, timerDelay } from '../../base/duration.js';
+import { instanceId, LABEL, MANAGED_BY } from '../labels.js';
+import { groupObserved, type EngineContainer, type ObservedPod } from '../observed.js';
 import { containerCreateOptions, engineRestartPolicy, mountsToPin, needsImageUser, sandboxCreateOptions, startOptions, type ContainerOptions, type PodIdentity, type VolumeBacking } from './spec.js';
-import { podDns } from './dns.js';
-import { Slots, type SlotRequest } from './slots.js';
-import { pinMount } from './safe-mount.js';
-import { eventFromDocker, recordFromInspect, recordFromListed, statusFromInspect, type DockerEvent } from './docker/records.js';
-import { prepareTerminationLog, prepareVolumes, removePodVolumes, stagingPath, terminationLogPath, writeHostNetworkHosts } from './volumes.js';
+import { podDns } from '../dns.js';
+import { Slots, type SlotRequest } from '../slots.js';
+import { pinMount } from '../safe-mount.js';
+import { eventFromDocker, recordFromInspect, recordFromListed, statusFromInspect, type DockerEvent } from './records.js';
+import { prepareTerminationLog, prepareVolumes, stagingPath, terminationLogPath, writeHostNetworkHosts } from '../volumes.js';
+import { ensureMemoryVolume, removePodVolumes } from './volumes.js';
+import type { PodEngine } from '../roles.js';
 
-/** The only code that talks to the engine: pods in, engine objects out, labels carrying identity. */
-export class PodRuntime {
+/**
+ * The Docker engine behind podrun's engine interface (roles.ts): pods in, engine objects out,
+ * labels carrying identity. Also reaches Podman's Docker-compatible socket.
+ */
+export class PodRuntime implements PodEngine {
   private readonly docker: Docker;
   readonly endpoint: string;
   /** The kubelet's runtime type: the scheme of container IDs (`docker://<id>`) and of the node's runtime version. */
@@ -189,7 +194,7 @@ export class PodRuntime {
   }
 
   /** `podrun exec`: attached to the caller's streams, with a TTY when asked; resolves with the exit code. */
-  execAttached(containerId: string, command: string[], o: Parameters<typeof execAttachedIn>[3], streams: Parameters<typeof execAttachedIn>[4]): Promise<number> {
+  execAttached(containerId: string, command: string[], o: ExecAttachOptions, streams: ExecStreams): Promise<number> {
     return execAttachedIn(this.calls, containerId, command, o, streams);
   }
 
@@ -203,7 +208,7 @@ export class PodRuntime {
   }
 
   /** A container's log to `out` and `err`, streamed at the reader's pace; with `follow`, until it stops. */
-  writeLogs(id: string, o: Parameters<typeof writeLogsOf>[2], out: NodeJS.WritableStream, err: NodeJS.WritableStream): Promise<void> {
+  writeLogs(id: string, o: LogRequest, out: NodeJS.WritableStream, err: NodeJS.WritableStream): Promise<void> {
     return writeLogsOf(this.calls, id, o, out, err);
   }
 
@@ -218,7 +223,7 @@ export class PodRuntime {
   }
 
   /** What image GC needs to know of the engine: where it keeps its data, its images, which are in use. */
-  imageInventory(pinned: string): ReturnType<ImageStore['inventory']> {
+  imageInventory(pinned: string): Promise<ImageInventory> {
     return this.images.inventory(pinned);
   }
 
@@ -227,7 +232,6 @@ export class PodRuntime {
     return this.images.remove(id, tags);
   }
 
-  /** One container's resource counters from its cgroup (`oneShot`: at once, without a previous sample). */
   /** Where the engine keeps containers' cgroups, when readings come from them (undefined: its stats API). */
   cgroupLayout(): Promise<CgroupLayout | undefined> {
     return this.readings.cgroupLayout();
@@ -242,17 +246,18 @@ export class PodRuntime {
     return (id) => `/${cgroupCandidates(layout?.driver ?? 'cgroupfs', id)[0] ?? id}`;
   }
 
-  containerStats(id: string, oneShot: boolean, network = true): Promise<EngineStats | undefined> {
+  /** One container's resource counters from its cgroup (`oneShot`: at once, without a previous sample). */
+  containerStats(id: string, oneShot: boolean, network = true): Promise<ContainerReading | undefined> {
     return this.readings.stats(id, oneShot, network);
   }
 
-  /** A container's writable layer size and log file (the engine sums the layer: call it seldom). */
-  containerDisk(id: string): Promise<{ rwBytes?: number; logPath?: string } | undefined> {
+  /** A container's writable layer size and log file's (the engine sums the layer: call it seldom). */
+  containerDisk(id: string): Promise<ContainerDisk | undefined> {
     return containerDiskOf(this.calls, id);
   }
 
   /** What the node status says of the engine. */
-  engineFacts(): ReturnType<typeof engineFactsOf> {
+  engineFacts(): Promise<EngineFacts> {
     return engineFactsOf(this.calls);
   }
 
@@ -269,24 +274,40 @@ export class PodRuntime {
     return Number.isFinite(t) && t > 0 ? t : undefined;
   }
 
-  async restartPolicyOf(id: string): Promise<string | undefined> {
-    const info = await this.call('inspect container', () => this.docker.getContainer(id).inspect()).catch(() => undefined);
-    return info?.HostConfig.RestartPolicy?.Name;
+  /**
+   * Takes a container's restarts over from the engine: its restart policy becomes `no`, in place
+   * (no restart, no new container). Podman 4.x cannot update a container: its policy stays, and
+   * the answer says what it still restarts on. Undefined: the container is gone.
+   */
+  async takeOverRestarts(id: string): Promise<EngineRestartOn | undefined> {
+    const policy = await this.restartPolicyOf(id);
+    if (policy === undefined) return undefined;
+    if (policy === '' || policy === 'no') return 'never';
+    try {
+      await this.call('update container', () => this.docker.getContainer(id).update({ RestartPolicy: { Name: 'no' } }));
+      return 'never';
+    } catch (err) {
+      if (!(err instanceof EngineRequestError) || (err.kind !== 'not-found' && err.kind !== 'unsupported')) throw err;
+      // Gone meanwhile, or an engine without container update (its 404 is the endpoint's).
+      if ((await this.restartPolicyOf(id)) === undefined) throw err;
+      return restartOnOf(policy);
+    }
   }
 
-  /** Changes the engine's restart policy in place: no restart, no new container. */
-  async setRestartPolicy(id: string, name: string): Promise<void> {
-    await this.call('update container', () => this.docker.getContainer(id).update({ RestartPolicy: { Name: name } }));
+  private async restartPolicyOf(id: string): Promise<string | undefined> {
+    const info = await this.call('inspect container', () => this.docker.getContainer(id).inspect()).catch(() => undefined);
+    return info ? (info.HostConfig.RestartPolicy?.Name ?? '') : undefined;
   }
 
   /** What a finished container left as its termination message (the kubelet's rules: its file, or its log's tail). */
-  terminationMessage(c: Parameters<typeof terminationMessageOf>[1], podUid: string): Promise<string | undefined> {
+  terminationMessage(c: FinishedInstance, podUid: string): Promise<string | undefined> {
     return terminationMessageOf(this.calls, c, podUid);
   }
 
 
   async prepareVolumes(pod: Pod): Promise<Map<string, VolumeBacking>> {
-    return this.call(`prepare volumes of ${pod.metadata.name}`, () => prepareVolumes(this.docker, this.options.stateDir, pod, this.instance, this.options.allowedHostPaths));
+    const uid = pod.metadata.uid ?? '';
+    return this.call(`prepare volumes of ${pod.metadata.name}`, () => prepareVolumes(this.options.stateDir, pod, (v) => ensureMemoryVolume(this.docker, uid, v, this.instance), this.options.allowedHostPaths));
   }
 
   /**
@@ -419,4 +440,10 @@ export class PodRuntime {
   async removePodVolumes(uid: string): Promise<void> {
     await this.call('remove pod volumes', () => removePodVolumes(this.docker, this.options.stateDir, uid, this.instance));
   }
+}
+
+/** What a Docker restart policy restarts on (`unless-stopped` is `always` until a stop through the API). */
+function restartOnOf(policy: string): EngineRestartOn {
+  if (policy === 'always' || policy === 'unless-stopped') return 'always';
+  return policy === 'on-failure' ? 'failure' : 'never';
 }
