@@ -1,15 +1,20 @@
 // podrun as one file for boxes without Node: Node's single executable application
 // (https://nodejs.org/api/single-executable-applications.html) made from the bundle that
 // `npm run build` leaves in dist/bundle. Node 20 runs only a CommonJS script in a single
-// executable, so bin/podrun and the bundle's chunks are joined into one CommonJS file; the files
+// executable, so the CLI's start() and the bundle's chunks are joined into one CommonJS file; the files
 // podrun reads beside its code (schemas, package.json, the build's record) become its assets,
 // read through src/base/package-file.ts. Output: dist/sea/podrun.
 import { execFileSync, spawnSync } from 'node:child_process';
-import { chmodSync, copyFileSync, existsSync, mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, copyFileSync, existsSync, mkdirSync, readdirSync, rmSync, writeFileSync } from 'node:fs';
 import { build } from 'esbuild';
 
 const OUT = 'dist/sea';
 const ASSETS = ['package.json', 'dist/build-info.json', 'schemas/pod.schema.json', 'schemas/config.schema.json', 'schemas/manifest.schema.json'];
+// The CommonJS files the bundle runs through src/base/cached-script.ts (commander, js-yaml, the
+// engine client, the Pod validator), read from the assets there; their V8 caches are not taken.
+// (podrun.cjs and its loader are bin/podrun's, not the executable's.)
+const BIN_ONLY = new Set(['podrun.cjs', 'cached-script.cjs']);
+ASSETS.push(...readdirSync('dist/bundle').filter((f) => f.endsWith('.cjs') && !BIN_ONLY.has(f)).sort().map((f) => `dist/bundle/${f}`));
 // The fuse Node's binary carries for single executables (the documented sentinel).
 const FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 
@@ -20,9 +25,10 @@ if (!postject) throw new Error('postject is not installed: npm install -D postje
 rmSync(OUT, { recursive: true, force: true });
 mkdirSync(OUT, { recursive: true });
 
-// bin/podrun is the entry, as it is for the bundle: the same exit and EPIPE handling.
+// start() is what bin/podrun runs: the same exit and EPIPE handling. From the ES module bundle:
+// bin/podrun's CommonJS file reads its code cache from beside it, where an executable has nothing.
 await build({
-  stdin: { contents: readFileSync('bin/podrun', 'utf8').replace(/^#!.*\n/, ''), resolveDir: 'bin', sourcefile: 'podrun', loader: 'js' },
+  stdin: { contents: "import { start } from '../dist/bundle/podrun.mjs'; start();", resolveDir: 'bin', sourcefile: 'podrun', loader: 'js' },
   bundle: true,
   platform: 'node',
   format: 'cjs',

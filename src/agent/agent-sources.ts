@@ -1,7 +1,7 @@
 import type { Logger } from '../log/logger.js';
 import { OPEN_POLICY } from '../manifest/policy.js';
 import type { AgentMetrics } from '../metrics/agent-metrics.js';
-import { appliedSource } from '../sources/applied-sets.js';
+import { appliedSource } from '../sources/applied-source.js';
 import { DirectorySource } from '../sources/dir-source.js';
 import { FreshnessStore } from '../sources/freshness-store.js';
 import { redactUrl } from '../sources/redact.js';

@@ -1,4 +1,3 @@
-import { yamlText } from './yaml-out.js';
 import { shownSource } from '../sources/origin-names.js';
 import { parseTemplate, renderJsonPath } from './jsonpath.js';
 import { noResources, podNotFound, selectorFrom } from './pod-args.js';
@@ -105,6 +104,8 @@ export async function getPodsCommand(names: string[], o: GetOptions, g: GlobalOp
     return EXIT.usage;
   }
   const rt = await makeRuntime(g, io);
+  // The YAML writer only for -o yaml: a table does not pay for loading it.
+  const yamlText = out.kind === 'yaml' ? (await import('./yaml-out.js')).yamlText : undefined;
   const ns = o.allNamespaces && !names.length ? undefined : (o.namespace ?? 'default');
   let everywhere: V1Pod[] = [];
   const load = async (): Promise<V1Pod[]> =>
@@ -127,7 +128,7 @@ export async function getPodsCommand(names: string[], o: GetOptions, g: GlobalOp
       case 'yaml': {
         // One pod named alone prints as the pod, as kubectl does; otherwise a list.
         const doc = names.length === 1 && list.length === 1 && !o.watch ? list[0] : { apiVersion: 'v1', kind: 'List', items: list };
-        return [out.kind === 'json' ? JSON.stringify(doc, null, 2) : yamlText(doc)];
+        return [out.kind === 'json' ? JSON.stringify(doc, null, 2) : yamlText!(doc)];
       }
       case 'name':
         return list.map((p) => `pod/${p.metadata.name}`);

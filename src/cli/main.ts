@@ -5,7 +5,6 @@ import { dirname, resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EngineRequestError, EngineUnavailableError } from '../runtime/engine-errors.js';
 import { DEFAULTS, EXIT, processIo, type GlobalOptions, type Io } from './context.js';
-import { engineVersion } from './engine-version.js';
 import { normalizeArgv } from './argv.js';
 import { addImageCommands } from './image-commands.js';
 import { bool, duration, durationOption, evictionHard, ip, logFiles, logSize, nonNegativeInt, podMaxPids, positiveInt } from './arg-parsers.js';
@@ -351,6 +350,7 @@ logs keeps a container's stderr on stderr; there are no contexts or kubeconfig (
       if (!o.client) {
         const g = globals(cmd);
         try {
+          const { engineVersion } = await import('./engine-version.js');
           const v = await engineVersion(g.dockerHost ?? process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock');
           io.out(`engine ${v.version} (API ${v.apiVersion})`);
         } catch (err) {
@@ -450,4 +450,29 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     }
     throw err;
   }
+}
+
+/**
+ * What bin/podrun (and the single executable) runs: main() on the process's own arguments. Once
+ * main() has answered, the process must end: a command that failed half way (an agent whose start
+ * failed after its watchers or timers began) may not linger half alive. The timer is unref'd, so
+ * a process with nothing left to do exits at once, as usual.
+ */
+export function start(): void {
+  const exit = (code: number): void => {
+    process.exitCode = code;
+    setTimeout(() => process.exit(code), 1000).unref();
+  };
+  // A reader that went away (`podrun logs | head`) ends the command as it ends cat: quietly.
+  for (const stream of [process.stdout, process.stderr]) {
+    stream.on('error', (err: NodeJS.ErrnoException) => {
+      if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+      throw err;
+    });
+  }
+  main(process.argv).then(exit, (err: unknown) => {
+    // main() turns every expected failure into a message and an exit code; reaching here is a bug.
+    process.stderr.write(`podrun: internal error: ${err instanceof Error ? err.stack : String(err)}\n`);
+    exit(70);
+  });
 }

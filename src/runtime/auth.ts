@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { readFileSync } from 'node:fs';
 import { homedir } from 'node:os';
 import { join } from 'node:path';
@@ -96,7 +95,9 @@ function readConfig(file: string): DockerConfig | undefined {
 }
 
 /** Asks `docker-credential-<helper> get` (bounded: a hung helper must not hold a pull for ever). */
-function fromHelper(helper: string, server: string): Promise<RegistryAuth | undefined> {
+async function fromHelper(helper: string, server: string): Promise<RegistryAuth | undefined> {
+  // Loaded here, not at import: every command that names the credential files would pay for it.
+  const { execFile } = await import('node:child_process');
   return new Promise((resolve) => {
     const child = execFile(`docker-credential-${helper}`, ['get'], { timeout: 10_000, maxBuffer: 64 * 1024 }, (err, stdout) => {
       if (err || !stdout) return resolve(undefined);

@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { closeSync, constants, fstatSync, lstatSync, mkdirSync, openSync, readFileSync, realpathSync, rmSync, unlinkSync, type Stats } from 'node:fs';
 import { join, posix } from 'node:path';
 import { promisify } from 'node:util';
@@ -11,7 +10,11 @@ import { at, errCode, fdPath, O_PATH, openNoSymlinks, readLinkAt, removeTreeNoFo
 // allowed host paths), and that very object is bind-mounted to a staging path the container
 // cannot reach, through /proc/<pid>/fd/<n>: swapping a symlink in after the check changes nothing.
 
-const run = promisify(execFile);
+/** execFile as a promise; Node's process spawning is loaded by the first mount, not by every command. */
+async function run(file: string, args: string[]): Promise<{ stdout: string; stderr: string }> {
+  const { execFile } = await import('node:child_process');
+  return promisify(execFile)(file, args);
+}
 
 export class MountRefused extends Error {
   /** `missing`: refused because the path is not there (said by value; the message is for people). */

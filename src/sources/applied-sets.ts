@@ -1,8 +1,7 @@
 import { readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
-import { basename, join } from 'node:path';
+import { join } from 'node:path';
 import type { DesiredPod, Pod } from '../manifest/types.js';
 import { writeFileAtomic } from '../base/atomic-file.js';
-import { DirectorySource, type DirectorySourceOptions } from './dir-source.js';
 
 // What `podrun apply` applied is kept as one PodList file per set in <state-dir>/applied, so an
 // agent on the same state directory takes it as one more source and supervises those pods.
@@ -132,13 +131,4 @@ export function forgetApplied(stateDir: string, keys: Set<string>, except?: stri
     const kept = set.pods.filter((p) => !keys.has(keyOf(p)));
     if (kept.length !== set.pods.length) writeSet(path, { pods: kept, sources: set.sources });
   }
-}
-
-export function appliedSource(stateDir: string, o: Omit<DirectorySourceOptions, 'origin'> = {}): DirectorySource {
-  return new DirectorySource(appliedDir(stateDir), {
-    ...o,
-    // Written atomically by podrun itself: no editor dance to wait for.
-    removeGraceMs: 0,
-    origin: { of: (path) => `${APPLY_PREFIX}${basename(path, '.json')}`, prefix: APPLY_PREFIX, shown: appliedSources },
-  });
 }

@@ -1,4 +1,5 @@
 import { readdirSync, readFileSync } from 'node:fs';
+import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
@@ -12,7 +13,7 @@ describe('what podrun ships and loads', () => {
   it('leaves the unused engine-client code out of the bundle', () => {
     const dir = join(REPO, 'dist/bundle');
     const text = readdirSync(dir)
-      .filter((f) => f.endsWith('.mjs'))
+      .filter((f) => f.endsWith('.mjs') || f.endsWith('.cjs'))
       .map((f) => readFileSync(join(dir, f), 'utf8'))
       .join('\n');
     // A string from the code of each: present in the bundle only if that code is.
@@ -23,6 +24,18 @@ describe('what podrun ships and loads', () => {
       ['tar-fs', 'dmode'],
       ['cpu-features', 'cpu-features.node'],
     ]) expect(text.includes(marker!), what).toBe(false);
+  });
+
+  it('runs the CLI as one CommonJS file whose V8 code cache, written at build, V8 takes', () => {
+    const dir = join(REPO, 'dist/bundle');
+    const { runCachedScript } = createRequire(import.meta.url)(join(dir, 'cached-script.cjs')) as typeof import('../../src/base/cached-script.js');
+    for (const name of ['podrun', 'commander', 'js-yaml', 'dockerode', 'pod-validator']) {
+      const loaded = runCachedScript(dir, name);
+      expect(loaded.cacheRejected, name).toBe(false);
+    }
+    // node:vm gives such a script no dynamic import(): each one (Node's modules loaded on use) must be a require.
+    expect(readFileSync(join(dir, 'podrun.cjs'), 'utf8')).not.toMatch(/\bimport\(/);
+    expect(readFileSync(join(REPO, 'bin/podrun'), 'utf8')).toContain("runCachedScript(require('node:path').join(__dirname, '../dist/bundle'), 'podrun')");
   });
 
   it('declares only dependencies that the code imports', () => {

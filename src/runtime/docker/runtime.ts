@@ -33,7 +33,7 @@ export class PodRuntime implements PodEngine {
   /** The kubelet's runtime type: the scheme of container IDs (`docker://<id>`) and of the node's runtime version. */
   readonly runtimeName: string = 'docker';
   readonly nodeName: string;
-  readonly hostIP: string;
+  private nodeIP: string | undefined;
   readonly instance: string;
   /** The lowest oom_score_adj this node lets the engine set. */
   readonly oomScoreFloor: number;
@@ -49,13 +49,20 @@ export class PodRuntime implements PodEngine {
     this.docker = connect(options);
     this.endpoint = engineEndpoint(options);
     this.nodeName = options.nodeName ?? hostname();
-    this.hostIP = options.hostIP ?? defaultHostIP();
     this.instance = instanceId(options.stateDir);
     this.oomScoreFloor = oomScoreFloor(this.endpoint);
     this.slots = new Slots(options.engineSlots ?? 4);
     this.calls = { docker: this.docker, endpoint: this.endpoint, options, call: (what, fn, timeoutMs) => this.call(what, fn, timeoutMs) };
     this.images = new ImageStore(this.calls);
     this.readings = new LocalReadings(this.calls);
+  }
+
+  /**
+   * The node's IP, looked up on first use: listing the node's interfaces takes milliseconds on a
+   * node with many containers (a veth each), and most commands (get, logs, delete) never need it.
+   */
+  get hostIP(): string {
+    return (this.nodeIP ??= this.options.hostIP ?? defaultHostIP());
   }
 
   /**

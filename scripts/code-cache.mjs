@@ -1,0 +1,51 @@
+// Writes V8's code cache of each CommonJS file the bundle runs through src/base/cached-script.ts
+// (dist/bundle/NAME.cache), from a warm-up of podrun's own commands in this process, so that each
+// cache holds the functions those commands compile and not only each file's top level. No engine
+// is needed: the engine client is warmed against an endpoint where nothing listens.
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join, resolve } from 'node:path';
+import { Writable } from 'node:stream';
+import { createRequire } from 'node:module';
+
+const scripts = new Map();
+globalThis[Symbol.for('podrun.code-cache.warm-up')] = scripts;
+const dir = resolve('dist/bundle');
+// As bin/podrun runs it: the one CommonJS file, through the same loader.
+const { runCachedScript } = createRequire(import.meta.url)(join(dir, 'cached-script.cjs'));
+const { main } = runCachedScript(dir, 'podrun').exports;
+const sink = () => new Writable({ write: (_c, _e, done) => done() });
+const io = { out: () => undefined, err: () => undefined, stdout: sink(), stderr: sink(), isTTY: false };
+const state = mkdtempSync(join(tmpdir(), 'podrun-code-cache-'));
+const nowhere = `unix://${join(state, 'no-engine.sock')}`;
+const runs = [
+  ['version', '--client'],
+  ['version'],
+  ['--help'],
+  ['apply', '--help'],
+  ['get', 'pods', '--help'],
+  ['validate', 'manifests', 'test/fixtures/static-pods', 'test/fixtures/kitchen-sink.yaml'],
+  ['validate', 'test/fixtures/invalid'],
+  ['run', '--print-config'],
+  ['get', 'pods'],
+  ['apply', '--dry-run', 'manifests'],
+];
+try {
+  for (let round = 0; round < 2; round++) {
+    for (const args of runs) await main(['node', 'podrun', '--state-dir', state, '--docker-host', nowhere, '--node-ip', '127.0.0.1', ...args], io);
+  }
+} finally {
+  rmSync(state, { recursive: true, force: true });
+}
+for (const name of ['podrun', 'commander', 'js-yaml', 'dockerode', 'pod-validator']) {
+  const script = scripts.get(name);
+  if (!script) throw new Error(`the warm-up did not load ${name}`);
+  writeFileSync(join(dir, `${name}.cache`), script.createCachedData());
+}
+// The packages only some commands load (the agent's, --config's, URL sources'): a cache of what
+// the warm-up ran of them, if it ran any; without one they compile as any script does.
+for (const name of ['undici', 'ajv', 'pino', 'prom-client']) {
+  const script = scripts.get(name);
+  if (script) writeFileSync(join(dir, `${name}.cache`), script.createCachedData());
+}
+process.exit(0);

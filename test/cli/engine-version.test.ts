@@ -1,0 +1,85 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { createServer, type Server, type Socket } from 'node:net';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { engineVersion } from '../../src/cli/engine-version.js';
+
+// `podrun version` asks the engine over a bare socket: what it accepts from whatever answers there.
+
+const dirs: string[] = [];
+const servers: Server[] = [];
+
+async function endpoint(answer: (s: Socket, request: string) => void): Promise<string> {
+  const dir = mkdtempSync(join(tmpdir(), 'podrun-ev-'));
+  dirs.push(dir);
+  const path = join(dir, 'engine.sock');
+  const server = createServer((s) => {
+    let request = '';
+    s.on('data', (c: Buffer) => {
+      request += c.toString();
+      if (request.includes('\r\n\r\n')) answer(s, request);
+    });
+    s.on('error', () => undefined);
+  });
+  servers.push(server);
+  await new Promise<void>((r) => server.listen(path, r));
+  return `unix://${path}`;
+}
+
+afterEach(() => {
+  for (const s of servers.splice(0)) s.close();
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+describe('engineVersion', () => {
+  it('reads the version and API version of a plain answer, asking GET /version', async () => {
+    let asked = '';
+    const url = await endpoint((s, request) => {
+      asked = request.split('\r\n')[0] ?? '';
+      s.end('HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{"Version":"27.1.0","ApiVersion":"1.46","Os":"linux"}');
+    });
+    expect(await engineVersion(url)).toEqual({ version: '27.1.0', apiVersion: '1.46' });
+    expect(asked).toBe('GET /version HTTP/1.0');
+  });
+
+  it('reads a chunked answer, counting chunk sizes in bytes', async () => {
+    const json = Buffer.from('{"Version":"ünï","ApiVersion":"1.41"}');
+    const url = await endpoint((s) => {
+      s.write('HTTP/1.1 200 OK\r\nTransfer-Encoding: chunked\r\n\r\n');
+      s.write(`${(10).toString(16)}\r\n`);
+      s.write(Buffer.concat([json.subarray(0, 10), Buffer.from('\r\n')]));
+      s.write(`${(json.length - 10).toString(16)}\r\n`);
+      s.end(Buffer.concat([json.subarray(10), Buffer.from('\r\n0\r\n\r\n')]));
+    });
+    expect(await engineVersion(url)).toEqual({ version: 'ünï', apiVersion: '1.41' });
+  });
+
+  it('refuses an error status, a body that is not JSON, and fields that are not strings', async () => {
+    const bad = await endpoint((s) => s.end('HTTP/1.0 500 Internal Server Error\r\n\r\n{"Version":"1"}'));
+    await expect(engineVersion(bad)).rejects.toThrow(/unexpected answer/);
+    const html = await endpoint((s) => s.end('HTTP/1.0 200 OK\r\n\r\n<html>'));
+    await expect(engineVersion(html)).rejects.toThrow(/unexpected answer/);
+    const odd = await endpoint((s) => s.end('HTTP/1.0 200 OK\r\n\r\n{"Version":{"x":1},"ApiVersion":7}'));
+    expect(await engineVersion(odd)).toEqual({ version: '?', apiVersion: '?' });
+  });
+
+  it('stops reading an endpoint that streams without end, and one that never answers', async () => {
+    const flood = await endpoint((s) => {
+      s.write('HTTP/1.0 200 OK\r\n\r\n');
+      const chunk = Buffer.alloc(16 * 1024, 0x61);
+      const pump = (): void => {
+        while (!s.destroyed && s.write(chunk));
+        if (!s.destroyed) s.once('drain', pump);
+      };
+      pump();
+    });
+    await expect(engineVersion(flood)).rejects.toThrow(/over 64 KiB/);
+    const silent = await endpoint(() => undefined);
+    await expect(engineVersion(silent, 200)).rejects.toThrow(/no answer .* within 0.2s/);
+  });
+
+  it('says why when nothing listens', async () => {
+    await expect(engineVersion(`unix://${join(tmpdir(), 'podrun-no-such-engine.sock')}`)).rejects.toThrow(/ENOENT/);
+  });
+});
