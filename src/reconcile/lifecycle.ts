@@ -4,6 +4,7 @@ import { allContainers, type Container, type Pod } from '../manifest/types.js';
 import { runHook } from '../probe/handlers.js';
 import { isActive, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
+import { LABEL } from '../runtime/labels.js';
 
 /** Where events about a pod go (the agent's recorder; nowhere for one-shot commands). */
 export type EventSink = (type: 'Normal' | 'Warning', reason: string, message: string, fieldPath?: string) => void;
@@ -138,7 +139,7 @@ export async function removePodDir(rt: PodEngine, uid: string): Promise<boolean>
     // it) and landed since: never started, it has nothing to stop, and goes now, not a turn (a
     // second) later. A container that runs goes through the next turn, with its grace period.
     if (round >= LEFTOVER_ROUNDS || left.some((c) => !NOTHING_TO_STOP.has(c.state))) return false;
-    await Promise.all(left.map((c) => rt.removeContainer(c.id, { urgent: true })));
+    await Promise.all(left.map((c) => (c.labels[LABEL.containerType] === 'sandbox' ? rt.removeSandbox(c.id, { urgent: true }) : rt.removeContainer(c.id, { urgent: true }))));
   }
   await rt.removePodVolumes(uid);
   return true;
