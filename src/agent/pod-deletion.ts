@@ -43,13 +43,18 @@ export async function deletionTurn(x: DeletionDeps, uid: string, o: ObservedPod 
   let whole = false;
   try {
     whole = await removePod(x.rt, o, graceOf(o), (type, reason, message, fieldPath) => x.supervisor.events.record({ uid, name: o.name, namespace: o.namespace }, type, reason, message, fieldPath));
-  } finally {
+  } catch (err) {
     await x.cache.refreshPod(uid);
+    throw err;
   }
-  if (!whole) return { again: 1000, gone: false };
-  // The engine listed nothing of the pod after the removals: gone, whatever the cache has yet to
-  // hear (an event of a call that was under way when the deletion began).
-  x.log.info(`pod ${pod}: deleted`, { pod });
-  x.deleting.delete(uid);
-  return { gone: true };
+  if (whole) {
+    // The engine listed nothing of the pod after the removals: gone, whatever the cache has yet to
+    // hear (an event of a call that was under way when the deletion began). Said before the
+    // cache is brought up to date, which is bookkeeping (an inspect per container, seconds on a
+    // loaded engine), not the deletion.
+    x.log.info(`pod ${pod}: deleted`, { pod });
+    x.deleting.delete(uid);
+  }
+  await x.cache.refreshPod(uid);
+  return whole ? { gone: true } : { again: 1000, gone: false };
 }

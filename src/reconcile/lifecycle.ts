@@ -4,6 +4,7 @@ import { allContainers, type Container, type Pod } from '../manifest/types.js';
 import { runHook } from '../probe/handlers.js';
 import { isActive, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
+import { LABEL } from '../runtime/labels.js';
 
 /** Where events about a pod go (the agent's recorder; nowhere for one-shot commands). */
 export type EventSink = (type: 'Normal' | 'Warning', reason: string, message: string, fieldPath?: string) => void;
@@ -108,11 +109,15 @@ export async function removePod(rt: PodEngine, observed: ObservedPod, graceSecon
   markTerminating(rt.options.stateDir, observed.uid, override ?? graceSeconds);
   try {
     await stopContainers(rt, observed, graceSeconds, events, override);
-    // Containers before the sandbox: an engine that tracks the namespaces they joined (Podman)
-    // refuses to remove a sandbox that others still depend on. The sandbox is not stopped first:
-    // a forced removal ends it in the same call.
+    // The containers have stopped (their grace period had the pod's network): they and the sandbox
+    // are removed at once, each removal seconds on a loaded engine (a sandbox's network taken down
+    // behind other pods' set-ups). An engine that tracks the namespaces containers joined (Podman)
+    // refuses a sandbox others still depend on: that removal is made again once they are gone. The
+    // sandbox is not stopped first: a forced removal ends it in the same call.
+    const sandboxes = Promise.allSettled(observed.sandboxes.map((s) => rt.removeSandbox(s.id, { urgent: true })));
     await Promise.all(observed.containers.map((c) => rt.removeContainer(c.id, { urgent: true })));
-    await Promise.all(observed.sandboxes.map((s) => rt.removeSandbox(s.id, { urgent: true })));
+    const first = await sandboxes;
+    await Promise.all(observed.sandboxes.filter((_, i) => first[i]?.status === 'rejected').map((s) => rt.removeSandbox(s.id, { urgent: true })));
     return await removePodDir(rt, observed.uid);
   } finally {
     clearTerminating(rt.options.stateDir, observed.uid);
@@ -127,7 +132,21 @@ export async function removePod(rt: PodEngine, observed: ObservedPod, graceSecon
  * True when it went.
  */
 export async function removePodDir(rt: PodEngine, uid: string): Promise<boolean> {
-  if ((await rt.listContainers(uid)).length > 0) return false;
+  for (let round = 0; ; round++) {
+    const left = await rt.listContainers(uid);
+    if (left.length === 0) break;
+    // Most often a create that was under way when the deletion began (the sync gave up waiting for
+    // it) and landed since: never started, it has nothing to stop, and goes now, not a turn (a
+    // second) later. A container that runs goes through the next turn, with its grace period.
+    if (round >= LEFTOVER_ROUNDS || left.some((c) => !NOTHING_TO_STOP.has(c.state))) return false;
+    await Promise.all(left.map((c) => (c.labels[LABEL.containerType] === 'sandbox' ? rt.removeSandbox(c.id, { urgent: true }) : rt.removeContainer(c.id, { urgent: true }))));
+  }
   await rt.removePodVolumes(uid);
   return true;
 }
+
+/** States of a container whose removal stops nothing. */
+const NOTHING_TO_STOP: ReadonlySet<string> = new Set(['created', 'exited', 'dead', 'removing']);
+
+/** How often one deletion removes what it had not seen before it leaves the rest to the next turn. */
+const LEFTOVER_ROUNDS = 2;

@@ -1,5 +1,5 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { Pacer } from '../../src/base/pacer.js';
+import { cpuCost, Pacer, wallCost } from '../../src/base/pacer.js';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -13,7 +13,7 @@ describe('the pacer (source changes merged as often as their cost allows)', () =
     const p = new Pacer(() => {
       runs++;
       vi.advanceTimersByTime(10);
-    }, 9);
+    }, 9, wallCost);
     p.poke();
     expect(runs).toBe(1);
     for (let i = 0; i < 50; i++) p.poke();
@@ -38,6 +38,30 @@ describe('the pacer (source changes merged as often as their cost allows)', () =
     const p = new Pacer(() => runs++, 9);
     for (let i = 0; i < 5; i++) p.poke();
     expect(runs).toBeGreaterThanOrEqual(1);
+    p.stop();
+  });
+
+  it('counts what a run cost the CPU, not the time it was descheduled for', async () => {
+    // A run that waits 200 ms without working (as a descheduled thread does) costs about nothing.
+    const sleep = new Int32Array(new SharedArrayBuffer(4));
+    const idle = cpuCost(() => Atomics.wait(sleep, 0, 0, 200));
+    expect(idle).toBeLessThan(50);
+    // A run that works 50 ms costs about that.
+    const busy = cpuCost(() => {
+      const end = performance.now() + 50;
+      while (performance.now() < end);
+    });
+    expect(busy).toBeGreaterThan(25);
+    let runs = 0;
+    const p = new Pacer(() => {
+      runs++;
+      Atomics.wait(sleep, 0, 0, 100);
+    }, 9);
+    p.poke();
+    p.poke();
+    // The second run comes well before 9 × 100 ms.
+    await new Promise((r) => setTimeout(r, 300));
+    expect(runs).toBe(2);
     p.stop();
   });
 });

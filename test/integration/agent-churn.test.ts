@@ -24,7 +24,7 @@ async function nsContainers(): Promise<string[]> {
 }
 
 describe('a watched directory in heavy churn', () => {
-  it(`${FILES} files created, rewritten 5 times and removed beside 3 stable pods: deletions done within 5 s (95 %, all within 10 s), nothing made after its file went, the stable pods untouched`, async () => {
+  it(`${FILES} files created, rewritten 5 times and removed beside 3 stable pods: every deletion done within 5 s, nothing made after its file went, the stable pods untouched`, async () => {
     const dir = join(world.dir, unique('dir'));
     mkdirSync(dir);
     const stable = [0, 1, 2].map((i) => `stable-${i}`);
@@ -49,26 +49,28 @@ describe('a watched directory in heavy churn', () => {
       return pods.every((p) => stable.includes(p)) ? true : undefined;
     }, 120_000);
     const convergedMs = Date.now() - lastRemoval;
+    // The engine's last removal comes a moment before the agent's "deleted" line for that pod (its
+    // last look, its directory): read the log once every pod that reached the engine has one.
+    await until('a deleted line for every pod that reached the engine', async () => (churnReport(agent.logs(), ev.events, ns, removed, 0).notDeleted.length === 0 ? true : undefined), 30_000).catch(() => undefined);
     ev.stop();
-    if (process.env.PODRUN_CHURN_LOG) writeFileSync(process.env.PODRUN_CHURN_LOG, agent.logs());
+    if (process.env.PODRUN_CHURN_LOG) {
+      writeFileSync(process.env.PODRUN_CHURN_LOG, agent.logs());
+      writeFileSync(`${process.env.PODRUN_CHURN_LOG}.removed.json`, JSON.stringify(Object.fromEntries(removed)));
+    }
 
     // Removal grace (1 s: editors' rename dance) plus one engine call already sent when the agent heard.
     const report = churnReport(agent.logs(), ev.events, ns, removed, 1000 + 2500);
-    const { median, max } = spread([...report.deletionMs.values()]);
+    const { median, p95, max } = spread([...report.deletionMs.values()]);
     const began = spread([...report.startMs.values()]);
     const creates = ev.events.filter((e) => e.action === 'create' && !stable.includes(e.attributes[LABEL.podName] ?? '')).length;
-    process.stderr.write(`churn: ${FILES} files in ${Math.round((lastRemoval - t0) / 1000)} s; ${report.reached} pods reached the engine, ${creates} containers created; deletion after removal median ${median} ms, max ${max} ms (begun: median ${began.median} ms, max ${began.max} ms); converged ${convergedMs} ms after the last removal; ${report.lateStarts.length} starts carried out by the engine past the bound\n`);
+    process.stderr.write(`churn: ${FILES} files in ${Math.round((lastRemoval - t0) / 1000)} s; ${report.reached} pods reached the engine, ${creates} containers created; deletion after removal median ${median} ms, p95 ${p95} ms, max ${max} ms (begun: median ${began.median} ms, max ${began.max} ms); converged ${convergedMs} ms after the last removal; ${report.lateStarts.length} starts carried out by the engine past the bound\n`);
 
     expect(report.startErrors).toEqual([]);
     expect(report.lateMade).toEqual([]);
     expect(report.notDeleted).toEqual([]);
-    // Issue 28's bound is 5 s for every deletion. On this 2-core machine shared with other
-    // sessions it holds for all of them when it is quiet (load 3-8: max 3.4-4.6 s); at load 10 and
-    // over the first pods removed, while the engine still sets up the last ones, took up to 6.3 s.
-    // So: 95 % within 5 s, and every one within 10 s (before the change: 40-85 s).
-    const late = [...report.deletionMs].filter(([, ms]) => ms > 5000);
-    expect(late.length, `over 5 s: ${JSON.stringify(late)}`).toBeLessThanOrEqual(Math.floor(report.deletionMs.size * 0.05));
-    expect([...report.deletionMs].filter(([, ms]) => ms > 10_000)).toEqual([]);
+    // Issue 28's bound: every deletion done within 5 s of its file's removal (1 s of it the
+    // directory's removal grace), from the agent's own log times.
+    expect([...report.deletionMs].filter(([, ms]) => ms > 5000), 'deletions over 5 s (pod, ms)').toEqual([]);
     expect(report.reached).toBeGreaterThan(0);
     // The stable pods: the same containers, running, never restarted.
     expect(await Promise.all(stable.map(stableState))).toEqual(before);

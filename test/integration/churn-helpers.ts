@@ -125,8 +125,9 @@ export function churnReport(log: string, events: EngineEventRecord[], ns: string
   return { deletionMs, startMs, notDeleted, lateMade, lateStarts, startErrors, reached: reachedPods.size };
 }
 
-/** Median and largest of some times. */
-export function spread(ms: number[]): { median: number; max: number } {
+/** Median, 95th percentile (nearest rank) and largest of some times. */
+export function spread(ms: number[]): { median: number; p95: number; max: number } {
   const s = [...ms].sort((a, b) => a - b);
-  return { median: s.length ? s[Math.floor((s.length - 1) / 2)]! : NaN, max: s.length ? s[s.length - 1]! : NaN };
+  const at = (q: number): number => (s.length ? s[Math.max(0, Math.ceil(q * s.length) - 1)]! : NaN);
+  return { median: s.length ? s[Math.floor((s.length - 1) / 2)]! : NaN, p95: at(0.95), max: s.length ? s[s.length - 1]! : NaN };
 }

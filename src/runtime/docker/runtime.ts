@@ -16,7 +16,7 @@ import { instanceId, LABEL, MANAGED_BY } from '../labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../observed.js';
 import { containerCreateOptions, engineRestartPolicy, mountsToPin, needsImageUser, sandboxCreateOptions, startOptions, type ContainerOptions, type PodIdentity, type VolumeBacking } from './spec.js';
 import { podDns } from '../dns.js';
-import { Slots, type SlotRequest } from '../slots.js';
+import { Slots, unlessAborted, type SlotRequest } from '../slots.js';
 import { pinMount } from '../safe-mount.js';
 import { eventFromDocker, recordFromInspect, recordFromListed, statusFromInspect, type DockerEvent } from './records.js';
 import { prepareTerminationLog, prepareVolumes, stagingPath, terminationLogPath, writeHostNetworkHosts } from '../volumes.js';
@@ -96,9 +96,24 @@ export class PodRuntime implements PodEngine {
     return out;
   }
 
-  /** An engine call that costs the engine: it waits for a slot (removals first; a wait ends with the signal). */
+  /**
+   * An engine call that costs the engine: it waits for a slot (removals first). Once the signal is
+   * aborted (the pod went) the caller waits no more, for the slot or for the call: the call keeps
+   * its slot until the engine answers, and whatever it made is the deletion's.
+   */
   private work<T>(what: string, fn: () => Promise<T>, o?: SlotRequest): Promise<T> {
-    return this.slots.run(() => this.call(what, fn), o);
+    return unlessAborted(this.slots.run(() => this.call(what, fn), o), o?.signal);
+  }
+
+  /**
+   * Creates a container of the pod. The cache hears of it as soon as the engine answers, also when
+   * the caller gave up waiting: a create abandoned when its pod went lands later, for the
+   * deletion to find.
+   */
+  private create(pod: Pod, what: string, opts: Docker.ContainerCreateOptions, signal: AbortSignal | undefined): Promise<Docker.Container> {
+    const made = this.slots.run(() => this.call(what, () => this.docker.createContainer(this.owned(opts))), signal ? { signal } : {});
+    void made.then((c) => this.created(pod, c.id), () => undefined);
+    return unlessAborted(made, signal);
   }
 
   private owned(opts: Docker.ContainerCreateOptions): Docker.ContainerCreateOptions {
@@ -325,8 +340,7 @@ export class PodRuntime implements PodEngine {
       throw err instanceof EngineRequestError ? new SandboxError(err.message) : err;
     };
     const slot = signal ? { signal } : {};
-    const container = await this.work(`create sandbox for ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts)), slot).catch(refused);
-    this.created(pod, container.id);
+    const container = await this.create(pod, `create sandbox for ${id.namespace}/${id.name}`, opts, signal).catch(refused);
     await this.work(`start sandbox for ${id.namespace}/${id.name}`, () => container.start(), slot).catch(refused);
     return this.sandboxInfo(container.id, pod);
   }
@@ -372,8 +386,7 @@ export class PodRuntime implements PodEngine {
       throw err instanceof EngineRequestError ? new ContainerStartError(err.message, reason, { cause: err }) : err;
     };
     const slot = o.signal ? { signal: o.signal } : {};
-    const container = await this.work(`create container ${c.name} of ${id.namespace}/${id.name}`, () => this.docker.createContainer(this.owned(opts)), slot).catch(refused('CreateContainerError'));
-    this.created(pod, container.id);
+    const container = await this.create(pod, `create container ${c.name} of ${id.namespace}/${id.name}`, opts, o.signal).catch(refused('CreateContainerError'));
     await this.work(`start container ${c.name} of ${id.namespace}/${id.name}`, () => container.start(), slot).catch(refused('RunContainerError'));
     return container.id;
   }

@@ -27,8 +27,11 @@ export async function ensureMemoryVolume(docker: Docker, uid: string, v: Volume,
 
 /** Removes the pod's directory (its pinned mounts are detached first) and memory volumes. */
 export async function removePodVolumes(docker: Docker, stateDir: string, uid: string, instance: string): Promise<void> {
-  await removeTree(podDir(stateDir, uid));
-  const vols = await docker.listVolumes({ filters: JSON.stringify({ label: [`${LABEL.podUid}=${uid}`, `${LABEL.instance}=${instance}`] }) });
-  await Promise.all((vols.Volumes ?? []).map((v) => docker.getVolume(v.Name).remove().catch(() => undefined)));
+  // The directory and the engine's volumes together: each is a wait on a loaded node.
+  const engineVolumes = async (): Promise<void> => {
+    const vols = await docker.listVolumes({ filters: JSON.stringify({ label: [`${LABEL.podUid}=${uid}`, `${LABEL.instance}=${instance}`] }) });
+    await Promise.all((vols.Volumes ?? []).map((v) => docker.getVolume(v.Name).remove().catch(() => undefined)));
+  };
+  await Promise.all([removeTree(podDir(stateDir, uid)), engineVolumes()]);
 }
 

@@ -1,0 +1,76 @@
+import { mkdtempSync, rmSync } from 'node:fs';
+import { tmpdir } from 'node:os';
+import { join } from 'node:path';
+import { afterEach, describe, expect, it } from 'vitest';
+import { removePod } from '../../src/reconcile/lifecycle.js';
+import { LABEL } from '../../src/runtime/labels.js';
+import { desired } from '../fixtures/pods.js';
+import { FakeEngine } from '../fakes/fake-engine.js';
+
+const dirs: string[] = [];
+afterEach(() => {
+  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
+});
+
+const d = desired(`apiVersion: v1
+kind: Pod
+metadata: {name: web, namespace: ns}
+spec:
+  containers: [{name: c, image: busybox}]
+`);
+
+const id = { uid: d.uid, name: 'web', namespace: 'ns', source: d.origin.source };
+
+/** Starts (another instance of) the pod's container; its id. */
+function start(engine: FakeEngine, sandbox: { id: string; ip: string }, restartCount: number): Promise<string> {
+  return engine.startContainer(d.pod, id, d.pod.spec.containers[0]!, { type: 'app', restartCount, hash: 'h', sandbox, volumes: new Map(), engineRestarts: false, imageReady: true });
+}
+
+/** The pod running on a fake engine: its sandbox and its container. */
+async function running(): Promise<FakeEngine> {
+  const dir = mkdtempSync(join(tmpdir(), 'podrun-removal-'));
+  dirs.push(dir);
+  const engine = new FakeEngine({ stateDir: dir });
+  await start(engine, await engine.createSandbox(d.pod, id, 0, 'h', false), 0);
+  return engine;
+}
+
+describe('removing a pod (issue 28: a deletion never waits a turn for what it can remove now)', () => {
+  it('removes, in the same turn, a container it had not seen that was never started (a create abandoned when the pod went, landed since)', async () => {
+    const engine = await running();
+    const [observed] = await engine.listPods(d.uid);
+    // Landed after the deletion's look at the pod: created, never started.
+    const late = await start(engine, { id: observed!.sandboxes[0]!.id, ip: '' }, 1);
+    engine.containers.get(late)!.state = 'created';
+    expect(await removePod(engine, observed!, 1)).toBe(true);
+    expect(engine.containers.size).toBe(0);
+    expect(engine.calls.get('volumes')).toBe(1);
+  });
+
+  it('leaves a container it had not seen that runs to the next turn (its grace period), and keeps the directory', async () => {
+    const engine = await running();
+    const [observed] = await engine.listPods(d.uid);
+    const late = await start(engine, { id: observed!.sandboxes[0]!.id, ip: '' }, 1);
+    expect(await removePod(engine, observed!, 1)).toBe(false);
+    expect([...engine.containers.keys()]).toEqual([late]);
+    expect(engine.calls.get('volumes')).toBeUndefined();
+  });
+
+  it('removes the sandbox with the containers, and again after them when the engine refuses it while they are there (Podman)', async () => {
+    const engine = await running();
+    const [observed] = await engine.listPods(d.uid);
+    const removeSandbox = engine.removeSandbox.bind(engine);
+    let refused = 0;
+    engine.removeSandbox = async (sid: string) => {
+      const dependents = [...engine.containers.values()].filter((c) => c.labels[LABEL.containerType] !== 'sandbox');
+      if (dependents.length) {
+        refused++;
+        throw new Error('container has dependent containers which must be removed before it');
+      }
+      return removeSandbox(sid);
+    };
+    expect(await removePod(engine, observed!, 1)).toBe(true);
+    expect(engine.containers.size).toBe(0);
+    expect(refused).toBe(1);
+  });
+});
