@@ -1,7 +1,8 @@
 // Bundles the CLI for bin/podrun: start-up is mostly module loading, and a few files load faster
-// than hundreds. The engine client's gRPC, protobuf, ssh and tar code (BuildKit
+// than hundreds. The Docker engine client's gRPC, protobuf, ssh and tar code (BuildKit
 // sessions, ssh:// engines, build contexts) is never used by podrun, which speaks to engines over unix and tcp
-// sockets only, so it is left out: an inert stand-in takes its place.
+// sockets only, so it is left out: an inert stand-in takes its place. (gRPC itself is bundled
+// for podrun's CRI client, in the chunk loaded only on a CRI runtime.)
 import { readFileSync, rmSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import standaloneCode from 'ajv/dist/standalone/index.js';
@@ -13,7 +14,9 @@ const UNUSED = /^(@grpc\/grpc-js|@grpc\/proto-loader|protobufjs|ssh2|cpu-feature
 const leaveOut = {
   name: 'leave-out-unused',
   setup(b) {
-    b.onResolve({ filter: UNUSED }, (a) => ({ path: a.path, namespace: 'unused' }));
+    // podrun's own CRI client (src/runtime/cri) needs gRPC: only the dependencies' imports of it
+    // are left out. It is loaded in a chunk of its own, only with --container-runtime-endpoint.
+    b.onResolve({ filter: UNUSED }, (a) => (a.path === '@grpc/grpc-js' && !a.importer.includes('/node_modules/') ? undefined : { path: a.path, namespace: 'unused' }));
     // Loaded at import time by dockerode and docker-modem (protobufjs even parses a schema then),
     // so the stand-in must survive any property access, call or construction.
     b.onLoad({ filter: /.*/, namespace: 'unused' }, () => ({

@@ -1,0 +1,110 @@
+import type Docker from 'dockerode';
+import type { Container } from '../../manifest/types.js';
+import { authFromFiles, credentialFiles } from '../auth.js';
+import { ImageError, type RuntimeOptions } from '../runtime-types.js';
+import { Slots, unlessAborted } from '../slots.js';
+import type { CriClient } from './client.js';
+import { CriError, CriUnreachableError, CriNotRuntimeError } from './errors.js';
+import type { ImageInfo } from './messages.js';
+
+// Images through the CRI ImageService, as the kubelet's image manager uses it
+// (pkg/kubelet/images/image_manager.go): ImageStatus for presence, PullImage with the node's
+// credentials as AuthConfig, ListImages and RemoveImage for the image GC.
+
+export type PullListener = (phase: 'pulling' | 'pulled', message?: string) => void;
+
+export class CriImages {
+  private readonly pulls = new Map<string, Promise<number>>();
+  private readonly slots: Slots;
+
+  constructor(private readonly client: CriClient, private readonly options: RuntimeOptions) {
+    const n = options.pullSlots ?? 1;
+    this.slots = new Slots(n > 0 ? n : Number.POSITIVE_INFINITY);
+  }
+
+  async status(image: string): Promise<ImageInfo | undefined> {
+    return this.client.imageStatus(image);
+  }
+
+  async present(image: string): Promise<boolean> {
+    return (await this.status(image)) !== undefined;
+  }
+
+  async ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener, signal?: AbortSignal): Promise<void> {
+    const present = await this.present(image);
+    if (policy === 'Never') {
+      if (!present) throw new ImageError(`image ${image} is not present and its imagePullPolicy is Never`, 'ErrImageNeverPull');
+      return;
+    }
+    if (present && policy !== 'Always') return;
+    onPull?.('pulling');
+    const seconds = await unlessAborted(this.pull(image), signal);
+    onPull?.('pulled', `in ${seconds.toFixed(1)}s`);
+  }
+
+  /** One pull per image at a time; the kubelet's serializeImagePulls bound over all of them. */
+  pull(image: string): Promise<number> {
+    let pending = this.pulls.get(image);
+    if (!pending) {
+      pending = this.slots.run(() => this.pullNow(image)).finally(() => this.pulls.delete(image));
+      this.pulls.set(image, pending);
+    }
+    return pending;
+  }
+
+  private async pullNow(image: string): Promise<number> {
+    const found = await authFromFiles(image, this.options.credentialFiles ?? credentialFiles({}));
+    const auth = found ? { serverAddress: found.serveraddress, ...(found.username ? { username: found.username } : {}), ...(found.password ? { password: found.password } : {}), ...(found.identitytoken ? { identityToken: found.identitytoken } : {}) } : undefined;
+    const t0 = performance.now();
+    const progress = { image, layers: 0, layersDone: 0, bytes: 0, totalBytes: 0 };
+    let ok = false;
+    let failure: string | undefined;
+    // The CRI tells nothing of a pull until it ends: the progress is its start and its end.
+    this.options.onPullProgress?.(progress);
+    try {
+      await this.client.pullImage(image, auth);
+      ok = true;
+      return (performance.now() - t0) / 1000;
+    } catch (err) {
+      failure = (err as Error).message;
+      // The runtime being gone is not the image's fault: the caller retries when it is back.
+      if (err instanceof CriUnreachableError || err instanceof CriNotRuntimeError || !(err instanceof CriError)) throw err;
+      throw new ImageError(`failed to pull image ${image}: ${failure.replace(/^PullImage: /, '')}`, 'ErrImagePull');
+    } finally {
+      const seconds = (performance.now() - t0) / 1000;
+      this.options.observer?.pull?.(seconds, ok);
+      this.options.onPullProgress?.({ ...progress, end: { ok, seconds, ...(failure ? { error: failure } : {}) } });
+    }
+  }
+
+  /** The image's USER as the runtime knows it (uid or name; '' for root by default). */
+  async user(image: string): Promise<string> {
+    const i = await this.status(image);
+    if (!i) return '';
+    return i.uid ? String(i.uid.value) : i.username;
+  }
+
+  /**
+   * The image GC's view: where the runtime keeps images (ImageFsInfo), its images, which are in use
+   * (by any container the runtime holds, podrun's or not), and the pause image's id.
+   */
+  async inventory(pinned: string): Promise<{ rootDir: string; images: Docker.ImageInfo[]; inUse: Set<string>; pinnedId: string }> {
+    const [fs, list, containers, pause] = await Promise.all([
+      this.client.imageFsInfo().catch(() => undefined),
+      this.client.listImages(),
+      this.client.listContainers(),
+      this.client.imageStatus(pinned).catch(() => undefined),
+    ]);
+    const inUse = new Set(containers.flatMap((c) => [c.imageRef, c.imageId].filter(Boolean)));
+    // The GC reads Docker's image record (roles.ts): the fields it uses, the rest empty.
+    const images = list.map(
+      (i): Docker.ImageInfo => ({ Id: i.id, RepoTags: i.repoTags, RepoDigests: i.repoDigests, Size: Number(i.size), VirtualSize: Number(i.size), SharedSize: 0, ParentId: '', Created: 0, Containers: 0, Labels: {} }),
+    );
+    return { rootDir: fs?.imageFilesystems[0]?.fsId?.mountpoint || '/var/lib/containerd', images, inUse, pinnedId: pause?.id ?? '' };
+  }
+
+  /** Removes an image by id: the runtime drops every tag of it. Gone already is fine. */
+  async remove(id: string): Promise<void> {
+    await this.client.removeImage(id);
+  }
+}

@@ -1,0 +1,117 @@
+import { spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { LABEL } from '../../src/runtime/labels.js';
+import { ContainerState } from '../../src/runtime/cri/messages.js';
+import { AgentProcess } from './agent-helpers.js';
+import { PrivateContainerd } from './cri-engine.js';
+import { freePort, TEST_IMAGE, unique, until, World } from './helpers.js';
+
+// podrun on containerd through the CRI, with no Docker engine reachable at all (DOCKER_HOST points
+// at nothing): `apply`, `get`, `logs`, `exec`, a re-apply and `delete` with grace, then the agent
+// running the README's sample manifests, restarting a killed container and adopting its pods
+// after a kill -9. Everything runs on a private containerd (cri-engine.ts) and the built binary.
+const REPO = fileURLToPath(new URL('../..', import.meta.url));
+const ctrd = new PrivateContainerd();
+const world = new World();
+const podLogs = join(world.dir, 'pod-logs');
+const NO_DOCKER = { DOCKER_HOST: 'unix:///nonexistent/docker.sock' };
+const criArgs = (): string[] => ['--container-runtime-endpoint', ctrd.endpoint, '--pod-logs-dir', podLogs];
+const cri = (args: string[], input?: string): ReturnType<World['bin']> => world.bin([...criArgs(), ...args], { env: NO_DOCKER, ...(input !== undefined ? { input } : {}) });
+
+beforeAll(async () => {
+  await ctrd.start();
+  ctrd.importTestImages();
+  // The README's samples name busybox:1.36: the engine's copy, as the Docker tests use it.
+  const r = spawnSync('sh', ['-c', `docker save busybox:1.36 | ctr -a ${ctrd.socket} -n k8s.io images import -`], { encoding: 'utf8' });
+  if (r.status !== 0) throw new Error(`importing busybox:1.36: ${r.stderr}`);
+}, 90_000);
+
+afterAll(async () => {
+  await ctrd.destroy();
+  await world.cleanup();
+}, 90_000);
+
+/** podrun's containers of a pod on the runtime, by name, newest instance first. */
+async function containersOf(name: string): Promise<{ id: string; name: string; attempt: number; state: number }[]> {
+  const list = await ctrd.client.listContainers({ labelSelector: { [LABEL.podName]: name } });
+  return list.map((c) => ({ id: c.id, name: c.metadata?.name ?? '', attempt: c.metadata?.attempt ?? 0, state: c.state })).sort((a, b) => b.attempt - a.attempt);
+}
+
+describe('podrun on containerd (CRI), no Docker engine', () => {
+  it('apply → Running and Ready; get, logs, exec; re-apply unchanged; delete with grace', async () => {
+    const ns = unique('cri');
+    const name = unique('two');
+    const out = join(world.dir, `${name}-out`);
+    const manifest = world.write(
+      `${name}.yaml`,
+      `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 10
+  containers:
+  - name: web
+    image: ${TEST_IMAGE}
+    command: [sh, -c, 'echo hello-from-web; echo to-stderr >&2; mkdir -p /www; echo ok > /www/index.html; exec httpd -f -p 8080 -h /www']
+    env: [{name: POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}, {name: GREETING, value: hi-$(POD_NAME)}]
+    readinessProbe: {exec: {command: [cat, /www/index.html]}, periodSeconds: 1}
+  - name: side
+    image: ${TEST_IMAGE}
+    command: [sh, -c, 'trap "echo got-term > /out/term; exit 0" TERM; echo side-up; while true; do sleep 0.2; done']
+    volumeMounts: [{name: out, mountPath: /out}]
+  volumes:
+  - {name: out, hostPath: {path: ${out}, type: DirectoryOrCreate}}
+`,
+    );
+    const applied = await cri(['apply', '-f', manifest, '--timeout', '60s']);
+    expect(applied.code, `${applied.out}\n${applied.err}\n${ctrd.recentLog}`).toBe(0);
+    expect(applied.out).toMatch(/ready/);
+
+    // The runtime holds one sandbox and two running containers, with podrun's identity and the kubelet's log layout.
+    const sandboxes = await ctrd.client.listPodSandbox({ labelSelector: { [LABEL.podName]: name } });
+    expect(sandboxes).toHaveLength(1);
+    const sb = await ctrd.client.podSandboxStatus(sandboxes[0]!.id);
+    expect(sb.metadata?.namespace).toBe(ns);
+    expect(sb.labels[LABEL.podNamespace]).toBe(ns);
+    expect(JSON.parse(sb.annotations[LABEL.podSpec] ?? '{}').metadata?.name).toBe(name);
+    const cs = await containersOf(name);
+    expect(cs.map((c) => [c.name, c.state]).sort()).toEqual([['side', ContainerState.RUNNING], ['web', ContainerState.RUNNING]]);
+    const uid = sb.metadata?.uid ?? '';
+    const logDir = join(podLogs, `${ns}_${name}_${uid}`);
+    expect(readdirSync(logDir).sort()).toEqual(['side', 'web']);
+    expect(readFileSync(join(logDir, 'web', '0.log'), 'utf8')).toMatch(/^\S+ stdout F hello-from-web$/m);
+
+    const got = await cri(['get', 'pods', '-n', ns]);
+    expect(got.code, got.err).toBe(0);
+    expect(got.out).toMatch(new RegExp(`${name}\\s+2/2\\s+Running\\s+0`));
+    const json = JSON.parse((await cri(['get', 'pod', name, '-n', ns, '-o', 'json'])).out) as { status: { podIP: string; containerStatuses: { containerID: string; ready: boolean }[] } };
+    expect(json.status.podIP).toMatch(new RegExp(`^${ctrd.subnet.replace(/\./g, '\\.')}\\.`));
+    expect(json.status.containerStatuses.map((c) => [c.ready, c.containerID.split("://")[0]])).toEqual([[true, "containerd"], [true, "containerd"]]);
+
+    const logs = await cri(['logs', name, '-n', ns, '-c', 'web']);
+    expect(logs.code, logs.err).toBe(0);
+    expect(logs.out).toBe('hello-from-web\n');
+    expect(logs.err).toContain('to-stderr');
+
+    const ex = await cri(['exec', name, '-n', ns, '-c', 'web', '--', 'sh', '-c', 'echo $GREETING; exit 3']);
+    expect(ex.out.trim()).toBe(`hi-${name}`);
+    expect(ex.code).toBe(3);
+
+    const again = await cri(['apply', '-f', manifest, '--timeout', '60s']);
+    expect(again.code, again.err).toBe(0);
+    expect(again.out).toMatch(/unchanged/);
+    expect((await containersOf(name)).map((c) => c.id).sort()).toEqual(cs.map((c) => c.id).sort());
+
+    const del = await cri(['delete', 'pod', name, '-n', ns]);
+    expect(del.code, del.err).toBe(0);
+    // Graceful: the stop signal reached the container and its TERM trap ran; then everything of
+    // the pod is gone, its logs too.
+    expect(readFileSync(join(out, 'term'), 'utf8')).toBe('got-term\n');
+    expect(await ctrd.client.listPodSandbox({ labelSelector: { [LABEL.podName]: name } })).toHaveLength(0);
+    expect(await containersOf(name)).toHaveLength(0);
+    expect(existsSync(logDir)).toBe(false);
+  }, 180_000);
+});
