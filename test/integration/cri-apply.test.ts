@@ -114,4 +114,61 @@ spec:
     expect(await containersOf(name)).toHaveLength(0);
     expect(existsSync(logDir)).toBe(false);
   }, 180_000);
+
+  it('the agent runs the sample manifests on containerd, restarts a killed container, and adopts its pods after kill -9', async () => {
+    // The README's samples, made this test's own: namespaces, ports and the hostPath.
+    const demo = unique('cri-demo');
+    const system = unique('cri-sys');
+    const [web, etcd] = [await freePort(), await freePort()];
+    const dir = join(world.dir, 'agent-manifests');
+    const data = join(world.dir, 'podrun-examples');
+    mkdirSync(dir, { recursive: true });
+    for (const f of readdirSync(join(REPO, 'manifests'))) {
+      const text = readFileSync(join(REPO, 'manifests', f), 'utf8')
+        .replace(/namespace: demo\b/g, `namespace: ${demo}`)
+        .replace(/namespace: kube-system\b/g, `namespace: ${system}`)
+        .replace(/\b18080\b/g, String(web))
+        .replace(/\b18081\b/g, String(etcd))
+        .replace(/\/var\/lib\/podrun-examples/g, data);
+      writeFileSync(join(dir, f), text);
+    }
+    // The engine chosen from the environment, as a unit file's Environment= lines would set it.
+    const env = { ...NO_DOCKER, PODRUN_CONTAINER_RUNTIME_ENDPOINT: ctrd.endpoint, PODRUN_POD_LOGS_DIR: podLogs };
+    const start = (): AgentProcess => new AgentProcess(world.stateDir, ['--manifest-dir', dir], env);
+    let agent = start();
+    try {
+      await agent.started();
+      const running = async (ns: string, pattern: RegExp): Promise<true | undefined> => (pattern.test((await cri(['get', 'pods', '-n', ns])).out) ? true : undefined);
+      await until('the web pod to be Running and Ready', () => running(demo, /^web\s+2\/2\s+Running\s+0\s/m), 90_000);
+      await until('etcd-lite to be Running and Ready', () => running(system, /^etcd-lite\s+1\/1\s+Running\s+0\s/m), 90_000);
+      // The sample works: its sidecar writes the page that its server serves, on the pod's CNI address.
+      const ip = (JSON.parse((await cri(['get', 'pod', 'web', '-n', demo, '-o', 'json'])).out) as { status: { podIP: string } }).status.podIP;
+      const page = await until('the page', async () => (await fetch(`http://${ip}:8080/`).then((r) => r.text(), () => undefined))?.match(/Hello from web/) ?? undefined, 30_000);
+      expect(page).toBeTruthy();
+      expect(await fetch(`http://127.0.0.1:${etcd}/healthz`).then((r) => r.text())).toBe('ok\n');
+
+      // A container killed under the agent is made again, as the kubelet restarts it.
+      const before = await containersOf('web');
+      const content = before.find((c) => c.name === 'content')!;
+      expect(spawnSync('ctr', ['-a', ctrd.socket, '-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', content.id]).status).toBe(0);
+      await until('content to run again', async () => ((await containersOf('web')).some((c) => c.name === 'content' && c.attempt === 1 && c.state === ContainerState.RUNNING) ? true : undefined), 90_000);
+      await until('get to show the restart', () => running(demo, /^web\s+2\/2\s+Running\s+1\s/m), 60_000);
+
+      // kill -9: no shutdown at all. The next agent adopts from the runtime's labels: nothing restarts.
+      await agent.kill9();
+      const held = (await Promise.all(['web', 'etcd-lite'].map(containersOf))).flat().filter((c) => c.state === ContainerState.RUNNING);
+      agent = start();
+      await agent.started();
+      await agent.waitForLog(/engine connected/);
+      await new Promise((r) => setTimeout(r, 6000));
+      const after = (await Promise.all(['web', 'etcd-lite'].map(containersOf))).flat().filter((c) => c.state === ContainerState.RUNNING);
+      expect(after.map((c) => c.id).sort()).toEqual(held.map((c) => c.id).sort());
+      expect((await cri(['get', 'pods', '-n', demo])).out).toMatch(/^web\s+2\/2\s+Running\s+1\s/m);
+      expect((await cri(['get', 'pods', '-n', system])).out).toMatch(/^etcd-lite\s+1\/1\s+Running\s+0\s/m);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\nagent log:\n${agent.logs().slice(-4000)}\ncontainerd:\n${ctrd.recentLog}`);
+    } finally {
+      await agent.stop();
+    }
+  }, 300_000);
 });
