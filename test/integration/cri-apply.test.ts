@@ -6,7 +6,8 @@ import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
 import { ContainerState } from '../../src/runtime/cri/messages.js';
 import { AgentProcess } from './agent-helpers.js';
-import { PrivateContainerd } from './cri-engine.js';
+import { CRI_PAUSE_IMAGE, PrivateContainerd } from './cri-engine.js';
+import { createServer } from 'node:http';
 import { freePort, TEST_IMAGE, unique, until, World } from './helpers.js';
 
 // podrun on containerd through the CRI, with no Docker engine reachable at all (DOCKER_HOST points
@@ -171,4 +172,46 @@ spec:
       await agent.stop();
     }
   }, 300_000);
+
+  it('says what is wrong with an endpoint that is not a CRI runtime, a containerd without its CRI plugin, a missing sandbox image', async () => {
+    const pod = world.write('lonely.yaml', `apiVersion: v1\nkind: Pod\nmetadata: {name: ${unique('lonely')}, namespace: default}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers: [{name: a, image: ${TEST_IMAGE}, command: [sleep, '60']}]\n`);
+    const applyAt = (endpoint: string): ReturnType<World['bin']> => world.bin(['--container-runtime-endpoint', endpoint, '--pod-logs-dir', podLogs, 'apply', '-f', pod, '--timeout', '20s'], { env: NO_DOCKER });
+
+    // An HTTP server on a unix socket: it answers, but not gRPC.
+    const sock = join(world.dir, 'http.sock');
+    const server = createServer((_, res) => res.end('hello'));
+    await new Promise<void>((r) => server.listen(sock, r));
+    try {
+      const r = await applyAt(`unix://${sock}`);
+      expect(r.code).toBe(3);
+      expect(r.err).toMatch(/is not a CRI runtime/);
+    } finally {
+      server.close();
+    }
+
+    const noSocket = await applyAt(`unix://${join(world.dir, 'nothing.sock')}`);
+    expect(noSocket.code).toBe(3);
+    expect(noSocket.err).toMatch(/no such socket.*is the runtime running/);
+
+    const plain = new PrivateContainerd({ criDisabled: true });
+    await plain.start();
+    try {
+      const r = await applyAt(plain.endpoint);
+      expect(r.code).toBe(3);
+      expect(r.err).toMatch(/CRI plugin is disabled/);
+      expect(r.err).toContain('disabled_plugins in /etc/containerd/config.toml');
+    } finally {
+      await plain.destroy();
+    }
+
+    // The runtime's sandbox image gone, and its registry (docker.io, sent to a closed loopback port) unreachable.
+    const certs = join(ctrd.dir, 'certs.d', 'docker.io');
+    mkdirSync(certs, { recursive: true });
+    writeFileSync(join(certs, 'hosts.toml'), 'server = "http://127.0.0.1:1"\n[host."http://127.0.0.1:1"]\n  capabilities = ["pull", "resolve"]\n');
+    expect(spawnSync('ctr', ['-a', ctrd.socket, '-n', 'k8s.io', 'images', 'rm', CRI_PAUSE_IMAGE]).status).toBe(0);
+    const r = await cri(['apply', '-f', pod, '--timeout', '20s']);
+    expect(r.code).not.toBe(0);
+    expect(r.err).toMatch(/sandbox \(pause\) image docker\.io\/podrun-test\/pause:1 is missing/);
+    expect(r.err).toContain('sandbox_image');
+  }, 120_000);
 });
