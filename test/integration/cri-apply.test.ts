@@ -1,20 +1,18 @@
 import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
 import { ContainerState } from '../../src/runtime/cri/messages.js';
 import { AgentProcess } from './agent-helpers.js';
 import { CRI_PAUSE_IMAGE, PrivateContainerd } from './cri-engine.js';
 import { createServer } from 'node:http';
-import { freePort, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { copySampleManifests, freePort, TEST_IMAGE, unique, until, World } from './helpers.js';
 
 // podrun on containerd through the CRI, with no Docker engine reachable at all (DOCKER_HOST points
 // at nothing): `apply`, `get`, `logs`, `exec`, a re-apply and `delete` with grace, then the agent
 // running the README's sample manifests, restarting a killed container and adopting its pods
 // after a kill -9. Everything runs on a private containerd (cri-engine.ts) and the built binary.
-const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const ctrd = new PrivateContainerd();
 const world = new World();
 const podLogs = join(world.dir, 'pod-logs');
@@ -117,22 +115,14 @@ spec:
   }, 180_000);
 
   it('the agent runs the sample manifests on containerd, restarts a killed container, and adopts its pods after kill -9', async () => {
-    // The README's samples, made this test's own: namespaces, ports and the hostPath.
+    // The README's samples, made this test's own (namespaces, ports, hostPath).
     const demo = unique('cri-demo');
     const system = unique('cri-sys');
     const [web, etcd] = [await freePort(), await freePort()];
     const dir = join(world.dir, 'agent-manifests');
     const data = join(world.dir, 'podrun-examples');
     mkdirSync(dir, { recursive: true });
-    for (const f of readdirSync(join(REPO, 'manifests'))) {
-      const text = readFileSync(join(REPO, 'manifests', f), 'utf8')
-        .replace(/namespace: demo\b/g, `namespace: ${demo}`)
-        .replace(/namespace: kube-system\b/g, `namespace: ${system}`)
-        .replace(/\b18080\b/g, String(web))
-        .replace(/\b18081\b/g, String(etcd))
-        .replace(/\/var\/lib\/podrun-examples/g, data);
-      writeFileSync(join(dir, f), text);
-    }
+    copySampleManifests(dir, { demo, system, web, etcd, data });
     // The engine chosen from the environment, as a unit file's Environment= lines would set it.
     const env = { ...NO_DOCKER, PODRUN_CONTAINER_RUNTIME_ENDPOINT: ctrd.endpoint, PODRUN_POD_LOGS_DIR: podLogs };
     const start = (): AgentProcess => new AgentProcess(world.stateDir, ['--manifest-dir', dir], env);

@@ -1,17 +1,15 @@
-import { chmodSync, closeSync, fstatSync, mkdirSync, openSync, readFileSync, readSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { arch, cpus, release, totalmem } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import type { Container, Pod } from '../../manifest/types.js';
 import { pinMount, removeTree } from '../safe-mount.js';
 import type { RuntimeOptions, StartRequest } from '../runtime-types.js';
 import { mountsToPin, type VolumeBacking } from '../spec.js';
 import { podDir, prepareHostPath, prepareTerminationLog, stagingPath, terminationLogPath, writeDownwardApiVolume, writeHostNetworkHosts } from '../volumes.js';
 import type { CriClient } from './client.js';
-import type { LogReadOptions } from './logs.js';
 
 // The CRI engine's parts that are files on the node or one call each: volumes and mounts, exec,
-// termination messages, the node's facts.
+// the node's facts.
 
 /**
  * The pod's volumes as host directories (the kubelet's own layout under its root). A `medium:
@@ -93,43 +91,6 @@ export async function criExecAttached(
   if (r.stdout.length) streams.stdout.write(Buffer.from(r.stdout));
   if (r.stderr.length) streams.stderr.write(Buffer.from(r.stderr));
   return r.exitCode;
-}
-
-/** The kubelet's MaxContainerTerminationMessageLength. */
-const MAX_TERMINATION_MESSAGE = 4096;
-
-/**
- * What a finished container left as its termination message (the kubelet's rules): the end of its
- * termination-log file; with FallbackToLogsOnError, an empty file and a failure, its log's last 80
- * lines, up to 2 KiB.
- */
-export async function criTerminationMessage(
-  stateDir: string,
-  c: { id: string; name: string; restartCount: number; exitCode?: number; spec?: Container },
-  podUid: string,
-  logs: (o: LogReadOptions, out: NodeJS.WritableStream) => Promise<void>,
-): Promise<string | undefined> {
-  let text = '';
-  try {
-    const fd = openSync(terminationLogPath(stateDir, podUid, c.name, c.restartCount), 'r');
-    try {
-      const size = fstatSync(fd).size;
-      const want = Math.min(size, MAX_TERMINATION_MESSAGE);
-      const buf = Buffer.alloc(want);
-      text = buf.subarray(0, readSync(fd, buf, 0, want, size - want)).toString('utf8');
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    // No file: collected, or never made.
-  }
-  if (text || c.spec?.terminationMessagePolicy !== 'FallbackToLogsOnError' || !c.exitCode) return text || undefined;
-  const sink = new PassThrough();
-  let tail = '';
-  sink.on('data', (d: Buffer) => (tail += d.toString('utf8')));
-  await logs({ follow: false, timestamps: false, tail: 80 }, sink).catch(() => undefined);
-  const bytes = Buffer.from(tail);
-  return bytes.length > 2048 ? bytes.subarray(bytes.length - 2048).toString('utf8') : tail || undefined;
 }
 
 function osName(): string {

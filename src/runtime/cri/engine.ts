@@ -18,7 +18,8 @@ import { ContainerState, PodSandboxState, type PodSandboxConfigInput } from './m
 import { containerConfig, podLogDirectory, sandboxConfig } from './pod-config.js';
 import { recordFromContainer, recordFromSandbox, recordFromStatus, statusFromCri } from './records.js';
 import { watchByRelist } from './relist.js';
-import { criEngineFacts, criExecAttached, criExec, criTerminationMessage, prepareCriVolumes, removeCriPodVolumes, pinCriMounts } from './engine-parts.js';
+import { terminationMessageFrom } from '../termination-message.js';
+import { criEngineFacts, criExecAttached, criExec, prepareCriVolumes, removeCriPodVolumes, pinCriMounts } from './engine-parts.js';
 
 /** The kubelet's pod log root; a CRI runtime writes each container's log below it. */
 export const DEFAULT_POD_LOGS_DIR = '/var/log/pods';
@@ -184,7 +185,7 @@ export class CriEngine implements PodEngine {
   }
 
   terminationMessage(c: Parameters<PodEngine['terminationMessage']>[0], podUid: string): Promise<string | undefined> {
-    return criTerminationMessage(this.options.stateDir, c, podUid, (o, out) => this.writeLogs(c.id, o, out, out));
+    return terminationMessageFrom(this.options.stateDir, c, podUid, (tail, out) => this.writeLogs(c.id, { follow: false, timestamps: false, tail }, out, out));
   }
 
   /**

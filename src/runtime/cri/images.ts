@@ -1,8 +1,9 @@
 import type Docker from 'dockerode';
 import type { Container } from '../../manifest/types.js';
 import { authFromFiles, credentialFiles } from '../auth.js';
+import { ensureByPolicy, PullQueue, type PullListener } from '../pull-policy.js';
 import { ImageError, type RuntimeOptions } from '../runtime-types.js';
-import { Slots, unlessAborted } from '../slots.js';
+import { unlessAborted } from '../slots.js';
 import type { CriClient } from './client.js';
 import { CriError, CriUnreachableError, CriNotRuntimeError } from './errors.js';
 import type { ImageInfo } from './messages.js';
@@ -11,15 +12,13 @@ import type { ImageInfo } from './messages.js';
 // (pkg/kubelet/images/image_manager.go): ImageStatus for presence, PullImage with the node's
 // credentials as AuthConfig, ListImages and RemoveImage for the image GC.
 
-export type PullListener = (phase: 'pulling' | 'pulled', message?: string) => void;
+export type { PullListener };
 
 export class CriImages {
-  private readonly pulls = new Map<string, Promise<number>>();
-  private readonly slots: Slots;
+  private readonly queue: PullQueue<number>;
 
   constructor(private readonly client: CriClient, private readonly options: RuntimeOptions) {
-    const n = options.pullSlots ?? 1;
-    this.slots = new Slots(n > 0 ? n : Number.POSITIVE_INFINITY);
+    this.queue = new PullQueue(options.pullSlots ?? 1);
   }
 
   async status(image: string): Promise<ImageInfo | undefined> {
@@ -31,25 +30,12 @@ export class CriImages {
   }
 
   async ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener, signal?: AbortSignal): Promise<void> {
-    const present = await this.present(image);
-    if (policy === 'Never') {
-      if (!present) throw new ImageError(`image ${image} is not present and its imagePullPolicy is Never`, 'ErrImageNeverPull');
-      return;
-    }
-    if (present && policy !== 'Always') return;
-    onPull?.('pulling');
-    const seconds = await unlessAborted(this.pull(image), signal);
-    onPull?.('pulled', `in ${seconds.toFixed(1)}s`);
+    await ensureByPolicy(image, policy, await this.present(image), async () => `in ${(await unlessAborted(this.pull(image), signal)).toFixed(1)}s`, onPull);
   }
 
   /** One pull per image at a time; the kubelet's serializeImagePulls bound over all of them. */
   pull(image: string): Promise<number> {
-    let pending = this.pulls.get(image);
-    if (!pending) {
-      pending = this.slots.run(() => this.pullNow(image)).finally(() => this.pulls.delete(image));
-      this.pulls.set(image, pending);
-    }
-    return pending;
+    return this.queue.run(image, () => this.pullNow(image));
   }
 
   private async pullNow(image: string): Promise<number> {
