@@ -16,7 +16,9 @@ export async function ensureByPolicy(image: string, policy: Container['imagePull
   }
   if (present && policy !== 'Always') return;
   onPull?.('pulling');
-  onPull?.('pulled', await pull());
+  // Pulled whether or not anyone listens (an optional call would skip evaluating its argument).
+  const message = await pull();
+  onPull?.('pulled', message);
 }
 
 /** One pull per image at a time, however many containers (or commands) want it; `slots` pulls at once (0: any number). */
