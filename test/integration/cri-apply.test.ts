@@ -127,6 +127,7 @@ spec:
     const env = { ...NO_DOCKER, PODRUN_CONTAINER_RUNTIME_ENDPOINT: ctrd.endpoint, PODRUN_POD_LOGS_DIR: podLogs };
     const start = (): AgentProcess => new AgentProcess(world.stateDir, ['--manifest-dir', dir], env);
     let agent = start();
+    let first = '';
     try {
       await agent.started();
       const running = async (ns: string, pattern: RegExp): Promise<true | undefined> => (pattern.test((await cri(['get', 'pods', '-n', ns])).out) ? true : undefined);
@@ -147,6 +148,7 @@ spec:
 
       // kill -9: no shutdown at all. The next agent adopts from the runtime's labels: nothing restarts.
       await agent.kill9();
+      first = agent.logs();
       const held = (await Promise.all(['web', 'etcd-lite'].map(containersOf))).flat().filter((c) => c.state === ContainerState.RUNNING);
       agent = start();
       await agent.started();
@@ -156,8 +158,10 @@ spec:
       expect(after.map((c) => c.id).sort()).toEqual(held.map((c) => c.id).sort());
       expect((await cri(['get', 'pods', '-n', demo])).out).toMatch(/^web\s+2\/2\s+Running\s+1\s/m);
       expect((await cri(['get', 'pods', '-n', system])).out).toMatch(/^etcd-lite\s+1\/1\s+Running\s+0\s/m);
+      // Neither agent replaced anything but the killed container, nor failed at anything.
+      for (const log of [first, agent.logs()]) expect(log).not.toMatch(/recreating|replacing|ERROR|never started/);
     } catch (err) {
-      throw new Error(`${(err as Error).message}\nagent log:\n${agent.logs().slice(-4000)}\ncontainerd:\n${ctrd.recentLog}`);
+      throw new Error(`${(err as Error).message}\nfirst agent's log:\n${first.slice(-4000)}\nagent log:\n${agent.logs().slice(-4000)}\ncontainerd:\n${ctrd.recentLog}`);
     } finally {
       await agent.stop();
     }

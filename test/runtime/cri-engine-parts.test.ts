@@ -85,7 +85,10 @@ describe('records: the runtime answers as podrun records', () => {
 describe('relist: events from successive lists', () => {
   const c = (state: 'created' | 'running' | 'exited', exitCode?: number) => ({ id: 'x', name: 'n', image: 'i', labels: {}, state, created: 1, ...(exitCode !== undefined ? { exitCode } : {}) });
   it('turns changes of state into lifecycle events, a crash between two lists included', () => {
-    expect(transitions(undefined, c('running'), 1).map((e) => e.kind)).toEqual(['created', 'started']);
+    // First seen: its present state only (a `created` for a running one would show it not started for a moment).
+    expect(transitions(undefined, c('running'), 1).map((e) => e.kind)).toEqual(['started']);
+    expect(transitions(undefined, c('exited', 2), 1).map((e) => [e.kind, e.exitCode])).toEqual([['exited', 2]]);
+    expect(transitions(undefined, c('created'), 1).map((e) => e.kind)).toEqual(['created']);
     expect(transitions(c('running'), c('exited', 137), 1).map((e) => [e.kind, e.exitCode])).toEqual([['exited', 137]]);
     expect(transitions(c('created'), c('exited', 1), 1).map((e) => e.kind)).toEqual(['started', 'exited']);
     expect(transitions(c('running'), c('running'), 1)).toEqual([]);

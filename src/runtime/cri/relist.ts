@@ -5,18 +5,24 @@ import type { EngineEvent } from '../runtime-types.js';
 // with Unimplemented, so the kubelet's generic PLEG (pkg/kubelet/pleg/generic.go) relists every
 // second and turns each change of state into an event. This does the same, for the pod cache.
 
-/** The events that take a container from `before` (undefined: unseen) to `now`. */
+/**
+ * The events that take a container from `before` (undefined: unseen) to `now`. One first seen is
+ * told in its present state only: a `created` for a container that already runs would, folded
+ * into the cache, show it not started for a moment (and the sandbox not running) to a worker
+ * that looks then, which replaced both in a loop.
+ */
 export function transitions(before: EngineContainer | undefined, now: EngineContainer, timeMs: number): EngineEvent[] {
   const base = { id: now.id, labels: now.labels, name: now.name, image: now.image, timeMs };
+  const exited = (): EngineEvent => ({ ...base, kind: 'exited', ...(now.exitCode !== undefined ? { exitCode: now.exitCode } : {}) });
+  if (!before) return [now.state === 'running' ? { ...base, kind: 'started' } : now.state === 'exited' || now.state === 'dead' ? exited() : { ...base, kind: 'created' }];
   const out: EngineEvent[] = [];
-  if (!before) out.push({ ...base, kind: 'created' });
-  const was = before?.state ?? 'created';
+  const was = before.state;
   if (was === now.state) return out;
   if (now.state === 'running') out.push({ ...base, kind: 'started' });
   else if (now.state === 'exited' || now.state === 'dead') {
     // Seen only once it ended: it ran in between (a crash between two relists).
-    if (was === 'created' && before) out.push({ ...base, kind: 'started' });
-    out.push({ ...base, kind: 'exited', ...(now.exitCode !== undefined ? { exitCode: now.exitCode } : {}) });
+    if (was === 'created') out.push({ ...base, kind: 'started' });
+    out.push(exited());
   }
   return out;
 }
