@@ -460,7 +460,7 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     if (err instanceof EngineUnavailableError && err.name === 'CriUnavailableError') {
       // The CRI error names the runtime and, where it can tell, the fix (a disabled CRI plugin).
       const down = err.code === 'ENOENT' || err.code === 'ECONNREFUSED';
-      io.err(`podrun: ${err.message}${down ? '; is the runtime running (systemctl status containerd, or crio)? give its socket with --container-runtime-endpoint' : ''}`);
+      io.err(`podrun: ${err.message}${down ? '; systemctl status containerd (or crio) tells; a socket elsewhere is given with --container-runtime-endpoint' : ''}`);
       return EXIT.engine;
     }
     if (err instanceof EngineUnavailableError) {
