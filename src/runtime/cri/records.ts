@@ -87,15 +87,5 @@ export function statusFromCri(s: ContainerStatusInfo): ContainerStatus {
 
 /** A container's status as a listed record (inspectContainers). */
 export function recordFromStatus(s: ContainerStatusInfo): EngineContainer {
-  const labels = identity(s.labels, s.annotations);
-  const state = stateOf(s.state);
-  return {
-    id: s.id,
-    name: nameFrom(labels, s.metadata?.name ?? '', s.metadata?.attempt ?? 0),
-    image: s.image?.image ?? s.imageRef,
-    labels,
-    state,
-    ...(state === 'exited' ? { exitCode: s.exitCode } : {}),
-    created: Number(s.createdAt / 1_000_000_000n),
-  };
+  return recordFromContainer({ id: s.id, podSandboxId: '', metadata: s.metadata, image: s.image, imageRef: s.imageRef, state: s.state, createdAt: s.createdAt, labels: s.labels, annotations: s.annotations, imageId: s.imageId }, s.exitCode);
 }
