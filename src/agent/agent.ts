@@ -26,6 +26,7 @@ import { sourcesFor } from './agent-sources.js';
 import type { AgentOptions } from './options.js';
 import { PodRuntime } from '../runtime/docker/runtime.js';
 import type { PodEngine } from '../runtime/roles.js';
+import type { RuntimeOptions } from '../runtime/runtime-types.js';
 import { acquireAgentLock } from './lock.js';
 import { HealthGate } from './health-gate.js';
 import { NodeStatus } from './node-status.js';
@@ -100,7 +101,7 @@ export class Agent {
         m.rolledBack(pod.namespace, pod.name);
       },
     });
-    this.runtime = o.engine ?? new PodRuntime({
+    this.runtime = o.engine ?? (o.engineFactory ?? ((x: RuntimeOptions) => new PodRuntime(x)))({
       ...o.runtime,
       ...(o.maxParallel ? { engineSlots: o.maxParallel } : {}),
       onPullProgress: pullLogger(this.log),

@@ -11,6 +11,8 @@ export interface AgentOptions {
   runtime: RuntimeOptions;
   /** The engine to run on (default: the Docker engine `runtime` describes; unit tests give the fake). */
   engine?: PodEngine;
+  /** Makes the engine from the runtime options (runtime/open-engine.ts: a CRI runtime's, say); default: the Docker API. */
+  engineFactory?: (o: RuntimeOptions) => PodEngine;
   /** Sources beyond the directories, URLs and applied sets (a program embedding the agent; unit tests). */
   sources?: PodSource[];
   manifestDirs: string[];

@@ -1,6 +1,7 @@
 import { credentialFiles } from '../runtime/auth.js';
 import type { PodPolicy } from '../manifest/policy.js';
 import type { PodEngine } from '../runtime/roles.js';
+import type { EngineChoice } from '../runtime/open-engine.js';
 import type { RuntimeOptions } from '../runtime/runtime-types.js';
 
 export const EXIT = { ok: 0, failed: 1, usage: 2, engine: 3 } as const;
@@ -9,6 +10,8 @@ export interface GlobalOptions {
   /** What manifests may ask of this node: checked by validate, apply and the agent alike. */
   policy: PodPolicy;
   dockerHost?: string;
+  /** --container-runtime-endpoint, --image-service-endpoint, --pod-logs-dir: a CRI runtime instead of the Docker API. */
+  engine?: EngineChoice;
   /** --runtime-request-timeout. */
   requestTimeoutMs?: number;
   stateDir: string;
@@ -74,10 +77,7 @@ export const processIo: Io = {
 
 /** The engine client, loaded only by the commands that talk to the engine (it is most of start-up). */
 export async function makeRuntime(g: GlobalOptions, io: Io): Promise<PodEngine> {
-  const { PodRuntime } = await import('../runtime/docker/runtime.js');
+  const { openEngine } = await import('../runtime/open-engine.js');
   const { pullReporter } = await import('./pull-progress.js');
-  return new PodRuntime({
-    ...runtimeOptionsOf(g),
-    onPullProgress: pullReporter((s) => io.stderr.write(s), io.isTTY),
-  });
+  return openEngine({ ...runtimeOptionsOf(g), onPullProgress: pullReporter((s) => io.stderr.write(s), io.isTTY) }, g.engine ?? {});
 }

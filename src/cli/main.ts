@@ -27,7 +27,7 @@ function pullSlots(serialize: boolean | string, max: number | string | undefined
 
 export function globals(cmd: Command): GlobalOptions {
   const o = cmd.optsWithGlobals<{
-    runtimeRequestTimeout: number; dockerHost?: string; stateDir: string; pauseImage: string; network: string; nodeName?: string; nodeIp?: string;
+    runtimeRequestTimeout: number; dockerHost?: string; containerRuntimeEndpoint?: string; imageServiceEndpoint?: string; podLogsDir?: string; stateDir: string; pauseImage: string; network: string; nodeName?: string; nodeIp?: string;
     allowPrivileged: boolean; allowHostNamespaces: boolean; allowedHostPaths?: string; allowedUnsafeSysctls?: string;
     containerLogMaxSize: string; containerLogMaxFiles: number | string; resolvConf: string;
     imageCredentials?: string; serializeImagePulls: boolean | string; maxParallelImagePulls?: number | string; podMaxPids: number | string;
@@ -45,7 +45,7 @@ export function globals(cmd: Command): GlobalOptions {
     podPidsLimit: podMaxPids(String(o.podMaxPids)),
     ...(o.imageCredentials ? { imageCredentials: o.imageCredentials } : {}),
     pullSlots: pullSlots(o.serializeImagePulls, o.maxParallelImagePulls),
-    ...(o.dockerHost ? { dockerHost: o.dockerHost } : {}),
+    ...engineChoiceOf(o),
     requestTimeoutMs: o.runtimeRequestTimeout,
     stateDir: o.stateDir,
     pauseImage: o.pauseImage,
@@ -53,6 +53,19 @@ export function globals(cmd: Command): GlobalOptions {
     ...(o.nodeName ? { nodeName: o.nodeName } : {}),
     ...(o.nodeIp ? { nodeIP: o.nodeIp } : {}),
   };
+}
+
+/** A Docker endpoint named as the runtime endpoint (a config file of before CRI, where the field meant Docker's). */
+function isDockerEndpoint(v: string): boolean {
+  return /^(tcp|https?):\/\//.test(v) || /\/(docker|podman)\.sock$/.test(v);
+}
+
+/** The engine the options choose: a CRI runtime's endpoint, or the Docker engine's (engine selection: runtime/open-engine.ts). */
+function engineChoiceOf(o: { dockerHost?: string; containerRuntimeEndpoint?: string; imageServiceEndpoint?: string; podLogsDir?: string }): Pick<GlobalOptions, 'dockerHost' | 'engine'> {
+  const cri = o.containerRuntimeEndpoint && !isDockerEndpoint(o.containerRuntimeEndpoint) ? o.containerRuntimeEndpoint : undefined;
+  const dockerHost = o.dockerHost ?? (o.containerRuntimeEndpoint && !cri ? o.containerRuntimeEndpoint : undefined);
+  const engine = { ...(cri ? { containerRuntimeEndpoint: cri } : {}), ...(o.imageServiceEndpoint ? { imageServiceEndpoint: o.imageServiceEndpoint } : {}), ...(o.podLogsDir ? { podLogsDir: o.podLogsDir } : {}) };
+  return { ...(dockerHost ? { dockerHost } : {}), ...(Object.keys(engine).length ? { engine } : {}) };
 }
 
 /**
@@ -77,6 +90,9 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .description('Run Kubernetes Pod manifests on one Docker engine, with no apiserver.')
     .addOption(new Option('--config <file>', 'a PodrunConfiguration file (schemas/config.schema.json); flags and PODRUN_* variables override it'))
     .addOption(new Option('--docker-host <url>', 'Docker engine endpoint (unix:///path or tcp://host:port)').env('DOCKER_HOST'))
+    .addOption(new Option('--container-runtime-endpoint <url>', "a CRI runtime's socket (unix:///run/containerd/containerd.sock, unix:///run/crio/crio.sock), as the kubelet's: podrun then runs pods through the CRI instead of the Docker API"))
+    .addOption(new Option('--image-service-endpoint <url>', "the CRI image service's socket, when not the runtime's, as the kubelet's"))
+    .addOption(new Option('--pod-logs-dir <dir>', "where a CRI runtime writes containers' logs (default /var/log/pods), as the kubelet's podLogsDir"))
     .addOption(new Option('--state-dir <dir>', 'where podrun keeps emptyDir volumes and its state').default(DEFAULTS.stateDir))
     .addOption(new Option('--pause-image <image>', 'image of the sandbox container that holds each pod\'s namespaces').default(DEFAULTS.pauseImage))
     .addOption(new Option('--network <name>', 'Docker network for pods without hostNetwork').default(DEFAULTS.network))
@@ -350,6 +366,13 @@ logs keeps a container's stderr on stderr; there are no contexts or kubeconfig (
       if (!o.client) {
         const g = globals(cmd);
         try {
+          if (g.engine?.containerRuntimeEndpoint) {
+            const { openEngine } = await import('../runtime/open-engine.js');
+            const facts = await (await openEngine({ stateDir: g.stateDir, pauseImage: g.pauseImage }, g.engine)).engineFacts();
+            io.out(`engine ${facts.version} (CRI runtime.v1 at ${g.engine.containerRuntimeEndpoint})`);
+            setCode(EXIT.ok);
+            return;
+          }
           const { engineVersion } = await import('./engine-version.js');
           const v = await engineVersion(g.dockerHost ?? process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock');
           io.out(`engine ${v.version} (API ${v.apiVersion})`);
@@ -433,6 +456,12 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       // Commander printed its own; a combination of options judged in an action has not been yet.
       if (err.code === 'commander.invalidArgument' && err.message.startsWith('--')) io.err(`podrun: ${err.message}`);
       return EXIT.usage;
+    }
+    if (err instanceof EngineUnavailableError && err.name === 'CriUnavailableError') {
+      // The CRI error names the runtime and, where it can tell, the fix (a disabled CRI plugin).
+      const down = err.code === 'ENOENT' || err.code === 'ECONNREFUSED';
+      io.err(`podrun: ${err.message}${down ? '; systemctl status containerd (or crio) tells; a socket elsewhere is given with --container-runtime-endpoint' : ''}`);
+      return EXIT.engine;
     }
     if (err instanceof EngineUnavailableError) {
       // One line, as every expected failure: what failed, where the address came from, the fix.

@@ -74,8 +74,16 @@ export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSi
     format: o.logFormat ?? (io.isTTY ? 'text' : 'json'),
     write: (line) => io.err(line),
   });
+  let engineFactory;
+  try {
+    engineFactory = g.engine ? await (await import('../runtime/open-engine.js')).engineFactory(g.engine) : undefined;
+  } catch (err) {
+    io.err(`podrun: ${(err as Error).message}`);
+    return EXIT.usage;
+  }
   const agent = new Agent({
     runtime: runtimeOptionsOf(g),
+    ...(engineFactory ? { engineFactory } : {}),
     manifestDirs: o.manifestDir,
     manifestUrls: o.manifestUrl,
     urlHeaders: headers,

@@ -15,6 +15,8 @@ export interface PodrunConfiguration {
   apiVersion: 'podrun.io/v1alpha1';
   kind: 'PodrunConfiguration';
   containerRuntimeEndpoint?: string;
+  imageServiceEndpoint?: string;
+  podLogsDir?: string;
   stateDir?: string;
   runtimeRequestTimeout?: string;
   podInfraContainerImage?: string;

@@ -31,7 +31,9 @@ const duration = { toOption: (v: unknown) => parseDuration(String(v)), toFile: (
 const list = { toOption: (v: unknown) => (Array.isArray(v) ? v : [v]), toFile: (v: unknown) => v };
 
 const FIELDS: Field[] = [
-  { path: ['containerRuntimeEndpoint'], option: 'dockerHost', scope: 'global' },
+  { path: ['containerRuntimeEndpoint'], option: 'containerRuntimeEndpoint', scope: 'global' },
+  { path: ['imageServiceEndpoint'], option: 'imageServiceEndpoint', scope: 'global' },
+  { path: ['podLogsDir'], option: 'podLogsDir', scope: 'global', paths: true },
   { path: ['stateDir'], option: 'stateDir', scope: 'global', paths: true },
   { path: ['runtimeRequestTimeout'], option: 'runtimeRequestTimeout', scope: 'global', ...duration },
   { path: ['podInfraContainerImage'], option: 'pauseImage', scope: 'global' },

@@ -163,3 +163,22 @@ nodeIP: not-an-ip
     expect(missing).toMatchObject({ code: 2, err: `podrun: ${join(dir, 'nope.yaml')}:1:1 cannot read: no such file` });
   });
 });
+
+describe('the engine the configuration chooses', () => {
+  const stateDir = mkdtempSync(join(tmpdir(), 'podrun-engine-choice-'));
+  const withEndpoint = (name: string, endpoint: string): string => file(name, `apiVersion: podrun.io/v1alpha1\nkind: PodrunConfiguration\nstateDir: ${stateDir}\ncontainerRuntimeEndpoint: ${endpoint}\n`);
+
+  it('a CRI socket in containerRuntimeEndpoint (or PODRUN_CONTAINER_RUNTIME_ENDPOINT) is a CRI runtime, as for the kubelet', async () => {
+    const r = await cli('--config', withEndpoint('cri.yaml', 'unix:///nonexistent/containerd.sock'), 'get', 'pods');
+    expect(r.code).toBe(3);
+    expect(r.err).toMatch(/cannot reach the container runtime at unix:\/\/\/nonexistent\/containerd\.sock: no such socket/);
+    env('PODRUN_CONTAINER_RUNTIME_ENDPOINT', '/nonexistent/crio.sock');
+    expect((await cli('--state-dir', stateDir, 'get', 'pods')).err).toMatch(/container runtime at unix:\/\/\/nonexistent\/crio\.sock/);
+  });
+
+  it('a Docker socket there is still the Docker engine, as the field meant before CRI', async () => {
+    const r = await cli('--config', withEndpoint('docker.yaml', 'unix:///nonexistent/docker.sock'), 'get', 'pods');
+    expect(r.code).toBe(3);
+    expect(r.err).toMatch(/cannot reach the Docker engine at unix:\/\/\/nonexistent\/docker\.sock/);
+  });
+});

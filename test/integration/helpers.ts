@@ -1,7 +1,7 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { fileURLToPath } from 'node:url';
-import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { createServer } from 'node:net';
 import { createServer as createHttpServer, type RequestListener } from 'node:http';
 import { tmpdir } from 'node:os';
@@ -244,3 +244,24 @@ export async function serveLocal(handler: RequestListener, port = 0): Promise<{ 
       }),
   };
 }
+
+/**
+ * The repository's sample manifests (README demo) copied into `to`, made a test's own: its
+ * namespaces, host ports and hostPath, so it runs beside the demo and other tests.
+ */
+export function copySampleManifests(to: string, o: { demo: string; system: string; web: number; etcd: number; data: string }): string[] {
+  const repo = fileURLToPath(new URL('../..', import.meta.url));
+  const texts: string[] = [];
+  for (const f of readdirSync(join(repo, 'manifests'))) {
+    const text = readFileSync(join(repo, 'manifests', f), 'utf8')
+      .replace(/namespace: demo\b/g, `namespace: ${o.demo}`)
+      .replace(/namespace: kube-system\b/g, `namespace: ${o.system}`)
+      .replace(/\b18080\b/g, String(o.web))
+      .replace(/\b18081\b/g, String(o.etcd))
+      .replace(/\/var\/lib\/podrun-examples/g, o.data);
+    writeFileSync(join(to, f), text);
+    texts.push(text);
+  }
+  return texts;
+}
+

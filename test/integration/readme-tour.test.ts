@@ -1,9 +1,9 @@
 import { spawnSync } from 'node:child_process';
-import { chmodSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BIN, freePort, TEST_IMAGE, unique, World } from './helpers.js';
+import { BIN, copySampleManifests, freePort, TEST_IMAGE, unique, World } from './helpers.js';
 
 // README.md's "A short tour", run as written, line by line, on a fresh state directory: the
 // commands are read from the README's code block, so the test breaks when README and behaviour
@@ -50,15 +50,8 @@ describe("README.md's tour", () => {
     const work = join(world.dir, 'tour');
     const data = join(world.dir, 'podrun-examples');
     mkdirSync(join(work, 'manifests'), { recursive: true });
-    for (const f of readdirSync(join(REPO, 'manifests'))) {
-      const text = readFileSync(join(REPO, 'manifests', f), 'utf8')
-        .replace(/namespace: demo\b/g, `namespace: ${demo}`)
-        .replace(/namespace: kube-system\b/g, `namespace: ${system}`)
-        .replace(/\b18080\b/g, String(web))
-        .replace(/\b18081\b/g, String(etcd))
-        .replace(/\/var\/lib\/podrun-examples/g, data);
-      expect(text, `${f} still names what the test replaces`).not.toMatch(/18080|18081|\/var\/lib\/podrun-examples|namespace: (demo|kube-system)\b/);
-      writeFileSync(join(work, 'manifests', f), text);
+    for (const text of copySampleManifests(join(work, 'manifests'), { demo, system, web, etcd, data })) {
+      expect(text, 'a sample still names what the test replaces').not.toMatch(/18080|18081|\/var\/lib\/podrun-examples|namespace: (demo|kube-system)\b/);
     }
     writeFileSync(join(work, 'pod.yaml'), `apiVersion: v1\nkind: Pod\nmetadata: {name: ${unique('mine')}, namespace: ${demo}}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers: [{name: main, image: ${TEST_IMAGE}, command: [sleep, '3600']}]\n`);
     const bin = join(world.dir, 'tour-bin');

@@ -14,7 +14,6 @@ const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '../..');
 /** Where the Docker engine is made: the only files above src/runtime/ that import it (never dockerode itself). */
 const CONSTRUCTION_POINTS: Record<string, string[]> = {
   'src/agent/agent.ts': ['src/runtime/docker/runtime.ts'],
-  'src/cli/context.ts': ['src/runtime/docker/runtime.ts'],
 };
 
 /** Docker facts still read outside the runtime, by file. */

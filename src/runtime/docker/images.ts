@@ -4,8 +4,9 @@ import { authFromFiles, credentialFiles } from '../auth.js';
 import { engineError, EngineRequestError, isNotFound } from './engine.js';
 import { ImageError, type EngineImage, type ImageInventory, type PullListener, type PullProgress } from '../runtime-types.js';
 import type { EngineCalls } from './engine.js';
-import { Slots, unlessAborted } from '../slots.js';
+import { unlessAborted } from '../slots.js';
 import { formatBytes } from '../../base/format-bytes.js';
+import { ensureByPolicy, PullQueue } from '../pull-policy.js';
 
 export type { PullListener, PullProgress };
 
@@ -61,26 +62,19 @@ export class PullTally {
 
 /** Images (the images role): had before a container needs one (one pull per image at a time), listed and removed for the image GC. */
 export class ImageStore {
-  private readonly pulls = new Map<string, Promise<PullResult>>();
-  private readonly slots: Slots;
+  private readonly queue: PullQueue<PullResult>;
 
   constructor(private readonly e: EngineCalls) {
     // The kubelet's serializeImagePulls (1, its default) or maxParallelImagePulls; 0: no bound.
-    const n = e.options.pullSlots ?? 1;
-    this.slots = new Slots(n > 0 ? n : Number.POSITIVE_INFINITY);
+    this.queue = new PullQueue(e.options.pullSlots ?? 1);
   }
 
   async ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener, signal?: AbortSignal): Promise<void> {
-    const present = await this.present(image);
-    if (policy === 'Never') {
-      if (!present) throw new ImageError(`image ${image} is not present and its imagePullPolicy is Never`, 'ErrImageNeverPull');
-      return;
-    }
-    if (present && policy !== 'Always') return;
-    onPull?.('pulling');
-    // A pod no longer wanted stops waiting; the pull goes on for whoever else needs the image.
-    const r = await unlessAborted(this.pull(image), signal);
-    onPull?.('pulled', `in ${r.seconds.toFixed(1)}s${r.bytes ? ` (${formatBytes(r.bytes)}, ${r.layers} layer${r.layers === 1 ? '' : 's'})` : ''}`);
+    await ensureByPolicy(image, policy, await this.present(image), async () => {
+      // A pod no longer wanted stops waiting; the pull goes on for whoever else needs the image.
+      const r = await unlessAborted(this.pull(image), signal);
+      return `in ${r.seconds.toFixed(1)}s${r.bytes ? ` (${formatBytes(r.bytes)}, ${r.layers} layer${r.layers === 1 ? '' : 's'})` : ''}`;
+    }, onPull);
   }
 
   async present(image: string): Promise<boolean> {
@@ -95,12 +89,7 @@ export class ImageStore {
 
   /** Pulls `image` now; one pull per image at a time, however many containers (or commands) want it. */
   pull(image: string): Promise<PullResult> {
-    let pending = this.pulls.get(image);
-    if (!pending) {
-      pending = this.slots.run(() => this.pullNow(image)).finally(() => this.pulls.delete(image));
-      this.pulls.set(image, pending);
-    }
-    return pending;
+    return this.queue.run(image, () => this.pullNow(image));
   }
 
   private async pullNow(image: string): Promise<PullResult> {

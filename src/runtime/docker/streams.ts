@@ -1,6 +1,5 @@
 import type Docker from 'dockerode';
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
-import { terminationLogPath } from '../volumes.js';
+import { terminationMessageFrom } from '../termination-message.js';
 import { PassThrough } from 'node:stream';
 import { timerDelay } from '../../base/duration.js';
 import { FollowedFrames, Paced } from './log-frames.js';
@@ -166,36 +165,7 @@ function logStream(e: EngineCalls, id: string, query: Record<string, unknown>): 
   });
 }
 
-/** The kubelet's MaxContainerTerminationMessageLength (pkg/kubelet/container). */
-const MAX_TERMINATION_MESSAGE = 4096;
-
-/**
- * What a finished container left as its termination message (the kubelet's rules): the file at
- * its terminationMessagePath, its last 4 KiB; with FallbackToLogsOnError, an empty file and a
- * failure, the last 80 lines of its log, up to 2 KiB.
- */
-export async function terminationMessageOf(e: EngineCalls, c: FinishedInstance, podUid: string): Promise<string | undefined> {
-  let text = '';
-  try {
-    const fd = openSync(terminationLogPath(e.options.stateDir, podUid, c.name, c.restartCount), 'r');
-    try {
-      // The end of the file, as the kubelet's tail.ReadAtMost: a crash report's last lines are
-      // what tells why it ended.
-      const size = fstatSync(fd).size;
-      const want = Math.min(size, MAX_TERMINATION_MESSAGE);
-      const buf = Buffer.alloc(want);
-      text = buf.subarray(0, readSync(fd, buf, 0, want, size - want)).toString('utf8');
-    } finally {
-      closeSync(fd);
-    }
-  } catch {
-    // No file: made by an older podrun, or collected.
-  }
-  if (text || c.spec?.terminationMessagePolicy !== 'FallbackToLogsOnError' || !c.exitCode) return text || undefined;
-  const logs = new PassThrough();
-  let tail = '';
-  logs.on('data', (d: Buffer) => (tail += d.toString('utf8')));
-  await writeLogsOf(e, c.id, { follow: false, timestamps: false, tail: 80 }, logs, logs).catch(() => undefined);
-  const bytes = Buffer.from(tail);
-  return bytes.length > 2048 ? bytes.subarray(bytes.length - 2048).toString('utf8') : tail || undefined;
+/** What a finished container left as its termination message (termination-message.ts), its log's tail read here. */
+export function terminationMessageOf(e: EngineCalls, c: FinishedInstance, podUid: string): Promise<string | undefined> {
+  return terminationMessageFrom(e.options.stateDir, c, podUid, (tail, out) => writeLogsOf(e, c.id, { follow: false, timestamps: false, tail }, out, out));
 }

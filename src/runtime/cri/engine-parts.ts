@@ -1,0 +1,117 @@
+import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
+import { arch, cpus, release, totalmem } from 'node:os';
+import { join } from 'node:path';
+import type { Container, Pod } from '../../manifest/types.js';
+import { pinMount, removeTree } from '../safe-mount.js';
+import type { RuntimeOptions, StartRequest } from '../runtime-types.js';
+import { mountsToPin, type VolumeBacking } from '../docker/spec.js';
+import { podDir, prepareHostPath, prepareTerminationLog, stagingPath, terminationLogPath, writeDownwardApiVolume, writeHostNetworkHosts } from '../volumes.js';
+import type { CriClient } from './client.js';
+
+// The CRI engine's parts that are files on the node or one call each: volumes and mounts, exec,
+// the node's facts.
+
+/**
+ * The pod's volumes as host directories (the kubelet's own layout under its root). A `medium:
+ * Memory` emptyDir is a directory too: a CRI runtime has no volumes of its own (the kubelet mounts
+ * a tmpfs there itself; podrun does not yet).
+ */
+export async function prepareCriVolumes(o: RuntimeOptions, pod: Pod): Promise<Map<string, VolumeBacking>> {
+  const uid = pod.metadata.uid ?? '';
+  const out = new Map<string, VolumeBacking>();
+  for (const v of pod.spec.volumes ?? []) {
+    if (v.hostPath) {
+      prepareHostPath(v.name, v.hostPath.path, v.hostPath.type ?? '', o.allowedHostPaths);
+      out.set(v.name, { kind: 'bind', path: v.hostPath.path, hostPath: true });
+    } else if (v.downwardAPI || v.projected) {
+      out.set(v.name, { kind: 'bind', path: writeDownwardApiVolume(o.stateDir, pod, v), readOnly: true });
+    } else {
+      const dir = join(podDir(o.stateDir, uid), 'volumes', 'empty-dir', v.name);
+      mkdirSync(dir, { recursive: true });
+      chmodSync(dir, 0o777);
+      out.set(v.name, { kind: 'bind', path: dir });
+    }
+  }
+  return out;
+}
+
+export async function removeCriPodVolumes(stateDir: string, uid: string): Promise<void> {
+  await removeTree(podDir(stateDir, uid));
+}
+
+/** The container's checked and pinned mounts (safe-mount.ts), its termination-log file and a hostNetwork pod's hosts file. */
+export async function pinCriMounts(o: RuntimeOptions, pod: Pod, c: Container, r: StartRequest): Promise<{ pinned: Map<number, string>; terminationLog: string; hostsFile?: string }> {
+  const uid = pod.metadata.uid ?? '';
+  const terminationLog = terminationLogPath(o.stateDir, uid, c.name, r.restartCount);
+  prepareTerminationLog(terminationLog);
+  const pinned = new Map<number, string>();
+  const allowed = o.allowedHostPaths;
+  for (const { index, mount: m, backing: b } of mountsToPin(c, r.volumes, allowed !== undefined)) {
+    const staging = stagingPath(o.stateDir, uid, m.name, c.name, index);
+    await pinMount({ base: b.path, ...(m.subPath ? { subPath: m.subPath } : {}), ...(b.hostPath && allowed ? { allowed } : {}), what: `volume "${m.name}" of container ${c.name}` }, staging);
+    pinned.set(index, staging);
+  }
+  const hostsFile = pod.spec.hostNetwork && pod.spec.hostAliases?.length ? writeHostNetworkHosts(o.stateDir, pod) : undefined;
+  return { pinned, terminationLog, ...(hostsFile ? { hostsFile } : {}) };
+}
+
+/** The kubelet's cap on a probe's or hook's output (10 KiB). */
+const MAX_EXEC_OUTPUT = 10 * 1024;
+
+/**
+ * A probe's or hook's command through ExecSync: the runtime ends it at the timeout (whole seconds,
+ * at least 1, as the kubelet rounds). An abort (the pod is going) stops waiting for the answer.
+ */
+export async function criExec(client: CriClient, containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<{ exitCode: number; output: string } | 'timeout'> {
+  const call = client.execSync(containerId, command, Math.max(1, Math.ceil(timeoutMs / 1000)));
+  const aborted = new Promise<'timeout'>((resolve) => {
+    if (signal?.aborted) resolve('timeout');
+    signal?.addEventListener('abort', () => resolve('timeout'), { once: true });
+  });
+  call.catch(() => undefined);
+  const r = await Promise.race([call, aborted]);
+  if (r === 'timeout') return r;
+  const both = Buffer.concat([Buffer.from(r.stdout), Buffer.from(r.stderr)]);
+  return { exitCode: r.exitCode, output: both.subarray(0, MAX_EXEC_OUTPUT).toString('utf8') };
+}
+
+/**
+ * `podrun exec` without a terminal or input: ExecSync with no timeout, its output written as it
+ * came (stdout, then stderr). A session with stdin or a TTY needs the runtime's streaming server.
+ */
+export async function criExecAttached(
+  client: CriClient,
+  containerId: string,
+  command: string[],
+  o: { tty: boolean; stdin: boolean },
+  streams: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream },
+): Promise<number> {
+  if (o.tty || o.stdin) throw new Error('podrun exec -i/-t is not supported on a CRI runtime yet (its streaming server); run the command without -i and -t');
+  const r = await client.execSync(containerId, command, 0);
+  if (r.stdout.length) streams.stdout.write(Buffer.from(r.stdout));
+  if (r.stderr.length) streams.stderr.write(Buffer.from(r.stderr));
+  return r.exitCode;
+}
+
+function osName(): string {
+  try {
+    return /^PRETTY_NAME="?([^"\n]*)"?$/m.exec(readFileSync('/etc/os-release', 'utf8'))?.[1] ?? 'Linux';
+  } catch {
+    return 'Linux';
+  }
+}
+
+/** What the node status says of the runtime: its version from Version, the rest of the node itself (the runtime is local). */
+export async function criEngineFacts(client: CriClient): Promise<{ version: string; rootDir: string; cpus: number; memoryBytes: number; operatingSystem: string; kernelVersion: string; architecture: string }> {
+  const [v, fs] = await Promise.all([client.version(), client.imageFsInfo().catch(() => undefined)]);
+  const a = arch();
+  return {
+    version: v.runtimeVersion,
+    rootDir: fs?.imageFilesystems[0]?.fsId?.mountpoint || '/var/lib/containerd',
+    cpus: cpus().length,
+    memoryBytes: totalmem(),
+    operatingSystem: osName(),
+    kernelVersion: release(),
+    architecture: a === 'x64' ? 'x86_64' : a === 'arm64' ? 'aarch64' : a,
+  };
+}

@@ -1,0 +1,384 @@
+import { mkdirSync, rmSync } from 'node:fs';
+import { stat } from 'node:fs/promises';
+import { hostname } from 'node:os';
+import { join } from 'node:path';
+import type { Container, Pod } from '../../manifest/types.js';
+import { podDns } from '../dns.js';
+import { defaultHostIP, nodeResolvConf, oomScoreFloor } from '../host.js';
+import { instanceId, LABEL, MANAGED_BY } from '../labels.js';
+import { groupObserved, type EngineContainer, type ObservedPod } from '../observed.js';
+import type { PodEngine } from '../roles.js';
+import { ContainerStartError, SandboxError, type ContainerStatus, type EngineEvent, type EngineRestartOn, type ExecEnd, type RuntimeOptions, type SandboxInfo, type StartRequest } from '../runtime-types.js';
+import { containerCreateOptions, needsImageUser, startOptions, type PodIdentity, type VolumeBacking } from '../docker/spec.js';
+import { CriClient } from './client.js';
+import { criEngineError, isCriNotFound } from './engine-errors.js';
+import { CriExecTimeoutError } from './errors.js';
+import { CriImages, type PullListener } from './images.js';
+import { writeCriLog, type LogReadOptions } from './logs.js';
+import { ContainerState, PodSandboxState, type PodSandboxConfigInput } from './messages.js';
+import { containerConfig, podLogDirectory, sandboxConfig } from './pod-config.js';
+import { recordFromContainer, recordFromSandbox, recordFromStatus, statusFromCri } from './records.js';
+import { watchByRelist } from './relist.js';
+import { terminationMessageFrom } from '../termination-message.js';
+import { criEngineFacts, criExecAttached, criExec, prepareCriVolumes, removeCriPodVolumes, pinCriMounts } from './engine-parts.js';
+
+/** The kubelet's pod log root; a CRI runtime writes each container's log below it. */
+export const DEFAULT_POD_LOGS_DIR = '/var/log/pods';
+
+export interface CriEngineOptions extends RuntimeOptions {
+  /** `unix:///run/containerd/containerd.sock`: the kubelet's --container-runtime-endpoint. */
+  runtimeEndpoint: string;
+  /** The kubelet's --image-service-endpoint (default: the runtime endpoint). */
+  imageEndpoint?: string;
+  /** The kubelet's podLogsDir (default /var/log/pods). */
+  podLogsDir?: string;
+  /** How often lifecycle events are found by relisting (the generic PLEG's 1 s). */
+  relistPeriodMs?: number;
+}
+
+/**
+ * PodEngine on a CRI runtime (containerd, CRI-O), through runtime.v1 as the kubelet drives it:
+ * a pod is a sandbox (RunPodSandbox) and containers made in it; identity is podrun's own labels
+ * and annotations, so a restarted agent adopts what the runtime holds, as on Docker.
+ */
+export class CriEngine implements PodEngine {
+  readonly endpoint: string;
+  /** The kubelet's runtime type (`containerd://<id>`): the runtime's own name, once it said it. */
+  runtimeName = 'cri';
+  readonly nodeName: string;
+  readonly hostIP: string;
+  readonly instance: string;
+  readonly oomScoreFloor: number;
+  readonly client: CriClient;
+  private readonly images: CriImages;
+  private readonly logRoot: string;
+  private readonly createdListeners = new Set<(podUid: string, id: string) => void>();
+  /** Exit codes of exited containers (they never change), so a relist costs one status call per exit, not per exited container. */
+  private readonly exits = new Map<string, number>();
+  /** Sandbox IPs (fixed for a sandbox's life). */
+  private readonly ips = new Map<string, string>();
+
+  constructor(readonly options: CriEngineOptions) {
+    this.endpoint = options.runtimeEndpoint;
+    this.client = new CriClient({ endpoint: options.runtimeEndpoint, ...(options.imageEndpoint ? { imageEndpoint: options.imageEndpoint } : {}), ...(options.requestTimeoutMs ? { timeoutMs: options.requestTimeoutMs } : {}) });
+    this.images = new CriImages(this.client, options);
+    this.nodeName = options.nodeName ?? hostname();
+    this.hostIP = options.hostIP ?? defaultHostIP();
+    this.instance = instanceId(options.stateDir);
+    this.oomScoreFloor = oomScoreFloor(this.endpoint);
+    this.logRoot = options.podLogsDir ?? DEFAULT_POD_LOGS_DIR;
+  }
+
+  /** A CRI call with podrun's error kinds and the observer told of it. */
+  private async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    const observer = this.options.observer;
+    const t0 = observer ? performance.now() : 0;
+    let failed = false;
+    try {
+      return await fn();
+    } catch (err) {
+      failed = true;
+      throw criEngineError(err, what);
+    } finally {
+      observer?.call?.(what, (performance.now() - t0) / 1000, failed);
+    }
+  }
+
+  private created(uid: string, id: string): void {
+    for (const fn of this.createdListeners) fn(uid, id);
+  }
+
+  onCreated(fn: (podUid: string, id: string) => void): () => void {
+    this.createdListeners.add(fn);
+    return () => this.createdListeners.delete(fn);
+  }
+
+  private identified?: Promise<void>;
+
+  /** Version, once: the runtime's name for container IDs (`containerd://`), and where a wrong endpoint shows first. */
+  private identify(): Promise<void> {
+    this.identified ??= this.call('version', () => this.client.version()).then(
+      (v) => {
+        this.runtimeName = v.runtimeName || 'cri';
+      },
+      (err: unknown) => {
+        this.identified = undefined;
+        throw err;
+      },
+    );
+    return this.identified;
+  }
+
+  async ping(): Promise<void> {
+    this.identified = undefined;
+    await this.identify();
+  }
+
+  close(): void {
+    this.client.close();
+  }
+
+  private selector(uid?: string): Record<string, string> {
+    return { [LABEL.instance]: this.instance, ...(uid ? { [LABEL.podUid]: uid } : { [LABEL.managedBy]: MANAGED_BY }) };
+  }
+
+  /** podrun's sandboxes and containers (all, or one pod's), as records; exits and IPs asked once each. */
+  async listContainers(uid?: string): Promise<EngineContainer[]> {
+    await this.identify();
+    const labelSelector = this.selector(uid);
+    const [sandboxes, containers] = await this.call('list containers', () => Promise.all([this.client.listPodSandbox({ labelSelector }), this.client.listContainers({ labelSelector })]));
+    await Promise.all([
+      ...containers.filter((c) => c.state === ContainerState.EXITED && !this.exits.has(c.id)).map(async (c) => {
+        const s = await this.client.containerStatus(c.id).catch(() => undefined);
+        if (s) this.exits.set(c.id, s.exitCode);
+      }),
+      ...sandboxes.filter((s) => s.state === PodSandboxState.READY && !this.ips.has(s.id)).map(async (s) => {
+        const st = await this.client.podSandboxStatus(s.id).catch(() => undefined);
+        if (st) this.ips.set(s.id, st.network?.ip ?? '');
+      }),
+    ]);
+    const live = new Set([...sandboxes.map((s) => s.id), ...containers.map((c) => c.id)]);
+    for (const m of [this.exits, this.ips]) for (const id of m.keys()) if (!live.has(id)) m.delete(id);
+    return [...sandboxes.map((s) => recordFromSandbox(s, this.options.pauseImage, this.ips.get(s.id))), ...containers.map((c) => recordFromContainer(c, this.exits.get(c.id)))];
+  }
+
+  async listPods(uid?: string): Promise<ObservedPod[]> {
+    return groupObserved(await this.listContainers(uid));
+  }
+
+  /** Containers (or sandboxes) by id; one that is gone, or not this instance's, maps to undefined. */
+  async inspectContainers(ids: readonly string[]): Promise<Map<string, EngineContainer | undefined>> {
+    const out = new Map<string, EngineContainer | undefined>();
+    await Promise.all(
+      ids.map(async (id) => {
+        const rec = await this.call('container status', async () => {
+          const s = await this.client.containerStatus(id).catch((err: unknown) => (isCriNotFound(err) ? undefined : Promise.reject(err)));
+          if (s) return recordFromStatus(s);
+          const sb = await this.client.podSandboxStatus(id).catch((err: unknown) => (isCriNotFound(err) ? undefined : Promise.reject(err)));
+          return sb ? recordFromSandbox(sb, this.options.pauseImage, sb.network?.ip) : undefined;
+        });
+        out.set(id, rec && rec.labels[LABEL.instance] === this.instance ? rec : undefined);
+      }),
+    );
+    return out;
+  }
+
+  watchEvents(onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void): Promise<() => void> {
+    return watchByRelist(() => this.listContainers(), onEvent, onEnd, this.options.relistPeriodMs ?? 1000);
+  }
+
+  private async status(id: string): Promise<ContainerStatus | undefined> {
+    const s = await this.client.containerStatus(id).catch(() => undefined);
+    if (s) return statusFromCri(s);
+    const sb = await this.client.podSandboxStatus(id).catch(() => undefined);
+    if (!sb) return undefined;
+    const ready = sb.state === PodSandboxState.READY;
+    return { state: ready ? 'running' : 'exited', exitCode: 0, oomKilled: false, engineRestarts: 0, restarting: false };
+  }
+
+  async containerState(id: string): Promise<ContainerStatus | undefined> {
+    return this.status(id);
+  }
+
+  async finishedAt(id: string): Promise<number | undefined> {
+    const t = Date.parse((await this.status(id))?.finishedAt ?? '');
+    return Number.isFinite(t) && t > 0 ? t : undefined;
+  }
+
+  terminationMessage(c: Parameters<PodEngine['terminationMessage']>[0], podUid: string): Promise<string | undefined> {
+    return terminationMessageFrom(this.options.stateDir, c, podUid, (tail, out) => this.writeLogs(c.id, { follow: false, timestamps: false, tail }, out, out));
+  }
+
+  /**
+   * A CRI runtime restarts nothing by itself: the kubelet is its only restart policy. Nothing to
+   * take over from it: `never` for every container it holds.
+   */
+  async takeOverRestarts(id: string): Promise<EngineRestartOn | undefined> {
+    return (await this.status(id)) ? 'never' : undefined;
+  }
+
+  async prepareVolumes(pod: Pod): Promise<Map<string, VolumeBacking>> {
+    return prepareCriVolumes(this.options, pod);
+  }
+
+  private sandboxConfigOf(pod: Pod, id: PodIdentity, attempt: number, hash: string): PodSandboxConfigInput {
+    const dns = podDns(pod.spec.dnsPolicy, pod.spec.dnsConfig, nodeResolvConf(this.options.resolvConf ?? '/etc/resolv.conf'), pod.spec.hostNetwork === true);
+    return sandboxConfig(pod, id, { instance: this.instance, attempt, hash, pauseImage: this.options.pauseImage, logRoot: this.logRoot, ...(dns ? { dns } : {}) });
+  }
+
+  /**
+   * RunPodSandbox, as the kubelet's createPodSandbox: the pod's log directory first, then the
+   * sandbox (the runtime's own pause image: its sandbox_image, not podrun's --pause-image).
+   */
+  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, _engineRestarts: boolean, _volumes?: ReadonlyMap<string, VolumeBacking>, signal?: AbortSignal): Promise<SandboxInfo> {
+    const config = this.sandboxConfigOf(pod, id, attempt, hash);
+    mkdirSync(config.logDirectory ?? '', { recursive: true, mode: 0o755 });
+    signal?.throwIfAborted();
+    const sandboxId = await this.call(`run sandbox for ${id.namespace}/${id.name}`, () => this.client.runPodSandbox(config)).catch((err: unknown) => {
+      throw new SandboxError(sandboxProblem((err as Error).message));
+    });
+    this.created(id.uid, sandboxId);
+    return this.sandboxInfo(sandboxId, pod);
+  }
+
+  async sandboxInfo(id: string, pod: Pod): Promise<SandboxInfo> {
+    if (pod.spec.hostNetwork) return { id, ip: this.hostIP };
+    const s = await this.call('sandbox status', () => this.client.podSandboxStatus(id));
+    return { id, ip: s.network?.ip ?? '' };
+  }
+
+  async startContainer(pod: Pod, id: PodIdentity, c: Container, o: StartRequest): Promise<string> {
+    if (!o.imageReady) await this.ensureImage(c.image, c.imagePullPolicy, o.onPull, o.signal);
+    const imageUser = needsImageUser(pod, c) ? await this.call(`image status ${c.image}`, () => this.images.user(c.image)) : undefined;
+    let config;
+    try {
+      const { pinned, terminationLog, hostsFile } = await pinCriMounts(this.options, pod, c, o);
+      const d = containerCreateOptions(pod, { ...id, instance: this.instance }, c, {
+        pinned,
+        ...(hostsFile ? { hostsFile } : {}),
+        ...(imageUser !== undefined ? { imageUser } : {}),
+        terminationLog,
+        ...startOptions(pod, c, o, { hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor }),
+      });
+      config = containerConfig(pod, c, d, { instance: this.instance, restartCount: o.restartCount });
+    } catch (err) {
+      throw new ContainerStartError((err as Error).message, 'CreateContainerConfigError');
+    }
+    const sandboxConfig = this.sandboxConfigOf(pod, id, 0, '');
+    mkdirSync(join(sandboxConfig.logDirectory ?? '', c.name), { recursive: true, mode: 0o755 });
+    o.signal?.throwIfAborted();
+    const what = `${c.name} of ${id.namespace}/${id.name}`;
+    const cid = await this.call(`create container ${what}`, () => this.client.createContainer(o.sandbox.id, config, sandboxConfig)).catch((err: unknown) => {
+      throw new ContainerStartError((err as Error).message, 'CreateContainerError');
+    });
+    this.created(id.uid, cid);
+    await this.call(`start container ${what}`, () => this.client.startContainer(cid)).catch((err: unknown) => {
+      throw new ContainerStartError((err as Error).message, 'RunContainerError');
+    });
+    return cid;
+  }
+
+  /** StopContainer with the grace period: the runtime sends the stop signal, then SIGKILL. Gone already is fine. */
+  async stopContainer(id: string, graceSeconds: number): Promise<void> {
+    await this.call('stop container', () => this.client.stopContainer(id, Math.max(0, Math.round(graceSeconds)))).catch((err: unknown) => {
+      if (!isCriNotFound(err)) throw err;
+    });
+  }
+
+  async removeContainer(id: string): Promise<void> {
+    await this.call('remove container', () => this.client.removeContainer(id)).catch((err: unknown) => {
+      if (!isCriNotFound(err)) throw err;
+    });
+    this.exits.delete(id);
+  }
+
+  /** StopPodSandbox: the runtime stops what still runs in it and tears its network down. */
+  async stopSandbox(id: string): Promise<void> {
+    await this.call('stop sandbox', () => this.client.stopPodSandbox(id)).catch((err: unknown) => {
+      if (!isCriNotFound(err)) throw err;
+    });
+  }
+
+  async removeSandbox(id: string): Promise<void> {
+    await this.call('remove sandbox', () => this.client.removePodSandbox(id)).catch((err: unknown) => {
+      if (!isCriNotFound(err)) throw err;
+    });
+    this.ips.delete(id);
+  }
+
+  /** The pod's files under the state directory, and its log directory (the kubelet removes both with the pod). */
+  async removePodVolumes(uid: string): Promise<void> {
+    await removeCriPodVolumes(this.options.stateDir, uid);
+    const dirs = await this.podLogDirs(uid);
+    for (const d of dirs) rmSync(d, { recursive: true, force: true });
+  }
+
+  private async podLogDirs(uid: string): Promise<string[]> {
+    const { readdirSync } = await import('node:fs');
+    try {
+      // `<ns>_<name>_<uid>`: a uid is the name's last part, and names cannot hold `_`.
+      return readdirSync(this.logRoot).filter((n) => n.endsWith(`_${uid}`)).map((n) => join(this.logRoot, n));
+    } catch {
+      return [];
+    }
+  }
+
+  ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener, signal?: AbortSignal): Promise<void> {
+    return this.call(`ensure image ${image}`, () => this.images.ensureImage(image, policy, onPull, signal));
+  }
+
+  hasImage(image: string): Promise<boolean> {
+    return this.call(`image status ${image}`, () => this.images.present(image));
+  }
+
+  imageInventory(pinned: string): ReturnType<PodEngine['imageInventory']> {
+    return this.call('image inventory', () => this.images.inventory(pinned));
+  }
+
+  async removeImage(id: string): Promise<void> {
+    await this.call(`remove image ${id}`, () => this.images.remove(id)).catch((err: unknown) => {
+      if (!isCriNotFound(err)) throw err;
+    });
+  }
+
+  exec(containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<{ exitCode: number; output: string } | 'timeout'> {
+    return criExec(this.client, containerId, command, timeoutMs, signal).catch((err: unknown) => {
+      if (err instanceof CriExecTimeoutError) return 'timeout' as const;
+      throw criEngineError(err, `exec in ${containerId}`);
+    });
+  }
+
+  execAttached(containerId: string, command: string[], o: Parameters<PodEngine['execAttached']>[2], streams: Parameters<PodEngine['execAttached']>[3]): Promise<number> {
+    return criExecAttached(this.client, containerId, command, o, streams).catch((err: unknown) => {
+      throw criEngineError(err, `exec in ${containerId}`);
+    });
+  }
+
+  /** ExecSync ends with its caller's call (the runtime kills it at its timeout): nothing of podrun's to end. */
+  async endAbandonedExec(): Promise<ExecEnd> {
+    return 'unreachable';
+  }
+
+  async writeLogs(id: string, o: LogReadOptions, out: NodeJS.WritableStream, err: NodeJS.WritableStream): Promise<void> {
+    const s = await this.call('container status', () => this.client.containerStatus(id));
+    const running = async (): Promise<boolean> => (await this.client.containerStatus(id)).state === ContainerState.RUNNING;
+    await writeCriLog(s.logPath, o, out, err, running);
+  }
+
+  async containerStats(): ReturnType<PodEngine['containerStats']> {
+    return undefined;
+  }
+
+  async containerDisk(id: string): ReturnType<PodEngine['containerDisk']> {
+    const s = await this.client.containerStatus(id).catch(() => undefined);
+    if (!s) return undefined;
+    // The runtime's writable layer is its own to tell (ContainerStats); the log is podrun's file.
+    const logBytes = s.logPath ? await stat(s.logPath).then((st) => st.size, () => undefined) : undefined;
+    return logBytes !== undefined ? { logBytes } : {};
+  }
+
+  engineFacts(): ReturnType<PodEngine['engineFacts']> {
+    return this.call('version', () => criEngineFacts(this.client));
+  }
+
+  async cgroupLayout(): ReturnType<PodEngine['cgroupLayout']> {
+    return undefined;
+  }
+
+  /** containerd's cgroups without a cgroup parent: `/k8s.io/<id>` (cgroupfs). */
+  async containerCgroups(): Promise<(id: string) => string> {
+    return (id) => `/k8s.io/${id}`;
+  }
+
+  /** The pod's log directory (tests and `describe` read it). */
+  podLogDirectory(pod: { namespace: string; name: string; uid: string }): string {
+    return podLogDirectory(this.logRoot, pod);
+  }
+}
+
+/** The runtime's refusal of a sandbox, with the fix for the one a new node meets first: no pause image. */
+export function sandboxProblem(message: string): string {
+  const m = /failed to get sandbox image "([^"]+)"/.exec(message);
+  if (m) return `the runtime's sandbox (pause) image ${m[1]} is missing and could not be pulled: pull or import it into the runtime (ctr -n k8s.io images import), or point sandbox_image in /etc/containerd/config.toml at one it has (${message})`;
+  return message;
+}

@@ -1,0 +1,92 @@
+import type { Container } from '../../manifest/types.js';
+import { authFromFiles, credentialFiles } from '../auth.js';
+import { ensureByPolicy, PullQueue, type PullListener } from '../pull-policy.js';
+import { ImageError, type EngineImage, type ImageInventory, type RuntimeOptions } from '../runtime-types.js';
+import { unlessAborted } from '../slots.js';
+import type { CriClient } from './client.js';
+import { CriError, CriUnreachableError, CriNotRuntimeError } from './errors.js';
+import type { ImageInfo } from './messages.js';
+
+// Images through the CRI ImageService, as the kubelet's image manager uses it
+// (pkg/kubelet/images/image_manager.go): ImageStatus for presence, PullImage with the node's
+// credentials as AuthConfig, ListImages and RemoveImage for the image GC.
+
+export type { PullListener };
+
+export class CriImages {
+  private readonly queue: PullQueue<number>;
+
+  constructor(private readonly client: CriClient, private readonly options: RuntimeOptions) {
+    this.queue = new PullQueue(options.pullSlots ?? 1);
+  }
+
+  async status(image: string): Promise<ImageInfo | undefined> {
+    return this.client.imageStatus(image);
+  }
+
+  async present(image: string): Promise<boolean> {
+    return (await this.status(image)) !== undefined;
+  }
+
+  async ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener, signal?: AbortSignal): Promise<void> {
+    await ensureByPolicy(image, policy, await this.present(image), async () => `in ${(await unlessAborted(this.pull(image), signal)).toFixed(1)}s`, onPull);
+  }
+
+  /** One pull per image at a time; the kubelet's serializeImagePulls bound over all of them. */
+  pull(image: string): Promise<number> {
+    return this.queue.run(image, () => this.pullNow(image));
+  }
+
+  private async pullNow(image: string): Promise<number> {
+    const found = await authFromFiles(image, this.options.credentialFiles ?? credentialFiles({}));
+    const auth = found ? { serverAddress: found.serveraddress, ...(found.username ? { username: found.username } : {}), ...(found.password ? { password: found.password } : {}), ...(found.identitytoken ? { identityToken: found.identitytoken } : {}) } : undefined;
+    const t0 = performance.now();
+    const progress = { image, layers: 0, layersDone: 0, bytes: 0, totalBytes: 0 };
+    let ok = false;
+    let failure: string | undefined;
+    // The CRI tells nothing of a pull until it ends: the progress is its start and its end.
+    this.options.onPullProgress?.(progress);
+    try {
+      await this.client.pullImage(image, auth);
+      ok = true;
+      return (performance.now() - t0) / 1000;
+    } catch (err) {
+      failure = (err as Error).message;
+      // The runtime being gone is not the image's fault: the caller retries when it is back.
+      if (err instanceof CriUnreachableError || err instanceof CriNotRuntimeError || !(err instanceof CriError)) throw err;
+      throw new ImageError(`failed to pull image ${image}: ${failure.replace(/^PullImage: /, '')}`, 'ErrImagePull');
+    } finally {
+      const seconds = (performance.now() - t0) / 1000;
+      this.options.observer?.pull?.(seconds, ok);
+      this.options.onPullProgress?.({ ...progress, end: { ok, seconds, ...(failure ? { error: failure } : {}) } });
+    }
+  }
+
+  /** The image's USER as the runtime knows it (uid or name; '' for root by default). */
+  async user(image: string): Promise<string> {
+    const i = await this.status(image);
+    if (!i) return '';
+    return i.uid ? String(i.uid.value) : i.username;
+  }
+
+  /**
+   * The image GC's view: where the runtime keeps images (ImageFsInfo), its images, which are in use
+   * (by any container the runtime holds, podrun's or not), and the pause image's id.
+   */
+  async inventory(pinned: string): Promise<ImageInventory> {
+    const [fs, list, containers, pause] = await Promise.all([
+      this.client.imageFsInfo().catch(() => undefined),
+      this.client.listImages(),
+      this.client.listContainers(),
+      this.client.imageStatus(pinned).catch(() => undefined),
+    ]);
+    const inUse = new Set(containers.flatMap((c) => [c.imageRef, c.imageId].filter(Boolean)));
+    const images = list.map((i): EngineImage => ({ id: i.id, tags: i.repoTags, digests: i.repoDigests, sizeBytes: Number(i.size) }));
+    return { rootDir: fs?.imageFilesystems[0]?.fsId?.mountpoint || '/var/lib/containerd', images, inUse, pinnedId: pause?.id ?? '' };
+  }
+
+  /** Removes an image by id: the runtime drops every tag of it. Gone already is fine. */
+  async remove(id: string): Promise<void> {
+    await this.client.removeImage(id);
+  }
+}

@@ -1,0 +1,71 @@
+import type { EngineContainer } from '../observed.js';
+import type { EngineEvent } from '../runtime-types.js';
+
+// Lifecycle events from a runtime that sends none: containerd before 1.7 answers GetContainerEvents
+// with Unimplemented, so the kubelet's generic PLEG (pkg/kubelet/pleg/generic.go) relists every
+// second and turns each change of state into an event. This does the same, for the pod cache.
+
+/**
+ * The events that take a container from `before` (undefined: unseen) to `now`. One first seen is
+ * told in its present state only: a `created` for a container that already runs would, folded
+ * into the cache, show it not started for a moment (and the sandbox not running) to a worker
+ * that looks then, which replaced both in a loop.
+ */
+export function transitions(before: EngineContainer | undefined, now: EngineContainer, timeMs: number): EngineEvent[] {
+  const base = { id: now.id, labels: now.labels, name: now.name, image: now.image, timeMs };
+  const exited = (): EngineEvent => ({ ...base, kind: 'exited', ...(now.exitCode !== undefined ? { exitCode: now.exitCode } : {}) });
+  if (!before) return [now.state === 'running' ? { ...base, kind: 'started' } : now.state === 'exited' || now.state === 'dead' ? exited() : { ...base, kind: 'created' }];
+  const out: EngineEvent[] = [];
+  const was = before.state;
+  if (was === now.state) return out;
+  if (now.state === 'running') out.push({ ...base, kind: 'started' });
+  else if (now.state === 'exited' || now.state === 'dead') {
+    // Seen only once it ended: it ran in between (a crash between two relists).
+    if (was === 'created') out.push({ ...base, kind: 'started' });
+    out.push(exited());
+  }
+  return out;
+}
+
+/**
+ * Relists every `periodMs` and reports what changed. The first list is the baseline (a watch
+ * reports what happens after it starts, as Docker's event stream does). A failed list ends the
+ * watch with the error, so the caller reconnects as it does when an event stream breaks.
+ */
+export async function watchByRelist(list: () => Promise<EngineContainer[]>, onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void, periodMs = 1000): Promise<() => void> {
+  let known = new Map((await list()).map((c) => [c.id, c]));
+  let stopped = false;
+  let timer: NodeJS.Timeout | undefined;
+  const tick = async (): Promise<void> => {
+    let now: EngineContainer[];
+    try {
+      now = await list();
+    } catch (err) {
+      if (!stopped) {
+        stopped = true;
+        onEnd(err as Error);
+      }
+      return;
+    }
+    if (stopped) return;
+    const t = Date.now();
+    const next = new Map<string, EngineContainer>();
+    for (const c of now) {
+      next.set(c.id, c);
+      for (const e of transitions(known.get(c.id), c, t)) onEvent(e);
+    }
+    for (const [id, c] of known) if (!next.has(id)) onEvent({ kind: 'removed', id, labels: c.labels, name: c.name, image: c.image, timeMs: t });
+    known = next;
+    schedule();
+  };
+  const schedule = (): void => {
+    if (stopped) return;
+    timer = setTimeout(() => void tick(), periodMs);
+    timer.unref();
+  };
+  schedule();
+  return () => {
+    stopped = true;
+    clearTimeout(timer);
+  };
+}
