@@ -15,14 +15,15 @@ describe('what podrun ships and loads', () => {
     const files = readdirSync(dir).filter((f) => f.endsWith('.mjs') || f.endsWith('.cjs'));
     // gRPC is podrun's own for the CRI client: in a file of its own, loaded only on a CRI runtime.
     const GRPC = 'grpc-grpc-js.cjs';
-    expect(readFileSync(join(dir, GRPC), 'utf8')).toContain('grpc.max_receive_message_length');
+    expect(readFileSync(join(dir, GRPC), 'utf8')).toContain('grpc-node-js');
     const text = files
       .filter((f) => f !== GRPC)
       .map((f) => readFileSync(join(dir, f), 'utf8'))
       .join('\n');
     // A string from the code of each: present in the bundle only if that code is.
     for (const [what, marker] of [
-      ['@grpc/grpc-js', 'grpc.max_receive_message_length'],
+      // Its user agent (podrun's own client names channel options, such as grpc.max_receive_message_length).
+      ['@grpc/grpc-js', 'grpc-node-js'],
       ['ssh2', 'SSH-2.0-'],
       ['protobufjs', 'Long.fromBits'],
       ['tar-fs', 'dmode'],
