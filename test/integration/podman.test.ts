@@ -74,10 +74,16 @@ spec:
     });
     expect((await ours()).filter((c) => c.name === 'web' && c.state === 'running')).toHaveLength(1);
     // Ready again once its readiness probe passes.
+    let shown = '';
     await until('the pod to be 2/2 with one restart', async () => {
-      const got = await world.bin(['get', 'pods', '-n', ns, name, '--no-headers'], { env });
-      return new RegExp(`^${name}\\s+2/2\\s+Running\\s+1\\s`).test(got.out) ? true : undefined;
-    }, 20_000);
+      shown = (await world.bin(['get', 'pods', '-n', ns, name, '--no-headers'], { env })).out;
+      return new RegExp(`^${name}\\s+2/2\\s+Running\\s+1\\s`).test(shown) ? true : undefined;
+      // Ready only once the new container's first readiness probe passed (no longer assumed at
+      // once): beside the whole suite that has taken over 20 s.
+    }, 45_000).catch(async (e: Error) => {
+      const pod = (await world.bin(['get', 'pods', '-n', ns, name, '-o', 'json'], { env })).out;
+      throw new Error(`${e.message}\nlast: ${shown}\n${pod}\n${agent?.logs() ?? ''}`);
+    });
 
     // A container that exits by itself is restarted in place by Podman (its policy from apply,
     // which Podman cannot hand over), and that restart counts in RESTARTS too.
