@@ -28,7 +28,7 @@ afterAll(async () => {
 });
 
 describe('podrun on Podman', () => {
-  it('applies a pod, lets an agent adopt it, restarts a killed container, and deletes it whole', async () => {
+  it('applies a pod, lets an agent adopt it, restarts a killed container, and deletes it whole', { timeout: 150_000 }, async () => {
     expect(PodmanService.installed()).toBe(true);
     await podman.start();
     const env = { DOCKER_HOST: podman.host, ...podman.env };
