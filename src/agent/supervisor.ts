@@ -80,6 +80,7 @@ export class PodSupervisor {
       (id, cmd, t) => rt.exec(id, cmd, t),
       (e) => this.onProbe(e),
       probed ? (t, kind, result, seconds) => probed({ uid: t.uid, namespace: t.namespace, pod: t.pod, container: t.container.name }, kind, result, seconds) : undefined,
+      log,
     );
   }
 

@@ -103,6 +103,7 @@ export class PodCache {
     if (this.retryTimer) return;
     this.retryTimer = setTimeout(() => {
       this.retryTimer = undefined;
+      // Fire-and-forget: connect() catches all it awaits and turns it into the next retry.
       void this.connect();
     }, this.retryMs);
     this.retryMs = Math.min(this.retryMs * 2, 10_000);

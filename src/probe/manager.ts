@@ -1,4 +1,5 @@
 import { timerDelay } from '../base/duration.js';
+import type { Logger } from '../log/logger.js';
 import type { Container, Probe } from '../manifest/types.js';
 import { runHandler, type ExecRunner, type ProbeResult } from './handlers.js';
 
@@ -70,6 +71,7 @@ class Worker {
     private readonly observe: ProbeObserver | undefined,
     initial: boolean | undefined,
     private readonly note?: (ok: boolean, message: string) => void,
+    private readonly failed: (err: unknown) => void = () => undefined,
   ) {
     this.result = initial;
   }
@@ -89,7 +91,15 @@ class Worker {
 
   private schedule(ms: number): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.tick(), timerDelay(ms));
+    clearTimeout(this.timer);
+    // Nobody awaits a tick: one that throws past its own handling (a report into the agent) would
+    // reject unheard, the agent's exit, and end this container's probing. It is told and ticks on.
+    this.timer = setTimeout(() => {
+      this.tick().catch((err: unknown) => {
+        this.failed(err);
+        this.schedule(this.nextTick());
+      });
+    }, timerDelay(ms));
     this.timer.unref();
   }
 
@@ -156,6 +166,7 @@ export class ProbeManager {
     private readonly exec: ExecRunner,
     private readonly onEvent: (e: ProbeEvent) => void,
     private readonly observe?: ProbeObserver,
+    private readonly log?: Logger,
   ) {}
 
   /** Makes the running containers of pod `uid` exactly `targets`: new ones get workers, gone ones lose them. */
@@ -205,7 +216,9 @@ export class ProbeManager {
     this.byId.set(t.containerId, s);
     const make = (kind: ProbeKind, probe: Probe, initial: boolean | undefined): Worker => {
       const note = kind === 'liveness' ? undefined : (ok: boolean, message: string): void => void (s.last = { kind, ok, message });
-      const w = new Worker(kind, probe, t, this.exec, (worker, ok, message) => this.report(t, s, worker, ok, message), this.observe, initial, note);
+      const w = new Worker(kind, probe, t, this.exec, (worker, ok, message) => this.report(t, s, worker, ok, message), this.observe, initial, note, (err) =>
+        this.log?.error(`pod ${t.namespace}/${t.pod}: container ${t.container.name} ${kind} probe: ${err instanceof Error ? err.message : String(err)}`, { pod: `${t.namespace}/${t.pod}`, container: t.container.name, probe: kind }),
+      );
       s.workers.push(w);
       return w;
     };

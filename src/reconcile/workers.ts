@@ -80,6 +80,7 @@ export class PodWorkers {
       this.queued.delete(uid);
       this.active++;
       this.running.add(uid);
+      // Fire-and-forget: run() catches what a sync throws and ends by pumping the queue itself.
       void this.run(uid);
     }
     if (this.active === 0 && this.queue.length === 0) {
@@ -98,8 +99,10 @@ export class PodWorkers {
     } catch (err) {
       // A cancelled sync ends however it ends: the run that follows is what matters.
       if (!sync.signal.aborted) {
-        this.onError(uid, err as Error);
         again = 5_000;
+        // Anything may be thrown (`throw undefined` too): reading `.message` of it here would
+        // reject this run, which nobody awaits (an agent crash), and strand the pod as running.
+        this.onError(uid, err instanceof Error ? err : new Error(`sync failed: ${String(err)}`));
       }
     }
     this.syncs.delete(uid);

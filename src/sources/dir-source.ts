@@ -165,7 +165,8 @@ export class DirectorySource implements PodSource {
   private dropWatcher(): void {
     const w = this.watcher;
     this.watcher = undefined;
-    void w?.close();
+    // Not awaited (the directory is gone; a new watcher may come first), but not left to reject unheard.
+    w?.close().catch((err: unknown) => this.o.log?.warn(`${this.name}: closing the watcher: ${(err as Error).message}`, { source: this.name }));
   }
 
   /** Lists the directory and reads what changed; the periodic safety net, and the first load. */

@@ -206,8 +206,27 @@ export class UrlSource implements PodSource {
 
   private schedule(ms: number): void {
     if (this.stopped) return;
-    this.timer = setTimeout(() => void this.poll(), timerDelay(ms));
+    clearTimeout(this.timer);
+    this.timer = setTimeout(() => this.pollFromTimer(), timerDelay(ms));
     this.timer.unref();
+  }
+
+  /**
+   * Nobody awaits a timer's poll: one that throws past its own handling (the agent's onChange,
+   * a bug) would be an unhandledRejection, i.e. the agent's exit, and the end of polling. It is
+   * logged and retried as a failed poll is, the last good set kept.
+   */
+  private pollFromTimer(): void {
+    this.poll().catch((err: unknown) => {
+      this.failures++;
+      this.o.log?.error(`${this.name}: poll failed: ${err instanceof Error ? err.message : String(err)} (keeping the last good set)`, { source: this.name });
+      this.schedule(this.retryDelay());
+    });
+  }
+
+  /** Backoff after a failure: from retryMs, doubling, up to the period. */
+  private retryDelay(): number {
+    return Math.min(this.o.periodMs ?? 20_000, (this.o.retryMs ?? 1000) * 2 ** (this.failures - 1));
   }
 
   /**
@@ -219,8 +238,7 @@ export class UrlSource implements PodSource {
     this.o.onFetch?.('error');
     this.issues = issues ?? [{ file: this.shown, line: 1, column: 1, field: '', message: redactText(message), severity: 'error', ...(refused ? { refused } : {}) }];
     this.o.log?.warn(`${this.name}: ${redactText(message)} (keeping the last good set)`, { source: this.name });
-    const period = this.o.periodMs ?? 20_000;
-    this.schedule(Math.min(period, (this.o.retryMs ?? 1000) * 2 ** (this.failures - 1)));
+    this.schedule(this.retryDelay());
     this.onChange();
   }
 

@@ -57,4 +57,22 @@ describe('the probe worker', () => {
     expect(calls).toBe(4);
     expect(events).toEqual([]);
   });
+
+  it('a report that throws is logged and probing goes on, not an unhandled rejection', async () => {
+    let calls = 0;
+    const errors: string[] = [];
+    const exec = async (): Promise<{ exitCode: number; output: string }> => {
+      calls++;
+      return { exitCode: 1, output: 'down' };
+    };
+    const log = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: (m: string) => errors.push(m) };
+    const m = new ProbeManager(exec, () => {
+      throw new Error('the agent broke');
+    }, undefined, log);
+    m.sync('u', [{ uid: 'u', namespace: 'n', pod: 'p', containerId: 'x', defaultHost: '127.0.0.1', container: { name: 'c', image: 'i', readinessProbe: { exec: { command: ['check'] }, periodSeconds: 1, failureThreshold: 1 } } as Container }]);
+    await vi.advanceTimersByTimeAsync(3500);
+    m.stop();
+    expect(calls).toBe(4);
+    expect(errors[0]).toBe('pod n/p: container c readiness probe: the agent broke');
+  });
 });

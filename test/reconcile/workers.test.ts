@@ -93,3 +93,27 @@ describe('the pod workers', () => {
     await w.stop();
   });
 });
+
+describe('a sync that throws what is not an Error', () => {
+  it('is reported and retried, not an unhandled rejection that strands the pod', async () => {
+    vi.useFakeTimers();
+    const errors: string[] = [];
+    let runs = 0;
+    const w = new PodWorkers(
+      async () => {
+        runs++;
+        if (runs === 1) throw undefined; // a library that throws a non-Error: the case under test
+        return undefined;
+      },
+      4,
+      (_uid, err) => errors.push(err.message),
+    );
+    w.enqueue('a');
+    await vi.advanceTimersByTimeAsync(0);
+    expect(errors).toEqual(['sync failed: undefined']);
+    await vi.advanceTimersByTimeAsync(5_000);
+    expect(runs).toBe(2);
+    expect(w.working().size).toBe(0);
+    await w.stop();
+  });
+});

@@ -97,6 +97,28 @@ describe('a URL source', () => {
   });
 });
 
+describe('a URL source polled by its timer', () => {
+  it('a poll that throws (here the agent\'s callback) is logged and retried, not an unhandled rejection', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'podrun-url-'));
+    const lines: string[] = [];
+    const log: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: (m) => lines.push(m) };
+    let throwing = false;
+    handler = (_q, res) => res.writeHead(503).end();
+    const src = new UrlSource(`${base}/flaky`, { stateDir, periodMs: 3_600_000, retryMs: 20, log });
+    await src.start(() => {
+      if (throwing) throw new Error('callback broke');
+    });
+    throwing = true;
+    await expect.poll(() => lines.length, { timeout: 5_000 }).toBeGreaterThan(0);
+    expect(lines[0]).toMatch(/poll failed: callback broke \(keeping the last good set\)$/);
+    throwing = false;
+    handler = (_q, res) => res.end(POD);
+    await expect.poll(() => src.snapshot()[0]?.pods.length, { timeout: 5_000 }).toBe(1);
+    await src.stop();
+    rmSync(stateDir, { recursive: true, force: true });
+  });
+});
+
 describe('what a fetch says about where it went and how it ended', () => {
   it('names the timeout that ended a fetch, what it was doing, and its value', async () => {
     handler = () => undefined; // never answers

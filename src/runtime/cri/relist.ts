@@ -36,15 +36,17 @@ export async function watchByRelist(list: () => Promise<EngineContainer[]>, onEv
   let known = new Map((await list()).map((c) => [c.id, c]));
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
+  const end = (err: unknown): void => {
+    if (stopped) return;
+    stopped = true;
+    onEnd(err instanceof Error ? err : new Error(String(err)));
+  };
   const tick = async (): Promise<void> => {
     let now: EngineContainer[];
     try {
       now = await list();
     } catch (err) {
-      if (!stopped) {
-        stopped = true;
-        onEnd(err as Error);
-      }
+      end(err);
       return;
     }
     if (stopped) return;
@@ -60,7 +62,11 @@ export async function watchByRelist(list: () => Promise<EngineContainer[]>, onEv
   };
   const schedule = (): void => {
     if (stopped) return;
-    timer = setTimeout(() => void tick(), periodMs);
+    // Nobody awaits a tick: what throws in it (onEvent is the caller's) ends the watch as a failed
+    // list does, so the caller reconnects, instead of rejecting unheard (the agent's exit).
+    timer = setTimeout(() => {
+      tick().catch(end);
+    }, periodMs);
     timer.unref();
   };
   schedule();

@@ -332,6 +332,7 @@ export class PodRuntime implements PodEngine {
    */
   async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, engineRestarts: boolean, volumes?: ReadonlyMap<string, VolumeBacking>, signal?: AbortSignal): Promise<SandboxInfo> {
     const restartPolicy = engineRestarts ? engineRestartPolicy(pod, 'sandbox') : 'no';
+    // Asked early, awaited by logConfig(); it cannot reject (an engine error means json-file).
     if (this.options.containerLog) void this.defaultLogDriver();
     await this.ensureImage(this.options.pauseImage, 'IfNotPresent', undefined, signal);
     const dns = podDns(pod.spec.dnsPolicy, pod.spec.dnsConfig, nodeResolvConf(this.options.resolvConf ?? '/etc/resolv.conf'), pod.spec.hostNetwork === true);

@@ -86,7 +86,8 @@ function settlesWithin(done: Promise<void>, ms: number, signal?: AbortSignal): P
     const abort = (): void => finish(false);
     const timer = setTimeout(() => finish(false), timerDelay(ms));
     signal?.addEventListener('abort', abort, { once: true });
-    void done.then(() => finish(true));
+    // Settling is rejecting too; with no rejection handler it would be an unhandledRejection.
+    done.then(() => finish(true), () => finish(true));
   });
 }
 
