@@ -1,0 +1,110 @@
+import { spawn } from 'node:child_process';
+import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { join } from 'node:path';
+import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { CriEngine } from '../../src/runtime/cri/engine.js';
+import { BIN, PAUSE_IMAGE, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { CRI_PAUSE_IMAGE, PrivateContainerd } from './cri-engine.js';
+
+// Containers' logs on CRI: podrun rotates them as the kubelet's container log manager does
+// (log-rotation.ts), and `podrun logs` reads across a rotation (--tail, -f). A private containerd,
+// the built binary for the verbs, a CriEngine in the test for the rotation with a short period.
+const ctrd = new PrivateContainerd();
+const world = new World();
+const podLogs = join(world.dir, 'pod-logs');
+const NO_DOCKER = { DOCKER_HOST: 'unix:///nonexistent/docker.sock' };
+const criArgs = (): string[] => ['--container-runtime-endpoint', ctrd.endpoint, '--pod-logs-dir', podLogs];
+const cri = (args: string[]): ReturnType<World['bin']> => world.bin([...criArgs(), ...args], { env: NO_DOCKER });
+
+beforeAll(async () => {
+  await ctrd.start();
+  ctrd.importTestImages();
+}, 90_000);
+
+afterAll(async () => {
+  await ctrd.destroy();
+  await world.cleanup();
+}, 90_000);
+
+/** The `line-N` numbers of a log's text, in order. */
+function numbers(text: string): number[] {
+  return [...text.matchAll(/^line-(\d+) /gm)].map((m) => Number(m[1]));
+}
+
+/** Every number once, each the last plus one: nothing lost or doubled. */
+function consecutive(ns: number[]): boolean {
+  return ns.every((n, i) => i === 0 || n === (ns[i - 1] as number) + 1);
+}
+
+describe('CRI container logs', () => {
+  it('rotates a chatty container at containerLogMaxSize, keeps containerLogMaxFiles, and logs --tail / -f read across rotations', async () => {
+    const ns = unique('crilog');
+    const name = unique('chatty');
+    const pad = 'x'.repeat(80);
+    const manifest = world.write(
+      `${name}.yaml`,
+      `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: talk
+    image: ${TEST_IMAGE}
+    command: [sh, -c, 'i=0; while true; do i=$((i+1)); echo "line-$i ${pad}"; usleep 2000; done']
+`,
+    );
+    const applied = await cri(['apply', '-f', manifest, '--timeout', '60s']);
+    expect(applied.code, `${applied.out}\n${applied.err}\n${ctrd.recentLog}`).toBe(0);
+
+    const maxBytes = 8192;
+    const maxFiles = 3;
+    const engine = new CriEngine({ stateDir: world.stateDir, pauseImage: CRI_PAUSE_IMAGE, runtimeEndpoint: ctrd.endpoint, podLogsDir: podLogs, containerLog: { maxBytes, maxFiles }, logRotationPeriodMs: 250, relistPeriodMs: 1000 });
+    const stopWatch = await engine.watchEvents(() => undefined, () => undefined);
+    const dirs = readdirSync(podLogs).filter((d) => d.startsWith(`${ns}_${name}_`));
+    expect(dirs).toHaveLength(1);
+    const dir = join(podLogs, dirs[0] as string, 'talk');
+    try {
+      // Rotated often enough that the older files were compressed and the oldest removed.
+      await until('several rotations', async () => (readdirSync(dir).filter((f) => f.endsWith('.gz')).length >= 1 ? true : undefined), 60_000);
+      const follower = spawn(BIN, ['--state-dir', world.stateDir, '--pause-image', PAUSE_IMAGE, ...criArgs(), 'logs', '-f', '--tail', '0', name, '-n', ns], { env: { ...process.env, ...NO_DOCKER }, stdio: ['ignore', 'pipe', 'pipe'] });
+      let followed = '';
+      follower.stdout.on('data', (c: Buffer) => (followed += c.toString()));
+      const rotatedSeen = new Set<string>();
+      for (let round = 0; round < 16; round++) {
+        await new Promise((r) => setTimeout(r, 250));
+        const files = readdirSync(dir);
+        // Bounded: the file being written, the newest rotated one, the compressed ones: maxFiles in all.
+        expect(files.filter((f) => !f.endsWith('.tmp')).length, files.join(' ')).toBeLessThanOrEqual(maxFiles);
+        expect(files.every((f) => /^0\.log(?:\.\d{8}-\d{6}(?:\.gz)?(?:\.tmp)?)?$/.test(f)), files.join(' ')).toBe(true);
+        for (const f of files) if (f !== '0.log') rotatedSeen.add(f.replace(/\.gz$/, ''));
+      }
+      // The follower went on across at least one rotation in those 4 s, and lost or doubled nothing.
+      follower.kill('SIGTERM');
+      expect(rotatedSeen.size).toBeGreaterThanOrEqual(2);
+      const f = numbers(followed);
+      expect(f.length, followed.slice(-500)).toBeGreaterThan(100);
+      expect(consecutive(f), JSON.stringify(f.filter((n, i) => i > 0 && n !== (f[i - 1] as number) + 1).slice(0, 5))).toBe(true);
+      // The current file holds far fewer than 500 lines (8 KiB of ~110-byte lines, and what one
+      // period adds): --tail 500 reads into the rotated files, the compressed one included.
+      const currentLines = numbers(readFileSync(join(dir, '0.log'), 'utf8').replace(/^\S+ stdout F /gm, '')).length;
+      expect(currentLines).toBeLessThan(500);
+      const tail = await cri(['logs', name, '-n', ns, '--tail', '500']);
+      expect(tail.code, tail.err).toBe(0);
+      const t = numbers(tail.out);
+      expect(t).toHaveLength(500);
+      expect(consecutive(t)).toBe(true);
+      // The follower was still reading when stopped: its last line is among the last 500.
+      expect(f[f.length - 1], `followed ${f.length} lines, tail began at ${t[0]}`).toBeGreaterThanOrEqual(t[0] as number);
+      const five = numbers((await cri(['logs', name, '-n', ns, '--tail', '5'])).out);
+      expect(five).toHaveLength(5);
+      expect(consecutive(five)).toBe(true);
+      expect(five[4]).toBeGreaterThanOrEqual(t[499] as number);
+      expect(statSync(join(dir, '0.log')).size).toBeLessThan(1 << 20);
+    } finally {
+      stopWatch();
+      engine.close();
+      await cri(['delete', 'pod', name, '-n', ns, '--timeout', '30s']);
+    }
+  }, 180_000);
+});
