@@ -51,14 +51,14 @@ spec:
   containers:
   - name: talk
     image: ${TEST_IMAGE}
-    command: [sh, -c, 'i=0; while true; do i=$((i+1)); echo "line-$i ${pad}"; usleep 2000; done']
+    command: [sh, -c, 'i=0; while true; do i=$((i+1)); echo "line-$i ${pad}"; usleep 10000; done']
 `,
     );
     const applied = await cri(['apply', '-f', manifest, '--timeout', '60s']);
     expect(applied.code, `${applied.out}\n${applied.err}\n${ctrd.recentLog}`).toBe(0);
 
-    const maxBytes = 8192;
-    const maxFiles = 3;
+    const maxBytes = 4096;
+    const maxFiles = 5;
     const engine = new CriEngine({ stateDir: world.stateDir, pauseImage: CRI_PAUSE_IMAGE, runtimeEndpoint: ctrd.endpoint, podLogsDir: podLogs, containerLog: { maxBytes, maxFiles }, logRotationPeriodMs: 250, relistPeriodMs: 1000 });
     const stopWatch = await engine.watchEvents(() => undefined, () => undefined);
     const dirs = readdirSync(podLogs).filter((d) => d.startsWith(`${ns}_${name}_`));
@@ -66,7 +66,7 @@ spec:
     const dir = join(podLogs, dirs[0] as string, 'talk');
     try {
       // Rotated often enough that the older files were compressed and the oldest removed.
-      await until('several rotations', async () => (readdirSync(dir).filter((f) => f.endsWith('.gz')).length >= 1 ? true : undefined), 60_000);
+      await until('several rotations', async () => (readdirSync(dir).filter((f) => f.endsWith('.gz')).length >= 3 ? true : undefined), 60_000);
       const follower = spawn(BIN, ['--state-dir', world.stateDir, '--pause-image', PAUSE_IMAGE, ...criArgs(), 'logs', '-f', '--tail', '0', name, '-n', ns], { env: { ...process.env, ...NO_DOCKER }, stdio: ['ignore', 'pipe', 'pipe'] });
       let followed = '';
       follower.stdout.on('data', (c: Buffer) => (followed += c.toString()));
@@ -85,21 +85,21 @@ spec:
       const f = numbers(followed);
       expect(f.length, followed.slice(-500)).toBeGreaterThan(100);
       expect(consecutive(f), JSON.stringify(f.filter((n, i) => i > 0 && n !== (f[i - 1] as number) + 1).slice(0, 5))).toBe(true);
-      // The current file holds far fewer than 500 lines (8 KiB of ~110-byte lines, and what one
-      // period adds): --tail 500 reads into the rotated files, the compressed one included.
+      // The current file holds far fewer than 200 lines (4 KiB of ~110-byte lines, and what one
+      // second adds: a rotation a second at most): --tail 200 reads into the rotated files.
       const currentLines = numbers(readFileSync(join(dir, '0.log'), 'utf8').replace(/^\S+ stdout F /gm, '')).length;
-      expect(currentLines).toBeLessThan(500);
-      const tail = await cri(['logs', name, '-n', ns, '--tail', '500']);
+      expect(currentLines).toBeLessThan(200);
+      const tail = await cri(['logs', name, '-n', ns, '--tail', '200']);
       expect(tail.code, tail.err).toBe(0);
       const t = numbers(tail.out);
-      expect(t).toHaveLength(500);
+      expect(t).toHaveLength(200);
       expect(consecutive(t)).toBe(true);
-      // The follower was still reading when stopped: its last line is among the last 500.
+      // The follower was still reading when stopped: its last line is among the last 200.
       expect(f[f.length - 1], `followed ${f.length} lines, tail began at ${t[0]}`).toBeGreaterThanOrEqual(t[0] as number);
       const five = numbers((await cri(['logs', name, '-n', ns, '--tail', '5'])).out);
       expect(five).toHaveLength(5);
       expect(consecutive(five)).toBe(true);
-      expect(five[4]).toBeGreaterThanOrEqual(t[499] as number);
+      expect(five[4]).toBeGreaterThanOrEqual(t[199] as number);
       expect(statSync(join(dir, '0.log')).size).toBeLessThan(1 << 20);
     } finally {
       stopWatch();

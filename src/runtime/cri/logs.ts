@@ -101,15 +101,22 @@ function replaced(path: string, log: OpenLog): boolean {
   }
 }
 
-/** A rotated file's text (gzipped ones unpacked, bounded so a damaged one cannot take the memory). */
-function readRotated(file: string): string {
-  try {
-    const data = readFileSync(file);
-    return (file.endsWith('.gz') ? gunzipSync(data, { maxOutputLength: 1 << 30 }) : data).toString('utf8');
-  } catch {
-    // Removed by a rotation meanwhile, or damaged: the kubelet skips what it cannot read.
-    return '';
+/**
+ * A rotated file's text (gzipped ones unpacked, bounded so a damaged one cannot take the memory).
+ * A rotation may run while this reads: a file compressed meanwhile is read from its `.gz`, and
+ * the file held open as the current one (renamed since) is not read twice.
+ */
+function readRotated(file: string, current: OpenLog | undefined): string {
+  for (const f of file.endsWith('.gz') ? [file] : [file, `${file}.gz`]) {
+    try {
+      if (current && !f.endsWith('.gz') && statSync(f).ino === current.ino) return '';
+      const data = readFileSync(f);
+      return (f.endsWith('.gz') ? gunzipSync(data, { maxOutputLength: 1 << 30 }) : data).toString('utf8');
+    } catch {
+      // Removed by a rotation meanwhile, or damaged: the kubelet skips what it cannot read.
+    }
   }
+  return '';
 }
 
 /** The rotated files of `log` that podrun's rotation keeps (`<log>.<stamp>` and `<log>.<stamp>.gz`), oldest first. */
@@ -141,7 +148,7 @@ export async function writeCriLog(path: string, o: LogReadOptions, out: NodeJS.W
   const until = boundNs(o.until);
   let current = OpenLog.open(path);
   // The rotated files first, then the current one: `--tail` and `--since` see across a rotation.
-  const older = rotatedFiles(path).map(readRotated).join('');
+  const older = rotatedFiles(path).map((f) => readRotated(f, current)).join('');
   const firstText = older + (current?.read().toString('utf8') ?? '');
   let rest = '';
   const lines = (chunk: string): CriLogLine[] => {
