@@ -70,6 +70,8 @@ spec:
       const follower = spawn(BIN, ['--state-dir', world.stateDir, '--pause-image', PAUSE_IMAGE, ...criArgs(), 'logs', '-f', '--tail', '0', name, '-n', ns], { env: { ...process.env, ...NO_DOCKER }, stdio: ['ignore', 'pipe', 'pipe'] });
       let followed = '';
       follower.stdout.on('data', (c: Buffer) => (followed += c.toString()));
+      let followErr = "";
+      follower.stderr.on("data", (c: Buffer) => (followErr += c.toString()));
       const rotatedSeen = new Set<string>();
       for (let round = 0; round < 16; round++) {
         await new Promise((r) => setTimeout(r, 250));
@@ -83,7 +85,7 @@ spec:
       follower.kill('SIGTERM');
       expect(rotatedSeen.size).toBeGreaterThanOrEqual(2);
       const f = numbers(followed);
-      expect(f.length, followed.slice(-500)).toBeGreaterThan(100);
+      expect(f.length, `followed: ${followed.slice(-300)} stderr: ${followErr}`).toBeGreaterThan(100);
       expect(consecutive(f), JSON.stringify(f.filter((n, i) => i > 0 && n !== (f[i - 1] as number) + 1).slice(0, 5))).toBe(true);
       // The current file holds far fewer than 200 lines (4 KiB of ~110-byte lines, and what one
       // second adds: a rotation a second at most): --tail 200 reads into the rotated files.
