@@ -103,6 +103,21 @@ spec:
       expect(consecutive(five)).toBe(true);
       expect(five[4]).toBeGreaterThanOrEqual(t[199] as number);
       expect(statSync(join(dir, '0.log')).size).toBeLessThan(1 << 20);
+      // --timestamps: each line with the runtime's RFC 3339 time; --since: only the lines after it, across files too.
+      const stamped = (await cri(['logs', name, '-n', ns, '--tail', '3', '--timestamps'])).out.trimEnd().split('\n');
+      expect(stamped).toHaveLength(3);
+      for (const l of stamped) expect(l).toMatch(/^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d\.\d+(?:Z|[+-]\d\d:\d\d) line-\d+ x+$/);
+      const all = numbers((await cri(['logs', name, '-n', ns])).out);
+      const sinceStart = Date.now();
+      const since = await cri(['logs', name, '-n', ns, '--since', '1s', '--timestamps']);
+      const lines = since.out.trimEnd().split('\n');
+      const s = numbers(lines.map((l) => l.replace(/^\S+ /, '')).join('\n'));
+      expect(consecutive(s)).toBe(true);
+      expect(s.length).toBeGreaterThan(10);
+      // Nothing older than 1 s before the command (a second of room for its start on a loaded machine).
+      expect(Date.parse(lines[0]?.split(' ')[0] ?? '')).toBeGreaterThanOrEqual(sinceStart - 1000 - 1000);
+      expect(consecutive(all)).toBe(true);
+      expect(s[0]).toBeGreaterThan(all[0] as number);
     } finally {
       stopWatch();
       engine.close();
