@@ -121,7 +121,7 @@ spec:
     } finally {
       stopWatch();
       engine.close();
-      await cri(['delete', 'pod', name, '-n', ns, '--timeout', '30s']);
+      await cri(['delete', 'pod', name, '-n', ns]);
     }
   }, 180_000);
 });
