@@ -1,30 +1,15 @@
 import { spawn } from 'node:child_process';
 import { readdirSync, readFileSync, statSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { CriEngine } from '../../src/runtime/cri/engine.js';
-import { BIN, PAUSE_IMAGE, TEST_IMAGE, unique, until, World } from './helpers.js';
-import { CRI_PAUSE_IMAGE, PrivateContainerd } from './cri-engine.js';
+import { BIN, PAUSE_IMAGE, TEST_IMAGE, unique, until } from './helpers.js';
+import { CRI_PAUSE_IMAGE, criTestBed } from './cri-engine.js';
 
 // Containers' logs on CRI: podrun rotates them as the kubelet's container log manager does
 // (log-rotation.ts), and `podrun logs` reads across a rotation (--tail, -f). A private containerd,
 // the built binary for the verbs, a CriEngine in the test for the rotation with a short period.
-const ctrd = new PrivateContainerd();
-const world = new World();
-const podLogs = join(world.dir, 'pod-logs');
-const NO_DOCKER = { DOCKER_HOST: 'unix:///nonexistent/docker.sock' };
-const criArgs = (): string[] => ['--container-runtime-endpoint', ctrd.endpoint, '--pod-logs-dir', podLogs];
-const cri = (args: string[]): ReturnType<World['bin']> => world.bin([...criArgs(), ...args], { env: NO_DOCKER });
-
-beforeAll(async () => {
-  await ctrd.start();
-  ctrd.importTestImages();
-}, 90_000);
-
-afterAll(async () => {
-  await ctrd.destroy();
-  await world.cleanup();
-}, 90_000);
+const { ctrd, world, podLogs, criArgs, noDocker: NO_DOCKER, cri } = criTestBed();
 
 /** The `line-N` numbers of a log's text, in order. */
 function numbers(text: string): number[] {

@@ -1,26 +1,11 @@
 import { readFileSync } from 'node:fs';
-import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
-import { TEST_IMAGE, unique, until, World } from './helpers.js';
-import { PrivateContainerd } from './cri-engine.js';
+import { describe, expect, it } from 'vitest';
+import { TEST_IMAGE, unique, until } from './helpers.js';
+import { criTestBed } from './cri-engine.js';
 
 // What a pod may take of the node on CRI: a `medium: Memory` emptyDir is a tmpfs of its
 // sizeLimit (memory-volumes.ts), gone with the pod. A private containerd and the built binary.
-const ctrd = new PrivateContainerd();
-const world = new World();
-const podLogs = join(world.dir, 'pod-logs');
-const NO_DOCKER = { DOCKER_HOST: 'unix:///nonexistent/docker.sock' };
-const cri = (args: string[]): ReturnType<World['bin']> => world.bin(['--container-runtime-endpoint', ctrd.endpoint, '--pod-logs-dir', podLogs, ...args], { env: NO_DOCKER });
-
-beforeAll(async () => {
-  await ctrd.start();
-  ctrd.importTestImages();
-}, 90_000);
-
-afterAll(async () => {
-  await ctrd.destroy();
-  await world.cleanup();
-}, 90_000);
+const { ctrd, world, cri } = criTestBed();
 
 const mountsUnder = (dir: string): string[] => readFileSync('/proc/self/mounts', 'utf8').split('\n').filter((l) => l.split(' ')[1]?.startsWith(dir));
 
