@@ -1,9 +1,10 @@
 import { spawn } from 'node:child_process';
-import { readdirSync, readFileSync, statSync } from 'node:fs';
+import { mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { CriEngine } from '../../src/runtime/cri/engine.js';
 import { BIN, PAUSE_IMAGE, TEST_IMAGE, unique, until } from './helpers.js';
+import { AgentProcess } from './agent-helpers.js';
 import { CRI_PAUSE_IMAGE, criTestBed } from './cri-engine.js';
 
 // Containers' logs on CRI: podrun rotates them as the kubelet's container log manager does
@@ -106,6 +107,44 @@ spec:
     } finally {
       stopWatch();
       engine.close();
+      await cri(['delete', 'pod', name, '-n', ns]);
+    }
+  }, 180_000);
+
+  it('logs -p shows the previous instance of a container the agent restarted, logs the current one', async () => {
+    const ns = unique('criprev');
+    const name = unique('again');
+    const dir = join(world.dir, `${name}-manifests`);
+    mkdirSync(dir, { recursive: true });
+    writeFileSync(
+      join(dir, 'pod.yaml'),
+      `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: once
+    image: ${TEST_IMAGE}
+    # The first run fails, the next keeps running (the emptyDir outlives a container's restart).
+    command: [sh, -c, 'echo run-$(cat /proc/sys/kernel/random/uuid); if [ -f /d/ran ]; then exec sleep 3600; fi; touch /d/ran; exit 1']
+    volumeMounts: [{name: d, mountPath: /d}]
+  volumes: [{name: d, emptyDir: {}}]
+`,
+    );
+    const agent = new AgentProcess(world.stateDir, [...criArgs(), '--manifest-dir', dir], NO_DOCKER);
+    try {
+      await agent.started();
+      await until('running again after a restart', async () => (/\s1\/1\s+Running\s+1\s/.test((await cri(['get', 'pods', '-n', ns])).out) ? true : undefined), 90_000);
+      const runOf = async (args: string[]): Promise<string | undefined> => /run-[0-9a-f-]{36}/.exec((await cri(['logs', name, '-n', ns, ...args])).out)?.[0];
+      const previous = await until('the previous log', () => runOf(['-p']), 30_000);
+      const current = await until('the current log', () => runOf([]), 30_000);
+      // Two instances, two lines: -p is not the current one (each run printed a fresh uuid).
+      expect(previous).not.toBe(current);
+    } catch (err) {
+      throw new Error(`${(err as Error).message}\nagent log:\n${agent.logs().slice(-3000)}`);
+    } finally {
+      await agent.stop();
       await cri(['delete', 'pod', name, '-n', ns]);
     }
   }, 180_000);
