@@ -3,7 +3,8 @@ import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { CriClient } from '../../src/runtime/cri/client.js';
-import { PAUSE_IMAGE, TEST_IMAGE, until } from './helpers.js';
+import { afterAll, beforeAll } from 'vitest';
+import { PAUSE_IMAGE, TEST_IMAGE, until, World } from './helpers.js';
 
 /** The test images as containerd names them once imported (Docker's short names are docker.io's). */
 export const CRI_TEST_IMAGE = `docker.io/${TEST_IMAGE}`;
@@ -294,4 +295,25 @@ export class PrivateContainerd {
     for (const m of mounts.reverse()) spawnSync('umount', ['-l', m]);
     rmSync(this.dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   }
+}
+
+/**
+ * A test file's private containerd with the test images, a World, and `cri(args)`: the built
+ * binary on that containerd with no Docker engine reachable (hooks registered here).
+ */
+export function criTestBed(): { ctrd: PrivateContainerd; world: World; podLogs: string; criArgs: () => string[]; noDocker: Record<string, string>; cri: (args: string[]) => ReturnType<World['bin']> } {
+  const ctrd = new PrivateContainerd();
+  const world = new World();
+  const podLogs = join(world.dir, 'pod-logs');
+  const noDocker = { DOCKER_HOST: 'unix:///nonexistent/docker.sock' };
+  const criArgs = (): string[] => ['--container-runtime-endpoint', ctrd.endpoint, '--pod-logs-dir', podLogs];
+  beforeAll(async () => {
+    await ctrd.start();
+    ctrd.importTestImages();
+  }, 90_000);
+  afterAll(async () => {
+    await ctrd.destroy();
+    await world.cleanup();
+  }, 90_000);
+  return { ctrd, world, podLogs, criArgs, noDocker, cri: (args) => world.bin([...criArgs(), ...args], { env: noDocker }) };
 }

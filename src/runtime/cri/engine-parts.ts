@@ -7,14 +7,15 @@ import type { RuntimeOptions, StartRequest } from '../runtime-types.js';
 import { mountsToPin, type VolumeBacking } from '../docker/spec.js';
 import { podDir, prepareHostPath, prepareTerminationLog, stagingPath, terminationLogPath, writeDownwardApiVolume, writeHostNetworkHosts } from '../volumes.js';
 import type { CriClient } from './client.js';
+import { mountMemoryVolume } from './memory-volumes.js';
 
 // The CRI engine's parts that are files on the node or one call each: volumes and mounts, exec,
 // the node's facts.
 
 /**
  * The pod's volumes as host directories (the kubelet's own layout under its root). A `medium:
- * Memory` emptyDir is a directory too: a CRI runtime has no volumes of its own (the kubelet mounts
- * a tmpfs there itself; podrun does not yet).
+ * Memory` emptyDir is a tmpfs mounted on its directory (memory-volumes.ts): a CRI runtime has no
+ * volumes of its own.
  */
 export async function prepareCriVolumes(o: RuntimeOptions, pod: Pod): Promise<Map<string, VolumeBacking>> {
   const uid = pod.metadata.uid ?? '';
@@ -29,6 +30,7 @@ export async function prepareCriVolumes(o: RuntimeOptions, pod: Pod): Promise<Ma
       const dir = join(podDir(o.stateDir, uid), 'volumes', 'empty-dir', v.name);
       mkdirSync(dir, { recursive: true });
       chmodSync(dir, 0o777);
+      if (v.emptyDir?.medium === 'Memory') await mountMemoryVolume(dir, v);
       out.set(v.name, { kind: 'bind', path: dir });
     }
   }

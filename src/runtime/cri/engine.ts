@@ -19,6 +19,7 @@ import { ContainerState, PodSandboxState, type PodSandboxConfigInput } from './m
 import { containerConfig, podLogDirectory, sandboxConfig } from './pod-config.js';
 import { recordFromContainer, recordFromSandbox, recordFromStatus, statusFromCri } from './records.js';
 import { watchByRelist } from './relist.js';
+import { startLogRotation } from './log-rotation.js';
 import { terminationMessageFrom } from '../termination-message.js';
 import { criEngineFacts, criExecAttached, criExec, prepareCriVolumes, removeCriPodVolumes, pinCriMounts } from './engine-parts.js';
 
@@ -34,6 +35,8 @@ export interface CriEngineOptions extends RuntimeOptions {
   podLogsDir?: string;
   /** How often lifecycle events are found by relisting (the generic PLEG's 1 s). */
   relistPeriodMs?: number;
+  /** How often logs are checked for rotation (the kubelet's containerLogMonitorInterval, 10 s). */
+  logRotationPeriodMs?: number;
 }
 
 /**
@@ -115,6 +118,7 @@ export class CriEngine implements PodEngine {
   }
 
   close(): void {
+    this.stopRotation?.();
     this.client.close();
   }
 
@@ -163,8 +167,17 @@ export class CriEngine implements PodEngine {
     return out;
   }
 
-  watchEvents(onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void): Promise<() => void> {
-    return watchByRelist(() => this.listContainers(), onEvent, onEnd, this.options.relistPeriodMs ?? 1000);
+  private stopRotation: (() => void) | undefined;
+
+  /**
+   * The relist, and (once, while the agent watches) the container log manager's rotation that a
+   * CRI runtime leaves to its client (log-rotation.ts).
+   */
+  async watchEvents(onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void): Promise<() => void> {
+    const stop = await watchByRelist(() => this.listContainers(), onEvent, onEnd, this.options.relistPeriodMs ?? 1000);
+    const policy = this.options.containerLog;
+    this.stopRotation ??= policy ? startLogRotation(this.client, this.selector(), policy, () => this.options.observer?.call?.('rotate container log', 0, true), this.options.logRotationPeriodMs) : undefined;
+    return stop;
   }
 
   private async status(id: string): Promise<ContainerStatus | undefined> {

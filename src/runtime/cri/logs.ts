@@ -1,4 +1,6 @@
-import { closeSync, fstatSync, openSync, readSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { basename, dirname, join } from 'node:path';
+import { gunzipSync } from 'node:zlib';
 
 // Containers' logs as a CRI runtime writes them (the kubelet reads them itself, pkg/kubelet/kuberuntime/logs):
 // one line per write, `<RFC3339Nano> <stdout|stderr> <F|P> <text>`; P is a part of a line the
@@ -53,28 +55,80 @@ export interface LogReadOptions {
   until?: string;
 }
 
-/** Reads a file from `offset` to its end (a log file only grows until it is rotated). */
-function readFrom(path: string, offset: number): { data: Buffer; size: number } | undefined {
-  let fd: number;
-  try {
-    fd = openSync(path, 'r');
-  } catch {
-    return undefined;
+/**
+ * A log file held open: read on from where it was, so the lines written to it just before a
+ * rotation renamed it are read from the same file (the runtime reopens a new one by the old name).
+ */
+class OpenLog {
+  private constructor(private fd: number, readonly ino: number, private offset: number) {}
+
+  static open(path: string): OpenLog | undefined {
+    let fd: number;
+    try {
+      fd = openSync(path, 'r');
+    } catch {
+      return undefined;
+    }
+    return new OpenLog(fd, fstatSync(fd).ino, 0);
   }
-  try {
-    const size = fstatSync(fd).size;
-    // Rotated (truncated or replaced by a smaller file): read it from its start.
-    const from = size < offset ? 0 : offset;
-    const buf = Buffer.alloc(size - from);
+
+  /** What was written since the last read (from the start again if it was truncated). */
+  read(): Buffer {
+    const size = fstatSync(this.fd).size;
+    if (size < this.offset) this.offset = 0;
+    const buf = Buffer.alloc(size - this.offset);
     let got = 0;
     while (got < buf.length) {
-      const n = readSync(fd, buf, got, buf.length - got, from + got);
+      const n = readSync(this.fd, buf, got, buf.length - got, this.offset + got);
       if (n === 0) break;
       got += n;
     }
-    return { data: buf.subarray(0, got), size: from + got };
-  } finally {
-    closeSync(fd);
+    this.offset += got;
+    return buf.subarray(0, got);
+  }
+
+  close(): void {
+    closeSync(this.fd);
+  }
+}
+
+/** The file now at `path` is another than `log` (rotated: renamed, a new one made by the runtime). */
+function replaced(path: string, log: OpenLog): boolean {
+  try {
+    return statSync(path).ino !== log.ino;
+  } catch {
+    return false;
+  }
+}
+
+/**
+ * A rotated file's text (gzipped ones unpacked, bounded so a damaged one cannot take the memory).
+ * A rotation may run while this reads: a file compressed meanwhile is read from its `.gz`, and
+ * the file held open as the current one (renamed since) is not read twice.
+ */
+function readRotated(file: string, current: OpenLog | undefined): string {
+  for (const f of file.endsWith('.gz') ? [file] : [file, `${file}.gz`]) {
+    try {
+      if (current && !f.endsWith('.gz') && statSync(f).ino === current.ino) return '';
+      const data = readFileSync(f);
+      return (f.endsWith('.gz') ? gunzipSync(data, { maxOutputLength: 1 << 30 }) : data).toString('utf8');
+    } catch {
+      // Removed by a rotation meanwhile, or damaged: the kubelet skips what it cannot read.
+    }
+  }
+  return '';
+}
+
+/** The rotated files of `log` that podrun's rotation keeps (`<log>.<stamp>` and `<log>.<stamp>.gz`), oldest first. */
+function rotatedFiles(log: string): string[] {
+  const base = `${basename(log)}.`;
+  try {
+    return readdirSync(dirname(log))
+      .filter((n) => n.startsWith(base) && /^\d{8}-\d{6}(?:\.gz)?$/.test(n.slice(base.length)))
+      .sort()
+      .map((n) => join(dirname(log), n));
+  } catch {
+    return [];
   }
 }
 
@@ -92,8 +146,10 @@ function write(to: NodeJS.WritableStream, text: string): Promise<void> {
 export async function writeCriLog(path: string, o: LogReadOptions, out: NodeJS.WritableStream, err: NodeJS.WritableStream, running: () => Promise<boolean>, pollMs = 200): Promise<void> {
   const since = boundNs(o.since);
   const until = boundNs(o.until);
-  const first = readFrom(path, 0);
-  let offset = first?.size ?? 0;
+  let current = OpenLog.open(path);
+  // The rotated files first, then the current one: `--tail` and `--since` see across a rotation.
+  const older = rotatedFiles(path).map((f) => readRotated(f, current)).join('');
+  const firstText = older + (current?.read().toString('utf8') ?? '');
   let rest = '';
   const lines = (chunk: string): CriLogLine[] => {
     const all = (rest + chunk).split('\n');
@@ -108,7 +164,7 @@ export async function writeCriLog(path: string, o: LogReadOptions, out: NodeJS.W
       await write(l.stream === 'stderr' ? err : out, o.timestamps ? `${l.time} ${l.text}` : l.text);
     }
   };
-  let initial = lines(first?.data.toString('utf8') ?? '');
+  let initial = lines(firstText);
   if (o.tail !== undefined) {
     // Whole lines: a line's parts (P) count with the F that ends it.
     let whole = 0;
@@ -121,15 +177,30 @@ export async function writeCriLog(path: string, o: LogReadOptions, out: NodeJS.W
     initial = o.tail === 0 ? [] : initial.slice(i);
   }
   await emit(initial);
-  if (!o.follow) return;
-  for (;;) {
-    const alive = await running().catch(() => false);
-    await new Promise((r) => setTimeout(r, pollMs));
-    const next = readFrom(path, offset);
-    if (next) {
-      offset = next.size;
-      if (next.data.length) await emit(lines(next.data.toString('utf8')));
+  if (!o.follow) {
+    current?.close();
+    return;
+  }
+  try {
+    for (;;) {
+      const alive = await running().catch(() => false);
+      await new Promise((r) => setTimeout(r, pollMs));
+      let got = 0;
+      current ??= OpenLog.open(path);
+      if (current) {
+        let data = current.read();
+        if (replaced(path, current)) {
+          // Rotated: what the old file got before the rename, then the new file from its start.
+          current.close();
+          current = OpenLog.open(path);
+          data = Buffer.concat([data, current?.read() ?? Buffer.alloc(0)]);
+        }
+        got = data.length;
+        if (got) await emit(lines(data.toString('utf8')));
+      }
+      if (!alive && !got) return;
     }
-    if (!alive && !next?.data.length) return;
+  } finally {
+    current?.close();
   }
 }
