@@ -2,7 +2,9 @@ import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { AgentProcess } from './agent-helpers.js';
-import { PrivateContainerd } from './cri-engine.js';
+import { CriEngine } from '../../src/runtime/cri/engine.js';
+import { LABEL } from '../../src/runtime/labels.js';
+import { CRI_PAUSE_IMAGE, PrivateContainerd } from './cri-engine.js';
 import { agentGetText, TEST_IMAGE, unique, until, World } from './helpers.js';
 
 // Readings on containerd (CRI): `podrun top pods`, the agent's /stats/summary and
@@ -81,6 +83,20 @@ spec:
       const cpuOf = (c: string): number => Number(new RegExp(`^${name}\\s+${c}\\s+(\\d+)m\\s+\\d+Mi$`, 'm').exec(top.out)?.[1] ?? NaN);
       expect(cpuOf('burner'), top.out).toBeGreaterThan(20);
       expect(top.out).toMatch(new RegExp(`^${name}\\s+hog\\s+\\d+m\\s+(4\\d|[5-9]\\d)Mi$`, 'm'));
+
+      // Where cgroupfs is out of reach (cgroupReadings off, as for a runtime in another host's
+      // cgroups): the runtime's own ContainerStats, a rate from two of them a second apart.
+      const remote = new CriEngine({ runtimeEndpoint: ctrd.endpoint, stateDir: join(world.dir, 'remote-state'), pauseImage: CRI_PAUSE_IMAGE, cgroupReadings: false });
+      try {
+        const [c] = await ctrd.client.listContainers({ labelSelector: { [LABEL.podName]: name, [LABEL.containerName]: 'burner' } });
+        const r = await remote.containerStats(c!.id, false);
+        expect(r?.source).toBe('engine');
+        expect(r!.cpu.usageNs).toBeGreaterThan(r!.earlier!.cpuUsageNs);
+        const [h] = await ctrd.client.listContainers({ labelSelector: { [LABEL.podName]: name, [LABEL.containerName]: 'hog' } });
+        expect((await remote.containerStats(h!.id, true))!.memory.workingSetBytes).toBeGreaterThan(40 * MiB);
+      } finally {
+        remote.client.close();
+      }
     } catch (err) {
       throw new Error(`${(err as Error).message}\nagent log:\n${agent.logs().slice(-4000)}\ncontainerd:\n${ctrd.recentLog}`);
     } finally {
