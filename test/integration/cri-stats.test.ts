@@ -5,7 +5,7 @@ import { AgentProcess } from './agent-helpers.js';
 import { CriEngine } from '../../src/runtime/cri/engine.js';
 import { LABEL } from '../../src/runtime/labels.js';
 import { CRI_PAUSE_IMAGE, PrivateContainerd } from './cri-engine.js';
-import { agentGetText, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { agentGetText, busyPodYaml, unique, until, World } from './helpers.js';
 
 // Readings on containerd (CRI): `podrun top pods`, the agent's /stats/summary and
 // /metrics/cadvisor show a busy container's CPU and a memory hog's working set, read from the
@@ -43,15 +43,7 @@ describe('readings on containerd (CRI)', () => {
     const name = unique('busy');
     const dir = join(world.dir, 'manifests');
     mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'pod.yaml'), `apiVersion: v1
-kind: Pod
-metadata: {name: ${name}, namespace: ${ns}}
-spec:
-  terminationGracePeriodSeconds: 0
-  containers:
-  - {name: burner, image: ${TEST_IMAGE}, command: [sh, -c, 'while :; do i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done; sleep 0.05; done']}
-  - {name: hog, image: ${TEST_IMAGE}, command: [sh, -c, 'head -c 41943040 /dev/zero > /dev/shm/hog; exec sleep 3600']}
-`);
+    writeFileSync(join(dir, 'pod.yaml'), busyPodYaml(name, ns));
     const env = { ...NO_DOCKER, PODRUN_CONTAINER_RUNTIME_ENDPOINT: ctrd.endpoint, PODRUN_POD_LOGS_DIR: podLogs };
     const agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir], env);
     try {
