@@ -33,7 +33,7 @@ interface Summary {
     cpu: { usageNanoCores?: number };
     memory: { workingSetBytes: number };
     network?: { rxBytes: number; interfaces?: { name: string }[] };
-    containers: { name: string; cpu: { usageNanoCores?: number }; memory: { workingSetBytes: number } }[];
+    containers: { name: string; cpu: { usageNanoCores?: number }; memory: { workingSetBytes: number }; rootfs?: { usedBytes: number } }[];
   }[];
 }
 
@@ -61,6 +61,12 @@ describe('readings on containerd (CRI)', () => {
       expect(burner.cpu.usageNanoCores).toBeGreaterThan(20e6);
       expect(hog.cpu.usageNanoCores ?? 0).toBeLessThan(burner.cpu.usageNanoCores! / 5);
       expect(pod.memory.workingSetBytes).toBeGreaterThanOrEqual(hog.memory.workingSetBytes);
+      // The writable layer as containerd measures it (ContainerStats), for the container's rootfs.
+      await until('the writable layer in /stats/summary', async () => {
+        const s = JSON.parse((await agentGetText(world.stateDir, '/stats/summary')) ?? '{}') as Summary;
+        const b = s.pods?.find((x) => x.podRef.name === name)?.containers.find((c) => c.name === 'burner');
+        return b?.rootfs?.usedBytes !== undefined ? true : undefined;
+      }, 90_000);
       // The sandbox's namespace on the CNI bridge: its own eth0, not the node's interfaces.
       expect(pod.network?.interfaces?.map((i) => i.name)).toContain('eth0');
 

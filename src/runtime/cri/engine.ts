@@ -357,7 +357,8 @@ export class CriEngine implements PodEngine {
     if (!s) return undefined;
     // The runtime's writable layer is its own to tell (ContainerStats); the log is podrun's file.
     const logBytes = s.logPath ? await stat(s.logPath).then((st) => st.size, () => undefined) : undefined;
-    return logBytes !== undefined ? { logBytes } : {};
+    const rwBytes = await this.readings.writableLayerBytes(id);
+    return { ...(rwBytes !== undefined ? { rwBytes } : {}), ...(logBytes !== undefined ? { logBytes } : {}) };
   }
 
   engineFacts(): ReturnType<PodEngine['engineFacts']> {

@@ -111,6 +111,13 @@ export class CriReadings {
     return second ? { ...second, earlier: { time: first.time, cpuUsageNs: first.cpu.usageNs } } : first;
   }
 
+  /** The container's writable layer as the runtime measures it (ContainerStats; undefined where it says nothing). */
+  async writableLayerBytes(id: string): Promise<number | undefined> {
+    const s = await this.client.containerStats(id).catch(() => undefined);
+    const used = s?.writableLayer?.usedBytes?.value;
+    return used !== undefined ? Number(used) : undefined;
+  }
+
   /** The runtime's ContainerStats (a sandbox has none: undefined). */
   private async fromRuntime(id: string, oneShot: boolean): Promise<ContainerReading | undefined> {
     const once = async (): Promise<ContainerReading | undefined> => {
