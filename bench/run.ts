@@ -26,6 +26,7 @@ import { reapply } from './reapply.js';
 import { signatureCost } from './signature.js';
 import { pullCost } from './pull.js';
 import { readingsCost } from './readings.js';
+import { criScenarios } from './cri.js';
 
 const BEGIN = '<!-- bench:begin (written by npm run bench) -->';
 const END = '<!-- bench:end -->';
@@ -87,6 +88,7 @@ const SCENARIOS: Record<string, (root: string) => Promise<string | string[]>> = 
   readings: readingsCost,
   gc: garbage,
   churn: churnScenario,
+  cri: criScenarios,
 };
 
 async function main(): Promise<void> {

@@ -59,10 +59,16 @@ export function memoryReading(usage: number | undefined, limit: number | undefin
  */
 export function readCgroup(layout: CgroupLayout, id: string, read: ReadFile = readIfThere, now: Date = new Date()): ContainerReading | undefined {
   for (const rel of cgroupCandidates(layout.driver, id)) {
-    const s = layout.version === 2 ? readV2(`${layout.root}/${rel}`, read) : readV1(layout.root, rel, read);
-    if (s) return { time: now.toISOString(), source: 'cgroup', ...s };
+    const s = readCgroupAt(layout, rel, read, now);
+    if (s) return s;
   }
   return undefined;
+}
+
+/** One reading of the cgroup at `rel` (relative to a hierarchy's root), where the runtime said it put the container. */
+export function readCgroupAt(layout: CgroupLayout, rel: string, read: ReadFile = readIfThere, now: Date = new Date()): ContainerReading | undefined {
+  const s = layout.version === 2 ? readV2(`${layout.root}/${rel}`, read) : readV1(layout.root, rel, read);
+  return s ? { time: now.toISOString(), source: 'cgroup', ...s } : undefined;
 }
 
 function readV1(root: string, rel: string, read: ReadFile): Omit<ContainerReading, 'time'> | undefined {

@@ -3,7 +3,7 @@ import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { AgentSuite } from './agent-helpers.js';
 import { FaultyEngine } from './engine-helpers.js';
-import { agentGetText, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
+import { agentGetText, busyPodYaml, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
 
 // Resource usage and node status as the kubelet serves them: /stats/summary (Summary API),
 // `podrun top pods` (kubectl top's columns, from the agent or from the engine alone), /node and
@@ -30,15 +30,7 @@ describe('resource usage and node status', () => {
     const dir = join(suite.world.dir, 'manifests');
     mkdirSync(dir);
     const name = unique('busy');
-    writeFileSync(join(dir, 'pod.yaml'), `apiVersion: v1
-kind: Pod
-metadata: {name: ${name}, namespace: ${suite.ns}}
-spec:
-  terminationGracePeriodSeconds: 0
-  containers:
-  - {name: burner, image: ${TEST_IMAGE}, command: [sh, -c, 'while :; do i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done; sleep 0.05; done']}
-  - {name: hog, image: ${TEST_IMAGE}, command: [sh, -c, 'head -c 41943040 /dev/zero > /dev/shm/hog; exec sleep 3600']}
-`);
+    writeFileSync(join(dir, 'pod.yaml'), busyPodYaml(name, suite.ns));
     // A host-network pod shares the node's interfaces: like the engine's stats, no network of its own.
     const host = unique('hostnet');
     writeFileSync(join(dir, 'host.yaml'), `apiVersion: v1

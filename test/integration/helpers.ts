@@ -265,3 +265,16 @@ export function copySampleManifests(to: string, o: { demo: string; system: strin
   return texts;
 }
 
+
+/** A pod of two: `burner` keeps a core busy most of the time, `hog` holds 40 MiB in /dev/shm (the readings tests' subjects). */
+export function busyPodYaml(name: string, namespace: string): string {
+  return `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${namespace}}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - {name: burner, image: ${TEST_IMAGE}, command: [sh, -c, 'while :; do i=0; while [ $i -lt 3000 ]; do i=$((i+1)); done; sleep 0.05; done']}
+  - {name: hog, image: ${TEST_IMAGE}, command: [sh, -c, 'head -c 41943040 /dev/zero > /dev/shm/hog; exec sleep 3600']}
+`;
+}

@@ -171,6 +171,8 @@ const ListReq = c<{ filter?: ContainerFilter }, never>(M.ListContainersRequest);
 const ListRes = c<never, { containers: M.ContainerItem[] }>(M.ListContainersResponse);
 const StatusReq = c<{ containerId: string; verbose?: boolean }, never>(M.ContainerStatusRequest);
 const StatusRes = c<never, { status: M.ContainerStatusInfo | undefined; info: M.Labels }>(M.ContainerStatusResponse);
+const StatsReq = c<{ containerId: string }, never>(M.ContainerStatsRequest);
+const StatsRes = c<never, { stats: M.ContainerStatsInfo | undefined }>(M.ContainerStatsResponse);
 const ExecSyncReq = c<{ containerId: string; cmd: string[]; timeout: number }, never>(M.ExecSyncRequest);
 const ExecSyncRes = c<never, M.ExecSyncResult>(M.ExecSyncResponse);
 const ExecReq = c<ExecOptions & { containerId: string; cmd: string[] }, never>(M.ExecRequest);
@@ -282,6 +284,24 @@ export class CriClient {
     const r = await this.rt('ContainerStatus', StatusReq, StatusRes, { containerId });
     if (!r.status) throw new CriNotFoundError(this.endpoint, 'ContainerStatus', `no status for container ${containerId}`);
     return r.status;
+  }
+
+  /** The status with the runtime's verbose `info` map (containerd: its pid and OCI spec, as JSON under `info`). */
+  async containerStatusVerbose(containerId: string): Promise<{ status: M.ContainerStatusInfo; info: M.Labels }> {
+    const r = await this.rt('ContainerStatus', StatusReq, StatusRes, { containerId, verbose: true });
+    if (!r.status) throw new CriNotFoundError(this.endpoint, 'ContainerStatus', `no status for container ${containerId}`);
+    return { status: r.status, info: r.info };
+  }
+
+  async podSandboxStatusVerbose(podSandboxId: string): Promise<{ status: M.PodSandboxStatusInfo; info: M.Labels }> {
+    const r = await this.rt('PodSandboxStatus', SandboxStatusReq, SandboxStatusRes, { podSandboxId, verbose: true });
+    if (!r.status) throw new CriNotFoundError(this.endpoint, 'PodSandboxStatus', `no status for sandbox ${podSandboxId}`);
+    return { status: r.status, info: r.info };
+  }
+
+  /** The runtime's own reading of a container's CPU, memory and writable layer. */
+  async containerStats(containerId: string): Promise<M.ContainerStatsInfo | undefined> {
+    return (await this.rt('ContainerStats', StatsReq, StatsRes, { containerId })).stats;
   }
 
   /**

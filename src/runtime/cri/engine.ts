@@ -20,6 +20,7 @@ import { containerConfig, podLogDirectory, sandboxConfig } from './pod-config.js
 import { recordFromContainer, recordFromSandbox, recordFromStatus, statusFromCri } from './records.js';
 import { watchByRelist } from './relist.js';
 import { startLogRotation } from './log-rotation.js';
+import { CriReadings } from './readings.js';
 import { terminationMessageFrom } from '../termination-message.js';
 import { criEngineFacts, criExecAttached, criExec, prepareCriVolumes, removeCriPodVolumes, pinCriMounts } from './engine-parts.js';
 
@@ -60,6 +61,7 @@ export class CriEngine implements PodEngine {
   private readonly exits = new Map<string, number>();
   /** Sandbox IPs (fixed for a sandbox's life). */
   private readonly ips = new Map<string, string>();
+  private readonly readings: CriReadings;
 
   constructor(readonly options: CriEngineOptions) {
     this.endpoint = options.runtimeEndpoint;
@@ -70,6 +72,7 @@ export class CriEngine implements PodEngine {
     this.instance = instanceId(options.stateDir);
     this.oomScoreFloor = oomScoreFloor(this.endpoint);
     this.logRoot = options.podLogsDir ?? DEFAULT_POD_LOGS_DIR;
+    this.readings = new CriReadings(this.client, options);
   }
 
   /** A CRI call with podrun's error kinds and the observer told of it. */
@@ -358,8 +361,8 @@ export class CriEngine implements PodEngine {
     await writeCriLog(s.logPath, o, out, err, running);
   }
 
-  async containerStats(): ReturnType<PodEngine['containerStats']> {
-    return undefined;
+  containerStats(id: string, oneShot: boolean, network = true): ReturnType<PodEngine['containerStats']> {
+    return this.readings.stats(id, oneShot, network);
   }
 
   async containerDisk(id: string): ReturnType<PodEngine['containerDisk']> {
@@ -367,20 +370,21 @@ export class CriEngine implements PodEngine {
     if (!s) return undefined;
     // The runtime's writable layer is its own to tell (ContainerStats); the log is podrun's file.
     const logBytes = s.logPath ? await stat(s.logPath).then((st) => st.size, () => undefined) : undefined;
-    return logBytes !== undefined ? { logBytes } : {};
+    const rwBytes = await this.readings.writableLayerBytes(id);
+    return { ...(rwBytes !== undefined ? { rwBytes } : {}), ...(logBytes !== undefined ? { logBytes } : {}) };
   }
 
   engineFacts(): ReturnType<PodEngine['engineFacts']> {
     return this.call('version', () => criEngineFacts(this.client));
   }
 
-  async cgroupLayout(): ReturnType<PodEngine['cgroupLayout']> {
-    return undefined;
+  cgroupLayout(): ReturnType<PodEngine['cgroupLayout']> {
+    return this.readings.cgroupLayout();
   }
 
-  /** containerd's cgroups without a cgroup parent: `/k8s.io/<id>` (cgroupfs). */
+  /** Each container's cgroup as its last reading found it (containerd's `/k8s.io/<id>` before one). */
   async containerCgroups(): Promise<(id: string) => string> {
-    return (id) => `/k8s.io/${id}`;
+    return (id) => this.readings.cgroupName(id);
   }
 
   /** The pod's log directory (tests and `describe` read it). */

@@ -209,6 +209,20 @@ export const ExecSyncRequest = spec('ExecSyncRequest', { containerId: str(1), cm
 export const ExecSyncResponse = spec('ExecSyncResponse', { stdout: { no: 1, kind: 'bytes' }, stderr: { no: 2, kind: 'bytes' }, exitCode: i32(3) });
 export const ExecRequest = spec('ExecRequest', { containerId: str(1), cmd: strs(2), tty: bool(3), stdin: bool(4), stdout: bool(5), stderr: bool(6) });
 export const UrlResponse = spec('UrlResponse', { url: str(1) });
+// ContainerStats: the runtime's own reading of a container, where podrun cannot read its cgroup.
+export const ContainerStatsRequest = spec('ContainerStatsRequest', { containerId: str(1) });
+export const CpuUsage = spec('CpuUsage', { timestamp: i64(1), usageCoreNanoSeconds: msg(2, () => UInt64Value), usageNanoCores: msg(3, () => UInt64Value) });
+export const MemoryUsage = spec('MemoryUsage', {
+  timestamp: i64(1),
+  workingSetBytes: msg(2, () => UInt64Value),
+  availableBytes: msg(3, () => UInt64Value),
+  usageBytes: msg(4, () => UInt64Value),
+  rssBytes: msg(5, () => UInt64Value),
+  pageFaults: msg(6, () => UInt64Value),
+  majorPageFaults: msg(7, () => UInt64Value),
+});
+export const ContainerStatsSpec = spec('ContainerStats', { cpu: msg(2, () => CpuUsage), memory: msg(3, () => MemoryUsage), writableLayer: msg(4, () => FilesystemUsage) });
+export const ContainerStatsResponse = spec('ContainerStatsResponse', { stats: msg(1, () => ContainerStatsSpec) });
 export const ContainerEventResponse = spec('ContainerEventResponse', {
   containerId: str(1),
   containerEventType: enm(2),
@@ -414,6 +428,13 @@ export interface FilesystemUsageInfo {
   usedBytes: { value: bigint } | undefined;
   inodesUsed: { value: bigint } | undefined;
 }
+type U64 = { value: bigint } | undefined;
+export interface ContainerStatsInfo {
+  cpu?: { timestamp: bigint; usageCoreNanoSeconds: U64; usageNanoCores: U64 };
+  memory?: { timestamp: bigint; workingSetBytes: U64; availableBytes: U64; usageBytes: U64; rssBytes: U64; pageFaults: U64; majorPageFaults: U64 };
+  writableLayer?: FilesystemUsageInfo;
+}
+
 export interface ContainerEvent {
   containerId: string;
   containerEventType: number;

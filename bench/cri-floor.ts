@@ -1,0 +1,68 @@
+/**
+ * The CRI floor: what a hand-written Node tool on podrun's own CriClient takes for what podrun
+ * does on a CRI runtime, as a whole process.
+ *
+ *   node .bench-build/bench/cri-floor.js cold ENDPOINT PODS LABEL LOGDIR
+ *     N pods of one container: RunPodSandbox, CreateContainer, StartContainer, 4 calls at once.
+ *     Prints the ms from the first call to the last start.
+ *   node .bench-build/bench/cri-floor.js restart ENDPOINT SANDBOX LABEL LOGDIR
+ *     Relists at the generic PLEG's 1 s; when the pod's container has exited, creates and starts
+ *     its next attempt; prints the new container's id once started (the caller times it).
+ */
+import { join } from 'node:path';
+import { CriClient } from '../src/runtime/cri/client.js';
+import { ContainerState, type ContainerConfigInput, type PodSandboxConfigInput } from '../src/runtime/cri/messages.js';
+import { Slots } from '../src/runtime/slots.js';
+import { CRI_TEST_IMAGE } from '../test/integration/cri-engine.js';
+
+const [mode, endpoint, arg, label, logDir] = process.argv.slice(2) as [string, string, string, string, string];
+const client = new CriClient({ endpoint, timeoutMs: 60_000 });
+const [key, value] = label.split('=') as [string, string];
+
+export function floorSandbox(name: string, uid: string): PodSandboxConfigInput {
+  return {
+    metadata: { name, uid, namespace: 'bench-floor', attempt: 0 },
+    hostname: name,
+    logDirectory: join(logDir, `bench-floor_${name}_${uid}`),
+    labels: { [key]: value },
+    linux: { securityContext: { namespaceOptions: { pid: 1 } } },
+  };
+}
+
+function floorContainer(attempt: number): ContainerConfigInput {
+  return { metadata: { name: 'c0', attempt }, image: { image: CRI_TEST_IMAGE }, command: ['sh', '-c', 'exec sleep 3600'], labels: { [key]: value }, logPath: `c0/${attempt}.log` };
+}
+
+async function cold(pods: number): Promise<void> {
+  const slots = new Slots(4);
+  const t0 = performance.now();
+  await Promise.all(
+    Array.from({ length: pods }, async (_, i) => {
+      const cfg = floorSandbox(`floor-${value}-${i}`, `${value}-${i}-${Date.now()}`);
+      const sb = await slots.run(() => client.runPodSandbox(cfg));
+      const id = await slots.run(() => client.createContainer(sb, floorContainer(0), cfg));
+      await slots.run(() => client.startContainer(id));
+    }),
+  );
+  process.stdout.write(`${(performance.now() - t0).toFixed(1)}\n`);
+}
+
+async function restart(sandbox: string): Promise<void> {
+  const st = await client.podSandboxStatus(sandbox);
+  const cfg = floorSandbox(st.metadata!.name, st.metadata!.uid);
+  process.stdout.write('ready\n');
+  for (;;) {
+    await new Promise((r) => setTimeout(r, 1000));
+    const cs = await client.listContainers({ podSandboxId: sandbox });
+    if (cs.some((c) => c.state === ContainerState.RUNNING)) continue;
+    const last = Math.max(...cs.map((c) => c.metadata?.attempt ?? 0));
+    const id = await client.createContainer(sandbox, floorContainer(last + 1), cfg);
+    await client.startContainer(id);
+    process.stdout.write(`${id}\n`);
+    return;
+  }
+}
+
+if (mode === 'cold') await cold(Number(arg));
+else await restart(arg);
+client.close();

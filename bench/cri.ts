@@ -1,0 +1,159 @@
+/**
+ * podrun on a CRI runtime (a private containerd 1.6, as the engine tests start it) against the
+ * CRI floor: a Node process on podrun's own CriClient making the same runtime calls. Cold apply of
+ * 1 and 10 pods (`podrun apply` until every container runs), and the restart reaction (a
+ * container's process killed → the agent's next container running; the floor relists at the same
+ * 1 s and recreates). Every figure is paired with its floor in the same run.
+ */
+import { spawn } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
+import { join } from 'node:path';
+import { LABEL } from '../src/runtime/labels.js';
+import { ContainerState } from '../src/runtime/cri/messages.js';
+import { PrivateContainerd } from '../test/integration/cri-engine.js';
+import { BIN, log, must, ms, pairwise, PAUSE_IMAGE, QUICK, ratio, REPO, run, sleep, stat, table, TEST_IMAGE, writePods, type Stat } from './lib.js';
+
+const FLOOR = join(REPO, '.bench-build/bench/cri-floor.js');
+
+/** The running container of a pod (podrun's by pod label, the floor's by sandbox), polled every 20 ms until one other than `not` runs. */
+async function nextRunning(ctrd: PrivateContainerd, filter: Parameters<PrivateContainerd['client']['listContainers']>[0], not: string, timeoutMs = 60_000): Promise<string> {
+  const end = Date.now() + timeoutMs;
+  while (Date.now() < end) {
+    const cs = await ctrd.client.listContainers(filter);
+    const c = cs.find((x) => x.state === ContainerState.RUNNING && x.id !== not);
+    if (c) return c.id;
+    await sleep(20);
+  }
+  throw new Error('no replacement container within a minute');
+}
+
+async function killProcess(ctrd: PrivateContainerd, id: string): Promise<void> {
+  const { info } = await ctrd.client.containerStatusVerbose(id);
+  const pid = (JSON.parse(info.info ?? '{}') as { pid?: number }).pid;
+  if (!pid) throw new Error(`no pid for ${id}`);
+  process.kill(pid, 'SIGKILL');
+}
+
+interface ColdRow {
+  pods: number;
+  podrun: Stat;
+  floorEngine: Stat;
+  vsStrict: Stat;
+}
+
+async function cold(ctrd: PrivateContainerd, root: string, logs: string, pods: number, runs: number): Promise<ColdRow> {
+  const dir = join(root, `cri-cold-${pods}`);
+  writePods(dir, `cri-cold-${pods}`, 'bench-cri', pods, { containers: 1, hostNetwork: false });
+  const stateDir = join(root, `cri-cold-${pods}-state`);
+  mkdirSync(stateDir, { recursive: true });
+  const env = { DOCKER_HOST: 'unix:///nonexistent/docker.sock' };
+  const cli = (args: string[]): ReturnType<typeof run> => run(BIN, ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', '--container-runtime-endpoint', ctrd.endpoint, '--pod-logs-dir', logs, ...args], { env });
+  const t = { podrun: [] as number[], floor: [] as number[], strict: [] as number[] };
+  for (let r = 0; r < runs; r++) {
+    const applied = await cli(['apply', dir]);
+    if (applied.code !== 0) throw new Error(`podrun apply on CRI failed: ${applied.err}`);
+    t.podrun.push(applied.ms);
+    await cli(['delete', '-f', dir, '--grace-period', '0']);
+
+    const label = `podrun-bench.cri-floor=p${pods}r${r}`;
+    const floor = await must('node', [FLOOR, 'cold', ctrd.endpoint, String(pods), label, logs]);
+    t.floor.push(Number(floor.out.trim()));
+    t.strict.push(Number(floor.out.trim()) + (await must('node', ['-e', '0'])).ms);
+    const [k, v] = label.split('=') as [string, string];
+    for (const sb of await ctrd.client.listPodSandbox({ labelSelector: { [k]: v } })) {
+      await ctrd.client.stopPodSandbox(sb.id);
+      await ctrd.client.removePodSandbox(sb.id);
+    }
+  }
+  const row = { pods, podrun: stat(t.podrun), floorEngine: stat(t.floor), vsStrict: pairwise(t.podrun, t.strict) };
+  log(`CRI cold apply ${pods}: podrun ${ms(row.podrun)}, floor engine ${ms(row.floorEngine)}, strict ${ratio(row.vsStrict)}`);
+  return row;
+}
+
+/** The agent's reaction and the floor's, interleaved run by run. */
+async function restartReaction(ctrd: PrivateContainerd, root: string, logs: string, runs: number): Promise<{ podrun: Stat; floor: Stat; vs: Stat }> {
+  const dir = join(root, 'cri-restart');
+  writePods(dir, 'cri-target', 'bench-cri', 1, { containers: 1, hostNetwork: false });
+  const stateDir = join(root, 'cri-restart-state');
+  mkdirSync(stateDir, { recursive: true });
+  const agent = spawn(BIN, ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', '--container-runtime-endpoint', ctrd.endpoint, '--pod-logs-dir', logs, 'run', '--manifest-dir', dir, '--crash-backoff-initial', '0s', '--crash-backoff-max', '0s'], {
+    stdio: ['ignore', 'pipe', 'pipe'],
+    env: { ...process.env, DOCKER_HOST: 'unix:///nonexistent/docker.sock' },
+  });
+  let agentLog = '';
+  agent.stdout.on('data', (c: Buffer) => (agentLog += c.toString()));
+  agent.stderr.on('data', (c: Buffer) => (agentLog += c.toString()));
+  const t = { podrun: [] as number[], floor: [] as number[] };
+  try {
+    const podFilter = { labelSelector: { [LABEL.podName]: 'cri-target-0' } };
+    let current = await nextRunning(ctrd, podFilter, '', 90_000).catch((e: unknown) => {
+      throw new Error(`${(e as Error).message}\n${agentLog.slice(-3000)}`);
+    });
+    // The floor's own pod, made through the CRI as its tool would.
+    const label = 'podrun-bench.cri-floor=restart';
+    const [k, v] = label.split('=') as [string, string];
+    await must('node', [FLOOR, 'cold', ctrd.endpoint, '1', label, logs]);
+    const [sb] = await ctrd.client.listPodSandbox({ labelSelector: { [k]: v } });
+    let floorCurrent = (await ctrd.client.listContainers({ podSandboxId: sb!.id }))[0]!.id;
+    for (let r = 0; r < runs; r++) {
+      await sleep(500 + Math.random() * 1000); // a random phase against the 1 s relist of either
+      let t0 = performance.now();
+      await killProcess(ctrd, current);
+      current = await nextRunning(ctrd, podFilter, current);
+      t.podrun.push(performance.now() - t0);
+
+      const floor = spawn('node', [FLOOR, 'restart', ctrd.endpoint, sb!.id, label, logs], { stdio: ['ignore', 'pipe', 'inherit'] });
+      // Its exit is awaited from the start: it ends as soon as it has started the replacement.
+      const exited = new Promise((r2) => floor.on('exit', r2));
+      await Promise.race([
+        new Promise<void>((resolve) => floor.stdout.on('data', (c: Buffer) => c.toString().includes('ready') && resolve())),
+        exited.then(() => {
+          throw new Error('the CRI floor ended before it was ready');
+        }),
+      ]);
+      await sleep(Math.random() * 1000);
+      t0 = performance.now();
+      await killProcess(ctrd, floorCurrent);
+      floorCurrent = await nextRunning(ctrd, { podSandboxId: sb!.id }, floorCurrent);
+      t.floor.push(performance.now() - t0);
+      await exited;
+    }
+  } finally {
+    agent.kill('SIGTERM');
+    await new Promise((r) => agent.on('exit', r));
+  }
+  const row = { podrun: stat(t.podrun), floor: stat(t.floor), vs: pairwise(t.podrun, t.floor) };
+  log(`CRI restart reaction: podrun ${ms(row.podrun)}, floor ${ms(row.floor)}, ratio ${ratio(row.vs)}`);
+  return row;
+}
+
+export async function criScenarios(root: string): Promise<string> {
+  const ctrd = new PrivateContainerd();
+  await ctrd.start();
+  ctrd.importTestImages();
+  const logs = join(root, 'cri-pod-logs');
+  mkdirSync(logs, { recursive: true });
+  try {
+    const rows = [await cold(ctrd, root, logs, 1, QUICK ? 2 : 7), await cold(ctrd, root, logs, 10, QUICK ? 1 : 5)];
+    const restart = await restartReaction(ctrd, root, logs, QUICK ? 3 : 7);
+    return `### On a CRI runtime (containerd 1.6, private, CNI bridge)
+
+podrun with \`--container-runtime-endpoint\` on a containerd of the bench's own, beside the CRI
+floor: a Node process on podrun's own CriClient making the same calls (RunPodSandbox,
+CreateContainer, StartContainer, 4 at once). The strict floor is the floor's calls plus
+\`node -e 0\` measured in the same run (target ≤ 1.10). Image ${TEST_IMAGE}, one container a pod.
+
+${table(
+  ['pods', 'podrun apply', 'floor calls', 'podrun / strict floor'],
+  rows.map((r) => [String(r.pods), ms(r.podrun), ms(r.floorEngine), `**${ratio(r.vsStrict)}**`]),
+)}
+
+Restart reaction: the container's process killed (SIGKILL) → the next container running, seen by
+listing every 20 ms. podrun's agent (crash back-off off) against a floor process that relists
+at the generic PLEG's 1 s and recreates (target ≤ 1.0).
+
+${table(['podrun agent', 'CRI floor (1 s relist)', 'podrun / floor'], [[ms(restart.podrun), ms(restart.floor), `**${ratio(restart.vs)}**`]])}`;
+  } finally {
+    await ctrd.destroy();
+  }
+}
