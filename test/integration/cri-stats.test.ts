@@ -1,31 +1,18 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { afterAll, beforeAll, describe, expect, it } from 'vitest';
+import { describe, expect, it } from 'vitest';
 import { AgentProcess } from './agent-helpers.js';
 import { CriEngine } from '../../src/runtime/cri/engine.js';
 import { LABEL } from '../../src/runtime/labels.js';
-import { CRI_PAUSE_IMAGE, PrivateContainerd } from './cri-engine.js';
-import { agentGetText, busyPodYaml, unique, until, World } from './helpers.js';
+import { CRI_PAUSE_IMAGE, criTestBed } from './cri-engine.js';
+import { agentGetText, busyPodYaml, unique, until } from './helpers.js';
 
 // Readings on containerd (CRI): `podrun top pods`, the agent's /stats/summary and
 // /metrics/cadvisor show a busy container's CPU and a memory hog's working set, read from the
 // cgroups containerd made (found through each container's own /proc/<pid>/cgroup), and the pod's
 // network from its sandbox's namespace on the CNI bridge.
-const ctrd = new PrivateContainerd();
-const world = new World();
-const podLogs = join(world.dir, 'pod-logs');
-const NO_DOCKER = { DOCKER_HOST: 'unix:///nonexistent/docker.sock' };
+const { ctrd, world, podLogs, noDocker: NO_DOCKER, cri } = criTestBed();
 const MiB = 2 ** 20;
-
-beforeAll(async () => {
-  await ctrd.start();
-  ctrd.importTestImages();
-}, 90_000);
-
-afterAll(async () => {
-  await ctrd.destroy();
-  await world.cleanup();
-}, 90_000);
 
 interface Summary {
   pods?: {
@@ -76,7 +63,7 @@ describe('readings on containerd (CRI)', () => {
       expect(line, cadvisor.slice(0, 3000)).toBeDefined();
       expect(Number(line!.split(' ')[1])).toBeGreaterThan(40 * MiB);
 
-      const top = await world.bin(['--container-runtime-endpoint', ctrd.endpoint, '--pod-logs-dir', podLogs, 'top', 'pods', '-n', ns, '--containers'], { env: NO_DOCKER });
+      const top = await cri(['top', 'pods', '-n', ns, '--containers']);
       expect(top.code, `${top.out}\n${top.err}`).toBe(0);
       const cpuOf = (c: string): number => Number(new RegExp(`^${name}\\s+${c}\\s+(\\d+)m\\s+\\d+Mi$`, 'm').exec(top.out)?.[1] ?? NaN);
       expect(cpuOf('burner'), top.out).toBeGreaterThan(20);
