@@ -1,4 +1,4 @@
-import type { Exposition, LabelText } from './container-metrics.js';
+import type { Exposition, LabelText } from './exposition.js';
 import type { ContainerSample } from './summary.js';
 
 // The /metrics/cadvisor series the standard dashboards and alerts read beyond CPU and memory
