@@ -380,6 +380,11 @@ export class Agent {
     return this.cache.connected;
   }
 
+  /** /healthz: the engine reachable and its relist fresh (the kubelet's PLEG check), or why not. */
+  unhealthy(): string | undefined {
+    return this.cache.judgeHealth();
+  }
+
   /**
    * One container GC sweep from the cache. Whole pods go only when every source has loaded (else
    * "not desired" may just mean "not read yet").
