@@ -18,7 +18,8 @@ import { writeCriLog, type LogReadOptions } from './logs.js';
 import { ContainerState, PodSandboxState, type PodSandboxConfigInput } from './messages.js';
 import { containerConfig, podLogDirectory, sandboxConfig } from './pod-config.js';
 import { recordFromContainer, recordFromSandbox, recordFromStatus, statusFromCri } from './records.js';
-import { watchByRelist } from './relist.js';
+import { relistWatch } from './relist.js';
+import { followContainerEvents } from './container-events.js';
 import { startLogRotation } from './log-rotation.js';
 import { CriReadings } from './readings.js';
 import { terminationMessageFrom } from '../termination-message.js';
@@ -36,6 +37,8 @@ export interface CriEngineOptions extends RuntimeOptions {
   podLogsDir?: string;
   /** How often lifecycle events are found by relisting (the generic PLEG's 1 s). */
   relistPeriodMs?: number;
+  /** How often the relist runs as a safety net once the runtime's container events are followed (default 10 s). */
+  eventedRelistPeriodMs?: number;
   /** How often logs are checked for rotation (the kubelet's containerLogMonitorInterval, 10 s). */
   logRotationPeriodMs?: number;
 }
@@ -62,6 +65,8 @@ export class CriEngine implements PodEngine {
   /** Sandbox IPs (fixed for a sandbox's life). */
   private readonly ips = new Map<string, string>();
   private readonly readings: CriReadings;
+  /** What the runtime said of GetContainerEvents: Unimplemented is asked once per engine. */
+  private readonly eventsKnown = { unsupported: false, followed: false };
 
   constructor(readonly options: CriEngineOptions) {
     this.endpoint = options.runtimeEndpoint;
@@ -177,10 +182,25 @@ export class CriEngine implements PodEngine {
    * CRI runtime leaves to its client (log-rotation.ts).
    */
   async watchEvents(onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void): Promise<() => void> {
-    const stop = await watchByRelist(() => this.listContainers(), onEvent, onEnd, this.options.relistPeriodMs ?? 1000);
+    const fastPeriodMs = this.options.relistPeriodMs ?? 1000;
+    const watch = await relistWatch(() => this.listContainers(), onEvent, onEnd, fastPeriodMs);
+    const abort = new AbortController();
+    if (!this.eventsKnown.unsupported) {
+      void followContainerEvents(this.client.containerEvents(abort.signal), watch, {
+        instance: this.instance,
+        pauseImage: this.options.pauseImage,
+        fastPeriodMs,
+        slowPeriodMs: this.options.eventedRelistPeriodMs ?? 10_000,
+        notice: (m) => this.options.observer?.notice?.(m),
+        known: this.eventsKnown,
+      });
+    }
     const policy = this.options.containerLog;
     this.stopRotation ??= policy ? startLogRotation(this.client, this.selector(), policy, () => this.options.observer?.call?.('rotate container log', 0, true), this.options.logRotationPeriodMs) : undefined;
-    return stop;
+    return () => {
+      abort.abort();
+      watch.stop();
+    };
   }
 
   private async status(id: string): Promise<ContainerStatus | undefined> {
