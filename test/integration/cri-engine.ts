@@ -1,7 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { CriClient } from '../../src/runtime/cri/client.js';
 import { afterAll, beforeAll } from 'vitest';
 import { PAUSE_IMAGE, TEST_IMAGE, until, World } from './helpers.js';
@@ -203,7 +203,8 @@ export class PrivateContainerd {
         for (const line of readFileSync(`/proc/${p}/cgroup`, 'utf8').split('\n')) {
           // `N:controllers:/path` (v1, one per hierarchy) or `0::/path` (v2).
           const m = /^\d+:([^:]*):(\/.+)$/.exec(line);
-          if (!m?.[2] || !/\/k8s\.io\/[0-9a-f]{64}$/.test(m[2])) continue;
+          // containerd's default parent, or the pod cgroup podrun makes for --pod-max-pids (pod-cgroup.ts).
+          if (!m?.[2] || !/\/(k8s\.io|podrun\/[0-9a-f]+\/pod[A-Za-z0-9-]+)\/[0-9a-f]{64}$/.test(m[2])) continue;
           // v2 lines name no controller: mounted at /sys/fs/cgroup, or at /sys/fs/cgroup/unified beside v1 (hybrid, as here).
           const hierarchy = m[1] ? m[1].replace(/^name=/, '') : existsSync('/sys/fs/cgroup/unified/cgroup.procs') ? 'unified' : '';
           cgroups.add(join('/sys/fs/cgroup', hierarchy, m[2]));
@@ -263,6 +264,14 @@ export class PrivateContainerd {
         } catch (e) {
           if ((e as NodeJS.ErrnoException).code === 'ENOENT') break;
           await new Promise((r) => setTimeout(r, 50));
+        }
+      }
+      // A pod cgroup of podrun's, and the podrun directories above it, once empty.
+      for (let up = dirname(dir); /\/podrun(\/|$)/.test(up); up = dirname(up)) {
+        try {
+          rmdirSync(up);
+        } catch {
+          break;
         }
       }
     }

@@ -20,6 +20,7 @@ import { containerConfig, podLogDirectory, sandboxConfig } from './pod-config.js
 import { recordFromContainer, recordFromSandbox, recordFromStatus, statusFromCri } from './records.js';
 import { relistWatch } from './relist.js';
 import { followContainerEvents } from './container-events.js';
+import { ensurePodCgroup, podCgroupParent, removePodCgroup } from './pod-cgroup.js';
 import { startLogRotation } from './log-rotation.js';
 import { CriReadings } from './readings.js';
 import { terminationMessageFrom } from '../termination-message.js';
@@ -239,7 +240,15 @@ export class CriEngine implements PodEngine {
 
   private sandboxConfigOf(pod: Pod, id: PodIdentity, attempt: number, hash: string): PodSandboxConfigInput {
     const dns = podDns(pod.spec.dnsPolicy, pod.spec.dnsConfig, nodeResolvConf(this.options.resolvConf ?? '/etc/resolv.conf'), pod.spec.hostNetwork === true);
-    return sandboxConfig(pod, id, { instance: this.instance, attempt, hash, pauseImage: this.options.pauseImage, logRoot: this.logRoot, ...(dns ? { dns } : {}) });
+    const config = sandboxConfig(pod, id, { instance: this.instance, attempt, hash, pauseImage: this.options.pauseImage, logRoot: this.logRoot, ...(dns ? { dns } : {}) });
+    // The same parent in RunPodSandbox and in each CreateContainer's sandbox config: the runtime
+    // puts a container's cgroup below the parent the latter names.
+    return this.pidsLimited ? { ...config, linux: { ...config.linux, cgroupParent: podCgroupParent(this.instance, id.uid) } } : config;
+  }
+
+  /** --pod-max-pids: each pod gets a cgroup of its own with the limit (pod-cgroup.ts). */
+  private get pidsLimited(): boolean {
+    return (this.options.podPidsLimit ?? 0) > 0;
   }
 
   /**
@@ -249,9 +258,17 @@ export class CriEngine implements PodEngine {
   async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, _engineRestarts: boolean, _volumes?: ReadonlyMap<string, VolumeBacking>, signal?: AbortSignal): Promise<SandboxInfo> {
     const config = this.sandboxConfigOf(pod, id, attempt, hash);
     mkdirSync(config.logDirectory ?? '', { recursive: true, mode: 0o755 });
+    const cgroupParent = config.linux?.cgroupParent;
+    if (cgroupParent) {
+      try {
+        ensurePodCgroup(cgroupParent, this.options.podPidsLimit ?? 0);
+      } catch (err) {
+        throw new SandboxError(`the pod's cgroup for --pod-max-pids: ${(err as Error).message}`);
+      }
+    }
     signal?.throwIfAborted();
     const sandboxId = await this.call(`run sandbox for ${id.namespace}/${id.name}`, () => this.client.runPodSandbox(config)).catch((err: unknown) => {
-      throw new SandboxError(sandboxProblem((err as Error).message));
+      throw new SandboxError(sandboxProblem((err as Error).message, cgroupParent));
     });
     this.created(id.uid, sandboxId);
     return this.sandboxInfo(sandboxId, pod);
@@ -325,6 +342,8 @@ export class CriEngine implements PodEngine {
   /** The pod's files under the state directory, and its log directory (the kubelet removes both with the pod). */
   async removePodVolumes(uid: string): Promise<void> {
     await removeCriPodVolumes(this.options.stateDir, uid);
+    // Whatever the limit is now: the pod may have been made under another one.
+    if (/^[A-Za-z0-9-]{1,128}$/.test(uid)) removePodCgroup(podCgroupParent(this.instance, uid));
     const dirs = await this.podLogDirs(uid);
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }
@@ -414,8 +433,11 @@ export class CriEngine implements PodEngine {
 }
 
 /** The runtime's refusal of a sandbox, with the fix for the one a new node meets first: no pause image. */
-export function sandboxProblem(message: string): string {
+export function sandboxProblem(message: string, cgroupParent?: string): string {
   const m = /failed to get sandbox image "([^"]+)"/.exec(message);
   if (m) return `the runtime's sandbox (pause) image ${m[1]} is missing and could not be pulled: pull or import it into the runtime (ctr -n k8s.io images import), or point sandbox_image in /etc/containerd/config.toml at one it has (${message})`;
+  // A runtime on the systemd cgroup driver wants a slice, not the cgroupfs path podrun made.
+  if (cgroupParent && /slice|systemd|cgroups?\s*path/i.test(message))
+    return `--pod-max-pids on CRI sets the pods' pids limit on a cgroup podrun makes (${cgroupParent}, the cgroupfs driver), and this runtime refused it as the sandbox's cgroup parent; a runtime on the systemd cgroup driver (SystemdCgroup = true) is not supported for it yet: run without --pod-max-pids, or with the cgroupfs driver (${message})`;
   return message;
 }
