@@ -436,8 +436,9 @@ export class CriEngine implements PodEngine {
 export function sandboxProblem(message: string, cgroupParent?: string): string {
   const m = /failed to get sandbox image "([^"]+)"/.exec(message);
   if (m) return `the runtime's sandbox (pause) image ${m[1]} is missing and could not be pulled: pull or import it into the runtime (ctr -n k8s.io images import), or point sandbox_image in /etc/containerd/config.toml at one it has (${message})`;
-  // A runtime on the systemd cgroup driver wants a slice, not the cgroupfs path podrun made.
-  if (cgroupParent && /slice|systemd|cgroups?\s*path/i.test(message))
-    return `--pod-max-pids on CRI sets the pods' pids limit on a cgroup podrun makes (${cgroupParent}, the cgroupfs driver), and this runtime refused it as the sandbox's cgroup parent; a runtime on the systemd cgroup driver (SystemdCgroup = true) is not supported for it yet: run without --pod-max-pids, or with the cgroupfs driver (${message})`;
+  // Whatever the refusal, the cgroup parent is podrun's doing: a runtime on the systemd cgroup
+  // driver wants a slice, not the cgroupfs path podrun made for the limit.
+  if (cgroupParent)
+    return `${message} (the sandbox's cgroup parent was ${cgroupParent}, the pod cgroup podrun makes for --pod-max-pids with the cgroupfs driver; a runtime on the systemd cgroup driver (SystemdCgroup = true) refuses it: run without --pod-max-pids there)`;
   return message;
 }
