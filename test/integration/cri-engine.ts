@@ -307,6 +307,30 @@ export class PrivateContainerd {
 }
 
 /**
+ * The pod cgroups podrun made for this instance (--pod-max-pids), from every hierarchy, once the
+ * runtime that put processes in them is gone: a test that failed before deleting its pod leaves them.
+ */
+export function removePodCgroups(instance: string): void {
+  const bases = existsSync('/sys/fs/cgroup/cgroup.controllers') ? ['/sys/fs/cgroup'] : readdirSync('/sys/fs/cgroup').map((h) => join('/sys/fs/cgroup', h));
+  for (const base of bases) {
+    const mine = join(base, 'podrun', instance);
+    let pods: string[] = [];
+    try {
+      pods = readdirSync(mine, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+    } catch {
+      continue;
+    }
+    for (const dir of [...pods.map((p) => join(mine, p)), mine, join(base, 'podrun')]) {
+      try {
+        rmdirSync(dir);
+      } catch {
+        // busy, or another instance's pods still in it
+      }
+    }
+  }
+}
+
+/**
  * A test file's private containerd with the test images, a World, and `cri(args)`: the built
  * binary on that containerd with no Docker engine reachable (hooks registered here).
  */
@@ -322,6 +346,7 @@ export function criTestBed(): { ctrd: PrivateContainerd; world: World; podLogs: 
   }, 90_000);
   afterAll(async () => {
     await ctrd.destroy();
+    removePodCgroups(world.instance);
     await world.cleanup();
   }, 90_000);
   return { ctrd, world, podLogs, criArgs, noDocker, cri: (args) => world.bin([...criArgs(), ...args], { env: noDocker }) };

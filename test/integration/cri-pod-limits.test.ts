@@ -64,7 +64,8 @@ spec:
     const name = unique('forky');
     const LIMIT = 40;
     // Each container starts 100 sleepers (a fork bomb that stops): together they want over 200.
-    const loop = "i=0; while [ $i -lt 100 ]; do (sleep 3600 &) 2>/dev/null; i=$((i+1)); done; echo forked; sleep 3600";
+    // Both start first (the pod's limit holds for a container's start too): each waits for the other.
+    const loop = (me: string, other: string): string => `touch /s/${me}; until [ -f /s/${other} ]; do sleep 0.1; done; i=0; while [ $i -lt 100 ]; do (sleep 3600 &) 2>/dev/null; i=$((i+1)); done; echo forked; sleep 3600`;
     const manifest = world.write(
       `${name}.yaml`,
       `apiVersion: v1
@@ -73,17 +74,19 @@ metadata: {name: ${name}, namespace: ${ns}}
 spec:
   terminationGracePeriodSeconds: 1
   containers:
-  - {name: a, image: ${TEST_IMAGE}, command: [sh, -c, '${loop}']}
-  - {name: b, image: ${TEST_IMAGE}, command: [sh, -c, '${loop}']}
+  - {name: a, image: ${TEST_IMAGE}, command: [sh, -c, '${loop('a', 'b')}'], volumeMounts: [{name: s, mountPath: /s}]}
+  - {name: b, image: ${TEST_IMAGE}, command: [sh, -c, '${loop('b', 'a')}'], volumeMounts: [{name: s, mountPath: /s}]}
+  volumes:
+  - {name: s, emptyDir: {}}
 `,
     );
     const applied = await cri(['--pod-max-pids', String(LIMIT), 'apply', '-f', manifest, '--timeout', '60s']);
-    expect(applied.code, `${applied.out}\n${applied.err}\n${ctrd.recentLog}`).toBe(0);
     const sandboxes = await ctrd.client.listPodSandbox({ labelSelector: { [LABEL.podName]: name } });
-    expect(sandboxes).toHaveLength(1);
-    const uid = sandboxes[0]!.metadata?.uid ?? '';
+    const uid = sandboxes[0]?.metadata?.uid ?? '';
     const cgroup = join('/sys/fs/cgroup/pids/podrun', world.instance, `pod${uid}`);
     try {
+      expect(applied.code, `${applied.out}\n${applied.err}\n${ctrd.recentLog}`).toBe(0);
+      expect(sandboxes).toHaveLength(1);
       expect(readFileSync(join(cgroup, 'pids.max'), 'utf8').trim()).toBe(String(LIMIT));
       await until('both loops to end', async () => {
         const outs = await Promise.all(['a', 'b'].map(async (c) => (await cri(['logs', name, '-n', ns, '-c', c])).out));
