@@ -51,7 +51,7 @@ export class PodCache {
   lastRelistMs = 0;
   /** The kubelet's PLEG health: the last successful relist began no longer ago than the threshold. */
   readonly health: RelistHealth;
-  private healthSaid: string | undefined;
+  private plegUnhealthy = false;
 
   constructor(
     private readonly rt: EngineLifecycle,
@@ -192,12 +192,15 @@ export class PodCache {
    * Logged once each time it turns, as the kubelet logs "PLEG is not healthy".
    */
   judgeHealth(): string | undefined {
-    const problem = this.connected ? this.health.problem() : 'engine unreachable';
-    if (problem !== this.healthSaid && this.connected) {
+    if (!this.connected) return 'engine unreachable';
+    // The engine's loss and return are logged where they happen; this says the relist's own turns.
+    const problem = this.health.problem();
+    // Said as it turns, not at each look (the age in the text grows at each).
+    if ((problem !== undefined) !== this.plegUnhealthy) {
       if (problem) this.o.log?.warn(`PLEG is not healthy: ${problem}`);
-      else if (this.healthSaid) this.o.log?.info('PLEG is healthy again');
+      else this.o.log?.info('PLEG is healthy again');
     }
-    this.healthSaid = problem;
+    this.plegUnhealthy = problem !== undefined;
     return problem;
   }
 

@@ -59,6 +59,11 @@ describe('the agent when containerd restarts under it', () => {
       await new Promise((r) => setTimeout(r, 3000));
       expect(agent.proc.exitCode).toBeNull();
       expect(await healthz()).toBe(503);
+      // get must not show what the cache last saw as if it were now.
+      const down = await world.bin(['--container-runtime-endpoint', ctrd.endpoint, '--pod-logs-dir', podLogs, 'get', 'pods', '-n', ns], { env: noDocker });
+      expect(down.out).not.toContain('Running');
+      expect(down.code).toBe(3);
+      expect(down.err).toMatch(/cannot reach the container runtime/);
 
       await ctrd.start();
       await until('the pod applied meanwhile to run', () => allRunning(late), 90_000);
