@@ -105,7 +105,7 @@ export class Agent {
       ...o.runtime,
       ...(o.maxParallel ? { engineSlots: o.maxParallel } : {}),
       onPullProgress: pullLogger(this.log),
-      observer: { call: (what, seconds, failed) => m.engineCall(operationType(what), seconds, failed), pull: (seconds, ok) => m.imagePulled(seconds, ok) },
+      observer: { call: (what, seconds, failed) => m.engineCall(operationType(what), seconds, failed), pull: (seconds, ok) => m.imagePulled(seconds, ok), notice: (message) => this.log.info(message) },
     });
     this.nodeStatus = new NodeStatus(this.runtime, {
       stateDir: o.runtime.stateDir,
@@ -378,6 +378,11 @@ export class Agent {
 
   healthy(): boolean {
     return this.cache.connected;
+  }
+
+  /** /healthz: the engine reachable and its relist fresh (the kubelet's PLEG check), or why not. */
+  unhealthy(): string | undefined {
+    return this.cache.judgeHealth();
   }
 
   /**

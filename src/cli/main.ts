@@ -108,7 +108,7 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .addOption(new Option('--image-credentials <file>', "a Docker config.json pulls read (auths, credHelpers, credsStore; keys may name a path: registry:5000/team); default <state-dir>/config.json, then ~/.docker/config.json"))
     .addOption(new Option('--serialize-image-pulls <bool>', "pull one image at a time, as the kubelet's default").argParser(bool).default(true))
     .addOption(new Option('--max-parallel-image-pulls <n>', 'most pulls at once with --serialize-image-pulls false (default: no limit)').argParser(positiveInt))
-    .addOption(new Option('--pod-max-pids <n>', "most processes each of a pod's containers may have (-1: no limit), as the kubelet's per pod; on Docker it holds per container").argParser(podMaxPids).default(-1))
+    .addOption(new Option('--pod-max-pids <n>', "most processes each of a pod's containers may have (-1: no limit), as the kubelet's per pod (on CRI, a pod cgroup); on Docker it holds per container").argParser(podMaxPids).default(-1))
     .addOption(new Option('--resolv-conf <file>', "the resolver configuration pods inherit (their dnsConfig is added to it), as the kubelet's").default('/etc/resolv.conf'))
     .addHelpText(
       'after',

@@ -69,6 +69,8 @@ export interface RuntimeObserver {
   /** `what` describes the call ("create container web of default/p"); failed: the engine refused or was gone. */
   call?(what: string, seconds: number, failed: boolean): void;
   pull?(seconds: number, ok: boolean): void;
+  /** Something about the engine worth one line in the log (how its changes are followed). */
+  notice?(message: string): void;
 }
 
 /**

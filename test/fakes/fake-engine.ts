@@ -33,6 +33,8 @@ export class FakeEngine implements PodEngine {
   down = false;
   /** When set, every create waits for it first: an engine slow to answer. */
   hold: Promise<void> | undefined;
+  /** When set, every list waits for it first: a relist that takes long (an engine holding many dead containers). */
+  listHold: Promise<void> | undefined;
   /** When set, the engine refuses to create a container of this name (a bad mount, a missing binary): CreateContainerError. */
   refuseCreate: (c: { pod: string; container: string; image: string }) => string | undefined = () => undefined;
   /** The event stream is cut and cannot be followed again until `restoreEvents` (an engine whose events API hangs). */
@@ -153,6 +155,7 @@ export class FakeEngine implements PodEngine {
 
   async listContainers(uid?: string): Promise<EngineContainer[]> {
     this.count('list');
+    if (this.listHold) await this.listHold;
     return [...this.containers.values()].filter((c) => !uid || c.labels[LABEL.podUid] === uid).map((c) => structuredClone(c));
   }
 

@@ -18,7 +18,9 @@ import { writeCriLog, type LogReadOptions } from './logs.js';
 import { ContainerState, PodSandboxState, type PodSandboxConfigInput } from './messages.js';
 import { containerConfig, podLogDirectory, sandboxConfig } from './pod-config.js';
 import { recordFromContainer, recordFromSandbox, recordFromStatus, statusFromCri } from './records.js';
-import { watchByRelist } from './relist.js';
+import { relistWatch } from './relist.js';
+import { followContainerEvents } from './container-events.js';
+import { ensurePodCgroup, podCgroupParent, removePodCgroup } from './pod-cgroup.js';
 import { startLogRotation } from './log-rotation.js';
 import { CriReadings } from './readings.js';
 import { terminationMessageFrom } from '../termination-message.js';
@@ -36,6 +38,8 @@ export interface CriEngineOptions extends RuntimeOptions {
   podLogsDir?: string;
   /** How often lifecycle events are found by relisting (the generic PLEG's 1 s). */
   relistPeriodMs?: number;
+  /** How often the relist runs as a safety net once the runtime's container events are followed (default 10 s). */
+  eventedRelistPeriodMs?: number;
   /** How often logs are checked for rotation (the kubelet's containerLogMonitorInterval, 10 s). */
   logRotationPeriodMs?: number;
 }
@@ -62,6 +66,8 @@ export class CriEngine implements PodEngine {
   /** Sandbox IPs (fixed for a sandbox's life). */
   private readonly ips = new Map<string, string>();
   private readonly readings: CriReadings;
+  /** What the runtime said of GetContainerEvents: Unimplemented is asked once per engine. */
+  private readonly eventsKnown = { unsupported: false, followed: false };
 
   constructor(readonly options: CriEngineOptions) {
     this.endpoint = options.runtimeEndpoint;
@@ -177,10 +183,25 @@ export class CriEngine implements PodEngine {
    * CRI runtime leaves to its client (log-rotation.ts).
    */
   async watchEvents(onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void): Promise<() => void> {
-    const stop = await watchByRelist(() => this.listContainers(), onEvent, onEnd, this.options.relistPeriodMs ?? 1000);
+    const fastPeriodMs = this.options.relistPeriodMs ?? 1000;
+    const watch = await relistWatch(() => this.listContainers(), onEvent, onEnd, fastPeriodMs);
+    const abort = new AbortController();
+    if (!this.eventsKnown.unsupported) {
+      void followContainerEvents(this.client.containerEvents(abort.signal), watch, {
+        instance: this.instance,
+        pauseImage: this.options.pauseImage,
+        fastPeriodMs,
+        slowPeriodMs: this.options.eventedRelistPeriodMs ?? 10_000,
+        notice: (m) => this.options.observer?.notice?.(m),
+        known: this.eventsKnown,
+      });
+    }
     const policy = this.options.containerLog;
     this.stopRotation ??= policy ? startLogRotation(this.client, this.selector(), policy, () => this.options.observer?.call?.('rotate container log', 0, true), this.options.logRotationPeriodMs) : undefined;
-    return stop;
+    return () => {
+      abort.abort();
+      watch.stop();
+    };
   }
 
   private async status(id: string): Promise<ContainerStatus | undefined> {
@@ -219,7 +240,15 @@ export class CriEngine implements PodEngine {
 
   private sandboxConfigOf(pod: Pod, id: PodIdentity, attempt: number, hash: string): PodSandboxConfigInput {
     const dns = podDns(pod.spec.dnsPolicy, pod.spec.dnsConfig, nodeResolvConf(this.options.resolvConf ?? '/etc/resolv.conf'), pod.spec.hostNetwork === true);
-    return sandboxConfig(pod, id, { instance: this.instance, attempt, hash, pauseImage: this.options.pauseImage, logRoot: this.logRoot, ...(dns ? { dns } : {}) });
+    const config = sandboxConfig(pod, id, { instance: this.instance, attempt, hash, pauseImage: this.options.pauseImage, logRoot: this.logRoot, ...(dns ? { dns } : {}) });
+    // The same parent in RunPodSandbox and in each CreateContainer's sandbox config: the runtime
+    // puts a container's cgroup below the parent the latter names.
+    return this.pidsLimited ? { ...config, linux: { ...config.linux, cgroupParent: podCgroupParent(this.instance, id.uid) } } : config;
+  }
+
+  /** --pod-max-pids: each pod gets a cgroup of its own with the limit (pod-cgroup.ts). */
+  private get pidsLimited(): boolean {
+    return (this.options.podPidsLimit ?? 0) > 0;
   }
 
   /**
@@ -229,9 +258,17 @@ export class CriEngine implements PodEngine {
   async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, _engineRestarts: boolean, _volumes?: ReadonlyMap<string, VolumeBacking>, signal?: AbortSignal): Promise<SandboxInfo> {
     const config = this.sandboxConfigOf(pod, id, attempt, hash);
     mkdirSync(config.logDirectory ?? '', { recursive: true, mode: 0o755 });
+    const cgroupParent = config.linux?.cgroupParent;
+    if (cgroupParent) {
+      try {
+        ensurePodCgroup(cgroupParent, this.options.podPidsLimit ?? 0);
+      } catch (err) {
+        throw new SandboxError(`the pod's cgroup for --pod-max-pids: ${(err as Error).message}`);
+      }
+    }
     signal?.throwIfAborted();
     const sandboxId = await this.call(`run sandbox for ${id.namespace}/${id.name}`, () => this.client.runPodSandbox(config)).catch((err: unknown) => {
-      throw new SandboxError(sandboxProblem((err as Error).message));
+      throw new SandboxError(sandboxProblem((err as Error).message, cgroupParent));
     });
     this.created(id.uid, sandboxId);
     return this.sandboxInfo(sandboxId, pod);
@@ -305,6 +342,8 @@ export class CriEngine implements PodEngine {
   /** The pod's files under the state directory, and its log directory (the kubelet removes both with the pod). */
   async removePodVolumes(uid: string): Promise<void> {
     await removeCriPodVolumes(this.options.stateDir, uid);
+    // Whatever the limit is now: the pod may have been made under another one.
+    if (/^[A-Za-z0-9-]{1,128}$/.test(uid)) removePodCgroup(podCgroupParent(this.instance, uid));
     const dirs = await this.podLogDirs(uid);
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }
@@ -394,8 +433,12 @@ export class CriEngine implements PodEngine {
 }
 
 /** The runtime's refusal of a sandbox, with the fix for the one a new node meets first: no pause image. */
-export function sandboxProblem(message: string): string {
+export function sandboxProblem(message: string, cgroupParent?: string): string {
   const m = /failed to get sandbox image "([^"]+)"/.exec(message);
   if (m) return `the runtime's sandbox (pause) image ${m[1]} is missing and could not be pulled: pull or import it into the runtime (ctr -n k8s.io images import), or point sandbox_image in /etc/containerd/config.toml at one it has (${message})`;
+  // Whatever the refusal, the cgroup parent is podrun's doing: a runtime on the systemd cgroup
+  // driver wants a slice, not the cgroupfs path podrun made for the limit.
+  if (cgroupParent)
+    return `${message} (the sandbox's cgroup parent was ${cgroupParent}, the pod cgroup podrun makes for --pod-max-pids with the cgroupfs driver; a runtime on the systemd cgroup driver (SystemdCgroup = true) refuses it: run without --pod-max-pids there)`;
   return message;
 }
