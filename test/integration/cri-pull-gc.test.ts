@@ -34,8 +34,8 @@ interface Bed {
   world: World;
   /** The binary on this engine, on `w`'s state dir (this bed's world by default). */
   cli(args: string[], w?: World): Promise<CliResult>;
-  /** An agent on this engine. */
-  agent(args: string[]): AgentProcess;
+  /** An agent on this engine, on `w`'s state dir (this bed's world by default). */
+  agent(args: string[], w?: World): AgentProcess;
   hasImage(ref: string): Promise<boolean>;
   /** Lets the engine pull from a plain-HTTP loopback registry. */
   trustRegistry(host: string): void;
@@ -66,7 +66,7 @@ const dockerBed: Bed = {
   engine: 'docker',
   world: dockerWorld,
   cli: (args, w = dockerWorld) => w.bin(args),
-  agent: (args) => new AgentProcess(dockerWorld.stateDir, args),
+  agent: (args, w = dockerWorld) => new AgentProcess(w.stateDir, args),
   hasImage: dockerHasImage,
   // Docker pulls from plain HTTP on 127.0.0.0/8 as it is: loopback is an insecure registry to it.
   trustRegistry: () => undefined,
@@ -85,7 +85,7 @@ const criBed: Bed = {
   engine: 'cri',
   world: criWorld,
   cli: (args, w = criWorld) => w.bin([...criArgs(), ...args], { env: noDocker }),
-  agent: (args) => new AgentProcess(criWorld.stateDir, args, { ...noDocker, PODRUN_CONTAINER_RUNTIME_ENDPOINT: ctrd.endpoint, PODRUN_POD_LOGS_DIR: podLogs }),
+  agent: (args, w = criWorld) => new AgentProcess(w.stateDir, args, { ...noDocker, PODRUN_CONTAINER_RUNTIME_ENDPOINT: ctrd.endpoint, PODRUN_POD_LOGS_DIR: podLogs }),
   hasImage: async (ref) => (await ctrd.client.imageStatus(ref)) !== undefined,
   trustRegistry: (host) => ctrd.trustPlainHttpRegistry(host),
   records: async (ns, name, w = criWorld) => {
@@ -237,12 +237,20 @@ async function deadContainersAndSandboxes(bed: Bed): Promise<void> {
   mkdirSync(dir, { recursive: true });
   writeFileSync(join(dir, 'loop.yaml'), podYaml(ns, 'loop', TEST_IMAGE, 'exit 1'));
   writeFileSync(join(dir, 'victim.yaml'), podYaml(ns, 'victim', TEST_IMAGE));
-  // Another podrun instance on the same engine, with a dead container and a dead sandbox of its own.
+  // Another podrun instance on the same engine, with a pile of dead instances of its own.
   const other = new World();
-  const ran = await bed.cli(['apply', '-f', other.write('done.yaml', podYaml(ns, 'done', TEST_IMAGE, 'true', 'Never')), '--timeout', '30s'], other);
-  expect(ran.code, ran.err).toBe(0);
-  await until('the other instance\'s container to exit', async () => ((await bed.records(ns, 'done', other)).some((c) => !c.sandbox && !c.live) ? true : undefined));
-  const theirs = await bed.records(ns, 'done', other);
+  const otherDir = join(other.dir, 'manifests');
+  mkdirSync(otherDir, { recursive: true });
+  writeFileSync(join(otherDir, 'theirs.yaml'), podYaml(ns, 'theirs', TEST_IMAGE, 'exit 1'));
+  const theirAgent = bed.agent(['--manifest-dir', otherDir, '--crash-backoff-initial', '0.2s', '--crash-backoff-max', '0.2s', '--maximum-dead-containers-per-container', '1000', '--gc-period', '1h'], other);
+  try {
+    await theirAgent.started();
+    await until('three dead instances of the other instance\'s crash loop', async () => ((await bed.records(ns, 'theirs', other)).filter((c) => !c.sandbox && !c.live).length >= 3 ? true : undefined), 60_000);
+  } finally {
+    await theirAgent.stop();
+  }
+  await until('their crash loop to be all dead', async () => ((await bed.records(ns, 'theirs', other)).some((c) => !c.sandbox && c.live) ? undefined : true));
+  const theirs = await bed.records(ns, 'theirs', other);
   const agent = bed.agent(['--manifest-dir', dir, '--crash-backoff-initial', '0.2s', '--crash-backoff-max', '0.2s', '--maximum-dead-containers-per-container', '1000', '--gc-period', '1h']);
   try {
     await agent.started();
@@ -282,8 +290,8 @@ async function deadContainersAndSandboxes(bed: Bed): Promise<void> {
   const victimAfter = await bed.records(ns, 'victim');
   expect(victimAfter.filter((c) => c.sandbox).map((c) => [c.id, c.live])).toEqual([[victimBefore.find((c) => c.sandbox && c.live)?.id, true]]);
   expect(victimAfter.some((c) => !c.sandbox && c.live)).toBe(true);
-  // The other instance's dead container and sandbox are exactly where they were.
-  expect((await bed.records(ns, 'done', other)).map((c) => c.id).sort()).toEqual(theirs.map((c) => c.id).sort());
+  // The other instance's dead instances are exactly where they were.
+  expect((await bed.records(ns, 'theirs', other)).map((c) => c.id).sort()).toEqual(theirs.map((c) => c.id).sort());
   await bed.cli(['delete', 'pods', '--all', '-n', ns, '--grace-period', '0'], other);
   await bed.cli(['delete', '-f', dir, '--grace-period', '0']);
   await other.cleanup();
@@ -328,10 +336,13 @@ describe('image GC on containerd (ImageService)', () => {
         const st = statfsSync(mountpoint);
         const percent = ((st.blocks - st.bfree) / st.blocks) * 100;
 
-        const below = await gcAt(100, 99).collectImages(false);
+        // Below the high threshold nothing goes, however low the low one.
+        const below = await gcAt(100, 0).collectImages(false);
         expect(below.removed).toBe(0);
         // The usage measured is the image file system's (ImageFsInfo's mountpoint), as the kubelet's.
         expect(Math.abs(below.usagePercent - percent)).toBeLessThan(2);
+        // Above the high threshold, but under the low one already: nothing to free.
+        expect((await gcAt(1, 100).collectImages(false)).removed).toBe(0);
         for (const n of ['unused-a', 'unused-b']) expect(await criBed.hasImage(tag(n))).toBe(true);
 
         const above = await gcAt(1, 0).collectImages(false);
