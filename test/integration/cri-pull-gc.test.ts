@@ -326,6 +326,11 @@ describe('image GC on containerd (ImageService)', () => {
       const running = await criBed.cli(['apply', '-f', other.write('running.yaml', podYaml(ns, 'running', tag('running'))), '--timeout', '30s'], other);
       expect(running.code, running.err).toBe(0);
 
+      // `podrun gc` on the runtime measures the image file system (a dry run: nothing goes).
+      const dry = await criBed.cli(['gc', '--dry-run']);
+      expect(dry.code, dry.err).toBe(0);
+      expect(dry.out).toMatch(/^images: disk at \d+\.\d%; \d+ to remove$/m);
+
       // podrun's --pause-image is not the runtime's sandbox_image here: the runtime's own must be kept all the same.
       const engine = new CriEngine({ stateDir: criWorld.stateDir, pauseImage: 'docker.io/podrun-test/not-the-sandbox-image:1', runtimeEndpoint: ctrd.endpoint, podLogsDir: podLogs });
       try {

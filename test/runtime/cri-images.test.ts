@@ -60,7 +60,8 @@ describe('the image GC\'s view of a CRI runtime', () => {
 
   it('a runtime whose Status says nothing usable (CRI-O, an error, bad JSON) pins only what it marks', async () => {
     const images = [image('sha256:pin', ['x/pinned:1'], [], true), image('sha256:free', ['x/free:1'])];
-    for (const info of [new Error('unimplemented'), { config: 'not json' }, { config: JSON.stringify({ sandboxImage: 42 }) }, {}]) {
+    const answers: (Labels | Error)[] = [new Error('unimplemented'), { config: 'not json' }, { config: JSON.stringify({ sandboxImage: 42 }) }, {}];
+    for (const info of answers) {
       const inv = await new CriImages(runtime({ images, containers: [], info, mountpoint: '/m' }), { stateDir: '/x', pauseImage: 'p' }).inventory('p');
       expect([...(inv.enginePinned ?? [])]).toEqual(['sha256:pin']);
     }
