@@ -168,6 +168,13 @@ async function pullBackOffThenCredentialFixed(bed: Bed): Promise<void> {
     writeFileSync(join(bed.world.stateDir, 'config.json'), credentialsJson(USER.password));
     await until('the locked pod to run', async () => ((await podOf(bed, ns, 'locked'))?.status.containerStatuses?.[0]?.state.running ? true : undefined), 60_000);
     expect(await bed.hasImage(locked)).toBe(true);
+    // Issue 22's back-off: the second attempt came 10 s after the first failed (the fix was written before it).
+    const attempts = agent.logs().split('\n').filter((l) => l.includes(`INFO  pulling image ${locked}`)).map((l) => Date.parse(l.slice(0, 24)));
+    const failedAt = Date.parse(agent.logs().split('\n').find((l) => l.includes(`WARN  failed to pull image ${locked}`))?.slice(0, 24) ?? '');
+    expect(attempts.length).toBeGreaterThanOrEqual(2);
+    const gap = ((attempts[1] ?? 0) - failedAt) / 1000;
+    expect(gap).toBeGreaterThanOrEqual(9.5);
+    expect(gap).toBeLessThan(14);
     // With the credential right, the missing tag's attempts say what is wrong now: no such tag.
     const gone = await until('the missing tag\'s reason', async () => {
       const w = waiting(await podOf(bed, ns, 'absent'));
