@@ -269,6 +269,8 @@ export interface ImageInventory {
   images: EngineImage[];
   inUse: Set<string>;
   pinnedId: string;
+  /** Images the engine itself keeps (a CRI runtime's `pinned` images and its own sandbox image): never collected. */
+  enginePinned?: ReadonlySet<string>;
 }
 
 /** What the node status says of the engine. */

@@ -332,7 +332,13 @@ export class CriEngine implements PodEngine {
     });
   }
 
+  /**
+   * StopPodSandbox, then RemovePodSandbox, as the kubelet's container GC removes one: a sandbox
+   * whose pause process died without a stop (killed, OOM) still holds its network, which the
+   * stop tears down and the removal alone would refuse or leak.
+   */
   async removeSandbox(id: string): Promise<void> {
+    await this.stopSandbox(id);
     await this.call('remove sandbox', () => this.client.removePodSandbox(id)).catch((err: unknown) => {
       if (!isCriNotFound(err)) throw err;
     });
