@@ -342,14 +342,18 @@ export class PodRuntime implements PodEngine {
     if (this.options.containerLog) void this.defaultLogDriver();
     // The containers' image inspects while the sandbox is made: their starts find the answer.
     for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) if (c.imagePullPolicy !== 'Always') this.presence.lookAhead(c.image);
-    await this.ensureImage(this.options.pauseImage, 'IfNotPresent', undefined, signal);
     const dns = podDns(pod.spec.dnsPolicy, pod.spec.dnsConfig, nodeResolvConf(this.options.resolvConf ?? '/etc/resolv.conf'), pod.spec.hostNetwork === true);
     const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: this.options.network ?? 'bridge', restartPolicy, oomScoreFloor: this.oomScoreFloor, ...(volumes ? { volumes } : {}), ...(dns ? { dns } : {}), ...(this.options.podPidsLimit ? { pidsLimit: this.options.podPidsLimit } : {}) });
     const refused = (err: unknown): never => {
       throw err instanceof EngineRequestError ? new SandboxError(err.message) : err;
     };
     const slot = signal ? { signal } : {};
-    const container = await this.create(pod, `create sandbox for ${id.namespace}/${id.name}`, opts, signal).catch(refused);
+    // The pause image is looked for only when the create fails (it is there but on a new node):
+    // missing, it is pulled and the create tried again, as with a look first, a round trip less.
+    const pause = this.options.pauseImage;
+    const container = await this.presence
+      .create(pause, () => this.create(pod, `create sandbox for ${id.namespace}/${id.name}`, opts, signal), () => this.images.present(pause), () => this.ensureImage(pause, 'IfNotPresent', undefined, signal), signal)
+      .catch(refused);
     await this.work(`start sandbox for ${id.namespace}/${id.name}`, () => container.start(), slot).catch(refused);
     return this.sandboxInfo(container.id, pod);
   }
