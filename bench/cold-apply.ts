@@ -70,10 +70,10 @@ export async function preparePodman(env: Record<string, string>): Promise<string
 
 export async function coldApply(root: string): Promise<string> {
   const configs: Config[] = [];
-  // BENCH_COLD_PODS=1,10 for some sizes only.
+  // BENCH_COLD_PODS=1,10 and BENCH_COLD_CONTAINERS=1 for some shapes only; BENCH_COLD_RUNS=N runs each; BENCH_COLD_PEERS=0 without compose and podman.
   const sizes = process.env.BENCH_COLD_PODS?.split(',').map(Number) ?? (QUICK ? [1, 10] : [1, 10, 50]);
   for (const pods of sizes) {
-    for (const containers of [1, 2]) {
+    for (const containers of process.env.BENCH_COLD_CONTAINERS?.split(',').map(Number) ?? [1, 2]) {
       for (const hostNetwork of [false, true]) configs.push({ pods, shape: { containers, hostNetwork }, runs: Number(process.env.BENCH_COLD_RUNS ?? 0) || (QUICK ? 1 : pods === 1 ? 7 : pods === 10 ? 5 : 3) });
     }
   }
@@ -96,7 +96,7 @@ export async function coldApply(root: string): Promise<string> {
     const cli = podrun(stateDir);
     const t = { podrun: [] as number[], applied: [] as number[], floor: [] as number[], floorEngine: [] as number[], strict: [] as number[], compose: [] as number[], podman: [] as number[] };
     const label = `podrun-bench.floor=${tag}`;
-    const withPeers = !config.shape.hostNetwork || config.pods === 1;
+    const withPeers = process.env.BENCH_COLD_PEERS !== '0' && (!config.shape.hostNetwork || config.pods === 1);
     for (let r = 0; r < config.runs; r++) {
       // Interleaved, so drift in the machine's load hits every contender alike. Like with like
       // for the ratios: create and start (--no-wait), as the floor and `docker-compose up -d`;
