@@ -83,6 +83,9 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
     waitOk = result.ok;
     if (result.ok) io.out(`${ok.length} pod${ok.length === 1 ? '' : 's'} ready`);
   }
-  await pruneAfterApply(rt, new Set(loaded.pods.map((p) => p.uid)));
+  // Dead instances come from restarts (the wait) or from what the pod held before; a pod made
+  // anew and not waited on holds one instance of each: nothing to look for.
+  const prunable = loaded.pods.filter((p) => o.wait || plans.some((x) => x.desired?.uid === p.uid && x.observed));
+  await pruneAfterApply(rt, new Set(prunable.map((p) => p.uid)));
   return failures.length === 0 && waitOk ? EXIT.ok : EXIT.failed;
 }

@@ -277,6 +277,7 @@ async function syncApplyProbes(rt: PodEngine, probes: ProbeManager, d: DesiredPo
 
 /** Keeps one dead instance per container of the given pods (for `logs --previous`), removes the rest. */
 export async function pruneAfterApply(rt: PodEngine, uids: Set<string>): Promise<void> {
+  if (uids.size === 0) return;
   const observed = (await rt.listPods()).filter((p) => uids.has(p.uid));
   await Promise.all(observed.map((p) => pruneDeadInstances(rt, p)));
 }

@@ -8,12 +8,13 @@ import { defaultHostIP, nodeResolvConf, oomScoreFloor } from '../host.js';
 import { instanceId, LABEL, MANAGED_BY } from '../labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../observed.js';
 import type { PodEngine } from '../roles.js';
-import { ContainerStartError, SandboxError, type ContainerStatus, type EngineEvent, type EngineRestartOn, type ExecEnd, type RuntimeOptions, type SandboxInfo, type StartRequest } from '../runtime-types.js';
+import { ContainerStartError, ImageError, SandboxError, type ContainerStatus, type EngineEvent, type EngineRestartOn, type ExecEnd, type RuntimeOptions, type SandboxInfo, type StartRequest } from '../runtime-types.js';
 import { containerCreateOptions, needsImageUser, startOptions, type PodIdentity, type VolumeBacking } from '../docker/spec.js';
 import { CriClient } from './client.js';
 import { criEngineError, isCriNotFound } from './engine-errors.js';
 import { CriExecTimeoutError } from './errors.js';
 import { CriImages, type PullListener } from './images.js';
+import { ImagePresence } from '../image-presence.js';
 import { writeCriLog, type LogReadOptions } from './logs.js';
 import { ContainerState, PodSandboxState, type PodSandboxConfigInput } from './messages.js';
 import { containerConfig, podLogDirectory, sandboxConfig } from './pod-config.js';
@@ -59,6 +60,8 @@ export class CriEngine implements PodEngine {
   readonly oomScoreFloor: number;
   readonly client: CriClient;
   private readonly images: CriImages;
+  /** ImageStatus answers of "present", so a burst of starts asks once per image. */
+  private readonly presence: ImagePresence;
   private readonly logRoot: string;
   private readonly createdListeners = new Set<(podUid: string, id: string) => void>();
   /** Exit codes of exited containers (they never change), so a relist costs one status call per exit, not per exited container. */
@@ -73,6 +76,7 @@ export class CriEngine implements PodEngine {
     this.endpoint = options.runtimeEndpoint;
     this.client = new CriClient({ endpoint: options.runtimeEndpoint, ...(options.imageEndpoint ? { imageEndpoint: options.imageEndpoint } : {}), ...(options.requestTimeoutMs ? { timeoutMs: options.requestTimeoutMs } : {}) });
     this.images = new CriImages(this.client, options);
+    this.presence = new ImagePresence((image) => this.images.present(image));
     this.nodeName = options.nodeName ?? hostname();
     this.hostIP = options.hostIP ?? defaultHostIP();
     this.instance = instanceId(options.stateDir);
@@ -137,9 +141,13 @@ export class CriEngine implements PodEngine {
 
   /** podrun's sandboxes and containers (all, or one pod's), as records; exits and IPs asked once each. */
   async listContainers(uid?: string): Promise<EngineContainer[]> {
-    await this.identify();
     const labelSelector = this.selector(uid);
-    const [sandboxes, containers] = await this.call('list containers', () => Promise.all([this.client.listPodSandbox({ labelSelector }), this.client.listContainers({ labelSelector })]));
+    // Asked together (a round trip less for a command's first look); Version's failure is the one told.
+    const identified = this.identify();
+    const listed = this.call('list containers', () => Promise.all([this.client.listPodSandbox({ labelSelector }), this.client.listContainers({ labelSelector })]));
+    listed.catch(() => undefined);
+    await identified;
+    const [sandboxes, containers] = await listed;
     await Promise.all([
       ...containers.filter((c) => c.state === ContainerState.EXITED && !this.exits.has(c.id)).map(async (c) => {
         const s = await this.client.containerStatus(c.id).catch(() => undefined);
@@ -267,6 +275,8 @@ export class CriEngine implements PodEngine {
       }
     }
     signal?.throwIfAborted();
+    // The containers' ImageStatus while the runtime makes the sandbox: their starts find the answer.
+    for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) if (c.imagePullPolicy !== 'Always') this.presence.lookAhead(c.image);
     const sandboxId = await this.call(`run sandbox for ${id.namespace}/${id.name}`, () => this.client.runPodSandbox(config)).catch((err: unknown) => {
       throw new SandboxError(sandboxProblem((err as Error).message, cgroupParent));
     });
@@ -274,10 +284,15 @@ export class CriEngine implements PodEngine {
     return this.sandboxInfo(sandboxId, pod);
   }
 
+  /** The pod's IP: asked once per sandbox (fixed for its life; the relist asks for each new one too). */
   async sandboxInfo(id: string, pod: Pod): Promise<SandboxInfo> {
     if (pod.spec.hostNetwork) return { id, ip: this.hostIP };
+    const known = this.ips.get(id);
+    if (known) return { id, ip: known };
     const s = await this.call('sandbox status', () => this.client.podSandboxStatus(id));
-    return { id, ip: s.network?.ip ?? '' };
+    const ip = s.network?.ip ?? '';
+    if (ip && s.state === PodSandboxState.READY) this.ips.set(id, ip);
+    return { id, ip };
   }
 
   async startContainer(pod: Pod, id: PodIdentity, c: Container, o: StartRequest): Promise<string> {
@@ -301,9 +316,18 @@ export class CriEngine implements PodEngine {
     mkdirSync(join(sandboxConfig.logDirectory ?? '', c.name), { recursive: true, mode: 0o755 });
     o.signal?.throwIfAborted();
     const what = `${c.name} of ${id.namespace}/${id.name}`;
-    const cid = await this.call(`create container ${what}`, () => this.client.createContainer(o.sandbox.id, config, sandboxConfig)).catch((err: unknown) => {
-      throw new ContainerStartError((err as Error).message, 'CreateContainerError');
-    });
+    const cid = await this.presence
+      .create(
+        c.image,
+        () => this.call(`create container ${what}`, () => this.client.createContainer(o.sandbox.id, config, sandboxConfig)),
+        () => this.images.present(c.image),
+        () => this.ensureImage(c.image, c.imagePullPolicy, o.onPull, o.signal),
+        o.signal,
+      )
+      .catch((err: unknown) => {
+        if (err instanceof ImageError) throw err;
+        throw new ContainerStartError((err as Error).message, 'CreateContainerError');
+      });
     this.created(id.uid, cid);
     await this.call(`start container ${what}`, () => this.client.startContainer(cid)).catch((err: unknown) => {
       throw new ContainerStartError((err as Error).message, 'RunContainerError');
@@ -327,6 +351,7 @@ export class CriEngine implements PodEngine {
 
   /** StopPodSandbox: the runtime stops what still runs in it and tears its network down. */
   async stopSandbox(id: string): Promise<void> {
+    this.ips.delete(id);
     await this.call('stop sandbox', () => this.client.stopPodSandbox(id)).catch((err: unknown) => {
       if (!isCriNotFound(err)) throw err;
     });
@@ -365,7 +390,7 @@ export class CriEngine implements PodEngine {
   }
 
   ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener, signal?: AbortSignal): Promise<void> {
-    return this.call(`ensure image ${image}`, () => this.images.ensureImage(image, policy, onPull, signal));
+    return this.presence.ensure(image, policy, () => this.call(`ensure image ${image}`, () => this.images.ensureImage(image, policy, onPull, signal)));
   }
 
   hasImage(image: string): Promise<boolean> {
@@ -377,6 +402,8 @@ export class CriEngine implements PodEngine {
   }
 
   async removeImage(id: string): Promise<void> {
+    // By id: any reference seen present may have been this image.
+    this.presence.forget();
     await this.call(`remove image ${id}`, () => this.images.remove(id)).catch((err: unknown) => {
       if (!isCriNotFound(err)) throw err;
     });
