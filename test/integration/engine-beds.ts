@@ -24,7 +24,7 @@ export interface BedContainer {
   id: string;
   /** The spec's container name (`POD` for a sandbox). */
   name: string;
-  type: 'sandbox' | 'container' | 'init' | string;
+  type: 'sandbox' | 'init' | 'app' | string;
   state: ContainerState;
   restartCount: number;
   hash: string;
