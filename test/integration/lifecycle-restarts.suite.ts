@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import type { EngineBed } from './engine-beds.js';
+import { bareId, type EngineBed } from './engine-beds.js';
 import { TEST_IMAGE, unique } from './helpers.js';
 import { container, sleep, supervisedDirectory, untilPod } from './lifecycle-helpers.js';
 
@@ -35,6 +35,21 @@ describe(`${bed.tag} restart policies and crash-loop backoff`, () => {
       const p = await untilPod(world, ns, names[i]!, 'status', () => true);
       expect([names[i], (container(p, 'c')?.restartCount ?? 0) > 0]).toEqual([names[i], restarts]);
     }
+  });
+
+  it('makes a container killed under it again, with its kill as the last state', async () => {
+    const name = unique('killed');
+    write(name, `  containers: [{name: c, image: ${TEST_IMAGE}, command: [sleep, '3600']}]
+`);
+    const p = await untilPod(world, ns, name, 'c to run', (x) => container(x, 'c')?.state.running !== undefined);
+    const id = bareId(container(p, 'c')?.containerID);
+    await bed.kill(id);
+    const after = await untilPod(world, ns, name, 'c to run again', (x) => (container(x, 'c')?.restartCount ?? 0) >= 1 && container(x, 'c')?.state.running !== undefined);
+    expect(container(after, 'c')?.lastState?.terminated?.exitCode).toBe(137);
+    expect(bareId(container(after, 'c')?.containerID)).not.toBe(id);
+    // The engine holds the new instance running, and the killed one exited, as the status says.
+    const held = (await bed.containers(ns, name)).filter((c) => c.name === 'c').map((c) => [c.restartCount, c.state, c.id === id]);
+    expect(held).toEqual([[1, 'running', false], [0, 'exited', true]]);
   });
 
   it('backs off 1 s, 2 s, 4 s, 4 s between crashes and shows CrashLoopBackOff meanwhile', async () => {
