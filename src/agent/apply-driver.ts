@@ -3,10 +3,10 @@ import type { DesiredPod } from '../manifest/types.js';
 import { PodCache } from '../pleg/cache.js';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from '../reconcile/backoff.js';
 import { describeNotReady, type PodLook, type PodLooker, type Verdict } from '../reconcile/converge.js';
-import { graceOf, removePod, specOf } from '../reconcile/lifecycle.js';
+import { specOf } from '../reconcile/lifecycle.js';
 import type { PodPlan } from '../reconcile/plan.js';
 import { waitsStuck } from '../reconcile/stuck.js';
-import { ContainerImageError } from '../reconcile/sync.js';
+import { ContainerImageError, executeRemoval } from '../reconcile/sync.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { toV1Status, type V1Pod } from '../status/v1.js';
 import { PodSupervisor } from './supervisor.js';
@@ -47,7 +47,7 @@ export class ApplyDriver implements PodLooker {
       plans.map(async (p): Promise<PodOutcome> => {
         try {
           if (p.verdict === 'deleted') {
-            if (p.observed) await removePod(this.rt, p.observed, graceOf(p.observed));
+            if (p.observed) await executeRemoval(this.rt, p.observed, p.actions);
             return { key: p.key };
           }
           if (!p.desired) return { key: p.key };

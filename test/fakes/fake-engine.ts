@@ -29,6 +29,8 @@ export class FakeEngine implements PodEngine {
   readonly calls = new Map<string, number>();
   /** How containers behave, by container name (default: they keep running). */
   behaviour: (c: { pod: string; container: string }) => Behaviour = () => ({});
+  /** Containers (and sandboxes) made with an engine restart policy (no agent: `apply` runs alone), by id. */
+  readonly engineRestarting = new Set<string>();
   /** Makes the engine refuse every call, as a dead engine would. */
   down = false;
   /** When set, every create waits for it first: an engine slow to answer. */
@@ -206,13 +208,14 @@ export class FakeEngine implements PodEngine {
     return new Map((pod.spec.volumes ?? []).map((v) => [v.name, { kind: 'bind' as const, path: `/fake/volumes/${v.name}` }]));
   }
 
-  // The fake restarts nothing by itself, so `engineRestarts` changes nothing here; its volumes are the prepared ones.
-  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, _engineRestarts?: boolean, _volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
+  // The fake restarts nothing by itself: `engineRestarts` is only noted (a test restarts in place); its volumes are the prepared ones.
+  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, engineRestarts?: boolean, _volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
     await this.hold;
     this.count('create');
     const labels = { ...sandboxLabels(pod, id, attempt, hash), [LABEL.instance]: this.instance };
     const ip = pod.spec.hostNetwork ? undefined : `10.88.${(this.next >> 8) & 255}.${this.next & 255}`;
     const c = this.make(engineName({ ...id, instance: this.instance }, 'POD', attempt), this.options.pauseImage, labels, ip);
+    if (engineRestarts) this.engineRestarting.add(c.id);
     this.count('start');
     this.run(c);
     return { id: c.id, ip: ip ?? this.hostIP };
@@ -235,6 +238,7 @@ export class FakeEngine implements PodEngine {
     }
     const labels = { ...containerLabels(pod, id, c, o.type, o.restartCount, o.hash), [LABEL.instance]: this.instance };
     const made = this.make(engineName({ ...id, instance: this.instance }, c.name, o.restartCount), c.image, labels);
+    if (o.engineRestarts) this.engineRestarting.add(made.id);
     this.count('start');
     this.run(made);
     return made.id;
