@@ -72,11 +72,9 @@ export function stuckContainer(d: DesiredPod, observed: ObservedPod | undefined,
       const reason = c.state.waiting?.reason;
       if (!reason || !STUCK_REASONS.has(reason) || !current(d, observed, c)) continue;
       // As the kubelet's back-off: the first restart is at once; a crash loop is a second death.
-      // The engine, restarting in place (the same container), waits a moment even after the
-      // first, and counts that death as a restart already: there a crash loop is a second restart.
+      // (The engine, restarting in place, waits a moment even after the first.)
+      if (reason === 'CrashLoopBackOff' && c.restartCount < 1) continue;
       const last = c.lastState?.terminated;
-      const inPlace = last?.containerID !== undefined && last.containerID === c.containerID;
-      if (reason === 'CrashLoopBackOff' && c.restartCount < (inPlace ? 2 : 1)) continue;
       const logOf = engineId(last?.containerID) ?? engineId(c.containerID);
       return {
         container: c.name,

@@ -50,7 +50,7 @@ spec:
   initContainers: [{name: init, image: busybox:1}]
   containers: [{name: app, image: busybox:1}]
 `);
-    const result = await applyAndWait(engine, driver, d, 3_000);
+    const result = await applyAndWait(engine, driver, d, 4_000);
     expect(result.ok).toBe(false);
     expect(result.problems).toHaveLength(1);
     expect(result.problems[0]?.message).toBe('CrashLoopBackOff: init container init exited with code 3 (Error), 1 restart; the log of init container init is empty');

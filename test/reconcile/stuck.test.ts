@@ -32,14 +32,6 @@ describe('stuckContainer: when apply stops waiting for a pod', () => {
     expect(stuckContainer(d, observedFor(d), crashLoop(0))).toBeUndefined();
   });
 
-  it('restarted in place by the engine (no agent): not after its first death, which the engine counts at once, but after its second', () => {
-    const d = POD();
-    const inPlace = (restartCount: number): V1Pod['status'] =>
-      status({ restartCount, containerID: 'docker://same', state: { waiting: { reason: 'CrashLoopBackOff' } }, lastState: { terminated: { exitCode: 3, reason: 'Error', containerID: 'docker://same' } } });
-    expect(stuckContainer(d, observedFor(d), inPlace(1))).toBeUndefined();
-    expect(stuckContainer(d, observedFor(d), inPlace(2))).toMatchObject({ reason: 'CrashLoopBackOff', restartCount: 2, exitCode: 3, logOf: 'same' });
-  });
-
   it('not for a status left from the version before an update', () => {
     const before = POD();
     const after = POD('busybox:1.37');
