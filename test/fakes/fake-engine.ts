@@ -6,8 +6,8 @@ import { ContainerStartError, ImageError, type EngineEvent, type EngineRestartOn
 
 type FakeContainer = EngineContainer & { startedAt?: number; finishedAt?: number };
 
-/** What a started container does: keep running, or exit at once with a code (a crash loop). */
-export type Behaviour = { exitCode?: number };
+/** What a started container does: keep running, or exit at once with a code (a crash loop); `ignoresTerm`: a stop waits out its grace period, then kills (137). */
+export type Behaviour = { exitCode?: number; ignoresTerm?: boolean };
 
 /**
  * An in-memory engine behind podrun's engine interface (roles.ts), as a CRI runtime would be:
@@ -244,11 +244,16 @@ export class FakeEngine implements PodEngine {
     return made.id;
   }
 
-  async stopContainer(id: string): Promise<void> {
+  async stopContainer(id: string, graceSeconds = 0): Promise<void> {
     this.count('stop');
     this.notSandbox(id, 'stopContainer');
-    // The stop signal ends it: 143 for SIGTERM, as a shell that traps nothing exits.
-    this.exit(id, 143);
+    const c = this.containers.get(id);
+    const b = c ? this.behaviour({ pod: c.labels[LABEL.podName] ?? '', container: c.labels[LABEL.containerName] ?? '' }) : {};
+    // The stop signal ends it: 143 for SIGTERM, as a shell that traps nothing exits. One that
+    // ignores it runs out its grace period, as the engine's stop does, and is killed.
+    if (!b.ignoresTerm || c?.state !== 'running') return this.exit(id, 143);
+    await new Promise((r) => setTimeout(r, graceSeconds * 1000));
+    this.exit(id, 137);
   }
 
   async removeContainer(id: string): Promise<void> {
