@@ -86,4 +86,25 @@ spec:
     expect(engine.calls.get('create')).toBe(creates);
     expect(takeOver).not.toHaveBeenCalled();
   });
+
+  it('does not take the engine\'s first restart in place for a crash loop (it counts it before it makes it), but its second', async () => {
+    const { engine, driver } = setup();
+    const d = desired(`apiVersion: v1
+kind: Pod
+metadata: {name: inplace, namespace: apply}
+spec:
+  containers: [{name: app, image: busybox:1}]
+`);
+    expect(await applyAndWait(engine, driver, d)).toEqual({ ok: true, problems: [] });
+    const app = [...engine.containers.values()].find((c) => c.labels[LABEL.containerName] === 'app')!;
+    engine.exit(app.id, 1);
+    engine.restartPending(app.id);
+    const first = await waitForPods(engine, [d], driver, { timeoutMs: 200, pollMs: 5 });
+    expect(first.problems[0]?.message).toMatch(/^not ready after 0s: /);
+    engine.restartInPlace(app.id);
+    engine.exit(app.id, 1);
+    engine.restartPending(app.id);
+    const second = await waitForPods(engine, [d], driver, { timeoutMs: 5_000, pollMs: 5 });
+    expect(second.problems[0]?.message).toMatch(/^CrashLoopBackOff: container app exited with code 1 \(Error\), 2 restarts/);
+  });
 });

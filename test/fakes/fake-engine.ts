@@ -4,7 +4,7 @@ import { groupObserved, type EngineContainer, type ObservedPod } from '../../src
 import type { PodEngine } from '../../src/runtime/roles.js';
 import { ContainerStartError, ImageError, type EngineEvent, type EngineRestartOn, type RuntimeOptions, type SandboxInfo, type StartRequest, type VolumeBacking } from '../../src/runtime/runtime-types.js';
 
-type FakeContainer = EngineContainer & { startedAt?: number; finishedAt?: number };
+type FakeContainer = EngineContainer & { startedAt?: number; finishedAt?: number; engineRestarts?: number };
 
 /** What a started container does: keep running, or exit at once with a code (a crash loop); `ignoresTerm`: a stop waits out its grace period, then kills (137). */
 export type Behaviour = { exitCode?: number; ignoresTerm?: boolean };
@@ -95,10 +95,21 @@ export class FakeEngine implements PodEngine {
     this.emit('exited', c);
   }
 
+  /**
+   * The engine decides to restart an exited container in place and waits before it does (Docker's
+   * restart manager): `restarting`, its restart counted already, as Docker raises RestartCount.
+   */
+  restartPending(id: string): void {
+    const c = this.containers.get(id);
+    if (c?.state !== 'exited') return;
+    c.state = 'restarting';
+    c.engineRestarts = (c.engineRestarts ?? 0) + 1;
+  }
+
   /** The engine restarts an exited container in place (its own restart policy): same id, running again. */
   restartInPlace(id: string): void {
     const c = this.containers.get(id);
-    if (c?.state === 'exited') this.run(c);
+    if (c?.state === 'exited' || c?.state === 'restarting') this.run(c);
   }
 
   /** Cuts the event stream, as an engine restart does. */
@@ -185,8 +196,8 @@ export class FakeEngine implements PodEngine {
       ...(c.startedAt ? { startedAt: new Date(c.startedAt).toISOString() } : {}),
       ...(c.finishedAt ? { finishedAt: new Date(c.finishedAt).toISOString() } : {}),
       oomKilled: false,
-      engineRestarts: 0,
-      restarting: false,
+      engineRestarts: c.engineRestarts ?? 0,
+      restarting: c.state === 'restarting',
     };
   }
 
