@@ -30,6 +30,15 @@ function setup(): { engine: FakeEngine; driver: ApplyDriver; starts: Map<string,
   return { engine, driver, starts };
 }
 
+/** A pod of one container, `app`, that keeps running. */
+const onePod = (name: string): DesiredPod =>
+  desired(`apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: apply}
+spec:
+  containers: [{name: app, image: busybox:1}]
+`);
+
 async function applyAndWait(engine: FakeEngine, driver: ApplyDriver, d: DesiredPod, timeoutMs = 20_000): ReturnType<typeof waitForPods> {
   const outcomes = await driver.apply(planApply([d], await engine.listPods()));
   expect(outcomes).toEqual([{ key: d.key }]);
@@ -62,12 +71,7 @@ spec:
   it('leaves the pod to the engine: made with its restart policy, never taken over, and a death the engine restarts is not restarted twice', async () => {
     const { engine, driver } = setup();
     const takeOver = vi.spyOn(engine, 'takeOverRestarts');
-    const d = desired(`apiVersion: v1
-kind: Pod
-metadata: {name: alone, namespace: apply}
-spec:
-  containers: [{name: app, image: busybox:1}]
-`);
+    const d = onePod('alone');
     const result = await applyAndWait(engine, driver, d);
     expect(result).toEqual({ ok: true, problems: [] });
     const app = [...engine.containers.values()].find((c) => c.labels[LABEL.containerName] === 'app');
@@ -89,12 +93,7 @@ spec:
 
   it('does not take the engine\'s first restart in place for a crash loop (it counts it before it makes it), but its second', async () => {
     const { engine, driver } = setup();
-    const d = desired(`apiVersion: v1
-kind: Pod
-metadata: {name: inplace, namespace: apply}
-spec:
-  containers: [{name: app, image: busybox:1}]
-`);
+    const d = onePod('inplace');
     expect(await applyAndWait(engine, driver, d)).toEqual({ ok: true, problems: [] });
     const app = [...engine.containers.values()].find((c) => c.labels[LABEL.containerName] === 'app')!;
     engine.exit(app.id, 1);
