@@ -96,7 +96,7 @@ spec:
       const w = await waitingOf(evil, 'app');
       return w?.reason === 'CreateContainerConfigError' ? w : undefined;
     }, 30_000);
-    expect(app.message).toMatch(/volume "v" of container app: escape is a symlink to .*host.*, outside the volume/);
+    expect(app.message).toMatch(/^volume "v": escape is a symlink to .*host.*, outside the volume/);
     const climb = await until('the climbing container to be refused', async () => {
       const w = await waitingOf(evil, 'climb');
       return w?.reason === 'CreateContainerConfigError' ? w : undefined;
@@ -288,7 +288,7 @@ spec:
 `);
     const r = await world.cli('apply', '--timeout', '8s', file);
     expect(r.code).toBe(1);
-    expect(r.err).toContain(`pod/${ns}/${name}: CreateContainerConfigError: volume "v" of container app: file is a symlink to ${secret}/secret, outside the volume`);
+    expect(r.err).toContain(`pod/${ns}/${name}: CreateContainerConfigError: container app: volume "v": file is a symlink to ${secret}/secret, outside the volume`);
   });
 });
 }

@@ -50,7 +50,7 @@ export async function pinCriMounts(o: RuntimeOptions, pod: Pod, c: Container, r:
   const allowed = o.allowedHostPaths;
   for (const { index, mount: m, backing: b } of mountsToPin(c, r.volumes, allowed !== undefined)) {
     const staging = stagingPath(o.stateDir, uid, m.name, c.name, index);
-    await pinMount({ base: b.path, ...(m.subPath ? { subPath: m.subPath } : {}), ...(b.hostPath && allowed ? { allowed } : {}), what: `volume "${m.name}" of container ${c.name}` }, staging);
+    await pinMount({ base: b.path, ...(m.subPath ? { subPath: m.subPath } : {}), ...(b.hostPath && allowed ? { allowed } : {}), what: `volume "${m.name}"` }, staging);
     pinned.set(index, staging);
   }
   const hostsFile = pod.spec.hostNetwork && pod.spec.hostAliases?.length ? writeHostNetworkHosts(o.stateDir, pod) : undefined;

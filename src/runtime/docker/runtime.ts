@@ -438,7 +438,7 @@ export class PodRuntime implements PodEngine {
     const allowed = this.options.allowedHostPaths;
     for (const { index, mount: m, backing: b } of mountsToPin(c, volumes, allowed !== undefined)) {
       const staging = stagingPath(this.options.stateDir, pod.metadata.uid ?? '', m.name, c.name, index);
-      await pinMount({ base: b.path, ...(m.subPath ? { subPath: m.subPath } : {}), ...(b.hostPath && allowed ? { allowed } : {}), what: `volume "${m.name}" of container ${c.name}` }, staging);
+      await pinMount({ base: b.path, ...(m.subPath ? { subPath: m.subPath } : {}), ...(b.hostPath && allowed ? { allowed } : {}), what: `volume "${m.name}"` }, staging);
       out.set(index, staging);
     }
     return out;
