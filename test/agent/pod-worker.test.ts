@@ -23,6 +23,18 @@ spec:
   - {name: a, image: busybox:1}
 `);
 
+const version = (v: number) =>
+  desired(`apiVersion: v1
+kind: Pod
+metadata: {name: keyed, namespace: backoff}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: a
+    image: busybox:1
+    env: [{name: V, value: "${v}"}]
+`);
+
 const dirs: string[] = [];
 const stops: (() => void)[] = [];
 afterEach(() => {
@@ -30,7 +42,7 @@ afterEach(() => {
   for (const x of dirs.splice(0)) rmSync(x, { recursive: true, force: true });
 });
 
-async function setup(mayDelete: (o: ObservedPod) => boolean = () => true): Promise<{ engine: FakeEngine; sup: PodSupervisor; worker: PodWorker; stateDir: string }> {
+async function setup(mayDelete: (o: ObservedPod) => boolean = () => true): Promise<{ engine: FakeEngine; cache: PodCache; sup: PodSupervisor; worker: PodWorker }> {
   const stateDir = mkdtempSync(join(tmpdir(), 'podrun-worker-'));
   dirs.push(stateDir);
   const engine = new FakeEngine({ stateDir });
@@ -41,7 +53,7 @@ async function setup(mayDelete: (o: ObservedPod) => boolean = () => true): Promi
     sup.stop();
     cache.stop();
   });
-  return { engine, sup, worker: new PodWorker({ rt: engine, cache, log: silentLogger, supervisor: sup, mayDelete }), stateDir };
+  return { engine, cache, sup, worker: new PodWorker({ rt: engine, cache, log: silentLogger, supervisor: sup, mayDelete }) };
 }
 
 const signal = (): AbortSignal => new AbortController().signal;
@@ -101,5 +113,32 @@ describe('PodWorker.turn', () => {
     expect(await worker.turn('00000000-0000-4000-8000-000000000001', undefined, signal())).toEqual({ synced: false, forgotten: true });
     expect(engine.calls.get('volumes') ?? 0).toBe(removals);
     expect(sup.known('00000000-0000-4000-8000-000000000001')).toBe(false);
+  });
+});
+
+// Per-container back-off is keyed by the container's spec hash (the kubelet's back-off key holds
+// it): an update starts it over, leaves no key of the version before, and the pod's going leaves none.
+describe('per-container back-off', () => {
+  it('keeps no key of a version once the pod is updated, starts over for the new hash, and keeps nothing once the pod is forgotten', async () => {
+    const { engine, cache, sup } = await setup();
+    const v1 = version(1);
+    await sup.sync(v1);
+    // Two crashes of version 1: restarted once, then held in CrashLoopBackOff.
+    engine.exit(cache.pod(v1.uid)!.containers[0]!.id, 1);
+    await sup.sync(v1);
+    engine.exit(cache.pod(v1.uid)!.containers.find((c) => c.state === 'running')!.id, 1);
+    expect(await sup.sync(v1)).toBeGreaterThan(9_000);
+    expect(sup.stateSize().crashBackoff).toBe(1);
+    // Version 2 (a new hash): started at once, and version 1's key is gone.
+    const v2 = version(2);
+    expect(await sup.sync(v2)).toBe(0);
+    expect(sup.stateSize().crashBackoff).toBe(0);
+    expect(cache.pod(v2.uid)!.containers.filter((c) => c.state === 'running')).toHaveLength(1);
+    // Its first crash is restarted at once: the back-off started over.
+    engine.exit(cache.pod(v2.uid)!.containers.find((c) => c.state === 'running')!.id, 1);
+    expect(await sup.sync(v2)).toBe(0);
+    expect(sup.stateSize().crashBackoff).toBe(1);
+    sup.forget(v2.uid);
+    expect(sup.stateSize()).toEqual(Object.fromEntries(Object.keys(sup.stateSize()).map((k) => [k, 0])));
   });
 });
