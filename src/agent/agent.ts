@@ -18,7 +18,7 @@ import { startServer } from '../server/server.js';
 import { defaultTokenPath, loadHttpToken } from '../server/http-token.js';
 import { ExpiryLog } from './expiry-log.js';
 import { PodSupervisor } from './supervisor.js';
-import { deletionTurn } from './pod-deletion.js';
+import { PodWorker } from './pod-worker.js';
 import { DesiredSet } from './desired-set.js';
 import { podList } from './pod-list.js';
 import { sourcesFor } from './agent-sources.js';
@@ -48,14 +48,14 @@ export class Agent {
   private readonly set: DesiredSet;
   private readonly workers: PodWorkers;
   readonly supervisor: PodSupervisor;
+  /** Each pod's phase moved and its turn chosen (pod-worker.ts), deletion being one of them. */
+  private readonly worker: PodWorker;
   private readonly gate: HealthGate;
   private release: (() => void) | undefined;
   /** Sources call back file by file while they first load; the desired set is made once all have. */
   private loaded = false;
   /** Pods that have had a sync with the engine connected since the agent started. */
   private readonly synced = new Set<string>();
-  /** Pods whose deletion began, with their names (see deletionTurn). */
-  private readonly deleting = new Map<string, string>();
   private stopped = false;
   private closeServer: (() => Promise<void>) | undefined;
   private resyncTimer: NodeJS.Timeout | undefined;
@@ -143,6 +143,7 @@ export class Agent {
         probesGone: (uid) => m.probes.forgetPod(uid),
       },
     );
+    this.worker = new PodWorker({ rt: this.runtime, cache: this.cache, log: this.log, supervisor: this.supervisor, mayDelete: (p) => this.set.mayDelete(p) });
     this.stats = new StatsCollector(this.runtime, () => this.cache.pods(), {
       periodMs: o.statsPeriodMs ?? 10_000,
       startedAt: (uid, id) => this.supervisor.startedAt(uid, id),
@@ -263,8 +264,7 @@ export class Agent {
     // A pod no longer declared: its sync under way stops at its next step (a postStart hook is let
     // go, no pull or engine slot is waited for) and the deletion comes right after it.
     for (const uid of change.gone) {
-      const key = keys.get(uid);
-      if (key !== undefined && this.supervisor.known(uid)) this.deleting.set(uid, key);
+      this.worker.leaving(uid, keys.get(uid));
       this.workers.kill(uid);
     }
     // Pods on the engine that nothing declares (any more): at start, as soon as their source has
@@ -285,17 +285,13 @@ export class Agent {
     }
   }
 
-  /** A declared pod's worker turn; for one no longer declared, its deletion turn (the plan's removal). */
+  /** The pod's worker turn (pod-worker.ts: its phase says whether it syncs or terminates). */
   private async syncPodOnce(uid: string, signal: AbortSignal): Promise<number | undefined> {
     if (!this.cache.connected) return 1000;
     const d = this.set.get(uid);
-    const o = this.cache.pod(uid);
-    if (o && !d && !this.set.mayDelete(o)) return undefined;
-    const turn = d ? undefined : await deletionTurn({ rt: this.runtime, cache: this.cache, log: this.log, supervisor: this.supervisor, deleting: this.deleting }, uid, o);
-    if (turn?.gone) this.forget(uid);
-    if (!d) return turn?.again;
-    const wait = await this.supervisor.sync(d, signal);
-    return this.judge(uid, d) ? 0 : wait;
+    const turn = await this.worker.turn(uid, d, signal);
+    if (turn.forgotten) this.forget(uid);
+    return d && turn.synced && this.judge(uid, d) ? 0 : turn.again;
   }
 
   /**
@@ -329,7 +325,7 @@ export class Agent {
     this.gate.forget(uid);
     this.supervisor.forget(uid);
     this.synced.delete(uid);
-    this.deleting.delete(uid);
+    this.worker.deleting.delete(uid);
   }
 
   /**
@@ -341,7 +337,7 @@ export class Agent {
    */
   podState(): Record<string, number> {
     const kept = [this.supervisor, this.gate, this.cache, this.gc, this.set, this.stats].map((m) => m.stateSize());
-    return Object.assign({}, ...kept, { probeSeries: this.metricsRegistry.probes.size, synced: this.synced.size, deleting: this.deleting.size, workers: this.workers.size }) as Record<string, number>;
+    return Object.assign({}, ...kept, { probeSeries: this.metricsRegistry.probes.size, synced: this.synced.size, deleting: this.worker.deleting.size, workers: this.workers.size }) as Record<string, number>;
   }
 
   /** Every pod the agent knows (desired or present), as v1 Pods with status. */

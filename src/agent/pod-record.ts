@@ -1,4 +1,5 @@
 import type { WaitingReason } from '../base/reasons.js';
+import type { PodPhase } from './pod-phase.js';
 import { containerHash } from '../manifest/hash.js';
 import type { Pod } from '../manifest/types.js';
 import { specOf } from '../reconcile/lifecycle.js';
@@ -14,6 +15,8 @@ import type { ContainerDetails } from '../status/pod-status.js';
  * workers (one per running container) and the health gate's record (a file).
  */
 export interface PodRecord {
+  /** Where the pod's worker is (pod-phase.ts): moved by the worker's turn only (pod-worker.ts). */
+  phase: PodPhase;
   /** Waiting reasons the worker imposes (CrashLoopBackOff, image and start errors), by container name. */
   readonly waiting: Map<string, { reason: WaitingReason; message: string }>;
   /** Inspect details of the pod's instances, by container id. */
@@ -34,7 +37,7 @@ export interface PodRecord {
 }
 
 export function newPodRecord(): PodRecord {
-  return { waiting: new Map(), details: new Map(), postStarting: new Set(), adopted: new Map() };
+  return { phase: 'syncing', waiting: new Map(), details: new Map(), postStarting: new Set(), adopted: new Map() };
 }
 
 /**

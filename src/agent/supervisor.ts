@@ -17,8 +17,10 @@ import { probeTargets, readDetails, readinessOf, statusInputs } from './pod-view
 import { settled } from '../reconcile/settled.js';
 import { deletionUnderway } from '../reconcile/terminating.js';
 import { Adoption } from './adoption.js';
+import type { PodPhase } from './pod-phase.js';
 import { dropChangedWaiting, newPodRecord, recordSize, trimRecord, type PodRecord } from './pod-record.js';
 import { noteHeld } from './held-reasons.js';
+import { announce } from './announce.js';
 import { recordFailure } from './turn-failure.js';
 import { isImageReason } from '../base/reasons.js';
 import type { Readiness } from '../reconcile/rollback.js';
@@ -134,6 +136,15 @@ export class PodSupervisor {
     return this.records.has(uid);
   }
 
+  /** The pod's phase (pod-phase.ts); undefined with no record. `enter` is its worker's (pod-worker.ts). */
+  phase(uid: string): PodPhase | undefined {
+    return this.records.get(uid)?.phase;
+  }
+
+  enter(uid: string, phase: PodPhase): void {
+    this.rec(uid).phase = phase;
+  }
+
   /** The pod is gone: everything kept about it goes, in one place. */
   forget(uid: string): void {
     this.probes.removePod(uid);
@@ -198,7 +209,7 @@ export class PodSupervisor {
     this.probes.sync(d.uid, await probeTargets(this.rt, this.probes, d, o, this.rec(d.uid), host, !this.mode.engineRestarts));
   }
 
-  /** One turn of the pod's worker: when to look again (see `turn`). */
+  /** `turn`, for when to look again. */
   async sync(d: DesiredPod, signal?: AbortSignal): Promise<number | undefined> {
     return (await this.turn(d, signal)).again;
   }
@@ -227,7 +238,7 @@ export class PodSupervisor {
     noteHeld(d, r, gate.held, (type, message, name) => this.events.record(this.ref(d), type, 'BackOff', message, fieldPathOf(d.pod, name)));
     for (const x of gate.restarts) this.crash.restarted(x.key, now);
     if (!hasActions(gate.actions)) return { again: gate.waitMs };
-    this.announce(d, o, actions, gate);
+    announce(this.log, d, o, actions, gate);
     if (signal?.aborted) return {};
     const sync = signal ?? new AbortController().signal;
     let wait = gate.waitMs;
@@ -329,17 +340,6 @@ export class PodSupervisor {
       waitingOnImage: (name) => isImageReason(r.waiting.get(name)?.reason),
       finishedAt: (id) => finished.get(id),
     };
-  }
-
-  private announce(d: DesiredPod, o: ObservedPod | undefined, actions: PodActions, gate: GateResult): void {
-    const run = gate.actions;
-    if (run.createSandbox) return this.log.info(`pod ${d.key}: ${o ? `recreating (${actions.reason ?? ''})` : 'creating'}`, { pod: d.key });
-    if (run.killPod) return this.log.info(`pod ${d.key}: stopping the pod (${actions.reason ?? ''})`, { pod: d.key });
-    const waitedFor = new Map(gate.restarts.map((x) => [x.name, x.waitedMs]));
-    for (const s of run.containersToStart) {
-      const waited = waitedFor.get(s.name);
-      this.log.info(`pod ${d.key}: starting ${s.type === 'init' ? 'init container' : 'container'} ${s.name} (${s.reason})${waited ? ` after a back-off of ${Math.round(waited / 1000)}s` : ''}`, { pod: d.key, container: s.name });
-    }
   }
 
   /** Record, after actions that went through: what started waits for nothing, and its refusals are forgotten. */

@@ -1,0 +1,72 @@
+import type { Logger } from '../log/logger.js';
+import type { DesiredPod } from '../manifest/types.js';
+import type { PodCache } from '../pleg/cache.js';
+import type { ObservedPod } from '../runtime/observed.js';
+import type { PodEngine } from '../runtime/roles.js';
+import { deletionTurn } from './pod-deletion.js';
+import { settlePhase } from './pod-phase.js';
+import type { PodSupervisor } from './supervisor.js';
+
+export interface PodWorkerDeps {
+  rt: PodEngine;
+  cache: PodCache;
+  log: Logger;
+  supervisor: PodSupervisor;
+  /** Whether a pod nobody declares may be deleted (desired-set.ts: its source has loaded and it is the agent's). */
+  mayDelete: (o: ObservedPod) => boolean;
+}
+
+/** What a worker turn leaves: when to look again, whether it synced a declared pod, whether the pod is to be forgotten. */
+export interface WorkerTurn {
+  again?: number;
+  synced: boolean;
+  forgotten: boolean;
+}
+
+/**
+ * The pod's worker (the kubelet's pod_workers.go): each turn reads the pod's phase from its record
+ * and moves it by plain facts (pod-phase.ts). Syncing runs the supervisor's turn; terminating runs
+ * the plan's removal (pod-deletion.ts) until the engine lists nothing of the pod and its directory
+ * is gone; then the pod is forgotten, or, declared again meanwhile, syncs anew.
+ */
+export class PodWorker {
+  /** Pods whose deletion began, by uid, with their names: "deleted" is said of each once it is gone. */
+  readonly deleting = new Map<string, string>();
+
+  constructor(private readonly x: PodWorkerDeps) {}
+
+  /** The pod left the desired set (under the name `key`): if this agent worked on it, its deletion is said by that name. */
+  leaving(uid: string, key: string | undefined): void {
+    if (key !== undefined && this.x.supervisor.known(uid)) this.deleting.set(uid, key);
+  }
+
+  async turn(uid: string, d: DesiredPod | undefined, signal: AbortSignal): Promise<WorkerTurn> {
+    const sup = this.x.supervisor;
+    const o = this.x.cache.pod(uid);
+    // Protected: its source cannot say it is unwanted, so it is neither synced nor deleted.
+    if (!d && o && !this.x.mayDelete(o)) return { synced: false, forgotten: false };
+    const declared = d !== undefined;
+    // No record: a pod declared, or one on the engine nobody declares (an agent before this one
+    // made it), begins as syncing; neither: nothing of it is known and nothing is removed (a pod
+    // whose source has not loaded yet loses nothing).
+    const from = sup.phase(uid) ?? (declared || o ? 'syncing' : 'forgotten');
+    // Before acting only the desired set's word moves it: the engine is looked at by the removal
+    // itself, the cache having perhaps not heard of a create yet.
+    let path = settlePhase(from, { declared, onEngine: true, dirGone: false });
+    if (path.at(-1) === 'terminating') {
+      if (from !== 'terminating') sup.enter(uid, 'terminating');
+      const removal = await deletionTurn({ ...this.x, deleting: this.deleting }, uid, o);
+      path = settlePhase('terminating', { declared, onEngine: !removal.gone, dirGone: removal.gone });
+      if (path.at(-1) === 'terminating') return { ...(removal.again !== undefined ? { again: removal.again } : {}), synced: false, forgotten: false };
+    }
+    const phase = path.at(-1);
+    if (phase === 'forgotten') return { synced: false, forgotten: true };
+    if (phase !== 'syncing' || !d) return { again: 1000, synced: false, forgotten: false };
+    if (path.includes('terminated')) {
+      // Declared again while it terminated: it syncs anew, with nothing kept of the pod before.
+      sup.forget(uid);
+      this.deleting.delete(uid);
+    }
+    return { ...(await sup.turn(d, signal)), synced: true, forgotten: false };
+  }
+}
