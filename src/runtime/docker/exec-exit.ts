@@ -13,10 +13,14 @@ export async function attachedExitCode(e: EngineCalls, exec: Docker.Exec, contai
     const info = await e.call('exec inspect', () => exec.inspect());
     return info.ExitCode ?? 1;
   } catch (err) {
-    if (!(err instanceof EngineRequestError) || err.kind !== 'not-found') throw err;
+    // Podman 4.3 answers a session it dropped with a 500 ("no exec session"), not a 404: any
+    // refusal by the engine sends podrun to the events, and the engine's own error stands when
+    // they tell nothing. (An engine that cannot be reached is another error class, and goes up.)
+    if (!(err instanceof EngineRequestError)) throw err;
     const code = await lastExecDied(e, containerId, sinceSec).catch(() => undefined);
-    if (code === undefined) throw new EngineRequestError(`the command's exec session ended with its container ${containerId.slice(0, 12)}, and the engine kept no exit code for it`, 404);
-    return code;
+    if (code !== undefined) return code;
+    if (err.kind !== 'not-found') throw err;
+    throw new EngineRequestError(`the command's exec session ended with its container ${containerId.slice(0, 12)}, and the engine kept no exit code for it`, 404);
   }
 }
 
