@@ -3,10 +3,12 @@ import { arch, cpus, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { Container, Pod } from '../../manifest/types.js';
 import { pinMount, removeTree } from '../safe-mount.js';
-import type { RuntimeOptions, StartRequest } from '../runtime-types.js';
+import type { ExecAttachOptions, ExecStreams, RuntimeOptions, StartRequest } from '../runtime-types.js';
 import { mountsToPin, type VolumeBacking } from '../docker/spec.js';
 import { podDir, prepareHostPath, prepareTerminationLog, stagingPath, terminationLogPath, writeDownwardApiVolume, writeHostNetworkHosts } from '../volumes.js';
 import type { CriClient } from './client.js';
+import { criExecId } from './exec-end.js';
+import { streamExec } from './exec-stream.js';
 import { mountMemoryVolume } from './memory-volumes.js';
 
 // The CRI engine's parts that are files on the node or one call each: volumes and mounts, exec,
@@ -78,21 +80,14 @@ export async function criExec(client: CriClient, containerId: string, command: s
 }
 
 /**
- * `podrun exec` without a terminal or input: ExecSync with no timeout, its output written as it
- * came (stdout, then stderr). A session with stdin or a TTY needs the runtime's streaming server.
+ * `podrun exec`: the runtime's `Exec` gives the URL of the session on its streaming server
+ * (exec-stream.ts), attached to the caller's streams. With a TTY the runtime joins stderr to
+ * stdout (it refuses both), as kubectl asks.
  */
-export async function criExecAttached(
-  client: CriClient,
-  containerId: string,
-  command: string[],
-  o: { tty: boolean; stdin: boolean },
-  streams: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream },
-): Promise<number> {
-  if (o.tty || o.stdin) throw new Error('podrun exec -i/-t is not supported on a CRI runtime yet (its streaming server); run the command without -i and -t');
-  const r = await client.execSync(containerId, command, 0);
-  if (r.stdout.length) streams.stdout.write(Buffer.from(r.stdout));
-  if (r.stderr.length) streams.stderr.write(Buffer.from(r.stderr));
-  return r.exitCode;
+export async function criExecAttached(client: CriClient, containerId: string, command: string[], o: ExecAttachOptions, streams: ExecStreams, since: number): Promise<number> {
+  const url = await client.exec(containerId, command, { tty: o.tty, stdin: o.stdin, stdout: true, stderr: !o.tty });
+  o.onCreated?.({ containerId, execId: criExecId(command), since });
+  return streamExec(url, o, streams);
 }
 
 function osName(): string {
