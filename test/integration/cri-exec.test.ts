@@ -88,15 +88,19 @@ describe('podrun exec on containerd, through the runtime streaming server', () =
 
   it('a command the runtime cannot start is a clean error, not a hang', { timeout: 60_000 }, async () => {
     const r = await cri(['exec', '-n', ns, name, '--', '/no/such/command']);
-    expect(r.code).not.toBe(0);
-    expect(r.err).toMatch(/no\/such\/command|not found|no such file/i);
+    // containerd's status: Failure, reason InternalError, the OCI runtime's words (kubectl: `error: …`, 1).
+    expect(r.code, r.err).toBe(1);
+    expect(r.err).toMatch(/^podrun: engine error: the runtime could not run the command: .*no\/such\/command.*no such file or directory/);
+    expect(r.err.trim().split('\n'), r.err).toHaveLength(1);
   });
 
   it('-t: the command has a terminal of the caller size, resized with it', { timeout: 60_000 }, async () => {
     // script(1) gives podrun a pseudo-terminal of 33x101; once the command has said so, the
     // terminal becomes 40x120 (the test's flag file), and the command waits to see it.
     const flag = `${world.dir}/${unique('resize')}`;
-    const cmd = `tty; stty size; i=0; while [ "$(stty size)" = "33 101" ] && [ $i -lt 150 ]; do sleep 0.1; i=$((i+1)); done; stty size; exit 4`;
+    // The runtime starts the command, then applies the first size (as for kubectl): the command
+    // waits until its terminal has one.
+    const cmd = `i=0; until stty size 2>/dev/null | grep -q "^[1-9]" || [ $i -ge 100 ]; do sleep 0.05; i=$((i+1)); done; tty; stty size; i=0; while [ "$(stty size)" = "33 101" ] && [ $i -lt 150 ]; do sleep 0.1; i=$((i+1)); done; stty size; exit 4`;
     const inner = `stty rows 33 cols 101; (while [ ! -e ${flag} ]; do sleep 0.1; done; stty rows 40 cols 120 </dev/tty) & ${BIN} ${podrunArgs().join(' ')} exec -it -n ${ns} ${name} -- sh -c '${cmd}'`;
     const p = spawn('script', ['-qec', inner, '/dev/null'], { env: { ...process.env, ...noDocker }, stdio: ['pipe', 'pipe', 'pipe'] });
     let out = '';

@@ -1,5 +1,6 @@
 import { networkInterfaces } from 'node:os';
 import { Agent, WebSocket } from 'undici';
+import { EngineRequestError } from '../engine-errors.js';
 import type { ExecAttachOptions, ExecStreams } from '../runtime-types.js';
 
 // `podrun exec` on a CRI runtime: the session the runtime serves on its streaming server at the
@@ -27,8 +28,19 @@ const MAX_PENDING_OUTPUT = 64 * 1024 * 1024;
 /** stdin waits while this much of it is queued on the socket. */
 const MAX_QUEUED_STDIN = 1024 * 1024;
 
-/** The refusal a session ends with: the runtime's words, for the user. */
-export class ExecStreamError extends Error {}
+/** How long a v4 session may outlive its input before podrun says why it still waits. */
+const STDIN_END_NOTE_MS = 3000;
+
+export const STDIN_END_NOTE =
+  "podrun: stdin has ended, but this runtime's streaming server (v4.channel.k8s.io) cannot pass that on: a command reading to the end of its input waits on (Ctrl-C ends it)\n";
+
+/** The refusal a session ends with (the runtime's words, for the user): a refused request, as the CLI tells them. */
+export class ExecStreamError extends EngineRequestError {
+  constructor(message: string) {
+    super(message, undefined, 'refused');
+    this.name = 'ExecStreamError';
+  }
+}
 
 /** Whether an address is this host's: loopback, or one of its interfaces'. */
 function ownAddress(host: string): boolean {
@@ -89,6 +101,7 @@ export function exitCodeOf(raw: Buffer | undefined): number {
 export interface StreamLimits {
   maxStatusBytes?: number;
   maxPendingOutput?: number;
+  stdinEndNoteMs?: number;
 }
 
 /**
@@ -111,7 +124,9 @@ export function streamExec(url: string, o: Pick<ExecAttachOptions, 'tty' | 'stdi
     let failure: ExecStreamError | undefined;
     let stopResizing: (() => void) | undefined;
     let stdinPoll: NodeJS.Timeout | undefined;
+    let stdinEndNote: NodeJS.Timeout | undefined;
     let settled = false;
+    let opened = false;
     const fail = (err: ExecStreamError): void => {
       failure ??= err;
       ws.close();
@@ -141,18 +156,24 @@ export function streamExec(url: string, o: Pick<ExecAttachOptions, 'tty' | 'stdi
       }
     };
     const onEnd = (): void => {
-      // v4 has no way to tell the command its input ended (kubectl's SPDY has): it reads on.
-      if (ws.protocol === 'v5.channel.k8s.io') send(CHANNEL.close, Buffer.from([CHANNEL.stdin]));
+      if (ws.protocol === 'v5.channel.k8s.io') return send(CHANNEL.close, Buffer.from([CHANNEL.stdin]));
+      // v4 has no message for it (kubectl's SPDY has): a command that reads to the end waits on.
+      // Said once, if the session outlives its input by a while, so the wait is not a mystery.
+      if (o.tty) return;
+      stdinEndNote = setTimeout(() => streams.stderr.write(STDIN_END_NOTE), limits.stdinEndNoteMs ?? STDIN_END_NOTE_MS);
+      stdinEndNote.unref();
     };
     const detach = (): void => {
       stopResizing?.();
       clearInterval(stdinPoll);
+      clearTimeout(stdinEndNote);
       if (o.stdin) {
         streams.stdin.removeListener('data', onData);
         streams.stdin.removeListener('end', onEnd);
       }
     };
     ws.addEventListener('open', () => {
+      opened = true;
       if (!EXEC_PROTOCOLS.includes(ws.protocol)) {
         fail(new ExecStreamError(`the runtime's streaming server speaks ${JSON.stringify(ws.protocol)}; podrun speaks ${EXEC_PROTOCOLS.join(', ')}`));
         return;
@@ -194,8 +215,11 @@ export function streamExec(url: string, o: Pick<ExecAttachOptions, 'tty' | 'stdi
       }
     });
     ws.addEventListener('error', (ev) => {
-      const why = (ev as { error?: unknown }).error;
-      failure ??= new ExecStreamError(`the runtime's streaming server refused the session: ${why instanceof Error ? why.message : 'connection failed'}`);
+      const e = ev as { error?: unknown; message?: unknown };
+      const why = e.error instanceof Error ? e.error.message : typeof e.message === 'string' && e.message ? e.message : 'the connection failed';
+      failure ??= new ExecStreamError(
+        opened ? `the runtime's streaming server ended the session without the command's exit status (${why})` : `the runtime's streaming server refused the session: ${why}`,
+      );
     });
     ws.addEventListener('close', () => {
       if (settled) return;
