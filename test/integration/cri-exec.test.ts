@@ -53,12 +53,7 @@ beforeAll(async () => {
     `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: c
-    image: ${TEST_IMAGE}
-    command: ${REAPER}
+spec: {terminationGracePeriodSeconds: 1, containers: [{name: c, image: ${TEST_IMAGE}, command: ${REAPER}}]}
 `,
   );
   const r = await cri(['apply', '-f', manifest, '--timeout', '60s']);
