@@ -3,7 +3,7 @@ import { createServer, type Server } from 'node:http';
 import type { AddressInfo, Socket } from 'node:net';
 import { PassThrough } from 'node:stream';
 import { afterEach, describe, expect, it } from 'vitest';
-import { exitCodeOf, STDIN_END_NOTE, streamExec, streamingUrl } from '../../src/runtime/cri/exec-stream.js';
+import { exitCodeOf, streamExec, streamingUrl } from '../../src/runtime/cri/exec-stream.js';
 
 // The client side of the runtime's streaming server, against a server of the test's own that
 // misbehaves on purpose: what it sends comes from a container, and the URL from the wire.
@@ -174,32 +174,5 @@ describe('output the caller does not take', () => {
     // A reader that never reads: everything written waits in the stream.
     const stuck = new PassThrough({ highWaterMark: 1 });
     await expect(streamExec(url, { tty: false, stdin: false }, { ...s, stdout: stuck }, { maxPendingOutput: 16 * 1024 })).rejects.toThrow(/more than 16384 bytes ahead of its reader/);
-  });
-});
-
-describe('the end of stdin on v4 (no message for it)', () => {
-  it('is said once when the session outlives its input, and not when the command ends first', async () => {
-    const slow = await server('v4.channel.k8s.io', (send, sock) => {
-      send(1, '');
-      setTimeout(() => {
-        send(3, SUCCESS);
-        bye(sock);
-      }, 300);
-    });
-    const s = streams();
-    const run = streamExec(slow, { tty: false, stdin: true }, s, { stdinEndNoteMs: 50 });
-    s.stdin.end('all of it');
-    expect(await run).toBe(0);
-    expect(s.text().err).toBe(STDIN_END_NOTE);
-    const quick = await server('v4.channel.k8s.io', (send, sock) => {
-      send(3, SUCCESS);
-      bye(sock);
-    });
-    const q = streams();
-    const done = streamExec(quick, { tty: false, stdin: true }, q, { stdinEndNoteMs: 200 });
-    q.stdin.end('x');
-    expect(await done).toBe(0);
-    await new Promise((r) => setTimeout(r, 300));
-    expect(q.text().err).toBe('');
   });
 });

@@ -8,6 +8,7 @@ import { mountsToPin, type VolumeBacking } from '../docker/spec.js';
 import { podDir, prepareHostPath, prepareTerminationLog, stagingPath, terminationLogPath, writeDownwardApiVolume, writeHostNetworkHosts } from '../volumes.js';
 import type { CriClient } from './client.js';
 import { criExecId } from './exec-end.js';
+import { spdyExec } from './exec-spdy.js';
 import { streamExec } from './exec-stream.js';
 import { mountMemoryVolume } from './memory-volumes.js';
 
@@ -87,7 +88,8 @@ export async function criExec(client: CriClient, containerId: string, command: s
 export async function criExecAttached(client: CriClient, containerId: string, command: string[], o: ExecAttachOptions, streams: ExecStreams, since: number): Promise<number> {
   const url = await client.exec(containerId, command, { tty: o.tty, stdin: o.stdin, stdout: true, stderr: !o.tty });
   o.onCreated?.({ containerId, execId: criExecId(command), since });
-  return streamExec(url, o, streams);
+  // Input without a terminal may end, and only SPDY can say so to the command on every runtime.
+  return o.stdin && !o.tty ? spdyExec(url, streams) : streamExec(url, o, streams);
 }
 
 function osName(): string {

@@ -28,12 +28,6 @@ const MAX_PENDING_OUTPUT = 64 * 1024 * 1024;
 /** stdin waits while this much of it is queued on the socket. */
 const MAX_QUEUED_STDIN = 1024 * 1024;
 
-/** How long a v4 session may outlive its input before podrun says why it still waits. */
-const STDIN_END_NOTE_MS = 3000;
-
-export const STDIN_END_NOTE =
-  "podrun: stdin has ended, but this runtime's streaming server (v4.channel.k8s.io) cannot pass that on: a command reading to the end of its input waits on (Ctrl-C ends it)\n";
-
 /** The refusal a session ends with (the runtime's words, for the user): a refused request, as the CLI tells them. */
 export class ExecStreamError extends EngineRequestError {
   constructor(message: string) {
@@ -101,7 +95,6 @@ export function exitCodeOf(raw: Buffer | undefined): number {
 export interface StreamLimits {
   maxStatusBytes?: number;
   maxPendingOutput?: number;
-  stdinEndNoteMs?: number;
 }
 
 /**
@@ -124,7 +117,6 @@ export function streamExec(url: string, o: Pick<ExecAttachOptions, 'tty' | 'stdi
     let failure: ExecStreamError | undefined;
     let stopResizing: (() => void) | undefined;
     let stdinPoll: NodeJS.Timeout | undefined;
-    let stdinEndNote: NodeJS.Timeout | undefined;
     let settled = false;
     let opened = false;
     const fail = (err: ExecStreamError): void => {
@@ -156,17 +148,12 @@ export function streamExec(url: string, o: Pick<ExecAttachOptions, 'tty' | 'stdi
       }
     };
     const onEnd = (): void => {
-      if (ws.protocol === 'v5.channel.k8s.io') return send(CHANNEL.close, Buffer.from([CHANNEL.stdin]));
-      // v4 has no message for it (kubectl's SPDY has): a command that reads to the end waits on.
-      // Said once, if the session outlives its input by a while, so the wait is not a mystery.
-      if (o.tty) return;
-      stdinEndNote = setTimeout(() => streams.stderr.write(STDIN_END_NOTE), limits.stdinEndNoteMs ?? STDIN_END_NOTE_MS);
-      stdinEndNote.unref();
+      // v4 has no message for it (SPDY has: exec-spdy.ts, taken for input without a terminal).
+      if (ws.protocol === 'v5.channel.k8s.io') send(CHANNEL.close, Buffer.from([CHANNEL.stdin]));
     };
     const detach = (): void => {
       stopResizing?.();
       clearInterval(stdinPoll);
-      clearTimeout(stdinEndNote);
       if (o.stdin) {
         streams.stdin.removeListener('data', onData);
         streams.stdin.removeListener('end', onEnd);
