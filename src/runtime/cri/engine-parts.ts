@@ -88,8 +88,9 @@ export async function criExec(client: CriClient, containerId: string, command: s
 export async function criExecAttached(client: CriClient, containerId: string, command: string[], o: ExecAttachOptions, streams: ExecStreams, since: number): Promise<number> {
   const url = await client.exec(containerId, command, { tty: o.tty, stdin: o.stdin, stdout: true, stderr: !o.tty });
   o.onCreated?.({ containerId, execId: criExecId(command), since });
-  // Input without a terminal may end, and only SPDY can say so to the command on every runtime.
-  return o.stdin && !o.tty ? spdyExec(url, streams) : streamExec(url, o, streams);
+  // Input without a terminal may end, and only SPDY can say so to the command on every runtime
+  // (podrun speaks it in the clear only: a TLS streaming server gets the WebSocket).
+  return o.stdin && !o.tty && url.startsWith('http:') ? spdyExec(url, streams) : streamExec(url, o, streams);
 }
 
 function osName(): string {

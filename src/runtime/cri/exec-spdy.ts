@@ -76,9 +76,9 @@ function synStream(streamId: number, pairs: [string, string][], first: boolean):
  * command, its end passed on; stdout and stderr apart, at the caller's pace. Resolves with the
  * command's exit code; rejects with ExecStreamError as the WebSocket session does.
  */
-export function spdyExec(url: string, streams: ExecStreams, limits: StreamLimits = {}): Promise<number> {
+export async function spdyExec(url: string, streams: ExecStreams, limits: StreamLimits = {}): Promise<number> {
   const target = streamingUrl(url);
-  if (target.protocol !== 'ws:') return Promise.reject(new ExecStreamError("the runtime's streaming server is https: podrun speaks SPDY to it only in the clear, on this host"));
+  if (target.protocol !== 'ws:') throw new ExecStreamError("the runtime's streaming server is https: podrun speaks SPDY to it only in the clear, on this host");
   const maxStatus = limits.maxStatusBytes ?? MAX_STATUS_BYTES;
   const port = Number(target.port || 80);
   const host = target.hostname.replace(/^\[|\]$/g, '');

@@ -102,7 +102,7 @@ export interface StreamLimits {
  * resized with the terminal when asked). Resolves with the command's exit code; rejects with
  * ExecStreamError when the server refuses, breaks the protocol, or hangs up without a status.
  */
-export function streamExec(url: string, o: Pick<ExecAttachOptions, 'tty' | 'stdin' | 'size' | 'onResize'>, streams: ExecStreams, limits: StreamLimits = {}): Promise<number> {
+export async function streamExec(url: string, o: Pick<ExecAttachOptions, 'tty' | 'stdin' | 'size' | 'onResize'>, streams: ExecStreams, limits: StreamLimits = {}): Promise<number> {
   const target = streamingUrl(url);
   const maxStatus = limits.maxStatusBytes ?? MAX_STATUS_BYTES;
   const maxPending = limits.maxPendingOutput ?? MAX_PENDING_OUTPUT;
