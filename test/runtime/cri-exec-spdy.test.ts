@@ -115,6 +115,14 @@ describe('podrun exec -i over SPDY against a misbehaving server', () => {
     await expect(spdyExec(gone, streams())).rejects.toThrow(/without the command's exit status/);
   });
 
+  it('keeps the status when the connection is reset after it (a server closing on unread bytes)', async () => {
+    const url = await server((sock) => {
+      sock.write(data(1, exit('4')));
+      setTimeout(() => sock.resetAndDestroy(), 50);
+    });
+    expect(await spdyExec(url, streams())).toBe(4);
+  });
+
   it('follows the URL only to this host', async () => {
     await expect(spdyExec('http://192.0.2.7:1/exec/x', streams())).rejects.toThrow(/not this host/);
   });

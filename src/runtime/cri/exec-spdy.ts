@@ -177,14 +177,18 @@ export async function spdyExec(url: string, streams: ExecStreams, limits: Stream
       open();
       frames();
     });
+    // A connection that breaks after the status came (the server closing on unread bytes) ended
+    // the session as sessions end: the status stands.
+    let broken: ExecStreamError | undefined;
     sock.on('error', (err) => {
-      failure ??= new ExecStreamError(upgraded ? `the runtime's streaming server ended the session without the command's exit status (${err.message})` : `the runtime's streaming server refused the session: ${err.message}`);
+      broken ??= new ExecStreamError(upgraded ? `the runtime's streaming server ended the session without the command's exit status (${err.message})` : `the runtime's streaming server refused the session: ${err.message}`);
     });
     sock.on('close', () => {
       if (settled) return;
       settled = true;
       detach();
       if (failure) return reject(failure);
+      if (broken && !status.length) return reject(broken);
       try {
         resolve(exitCodeOf(status.length ? Buffer.concat(status) : undefined));
       } catch (err) {

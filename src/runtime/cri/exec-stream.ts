@@ -119,6 +119,7 @@ export async function streamExec(url: string, o: Pick<ExecAttachOptions, 'tty' |
     let stdinPoll: NodeJS.Timeout | undefined;
     let settled = false;
     let opened = false;
+    let broken: ExecStreamError | undefined;
     const fail = (err: ExecStreamError): void => {
       failure ??= err;
       ws.close();
@@ -204,7 +205,7 @@ export async function streamExec(url: string, o: Pick<ExecAttachOptions, 'tty' |
     ws.addEventListener('error', (ev) => {
       const e = ev as { error?: unknown; message?: unknown };
       const why = e.error instanceof Error ? e.error.message : typeof e.message === 'string' && e.message ? e.message : 'the connection failed';
-      failure ??= new ExecStreamError(
+      broken ??= new ExecStreamError(
         opened ? `the runtime's streaming server ended the session without the command's exit status (${why})` : `the runtime's streaming server refused the session: ${why}`,
       );
     });
@@ -214,6 +215,8 @@ export async function streamExec(url: string, o: Pick<ExecAttachOptions, 'tty' |
       detach();
       void dispatcher.close().catch(() => undefined);
       if (failure) return reject(failure);
+      // A connection that broke after the status came ended the session as sessions end.
+      if (broken && !status.length) return reject(broken);
       try {
         resolve(exitCodeOf(status.length ? Buffer.concat(status) : undefined));
       } catch (err) {
