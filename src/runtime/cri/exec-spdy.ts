@@ -96,12 +96,19 @@ export async function spdyExec(url: string, streams: ExecStreams, limits: Stream
       failure ??= err;
       sock.destroy();
     };
+    // One wait for a drain at a time, each way: a listener per frame would pile up.
+    let stdinWaits = false;
+    let outputWaits = false;
     const onData = (chunk: Buffer): void => {
-      for (let i = 0; i < chunk.length; i += STDIN_FRAME) {
-        if (!sock.write(dataFrame(ID.stdin, 0, chunk.subarray(i, i + STDIN_FRAME)))) {
-          streams.stdin.pause();
-          sock.once('drain', () => streams.stdin.resume());
-        }
+      let full = false;
+      for (let i = 0; i < chunk.length; i += STDIN_FRAME) full = !sock.write(dataFrame(ID.stdin, 0, chunk.subarray(i, i + STDIN_FRAME))) || full;
+      if (full && !stdinWaits) {
+        stdinWaits = true;
+        streams.stdin.pause();
+        sock.once('drain', () => {
+          stdinWaits = false;
+          streams.stdin.resume();
+        });
       }
     };
     const onEnd = (): void => void sock.write(dataFrame(ID.stdin, FLAG_FIN, Buffer.alloc(0)));
@@ -143,9 +150,13 @@ export async function spdyExec(url: string, streams: ExecStreams, limits: Stream
         if (id === ID.stdout || id === ID.stderr) {
           const out = id === ID.stdout ? streams.stdout : streams.stderr;
           // The caller's pace: the socket waits while its output does.
-          if (!out.write(body)) {
+          if (!out.write(body) && !outputWaits) {
+            outputWaits = true;
             sock.pause();
-            out.once('drain', () => sock.resume());
+            out.once('drain', () => {
+              outputWaits = false;
+              sock.resume();
+            });
           }
         } else if (id === ID.error) {
           statusBytes += body.length;
