@@ -1,6 +1,6 @@
 import { connect, type Socket } from 'node:net';
 import type { ExecStreams } from '../runtime-types.js';
-import { exitCodeOf, ExecStreamError, MAX_STATUS_BYTES, streamingUrl, type StreamLimits } from './exec-stream.js';
+import { ExecStreamError, MAX_STATUS_BYTES, sessionEnd, streamingUrl, type StreamLimits } from './exec-stream.js';
 
 // `podrun exec -i` without a TTY on a runtime whose WebSocket is v4 (containerd 1.6): the same
 // session over SPDY/3.1, as kubectl reaches the runtime, because only SPDY can tell the command
@@ -198,13 +198,7 @@ export async function spdyExec(url: string, streams: ExecStreams, limits: Stream
       if (settled) return;
       settled = true;
       detach();
-      if (failure) return reject(failure);
-      if (broken && !status.length) return reject(broken);
-      try {
-        resolve(exitCodeOf(status.length ? Buffer.concat(status) : undefined));
-      } catch (err) {
-        reject(err as Error);
-      }
+      sessionEnd(failure, broken, status).then(resolve, reject);
     });
   });
 }

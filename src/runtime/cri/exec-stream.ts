@@ -91,6 +91,16 @@ export function exitCodeOf(raw: Buffer | undefined): number {
   throw new ExecStreamError(`the runtime could not run the command: ${message}`);
 }
 
+/**
+ * How a session ended: a breach of the protocol first; else the status (a connection that broke
+ * after it came ended the session as sessions end); else the break, or the missing status.
+ */
+export async function sessionEnd(failure: ExecStreamError | undefined, broken: ExecStreamError | undefined, status: Buffer[]): Promise<number> {
+  if (failure) throw failure;
+  if (broken && !status.length) throw broken;
+  return exitCodeOf(status.length ? Buffer.concat(status) : undefined);
+}
+
 /** Bounds of one session (a test makes them small). */
 export interface StreamLimits {
   maxStatusBytes?: number;
@@ -214,14 +224,7 @@ export async function streamExec(url: string, o: Pick<ExecAttachOptions, 'tty' |
       settled = true;
       detach();
       void dispatcher.close().catch(() => undefined);
-      if (failure) return reject(failure);
-      // A connection that broke after the status came ended the session as sessions end.
-      if (broken && !status.length) return reject(broken);
-      try {
-        resolve(exitCodeOf(status.length ? Buffer.concat(status) : undefined));
-      } catch (err) {
-        reject(err as Error);
-      }
+      sessionEnd(failure, broken, status).then(resolve, reject);
     });
   });
 }
