@@ -7,7 +7,8 @@
  *     Prints the ms from the first call to the last start.
  *   node .bench-build/bench/cri-floor.js restart ENDPOINT SANDBOX LABEL LOGDIR
  *     Relists at the generic PLEG's 1 s; when the pod's container has exited, creates and starts
- *     its next attempt; prints the new container's id once started (the caller times it).
+ *     its next attempt; prints `seen <epoch ms>` when it saw the death, then the new container's id
+ *     once started (the caller times it).
  */
 import { join } from 'node:path';
 import { CriClient } from '../src/runtime/cri/client.js';
@@ -55,6 +56,8 @@ async function restart(sandbox: string): Promise<void> {
     await new Promise((r) => setTimeout(r, 1000));
     const cs = await client.listContainers({ podSandboxId: sandbox });
     if (cs.some((c) => c.state === ContainerState.RUNNING)) continue;
+    // When the relist saw the death: the caller times what follows it apart from the relist's phase.
+    process.stdout.write(`seen ${Date.now()}\n`);
     const last = Math.max(...cs.map((c) => c.metadata?.attempt ?? 0));
     const id = await client.createContainer(sandbox, floorContainer(last + 1), cfg);
     await client.startContainer(id);

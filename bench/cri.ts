@@ -36,9 +36,14 @@ async function killProcess(ctrd: PrivateContainerd, id: string): Promise<void> {
 
 interface ColdRow {
   pods: number;
+  /** `podrun apply --no-wait`: create and start, as the floor does. */
   podrun: Stat;
   floorEngine: Stat;
+  strict: Stat;
   vsStrict: Stat;
+  /** `podrun apply` (its Ready wait and 1 s hold included), and its time beyond the strict floor, run by run. */
+  applied: Stat;
+  beyond: Stat;
 }
 
 async function cold(ctrd: PrivateContainerd, root: string, logs: string, pods: number, runs: number): Promise<ColdRow> {
@@ -48,11 +53,17 @@ async function cold(ctrd: PrivateContainerd, root: string, logs: string, pods: n
   mkdirSync(stateDir, { recursive: true });
   const env = { DOCKER_HOST: 'unix:///nonexistent/docker.sock' };
   const cli = (args: string[]): ReturnType<typeof run> => run(BIN, ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', '--container-runtime-endpoint', ctrd.endpoint, '--pod-logs-dir', logs, ...args], { env });
-  const t = { podrun: [] as number[], floor: [] as number[], strict: [] as number[] };
+  const t = { podrun: [] as number[], floor: [] as number[], strict: [] as number[], applied: [] as number[] };
   for (let r = 0; r < runs; r++) {
+    // Like with like: create and start, as the floor and `docker compose up -d` (the ratio);
+    // then the default apply with its Ready wait and hold (reported as time beyond the floor).
+    const started = await cli(['apply', '--no-wait', dir]);
+    if (started.code !== 0) throw new Error(`podrun apply --no-wait on CRI failed: ${started.err}`);
+    t.podrun.push(started.ms);
+    await cli(['delete', '-f', dir, '--grace-period', '0']);
     const applied = await cli(['apply', dir]);
     if (applied.code !== 0) throw new Error(`podrun apply on CRI failed: ${applied.err}`);
-    t.podrun.push(applied.ms);
+    t.applied.push(applied.ms);
     await cli(['delete', '-f', dir, '--grace-period', '0']);
 
     const label = `podrun-bench.cri-floor=p${pods}r${r}`;
@@ -65,25 +76,34 @@ async function cold(ctrd: PrivateContainerd, root: string, logs: string, pods: n
       await ctrd.client.removePodSandbox(sb.id);
     }
   }
-  const row = { pods, podrun: stat(t.podrun), floorEngine: stat(t.floor), vsStrict: pairwise(t.podrun, t.strict) };
-  log(`CRI cold apply ${pods}: podrun ${ms(row.podrun)}, floor engine ${ms(row.floorEngine)}, strict ${ratio(row.vsStrict)}`);
+  const row = { pods, podrun: stat(t.podrun), floorEngine: stat(t.floor), strict: stat(t.strict), vsStrict: pairwise(t.podrun, t.strict), applied: stat(t.applied), beyond: stat(t.applied.map((x, i) => x - t.strict[i]!)) };
+  log(`CRI cold apply ${pods}: --no-wait ${ms(row.podrun)}, floor engine ${ms(row.floorEngine)}, strict ${ms(row.strict)}, ratio ${ratio(row.vsStrict)}; apply ${ms(row.applied)}, beyond the strict floor ${ms(row.beyond)}`);
   return row;
 }
 
 /** The agent's reaction and the floor's, interleaved run by run. */
-async function restartReaction(ctrd: PrivateContainerd, root: string, logs: string, runs: number): Promise<{ podrun: Stat; floor: Stat; vs: Stat }> {
+async function restartReaction(ctrd: PrivateContainerd, root: string, logs: string, runs: number): Promise<{ podrun: Stat; floor: Stat; vs: Stat; podrunAfter: Stat; floorAfter: Stat }> {
   const dir = join(root, 'cri-restart');
   writePods(dir, 'cri-target', 'bench-cri', 1, { containers: 1, hostNetwork: false });
   const stateDir = join(root, 'cri-restart-state');
   mkdirSync(stateDir, { recursive: true });
-  const agent = spawn(BIN, ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', '--container-runtime-endpoint', ctrd.endpoint, '--pod-logs-dir', logs, 'run', '--manifest-dir', dir, '--crash-backoff-initial', '0s', '--crash-backoff-max', '0s'], {
+  const agent = spawn(BIN, ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', '--container-runtime-endpoint', ctrd.endpoint, '--pod-logs-dir', logs, 'run', '--manifest-dir', dir, '--crash-backoff-initial', '0s', '--crash-backoff-max', '0s', '--v', '4'], {
     stdio: ['ignore', 'pipe', 'pipe'],
     env: { ...process.env, DOCKER_HOST: 'unix:///nonexistent/docker.sock' },
   });
   let agentLog = '';
   agent.stdout.on('data', (c: Buffer) => (agentLog += c.toString()));
   agent.stderr.on('data', (c: Buffer) => (agentLog += c.toString()));
-  const t = { podrun: [] as number[], floor: [] as number[] };
+  const t = { podrun: [] as number[], floor: [] as number[], podrunAfter: [] as number[], floorAfter: [] as number[] };
+  /** When the agent's relist saw the container's death: its log's `engine event exited` line after `since`. */
+  const agentSaw = (since: number): number | undefined => {
+    for (const line of agentLog.split('\n').reverse()) {
+      if (!line.includes('engine event exited of container c0')) continue;
+      const at = Date.parse((JSON.parse(line) as { time: string }).time);
+      return at >= since ? at : undefined;
+    }
+    return undefined;
+  };
   try {
     const podFilter = { labelSelector: { [LABEL.podName]: 'cri-target-0' } };
     let current = await nextRunning(ctrd, podFilter, '', 90_000).catch((e: unknown) => {
@@ -98,11 +118,16 @@ async function restartReaction(ctrd: PrivateContainerd, root: string, logs: stri
     for (let r = 0; r < runs; r++) {
       await sleep(500 + Math.random() * 1000); // a random phase against the 1 s relist of either
       let t0 = performance.now();
+      const killedAt = Date.now();
       await killProcess(ctrd, current);
       current = await nextRunning(ctrd, podFilter, current);
       t.podrun.push(performance.now() - t0);
+      const saw = agentSaw(killedAt - 5);
+      if (saw !== undefined) t.podrunAfter.push(Date.now() - saw);
 
       const floor = spawn('node', [FLOOR, 'restart', ctrd.endpoint, sb!.id, label, logs], { stdio: ['ignore', 'pipe', 'inherit'] });
+      let floorOut = '';
+      floor.stdout.on('data', (c: Buffer) => (floorOut += c.toString()));
       // Its exit is awaited from the start: it ends as soon as it has started the replacement.
       const exited = new Promise((r2) => floor.on('exit', r2));
       await Promise.race([
@@ -116,16 +141,23 @@ async function restartReaction(ctrd: PrivateContainerd, root: string, logs: stri
       await killProcess(ctrd, floorCurrent);
       floorCurrent = await nextRunning(ctrd, { podSandboxId: sb!.id }, floorCurrent);
       t.floor.push(performance.now() - t0);
+      const seen = Number(/seen (\d+)/.exec(floorOut)?.[1]);
+      if (seen) t.floorAfter.push(Date.now() - seen);
       await exited;
     }
   } finally {
     agent.kill('SIGTERM');
     await new Promise((r) => agent.on('exit', r));
   }
-  const row = { podrun: stat(t.podrun), floor: stat(t.floor), vs: pairwise(t.podrun, t.floor) };
-  log(`CRI restart reaction: podrun ${ms(row.podrun)}, floor ${ms(row.floor)}, ratio ${ratio(row.vs)}`);
+  const row = { podrun: stat(t.podrun), floor: stat(t.floor), vs: pairwise(t.podrun, t.floor), podrunAfter: stat(t.podrunAfter), floorAfter: stat(t.floorAfter), samples: t };
+  log(`CRI restart reaction: podrun ${ms(row.podrun)}, floor ${ms(row.floor)}, ratio ${ratio(row.vs)}; from the relist's sight of the death: podrun ${ms(row.podrunAfter)}, floor ${ms(row.floorAfter)}`);
+  log(`samples: podrun ${t.podrun.map(Math.round).join(',')}; floor ${t.floor.map(Math.round).join(',')}`);
   return row;
 }
+
+/** BENCH_CRI_PARTS=cold,restart (default both); BENCH_CRI_RUNS=N runs of each (default 7, 5 for 10 pods). */
+const PARTS = (process.env.BENCH_CRI_PARTS ?? 'cold,restart').split(',');
+const RUNS = Number(process.env.BENCH_CRI_RUNS ?? 0);
 
 export async function criScenarios(root: string): Promise<string> {
   const ctrd = new PrivateContainerd();
@@ -134,25 +166,39 @@ export async function criScenarios(root: string): Promise<string> {
   const logs = join(root, 'cri-pod-logs');
   mkdirSync(logs, { recursive: true });
   try {
-    const rows = [await cold(ctrd, root, logs, 1, QUICK ? 2 : 7), await cold(ctrd, root, logs, 10, QUICK ? 1 : 5)];
-    const restart = await restartReaction(ctrd, root, logs, QUICK ? 3 : 7);
-    return `### On a CRI runtime (containerd 1.6, private, CNI bridge)
+    const out: string[] = [];
+    if (PARTS.includes('cold')) {
+      const rows = [await cold(ctrd, root, logs, 1, RUNS || (QUICK ? 2 : 7)), await cold(ctrd, root, logs, 10, RUNS || (QUICK ? 1 : 5))];
+      out.push(`### On a CRI runtime (containerd 1.6, private, CNI bridge)
 
 podrun with \`--container-runtime-endpoint\` on a containerd of the bench's own, beside the CRI
 floor: a Node process on podrun's own CriClient making the same calls (RunPodSandbox,
-CreateContainer, StartContainer, 4 at once). The strict floor is the floor's calls plus
-\`node -e 0\` measured in the same run (target ≤ 1.10). Image ${TEST_IMAGE}, one container a pod.
+CreateContainer, StartContainer, 4 at once). Like with like: \`podrun apply --no-wait\` (create
+and start, as the floor and \`docker compose up -d\`) against the strict floor, the floor's calls
+plus \`node -e 0\` measured in the same run (target ≤ 1.10). The default \`podrun apply\` waits
+until each pod is Ready and has held Ready 1 s (issue 29): it is reported as its time beyond the
+strict floor, run by run. Image ${TEST_IMAGE}, one container a pod.
 
 ${table(
-  ['pods', 'podrun apply', 'floor calls', 'podrun / strict floor'],
-  rows.map((r) => [String(r.pods), ms(r.podrun), ms(r.floorEngine), `**${ratio(r.vsStrict)}**`]),
-)}
-
-Restart reaction: the container's process killed (SIGKILL) → the next container running, seen by
+  ['pods', 'podrun apply --no-wait', 'floor calls', 'strict floor', 'podrun --no-wait / strict floor', 'podrun apply (Ready, held 1 s)', 'apply beyond the strict floor'],
+  rows.map((r) => [String(r.pods), ms(r.podrun), ms(r.floorEngine), ms(r.strict), `**${ratio(r.vsStrict)}**`, ms(r.applied), ms(r.beyond)]),
+)}`);
+    }
+    if (PARTS.includes('restart')) {
+      const restart = await restartReaction(ctrd, root, logs, RUNS || (QUICK ? 3 : 7));
+      out.push(`Restart reaction on the CRI runtime: the container's process killed (SIGKILL) → the next container running, seen by
 listing every 20 ms. podrun's agent (crash back-off off) against a floor process that relists
-at the generic PLEG's 1 s and recreates (target ≤ 1.0).
+at the generic PLEG's 1 s and recreates (target ≤ 1.0). A kill lands at a random phase of either
+relist, which is most of the spread: the last columns time each from its relist's sight of the
+death (the agent's \`engine event exited\` log line, the floor's own note) to the next container
+seen running, apart from that phase.
 
-${table(['podrun agent', 'CRI floor (1 s relist)', 'podrun / floor'], [[ms(restart.podrun), ms(restart.floor), `**${ratio(restart.vs)}**`]])}`;
+${table(
+  ['podrun agent', 'CRI floor (1 s relist)', 'podrun / floor', 'podrun, from the relist seeing the death', 'floor, from its relist seeing it'],
+  [[ms(restart.podrun), ms(restart.floor), `**${ratio(restart.vs)}**`, ms(restart.podrunAfter), ms(restart.floorAfter)]],
+)}`);
+    }
+    return out.join('\n\n');
   } finally {
     await ctrd.destroy();
   }

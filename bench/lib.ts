@@ -15,7 +15,8 @@ export { followEvents, type EngineEventRecord } from '../test/integration/churn-
 
 /** The repository: the compiled bench runs from `.bench-build/bench/`. */
 export const REPO = resolve(fileURLToPath(new URL('../..', import.meta.url)));
-export const BIN = join(REPO, 'bin', 'podrun');
+/** BENCH_PODRUN_BIN: another build's bin/podrun (an older commit's, to compare with). */
+export const BIN = process.env.BENCH_PODRUN_BIN ?? join(REPO, 'bin', 'podrun');
 export const docker = new Docker();
 export const QUICK = process.env.BENCH_QUICK === '1';
 

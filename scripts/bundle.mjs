@@ -28,6 +28,22 @@ const leaveOut = {
     // commander spawns only for executable subcommands, which podrun has none of: Node's process
     // spawning code is loaded if that ever happens, not at every start.
     b.onResolve({ filter: /^node:child_process$/ }, (a) => (/commander/.test(a.importer) ? { path: 'child_process', namespace: 'lazy-child-process' } : undefined));
+    // The engine client's zlib (build contexts) and crypto (BuildKit sessions) are Node modules
+    // podrun's calls never reach: loaded on first use, not whenever the engine client loads.
+    b.onResolve({ filter: /^(zlib|crypto)$/ }, (a) => (/[\\/](dockerode|docker-modem)[\\/]/.test(a.importer) ? { path: a.path, namespace: 'lazy-builtin' } : undefined));
+    b.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, (a) => ({
+      contents: `module.exports = new Proxy({}, { get: (_t, k) => require('node:${a.path}')[k] });`,
+      loader: 'js',
+    }));
+    // The debug package (docker-modem's log) asks whether stderr is a terminal when each logger
+    // is made, which makes Node's stderr stream at every start: with DEBUG unset, where nothing
+    // is logged, a logger that logs nothing stands in.
+    b.onResolve({ filter: /^debug$/ }, (a) => (/[\\/](dockerode|docker-modem)[\\/]/.test(a.importer) ? { path: require.resolve('debug', { paths: [a.resolveDir] }), namespace: 'lazy-debug' } : undefined));
+    b.onLoad({ filter: /.*/, namespace: 'lazy-debug' }, (a) => ({
+      contents: `const off = () => Object.assign(() => undefined, { enabled: false, extend: off }); module.exports = process.env.DEBUG ? require(${JSON.stringify(a.path)}) : Object.assign(off, { enabled: () => false });`,
+      loader: 'js',
+      resolveDir: process.cwd(),
+    }));
     b.onLoad({ filter: /.*/, namespace: 'lazy-child-process' }, () => ({
       contents: "module.exports = { spawn: (...a) => require('node:child_process').spawn(...a) };",
       loader: 'js',
@@ -43,7 +59,11 @@ const leaveOut = {
       const text = readFileSync(a.path, 'utf8');
       const at = 'optionsf.socketPath = socketPath;';
       if (!text.includes(at)) throw new Error(`docker-modem changed: no "${at}" in ${a.path}`);
-      return { contents: text.replace(at, `${at} optionsf.servername = '';`), loader: 'js' };
+      // It also formats every request with util.inspect for its debug log, on or off (2-3 ms of a
+      // get's 21 requests): formatted only when DEBUG=modem asks for the log.
+      const sending = "debug('Sending: %s', util.inspect(";
+      if (!text.includes(sending)) throw new Error(`docker-modem changed: no "${sending}" in ${a.path}`);
+      return { contents: text.replace(at, `${at} optionsf.servername = '';`).replace(sending, `if (debug.enabled) ${sending}`), loader: 'js' };
     });
     // Loaded at import time by dockerode and docker-modem (protobufjs even parses a schema then),
     // so the stand-in must survive any property access, call or construction.

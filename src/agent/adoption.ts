@@ -1,4 +1,6 @@
 import type { Logger } from '../log/logger.js';
+import type { Pod } from '../manifest/types.js';
+import { specOf } from '../reconcile/lifecycle.js';
 import { isActive, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
 import type { EngineLifecycle } from '../runtime/roles.js';
 import type { PodRecord } from './pod-record.js';
@@ -36,6 +38,15 @@ export class Adoption {
     );
   }
 
+  /**
+   * With no agent (`apply` runs the worker), the engine keeps the restart policy `apply` gave each
+   * container, and nothing is taken from it: what it restarts on is read from the spec, no engine
+   * call, so that the worker leaves those restarts to the engine as it does an adopted one's.
+   */
+  assume(r: PodRecord, o: ObservedPod, pod: Pod): void {
+    for (const c of [...o.sandboxes, ...o.containers]) if (isActive(c) && !r.adopted.has(c.id)) r.adopted.set(c.id, engineRestartOn(pod, c));
+  }
+
   /** A dead adopted container whose engine policy restarts it, within the engine's time to do so. */
   engineRestarts(r: PodRecord, c: ObservedContainer): boolean {
     const policy = r.adopted.get(c.id);
@@ -47,4 +58,12 @@ export class Adoption {
     r.adopted.set(c.id, undefined);
     return false;
   }
+}
+
+/** What the engine restarts a container on when `apply` made it with no agent (as its runtime's restart policy). */
+export function engineRestartOn(pod: Pod, c: ObservedContainer): 'always' | 'failure' | undefined {
+  if (c.type === 'sandbox') return 'always';
+  if (c.type === 'init') return specOf(pod, c.name)?.restartPolicy === 'Always' ? 'always' : undefined;
+  const policy = pod.spec.restartPolicy ?? 'Always';
+  return policy === 'Always' ? 'always' : policy === 'OnFailure' ? 'failure' : undefined;
 }

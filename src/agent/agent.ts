@@ -2,7 +2,6 @@ import { containerEndpoint, engineDevice, type ContainerEndpoint } from './conta
 import { pullLogger } from './pull-log.js';
 import { timerDelay } from '../base/duration.js';
 import { Pacer } from '../base/pacer.js';
-import { terminatingPods } from '../reconcile/terminating.js';
 import { StatsCollector } from '../stats/collector.js';
 import type { NodeSummary } from '../stats/node-view.js';
 import type { PodStatsV1 } from '../stats/summary.js';
@@ -14,7 +13,6 @@ import { PodCache } from '../pleg/cache.js';
 import { DEFAULT_BACKOFF } from '../reconcile/backoff.js';
 import { PodWorkers } from '../reconcile/workers.js';
 import type { PodEvent } from '../status/events.js';
-import { markRolledBack, toV1Pod } from '../status/v1.js';
 import { GarbageCollector, type ContainerGcResult, type ImageGcResult } from '../gc/collector.js';
 import { startServer } from '../server/server.js';
 import { defaultTokenPath, loadHttpToken } from '../server/http-token.js';
@@ -22,6 +20,7 @@ import { ExpiryLog } from './expiry-log.js';
 import { PodSupervisor } from './supervisor.js';
 import { deletionTurn } from './pod-deletion.js';
 import { DesiredSet } from './desired-set.js';
+import { podList } from './pod-list.js';
 import { sourcesFor } from './agent-sources.js';
 import type { AgentOptions } from './options.js';
 import { PodRuntime } from '../runtime/docker/runtime.js';
@@ -37,8 +36,6 @@ export type { AgentOptions } from './options.js';
 
 /** A merge may take at most 1 / (1 + MERGE_GAP) of the agent's time (see `merges`). */
 const MERGE_GAP = 9;
-
-
 
 /**
  * `podrun run`: sources feed one desired pod set, and per-pod workers keep the engine converged to
@@ -105,7 +102,7 @@ export class Agent {
       ...o.runtime,
       ...(o.maxParallel ? { engineSlots: o.maxParallel } : {}),
       onPullProgress: pullLogger(this.log),
-      observer: { call: (what, seconds, failed) => m.engineCall(operationType(what), seconds, failed), pull: (seconds, ok) => m.imagePulled(seconds, ok) },
+      observer: { call: (what, seconds, failed) => m.engineCall(operationType(what), seconds, failed), pull: (seconds, ok) => m.imagePulled(seconds, ok), notice: (message) => this.log.info(message) },
     });
     this.nodeStatus = new NodeStatus(this.runtime, {
       stateDir: o.runtime.stateDir,
@@ -169,10 +166,8 @@ export class Agent {
   }
 
   private nameOf(uid: string): string {
-    const d = this.set.get(uid);
-    if (d) return d.key;
     const o = this.cache.pod(uid);
-    return o ? `${o.namespace}/${o.name}` : uid;
+    return this.set.get(uid)?.key ?? (o ? `${o.namespace}/${o.name}` : uid);
   }
 
   async start(): Promise<void> {
@@ -290,16 +285,15 @@ export class Agent {
     }
   }
 
+  /** A declared pod's worker turn; for one no longer declared, its deletion turn (the plan's removal). */
   private async syncPodOnce(uid: string, signal: AbortSignal): Promise<number | undefined> {
     if (!this.cache.connected) return 1000;
     const d = this.set.get(uid);
     const o = this.cache.pod(uid);
-    if (!d) {
-      if (o && !this.set.mayDelete(o)) return undefined;
-      const turn = await deletionTurn({ rt: this.runtime, cache: this.cache, log: this.log, supervisor: this.supervisor, deleting: this.deleting }, uid, o);
-      if (turn.gone) this.forget(uid);
-      return turn.again;
-    }
+    if (o && !d && !this.set.mayDelete(o)) return undefined;
+    const turn = d ? undefined : await deletionTurn({ rt: this.runtime, cache: this.cache, log: this.log, supervisor: this.supervisor, deleting: this.deleting }, uid, o);
+    if (turn?.gone) this.forget(uid);
+    if (!d) return turn?.again;
     const wait = await this.supervisor.sync(d, signal);
     return this.judge(uid, d) ? 0 : wait;
   }
@@ -351,25 +345,8 @@ export class Agent {
   }
 
   /** Every pod the agent knows (desired or present), as v1 Pods with status. */
-  async podList(): Promise<Record<string, unknown>[]> {
-    const observed = new Map(this.cache.pods().map((p) => [p.uid, p]));
-    const uids = new Set([...this.set.uids(), ...observed.keys()]);
-    const items: Record<string, unknown>[] = [];
-    const terminating = terminatingPods(this.o.runtime.stateDir);
-    for (const uid of uids) {
-      const d = this.set.get(uid);
-      const o = observed.get(uid) ?? { uid, name: d?.pod.metadata.name ?? '', namespace: d?.pod.metadata.namespace ?? 'default', source: d?.origin.source ?? '', sandboxes: [], containers: [] };
-      const view = d ? { ...o, spec: d.pod, source: d.origin.shown ?? d.origin.source } : o;
-      const status = await this.supervisor.status(d, observed.get(uid));
-      if (!status) continue;
-      const podIP = await this.supervisor.podIP(view.spec, observed.get(uid));
-      const item = toV1Pod(view, status, { hostIP: this.runtime.hostIP, ...(podIP ? { podIP } : {}) }, observed.has(uid) ? terminating.get(uid) : undefined);
-      const declared = this.set.declared(uid);
-      const rolledBack = declared ? this.gate.rolledBack(declared) : undefined;
-      if (rolledBack) markRolledBack(item, rolledBack);
-      items.push(item);
-    }
-    return items;
+  podList(): Promise<Record<string, unknown>[]> {
+    return podList({ set: this.set, cache: this.cache, supervisor: this.supervisor, gate: this.gate, hostIP: this.runtime.hostIP, stateDir: this.o.runtime.stateDir });
   }
 
   events(uid?: string): PodEvent[] {
@@ -378,6 +355,11 @@ export class Agent {
 
   healthy(): boolean {
     return this.cache.connected;
+  }
+
+  /** /healthz: the engine reachable and its relist fresh (the kubelet's PLEG check), or why not. */
+  unhealthy(): string | undefined {
+    return this.cache.judgeHealth();
   }
 
   /**

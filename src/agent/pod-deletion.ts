@@ -1,6 +1,8 @@
 import type { Logger } from '../log/logger.js';
 import type { PodCache } from '../pleg/cache.js';
-import { graceOf, removePod, removePodDir } from '../reconcile/lifecycle.js';
+import { removePodDir } from '../reconcile/lifecycle.js';
+import { removalActions } from '../reconcile/plan.js';
+import { executeRemoval } from '../reconcile/sync.js';
 import type { ObservedPod } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
 import type { PodSupervisor } from './supervisor.js';
@@ -42,7 +44,8 @@ export async function deletionTurn(x: DeletionDeps, uid: string, o: ObservedPod 
   x.supervisor.probes.removePod(uid);
   let whole = false;
   try {
-    whole = await removePod(x.rt, o, graceOf(o), (type, reason, message, fieldPath) => x.supervisor.events.record({ uid, name: o.name, namespace: o.namespace }, type, reason, message, fieldPath));
+    // Deletion is the plan's outcome, carried out by the executor, as every other action is.
+    whole = await executeRemoval(x.rt, o, removalActions(), (type, reason, message, fieldPath) => x.supervisor.events.record({ uid, name: o.name, namespace: o.namespace }, type, reason, message, fieldPath));
   } catch (err) {
     await x.cache.refreshPod(uid);
     throw err;

@@ -2,33 +2,27 @@ import type { Logger } from '../log/logger.js';
 import { containerHash } from '../manifest/hash.js';
 import type { DesiredPod, Pod } from '../manifest/types.js';
 import type { PodCache } from '../pleg/cache.js';
-import { ProbeManager, type ProbeEvent, type ProbeTarget } from '../probe/manager.js';
+import { ProbeManager, type ProbeEvent } from '../probe/manager.js';
 import type { ProbedContainer, ProbeResultLabel } from '../metrics/probe-metrics.js';
 import { Backoff, type BackoffPolicy } from '../reconcile/backoff.js';
 import { fieldPathOf, specOf, type EventSink } from '../reconcile/lifecycle.js';
-import { backoffKeys, gateStarts, imageKey, newestExited, sandboxKey } from '../reconcile/gate.js';
-import { computePodActions, hasActions } from '../reconcile/plan.js';
-import { ContainerImageError, ContainerStartFailure, executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
-import { isActive, latestByName, type ObservedPod } from '../runtime/observed.js';
+import { backoffKeys, gateStarts, newestExited, sandboxKey, type BackoffView, type GateResult } from '../reconcile/gate.js';
+import { computePodActions, hasActions, type PodActions } from '../reconcile/plan.js';
+import { executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
+import { isActive, latestByName, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { EventRecorder, type PodRef } from '../status/events.js';
-import { containerDetails } from '../status/details.js';
-import { podStatus, type PodStatusSummary, type StatusInputs } from '../status/pod-status.js';
+import { podStatus, type PodStatusSummary } from '../status/pod-status.js';
+import { probeTargets, readDetails, readinessOf, statusInputs } from './pod-view.js';
 import { settled } from '../reconcile/settled.js';
 import { deletionUnderway } from '../reconcile/terminating.js';
 import { Adoption } from './adoption.js';
 import { dropChangedWaiting, newPodRecord, recordSize, trimRecord, type PodRecord } from './pod-record.js';
 import { noteHeld } from './held-reasons.js';
+import { recordFailure } from './turn-failure.js';
 import { isImageReason } from '../base/reasons.js';
-import { isPodrunBug } from '../runtime/runtime-types.js';
+import type { Readiness } from '../reconcile/rollback.js';
 
-import { notReadyReason, type Readiness } from '../reconcile/rollback.js';
-
-/**
- * What the agent keeps per pod beyond the engine's state: crash and image backoff, waiting
- * reasons, probe workers, events, and the inspect details that status needs. `sync` is one pod
- * worker's turn: probe kills, the plan, backoff, the actions.
- */
 /** For metrics: what the supervisor started, failed to start and restarted, and every probe run. */
 export interface SupervisorObserver {
   started?(type: 'sandbox' | 'init' | 'app'): void;
@@ -39,15 +33,27 @@ export interface SupervisorObserver {
   probesGone?(uid: string): void;
 }
 
+/**
+ * Who the worker works for. The agent (the default): it takes restarts over from the engine and
+ * makes containers with no engine restart policy. `apply` with no agent (`engineRestarts`): the
+ * engine keeps every pod alive after `apply` exits, so containers are made with the policy the
+ * pod's restartPolicy maps to, those restarts are left to the engine, and no liveness probe runs
+ * (nobody would act on it once `apply` is done).
+ */
+export interface WorkerMode {
+  engineRestarts?: boolean;
+  /** Label that lets `apply --prune` find the pods of the same set later. */
+  applySet?: string;
+}
+
 /** While someone else deletes a pod, the next look comes this soon. */
 const DELETION_LOOK_MS = 500;
 
-/** After a bug of podrun's (a TypeError in a step), the turn is tried again this soon. */
-const BUG_RETRY_MS = 5_000;
-
-/** After a failed pull, the next look (which reports ImagePullBackOff) comes this soon. */
-const IMAGE_BACKOFF_LOOK_MS = 1000;
-
+/**
+ * What the agent keeps per pod beyond the engine's state: crash and image backoff, waiting
+ * reasons, probe workers, events, and the inspect details that status needs. `turn` is one pod
+ * worker's turn: probe kills, the plan, backoff, the actions.
+ */
 export class PodSupervisor {
   readonly events = new EventRecorder();
   readonly probes: ProbeManager;
@@ -70,6 +76,7 @@ export class PodSupervisor {
     private readonly keepDead = 1,
     private readonly onPruned: (count: number) => void = () => undefined,
     private readonly observer: SupervisorObserver = {},
+    private readonly mode: WorkerMode = {},
   ) {
     this.adoption = new Adoption(rt, cache, log);
     this.crash = new Backoff(backoff);
@@ -188,41 +195,106 @@ export class PodSupervisor {
   private async updateProbes(d: DesiredPod, o: ObservedPod | undefined): Promise<void> {
     if (!o) return this.probes.removePod(d.uid);
     const host = await this.sandboxAddress(d.pod, o);
-    const details = this.rec(d.uid).details;
-    const targets: ProbeTarget[] = [];
-    for (const c of latestByName(o).values()) {
-      const spec = specOf(d.pod, c.name);
-      if (!spec || c.state !== 'running') continue;
-      if (!spec.livenessProbe && !spec.readinessProbe && !spec.startupProbe) continue;
-      // initialDelaySeconds counts from the container's start, which only an inspect knows (once).
-      if (!this.probes.state(c.id) && !details.get(c.id)?.startedAt) await containerDetails(this.rt, o, details);
-      const startedAt = Date.parse(details.get(c.id)?.startedAt ?? '');
-      targets.push({ uid: d.uid, namespace: o.namespace, pod: o.name, container: spec, containerId: c.id, defaultHost: host, ...(Number.isFinite(startedAt) ? { startedAt } : {}) });
-    }
-    this.probes.sync(d.uid, targets);
+    this.probes.sync(d.uid, await probeTargets(this.rt, this.probes, d, o, this.rec(d.uid), host, !this.mode.engineRestarts));
+  }
+
+  /** One turn of the pod's worker: when to look again (see `turn`). */
+  async sync(d: DesiredPod, signal?: AbortSignal): Promise<number | undefined> {
+    return (await this.turn(d, signal)).again;
   }
 
   /**
-   * One turn of the pod's worker. `signal` is aborted when the pod is to be deleted: the turn then
-   * makes nothing more (the executor stops at its next step) and ends, for the deletion to follow.
+   * One turn of the pod's worker, in four steps: gather (the cache, adoption, what the engine
+   * restarts itself), decide (the plan, then the back-off gate: pure), execute (sync.ts), record
+   * (back-off, waiting reasons, pruning, probes, the record trimmed). `signal` is aborted when the
+   * pod is to be deleted: the turn then makes nothing more and ends, for the deletion to follow.
+   * `failed`: the step failure this turn recorded (for `apply`, which reports it).
    */
-  async sync(d: DesiredPod, signal?: AbortSignal): Promise<number | undefined> {
+  async turn(d: DesiredPod, signal?: AbortSignal): Promise<{ again?: number; failed?: Error }> {
+    const seen = await this.gather(d);
+    if (!seen.r) return { again: seen.again };
+    const { r, o } = seen;
+    const actions = this.plan(d, o);
+    if (!hasActions(actions)) {
+      await this.updateProbes(d, o);
+      this.clearWaiting(r, o);
+      trimRecord(r, o);
+      // Look again shortly: the engine restarts it, or its time runs out and podrun does.
+      return seen.engineRestarting ? { again: 1000 } : {};
+    }
+    const now = Date.now();
+    const gate = gateStarts(d, o, actions, await this.backoffView(r, o, actions, now), now);
+    noteHeld(d, r, gate.held, (type, message, name) => this.events.record(this.ref(d), type, 'BackOff', message, fieldPathOf(d.pod, name)));
+    for (const x of gate.restarts) this.crash.restarted(x.key, now);
+    if (!hasActions(gate.actions)) return { again: gate.waitMs };
+    this.announce(d, o, actions, gate);
+    if (signal?.aborted) return {};
+    const sync = signal ?? new AbortController().signal;
+    let wait = gate.waitMs;
+    let failed: Error | undefined;
+    r.inProgress = sync;
+    try {
+      await executePodActions(this.rt, d, o, gate.actions, {
+        engineRestarts: this.mode.engineRestarts === true,
+        ...(this.mode.applySet ? { applySet: this.mode.applySet } : {}),
+        events: this.sink(this.ref(d)),
+        signal: sync,
+        postStart: (id, running) => (running ? r.postStarting.add(id) : r.postStarting.delete(id)),
+      });
+      this.started(d, r, gate);
+    } catch (err) {
+      // Cancelled (or failed on the way) because the pod is to be deleted: no back-off, no
+      // waiting reason; the deletion that comes next removes whatever was made.
+      if (!sync.aborted) {
+        const backoffMs = recordFailure(err, d, r, { startFailures: this.startFailures, imagePulls: this.imagePulls, log: this.log, ...(this.observer.startFailed ? { startFailed: this.observer.startFailed } : {}) }, Date.now());
+        wait = Math.min(wait ?? backoffMs, backoffMs);
+        failed = err as Error;
+      }
+    } finally {
+      if (r.inProgress === sync) delete r.inProgress;
+      await this.cache.refreshPod(d.uid);
+    }
+    if (sync.aborted) return {};
+    const after = this.cache.pod(d.uid);
+    if (after) {
+      // Prune right after a death, as the kubelet does: the sweep is only the safety net.
+      const pruned = await pruneDeadInstances(this.rt, after, this.keepDead);
+      if (pruned) this.onPruned(pruned);
+      await this.updateProbes(d, after);
+    }
+    trimRecord(r, this.cache.pod(d.uid));
+    // Look again: the next init container, or what changed meanwhile.
+    return { again: wait ?? 0, ...(failed ? { failed } : {}) };
+  }
+
+  /**
+   * Gather: the pod's record and its engine view. A dead container the engine is about to restart
+   * itself (a policy podrun could not take over, as on Podman, or the one `apply` gave it) counts
+   * as restarting: podrun restarting it too would make two. No record: look again after `again`.
+   */
+  private async gather(d: DesiredPod): Promise<{ r: PodRecord; o: ObservedPod | undefined; engineRestarting: boolean } | { r?: undefined; again?: number }> {
     const uid = d.uid;
     // `podrun delete` is removing it: the pod is made anew once that is done, not patched meanwhile,
     // and from the engine as the deletion left it (the cache may not have heard of all of it yet).
     if (deletionUnderway(this.rt.options.stateDir, uid, Date.now())) {
       this.awaitedDeletion.add(uid);
-      return DELETION_LOOK_MS;
+      return { again: DELETION_LOOK_MS };
     }
     if (this.awaitedDeletion.delete(uid)) await this.cache.refreshPod(uid);
     const r = this.rec(uid);
     this.retainBackoff(d);
     const cached = this.cache.pod(uid);
-    if (cached) await this.adoption.adopt(r, cached);
-    // A dead container the engine is about to restart itself (its policy could not be taken
-    // over, as on Podman) counts as restarting: podrun restarting it too would make two.
-    const engineRestarting = cached ? [...cached.sandboxes, ...cached.containers].filter((c) => this.adoption.engineRestarts(r, c)) : [];
-    const o = cached && engineRestarting.length ? { ...cached, containers: cached.containers.map((c) => (engineRestarting.includes(c) ? { ...c, state: 'restarting' as const } : c)), sandboxes: cached.sandboxes.map((c) => (engineRestarting.includes(c) ? { ...c, state: 'restarting' as const } : c)) } : cached;
+    if (!cached) return { r, o: undefined, engineRestarting: false };
+    if (this.mode.engineRestarts) this.adoption.assume(r, cached, d.pod);
+    else await this.adoption.adopt(r, cached);
+    const restarting = new Set([...cached.sandboxes, ...cached.containers].filter((c) => this.adoption.engineRestarts(r, c)));
+    if (restarting.size === 0) return { r, o: cached, engineRestarting: false };
+    const mark = (c: ObservedContainer): ObservedContainer => (restarting.has(c) ? { ...c, state: 'restarting' } : c);
+    return { r, o: { ...cached, containers: cached.containers.map(mark), sandboxes: cached.sandboxes.map(mark) }, engineRestarting: true };
+  }
+
+  /** Decide, first half: the plan (pure), with the prober's verdicts. */
+  private plan(d: DesiredPod, o: ObservedPod | undefined): PodActions {
     const actions = computePodActions(d, o, {
       probeFailure: (id) => {
         const failed = this.probes.state(id)?.failed;
@@ -240,113 +312,48 @@ export class PodSupervisor {
     for (const k of actions.containersToKill) {
       if (k.probe) this.log.warn(`pod ${d.key}: container ${k.name} ${k.reason}`, { pod: d.key, container: k.name });
     }
-    if (!hasActions(actions)) {
-      await this.updateProbes(d, o);
-      this.clearWaiting(r, o);
-      trimRecord(r, o);
-      // Look again shortly: the engine restarts it, or its time runs out and podrun does.
-      return engineRestarting.length ? 1000 : undefined;
-    }
+    return actions;
+  }
 
-    // Back-off is the gate's decision (pure); what it needs from the engine is gathered first.
-    const now = Date.now();
+  /** Decide, second half: what the gate (pure) reads, the finish times of what would restart gathered first. */
+  private async backoffView(r: PodRecord, o: ObservedPod | undefined, actions: PodActions, now: number): Promise<BackoffView> {
     const finished = new Map<string, number>();
     for (const st of actions.containersToStart) {
       const prev = o ? newestExited(o, st.name) : undefined;
       if (prev) finished.set(prev.id, this.cache.finishedAt(prev.id) ?? (await this.rt.finishedAt(prev.id)) ?? now);
     }
-    const gate = gateStarts(d, o, actions, {
+    return {
       crash: this.crash,
       imagePulls: this.imagePulls,
       refused: this.startFailures,
       waitingOnImage: (name) => isImageReason(r.waiting.get(name)?.reason),
       finishedAt: (id) => finished.get(id),
-    }, now);
-    let wait = gate.waitMs;
-    noteHeld(d, r, gate.held, (type, message, name) => this.events.record(this.ref(d), type, 'BackOff', message, fieldPathOf(d.pod, name)));
-    const waitedFor = new Map<string, number>();
-    for (const r of gate.restarts) {
-      if (r.waitedMs) waitedFor.set(r.name, r.waitedMs);
-      this.crash.restarted(r.key, now);
+    };
+  }
+
+  private announce(d: DesiredPod, o: ObservedPod | undefined, actions: PodActions, gate: GateResult): void {
+    const run = gate.actions;
+    if (run.createSandbox) return this.log.info(`pod ${d.key}: ${o ? `recreating (${actions.reason ?? ''})` : 'creating'}`, { pod: d.key });
+    if (run.killPod) return this.log.info(`pod ${d.key}: stopping the pod (${actions.reason ?? ''})`, { pod: d.key });
+    const waitedFor = new Map(gate.restarts.map((x) => [x.name, x.waitedMs]));
+    for (const s of run.containersToStart) {
+      const waited = waitedFor.get(s.name);
+      this.log.info(`pod ${d.key}: starting ${s.type === 'init' ? 'init container' : 'container'} ${s.name} (${s.reason})${waited ? ` after a back-off of ${Math.round(waited / 1000)}s` : ''}`, { pod: d.key, container: s.name });
     }
-    const allowed = gate.actions.containersToStart;
-    const sandboxKeyOf = sandboxKey(d);
-    const toRun = gate.actions;
-    if (!hasActions(toRun)) return wait;
-    if (toRun.createSandbox) this.log.info(`pod ${d.key}: ${o ? `recreating (${actions.reason ?? ''})` : 'creating'}`, { pod: d.key });
-    else if (toRun.killPod) this.log.info(`pod ${d.key}: stopping the pod (${actions.reason ?? ''})`, { pod: d.key });
-    else {
-      for (const s of allowed) {
-        const waited = waitedFor.get(s.name);
-        this.log.info(`pod ${d.key}: starting ${s.type === 'init' ? 'init container' : 'container'} ${s.name} (${s.reason})${waited ? ` after a back-off of ${Math.round(waited / 1000)}s` : ''}`, { pod: d.key, container: s.name });
-      }
+  }
+
+  /** Record, after actions that went through: what started waits for nothing, and its refusals are forgotten. */
+  private started(d: DesiredPod, r: PodRecord, gate: GateResult): void {
+    const run = gate.actions;
+    if (run.createSandbox) this.observer.started?.('sandbox');
+    for (const s of run.containersToStart) this.observer.started?.(s.type);
+    for (const x of gate.restarts) this.observer.restarted?.(d.pod.metadata.namespace ?? 'default', d.pod.metadata.name, x.name);
+    for (const s of run.containersToStart) {
+      r.waiting.delete(s.name);
+      const spec = specOf(d.pod, s.name);
+      if (spec) this.startFailures.forget(Backoff.key(d.uid, s.name, containerHash(d.pod, spec)));
     }
-    if (signal?.aborted) return undefined;
-    const sync = signal ?? new AbortController().signal;
-    r.inProgress = sync;
-    try {
-      await executePodActions(this.rt, d, o, toRun, {
-        engineRestarts: false,
-        events: this.sink(this.ref(d)),
-        signal: sync,
-        postStart: (id, running) => (running ? r.postStarting.add(id) : r.postStarting.delete(id)),
-      });
-      if (toRun.createSandbox) this.observer.started?.('sandbox');
-      for (const s of allowed) this.observer.started?.(s.type);
-      for (const r of gate.restarts) this.observer.restarted?.(d.pod.metadata.namespace ?? 'default', d.pod.metadata.name, r.name);
-      for (const s of allowed) {
-        r.waiting.delete(s.name);
-        const spec = specOf(d.pod, s.name);
-        if (spec) this.startFailures.forget(Backoff.key(uid, s.name, containerHash(d.pod, spec)));
-      }
-      if (toRun.createSandbox) this.startFailures.forget(sandboxKeyOf);
-    } catch (err) {
-      if (sync.aborted) {
-        // Cancelled (or failed on the way) because the pod is to be deleted: no back-off, no
-        // waiting reason; the deletion that comes next removes whatever was made.
-      } else if (err instanceof ContainerStartFailure) {
-        // As the kubelet: CreateContainerError, RunContainerError and a refused sandbox back off
-        // like a crash loop (10 s doubling to 5 min), so a bad mount or a missing binary costs
-        // the engine one attempt per back-off, not a hot loop.
-        const spec = err.container ? specOf(d.pod, err.container) : undefined;
-        const key = err.container && spec ? Backoff.key(uid, err.container, containerHash(d.pod, spec)) : sandboxKeyOf;
-        const backoffMs = this.startFailures.restarted(key, Date.now());
-        this.observer.startFailed?.(err.container ? (d.pod.spec.initContainers?.some((c) => c.name === err.container) ? 'init' : 'app') : 'sandbox', err.reason);
-        const { container, reason, message } = err.result;
-        if (container && reason !== 'FailedCreatePodSandBox') r.waiting.set(container, { reason, message });
-        this.log.warn(`pod ${d.key}: ${err.container ? `container ${err.container}` : 'sandbox'}: ${err.message}; retrying in ${Math.round(backoffMs / 1000)}s`, { pod: d.key, container: err.container ?? 'POD', reason: err.reason });
-        wait = Math.min(wait ?? backoffMs, backoffMs);
-      } else if (isPodrunBug(err)) {
-        // Neither the manifest's fault nor the engine's: podrun's own (a TypeError and the like).
-        // Said as such, with its stack, and the turn tried again later; no waiting reason is made
-        // up for the user's container.
-        this.log.error(`pod ${d.key}: podrun bug during sync, retrying in ${BUG_RETRY_MS / 1000}s: ${err.stack ?? err.message}`, { pod: d.key });
-        wait = Math.min(wait ?? BUG_RETRY_MS, BUG_RETRY_MS);
-      } else {
-        // The engine went away mid-turn, and the like: the worker logs it and tries again.
-        if (!(err instanceof ContainerImageError)) throw err;
-        const backoffMs = this.imagePulls.restarted(imageKey(d, err.container), Date.now());
-        // As the kubelet: the attempt that failed says ErrImagePull; the look right after finds the
-        // pull in back-off and says ImagePullBackOff until the next attempt (kubectl shows both).
-        r.waiting.set(err.container, { reason: err.imageError.reason, message: err.message });
-        this.log.warn(`pod ${d.key}: container ${err.container}: ${err.message}; retrying in ${Math.round(backoffMs / 1000)}s`, { pod: d.key, container: err.container, reason: err.imageError.reason });
-        wait = Math.min(wait ?? backoffMs, backoffMs, IMAGE_BACKOFF_LOOK_MS);
-      }
-    } finally {
-      if (r.inProgress === sync) delete r.inProgress;
-      await this.cache.refreshPod(uid);
-    }
-    if (sync.aborted) return undefined;
-    const after = this.cache.pod(uid);
-    if (after) {
-      // Prune right after a death, as the kubelet does: the sweep is only the safety net.
-      const pruned = await pruneDeadInstances(this.rt, after, this.keepDead);
-      if (pruned) this.onPruned(pruned);
-      await this.updateProbes(d, after);
-    }
-    trimRecord(r, this.cache.pod(uid));
-    // Look again: the next init container, or what changed meanwhile.
-    return wait ?? 0;
+    if (run.createSandbox) this.startFailures.forget(sandboxKey(d));
   }
 
   /** Whether the pod's worker is carrying out actions now (its containers are changing under it). */
@@ -365,67 +372,25 @@ export class PodSupervisor {
     return this.records.get(uid)?.details.get(id)?.startedAt;
   }
 
-  /**
-   * Whether the pod runs `d` and is Ready, and if not, why (which container, which probe or exit
-   * code): what a health-gated update is judged by. No engine call: the cache and the prober.
-   */
+  /** Whether the pod runs `d` and is Ready, and if not, why: what a health-gated update is judged by. */
   readiness(d: DesiredPod): Readiness {
-    const o = this.cache.pod(d.uid);
-    const r = this.peek(d.uid);
-    const probed = (name: string | undefined): { readiness: boolean; startup: boolean } => {
-      const spec = name ? specOf(d.pod, name) : undefined;
-      return { readiness: !!spec?.readinessProbe, startup: !!spec?.startupProbe };
-    };
-    const inputs: StatusInputs = {
-      // Only what was read after a container finished: details read while it ran say exit code 0.
-      details: (id) => {
-        const known = r.details.get(id);
-        return known?.finishedAt ? known : undefined;
-      },
-      // A probed container without a worker yet has not passed: podStatus applies the initial results.
-      probes: (id) => this.probes.state(id),
-      waiting: (name) => r.waiting.get(name),
-      postStarting: (id) => r.postStarting.has(id),
-    };
-    const s = settled(d, o, inputs);
-    if (s.done && !s.failed) return { ready: true };
-    const latest = o ? latestByName(o) : undefined;
-    const reason = notReadyReason(
-      s.status,
-      s.idle,
-      (name) => {
-        const id = latest?.get(name)?.id;
-        return id ? this.probes.state(id)?.last : undefined;
-      },
-      (name) => {
-        const p = probed(name);
-        return p.readiness || p.startup;
-      },
-    );
-    return reason === undefined ? { ready: false } : { ready: false, reason };
+    return readinessOf(this.probes, d, this.cache.pod(d.uid), this.peek(d.uid));
   }
 
-  /** The pod's status as the agent sees it: engine state, probe results, waiting reasons. */
-  async status(d: DesiredPod | undefined, o: ObservedPod | undefined): Promise<PodStatusSummary | undefined> {
+  /** The pod's status as the agent sees it: engine state, probe results, waiting reasons (`fresh`: see readDetails). */
+  async status(d: DesiredPod | undefined, o: ObservedPod | undefined, fresh = false): Promise<PodStatusSummary | undefined> {
     const pod = d?.pod ?? o?.spec;
     if (!pod) return undefined;
     const r = this.peek(d?.uid ?? o?.uid ?? '');
-    if (o) {
-      // A running container that died after the start we read was restarted in place by the
-      // engine (its own policy, on Podman): a new start, one more restart; read it again.
-      for (const c of o.containers) {
-        const known = r.details.get(c.id)?.startedAt;
-        const died = this.cache.finishedAt(c.id);
-        if (known && died && isActive(c) && died > Date.parse(known)) r.details.delete(c.id);
-      }
-      await containerDetails(this.rt, o, r.details);
-    }
-    return podStatus(pod, o, {
-      runtimeName: this.rt.runtimeName,
-      details: (id) => r.details.get(id),
-      probes: (id) => this.probes.state(id),
-      waiting: (name) => r.waiting.get(name),
-      postStarting: (id) => r.postStarting.has(id),
-    });
+    if (o) await readDetails(this.rt, (id) => this.cache.finishedAt(id), r, o, fresh);
+    return podStatus(pod, o, statusInputs(this.rt, this.probes, r));
+  }
+
+  /** Whether `apply` may stop waiting for the pod (reconcile/settled.ts), by the worker's status (`fresh`: see readDetails). */
+  async settled(d: DesiredPod, fresh = false): Promise<ReturnType<typeof settled>> {
+    const o = this.cache.pod(d.uid);
+    const r = this.peek(d.uid);
+    if (o) await readDetails(this.rt, (id) => this.cache.finishedAt(id), r, o, fresh);
+    return settled(d, o, statusInputs(this.rt, this.probes, r));
   }
 }

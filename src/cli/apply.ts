@@ -1,8 +1,11 @@
 import { createHash } from 'node:crypto';
 import { totalmem } from 'node:os';
 import { oomProtectionLost } from '../manifest/qos.js';
-import { executePlan, pruneAfterApply, waitForPods } from '../reconcile/converge.js';
-import { planApply } from '../reconcile/plan.js';
+import { agentLooker, pruneAfterApply, waitForPods } from '../reconcile/converge.js';
+import { ApplyDriver } from '../agent/apply-driver.js';
+import { planApply, type PodPlan } from '../reconcile/plan.js';
+import type { DesiredPod } from '../manifest/types.js';
+import type { PodEngine } from '../runtime/roles.js';
 import { agentRunning } from '../agent/lock.js';
 import { appliedDir, appliedElsewhere, recordAppliedSet } from '../sources/applied-sets.js';
 import { canonicalSource } from '../sources/read.js';
@@ -54,14 +57,23 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
   if (await agentRunning(g.stateDir)) {
     io.err(`podrun: the agent supervising ${g.stateDir} carries out the plan`);
     if (!o.wait || loaded.pods.length === 0) return EXIT.ok;
-    const result = await waitForPods(rt, loaded.pods, { applySet, engineRestarts: false, drive: false, stateDir: g.stateDir, timeoutMs: o.timeoutMs });
+    const result = await waitForPods(rt, loaded.pods, agentLooker(rt, g.stateDir), { timeoutMs: o.timeoutMs });
     for (const p of result.problems) io.err(`podrun: pod/${p.key}: ${p.message}`);
     if (result.ok) io.out(`${loaded.pods.length} pod${loaded.pods.length === 1 ? '' : 's'} ready`);
     return result.ok ? EXIT.ok : EXIT.failed;
   }
 
-  const sync = { applySet, engineRestarts: true };
-  const outcomes = await executePlan(rt, plans, sync);
+  // No agent: the agent's pod worker, run here for one turn per pod and then while apply waits.
+  const driver = new ApplyDriver(rt, applySet);
+  try {
+    return await applyAlone(rt, driver, plans, loaded.pods, o, g, io);
+  } finally {
+    driver.stop();
+  }
+}
+
+async function applyAlone(rt: PodEngine, driver: ApplyDriver, plans: PodPlan[], pods: DesiredPod[], o: ApplyOptions, g: GlobalOptions, io: Io): Promise<number> {
+  const outcomes = await driver.apply(plans);
   const failures = outcomes.filter((x) => x.error);
   const at = new Date().toISOString();
   for (const [i, p] of plans.entries()) {
@@ -74,15 +86,18 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
     }
   }
   for (const f of failures) io.err(`podrun: pod/${f.key}: ${f.error}`);
-  const ok = loaded.pods.filter((p) => !failures.some((f) => f.key === p.key));
+  const ok = pods.filter((p) => !failures.some((f) => f.key === p.key));
 
   let waitOk = true;
   if (o.wait && ok.length > 0) {
-    const result = await waitForPods(rt, ok, { ...sync, drive: true, timeoutMs: o.timeoutMs });
+    const result = await waitForPods(rt, ok, driver, { timeoutMs: o.timeoutMs });
     for (const p of result.problems) io.err(`podrun: pod/${p.key}: ${p.message}`);
     waitOk = result.ok;
     if (result.ok) io.out(`${ok.length} pod${ok.length === 1 ? '' : 's'} ready`);
   }
-  await pruneAfterApply(rt, new Set(loaded.pods.map((p) => p.uid)));
+  // Dead instances come from restarts (the wait) or from what the pod held before; a pod made
+  // anew and not waited on holds one instance of each: nothing to look for.
+  const prunable = pods.filter((p) => o.wait || plans.some((x) => x.desired?.uid === p.uid && x.observed));
+  await pruneAfterApply(rt, new Set(prunable.map((p) => p.uid)));
   return failures.length === 0 && waitOk ? EXIT.ok : EXIT.failed;
 }

@@ -1,4 +1,4 @@
-import { isIP } from 'node:net';
+import { isIP } from '../base/ip.js';
 import { InvalidArgumentError, Option } from 'commander';
 import { formatDuration, parseDuration } from '../base/duration.js';
 import { parseQuantity } from '../manifest/quantity.js';

@@ -1,4 +1,4 @@
-import { noResources, podArg, podNotFound, selectorFrom } from './pod-args.js';
+import { byPodKey, noResources, podArg, podNotFound, selectorFrom } from './pod-args.js';
 import type { Container, Pod, Probe, Volume } from '../manifest/types.js';
 import type { PodEvent } from '../status/events.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
@@ -132,7 +132,7 @@ export async function describePodCommand(podNames: string[], o: { namespace: str
     chosen.push(
       ...pods
         .filter((p) => (o.allNamespaces || p.metadata.namespace === o.namespace) && select(p.metadata.labels))
-        .sort((a, b) => `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`)),
+        .sort(byPodKey),
     );
     if (!chosen.length) noResources(io, o.allNamespaces ? undefined : o.namespace);
   }

@@ -1,6 +1,6 @@
 import { shownSource } from '../sources/origin-names.js';
 import { parseTemplate, renderJsonPath } from './jsonpath.js';
-import { noResources, podNotFound, selectorFrom } from './pod-args.js';
+import { byPodKey, noResources, podNotFound, selectorFrom } from './pod-args.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { columnWidths, table, tableRow } from './print.js';
 import { loadPodViews, type V1Pod } from './views.js';
@@ -111,7 +111,7 @@ export async function getPodsCommand(names: string[], o: GetOptions, g: GlobalOp
   const load = async (): Promise<V1Pod[]> =>
     (everywhere = (await loadPodViews(rt, g.stateDir)).pods)
       .filter((p) => (!ns || p.metadata.namespace === ns) && (!names.length || names.includes(p.metadata.name)) && select(p.metadata.labels))
-      .sort((a, b) => `${a.metadata.namespace}/${a.metadata.name}`.localeCompare(`${b.metadata.namespace}/${b.metadata.name}`));
+      .sort(byPodKey);
   const pods = await load();
   let code: number = EXIT.ok;
   for (const n of names) {

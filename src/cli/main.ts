@@ -4,7 +4,7 @@ import { parseQuantity } from '../manifest/quantity.js';
 import { dirname, resolve } from 'node:path';
 import { Command, CommanderError, InvalidArgumentError, Option } from 'commander';
 import { EngineRequestError, EngineUnavailableError } from '../runtime/engine-errors.js';
-import { DEFAULTS, EXIT, processIo, type GlobalOptions, type Io } from './context.js';
+import { DEFAULTS, directLines, EXIT, processIo, type GlobalOptions, type Io } from './context.js';
 import { normalizeArgv } from './argv.js';
 import { addImageCommands } from './image-commands.js';
 import { bool, duration, durationOption, evictionHard, ip, logFiles, logSize, nonNegativeInt, podMaxPids, positiveInt } from './arg-parsers.js';
@@ -108,7 +108,7 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .addOption(new Option('--image-credentials <file>', "a Docker config.json pulls read (auths, credHelpers, credsStore; keys may name a path: registry:5000/team); default <state-dir>/config.json, then ~/.docker/config.json"))
     .addOption(new Option('--serialize-image-pulls <bool>', "pull one image at a time, as the kubelet's default").argParser(bool).default(true))
     .addOption(new Option('--max-parallel-image-pulls <n>', 'most pulls at once with --serialize-image-pulls false (default: no limit)').argParser(positiveInt))
-    .addOption(new Option('--pod-max-pids <n>', "most processes each of a pod's containers may have (-1: no limit), as the kubelet's per pod; on Docker it holds per container").argParser(podMaxPids).default(-1))
+    .addOption(new Option('--pod-max-pids <n>', "most processes each of a pod's containers may have (-1: no limit), as the kubelet's per pod (on CRI, a pod cgroup); on Docker it holds per container").argParser(podMaxPids).default(-1))
     .addOption(new Option('--resolv-conf <file>', "the resolver configuration pods inherit (their dnsConfig is added to it), as the kubelet's").default('/etc/resolv.conf'))
     .addHelpText(
       'after',
@@ -481,6 +481,11 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   }
 }
 
+function onStreamError(err: NodeJS.ErrnoException): void {
+  if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
+  throw err;
+}
+
 /**
  * What bin/podrun (and the single executable) runs: main() on the process's own arguments. Once
  * main() has answered, the process must end: a command that failed half way (an agent whose start
@@ -493,10 +498,29 @@ export function start(): void {
     setTimeout(() => process.exit(code), 1000).unref();
   };
   // A reader that went away (`podrun logs | head`) ends the command as it ends cat: quietly.
-  for (const stream of [process.stdout, process.stderr]) {
-    stream.on('error', (err: NodeJS.ErrnoException) => {
-      if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-      throw err;
+  // Each stream gets its handler when it is made (Node makes them on first use): a command that
+  // writes only lines never makes them (processIo writes those to the descriptors).
+  const made = directLines();
+  for (const [name, fd] of [['stdout', 1], ['stderr', 2]] as const) {
+    const own = Object.getOwnPropertyDescriptor(process, name);
+    const get = own?.get;
+    if (!get || !own.configurable) {
+      process[name].on('error', onStreamError);
+      made(fd);
+      continue;
+    }
+    let stream: NodeJS.WriteStream | undefined;
+    Object.defineProperty(process, name, {
+      configurable: true,
+      enumerable: own.enumerable ?? true,
+      get: () => {
+        if (!stream) {
+          stream = get.call(process) as NodeJS.WriteStream;
+          stream.on('error', onStreamError);
+          made(fd);
+        }
+        return stream;
+      },
     });
   }
   main(process.argv).then(exit, (err: unknown) => {

@@ -36,3 +36,14 @@ export function podNotFound(io: Io, name: string, namespace: string, all: readon
   io.err(`Error: pod "${name}" not found in namespace "${namespace}"`);
   if (elsewhere.length) io.err(`  a pod "${name}" is in namespace ${elsewhere.map((n) => `"${n}"`).join(', ')}: add -n ${elsewhere[0]}${elsewhere.length > 1 ? ' (or -A)' : ''}`);
 }
+
+/**
+ * Pods in namespace/name order. Names and namespaces are DNS names (lower-case letters, digits,
+ * '-' and '.'), which compare the same by code unit as by localeCompare; localeCompare's first
+ * call builds an ICU collator, 6 ms of a `get`.
+ */
+export function byPodKey(a: { metadata: { namespace?: string; name: string } }, b: { metadata: { namespace?: string; name: string } }): number {
+  const x = `${a.metadata.namespace ?? ''}/${a.metadata.name}`;
+  const y = `${b.metadata.namespace ?? ''}/${b.metadata.name}`;
+  return x < y ? -1 : x > y ? 1 : 0;
+}

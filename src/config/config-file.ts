@@ -6,7 +6,7 @@
 import { didYouMean } from '../base/did-you-mean.js';
 import { readPackageFile } from '../base/package-file.js';
 import { Ajv, type ErrorObject } from 'ajv';
-import { isIP } from 'node:net';
+import { isIP } from '../base/ip.js';
 import { fieldPath, type ManifestIssue } from '../manifest/errors.js';
 import { parseManifestText, type PathSegment } from '../manifest/parse.js';
 import { readManifestFile } from '../manifest/files.js';

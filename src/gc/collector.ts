@@ -116,7 +116,7 @@ export class GarbageCollector {
         tags: i.tags,
         size: i.sizeBytes,
         inUse: inUse.has(i.id),
-        pinned: i.id === pause || isNeeded(i),
+        pinned: i.id === pause || inv.enginePinned?.has(i.id) === true || isNeeded(i),
         firstSeen: this.firstSeen.get(i.id) ?? now,
         lastUsed: this.lastUsed.get(i.id) ?? this.firstSeen.get(i.id) ?? now,
       };

@@ -1,4 +1,4 @@
-import { isIP } from 'node:net';
+import { isIP } from '../base/ip.js';
 import { fieldPath, type ManifestIssue } from './errors.js';
 import type { ParsedDocument, PathSegment } from './parse.js';
 import { isObject, reporter, type Report } from './report.js';

@@ -5,6 +5,7 @@ import type { ObservedPod } from '../runtime/observed.js';
 import type { EngineEvent } from '../runtime/runtime-types.js';
 import type { EngineLifecycle } from '../runtime/roles.js';
 import { ContainerRecords } from './records.js';
+import { RelistHealth, relistThresholdFor } from './relist-health.js';
 
 export interface PodCacheOptions {
   /** Safety-net relist period; events drive everything else. */
@@ -15,6 +16,8 @@ export interface PodCacheOptions {
   /** For metrics: each full relist's duration, and each time the event stream was followed again after a loss. */
   onRelisted?: (seconds: number) => void;
   onReconnected?: () => void;
+  /** A monotonic clock in ms for the relist health check (tests move it by hand). */
+  clock?: () => number;
 }
 
 interface Recent {
@@ -46,12 +49,16 @@ export class PodCache {
   private everConnected = false;
   /** How long the last full relist took: the cost the event stream saves on every reaction. */
   lastRelistMs = 0;
+  /** The kubelet's PLEG health: the last successful relist began no longer ago than the threshold. */
+  readonly health: RelistHealth;
+  private plegUnhealthy = false;
 
   constructor(
     private readonly rt: EngineLifecycle,
     private readonly onPodChange: (uid: string) => void,
     private readonly o: PodCacheOptions = {},
   ) {
+    this.health = new RelistHealth(relistThresholdFor(o.relistMs ?? 60_000), o.clock);
     this.unsubscribeCreated = rt.onCreated((uid, id) => {
       const ids = this.createdUnseen.get(uid) ?? new Set<string>();
       ids.add(id);
@@ -61,7 +68,10 @@ export class PodCache {
 
   async start(): Promise<void> {
     await this.connect();
-    this.relistTimer = setInterval(() => void this.relist().catch(() => this.lost()), timerDelay(this.o.relistMs ?? 60_000));
+    this.relistTimer = setInterval(() => {
+      this.judgeHealth();
+      void this.relist().catch(() => this.lost());
+    }, timerDelay(this.o.relistMs ?? 60_000));
     this.relistTimer.unref();
   }
 
@@ -177,9 +187,28 @@ export class PodCache {
     return touched;
   }
 
+  /**
+   * Why the agent is not healthy (the engine unreachable, or its relist stale), or undefined.
+   * Logged once each time it turns, as the kubelet logs "PLEG is not healthy".
+   */
+  judgeHealth(): string | undefined {
+    if (!this.connected) return 'engine unreachable';
+    // The engine's loss and return are logged where they happen; this says the relist's own turns.
+    const problem = this.health.problem();
+    // Said as it turns, not at each look (the age in the text grows at each).
+    if ((problem !== undefined) !== this.plegUnhealthy) {
+      if (problem) this.o.log?.warn(`PLEG is not healthy: ${problem}`);
+      else this.o.log?.info('PLEG is healthy again');
+    }
+    this.plegUnhealthy = problem !== undefined;
+    return problem;
+  }
+
   async relist(): Promise<void> {
     const started = Date.now();
+    const began = this.health.now();
     const touched = await this.replaceAll();
+    this.health.listed(began);
     this.lastRelistMs = Date.now() - started;
     this.o.onRelisted?.(this.lastRelistMs / 1000);
     for (const uid of touched) this.onPodChange(uid);

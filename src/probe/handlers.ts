@@ -1,6 +1,4 @@
 import { request as httpRequest, type IncomingMessage } from 'node:http';
-import { connect as http2Connect } from 'node:http2';
-import { request as httpsRequest } from 'node:https';
 import { Socket } from 'node:net';
 import type { Container, ExecAction, GRPCAction, HTTPGetAction, IntOrString, TCPSocketAction } from '../manifest/types.js';
 
@@ -56,7 +54,9 @@ interface ProbeResponse {
  * to 10 KiB, then the connection is closed, so an endless body costs one bounded read.
  */
 function oneRequest(url: URL, headers: Record<string, string>, timeoutMs: number, signal?: AbortSignal): Promise<ProbeResponse> {
-  const send = url.protocol === 'https:' ? httpsRequest : httpRequest;
+  // Node's TLS and HTTP/2 stacks load when a probe first needs them: `podrun apply` reaches this
+  // module through its wait, and most pods probe neither over https nor over gRPC.
+  const send = url.protocol === 'https:' ? process.getBuiltinModule('node:https').request : httpRequest;
   return new Promise((resolve, reject) => {
     let settled = false;
     const finish = (r: ProbeResponse | Error): void => {
@@ -154,7 +154,7 @@ export function grpcHandler(a: GRPCAction, ctx: HandlerContext): Promise<ProbeRe
   const target = `http://${ctx.defaultHost.includes(':') ? `[${ctx.defaultHost}]` : ctx.defaultHost}:${a.port}`;
   return new Promise((resolve) => {
     let settled = false;
-    const client = http2Connect(target);
+    const client = process.getBuiltinModule('node:http2').connect(target);
     const finish = (r: ProbeResult): void => {
       if (settled) return;
       settled = true;

@@ -1,18 +1,14 @@
 import type { DesiredPod } from '../manifest/types.js';
-import { latestByName, type ObservedPod } from '../runtime/observed.js';
+import type { ObservedPod } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { PassThrough } from 'node:stream';
-import type { ContainerDetails, PodStatusSummary } from '../status/pod-status.js';
-import { containerDetails } from '../status/details.js';
-import { failedContainer, heldSince, instancesMark, stuckContainer, stuckText, waitsStuck, type Stuck } from './stuck.js';
-import { settled } from './settled.js';
-import { computePodActions, hasActions, type PodPlan } from './plan.js';
-import { defaultHostOf, graceOf, removePod, specOf } from './lifecycle.js';
-import { ProbeManager, type ProbeTarget } from '../probe/manager.js';
+import type { PodStatusSummary } from '../status/pod-status.js';
+import { failedContainer, heldSince, instancesMark, stuckContainer, stuckText, type Stuck } from './stuck.js';
+import { computePodActions, hasActions } from './plan.js';
 import { agentGet } from '../server/client.js';
-import { ROLLED_BACK_VERSION, toV1Status, type V1Pod } from '../status/v1.js';
+import { ROLLED_BACK_VERSION, type V1Pod } from '../status/v1.js';
 import { podVersion } from '../manifest/hash.js';
-import { ContainerImageError, executePodActions, pruneDeadInstances, type SyncOptions } from './sync.js';
+import { pruneDeadInstances } from './sync.js';
 
 export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) => Promise<R>): Promise<R[]> {
   const out: R[] = new Array<R>(items.length);
@@ -27,43 +23,14 @@ export async function mapLimit<T, R>(items: T[], limit: number, fn: (item: T) =>
   return out;
 }
 
-export interface PodOutcome {
-  key: string;
-  error?: string;
-  /** The container whose image could not be had, when that is why. */
-  image?: { container: string; image: string; reason: string; message: string };
-}
-
-/**
- * Carries out a plan once: each pod's actions, deletions included, all pods at once (the runtime
- * bounds the engine calls; grace periods overlap). Errors stay per pod.
- */
-export async function executePlan(rt: PodEngine, plans: PodPlan[], o: SyncOptions): Promise<PodOutcome[]> {
-  return Promise.all(plans.map(async (p): Promise<PodOutcome> => {
-    try {
-      if (p.verdict === 'deleted') {
-        if (p.observed) await removePod(rt, p.observed, graceOf(p.observed));
-      } else if (p.desired && hasActions(p.actions)) {
-        await executePodActions(rt, p.desired, p.observed, p.actions, o);
-      }
-      return { key: p.key };
-    } catch (err) {
-      if (err instanceof ContainerImageError && p.desired) {
-        const image = specOf(p.desired.pod, err.container)?.image ?? '';
-        return { key: p.key, error: err.message, image: { container: err.container, image, reason: err.imageError.reason, message: err.message } };
-      }
-      return { key: p.key, error: (err as Error).message };
-    }
-  }));
-}
-
 export interface WaitResult {
   ok: boolean;
   /** For each pod that did not settle well: why. */
   problems: { key: string; message: string }[];
 }
 
-function describeNotReady(status: PodStatusSummary): string {
+/** Why a pod is not done yet, in one line: its phase and each container that is not Ready. */
+export function describeNotReady(status: PodStatusSummary): string {
   const parts: string[] = [`phase ${status.phase}${status.reason ? ` (${status.reason})` : ''}`];
   for (const c of [...status.initContainers, ...status.containers]) {
     const kind = c.type === 'init' ? 'init container' : 'container';
@@ -130,7 +97,7 @@ async function withLastLines(rt: PodEngine, text: string, s: Stuck | undefined):
   return lines.length ? `${text}; the last lines of the log of ${whose}:\n${lines.map((l) => `    ${l}`).join('\n')}` : `${text}; the log of ${whose} is empty`;
 }
 
-interface Verdict {
+export interface Verdict {
   done: boolean;
   failed: boolean;
   message: string;
@@ -140,21 +107,54 @@ interface Verdict {
   unjudged?: boolean;
 }
 
+/** One look at a pod: its verdict and the engine's view of it, or an error that ends its wait. */
+export type PodLook = { verdict: Verdict; observed: ObservedPod | undefined } | { error: string };
+
+/**
+ * Who `apply` asks how its pods do: the agent (its view over its API), or, with no agent, the
+ * agent's own pod worker run by `apply` (`agent/apply-driver.ts`), which also acts on the pods.
+ */
+export interface PodLooker {
+  /** Whether `apply` drives the pods itself: a pod's Ready is then held since its containers started. */
+  readonly drives: boolean;
+  /** A look at each pod; a pod left out is not to be judged now (its worker is acting on it). */
+  look(pods: DesiredPod[]): Promise<Map<string, PodLook>>;
+}
+
+/** Readiness as the agent reports it over its API, for an apply that leaves the work to the agent. */
+export function agentLooker(rt: PodEngine, stateDir: string): PodLooker {
+  return {
+    drives: false,
+    async look(pods) {
+      const observed = new Map((await rt.listPods()).map((x) => [x.uid, x]));
+      const views = new Map(((await agentGet<{ items: V1Pod[] }>(stateDir, '/pods'))?.items ?? []).map((p) => [p.metadata.uid, p]));
+      const looks = new Map<string, PodLook>();
+      for (const d of pods) {
+        const obs = observed.get(d.uid);
+        const view = views.get(d.uid);
+        const a = agentVerdict(view, podVersion(d.pod));
+        // A failure is final whatever still runs (a rolled-back pod runs the older version).
+        // Its status is judged stuck only once the agent runs the spec applied now.
+        const current = view !== undefined && JSON.stringify(view.spec) === JSON.stringify(d.pod.spec);
+        const verdict = { ...a, done: a.failed || (a.done && !hasActions(computePodActions(d, obs))), ...(view ? { status: view.status } : {}), ...(current ? {} : { unjudged: true }) };
+        looks.set(d.uid, { verdict, observed: obs });
+      }
+      return looks;
+    },
+  };
+}
+
 /**
  * Waits until every pod is Ready (readiness probes honoured) and has stayed so for READY_HOLD_MS
- * with no container restarted, running what its manifest says now, or has succeeded. Driving (no
- * agent): starts the next init container as each finishes, restarts what the engine's policy does
- * not cover, and runs startup and readiness probes itself. Otherwise it reads the agent's view.
- * Stops early when a pod fails or is stuck (a crash loop, an image that cannot be had, a container
- * the engine refuses), with its last exit code and log lines.
+ * with no container restarted, running what its manifest says now, or has succeeded; the looker
+ * says how each does (and, with no agent, acts on it: the agent's worker). Stops early when a pod
+ * fails or is stuck (a crash loop, an image that cannot be had, a container the engine refuses),
+ * with its last exit code and log lines.
  */
-export async function waitForPods(
-  rt: PodEngine,
-  pods: DesiredPod[],
-  o: SyncOptions & { timeoutMs: number; pollMs?: number; holdMs?: number; drive: boolean; stateDir?: string },
-): Promise<WaitResult> {
+export async function waitForPods(rt: PodEngine, pods: DesiredPod[], looker: PodLooker, o: { timeoutMs: number; pollMs?: number; holdMs?: number }): Promise<WaitResult> {
   const deadline = Date.now() + o.timeoutMs;
   const holdMs = o.holdMs ?? READY_HOLD_MS;
+  const drives = looker.drives;
   const pending = new Map(pods.map((p) => [p.uid, p]));
   const problems: WaitResult['problems'] = [];
   const last = new Map<string, string>();
@@ -162,121 +162,66 @@ export async function waitForPods(
   const steady = new Map<string, { mark: string; since: number }>();
   /** Pods that look stuck: since when. */
   const stuckSince = new Map<string, number>();
-  // Liveness is the agent's business; apply only needs to know when pods are ready.
-  const probes = o.drive ? new ProbeManager((id, cmd, t) => rt.exec(id, cmd, t), () => undefined) : undefined;
-  try {
-    for (;;) {
-      const observed = new Map((await rt.listPods()).map((x) => [x.uid, x]));
-      const agentPods = o.drive || !o.stateDir ? undefined : new Map(((await agentGet<{ items: V1Pod[] }>(o.stateDir, '/pods'))?.items ?? []).map((p) => [p.metadata.uid, p]));
-      for (const d of [...pending.values()]) {
-        const obs = observed.get(d.uid);
-        let verdict: Verdict;
-        if (probes) {
-          await syncApplyProbes(rt, probes, d, obs);
-          verdict = await drivenVerdict(rt, probes, d, obs);
-        } else {
-          const view = agentPods?.get(d.uid);
-          const a = agentVerdict(view, podVersion(d.pod));
-          // A failure is final whatever still runs (a rolled-back pod runs the older version).
-          // Its status is judged stuck only once the agent runs the spec applied now.
-          const current = view !== undefined && JSON.stringify(view.spec) === JSON.stringify(d.pod.spec);
-          verdict = { ...a, done: a.failed || (a.done && !hasActions(computePodActions(d, obs))), ...(view ? { status: view.status } : {}), ...(current ? {} : { unjudged: true }) };
-        }
-        last.set(d.uid, verdict.message);
-        const stuck = !verdict.done && verdict.status && !verdict.unjudged ? stuckContainer(d, obs, verdict.status) : undefined;
-        if (!stuck) stuckSince.delete(d.uid);
-        else if (!stuckSince.has(d.uid)) stuckSince.set(d.uid, Date.now());
-        const stuckFor = Date.now() - (stuckSince.get(d.uid) ?? 0);
-        // A crash loop is reported with the exit code of the run that ended; the engine may be
-        // caught between its runs without it (in place, mid-restart): a few more looks. The
-        // agent's word is taken once it holds a moment: a reason left from before this apply
-        // (a fixed manifest applied again) lasts only until its worker's next turn.
-        const unexplained = stuck?.reason === 'CrashLoopBackOff' && stuck.exitCode === undefined && stuckFor < STUCK_EXPLAIN_MS;
-        const unconfirmed = !o.drive && stuckFor < STUCK_CONFIRM_MS;
-        if (stuck && !unexplained && !unconfirmed) {
-          pending.delete(d.uid);
-          problems.push({ key: d.key, message: await withLastLines(rt, printable(stuckText(stuck)), stuck) });
-          continue;
-        }
-        // Ready is said of a pod that stayed Ready, the same instances all along: one that exits
-        // right after it starts is caught restarting (anew, or in place by the engine).
-        if (verdict.done && !verdict.failed && verdict.status?.phase === 'Running') {
-          const mark = instancesMark(verdict.status);
-          const seen = steady.get(d.uid);
-          // Seen first now, or with other instances: when apply drives, held since they started (a
-          // pod with no probe). With an agent, from now: its worker may still be on the pod, and a
-          // command right after apply must find it done.
-          const held = seen && seen.mark === mark ? seen : { mark, since: o.drive ? heldSince(d, verdict.status, Date.now()) : Date.now() };
-          steady.set(d.uid, held);
-          if (Date.now() - held.since < holdMs) verdict = { ...verdict, done: false };
-        } else {
-          steady.delete(d.uid);
-        }
-        if (verdict.done) {
-          pending.delete(d.uid);
-          if (verdict.failed) problems.push({ key: d.key, message: await withLastLines(rt, `failed: ${verdict.message}`, verdict.status && failedContainer(verdict.status)) });
-          continue;
-        }
-        if (!o.drive) continue;
-        const actions = computePodActions(d, obs);
-        if (actions.podFailed) {
-          pending.delete(d.uid);
-          problems.push({ key: d.key, message: `failed: ${verdict.message}` });
-        } else if (hasActions(actions)) {
-          try {
-            await executePodActions(rt, d, obs, actions, o);
-          } catch (err) {
-            pending.delete(d.uid);
-            problems.push({ key: d.key, message: (err as Error).message });
-          }
-        }
+  for (;;) {
+    const looks = await looker.look([...pending.values()]);
+    for (const d of [...pending.values()]) {
+      const look = looks.get(d.uid);
+      if (!look) continue;
+      if ('error' in look) {
+        pending.delete(d.uid);
+        problems.push({ key: d.key, message: look.error });
+        continue;
       }
-      if (pending.size === 0) break;
-      if (Date.now() >= deadline) {
-        for (const d of pending.values()) problems.push({ key: d.key, message: `not ready after ${Math.round(o.timeoutMs / 1000)}s: ${last.get(d.uid) ?? 'no status'}` });
-        break;
+      const obs = look.observed;
+      let verdict = look.verdict;
+      last.set(d.uid, verdict.message);
+      const stuck = !verdict.done && verdict.status && !verdict.unjudged ? stuckContainer(d, obs, verdict.status) : undefined;
+      if (!stuck) stuckSince.delete(d.uid);
+      else if (!stuckSince.has(d.uid)) stuckSince.set(d.uid, Date.now());
+      const stuckFor = Date.now() - (stuckSince.get(d.uid) ?? 0);
+      // A crash loop is reported with the exit code of the run that ended; the engine may be
+      // caught between its runs without it (in place, mid-restart): a few more looks. The
+      // agent's word is taken once it holds a moment: a reason left from before this apply
+      // (a fixed manifest applied again) lasts only until its worker's next turn.
+      const unexplained = stuck?.reason === 'CrashLoopBackOff' && stuck.exitCode === undefined && stuckFor < STUCK_EXPLAIN_MS;
+      const unconfirmed = !drives && stuckFor < STUCK_CONFIRM_MS;
+      if (stuck && !unexplained && !unconfirmed) {
+        pending.delete(d.uid);
+        problems.push({ key: d.key, message: await withLastLines(rt, printable(stuckText(stuck)), stuck) });
+        continue;
       }
-      await new Promise((r) => setTimeout(r, o.pollMs ?? 250));
+      // Ready is said of a pod that stayed Ready, the same instances all along: one that exits
+      // right after it starts is caught restarting (anew, or in place by the engine).
+      if (verdict.done && !verdict.failed && verdict.status?.phase === 'Running') {
+        const mark = instancesMark(verdict.status);
+        const seen = steady.get(d.uid);
+        // Seen first now, or with other instances: when apply drives, held since they started (a
+        // pod with no probe). With an agent, from now: its worker may still be on the pod, and a
+        // command right after apply must find it done.
+        const held = seen && seen.mark === mark ? seen : { mark, since: drives ? heldSince(d, verdict.status, Date.now()) : Date.now() };
+        steady.set(d.uid, held);
+        if (Date.now() - held.since < holdMs) verdict = { ...verdict, done: false };
+      } else {
+        steady.delete(d.uid);
+      }
+      if (verdict.done) {
+        pending.delete(d.uid);
+        if (verdict.failed) problems.push({ key: d.key, message: await withLastLines(rt, `failed: ${verdict.message}`, verdict.status && failedContainer(verdict.status)) });
+      }
     }
-  } finally {
-    probes?.stop();
+    if (pending.size === 0) break;
+    if (Date.now() >= deadline) {
+      for (const d of pending.values()) problems.push({ key: d.key, message: `not ready after ${Math.round(o.timeoutMs / 1000)}s: ${last.get(d.uid) ?? 'no status'}` });
+      break;
+    }
+    await new Promise((r) => setTimeout(r, o.pollMs ?? 250));
   }
   return { ok: problems.length === 0, problems };
 }
 
-/**
- * Apply's own verdict, from the engine and its prober. The engine's restarts in place and the exit
- * code of the run that ended are only in an inspect: read when the pod looks Ready or stuck.
- */
-async function drivenVerdict(rt: PodEngine, probes: ProbeManager, d: DesiredPod, obs: ObservedPod | undefined): Promise<Verdict> {
-  const judge = (details?: Map<string, ContainerDetails>): Verdict => {
-    const s = settled(d, obs, { runtimeName: rt.runtimeName, probes: (id) => probes.state(id), ...(details ? { details: (id: string) => details.get(id) } : {}) });
-    return { done: s.done, failed: s.failed, message: describeNotReady(s.status), status: toV1Status(s.status, { hostIP: rt.hostIP }) as V1Pod['status'] };
-  };
-  const first = judge();
-  const looksReady = first.done && !first.failed && first.status?.phase === 'Running';
-  const looksStuck = !first.done && first.status !== undefined && waitsStuck(first.status);
-  return obs && (looksReady || looksStuck) ? judge(await containerDetails(rt, obs)) : first;
-}
-
-async function syncApplyProbes(rt: PodEngine, probes: ProbeManager, d: DesiredPod, obs: ObservedPod | undefined): Promise<void> {
-  if (!obs) return;
-  // The pod IP costs an inspect: only pods with something to probe need it.
-  const probed = [...(d.pod.spec.initContainers ?? []), ...d.pod.spec.containers].some((c) => c.readinessProbe || c.startupProbe);
-  if (!probed) return probes.sync(d.uid, []);
-  const host = await defaultHostOf(rt, d.pod, obs).catch(() => '127.0.0.1');
-  const targets: ProbeTarget[] = [];
-  for (const c of latestByName(obs).values()) {
-    const spec = specOf(d.pod, c.name);
-    if (!spec || c.state !== 'running' || (!spec.readinessProbe && !spec.startupProbe)) continue;
-    const { livenessProbe: _liveness, ...withoutLiveness } = spec;
-    targets.push({ uid: d.uid, namespace: obs.namespace, pod: obs.name, container: withoutLiveness, containerId: c.id, defaultHost: host });
-  }
-  probes.sync(d.uid, targets);
-}
-
 /** Keeps one dead instance per container of the given pods (for `logs --previous`), removes the rest. */
 export async function pruneAfterApply(rt: PodEngine, uids: Set<string>): Promise<void> {
+  if (uids.size === 0) return;
   const observed = (await rt.listPods()).filter((p) => uids.has(p.uid));
   await Promise.all(observed.map((p) => pruneDeadInstances(rt, p)));
 }

@@ -26,6 +26,8 @@ export interface ContainerToKill {
 export interface PodActions {
   /** Stop every container and sandbox of the pod (sandbox change, nothing left to run, or pod no longer desired). */
   killPod: boolean;
+  /** The pod is no longer declared: everything of it stopped and removed, its directory last (the kubelet's SyncTerminatingPod, then SyncTerminatedPod). */
+  removePod?: boolean;
   createSandbox: boolean;
   /** Attempt number of the sandbox to create. */
   sandboxAttempt: number;
@@ -77,9 +79,9 @@ function nextCount(prev: ObservedContainer | undefined): number {
   return prev ? prev.restartCount + 1 : 0;
 }
 
-/** Actions for a pod that is not desired any more: stop and remove all of it. */
+/** The plan for a pod that is not desired any more (the agent's deletion turn, `apply --prune`): stop and remove all of it. */
 export function removalActions(): PodActions {
-  return { ...NONE, killPod: true, reason: 'no longer desired' };
+  return { ...NONE, killPod: true, removePod: true, reason: 'no longer desired' };
 }
 
 /** Why the pod needs a new sandbox: what the plan decides by (`kind`), and what it prints. */

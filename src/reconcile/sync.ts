@@ -8,7 +8,7 @@ import { ContainerStartError, ImageError, SandboxError, type SandboxInfo } from 
 import type { PodEngine } from '../runtime/roles.js';
 import { Cancelled } from '../runtime/slots.js';
 import { identityOf } from '../runtime/labels.js';
-import { fieldPathOf, killContainer, specOf, stopPod, type EventSink } from './lifecycle.js';
+import { fieldPathOf, graceOf, killContainer, removePod, specOf, stopPod, type EventSink } from './lifecycle.js';
 import type { PodActions } from './plan.js';
 
 export interface SyncOptions {
@@ -74,8 +74,22 @@ function findContainer(d: DesiredPod, name: string): Container {
   return c;
 }
 
+/**
+ * Carries out a removal the plan decided (`removePod`: the pod is no longer declared): its
+ * containers stopped with their grace periods, everything removed, its directory last. True when
+ * the whole pod went; false when the engine had more of it than `observed` (the directory stays).
+ */
+export async function executeRemoval(rt: PodEngine, observed: ObservedPod, actions: PodActions, events?: EventSink): Promise<boolean> {
+  if (!actions.removePod) return false;
+  return removePod(rt, observed, graceOf(observed), events);
+}
+
 /** The I/O half of a pod sync: carries out what computePodActions decided, in the kubelet's order. */
 export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: ObservedPod | undefined, actions: PodActions, o: SyncOptions): Promise<void> {
+  if (actions.removePod) {
+    if (observed) await executeRemoval(rt, observed, actions, o.events);
+    return;
+  }
   const pod = d.pod;
   // An applied pod is labelled with the file it was applied from, and its set (which says who owns it).
   const id = identityOf(pod, d.origin.shown ?? d.origin.source, o.applySet ?? appliedSetOf(d.origin.source));

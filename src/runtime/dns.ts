@@ -1,4 +1,4 @@
-import { isIP } from 'node:net';
+import { isIP } from '../base/ip.js';
 import type { PodDNSConfig } from '../manifest/types.js';
 
 // The kubelet's pod DNS (pkg/kubelet/network/dns/dns.go): with no cluster DNS, ClusterFirst falls

@@ -69,6 +69,8 @@ export interface RuntimeObserver {
   /** `what` describes the call ("create container web of default/p"); failed: the engine refused or was gone. */
   call?(what: string, seconds: number, failed: boolean): void;
   pull?(seconds: number, ok: boolean): void;
+  /** Something about the engine worth one line in the log (how its changes are followed). */
+  notice?(message: string): void;
 }
 
 /**
@@ -267,6 +269,8 @@ export interface ImageInventory {
   images: EngineImage[];
   inUse: Set<string>;
   pinnedId: string;
+  /** Images the engine itself keeps (a CRI runtime's `pinned` images and its own sandbox image): never collected. */
+  enginePinned?: ReadonlySet<string>;
 }
 
 /** What the node status says of the engine. */

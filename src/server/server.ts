@@ -16,6 +16,8 @@ const SERVER_OPTIONS = { headersTimeout: 10_000, requestTimeout: 30_000, connect
 /** What the HTTP API serves; the agent implements it. */
 export interface AgentView {
   healthy(): boolean;
+  /** Why /healthz fails (undefined: it does not). */
+  unhealthy(): string | undefined;
   podList(): Promise<Record<string, unknown>[]>;
   events(uid?: string): PodEvent[];
   metrics(): Promise<{ contentType: string; text: string }>;
@@ -82,7 +84,10 @@ export async function startServer(view: AgentView, o: { stateDir: string; port?:
       );
       return;
     }
-    if (url.pathname === '/healthz') return view.healthy() ? send(res, 200, 'ok') : send(res, 503, 'engine unreachable\n');
+    if (url.pathname === '/healthz') {
+      const problem = view.unhealthy();
+      return problem === undefined ? send(res, 200, 'ok') : send(res, 503, `${problem}\n`);
+    }
     if (url.pathname === '/pods') {
       // What the cache holds while the engine is away is history, not status: say so instead.
       if (!view.healthy()) return send(res, 503, 'engine unreachable\n');

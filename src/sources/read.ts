@@ -55,12 +55,13 @@ function readFile(path: string, texts: ManifestText[], issues: ManifestIssue[]):
  * Reads what `apply` or `validate` was given: files, directories (their YAML/JSON files, not
  * recursive, in name order) and http(s) URLs. Unreadable inputs become issues, not exceptions.
  */
-export async function readManifestInputs(paths: string[], headers: Record<string, string> = {}, stdin: NodeJS.ReadableStream = process.stdin): Promise<ReadResult> {
+export async function readManifestInputs(paths: string[], headers: Record<string, string> = {}, stdin?: NodeJS.ReadableStream): Promise<ReadResult> {
   const texts: ManifestText[] = [];
   const issues: ManifestIssue[] = [];
   for (const p of paths) {
     if (p === '-') {
-      await readStdin(stdin, texts, issues);
+      // process.stdin only when `-` asks for it: making it loads Node's stream modules.
+      await readStdin(stdin ?? process.stdin, texts, issues);
       continue;
     }
     if (isUrl(p)) {

@@ -4,10 +4,10 @@ import { groupObserved, type EngineContainer, type ObservedPod } from '../../src
 import type { PodEngine } from '../../src/runtime/roles.js';
 import { ContainerStartError, ImageError, type EngineEvent, type EngineRestartOn, type RuntimeOptions, type SandboxInfo, type StartRequest, type VolumeBacking } from '../../src/runtime/runtime-types.js';
 
-type FakeContainer = EngineContainer & { startedAt?: number; finishedAt?: number };
+type FakeContainer = EngineContainer & { startedAt?: number; finishedAt?: number; engineRestarts?: number };
 
-/** What a started container does: keep running, or exit at once with a code (a crash loop). */
-export type Behaviour = { exitCode?: number };
+/** What a started container does: keep running, or exit at once with a code (a crash loop); `ignoresTerm`: a stop waits out its grace period, then kills (137). */
+export type Behaviour = { exitCode?: number; ignoresTerm?: boolean };
 
 /**
  * An in-memory engine behind podrun's engine interface (roles.ts), as a CRI runtime would be:
@@ -29,10 +29,14 @@ export class FakeEngine implements PodEngine {
   readonly calls = new Map<string, number>();
   /** How containers behave, by container name (default: they keep running). */
   behaviour: (c: { pod: string; container: string }) => Behaviour = () => ({});
+  /** Containers (and sandboxes) made with an engine restart policy (no agent: `apply` runs alone), by id. */
+  readonly engineRestarting = new Set<string>();
   /** Makes the engine refuse every call, as a dead engine would. */
   down = false;
   /** When set, every create waits for it first: an engine slow to answer. */
   hold: Promise<void> | undefined;
+  /** When set, every list waits for it first: a relist that takes long (an engine holding many dead containers). */
+  listHold: Promise<void> | undefined;
   /** When set, the engine refuses to create a container of this name (a bad mount, a missing binary): CreateContainerError. */
   refuseCreate: (c: { pod: string; container: string; image: string }) => string | undefined = () => undefined;
   /** The event stream is cut and cannot be followed again until `restoreEvents` (an engine whose events API hangs). */
@@ -93,10 +97,21 @@ export class FakeEngine implements PodEngine {
     this.emit('exited', c);
   }
 
+  /**
+   * The engine decides to restart an exited container in place and waits before it does (Docker's
+   * restart manager): `restarting`, its restart counted already, as Docker raises RestartCount.
+   */
+  restartPending(id: string): void {
+    const c = this.containers.get(id);
+    if (c?.state !== 'exited') return;
+    c.state = 'restarting';
+    c.engineRestarts = (c.engineRestarts ?? 0) + 1;
+  }
+
   /** The engine restarts an exited container in place (its own restart policy): same id, running again. */
   restartInPlace(id: string): void {
     const c = this.containers.get(id);
-    if (c?.state === 'exited') this.run(c);
+    if (c?.state === 'exited' || c?.state === 'restarting') this.run(c);
   }
 
   /** Cuts the event stream, as an engine restart does. */
@@ -153,6 +168,7 @@ export class FakeEngine implements PodEngine {
 
   async listContainers(uid?: string): Promise<EngineContainer[]> {
     this.count('list');
+    if (this.listHold) await this.listHold;
     return [...this.containers.values()].filter((c) => !uid || c.labels[LABEL.podUid] === uid).map((c) => structuredClone(c));
   }
 
@@ -183,8 +199,8 @@ export class FakeEngine implements PodEngine {
       ...(c.startedAt ? { startedAt: new Date(c.startedAt).toISOString() } : {}),
       ...(c.finishedAt ? { finishedAt: new Date(c.finishedAt).toISOString() } : {}),
       oomKilled: false,
-      engineRestarts: 0,
-      restarting: false,
+      engineRestarts: c.engineRestarts ?? 0,
+      restarting: c.state === 'restarting',
     };
   }
 
@@ -206,13 +222,14 @@ export class FakeEngine implements PodEngine {
     return new Map((pod.spec.volumes ?? []).map((v) => [v.name, { kind: 'bind' as const, path: `/fake/volumes/${v.name}` }]));
   }
 
-  // The fake restarts nothing by itself, so `engineRestarts` changes nothing here; its volumes are the prepared ones.
-  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, _engineRestarts?: boolean, _volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
+  // The fake restarts nothing by itself: `engineRestarts` is only noted (a test restarts in place); its volumes are the prepared ones.
+  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, engineRestarts?: boolean, _volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
     await this.hold;
     this.count('create');
     const labels = { ...sandboxLabels(pod, id, attempt, hash), [LABEL.instance]: this.instance };
     const ip = pod.spec.hostNetwork ? undefined : `10.88.${(this.next >> 8) & 255}.${this.next & 255}`;
     const c = this.make(engineName({ ...id, instance: this.instance }, 'POD', attempt), this.options.pauseImage, labels, ip);
+    if (engineRestarts) this.engineRestarting.add(c.id);
     this.count('start');
     this.run(c);
     return { id: c.id, ip: ip ?? this.hostIP };
@@ -235,16 +252,22 @@ export class FakeEngine implements PodEngine {
     }
     const labels = { ...containerLabels(pod, id, c, o.type, o.restartCount, o.hash), [LABEL.instance]: this.instance };
     const made = this.make(engineName({ ...id, instance: this.instance }, c.name, o.restartCount), c.image, labels);
+    if (o.engineRestarts) this.engineRestarting.add(made.id);
     this.count('start');
     this.run(made);
     return made.id;
   }
 
-  async stopContainer(id: string): Promise<void> {
+  async stopContainer(id: string, graceSeconds = 0): Promise<void> {
     this.count('stop');
     this.notSandbox(id, 'stopContainer');
-    // The stop signal ends it: 143 for SIGTERM, as a shell that traps nothing exits.
-    this.exit(id, 143);
+    const c = this.containers.get(id);
+    const b = c ? this.behaviour({ pod: c.labels[LABEL.podName] ?? '', container: c.labels[LABEL.containerName] ?? '' }) : {};
+    // The stop signal ends it: 143 for SIGTERM, as a shell that traps nothing exits. One that
+    // ignores it runs out its grace period, as the engine's stop does, and is killed.
+    if (!b.ignoresTerm || c?.state !== 'running') return this.exit(id, 143);
+    await new Promise((r) => setTimeout(r, graceSeconds * 1000));
+    this.exit(id, 137);
   }
 
   async removeContainer(id: string): Promise<void> {

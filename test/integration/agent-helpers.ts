@@ -1,6 +1,7 @@
 import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach } from 'vitest';
+import type { EngineBed } from './engine-beds.js';
 import { PAUSE_IMAGE, TEST_IMAGE, unique, until, World } from './helpers.js';
 
 const BIN = fileURLToPath(new URL('../../bin/podrun', import.meta.url));
@@ -60,22 +61,24 @@ export class AgentProcess {
  * agent a test started is stopped after it, and everything the instance made goes after the file.
  */
 export class AgentSuite {
-  readonly world = new World();
+  readonly world: World;
   readonly ns: string;
   private current: AgentProcess | undefined;
 
-  constructor(prefix: string) {
+  /** `bed`: the agent runs on that engine bed's engine, and the bed cleans up. */
+  constructor(prefix: string, private readonly bed?: EngineBed) {
+    this.world = bed?.world ?? new World();
     this.ns = unique(prefix);
     afterEach(async () => {
       await this.current?.stop();
       this.current = undefined;
     });
-    afterAll(() => this.world.cleanup());
+    if (!bed) afterAll(() => this.world.cleanup());
   }
 
   /** Starts `podrun run` on this world's state dir; it is stopped after the test. */
   run(args: string[], env: Record<string, string> = {}): AgentProcess {
-    this.current = new AgentProcess(this.world.stateDir, args, env);
+    this.current = this.bed ? this.bed.agent(args, env) : new AgentProcess(this.world.stateDir, args, env);
     return this.current;
   }
 }

@@ -1,4 +1,6 @@
-import { readdirSync, readFileSync } from 'node:fs';
+import { spawn, spawnSync } from 'node:child_process';
+import { mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { createRequire } from 'node:module';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
@@ -41,6 +43,45 @@ describe('what podrun ships and loads', () => {
     // node:vm gives such a script no dynamic import(): each one (Node's modules loaded on use) must be a require.
     expect(readFileSync(join(dir, 'podrun.cjs'), 'utf8')).not.toMatch(/\bimport\(/);
     expect(readFileSync(join(REPO, 'bin/podrun'), 'utf8')).toContain("runCachedScript(require('node:path').join(__dirname, '../dist/bundle'), 'podrun')");
+  });
+
+  it("writes a command's lines without loading Node's stream, net or tty modules, and the same lines", () => {
+    // A preload that lists, at exit, the Node modules the process loaded (Node's own record).
+    const tmp = mkdtempSync(join(tmpdir(), 'podrun-loads-'));
+    try {
+      const preload = join(tmp, 'loads.cjs');
+      writeFileSync(preload, "process.on('exit', () => require('node:fs').writeFileSync(process.env.LOADS_OUT, process.moduleLoadList.join('\\n')));");
+      const out = join(tmp, 'loads.txt');
+      const args = ['--state-dir', tmp, '--node-ip', '127.0.0.1', 'validate', join(REPO, 'test/fixtures/static-pods'), join(REPO, 'test/fixtures/invalid')];
+      const r = spawnSync(process.execPath, ['-r', preload, join(REPO, 'bin/podrun'), ...args], { env: { ...process.env, LOADS_OUT: out }, encoding: 'utf8' });
+      const loaded = readFileSync(out, 'utf8').split('\n');
+      // (Node's stream modules still load here: node:crypto, for the pods' uids, brings them.)
+      for (const m of ['NativeModule net', 'NativeModule tty', 'NativeModule internal/fs/sync_write_stream', 'NativeModule internal/fs/streams']) expect(loaded, m).not.toContain(m);
+      // The lines are those of a run whose streams were made (a stderr that is a stream from the start).
+      const viaStreams = spawnSync(process.execPath, ['-e', `process.stdout; process.stderr; require(${JSON.stringify(join(REPO, 'bin/podrun'))})`, '--', join(REPO, 'bin/podrun'), ...args], { encoding: 'utf8' });
+      expect(r.status).toBe(1);
+      expect(r.stderr).toContain('invalid YAML');
+      expect([r.status, r.stdout, r.stderr]).toEqual([viaStreams.status, viaStreams.stdout, viaStreams.stderr]);
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('ends quietly, with the exit code of cat, when its reader goes away', async () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'podrun-epipe-'));
+    try {
+      // The reader is gone before podrun's first line (15 KiB of them).
+      const r = await new Promise<{ code: number | null; err: string }>((resolve) => {
+        const p = spawn(join(REPO, 'bin/podrun'), ['--state-dir', tmp, 'explain', 'pod', '--recursive'], { stdio: ['ignore', 'pipe', 'pipe'] });
+        let err = '';
+        p.stderr.on('data', (c: Buffer) => (err += c.toString()));
+        p.stdout.destroy();
+        p.on('close', (code) => resolve({ code, err }));
+      });
+      expect(r).toEqual({ code: 0, err: '' });
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
   });
 
   it('declares only dependencies that the code imports', () => {

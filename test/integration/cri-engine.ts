@@ -1,7 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
-import { join } from 'node:path';
+import { dirname, join } from 'node:path';
 import { CriClient } from '../../src/runtime/cri/client.js';
 import { afterAll, beforeAll } from 'vitest';
 import { PAUSE_IMAGE, TEST_IMAGE, until, World } from './helpers.js';
@@ -203,7 +203,8 @@ export class PrivateContainerd {
         for (const line of readFileSync(`/proc/${p}/cgroup`, 'utf8').split('\n')) {
           // `N:controllers:/path` (v1, one per hierarchy) or `0::/path` (v2).
           const m = /^\d+:([^:]*):(\/.+)$/.exec(line);
-          if (!m?.[2] || !/\/k8s\.io\/[0-9a-f]{64}$/.test(m[2])) continue;
+          // containerd's default parent, or the pod cgroup podrun makes for --pod-max-pids (pod-cgroup.ts).
+          if (!m?.[2] || !/\/(k8s\.io|podrun\/[0-9a-f]+\/pod[A-Za-z0-9-]+)\/[0-9a-f]{64}$/.test(m[2])) continue;
           // v2 lines name no controller: mounted at /sys/fs/cgroup, or at /sys/fs/cgroup/unified beside v1 (hybrid, as here).
           const hierarchy = m[1] ? m[1].replace(/^name=/, '') : existsSync('/sys/fs/cgroup/unified/cgroup.procs') ? 'unified' : '';
           cgroups.add(join('/sys/fs/cgroup', hierarchy, m[2]));
@@ -265,6 +266,14 @@ export class PrivateContainerd {
           await new Promise((r) => setTimeout(r, 50));
         }
       }
+      // A pod cgroup of podrun's, and the podrun directories above it, once empty.
+      for (let up = dirname(dir); /\/podrun(\/|$)/.test(up); up = dirname(up)) {
+        try {
+          rmdirSync(up);
+        } catch {
+          break;
+        }
+      }
     }
     // A sandbox's netns is a bind mount under /run/netns: ours are those a shim's child was in.
     // CNI's cached results name the network or the sandbox id.
@@ -298,6 +307,30 @@ export class PrivateContainerd {
 }
 
 /**
+ * The pod cgroups podrun made for this instance (--pod-max-pids), from every hierarchy, once the
+ * runtime that put processes in them is gone: a test that failed before deleting its pod leaves them.
+ */
+export function removePodCgroups(instance: string): void {
+  const bases = existsSync('/sys/fs/cgroup/cgroup.controllers') ? ['/sys/fs/cgroup'] : readdirSync('/sys/fs/cgroup').map((h) => join('/sys/fs/cgroup', h));
+  for (const base of bases) {
+    const mine = join(base, 'podrun', instance);
+    let pods: string[] = [];
+    try {
+      pods = readdirSync(mine, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+    } catch {
+      continue;
+    }
+    for (const dir of [...pods.map((p) => join(mine, p)), mine, join(base, 'podrun')]) {
+      try {
+        rmdirSync(dir);
+      } catch {
+        // busy, or another instance's pods still in it
+      }
+    }
+  }
+}
+
+/**
  * A test file's private containerd with the test images, a World, and `cri(args)`: the built
  * binary on that containerd with no Docker engine reachable (hooks registered here).
  */
@@ -313,6 +346,7 @@ export function criTestBed(): { ctrd: PrivateContainerd; world: World; podLogs: 
   }, 90_000);
   afterAll(async () => {
     await ctrd.destroy();
+    removePodCgroups(world.instance);
     await world.cleanup();
   }, 90_000);
   return { ctrd, world, podLogs, criArgs, noDocker, cri: (args) => world.bin([...criArgs(), ...args], { env: noDocker }) };

@@ -1,4 +1,6 @@
-import { readFileSync } from 'node:fs';
+import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { LABEL } from '../../src/runtime/labels.js';
 import { describe, expect, it } from 'vitest';
 import { TEST_IMAGE, unique, until } from './helpers.js';
 import { criTestBed } from './cri-engine.js';
@@ -56,4 +58,55 @@ spec:
     // Gone with the pod: no tmpfs (or anything) left mounted under the state directory.
     expect(mountsUnder(world.stateDir)).toEqual([]);
   }, 120_000);
+
+  it('--pod-max-pids holds for the pod as a whole: a fork loop in two containers stops at the limit, the node keeps its pids; the cgroup goes with the pod', async () => {
+    const ns = unique('cripids');
+    const name = unique('forky');
+    const LIMIT = 40;
+    // Each container starts 100 sleepers (a fork bomb that stops): together they want over 200.
+    // Both start first (the pod's limit holds for a container's start too): each waits for the other.
+    const loop = (me: string, other: string): string => `touch /s/${me}; until [ -f /s/${other} ]; do sleep 0.1; done; i=0; while [ $i -lt 100 ]; do (sleep 3600 &) 2>/dev/null; i=$((i+1)); done; echo forked; sleep 3600`;
+    const manifest = world.write(
+      `${name}.yaml`,
+      `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - {name: a, image: ${TEST_IMAGE}, command: [sh, -c, '${loop('a', 'b')}'], volumeMounts: [{name: s, mountPath: /s}]}
+  - {name: b, image: ${TEST_IMAGE}, command: [sh, -c, '${loop('b', 'a')}'], volumeMounts: [{name: s, mountPath: /s}]}
+  volumes:
+  - {name: s, emptyDir: {}}
+`,
+    );
+    const applied = await cri(['--pod-max-pids', String(LIMIT), 'apply', '-f', manifest, '--timeout', '60s']);
+    const sandboxes = await ctrd.client.listPodSandbox({ labelSelector: { [LABEL.podName]: name } });
+    const uid = sandboxes[0]?.metadata?.uid ?? '';
+    const cgroup = join('/sys/fs/cgroup/pids/podrun', world.instance, `pod${uid}`);
+    try {
+      expect(applied.code, `${applied.out}\n${applied.err}\n${ctrd.recentLog}`).toBe(0);
+      expect(sandboxes).toHaveLength(1);
+      expect(readFileSync(join(cgroup, 'pids.max'), 'utf8').trim()).toBe(String(LIMIT));
+      await until('both loops to end', async () => {
+        const outs = await Promise.all(['a', 'b'].map(async (c) => (await cri(['logs', name, '-n', ns, '-c', c])).out));
+        return outs.every((o) => o.includes('forked')) ? true : undefined;
+      }, 60_000);
+      // The loops wanted 200 sleepers: the pod holds the limit's worth and no more.
+      const current = Number(readFileSync(join(cgroup, 'pids.current'), 'utf8'));
+      expect(current).toBeLessThanOrEqual(LIMIT);
+      expect(current).toBeGreaterThan(LIMIT - 5);
+      // The kernel counted refused forks (where: the forking container's cgroup on this kernel's v1).
+      const refused = [cgroup, ...readdirSync(cgroup, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => join(cgroup, d.name))].reduce((n, d) => n + Number(/max (\d+)/.exec(readFileSync(join(d, 'pids.events'), 'utf8'))?.[1] ?? 0), 0);
+      expect(refused).toBeGreaterThan(0);
+      // The sandbox and both containers are in it: the limit is the pod's, not each container's.
+      const cs = await ctrd.client.listContainers({ labelSelector: { [LABEL.podName]: name } });
+      expect(cs.map((c) => existsSync(join(cgroup, c.id))).concat(existsSync(join(cgroup, sandboxes[0]!.id)))).toEqual([true, true, true]);
+    } finally {
+      const del = await cri(['delete', 'pod', name, '-n', ns]);
+      expect(del.code, del.err).toBe(0);
+    }
+    expect(existsSync(cgroup)).toBe(false);
+    expect(existsSync(join('/sys/fs/cgroup/memory/podrun', world.instance, `pod${uid}`))).toBe(false);
+  }, 180_000);
 });

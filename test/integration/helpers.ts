@@ -34,6 +34,8 @@ export class World {
   readonly manifests = join(this.dir, 'manifests');
   /** The `podrun.io/instance` of this world's state dir: what its cleanup may touch, and nothing else. */
   readonly instance = instanceId(this.stateDir);
+  /** Run first by cleanup (an engine of the test's own that holds this world's files goes first). */
+  readonly beforeCleanup: (() => Promise<void>)[] = [];
 
   constructor() {
     rmSync(this.manifests, { recursive: true, force: true });
@@ -89,6 +91,7 @@ export class World {
    * user's pods (the README demo, say) in the same namespaces stay untouched.
    */
   async cleanup(): Promise<void> {
+    for (const fn of this.beforeCleanup) await fn();
     const mine = JSON.stringify({ label: [`${LABEL.instance}=${this.instance}`] });
     const list = await docker.listContainers({ all: true, filters: mine });
     await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));

@@ -147,6 +147,27 @@ describe('pulls from a registry with TLS and basic auth', () => {
   }, 120_000);
 });
 
+describe('the pause image', () => {
+  it('one the engine lacks is pulled (with the node\'s credentials) when the sandbox is made, and the pod runs', async () => {
+    const pause = await secure.push(PAUSE_IMAGE, `infra/pause-${ns}:1`);
+    await untag(pause);
+    expect(await hasImage(pause)).toBe(false);
+    const creds = credentials({ [secure.host]: USER });
+    const file = world.write('own-pause.yaml', podYaml('own-pause', TEST_IMAGE));
+    try {
+      const r = await world.cli('--pause-image', pause, '--image-credentials', creds, 'apply', '-f', file, '--timeout', '30s');
+      expect(r.err).not.toContain('podrun:');
+      expect(r.code).toBe(0);
+      expect(await hasImage(pause)).toBe(true);
+      const sandbox = (await podContainers(ns, 'own-pause')).find((c) => c.Labels[LABEL.containerName] === 'POD');
+      expect(sandbox?.Image).toBe(pause);
+    } finally {
+      await world.cli('--pause-image', pause, 'delete', '-f', file, '--grace-period', '0');
+      await untag(pause);
+    }
+  }, 60_000);
+});
+
 describe('pull progress', () => {
   it('on a terminal, apply redraws each pull\'s layers and bytes in place and ends with its total; off a terminal, plain lines', async () => {
     const local = `podrun-test/layered-${ns}:1`;

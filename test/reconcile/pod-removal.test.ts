@@ -3,6 +3,8 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { removePod } from '../../src/reconcile/lifecycle.js';
+import { computePodActions, removalActions } from '../../src/reconcile/plan.js';
+import { executePodActions } from '../../src/reconcile/sync.js';
 import { LABEL } from '../../src/runtime/labels.js';
 import { desired } from '../fixtures/pods.js';
 import { FakeEngine } from '../fakes/fake-engine.js';
@@ -72,5 +74,16 @@ describe('removing a pod (issue 28: a deletion never waits a turn for what it ca
     expect(await removePod(engine, observed!, 1)).toBe(true);
     expect(engine.containers.size).toBe(0);
     expect(refused).toBe(1);
+  });
+
+  it('is an outcome of the plan: the executor given the plan for a pod no longer declared removes all of it, directory last', async () => {
+    const engine = await running();
+    const [observed] = await engine.listPods(d.uid);
+    // The plan for a declared pod that runs as declared says nothing; the removal plan says all.
+    expect(removalActions()).toMatchObject({ killPod: true, removePod: true });
+    expect(computePodActions(d, observed).removePod).toBeUndefined();
+    await executePodActions(engine, d, observed, removalActions(), { engineRestarts: false });
+    expect(engine.containers.size).toBe(0);
+    expect(engine.calls.get('volumes')).toBe(1);
   });
 });

@@ -116,4 +116,32 @@ describe('a sync that throws what is not an Error', () => {
     expect(w.working().size).toBe(0);
     await w.stop();
   });
+
+  it('runs one sync of a pod at a time, however often it is woken, coalescing the wake-ups into one more; other pods run beside it', async () => {
+    const running = new Map<string, number>();
+    let most = 0;
+    const runs: string[] = [];
+    let release = (): void => undefined;
+    const held = new Promise<void>((r) => (release = r));
+    const w = new PodWorkers(async (uid) => {
+      running.set(uid, (running.get(uid) ?? 0) + 1);
+      most = Math.max(most, running.get(uid) ?? 0);
+      runs.push(uid);
+      if (uid === 'a' && runs.filter((x) => x === 'a').length === 1) await held;
+      running.set(uid, (running.get(uid) ?? 0) - 1);
+      return undefined;
+    });
+    w.enqueue('a');
+    await new Promise((r) => setImmediate(r));
+    for (let i = 0; i < 50; i++) w.enqueue('a');
+    w.enqueue('b');
+    await new Promise((r) => setImmediate(r));
+    // b ran while a's first sync was held; a has not run again meanwhile.
+    expect(runs).toEqual(['a', 'b']);
+    release();
+    await w.idle();
+    expect(runs).toEqual(['a', 'b', 'a']);
+    expect(most).toBe(1);
+    await w.stop();
+  });
 });

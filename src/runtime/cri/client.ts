@@ -186,6 +186,8 @@ const ImageStatusRes = c<never, { image: M.ImageInfo | undefined }>(M.ImageStatu
 const PullReq = c<{ image: { image: string }; auth?: M.AuthConfigInput; sandboxConfig?: M.PodSandboxConfigInput }, never>(M.PullImageRequest);
 const PullRes = c<never, { imageRef: string }>(M.PullImageResponse);
 const RemoveImageReq = c<{ image: { image: string } }, never>(M.RemoveImageRequest);
+const RuntimeStatusReq = c<{ verbose: boolean }, never>(M.StatusRequest);
+const RuntimeStatusRes = c<never, { info: M.Labels }>(M.StatusResponse);
 const FsInfoReq = c<Record<string, never>, never>(M.Empty);
 const FsInfoRes = c<never, { imageFilesystems: M.FilesystemUsageInfo[]; containerFilesystems: M.FilesystemUsageInfo[] }>(M.ImageFsInfoResponse);
 
@@ -367,6 +369,11 @@ export class CriClient {
 
   imageFsInfo(): Promise<{ imageFilesystems: M.FilesystemUsageInfo[]; containerFilesystems: M.FilesystemUsageInfo[] }> {
     return this.img('ImageFsInfo', FsInfoReq, FsInfoRes, {});
+  }
+
+  /** The runtime's verbose Status `info` (containerd: `config`, its CRI section as JSON, with `sandboxImage`). */
+  async runtimeInfo(): Promise<M.Labels> {
+    return (await this.rt('Status', RuntimeStatusReq, RuntimeStatusRes, { verbose: true })).info;
   }
 
   close(): void {

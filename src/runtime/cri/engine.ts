@@ -8,17 +8,20 @@ import { defaultHostIP, nodeResolvConf, oomScoreFloor } from '../host.js';
 import { instanceId, LABEL, MANAGED_BY } from '../labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../observed.js';
 import type { PodEngine } from '../roles.js';
-import { ContainerStartError, SandboxError, type ContainerStatus, type EngineEvent, type EngineRestartOn, type ExecEnd, type ExecRef, type RuntimeOptions, type SandboxInfo, type StartRequest } from '../runtime-types.js';
+import { ContainerStartError, ImageError, SandboxError, type ContainerStatus, type EngineEvent, type EngineRestartOn, type ExecEnd, type ExecRef, type RuntimeOptions, type SandboxInfo, type StartRequest } from '../runtime-types.js';
 import { containerCreateOptions, needsImageUser, startOptions, type PodIdentity, type VolumeBacking } from '../docker/spec.js';
 import { CriClient } from './client.js';
 import { criEngineError, isCriNotFound } from './engine-errors.js';
 import { CriExecTimeoutError } from './errors.js';
 import { CriImages, type PullListener } from './images.js';
+import { ImagePresence } from '../image-presence.js';
 import { writeCriLog, type LogReadOptions } from './logs.js';
 import { ContainerState, PodSandboxState, type PodSandboxConfigInput } from './messages.js';
 import { containerConfig, podLogDirectory, sandboxConfig } from './pod-config.js';
 import { recordFromContainer, recordFromSandbox, recordFromStatus, statusFromCri } from './records.js';
-import { watchByRelist } from './relist.js';
+import { relistWatch } from './relist.js';
+import { followContainerEvents } from './container-events.js';
+import { ensurePodCgroup, podCgroupParent, removePodCgroup } from './pod-cgroup.js';
 import { startLogRotation } from './log-rotation.js';
 import { CriReadings } from './readings.js';
 import { terminationMessageFrom } from '../termination-message.js';
@@ -39,6 +42,8 @@ export interface CriEngineOptions extends RuntimeOptions {
   podLogsDir?: string;
   /** How often lifecycle events are found by relisting (the generic PLEG's 1 s). */
   relistPeriodMs?: number;
+  /** How often the relist runs as a safety net once the runtime's container events are followed (default 10 s). */
+  eventedRelistPeriodMs?: number;
   /** How often logs are checked for rotation (the kubelet's containerLogMonitorInterval, 10 s). */
   logRotationPeriodMs?: number;
 }
@@ -58,6 +63,8 @@ export class CriEngine implements PodEngine {
   readonly oomScoreFloor: number;
   readonly client: CriClient;
   private readonly images: CriImages;
+  /** ImageStatus answers of "present", so a burst of starts asks once per image. */
+  private readonly presence: ImagePresence;
   private readonly logRoot: string;
   private readonly createdListeners = new Set<(podUid: string, id: string) => void>();
   /** Exit codes of exited containers (they never change), so a relist costs one status call per exit, not per exited container. */
@@ -67,11 +74,14 @@ export class CriEngine implements PodEngine {
   private readonly readings: CriReadings;
   /** The runtime's /proc (it runs on this host), for ending abandoned execs. */
   private procView: ProcView | undefined;
+  /** What the runtime said of GetContainerEvents: Unimplemented is asked once per engine. */
+  private readonly eventsKnown = { unsupported: false, followed: false };
 
   constructor(readonly options: CriEngineOptions) {
     this.endpoint = options.runtimeEndpoint;
     this.client = new CriClient({ endpoint: options.runtimeEndpoint, ...(options.imageEndpoint ? { imageEndpoint: options.imageEndpoint } : {}), ...(options.requestTimeoutMs ? { timeoutMs: options.requestTimeoutMs } : {}) });
     this.images = new CriImages(this.client, options);
+    this.presence = new ImagePresence((image) => this.images.present(image));
     this.nodeName = options.nodeName ?? hostname();
     this.hostIP = options.hostIP ?? defaultHostIP();
     this.instance = instanceId(options.stateDir);
@@ -136,9 +146,13 @@ export class CriEngine implements PodEngine {
 
   /** podrun's sandboxes and containers (all, or one pod's), as records; exits and IPs asked once each. */
   async listContainers(uid?: string): Promise<EngineContainer[]> {
-    await this.identify();
     const labelSelector = this.selector(uid);
-    const [sandboxes, containers] = await this.call('list containers', () => Promise.all([this.client.listPodSandbox({ labelSelector }), this.client.listContainers({ labelSelector })]));
+    // Asked together (a round trip less for a command's first look); Version's failure is the one told.
+    const identified = this.identify();
+    const listed = this.call('list containers', () => Promise.all([this.client.listPodSandbox({ labelSelector }), this.client.listContainers({ labelSelector })]));
+    listed.catch(() => undefined);
+    await identified;
+    const [sandboxes, containers] = await listed;
     await Promise.all([
       ...containers.filter((c) => c.state === ContainerState.EXITED && !this.exits.has(c.id)).map(async (c) => {
         const s = await this.client.containerStatus(c.id).catch(() => undefined);
@@ -182,10 +196,25 @@ export class CriEngine implements PodEngine {
    * CRI runtime leaves to its client (log-rotation.ts).
    */
   async watchEvents(onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void): Promise<() => void> {
-    const stop = await watchByRelist(() => this.listContainers(), onEvent, onEnd, this.options.relistPeriodMs ?? 1000);
+    const fastPeriodMs = this.options.relistPeriodMs ?? 1000;
+    const watch = await relistWatch(() => this.listContainers(), onEvent, onEnd, fastPeriodMs);
+    const abort = new AbortController();
+    if (!this.eventsKnown.unsupported) {
+      void followContainerEvents(this.client.containerEvents(abort.signal), watch, {
+        instance: this.instance,
+        pauseImage: this.options.pauseImage,
+        fastPeriodMs,
+        slowPeriodMs: this.options.eventedRelistPeriodMs ?? 10_000,
+        notice: (m) => this.options.observer?.notice?.(m),
+        known: this.eventsKnown,
+      });
+    }
     const policy = this.options.containerLog;
     this.stopRotation ??= policy ? startLogRotation(this.client, this.selector(), policy, () => this.options.observer?.call?.('rotate container log', 0, true), this.options.logRotationPeriodMs) : undefined;
-    return stop;
+    return () => {
+      abort.abort();
+      watch.stop();
+    };
   }
 
   private async status(id: string): Promise<ContainerStatus | undefined> {
@@ -224,7 +253,15 @@ export class CriEngine implements PodEngine {
 
   private sandboxConfigOf(pod: Pod, id: PodIdentity, attempt: number, hash: string): PodSandboxConfigInput {
     const dns = podDns(pod.spec.dnsPolicy, pod.spec.dnsConfig, nodeResolvConf(this.options.resolvConf ?? '/etc/resolv.conf'), pod.spec.hostNetwork === true);
-    return sandboxConfig(pod, id, { instance: this.instance, attempt, hash, pauseImage: this.options.pauseImage, logRoot: this.logRoot, ...(dns ? { dns } : {}) });
+    const config = sandboxConfig(pod, id, { instance: this.instance, attempt, hash, pauseImage: this.options.pauseImage, logRoot: this.logRoot, ...(dns ? { dns } : {}) });
+    // The same parent in RunPodSandbox and in each CreateContainer's sandbox config: the runtime
+    // puts a container's cgroup below the parent the latter names.
+    return this.pidsLimited ? { ...config, linux: { ...config.linux, cgroupParent: podCgroupParent(this.instance, id.uid) } } : config;
+  }
+
+  /** --pod-max-pids: each pod gets a cgroup of its own with the limit (pod-cgroup.ts). */
+  private get pidsLimited(): boolean {
+    return (this.options.podPidsLimit ?? 0) > 0;
   }
 
   /**
@@ -234,18 +271,33 @@ export class CriEngine implements PodEngine {
   async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, _engineRestarts: boolean, _volumes?: ReadonlyMap<string, VolumeBacking>, signal?: AbortSignal): Promise<SandboxInfo> {
     const config = this.sandboxConfigOf(pod, id, attempt, hash);
     mkdirSync(config.logDirectory ?? '', { recursive: true, mode: 0o755 });
+    const cgroupParent = config.linux?.cgroupParent;
+    if (cgroupParent) {
+      try {
+        ensurePodCgroup(cgroupParent, this.options.podPidsLimit ?? 0);
+      } catch (err) {
+        throw new SandboxError(`the pod's cgroup for --pod-max-pids: ${(err as Error).message}`);
+      }
+    }
     signal?.throwIfAborted();
+    // The containers' ImageStatus while the runtime makes the sandbox: their starts find the answer.
+    for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) if (c.imagePullPolicy !== 'Always') this.presence.lookAhead(c.image);
     const sandboxId = await this.call(`run sandbox for ${id.namespace}/${id.name}`, () => this.client.runPodSandbox(config)).catch((err: unknown) => {
-      throw new SandboxError(sandboxProblem((err as Error).message));
+      throw new SandboxError(sandboxProblem((err as Error).message, cgroupParent));
     });
     this.created(id.uid, sandboxId);
     return this.sandboxInfo(sandboxId, pod);
   }
 
+  /** The pod's IP: asked once per sandbox (fixed for its life; the relist asks for each new one too). */
   async sandboxInfo(id: string, pod: Pod): Promise<SandboxInfo> {
     if (pod.spec.hostNetwork) return { id, ip: this.hostIP };
+    const known = this.ips.get(id);
+    if (known) return { id, ip: known };
     const s = await this.call('sandbox status', () => this.client.podSandboxStatus(id));
-    return { id, ip: s.network?.ip ?? '' };
+    const ip = s.network?.ip ?? '';
+    if (ip && s.state === PodSandboxState.READY) this.ips.set(id, ip);
+    return { id, ip };
   }
 
   async startContainer(pod: Pod, id: PodIdentity, c: Container, o: StartRequest): Promise<string> {
@@ -269,9 +321,18 @@ export class CriEngine implements PodEngine {
     mkdirSync(join(sandboxConfig.logDirectory ?? '', c.name), { recursive: true, mode: 0o755 });
     o.signal?.throwIfAborted();
     const what = `${c.name} of ${id.namespace}/${id.name}`;
-    const cid = await this.call(`create container ${what}`, () => this.client.createContainer(o.sandbox.id, config, sandboxConfig)).catch((err: unknown) => {
-      throw new ContainerStartError((err as Error).message, 'CreateContainerError');
-    });
+    const cid = await this.presence
+      .create(
+        c.image,
+        () => this.call(`create container ${what}`, () => this.client.createContainer(o.sandbox.id, config, sandboxConfig)),
+        () => this.images.present(c.image),
+        () => this.ensureImage(c.image, c.imagePullPolicy, o.onPull, o.signal),
+        o.signal,
+      )
+      .catch((err: unknown) => {
+        if (err instanceof ImageError) throw err;
+        throw new ContainerStartError((err as Error).message, 'CreateContainerError');
+      });
     this.created(id.uid, cid);
     await this.call(`start container ${what}`, () => this.client.startContainer(cid)).catch((err: unknown) => {
       throw new ContainerStartError((err as Error).message, 'RunContainerError');
@@ -295,12 +356,19 @@ export class CriEngine implements PodEngine {
 
   /** StopPodSandbox: the runtime stops what still runs in it and tears its network down. */
   async stopSandbox(id: string): Promise<void> {
+    this.ips.delete(id);
     await this.call('stop sandbox', () => this.client.stopPodSandbox(id)).catch((err: unknown) => {
       if (!isCriNotFound(err)) throw err;
     });
   }
 
+  /**
+   * StopPodSandbox, then RemovePodSandbox, as the kubelet's container GC removes one: a sandbox
+   * whose pause process died without a stop (killed, OOM) still holds its network, which the
+   * stop tears down and the removal alone would refuse or leak.
+   */
   async removeSandbox(id: string): Promise<void> {
+    await this.stopSandbox(id);
     await this.call('remove sandbox', () => this.client.removePodSandbox(id)).catch((err: unknown) => {
       if (!isCriNotFound(err)) throw err;
     });
@@ -310,6 +378,8 @@ export class CriEngine implements PodEngine {
   /** The pod's files under the state directory, and its log directory (the kubelet removes both with the pod). */
   async removePodVolumes(uid: string): Promise<void> {
     await removeCriPodVolumes(this.options.stateDir, uid);
+    // Whatever the limit is now: the pod may have been made under another one.
+    if (/^[A-Za-z0-9-]{1,128}$/.test(uid)) removePodCgroup(podCgroupParent(this.instance, uid));
     const dirs = await this.podLogDirs(uid);
     for (const d of dirs) rmSync(d, { recursive: true, force: true });
   }
@@ -325,7 +395,7 @@ export class CriEngine implements PodEngine {
   }
 
   ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener, signal?: AbortSignal): Promise<void> {
-    return this.call(`ensure image ${image}`, () => this.images.ensureImage(image, policy, onPull, signal));
+    return this.presence.ensure(image, policy, () => this.call(`ensure image ${image}`, () => this.images.ensureImage(image, policy, onPull, signal)));
   }
 
   hasImage(image: string): Promise<boolean> {
@@ -337,6 +407,8 @@ export class CriEngine implements PodEngine {
   }
 
   async removeImage(id: string): Promise<void> {
+    // By id: any reference seen present may have been this image.
+    this.presence.forget();
     await this.call(`remove image ${id}`, () => this.images.remove(id)).catch((err: unknown) => {
       if (!isCriNotFound(err)) throw err;
     });
@@ -405,8 +477,12 @@ export class CriEngine implements PodEngine {
 }
 
 /** The runtime's refusal of a sandbox, with the fix for the one a new node meets first: no pause image. */
-export function sandboxProblem(message: string): string {
+export function sandboxProblem(message: string, cgroupParent?: string): string {
   const m = /failed to get sandbox image "([^"]+)"/.exec(message);
   if (m) return `the runtime's sandbox (pause) image ${m[1]} is missing and could not be pulled: pull or import it into the runtime (ctr -n k8s.io images import), or point sandbox_image in /etc/containerd/config.toml at one it has (${message})`;
+  // Whatever the refusal, the cgroup parent is podrun's doing: a runtime on the systemd cgroup
+  // driver wants a slice, not the cgroupfs path podrun made for the limit.
+  if (cgroupParent)
+    return `${message} (the sandbox's cgroup parent was ${cgroupParent}, the pod cgroup podrun makes for --pod-max-pids with the cgroupfs driver; a runtime on the systemd cgroup driver (SystemdCgroup = true) refuses it: run without --pod-max-pids there)`;
   return message;
 }

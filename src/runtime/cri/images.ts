@@ -70,23 +70,62 @@ export class CriImages {
   }
 
   /**
-   * The image GC's view: where the runtime keeps images (ImageFsInfo), its images, which are in use
-   * (by any container the runtime holds, podrun's or not), and the pause image's id.
+   * The image GC's view, as the kubelet's image GC takes it from the runtime: where the runtime
+   * keeps images (ImageFsInfo's mountpoint, whose file system's usage meets the thresholds), its
+   * images, which are in use (by any container the runtime holds, podrun's or not, running or
+   * dead), and which are pinned: podrun's pause image, the runtime's own sandbox image (its
+   * `sandbox_image`, which is what sandboxes run here) and what the runtime marks `pinned`.
    */
   async inventory(pinned: string): Promise<ImageInventory> {
-    const [fs, list, containers, pause] = await Promise.all([
-      this.client.imageFsInfo().catch(() => undefined),
+    const [fs, list, containers, pause, sandboxImage] = await Promise.all([
+      this.client.imageFsInfo(),
       this.client.listImages(),
       this.client.listContainers(),
       this.client.imageStatus(pinned).catch(() => undefined),
+      this.sandboxImage(),
     ]);
-    const inUse = new Set(containers.flatMap((c) => [c.imageRef, c.imageId].filter(Boolean)));
+    const mountpoint = fs.imageFilesystems[0]?.fsId?.mountpoint;
+    if (!mountpoint) throw new Error('the runtime did not say where it keeps images (ImageFsInfo has no image file system): image GC cannot measure its disk');
+    const ids = imageIds(list);
+    const inUse = new Set<string>();
+    // A container names its image by id, by digest or by the name it was made with, as runtimes differ.
+    for (const c of containers) for (const ref of [c.imageRef, c.imageId, c.image?.image ?? '']) if (ref) inUse.add(ids.get(ref) ?? ref);
+    const enginePinned = new Set(list.filter((i) => i.pinned).map((i) => i.id));
+    const sandbox = sandboxImage ? ids.get(sandboxImage) : undefined;
+    if (sandbox) enginePinned.add(sandbox);
     const images = list.map((i): EngineImage => ({ id: i.id, tags: i.repoTags, digests: i.repoDigests, sizeBytes: Number(i.size) }));
-    return { rootDir: fs?.imageFilesystems[0]?.fsId?.mountpoint || '/var/lib/containerd', images, inUse, pinnedId: pause?.id ?? '' };
+    return { rootDir: mountpoint, images, inUse, pinnedId: pause?.id ?? '', enginePinned };
+  }
+
+  /** The runtime's own sandbox image, where its Status says it (containerd's config); undefined otherwise. */
+  private async sandboxImage(): Promise<string | undefined> {
+    const info = await this.client.runtimeInfo().catch(() => undefined);
+    try {
+      const config = JSON.parse(info?.config ?? '{}') as { sandboxImage?: unknown };
+      return typeof config.sandboxImage === 'string' && config.sandboxImage ? config.sandboxImage : undefined;
+    } catch {
+      return undefined;
+    }
   }
 
   /** Removes an image by id: the runtime drops every tag of it. Gone already is fine. */
   async remove(id: string): Promise<void> {
     await this.client.removeImage(id);
   }
+}
+
+/**
+ * Every name of each image (id, bare id, tags, digests, and Docker Hub's short names) to its id,
+ * so a container's image reference, however the runtime spells it, finds the image it holds.
+ */
+function imageIds(list: readonly ImageInfo[]): Map<string, string> {
+  const ids = new Map<string, string>();
+  for (const i of list) {
+    for (const ref of [i.id, i.id.replace(/^sha256:/, ''), ...i.repoTags, ...i.repoDigests]) {
+      ids.set(ref, i.id);
+      const short = ref.replace(/^docker\.io\/(library\/)?/, '');
+      if (short !== ref) ids.set(short, i.id);
+    }
+  }
+  return ids;
 }

@@ -257,6 +257,9 @@ export const FilesystemUsage = spec('FilesystemUsage', {
   usedBytes: msg(3, () => UInt64Value),
   inodesUsed: msg(4, () => UInt64Value),
 });
+// RuntimeService.Status: only its verbose `info` is read (containerd: its CRI config as JSON under `config`).
+export const StatusRequest = spec('StatusRequest', { verbose: bool(1) });
+export const StatusResponse = spec('StatusResponse', { info: map(2) });
 export const ImageFsInfoResponse = spec('ImageFsInfoResponse', { imageFilesystems: msgs(1, () => FilesystemUsage), containerFilesystems: msgs(2, () => FilesystemUsage) });
 
 // ---- TypeScript shapes of the messages above (what decode returns / encode accepts) ----

@@ -27,20 +27,38 @@ export function transitions(before: EngineContainer | undefined, now: EngineCont
   return out;
 }
 
+/** A relist running beside something else that tells changes (the runtime's event stream). */
+export interface RelistWatch {
+  stop(): void;
+  /**
+   * A record as another source saw it now (undefined with `removedId`: gone), told as the relist
+   * would tell it and kept, so the next relist does not tell the same change again.
+   */
+  observe(now: EngineContainer | undefined, removedId?: string): void;
+  /** Relists every `ms` from the next tick on (the event stream served: seldom; else the generic PLEG's 1 s). */
+  setPeriod(ms: number): void;
+}
+
 /**
  * Relists every `periodMs` and reports what changed. The first list is the baseline (a watch
  * reports what happens after it starts, as Docker's event stream does). A failed list ends the
  * watch with the error, so the caller reconnects as it does when an event stream breaks.
  */
-export async function watchByRelist(list: () => Promise<EngineContainer[]>, onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void, periodMs = 1000): Promise<() => void> {
+export async function relistWatch(list: () => Promise<EngineContainer[]>, onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void, periodMs = 1000): Promise<RelistWatch> {
   let known = new Map((await list()).map((c) => [c.id, c]));
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
+  let period = periodMs;
   const end = (err: unknown): void => {
     if (stopped) return;
     stopped = true;
+    clearTimeout(timer);
     onEnd(err instanceof Error ? err : new Error(String(err)));
   };
+  const tell = (events: EngineEvent[]): void => {
+    for (const e of events) onEvent(e);
+  };
+  const removed = (c: EngineContainer, t: number): EngineEvent => ({ kind: 'removed', id: c.id, labels: c.labels, name: c.name, image: c.image, timeMs: t });
   const tick = async (): Promise<void> => {
     let now: EngineContainer[];
     try {
@@ -54,9 +72,9 @@ export async function watchByRelist(list: () => Promise<EngineContainer[]>, onEv
     const next = new Map<string, EngineContainer>();
     for (const c of now) {
       next.set(c.id, c);
-      for (const e of transitions(known.get(c.id), c, t)) onEvent(e);
+      tell(transitions(known.get(c.id), c, t));
     }
-    for (const [id, c] of known) if (!next.has(id)) onEvent({ kind: 'removed', id, labels: c.labels, name: c.name, image: c.image, timeMs: t });
+    for (const [id, c] of known) if (!next.has(id)) tell([removed(c, t)]);
     known = next;
     schedule();
   };
@@ -66,12 +84,42 @@ export async function watchByRelist(list: () => Promise<EngineContainer[]>, onEv
     // list does, so the caller reconnects, instead of rejecting unheard (the agent's exit).
     timer = setTimeout(() => {
       tick().catch(end);
-    }, periodMs);
+    }, period);
     timer.unref();
   };
   schedule();
-  return () => {
-    stopped = true;
-    clearTimeout(timer);
+  return {
+    stop: () => {
+      stopped = true;
+      clearTimeout(timer);
+    },
+    observe: (now, removedId) => {
+      if (stopped) return;
+      const t = Date.now();
+      try {
+        if (now) {
+          const was = known.get(now.id)?.state;
+          // A runtime's event can arrive after a relist saw what came later: a container (or sandbox)
+          // never runs again once ended (a restart is a new one), so an older word is dropped.
+          if ((was === 'exited' || was === 'dead') && (now.state === 'running' || now.state === 'created')) return;
+          tell(transitions(known.get(now.id), now, t));
+          known.set(now.id, now);
+        } else if (removedId !== undefined) {
+          const was = known.get(removedId);
+          if (was) tell([removed(was, t)]);
+          known.delete(removedId);
+        }
+      } catch (err) {
+        end(err);
+      }
+    },
+    setPeriod: (ms) => {
+      period = ms;
+    },
   };
+}
+
+/** relistWatch without the other source: the stop function alone. */
+export async function watchByRelist(list: () => Promise<EngineContainer[]>, onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void, periodMs = 1000): Promise<() => void> {
+  return (await relistWatch(list, onEvent, onEnd, periodMs)).stop;
 }

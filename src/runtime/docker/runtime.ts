@@ -4,6 +4,7 @@ import type { Container, Pod } from '../../manifest/types.js';
 import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound, type EngineCalls } from './engine.js';
 import { ContainerStartError, isPodrunBug, SandboxError, type ContainerDisk, type ContainerReading, type ContainerStatus, type EngineEvent, type EngineFacts, type EngineRestartOn, type ExecAttachOptions, type ExecEnd, type ExecRef, type ExecStreams, type FinishedInstance, type ImageInventory, type LogRequest, type PullListener, type RuntimeOptions, type SandboxInfo, type StartRequest } from '../runtime-types.js';
 import { ImageStore } from './images.js';
+import { ImagePresence } from '../image-presence.js';
 import { containerDiskOf, engineFactsOf } from './readings.js';
 import { LocalReadings } from './local-readings.js';
 import { cgroupCandidates, type CgroupLayout } from '../cgroup-stats.js';
@@ -40,6 +41,8 @@ export class PodRuntime implements PodEngine {
   /** The client and its bounded call, for the role modules. */
   private readonly calls: EngineCalls;
   private readonly images: ImageStore;
+  /** Image inspects that found the image, so a burst of starts asks once per image. */
+  private readonly presence: ImagePresence;
   private readonly readings: LocalReadings;
   /** Bounds the calls that cost the engine; stops, execs, events and pulls are waits, not work, and are not bounded. */
   private readonly slots: Slots;
@@ -54,6 +57,7 @@ export class PodRuntime implements PodEngine {
     this.slots = new Slots(options.engineSlots ?? 4);
     this.calls = { docker: this.docker, endpoint: this.endpoint, options, call: (what, fn, timeoutMs) => this.call(what, fn, timeoutMs) };
     this.images = new ImageStore(this.calls);
+    this.presence = new ImagePresence((image) => this.images.present(image));
     this.readings = new LocalReadings(this.calls);
   }
 
@@ -229,7 +233,7 @@ export class PodRuntime implements PodEngine {
 
   /** Has the image as its pull policy says, pulling it once however many containers want it. */
   ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener, signal?: AbortSignal): Promise<void> {
-    return this.images.ensureImage(image, policy, onPull, signal);
+    return this.presence.ensure(image, policy, () => this.images.ensureImage(image, policy, onPull, signal));
   }
 
   /** Whether the engine has the image under this reference. */
@@ -244,6 +248,8 @@ export class PodRuntime implements PodEngine {
 
   /** Removes an unused image, tag by tag, never by force. */
   removeImage(id: string, tags: readonly string[]): Promise<void> {
+    // By id: any reference seen present may have been this image.
+    this.presence.forget();
     return this.images.remove(id, tags);
   }
 
@@ -334,14 +340,20 @@ export class PodRuntime implements PodEngine {
     const restartPolicy = engineRestarts ? engineRestartPolicy(pod, 'sandbox') : 'no';
     // Asked early, awaited by logConfig(); it cannot reject (an engine error means json-file).
     if (this.options.containerLog) void this.defaultLogDriver();
-    await this.ensureImage(this.options.pauseImage, 'IfNotPresent', undefined, signal);
+    // The containers' image inspects while the sandbox is made: their starts find the answer.
+    for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) if (c.imagePullPolicy !== 'Always') this.presence.lookAhead(c.image);
     const dns = podDns(pod.spec.dnsPolicy, pod.spec.dnsConfig, nodeResolvConf(this.options.resolvConf ?? '/etc/resolv.conf'), pod.spec.hostNetwork === true);
     const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: this.options.network ?? 'bridge', restartPolicy, oomScoreFloor: this.oomScoreFloor, ...(volumes ? { volumes } : {}), ...(dns ? { dns } : {}), ...(this.options.podPidsLimit ? { pidsLimit: this.options.podPidsLimit } : {}) });
     const refused = (err: unknown): never => {
       throw err instanceof EngineRequestError ? new SandboxError(err.message) : err;
     };
     const slot = signal ? { signal } : {};
-    const container = await this.create(pod, `create sandbox for ${id.namespace}/${id.name}`, opts, signal).catch(refused);
+    // The pause image is looked for only when the create fails (it is there but on a new node):
+    // missing, it is pulled and the create tried again, as with a look first, a round trip less.
+    const pause = this.options.pauseImage;
+    const container = await this.presence
+      .create(pause, () => this.create(pod, `create sandbox for ${id.namespace}/${id.name}`, opts, signal), () => this.images.present(pause), () => this.ensureImage(pause, 'IfNotPresent', undefined, signal), signal)
+      .catch(refused);
     await this.work(`start sandbox for ${id.namespace}/${id.name}`, () => container.start(), slot).catch(refused);
     return this.sandboxInfo(container.id, pod);
   }
@@ -387,7 +399,15 @@ export class PodRuntime implements PodEngine {
       throw err instanceof EngineRequestError ? new ContainerStartError(err.message, reason, { cause: err }) : err;
     };
     const slot = o.signal ? { signal: o.signal } : {};
-    const container = await this.create(pod, `create container ${c.name} of ${id.namespace}/${id.name}`, opts, o.signal).catch(refused('CreateContainerError'));
+    const container = await this.presence
+      .create(
+        c.image,
+        () => this.create(pod, `create container ${c.name} of ${id.namespace}/${id.name}`, opts, o.signal),
+        () => this.images.present(c.image),
+        () => this.ensureImage(c.image, c.imagePullPolicy, o.onPull, o.signal),
+        o.signal,
+      )
+      .catch(refused('CreateContainerError'));
     await this.work(`start container ${c.name} of ${id.namespace}/${id.name}`, () => container.start(), slot).catch(refused('RunContainerError'));
     return container.id;
   }

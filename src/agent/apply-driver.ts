@@ -1,0 +1,118 @@
+import { silentLogger } from '../log/logger.js';
+import type { DesiredPod } from '../manifest/types.js';
+import { PodCache } from '../pleg/cache.js';
+import { DEFAULT_BACKOFF, type BackoffPolicy } from '../reconcile/backoff.js';
+import { describeNotReady, type PodLook, type PodLooker, type Verdict } from '../reconcile/converge.js';
+import { specOf } from '../reconcile/lifecycle.js';
+import type { PodPlan } from '../reconcile/plan.js';
+import { waitsStuck } from '../reconcile/stuck.js';
+import { ContainerImageError, executeRemoval } from '../reconcile/sync.js';
+import { latestByName } from '../runtime/observed.js';
+import type { PodEngine } from '../runtime/roles.js';
+import { toV1Status, type V1Pod } from '../status/v1.js';
+import { PodSupervisor } from './supervisor.js';
+
+export interface PodOutcome {
+  key: string;
+  error?: string;
+  /** The container whose image could not be had, when that is why. */
+  image?: { container: string; image: string; reason: string; message: string };
+}
+
+/**
+ * `apply` with no agent runs the agent's own pod worker (`PodSupervisor.turn`: the plan, the
+ * back-off gate, the executor, the prober) while it waits, one turn per pod at a time, so that
+ * every behaviour of a sync exists once. The engine keeps the pods alive after `apply` exits: the
+ * worker runs in its `engineRestarts` mode (see WorkerMode). No event stream, apply being brief:
+ * each look lists the engine, as the agent's relist does, then gives each pod a turn and judges it.
+ */
+export class ApplyDriver implements PodLooker {
+  readonly drives = true;
+  private readonly cache: PodCache;
+  private readonly worker: PodSupervisor;
+
+  constructor(
+    private readonly rt: PodEngine,
+    applySet: string,
+    backoff: BackoffPolicy = DEFAULT_BACKOFF,
+  ) {
+    this.cache = new PodCache(rt, () => undefined);
+    // Its wake-ups (a probe's result, a back-off's end) need no timer: apply looks every poll.
+    this.worker = new PodSupervisor(rt, this.cache, backoff, () => undefined, silentLogger, 1, undefined, {}, { engineRestarts: true, applySet });
+  }
+
+  /** The plan carried out once: a turn of each pod's worker, and the deletions of a prune, all at once. Errors stay per pod. */
+  async apply(plans: PodPlan[]): Promise<PodOutcome[]> {
+    await this.cache.relist();
+    return Promise.all(
+      plans.map(async (p): Promise<PodOutcome> => {
+        try {
+          if (p.verdict === 'deleted') {
+            if (p.observed) await executeRemoval(this.rt, p.observed, p.actions);
+            return { key: p.key };
+          }
+          if (!p.desired) return { key: p.key };
+          const { failed } = await this.worker.turn(p.desired);
+          if (failed) throw failed;
+          return { key: p.key };
+        } catch (err) {
+          if (err instanceof ContainerImageError && p.desired) {
+            const image = specOf(p.desired.pod, err.container)?.image ?? '';
+            return { key: p.key, error: err.message, image: { container: err.container, image, reason: err.imageError.reason, message: err.message } };
+          }
+          return { key: p.key, error: (err as Error).message };
+        }
+      }),
+    );
+  }
+
+  /** A turn of each pod's worker, then its verdict; a turn that throws (the engine, mid-turn) ends its wait. */
+  async look(pods: DesiredPod[]): Promise<Map<string, PodLook>> {
+    await this.cache.relist();
+    const looks = await Promise.all(
+      pods.map(async (d): Promise<PodLook> => {
+        try {
+          await this.worker.turn(d);
+          return { verdict: await this.verdict(d), observed: this.cache.pod(d.uid) };
+        } catch (err) {
+          return { error: (err as Error).message };
+        }
+      }),
+    );
+    return new Map(pods.map((d, i) => [d.uid, looks[i] as PodLook]));
+  }
+
+  /**
+   * The worker's status of the pod, judged for apply. The engine's restarts in place and the exit
+   * code of the run that ended are only in an inspect, which no event stream tells of here: read
+   * again when the pod looks Ready or stuck.
+   */
+  private async verdict(d: DesiredPod): Promise<Verdict> {
+    const judge = async (fresh: boolean): Promise<Verdict> => {
+      const s = await this.worker.settled(d, fresh);
+      return { done: s.done, failed: s.failed, message: describeNotReady(s.status), status: toV1Status(s.status, { hostIP: this.rt.hostIP }) as V1Pod['status'] };
+    };
+    const first = await judge(false);
+    const looksReady = first.done && !first.failed && first.status?.phase === 'Running';
+    const looksStuck = !first.done && first.status !== undefined && waitsStuck(first.status);
+    if (!looksReady && !looksStuck) return first;
+    const fresh = await judge(true);
+    return this.firstRestartInPlace(d, fresh) ? { ...fresh, unjudged: true } : fresh;
+  }
+
+  /**
+   * Whether a container waits for the engine's first restart of it in place: the engine counts
+   * that restart when it decides on it, so its status says CrashLoopBackOff with one restart
+   * already. As the kubelet's, a first restart is at once and no crash loop: not judged stuck.
+   */
+  private firstRestartInPlace(d: DesiredPod, v: Verdict): boolean {
+    const o = this.cache.pod(d.uid);
+    const statuses = [...(v.status?.initContainerStatuses ?? []), ...(v.status?.containerStatuses ?? [])];
+    return !!o && [...latestByName(o).values()].some((c) => c.state === 'restarting' && c.restartCount === 0 && (statuses.find((s) => s.name === c.name)?.restartCount ?? 0) <= 1);
+  }
+
+  stop(): void {
+    this.worker.stop();
+    this.cache.stop();
+  }
+}

@@ -1,0 +1,37 @@
+import type { PodCache } from '../pleg/cache.js';
+import { terminatingPods } from '../reconcile/terminating.js';
+import { markRolledBack, toV1Pod } from '../status/v1.js';
+import type { DesiredSet } from './desired-set.js';
+import type { HealthGate } from './health-gate.js';
+import type { PodSupervisor } from './supervisor.js';
+
+export interface PodListDeps {
+  set: Pick<DesiredSet, 'uids' | 'get' | 'declared'>;
+  cache: Pick<PodCache, 'pods'>;
+  supervisor: Pick<PodSupervisor, 'status' | 'podIP'>;
+  gate: Pick<HealthGate, 'rolledBack'>;
+  hostIP: string;
+  stateDir: string;
+}
+
+/** Every pod the agent knows (declared or on the engine), as v1 Pods with the worker's status. */
+export async function podList(x: PodListDeps): Promise<Record<string, unknown>[]> {
+  const observed = new Map(x.cache.pods().map((p) => [p.uid, p]));
+  const uids = new Set([...x.set.uids(), ...observed.keys()]);
+  const items: Record<string, unknown>[] = [];
+  const terminating = terminatingPods(x.stateDir);
+  for (const uid of uids) {
+    const d = x.set.get(uid);
+    const o = observed.get(uid) ?? { uid, name: d?.pod.metadata.name ?? '', namespace: d?.pod.metadata.namespace ?? 'default', source: d?.origin.source ?? '', sandboxes: [], containers: [] };
+    const view = d ? { ...o, spec: d.pod, source: d.origin.shown ?? d.origin.source } : o;
+    const status = await x.supervisor.status(d, observed.get(uid));
+    if (!status) continue;
+    const podIP = await x.supervisor.podIP(view.spec, observed.get(uid));
+    const item = toV1Pod(view, status, { hostIP: x.hostIP, ...(podIP ? { podIP } : {}) }, observed.has(uid) ? terminating.get(uid) : undefined);
+    const declared = x.set.declared(uid);
+    const rolledBack = declared ? x.gate.rolledBack(declared) : undefined;
+    if (rolledBack) markRolledBack(item, rolledBack);
+    items.push(item);
+  }
+  return items;
+}

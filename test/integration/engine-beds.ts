@@ -1,0 +1,175 @@
+import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:child_process';
+import { join } from 'node:path';
+import { afterAll, beforeAll } from 'vitest';
+import { LABEL } from '../../src/runtime/labels.js';
+import type { ContainerState } from '../../src/runtime/observed.js';
+import { openEngine } from '../../src/runtime/open-engine.js';
+import type { PodEngine } from '../../src/runtime/roles.js';
+import { AgentProcess } from './agent-helpers.js';
+import { PrivateContainerd } from './cri-engine.js';
+import { BIN, docker, PAUSE_IMAGE, World, type CliResult } from './helpers.js';
+
+// An engine bed: what one test file needs to run podrun's engine suites on one engine, so a
+// suite is defined once (x.suite.ts, a function of the bed) and run on each engine by a runner
+// file of three lines (x.test.ts on Docker, x.cri.test.ts on CRI): vitest runs the two in
+// parallel. Everything a suite observes or pokes goes through podrun's own engine interface
+// (PodEngine), so the same assertion holds on both engines; what only one engine has (Docker's
+// proxy faults, json-file details, a CRI runtime's lack of restart policies) stays in that
+// engine's case, with the reason beside it.
+
+export type EngineKind = 'docker' | 'cri';
+
+/** One sandbox or container of this bed's podrun instance, as the engine lists it. */
+export interface BedContainer {
+  id: string;
+  /** The spec's container name (`POD` for a sandbox). */
+  name: string;
+  type: 'sandbox' | 'init' | 'app' | string;
+  state: ContainerState;
+  restartCount: number;
+  hash: string;
+  podUid: string;
+  podName: string;
+  exitCode?: number;
+  labels: Record<string, string>;
+}
+
+/** A process in a container: what `ps -o pid,stat,args` says in it, zombies included. */
+export interface BedProc {
+  pid: number;
+  stat: string;
+  args: string;
+}
+
+export interface EngineBed {
+  readonly kind: EngineKind;
+  /** For test names: `[docker]`, `[cri]`. */
+  readonly tag: string;
+  readonly world: World;
+  /** The CLI's and agent's flags that choose this engine. */
+  readonly args: readonly string[];
+  /** The environment of the binary and agent (on CRI: no Docker engine reachable at all). */
+  readonly env: Readonly<Record<string, string>>;
+  /** The CLI in-process on this world and engine. */
+  cli(...args: string[]): Promise<CliResult>;
+  /** The built binary on this world and engine. */
+  bin(args: string[], o?: { input?: string }): Promise<CliResult>;
+  /** The built binary as a long-running process (exec, logs -f). */
+  spawnBin(args: string[]): ChildProcessWithoutNullStreams;
+  /** `podrun run` on this world and engine (stopped by its caller). */
+  agent(args: string[], env?: Record<string, string>): AgentProcess;
+  /** podrun's engine on this world's instance, opened once for the file. */
+  engine(): Promise<PodEngine>;
+  /** This instance's sandboxes and containers of one pod (or of a namespace), newest restart first. */
+  containers(namespace: string, name?: string): Promise<BedContainer[]>;
+  /** SIGKILL now, as a crash would (the engine's stop with no grace). */
+  kill(id: string): Promise<void>;
+  /** Runs a command in a running container to its end. */
+  exec(id: string, command: string[], timeoutMs?: number): Promise<{ exitCode: number; output: string }>;
+  /** The container's processes, seen from inside it; undefined once it runs no more. */
+  processes(id: string): Promise<BedProc[] | undefined>;
+  /** The host paths the engine mounts into a container (each engine's own record of it). */
+  mountSources(id: string): Promise<string[]>;
+}
+
+/** A container id without the runtime's scheme (`docker://…`, `containerd://…`). */
+export function bareId(containerID: string | undefined): string {
+  return (containerID ?? '').replace(/^[a-z0-9-]+:\/\//, '');
+}
+
+function toBed(c: { id: string; labels: Record<string, string>; state: ContainerState; exitCode?: number }): BedContainer {
+  const l = c.labels;
+  return {
+    id: c.id,
+    name: l[LABEL.containerName] ?? '',
+    type: l[LABEL.containerType] ?? '',
+    state: c.state,
+    restartCount: Number(l[LABEL.restartCount] ?? 0) || 0,
+    hash: l[LABEL.hash] ?? '',
+    podUid: l[LABEL.podUid] ?? '',
+    podName: l[LABEL.podName] ?? '',
+    ...(c.exitCode !== undefined ? { exitCode: c.exitCode } : {}),
+    labels: l,
+  };
+}
+
+function parsePs(text: string): BedProc[] {
+  return text
+    .split('\n')
+    .slice(1)
+    .map((l) => /^\s*(\d+)\s+(\S+)\s+(.*)$/.exec(l))
+    .filter((m): m is RegExpExecArray => m !== null)
+    .map((m) => ({ pid: Number(m[1]), stat: m[2] ?? '', args: (m[3] ?? '').trim() }))
+    .filter((p) => p.args !== 'ps -o pid,stat,args');
+}
+
+/**
+ * A bed for the calling test file (hooks registered here): Docker, the machine's running engine;
+ * CRI, a private containerd of the file's own (cri-engine.ts) with the test images, and no Docker
+ * engine reachable by the binary or agent.
+ */
+export function engineBed(kind: EngineKind): EngineBed {
+  const world = new World();
+  const ctrd = kind === 'cri' ? new PrivateContainerd() : undefined;
+  const podLogs = join(world.dir, 'pod-logs');
+  const args: string[] = ctrd ? ['--container-runtime-endpoint', ctrd.endpoint, '--pod-logs-dir', podLogs] : [];
+  const env: Record<string, string> = ctrd ? { DOCKER_HOST: 'unix:///nonexistent/docker.sock' } : {};
+  let opened: Promise<PodEngine> | undefined;
+  const engine = (): Promise<PodEngine> =>
+    (opened ??= openEngine({ stateDir: world.stateDir, pauseImage: PAUSE_IMAGE, hostIP: '127.0.0.1' }, ctrd ? { containerRuntimeEndpoint: ctrd.endpoint, podLogsDir: podLogs } : {}));
+
+  if (ctrd) {
+    beforeAll(async () => {
+      await ctrd.start();
+      ctrd.importTestImages();
+    }, 90_000);
+    // The runtime goes first (its containers hold the world's volumes and log files), once.
+    let destroyed: Promise<void> | undefined;
+    world.beforeCleanup.push(async () => {
+      if (opened) ((await opened) as { close?: () => void }).close?.();
+      await (destroyed ??= ctrd.destroy());
+    });
+  }
+  afterAll(() => world.cleanup(), 90_000);
+
+  const bed: EngineBed = {
+    kind,
+    tag: `[${kind}]`,
+    world,
+    args,
+    env,
+    cli: (...a) => world.cli(...args, ...a),
+    bin: (a, o = {}) => world.bin([...args, ...a], { ...o, env }),
+    spawnBin: (a) => spawn(BIN, ['--state-dir', world.stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', ...args, ...a], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } }),
+    agent: (a, e = {}) => new AgentProcess(world.stateDir, [...args, ...a], { ...env, ...e }),
+    engine,
+    async containers(namespace, name) {
+      const all = await (await engine()).listContainers();
+      return all
+        .filter((c) => c.labels[LABEL.podNamespace] === namespace && (name === undefined || c.labels[LABEL.podName] === name))
+        .map(toBed)
+        .sort((a, b) => b.restartCount - a.restartCount);
+    },
+    async kill(id) {
+      await (await engine()).stopContainer(id, 0);
+    },
+    async exec(id, command, timeoutMs = 20_000) {
+      const r = await (await engine()).exec(id, command, timeoutMs);
+      if (r === 'timeout') throw new Error(`${command.join(' ')}: timed out`);
+      return r;
+    },
+    async processes(id) {
+      const r = await (await engine()).exec(id, ['ps', '-o', 'pid,stat,args'], 10_000).catch(() => undefined);
+      return r && r !== 'timeout' && r.exitCode === 0 ? parsePs(r.output) : undefined;
+    },
+    async mountSources(id) {
+      if (!ctrd) return ((await docker.getContainer(id).inspect()).Mounts ?? []).map((m) => String(m.Source));
+      // The OCI spec containerd made the container with: what runc bind-mounted.
+      const r = spawnSync('ctr', ['-a', ctrd.socket, '-n', 'k8s.io', 'containers', 'info', id], { encoding: 'utf8' });
+      if (r.status !== 0) throw new Error(`ctr containers info ${id}: ${r.stderr}`);
+      const info = JSON.parse(r.stdout) as { Spec?: { mounts?: { source?: string; type?: string }[] } };
+      return (info.Spec?.mounts ?? []).filter((m) => m.type === 'bind').map((m) => String(m.source));
+    },
+  };
+  return bed;
+}
