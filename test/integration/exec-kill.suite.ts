@@ -30,10 +30,6 @@ async function top(id: string): Promise<Proc[]> {
 
 const matching = (ps: Proc[], args: string): Proc[] => ps.filter((p) => p.args === args);
 
-// Not yet on CRI (a podrun gap, not an engine difference): containerd 1.6 kills a timed-out
-// ExecSync's process alone and nothing kills an abandoned one, and podrun's CRI exec path does not
-// yet end what such an exec started (the criexec branch brings the /proc guard). Docker only until then.
-const killsExecs = bed.kind === 'docker';
 
 describe(`${bed.tag} exec deadlines, at the runtime (the path probes and hooks take)`, () => {
   let rt: PodEngine;
@@ -46,7 +42,7 @@ describe(`${bed.tag} exec deadlines, at the runtime (the path probes and hooks t
     id = bareId(container(await untilPod(bed, ns, name, 'the container to run', (p) => container(p, 'c')?.state.running !== undefined, 45_000), 'c')?.containerID);
   });
 
-  if (killsExecs) it('a command past its timeout is killed with the children it started', async () => {
+  it('a command past its timeout is killed with the children it started', async () => {
     const t0 = performance.now();
     expect(await rt.exec(id, ['sh', '-c', 'sleep 1000 & yes >/dev/null & sleep 1001'], 1000)).toBe('timeout');
     expect(performance.now() - t0).toBeLessThan(5000);
@@ -71,7 +67,7 @@ describe(`${bed.tag} exec deadlines, at the runtime (the path probes and hooks t
     }
   });
 
-  if (killsExecs) it('a command whose caller gives up (a hook of a pod being deleted) is killed at once', async () => {
+  it('a command whose caller gives up (a hook of a pod being deleted) is killed at once', async () => {
     const stop = new AbortController();
     setTimeout(() => stop.abort(), 500);
     const t0 = performance.now();
@@ -122,8 +118,8 @@ describe(`${bed.tag} exec deadlines, with the agent`, () => {
     pod = await untilPod(bed, ns, name, 'all three running', (p) => ['hangs', 'forks', 'quiet'].every((c) => container(p, c)?.state.running !== undefined), 45_000);
   });
 
-  // On CRI a timed-out ExecSync whose command left a child returns only at podrun's call deadline (the child holds its output open): see killsExecs.
-  if (killsExecs) it('an exec probe that times out every period leaves no process behind: 30 periods, at most the one running', { timeout: 90_000 }, async () => {
+  // On CRI a timed-out ExecSync whose command left a child would answer only at the call's deadline (the child holds its output open): podrun kills it at the timeout.
+  it('an exec probe that times out every period leaves no process behind: 30 periods, at most the one running', { timeout: 90_000 }, async () => {
     await sleep(32_000);
     const hangs = await top(idOf('hangs'));
     const forks = await top(idOf('forks'));
@@ -142,7 +138,7 @@ describe(`${bed.tag} exec deadlines, with the agent`, () => {
     }
   });
 
-  if (killsExecs) it('a `podrun exec` killed with SIGKILL, or whose output is closed, leaves nothing running in the container', { timeout: 60_000 }, async () => {
+  it('a `podrun exec` killed with SIGKILL, or whose output is closed, leaves nothing running in the container', { timeout: 60_000 }, async () => {
     const id = idOf('quiet');
     const killed = bed.spawnBin(['exec', '-n', ns, name, '-c', 'quiet', '--', 'sleep', '1003']);
     await until('the exec to run', async () => (matching(await top(id), 'sleep 1003').length ? true : undefined), 15_000);
@@ -165,7 +161,7 @@ describe(`${bed.tag} exec deadlines, with the agent`, () => {
     expect(matching(await top(id), 'sleep 1005')).toHaveLength(1);
   });
 
-  if (killsExecs) it('a preStop exec hook that hangs is killed at its bound (the grace period), while the container still runs out its last 2 s', { timeout: 60_000 }, async () => {
+  it('a preStop exec hook that hangs is killed at its bound (the grace period), while the container still runs out its last 2 s', { timeout: 60_000 }, async () => {
     const hooked = unique('prestop');
     writeFileSync(join(world.dir, 'manifests', `${hooked}.yaml`), `apiVersion: v1
 kind: Pod

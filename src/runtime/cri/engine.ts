@@ -415,7 +415,7 @@ export class CriEngine implements PodEngine {
   }
 
   exec(containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<{ exitCode: number; output: string } | 'timeout'> {
-    return criExec(this.client, containerId, command, timeoutMs, signal).catch((err: unknown) => {
+    return criExec(this.client, containerId, command, timeoutMs, (this.procView ??= procView()), signal).catch((err: unknown) => {
       if (err instanceof CriExecTimeoutError) return 'timeout' as const;
       throw criEngineError(err, `exec in ${containerId}`);
     });

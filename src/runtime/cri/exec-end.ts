@@ -13,6 +13,10 @@ import type { CriClient } from './client.js';
 // own processes have parents inside it), running exactly the command. Only a single such process
 // is ended: two alike (two sessions of the same command) are left alone rather than guessed at.
 
+/** How often, and how far apart, an in-flight exec told from no other is looked for again (1 s in all). */
+const AMBIGUOUS_RETRIES = 10;
+const AMBIGUOUS_RETRY_MS = 100;
+
 /** The command as an ExecRef carries it on CRI (`execId`: the CRI has no exec ids). */
 export function criExecId(command: readonly string[]): string {
   return JSON.stringify(command);
@@ -48,17 +52,25 @@ async function initPidOf(client: CriClient, containerId: string): Promise<number
   }
 }
 
-/** The exec's process: the one process of the container started since `since`, parented outside it, running `command`. */
-export function findExecLeader(view: ProcView, where: { id: string; initPid: number }, command: readonly string[], since: number, argv: (pid: number) => string[] | undefined = (p) => readArgv(p)): number | 'none' | 'ambiguous' {
+/**
+ * The exec's process: the one process of the container started since `since`, parented outside
+ * it, running `command`. With `inFlight` (the caller knows its exec still runs: an ExecSync not yet
+ * answered), a command that replaced itself with another program (`sh -c 'a & b'` runs `b` in the
+ * shell's own process; `exec b`) is found too, when it is the only exec process since `since`.
+ */
+export function findExecLeader(view: ProcView, where: { id: string; initPid: number }, command: readonly string[], since: number, argv: (pid: number) => string[] | undefined = (p) => readArgv(p), inFlight = false): number | 'none' | 'ambiguous' {
   const want = JSON.stringify(command);
-  const found: number[] = [];
+  const execs: number[] = [];
   for (const pid of view.pids(where)) {
     if (pid === where.initPid) continue;
     const s = view.stat(pid);
     if (!s || s.state === 'Z' || s.state === 'X' || s.start < since) continue;
     if (!inContainer(view, where, pid) || inContainer(view, where, s.ppid)) continue;
-    if (JSON.stringify(argv(pid)) === want) found.push(pid);
+    execs.push(pid);
   }
+  const found = execs.filter((pid) => JSON.stringify(argv(pid)) === want);
+  if (!found.length && inFlight && execs.length === 1) return execs[0] as number;
+  if (!found.length && inFlight && execs.length > 1) return 'ambiguous';
   return found.length === 1 ? (found[0] as number) : found.length ? 'ambiguous' : 'none';
 }
 
@@ -66,13 +78,29 @@ export function findExecLeader(view: ProcView, where: { id: string; initPid: num
 export async function endCriExec(client: CriClient, ref: ExecRef, view: ProcView = procView()): Promise<ExecEnd> {
   const command = commandOf(ref.execId);
   if (!command || !ref.since) return 'unreachable';
-  const initPid = await initPidOf(client, ref.containerId).catch(() => undefined);
+  return killCriExec(client, ref.containerId, command, ref.since, view);
+}
+
+/**
+ * Kills the exec of `command` made since `since` (ticks, read before it was asked for) and what it
+ * started: its session (an orphan that its parent left, reparented to the container's first
+ * process, keeps the exec's session) and their descendants (exec-reaper.ts). Needs the exec's own
+ * process alive, to be told from the container's: one that exited by itself leaves its children.
+ */
+export async function killCriExec(client: CriClient, containerId: string, command: readonly string[], since: number, view: ProcView, inFlight = false): Promise<ExecEnd> {
+  const initPid = await initPidOf(client, containerId).catch(() => undefined);
   if (!initPid) return 'finished';
-  const where = { id: ref.containerId, initPid };
+  const where = { id: containerId, initPid };
   if (!seesContainer(view, where)) return 'unreachable';
-  const leader = findExecLeader(view, where, command, ref.since);
+  let leader = findExecLeader(view, where, command, since, undefined, inFlight);
+  // Another exec of the container running now (a probe, a `ps`) makes two: most are short, so
+  // the look is made again for a while rather than guessed at; one that runs on is left alone.
+  for (let i = 0; inFlight && leader === 'ambiguous' && i < AMBIGUOUS_RETRIES; i++) {
+    await new Promise((r) => setTimeout(r, AMBIGUOUS_RETRY_MS));
+    leader = findExecLeader(view, where, command, since, undefined, inFlight);
+  }
   if (leader === 'none') return 'finished';
   if (leader === 'ambiguous') return 'unreachable';
-  const killed = await killExec(view, where, leader, ref.since);
+  const killed = await killExec(view, where, leader, since);
   return killed ? { killed } : 'finished';
 }
