@@ -6,6 +6,7 @@ import { pinMount, removeTree } from '../safe-mount.js';
 import type { ExecAttachOptions, ExecStreams, RuntimeOptions, StartRequest } from '../runtime-types.js';
 import { mountsToPin, type VolumeBacking } from '../docker/spec.js';
 import type { ProcView } from '../exec-reaper.js';
+import { timerDelay } from '../../base/duration.js';
 import { podDir, prepareHostPath, prepareTerminationLog, stagingPath, terminationLogPath, writeDownwardApiVolume, writeHostNetworkHosts } from '../volumes.js';
 import type { CriClient } from './client.js';
 import { CriExecTimeoutError } from './errors.js';
@@ -81,6 +82,8 @@ export const EXEC_SYNC_MARGIN_MS = 5000;
  * itself with another program).
  */
 export async function criExec(client: CriClient, containerId: string, command: string[], timeoutMs: number, view: ProcView, signal?: AbortSignal): Promise<{ exitCode: number; output: string } | 'timeout'> {
+  // Given up already: no exec is started that nobody would wait for (nor could find to kill yet).
+  if (signal?.aborted) return 'timeout';
   const since = view.now();
   const call = client.execSync(containerId, command, Math.max(1, Math.ceil(timeoutMs / 1000)), EXEC_SYNC_MARGIN_MS);
   call.catch(() => undefined);
@@ -88,9 +91,8 @@ export async function criExec(client: CriClient, containerId: string, command: s
   let onAbort: (() => void) | undefined;
   const ended = new Promise<'timeout'>((resolve) => {
     onAbort = () => resolve('timeout');
-    if (signal?.aborted) resolve('timeout');
     signal?.addEventListener('abort', onAbort, { once: true });
-    timer = setTimeout(onAbort, timeoutMs);
+    timer = setTimeout(onAbort, timerDelay(timeoutMs));
   });
   try {
     const r = await Promise.race([call, ended]).catch((err: unknown) => {
