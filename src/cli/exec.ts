@@ -1,5 +1,6 @@
 import { spawn } from 'node:child_process';
 import type { Socket } from 'node:net';
+import type { Writable } from 'node:stream';
 import type { ExecRef } from '../runtime/runtime-types.js';
 import { defaultContainer } from './logs.js';
 import { podArg, podNotFound } from './pod-args.js';
@@ -41,8 +42,9 @@ export async function execCommand(podName: string, command: string[], o: ExecOpt
   const tty = o.tty && stdin.isTTY === true;
   if (o.tty && !tty) io.err('Unable to use a TTY - input is not a terminal or the right kind of file');
   if (tty) stdin.setRawMode(true);
+  let guard: Writable | undefined;
   try {
-    return await rt.execAttached(
+    const code = await rt.execAttached(
       target.id,
       command,
       {
@@ -54,10 +56,13 @@ export async function execCommand(podName: string, command: string[], o: ExecOpt
           return () => process.stdout.removeListener('resize', fn);
         },
         // Only a podrun of its own process can leave a guard behind (not one run inside a test).
-        ...(io === processIo ? { onCreated: (ref: ExecRef) => startGuard(ref, rt.endpoint) } : {}),
+        ...(io === processIo ? { onCreated: (ref: ExecRef) => (guard = startGuard(ref, guardEngineArgs(g, rt.endpoint))) } : {}),
       },
       { stdin, stdout: io.stdout, stderr: io.stderr },
     );
+    // The session ended as sessions end (the command's status came): nothing for the guard to do.
+    guard?.write(GUARD_DONE);
+    return code;
   } finally {
     if (tty) stdin.setRawMode(false);
     if (o.stdin) stdin.pause();
@@ -71,10 +76,10 @@ export async function execCommand(podName: string, command: string[], o: ExecOpt
  * When this process ends, however it ends, the pipe closes and the guard ends the exec if it
  * still runs, as the kubelet's runtime does when kubectl exec's stream goes.
  */
-function startGuard(ref: ExecRef, endpoint: string): void {
+function startGuard(ref: ExecRef, engineArgs: string[]): Writable | undefined {
   const script = process.argv[1];
-  if (!script) return;
-  const guard = spawn(process.execPath, [...process.execArgv, script, '--docker-host', endpoint, 'exec-guard', JSON.stringify(ref)], {
+  if (!script) return undefined;
+  const guard = spawn(process.execPath, [...process.execArgv, script, ...engineArgs, 'exec-guard', JSON.stringify(ref)], {
     detached: true,
     stdio: ['pipe', 'ignore', 'ignore'],
   });
@@ -82,6 +87,17 @@ function startGuard(ref: ExecRef, endpoint: string): void {
   guard.unref();
   // Neither the guard nor its pipe keeps this process alive.
   (guard.stdin as Socket | null)?.unref();
+  guard.stdin?.on('error', () => undefined);
+  return guard.stdin ?? undefined;
+}
+
+/** Tells the guard the session ended by itself: an exec that is not abandoned is not the guard's. */
+const GUARD_DONE = 'done\n';
+
+/** The guard's engine: the one this exec ran on. */
+function guardEngineArgs(g: GlobalOptions, endpoint: string): string[] {
+  const cri = g.engine?.containerRuntimeEndpoint;
+  return cri ? ['--container-runtime-endpoint', cri] : ['--docker-host', endpoint];
 }
 
 /** `podrun exec-guard REF` (not for users): waits for its stdin to close, then ends the exec if it still runs. */
@@ -97,10 +113,19 @@ export async function guardCommand(ref: string, g: GlobalOptions, io: Io): Promi
     return EXIT.usage;
   }
   for (const sig of ['SIGINT', 'SIGHUP', 'SIGTERM'] as const) process.on(sig, () => undefined);
-  await new Promise<void>((resolve) => {
-    process.stdin.on('end', resolve).on('close', resolve).on('error', () => resolve());
+  let said = '';
+  const abandoned = await new Promise<boolean>((resolve) => {
+    process.stdin.on('data', (c: Buffer) => {
+      said = (said + c.toString()).slice(-GUARD_DONE.length);
+      if (said === GUARD_DONE) {
+        process.stdin.destroy();
+        resolve(false);
+      }
+    });
+    process.stdin.on('end', () => resolve(true)).on('close', () => resolve(true)).on('error', () => resolve(true));
     process.stdin.resume();
   });
+  if (!abandoned) return EXIT.ok;
   const rt = await makeRuntime(g, io);
   await rt.endAbandonedExec({ containerId: parsed.containerId, execId: parsed.execId, since: parsed.since }).catch(() => undefined);
   return EXIT.ok;

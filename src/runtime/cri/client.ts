@@ -308,11 +308,12 @@ export class CriClient {
 
   /**
    * Runs `cmd` in the container and waits for it; the runtime ends it after `timeoutSeconds`
-   * (0: no limit from the runtime) and the call throws CriExecTimeoutError. The call's deadline is the kubelet's: the timeout plus the
-   * request timeout.
+   * (0: no limit from the runtime) and the call throws CriExecTimeoutError. The call's deadline is
+   * the timeout plus `marginMs` (the kubelet's is the timeout plus its request timeout; podrun ends
+   * the command itself at the timeout: engine-parts.ts).
    */
-  execSync(containerId: string, cmd: string[], timeoutSeconds: number): Promise<M.ExecSyncResult> {
-    return this.rt('ExecSync', ExecSyncReq, ExecSyncRes, { containerId, cmd, timeout: timeoutSeconds }, this.timeoutMs + timeoutSeconds * 1000);
+  execSync(containerId: string, cmd: string[], timeoutSeconds: number, marginMs = this.timeoutMs): Promise<M.ExecSyncResult> {
+    return this.rt('ExecSync', ExecSyncReq, ExecSyncRes, { containerId, cmd, timeout: timeoutSeconds }, marginMs + timeoutSeconds * 1000);
   }
 
   /** The URL on the runtime's streaming server where the exec session is served (kubectl exec -it). */

@@ -3,10 +3,16 @@ import { arch, cpus, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { Container, Pod } from '../../manifest/types.js';
 import { pinMount, removeTree } from '../safe-mount.js';
-import type { RuntimeOptions, StartRequest } from '../runtime-types.js';
+import type { ExecAttachOptions, ExecStreams, RuntimeOptions, StartRequest } from '../runtime-types.js';
 import { mountsToPin, type VolumeBacking } from '../docker/spec.js';
+import type { ProcView } from '../exec-reaper.js';
+import { timerDelay } from '../../base/duration.js';
 import { podDir, prepareHostPath, prepareTerminationLog, stagingPath, terminationLogPath, writeDownwardApiVolume, writeHostNetworkHosts } from '../volumes.js';
 import type { CriClient } from './client.js';
+import { CriExecTimeoutError } from './errors.js';
+import { criExecId, killCriExec } from './exec-end.js';
+import { spdyExec } from './exec-spdy.js';
+import { streamExec } from './exec-stream.js';
 import { mountMemoryVolume } from './memory-volumes.js';
 
 // The CRI engine's parts that are files on the node or one call each: volumes and mounts, exec,
@@ -60,39 +66,63 @@ export async function pinCriMounts(o: RuntimeOptions, pod: Pod, c: Container, r:
 /** The kubelet's cap on a probe's or hook's output (10 KiB). */
 const MAX_EXEC_OUTPUT = 10 * 1024;
 
+/** How long past the exec's timeout the ExecSync call may take to answer before podrun stops waiting for it. */
+export const EXEC_SYNC_MARGIN_MS = 5000;
+
 /**
- * A probe's or hook's command through ExecSync: the runtime ends it at the timeout (whole seconds,
- * at least 1, as the kubelet rounds). An abort (the pod is going) stops waiting for the answer.
+ * A probe's or hook's command through ExecSync. The runtime ends it at the timeout (whole
+ * seconds, at least 1, as the kubelet rounds), but containerd 1.6 kills the exec's process alone
+ * and then waits for its output pipes to close: a child that the command left holds them, and the
+ * call would answer only at its deadline (measured: 118 s for a 1 s timeout). So podrun keeps the
+ * timeout itself, as on Docker: at the timeout, or when the caller gives up (the pod is going), it
+ * kills the exec's processes from the runtime's /proc (exec-end.ts) and answers 'timeout' without
+ * waiting for the call, whose own deadline is the timeout plus a short margin. Its timer starts
+ * before the runtime's (which starts with the process), so the exec's process is still there to
+ * be found (by its command, or as the only exec process since: the command may have replaced
+ * itself with another program).
  */
-export async function criExec(client: CriClient, containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<{ exitCode: number; output: string } | 'timeout'> {
-  const call = client.execSync(containerId, command, Math.max(1, Math.ceil(timeoutMs / 1000)));
-  const aborted = new Promise<'timeout'>((resolve) => {
-    if (signal?.aborted) resolve('timeout');
-    signal?.addEventListener('abort', () => resolve('timeout'), { once: true });
-  });
+export async function criExec(client: CriClient, containerId: string, command: string[], timeoutMs: number, view: ProcView, signal?: AbortSignal): Promise<{ exitCode: number; output: string } | 'timeout'> {
+  // Given up already: no exec is started that nobody would wait for (nor could find to kill yet).
+  if (signal?.aborted) return 'timeout';
+  const since = view.now();
+  const call = client.execSync(containerId, command, Math.max(1, Math.ceil(timeoutMs / 1000)), EXEC_SYNC_MARGIN_MS);
   call.catch(() => undefined);
-  const r = await Promise.race([call, aborted]);
-  if (r === 'timeout') return r;
-  const both = Buffer.concat([Buffer.from(r.stdout), Buffer.from(r.stderr)]);
-  return { exitCode: r.exitCode, output: both.subarray(0, MAX_EXEC_OUTPUT).toString('utf8') };
+  let timer: NodeJS.Timeout | undefined;
+  let onAbort: (() => void) | undefined;
+  const ended = new Promise<'timeout'>((resolve) => {
+    onAbort = () => resolve('timeout');
+    signal?.addEventListener('abort', onAbort, { once: true });
+    timer = setTimeout(onAbort, timerDelay(timeoutMs));
+  });
+  try {
+    const r = await Promise.race([call, ended]).catch((err: unknown) => {
+      if (err instanceof CriExecTimeoutError) return 'timeout' as const;
+      throw err;
+    });
+    if (r !== 'timeout') {
+      const both = Buffer.concat([Buffer.from(r.stdout), Buffer.from(r.stderr)]);
+      return { exitCode: r.exitCode, output: both.subarray(0, MAX_EXEC_OUTPUT).toString('utf8') };
+    }
+  } finally {
+    clearTimeout(timer);
+    if (onAbort) signal?.removeEventListener('abort', onAbort);
+  }
+  // Killed first, so that nothing it started is left running once the caller hears 'timeout'.
+  await killCriExec(client, containerId, command, since, view, true).catch(() => undefined);
+  return 'timeout';
 }
 
 /**
- * `podrun exec` without a terminal or input: ExecSync with no timeout, its output written as it
- * came (stdout, then stderr). A session with stdin or a TTY needs the runtime's streaming server.
+ * `podrun exec`: the runtime's `Exec` gives the URL of the session on its streaming server
+ * (exec-stream.ts), attached to the caller's streams. With a TTY the runtime joins stderr to
+ * stdout (it refuses both), as kubectl asks.
  */
-export async function criExecAttached(
-  client: CriClient,
-  containerId: string,
-  command: string[],
-  o: { tty: boolean; stdin: boolean },
-  streams: { stdout: NodeJS.WritableStream; stderr: NodeJS.WritableStream },
-): Promise<number> {
-  if (o.tty || o.stdin) throw new Error('podrun exec -i/-t is not supported on a CRI runtime yet (its streaming server); run the command without -i and -t');
-  const r = await client.execSync(containerId, command, 0);
-  if (r.stdout.length) streams.stdout.write(Buffer.from(r.stdout));
-  if (r.stderr.length) streams.stderr.write(Buffer.from(r.stderr));
-  return r.exitCode;
+export async function criExecAttached(client: CriClient, containerId: string, command: string[], o: ExecAttachOptions, streams: ExecStreams, since: number): Promise<number> {
+  const url = await client.exec(containerId, command, { tty: o.tty, stdin: o.stdin, stdout: true, stderr: !o.tty });
+  o.onCreated?.({ containerId, execId: criExecId(command), since });
+  // Input without a terminal may end, and only SPDY can say so to the command on every runtime
+  // (podrun speaks it in the clear only: a TLS streaming server gets the WebSocket).
+  return o.stdin && !o.tty && url.startsWith('http:') ? spdyExec(url, streams) : streamExec(url, o, streams);
 }
 
 function osName(): string {

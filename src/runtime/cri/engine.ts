@@ -8,7 +8,7 @@ import { defaultHostIP, nodeResolvConf, oomScoreFloor } from '../host.js';
 import { instanceId, LABEL, MANAGED_BY } from '../labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../observed.js';
 import type { PodEngine } from '../roles.js';
-import { ContainerStartError, ImageError, SandboxError, type ContainerStatus, type EngineEvent, type EngineRestartOn, type ExecEnd, type RuntimeOptions, type SandboxInfo, type StartRequest } from '../runtime-types.js';
+import { ContainerStartError, ImageError, SandboxError, type ContainerStatus, type EngineEvent, type EngineRestartOn, type ExecEnd, type ExecRef, type RuntimeOptions, type SandboxInfo, type StartRequest } from '../runtime-types.js';
 import { containerCreateOptions, needsImageUser, startOptions, type PodIdentity, type VolumeBacking } from '../docker/spec.js';
 import { CriClient } from './client.js';
 import { criEngineError, isCriNotFound } from './engine-errors.js';
@@ -25,6 +25,9 @@ import { ensurePodCgroup, podCgroupParent, removePodCgroup } from './pod-cgroup.
 import { startLogRotation } from './log-rotation.js';
 import { CriReadings } from './readings.js';
 import { terminationMessageFrom } from '../termination-message.js';
+import { procView, type ProcView } from '../exec-reaper.js';
+import { endCriExec } from './exec-end.js';
+import { ExecStreamError } from './exec-stream.js';
 import { criEngineFacts, criExecAttached, criExec, prepareCriVolumes, removeCriPodVolumes, pinCriMounts } from './engine-parts.js';
 
 /** The kubelet's pod log root; a CRI runtime writes each container's log below it. */
@@ -69,6 +72,8 @@ export class CriEngine implements PodEngine {
   /** Sandbox IPs (fixed for a sandbox's life). */
   private readonly ips = new Map<string, string>();
   private readonly readings: CriReadings;
+  /** The runtime's /proc (it runs on this host), for ending abandoned execs. */
+  private procView: ProcView | undefined;
   /** What the runtime said of GetContainerEvents: Unimplemented is asked once per engine. */
   private readonly eventsKnown = { unsupported: false, followed: false };
 
@@ -410,21 +415,27 @@ export class CriEngine implements PodEngine {
   }
 
   exec(containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<{ exitCode: number; output: string } | 'timeout'> {
-    return criExec(this.client, containerId, command, timeoutMs, signal).catch((err: unknown) => {
+    return criExec(this.client, containerId, command, timeoutMs, (this.procView ??= procView()), signal).catch((err: unknown) => {
       if (err instanceof CriExecTimeoutError) return 'timeout' as const;
       throw criEngineError(err, `exec in ${containerId}`);
     });
   }
 
   execAttached(containerId: string, command: string[], o: Parameters<PodEngine['execAttached']>[2], streams: Parameters<PodEngine['execAttached']>[3]): Promise<number> {
-    return criExecAttached(this.client, containerId, command, o, streams).catch((err: unknown) => {
+    // The /proc clock before the exec is asked for: nothing it starts can be older (exec-end.ts).
+    const since = (this.procView ??= procView()).now();
+    return criExecAttached(this.client, containerId, command, o, streams, since).catch((err: unknown) => {
+      if (err instanceof ExecStreamError) throw err;
       throw criEngineError(err, `exec in ${containerId}`);
     });
   }
 
-  /** ExecSync ends with its caller's call (the runtime kills it at its timeout): nothing of podrun's to end. */
-  async endAbandonedExec(): Promise<ExecEnd> {
-    return 'unreachable';
+  /**
+   * Ends a `podrun exec` whose client went away: the runtime keeps its command running (measured
+   * on containerd 1.6), so its processes are killed from the runtime's /proc (exec-end.ts).
+   */
+  endAbandonedExec(ref: ExecRef): Promise<ExecEnd> {
+    return endCriExec(this.client, ref, (this.procView ??= procView()));
   }
 
   async writeLogs(id: string, o: LogReadOptions, out: NodeJS.WritableStream, err: NodeJS.WritableStream): Promise<void> {
