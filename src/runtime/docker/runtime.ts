@@ -20,6 +20,7 @@ import { Slots, unlessAborted, type SlotRequest } from '../slots.js';
 import { eventFromDocker, recordFromInspect, recordFromListed, statusFromInspect, type DockerEvent } from './records.js';
 import { removePodVolumes } from './volumes.js';
 import { PodMaker } from './making.js';
+import { takeOverRestarts } from './restarts.js';
 import type { PodEngine } from '../roles.js';
 
 /**
@@ -304,27 +305,10 @@ export class PodRuntime implements PodEngine {
 
   /**
    * Takes a container's restarts over from the engine: its restart policy becomes `no`, in place
-   * (no restart, no new container). Podman 4.x cannot update a container: its policy stays, and
-   * the answer says what it still restarts on. Undefined: the container is gone.
+   * (restarts.ts). Undefined: the container is gone.
    */
-  async takeOverRestarts(id: string): Promise<EngineRestartOn | undefined> {
-    const policy = await this.restartPolicyOf(id);
-    if (policy === undefined) return undefined;
-    if (policy === '' || policy === 'no') return 'never';
-    try {
-      await this.call('update container', () => this.docker.getContainer(id).update({ RestartPolicy: { Name: 'no' } }));
-      return 'never';
-    } catch (err) {
-      if (!(err instanceof EngineRequestError) || (err.kind !== 'not-found' && err.kind !== 'unsupported')) throw err;
-      // Gone meanwhile, or an engine without container update (its 404 is the endpoint's).
-      if ((await this.restartPolicyOf(id)) === undefined) throw err;
-      return restartOnOf(policy);
-    }
-  }
-
-  private async restartPolicyOf(id: string): Promise<string | undefined> {
-    const info = await this.call('inspect container', () => this.docker.getContainer(id).inspect()).catch(() => undefined);
-    return info ? (info.HostConfig.RestartPolicy?.Name ?? '') : undefined;
+  takeOverRestarts(id: string): Promise<EngineRestartOn | undefined> {
+    return takeOverRestarts(this.calls, id);
   }
 
   /** What a finished container left as its termination message (the kubelet's rules: its file, or its log's tail). */
@@ -389,10 +373,4 @@ export class PodRuntime implements PodEngine {
   async removePodVolumes(uid: string): Promise<void> {
     await this.call('remove pod volumes', () => removePodVolumes(this.docker, this.options.stateDir, uid, this.instance));
   }
-}
-
-/** What a Docker restart policy restarts on (`unless-stopped` is `always` until a stop through the API). */
-function restartOnOf(policy: string): EngineRestartOn {
-  if (policy === 'always' || policy === 'unless-stopped') return 'always';
-  return policy === 'on-failure' ? 'failure' : 'never';
 }
