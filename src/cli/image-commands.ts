@@ -1,7 +1,7 @@
 import type { Command } from 'commander';
 import { EXIT, type GlobalOptions, type Io } from './context.js';
 
-/** Registers images and pull on the program (kept out of main.ts, which holds the global options). */
+/** Registers images and pull on the program (program.ts holds the global options, globals.ts reads them). */
 export function addImageCommands(program: Command, io: Io, setCode: (code: number) => void, globals: (cmd: Command) => GlobalOptions): void {
   const paths = (args: string[], o: { filename?: string[] }): string[] | undefined => {
     const all = [...args, ...(o.filename ?? [])];

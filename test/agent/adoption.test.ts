@@ -31,8 +31,8 @@ function dockerWith(policy: string, refusal?: number): PodRuntime {
       policy = o.RestartPolicy.Name;
     },
   };
-  // A stand-in for dockerode: only the two calls adoption makes.
-  (rt as unknown as { docker: { getContainer: () => typeof container } }).docker = { getContainer: () => container };
+  // A stand-in for dockerode: only the two calls adoption makes, on the client the role modules share (engine.ts: EngineCalls).
+  (rt as unknown as { calls: { docker: { getContainer: () => typeof container } } }).calls.docker = { getContainer: () => container };
   return rt;
 }
 

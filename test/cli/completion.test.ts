@@ -1,6 +1,6 @@
 import { PassThrough } from 'node:stream';
 import { describe, expect, it } from 'vitest';
-import { buildProgram } from '../../src/cli/main.js';
+import { buildProgram } from '../../src/cli/program.js';
 import { complete, FILES, type PodLister } from '../../src/cli/completion.js';
 
 const quiet = new PassThrough();

@@ -2,7 +2,7 @@ import { hostname } from 'node:os';
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../../manifest/types.js';
 import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound, type EngineCalls } from './engine.js';
-import { ContainerStartError, isPodrunBug, SandboxError, type ContainerDisk, type ContainerReading, type ContainerStatus, type EngineEvent, type EngineFacts, type EngineRestartOn, type ExecAttachOptions, type ExecEnd, type ExecRef, type ExecStreams, type FinishedInstance, type ImageInventory, type LogRequest, type PullListener, type RuntimeOptions, type SandboxInfo, type StartRequest } from '../runtime-types.js';
+import type { ContainerDisk, ContainerReading, ContainerStatus, EngineEvent, EngineFacts, EngineRestartOn, ExecAttachOptions, ExecEnd, ExecRef, ExecStreams, FinishedInstance, ImageInventory, LogRequest, PullListener, RuntimeOptions, SandboxInfo, StartRequest } from '../runtime-types.js';
 import { ImageStore } from './images.js';
 import { ImagePresence } from '../image-presence.js';
 import { containerDiskOf, engineFactsOf } from './readings.js';
@@ -10,18 +10,17 @@ import { LocalReadings } from './local-readings.js';
 import { cgroupCandidates, type CgroupLayout } from '../cgroup-stats.js';
 import { execAttachedIn, execIn, terminationMessageOf, writeLogsOf } from './streams.js';
 import { endExec } from './exec-end.js';
-import { defaultHostIP, nodeResolvConf, oomScoreFloor } from '../host.js';
+import { defaultHostIP, oomScoreFloor } from '../host.js';
 import { EngineTimeoutError } from '../engine-errors.js';
 import { formatDuration, timerDelay } from '../../base/duration.js';
 import { instanceId, LABEL, MANAGED_BY } from '../labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../observed.js';
-import { containerCreateOptions, engineRestartPolicy, mountsToPin, needsImageUser, sandboxCreateOptions, startOptions, type ContainerOptions, type PodIdentity, type VolumeBacking } from './spec.js';
-import { podDns } from '../dns.js';
+import type { PodIdentity, VolumeBacking } from './spec.js';
 import { Slots, unlessAborted, type SlotRequest } from '../slots.js';
-import { pinMount } from '../safe-mount.js';
 import { eventFromDocker, recordFromInspect, recordFromListed, statusFromInspect, type DockerEvent } from './records.js';
-import { prepareTerminationLog, prepareVolumes, stagingPath, terminationLogPath, writeHostNetworkHosts } from '../volumes.js';
-import { ensureMemoryVolume, removePodVolumes } from './volumes.js';
+import { removePodVolumes } from './volumes.js';
+import { PodMaker } from './making.js';
+import { takeOverRestarts } from './restarts.js';
 import type { PodEngine } from '../roles.js';
 
 /**
@@ -46,6 +45,8 @@ export class PodRuntime implements PodEngine {
   private readonly readings: LocalReadings;
   /** Bounds the calls that cost the engine; stops, execs, events and pulls are waits, not work, and are not bounded. */
   private readonly slots: Slots;
+  /** Makes pods' volumes, sandboxes and containers (making.ts). */
+  private readonly maker: PodMaker;
   private readonly createdListeners = new Set<(podUid: string, id: string) => void>();
 
   constructor(readonly options: RuntimeOptions) {
@@ -59,6 +60,13 @@ export class PodRuntime implements PodEngine {
     this.images = new ImageStore(this.calls);
     this.presence = new ImagePresence((image) => this.images.present(image));
     this.readings = new LocalReadings(this.calls);
+    const hostIP = (): string => this.hostIP;
+    this.maker = new PodMaker({
+      calls: this.calls, instance: this.instance, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor, hostIP, images: this.images, presence: this.presence,
+      work: (what, fn, o) => this.work(what, fn, o),
+      create: (pod, what, opts, signal) => this.create(pod, what, opts, signal),
+      ensureImage: (image, policy, onPull, signal) => this.ensureImage(image, policy, onPull, signal),
+    });
   }
 
   /**
@@ -297,27 +305,10 @@ export class PodRuntime implements PodEngine {
 
   /**
    * Takes a container's restarts over from the engine: its restart policy becomes `no`, in place
-   * (no restart, no new container). Podman 4.x cannot update a container: its policy stays, and
-   * the answer says what it still restarts on. Undefined: the container is gone.
+   * (restarts.ts). Undefined: the container is gone.
    */
-  async takeOverRestarts(id: string): Promise<EngineRestartOn | undefined> {
-    const policy = await this.restartPolicyOf(id);
-    if (policy === undefined) return undefined;
-    if (policy === '' || policy === 'no') return 'never';
-    try {
-      await this.call('update container', () => this.docker.getContainer(id).update({ RestartPolicy: { Name: 'no' } }));
-      return 'never';
-    } catch (err) {
-      if (!(err instanceof EngineRequestError) || (err.kind !== 'not-found' && err.kind !== 'unsupported')) throw err;
-      // Gone meanwhile, or an engine without container update (its 404 is the endpoint's).
-      if ((await this.restartPolicyOf(id)) === undefined) throw err;
-      return restartOnOf(policy);
-    }
-  }
-
-  private async restartPolicyOf(id: string): Promise<string | undefined> {
-    const info = await this.call('inspect container', () => this.docker.getContainer(id).inspect()).catch(() => undefined);
-    return info ? (info.HostConfig.RestartPolicy?.Name ?? '') : undefined;
+  takeOverRestarts(id: string): Promise<EngineRestartOn | undefined> {
+    return takeOverRestarts(this.calls, id);
   }
 
   /** What a finished container left as its termination message (the kubelet's rules: its file, or its log's tail). */
@@ -325,124 +316,29 @@ export class PodRuntime implements PodEngine {
     return terminationMessageOf(this.calls, c, podUid);
   }
 
-
-  async prepareVolumes(pod: Pod): Promise<Map<string, VolumeBacking>> {
-    const uid = pod.metadata.uid ?? '';
-    return this.call(`prepare volumes of ${pod.metadata.name}`, () => prepareVolumes(this.options.stateDir, pod, (v) => ensureMemoryVolume(this.docker, uid, v, this.instance), this.options.allowedHostPaths));
+  /** Makes every volume of the pod exist on the host and says where it lives (making.ts, ../volumes.ts). */
+  prepareVolumes(pod: Pod): Promise<Map<string, VolumeBacking>> {
+    return this.maker.prepareVolumes(pod);
   }
 
   /**
-   * Makes and starts the pod's sandbox. `engineRestarts`: no agent supervises the pod, so the engine
-   * keeps the sandbox up itself. Once `signal` is aborted (the pod is no longer wanted) no wait goes
-   * on and nothing more is made: `Cancelled`, and what was made is the deletion's.
+   * Makes and starts the pod's sandbox (making.ts). `engineRestarts`: no agent supervises the pod,
+   * so the engine keeps the sandbox up itself. Once `signal` is aborted nothing more is made.
    */
-  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, engineRestarts: boolean, volumes?: ReadonlyMap<string, VolumeBacking>, signal?: AbortSignal): Promise<SandboxInfo> {
-    const restartPolicy = engineRestarts ? engineRestartPolicy(pod, 'sandbox') : 'no';
-    // Asked early, awaited by logConfig(); it cannot reject (an engine error means json-file).
-    if (this.options.containerLog) void this.defaultLogDriver();
-    // The containers' image inspects while the sandbox is made: their starts find the answer.
-    for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) if (c.imagePullPolicy !== 'Always') this.presence.lookAhead(c.image);
-    const dns = podDns(pod.spec.dnsPolicy, pod.spec.dnsConfig, nodeResolvConf(this.options.resolvConf ?? '/etc/resolv.conf'), pod.spec.hostNetwork === true);
-    const opts = sandboxCreateOptions(pod, { ...id, instance: this.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: this.options.network ?? 'bridge', restartPolicy, oomScoreFloor: this.oomScoreFloor, ...(volumes ? { volumes } : {}), ...(dns ? { dns } : {}), ...(this.options.podPidsLimit ? { pidsLimit: this.options.podPidsLimit } : {}) });
-    const refused = (err: unknown): never => {
-      throw err instanceof EngineRequestError ? new SandboxError(err.message) : err;
-    };
-    const slot = signal ? { signal } : {};
-    // The pause image is looked for only when the create fails (it is there but on a new node):
-    // missing, it is pulled and the create tried again, as with a look first, a round trip less.
-    const pause = this.options.pauseImage;
-    const container = await this.presence
-      .create(pause, () => this.create(pod, `create sandbox for ${id.namespace}/${id.name}`, opts, signal), () => this.images.present(pause), () => this.ensureImage(pause, 'IfNotPresent', undefined, signal), signal)
-      .catch(refused);
-    await this.work(`start sandbox for ${id.namespace}/${id.name}`, () => container.start(), slot).catch(refused);
-    return this.sandboxInfo(container.id, pod);
+  createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, engineRestarts: boolean, volumes?: ReadonlyMap<string, VolumeBacking>, signal?: AbortSignal): Promise<SandboxInfo> {
+    return this.maker.createSandbox(pod, id, attempt, hash, engineRestarts, volumes, signal);
   }
 
-  async sandboxInfo(id: string, pod: Pod): Promise<SandboxInfo> {
-    if (pod.spec.hostNetwork) return { id, ip: this.hostIP };
-    const info = await this.call('inspect sandbox', () => this.docker.getContainer(id).inspect());
-    const ip = Object.values(info.NetworkSettings.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress ?? '';
-    return { id, ip };
+  /** The sandbox's id and IP (a hostNetwork pod's is the node's). */
+  sandboxInfo(id: string, pod: Pod): Promise<SandboxInfo> {
+    return this.maker.sandboxInfo(id, pod);
   }
 
-  async startContainer(
-    pod: Pod,
-    id: PodIdentity,
-    c: Container,
-    o: StartRequest,
-  ): Promise<string> {
-    if (!o.imageReady) await this.ensureImage(c.image, c.imagePullPolicy, o.onPull, o.signal);
-    const imageUser = needsImageUser(pod, c) ? await this.images.imageUser(c.image) : undefined;
-    const terminationLog = terminationLogPath(this.options.stateDir, pod.metadata.uid ?? '', c.name, o.restartCount);
-    let opts: Docker.ContainerCreateOptions;
-    try {
-      prepareTerminationLog(terminationLog);
-      const pinned = await this.pinMounts(pod, c, o.volumes);
-      const hostsFile = pod.spec.hostNetwork && pod.spec.hostAliases?.length ? writeHostNetworkHosts(this.options.stateDir, pod) : undefined;
-      const logConfig = await this.logConfig();
-      opts = containerCreateOptions(pod, { ...id, instance: this.instance }, c, {
-        pinned,
-        ...(hostsFile ? { hostsFile } : {}),
-        ...(logConfig ? { logConfig } : {}),
-        ...(imageUser !== undefined ? { imageUser } : {}),
-        ...(this.options.podPidsLimit ? { pidsLimit: this.options.podPidsLimit } : {}),
-        terminationLog,
-        ...startOptions(pod, c, o, { hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor }),
-      });
-    } catch (err) {
-      // What the manifest asks that cannot be made (a mount refused, a user that cannot be
-      // checked) is the user's to fix; a bug of podrun's is not, and goes up as it is.
-      if (isPodrunBug(err)) throw err;
-      throw new ContainerStartError((err as Error).message, 'CreateContainerConfigError', { cause: err });
-    }
-    const refused = (reason: ContainerStartError['reason']) => (err: unknown): never => {
-      throw err instanceof EngineRequestError ? new ContainerStartError(err.message, reason, { cause: err }) : err;
-    };
-    const slot = o.signal ? { signal: o.signal } : {};
-    const container = await this.presence
-      .create(
-        c.image,
-        () => this.create(pod, `create container ${c.name} of ${id.namespace}/${id.name}`, opts, o.signal),
-        () => this.images.present(c.image),
-        () => this.ensureImage(c.image, c.imagePullPolicy, o.onPull, o.signal),
-        o.signal,
-      )
-      .catch(refused('CreateContainerError'));
-    await this.work(`start container ${c.name} of ${id.namespace}/${id.name}`, () => container.start(), slot).catch(refused('RunContainerError'));
-    return container.id;
+  /** Makes and starts one of the pod's containers (making.ts); resolves with its id. */
+  startContainer(pod: Pod, id: PodIdentity, c: Container, o: StartRequest): Promise<string> {
+    return this.maker.startContainer(pod, id, c, o);
   }
 
-  private logDriver?: Promise<string>;
-
-  /** The engine's default log driver, asked once per runtime (first asked while the sandbox is made, off the critical path). */
-  private defaultLogDriver(): Promise<string> {
-    this.logDriver ??= this.call('engine info', () => this.docker.info()).then((i) => String(i.LoggingDriver ?? 'json-file'), () => 'json-file');
-    return this.logDriver;
-  }
-
-  /**
-   * Rotation for the engine's own file drivers (json-file, local), as the kubelet rotates CRI
-   * logs. A node whose engine sends logs elsewhere by default (journald, syslog) keeps that.
-   */
-  private async logConfig(): Promise<ContainerOptions['logConfig']> {
-    const limits = this.options.containerLog;
-    if (!limits) return undefined;
-    const driver = await this.defaultLogDriver();
-    if (driver !== 'json-file' && driver !== 'local') return undefined;
-    return { Type: driver, Config: { 'max-size': String(limits.maxBytes), 'max-file': String(limits.maxFiles) } };
-  }
-
-  /** Checks and pins the container's subPath and allow-listed hostPath mounts (safe-mount.ts). */
-  private async pinMounts(pod: Pod, c: Container, volumes: ReadonlyMap<string, VolumeBacking>): Promise<Map<number, string>> {
-    const out = new Map<number, string>();
-    const allowed = this.options.allowedHostPaths;
-    for (const { index, mount: m, backing: b } of mountsToPin(c, volumes, allowed !== undefined)) {
-      const staging = stagingPath(this.options.stateDir, pod.metadata.uid ?? '', m.name, c.name, index);
-      await pinMount({ base: b.path, ...(m.subPath ? { subPath: m.subPath } : {}), ...(b.hostPath && allowed ? { allowed } : {}), what: `volume "${m.name}"` }, staging);
-      out.set(index, staging);
-    }
-    return out;
-  }
 
   /** SIGTERM (or the image's stop signal), then SIGKILL after `graceSeconds`. Gone already is fine. */
   async stopContainer(id: string, graceSeconds: number): Promise<void> {
@@ -477,10 +373,4 @@ export class PodRuntime implements PodEngine {
   async removePodVolumes(uid: string): Promise<void> {
     await this.call('remove pod volumes', () => removePodVolumes(this.docker, this.options.stateDir, uid, this.instance));
   }
-}
-
-/** What a Docker restart policy restarts on (`unless-stopped` is `always` until a stop through the API). */
-function restartOnOf(policy: string): EngineRestartOn {
-  if (policy === 'always' || policy === 'unless-stopped') return 'always';
-  return policy === 'on-failure' ? 'failure' : 'never';
 }
