@@ -68,6 +68,11 @@ export class ContainerRecords {
     return view;
   }
 
+  /** Pods with records indexed (one per pod the engine holds a container of). */
+  get podCount(): number {
+    return this.byPod.size;
+  }
+
   /** Grouped views kept (at most one per pod with records). */
   get viewCount(): number {
     return this.views.size;
