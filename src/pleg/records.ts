@@ -68,9 +68,11 @@ export class ContainerRecords {
     return view;
   }
 
-  /** Pods with records indexed (one per pod the engine holds a container of). */
-  get podCount(): number {
-    return this.byPod.size;
+  /** Entries of the index by pod: each pod, and each record under it (a leak of either shows). */
+  get podIndexSize(): number {
+    let n = this.byPod.size;
+    for (const pod of this.byPod.values()) n += pod.size;
+    return n;
   }
 
   /** Grouped views kept (at most one per pod with records). */

@@ -183,6 +183,7 @@ describe('the agent\'s state comes back to what it was', () => {
       expect(agent.cache.pod(uid)).toBeUndefined();
       expect(agent.events(uid)).toEqual([]);
       expect(agent.supervisor.known(uid)).toBe(false);
+      expect(agent.cache.finishedAt(uid)).toBeUndefined();
     }
     expect(agent.podState()).toEqual(before);
   });
@@ -215,10 +216,16 @@ describe('the agent\'s state comes back to what it was', () => {
     await settle(agent);
     await agent.collectImages(false);
     const before = agent.podState();
+    const c = [...engine.containers.values()].find((x) => x.labels[LABEL.containerName] === 'c')!;
     for (let i = 0; i < 1000; i++) {
       await agent.runtime.ensureImage(`app:${i}`, 'IfNotPresent');
+      // Used once (a dead instance of an earlier spec ran it): its last use is kept while it is.
+      const user = engine.addExited(c.id, `old${i}`, `app:${i}`);
+      expect((await agent.collectImages(false)).removed).toBe(0);
+      engine.destroy(user);
       expect((await agent.collectImages(false)).removed).toBe(1);
     }
+    await settle(agent);
     // The pod's own image was never a candidate: it is declared.
     expect(engine.images.has('busybox:fake')).toBe(true);
     expect(agent.podState()).toEqual(before);
