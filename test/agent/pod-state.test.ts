@@ -22,6 +22,16 @@ spec:
   - {name: c, image: busybox:fake}
 `;
 
+/** With a readiness probe: a probe worker per container, and a probe series per pod. */
+const PROBED = (name: string): string => `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: state}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - {name: c, image: busybox:fake, readinessProbe: {exec: {command: ["true"]}, periodSeconds: 1}}
+`;
+
 const dirs: string[] = [];
 const agents: Agent[] = [];
 afterEach(async () => {
@@ -86,6 +96,8 @@ describe('the agent\'s state per pod', () => {
     expect(total(late)).toBeLessThanOrEqual(total(early) + 2);
     expect(late.records).toBeLessThanOrEqual(8);
     expect(late.cacheRecords).toBeLessThanOrEqual(4);
+    // podState counts pods with events; the pod's own ring is bounded too (the recorder's 100).
+    expect(agent.events().length).toBeLessThanOrEqual(100);
 
     engine.behaviour = () => ({});
     await settle(agent);
@@ -98,8 +110,11 @@ describe('the agent\'s state per pod', () => {
   it('is nothing after 1,000 pods were added and removed', { timeout: 120_000 }, async () => {
     const { agent, engine, source } = await agentOnFake();
     for (let i = 0; i < 1000; i++) {
-      source.declare(POD(`p${i}`));
+      source.declare(PROBED(`p${i}`));
       await until(`pod p${i} to run`, () => [...engine.containers.values()].some((c) => c.state === 'running' && c.labels[LABEL.podName] === `p${i}` && c.labels[LABEL.containerName] === 'c'));
+      // Its status asked once (inspect details kept in its record) and its probe answered once.
+      await agent.podList();
+      await until(`pod p${i}'s probe`, () => agent.podState().probeSeries! > 0);
       source.declare();
       await until(`pod p${i} to go`, () => engine.podCount() === 0);
     }
@@ -119,6 +134,7 @@ spec:
   - name: c
     image: ${image}
     env: [{name: V, value: "${i}"}]
+    readinessProbe: {exec: {command: ["true"]}, periodSeconds: 1}
 `;
 
 const UPDATES = 1_000;
@@ -162,6 +178,8 @@ describe('the agent\'s state comes back to what it was', () => {
       else if (kind === 1) await until(`version ${i} to be refused`, () => called(engine, 'create refused') > refusals);
       else await until(`version ${i}'s pull to fail`, () => called(engine, 'image failed') > failed);
       engine.failingPulls.delete(image);
+      // Someone asks for the pod's status: the inspect details of its instances are kept.
+      await agent.podList();
     }
     crashing = false;
     refused = '';
