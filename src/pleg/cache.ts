@@ -250,7 +250,7 @@ export class PodCache {
 
   /** Records kept: containers the engine holds, their finish times, creations not yet seen. */
   stateSize(): Record<string, number> {
-    return { cacheRecords: this.records.size, cacheViews: this.records.viewCount, cacheFinished: this.finished.size, cacheCreatedUnseen: this.createdUnseen.size };
+    return { cacheRecords: this.records.size, cacheViews: this.records.viewCount, cacheByPod: this.records.podIndexSize, cacheFinished: this.finished.size, cacheCreatedUnseen: this.createdUnseen.size };
   }
 
   /** When the container finished, if an event told us. */

@@ -68,6 +68,13 @@ export class ContainerRecords {
     return view;
   }
 
+  /** Entries of the index by pod: each pod, and each record under it (a leak of either shows). */
+  get podIndexSize(): number {
+    let n = this.byPod.size;
+    for (const pod of this.byPod.values()) n += pod.size;
+    return n;
+  }
+
   /** Grouped views kept (at most one per pod with records). */
   get viewCount(): number {
     return this.views.size;

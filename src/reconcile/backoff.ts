@@ -88,9 +88,11 @@ export class Backoff {
     this.delete(key);
   }
 
-  /** Entries held (each a pod's container and spec, or image). */
+  /** Entries held (each a pod's container and spec, or image), and any pod left with none (a leak). */
   get size(): number {
-    return this.count;
+    let empty = 0;
+    for (const pod of this.pods.values()) if (pod.size === 0) empty++;
+    return this.count + empty;
   }
 
   /** Drops the state of pods that are gone. */

@@ -25,9 +25,9 @@ export class PodWorkers {
     private readonly onError: (uid: string, err: Error) => void = () => undefined,
   ) {}
 
-  /** Pods with a worker running, queued, or waiting on a timer. */
+  /** Pods with a worker running, queued, or waiting on a timer (every per-pod entry held here). */
   get size(): number {
-    return new Set([...this.running, ...this.dirty, ...this.queued, ...this.timers.keys()]).size;
+    return new Set([...this.running, ...this.dirty, ...this.queued, ...this.queue, ...this.timers.keys(), ...this.syncs.keys()]).size;
   }
 
   /** Pods whose worker runs now or is about to (not those waiting on a timer). */

@@ -141,11 +141,11 @@ export class FakeEngine implements PodEngine {
   }
 
   /** A dead instance of a container of the pod that `like` belongs to, under another container name (an earlier spec's). */
-  addExited(like: string, name: string): string {
+  addExited(like: string, name: string, image?: string): string {
     const model = this.containers.get(like);
     if (!model) throw new Error(`no container ${like}`);
     const labels = { ...model.labels, [LABEL.containerName]: name, [LABEL.restartCount]: '0' };
-    const c = this.make(`${model.name}-${name}`, model.image, labels, undefined, false);
+    const c = this.make(`${model.name}-${name}`, image ?? model.image, labels, undefined, false);
     this.run(c);
     this.exit(c.id, 0);
     return c.id;

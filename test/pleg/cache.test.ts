@@ -87,7 +87,7 @@ describe('PodCache', () => {
     for (const id of [...engine.containers.keys()]) engine.containers.delete(id);
     await cache.relist();
     expect(cache.pods()).toEqual([]);
-    expect(cache.stateSize()).toEqual({ cacheRecords: 0, cacheViews: 0, cacheFinished: 0, cacheCreatedUnseen: 0 });
+    expect(cache.stateSize()).toEqual({ cacheRecords: 0, cacheViews: 0, cacheByPod: 0, cacheFinished: 0, cacheCreatedUnseen: 0 });
   });
 
   it('reconnects after the engine went away, and lists again what changed meanwhile', async () => {
