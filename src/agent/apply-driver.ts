@@ -4,10 +4,10 @@ import { PodCache } from '../pleg/cache.js';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from '../reconcile/backoff.js';
 import { describeNotReady, type PodLook, type PodLooker, type Verdict } from '../reconcile/converge.js';
 import { specOf } from '../reconcile/lifecycle.js';
-import type { PodPlan } from '../reconcile/plan.js';
+import { hasActions, type PodPlan } from '../reconcile/plan.js';
 import { waitsStuck } from '../reconcile/stuck.js';
 import { ContainerImageError, executeRemoval } from '../reconcile/sync.js';
-import { latestByName } from '../runtime/observed.js';
+import { isActive, latestByName, type EngineContainer } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { toV1Status, type V1Pod } from '../status/v1.js';
 import { PodSupervisor } from './supervisor.js';
@@ -30,6 +30,8 @@ export class ApplyDriver implements PodLooker {
   readonly drives = true;
   private readonly cache: PodCache;
   private readonly worker: PodSupervisor;
+  /** The cache is as fresh as a list: `apply` just listed and changed nothing. The first look takes it as it is. */
+  private listedNow = false;
 
   constructor(
     private readonly rt: PodEngine,
@@ -41,10 +43,14 @@ export class ApplyDriver implements PodLooker {
     this.worker = new PodSupervisor(rt, this.cache, backoff, () => undefined, silentLogger, 1, undefined, {}, { engineRestarts: true, applySet });
   }
 
-  /** The plan carried out once: a turn of each pod's worker, and the deletions of a prune, all at once. Errors stay per pod. */
-  async apply(plans: PodPlan[]): Promise<PodOutcome[]> {
-    await this.cache.relist();
-    return Promise.all(
+  /**
+   * The plan carried out once: a turn of each pod's worker, and the deletions of a prune, all at
+   * once. Errors stay per pod. `listed`: the engine's list the plan was made from, taken as the
+   * cache's (a list costs the engine O(every container it holds)).
+   */
+  async apply(plans: PodPlan[], listed?: readonly EngineContainer[]): Promise<PodOutcome[]> {
+    await this.cache.relist(listed);
+    const outcomes = await Promise.all(
       plans.map(async (p): Promise<PodOutcome> => {
         try {
           if (p.verdict === 'deleted') {
@@ -64,11 +70,16 @@ export class ApplyDriver implements PodLooker {
         }
       }),
     );
+    // Nothing made or removed: the list is a moment old. Else what the engine did since to what was
+    // just started (a container that exits at once, restarted in place) is only in a new list.
+    this.listedNow = listed !== undefined && plans.every((p) => !hasActions(p.actions)) && outcomes.every((x) => !x.error);
+    return outcomes;
   }
 
   /** A turn of each pod's worker, then its verdict; a turn that throws (the engine, mid-turn) ends its wait. */
   async look(pods: DesiredPod[]): Promise<Map<string, PodLook>> {
-    await this.cache.relist();
+    if (!this.listedNow) await this.cache.relist();
+    this.listedNow = false;
     const looks = await Promise.all(
       pods.map(async (d): Promise<PodLook> => {
         try {
@@ -92,11 +103,14 @@ export class ApplyDriver implements PodLooker {
       const s = await this.worker.settled(d, fresh);
       return { done: s.done, failed: s.failed, message: describeNotReady(s.status), status: toV1Status(s.status, { hostIP: this.rt.hostIP }) as V1Pod['status'] };
     };
+    // Containers with no details yet are read by the first judgement itself: no second read of them.
+    const o = this.cache.pod(d.uid);
+    const readNow = !o || o.containers.filter(isActive).every((c) => this.worker.startedAt(d.uid, c.id) === undefined);
     const first = await judge(false);
     const looksReady = first.done && !first.failed && first.status?.phase === 'Running';
     const looksStuck = !first.done && first.status !== undefined && waitsStuck(first.status);
     if (!looksReady && !looksStuck) return first;
-    const fresh = await judge(true);
+    const fresh = readNow ? first : await judge(true);
     return this.firstRestartInPlace(d, fresh) ? { ...fresh, unjudged: true } : fresh;
   }
 

@@ -205,6 +205,9 @@ export class PodSupervisor {
   /** Starts or stops probe workers to match the pod's running containers. */
   private async updateProbes(d: DesiredPod, o: ObservedPod | undefined): Promise<void> {
     if (!o) return this.probes.removePod(d.uid);
+    // A pod with no probe needs no address for one (an inspect of its sandbox): status reads it when asked.
+    const probed = [...(d.pod.spec.initContainers ?? []), ...d.pod.spec.containers].some((c) => c.livenessProbe || c.readinessProbe || c.startupProbe);
+    if (!probed) return this.probes.sync(d.uid, []);
     const host = await this.sandboxAddress(d.pod, o);
     this.probes.sync(d.uid, await probeTargets(this.rt, this.probes, d, o, this.rec(d.uid), host, !this.mode.engineRestarts));
   }

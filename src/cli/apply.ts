@@ -2,6 +2,7 @@ import { createHash } from 'node:crypto';
 import { totalmem } from 'node:os';
 import { oomProtectionLost } from '../manifest/qos.js';
 import { agentLooker, pruneAfterApply, waitForPods } from '../reconcile/converge.js';
+import { groupObserved, type EngineContainer, type ObservedPod } from '../runtime/observed.js';
 import { ApplyDriver } from '../agent/apply-driver.js';
 import { planApply, type PodPlan } from '../reconcile/plan.js';
 import type { DesiredPod } from '../manifest/types.js';
@@ -41,7 +42,9 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
     if (lost) io.err(`warning: pod/${p.key}: ${lost}`);
   }
   const applySet = applySetId(paths);
-  const plans = planApply(loaded.pods, await rt.listPods(), o.prune ? { applySet, keep: appliedElsewhere(g.stateDir, applySet) } : undefined);
+  // One list for the plan and for the driver's first look (a list costs the engine O(every container it holds)).
+  const listed = await rt.listContainers();
+  const plans = planApply(loaded.pods, groupObserved(listed), o.prune ? { applySet, keep: appliedElsewhere(g.stateDir, applySet) } : undefined);
   printPlan(io, plans, o.dryRun);
   if (o.dryRun) return EXIT.ok;
 
@@ -66,14 +69,14 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
   // No agent: the agent's pod worker, run here for one turn per pod and then while apply waits.
   const driver = new ApplyDriver(rt, applySet);
   try {
-    return await applyAlone(rt, driver, plans, loaded.pods, o, g, io);
+    return await applyAlone(rt, driver, plans, listed, loaded.pods, o, g, io);
   } finally {
     driver.stop();
   }
 }
 
-async function applyAlone(rt: PodEngine, driver: ApplyDriver, plans: PodPlan[], pods: DesiredPod[], o: ApplyOptions, g: GlobalOptions, io: Io): Promise<number> {
-  const outcomes = await driver.apply(plans);
+async function applyAlone(rt: PodEngine, driver: ApplyDriver, plans: PodPlan[], listed: readonly EngineContainer[], pods: DesiredPod[], o: ApplyOptions, g: GlobalOptions, io: Io): Promise<number> {
+  const outcomes = await driver.apply(plans, listed);
   const failures = outcomes.filter((x) => x.error);
   const at = new Date().toISOString();
   for (const [i, p] of plans.entries()) {
@@ -89,8 +92,10 @@ async function applyAlone(rt: PodEngine, driver: ApplyDriver, plans: PodPlan[], 
   const ok = pods.filter((p) => !failures.some((f) => f.key === p.key));
 
   let waitOk = true;
+  // The pods as the wait last saw them: the prune after needs no list of its own.
+  const looked = new Map<string, ObservedPod | undefined>();
   if (o.wait && ok.length > 0) {
-    const result = await waitForPods(rt, ok, driver, { timeoutMs: o.timeoutMs });
+    const result = await waitForPods(rt, ok, driver, { timeoutMs: o.timeoutMs, seen: looked });
     for (const p of result.problems) io.err(`podrun: pod/${p.key}: ${p.message}`);
     waitOk = result.ok;
     if (result.ok) io.out(`${ok.length} pod${ok.length === 1 ? '' : 's'} ready`);
@@ -98,6 +103,6 @@ async function applyAlone(rt: PodEngine, driver: ApplyDriver, plans: PodPlan[], 
   // Dead instances come from restarts (the wait) or from what the pod held before; a pod made
   // anew and not waited on holds one instance of each: nothing to look for.
   const prunable = pods.filter((p) => o.wait || plans.some((x) => x.desired?.uid === p.uid && x.observed));
-  await pruneAfterApply(rt, new Set(prunable.map((p) => p.uid)));
+  await pruneAfterApply(rt, new Set(prunable.map((p) => p.uid)), looked);
   return failures.length === 0 && waitOk ? EXIT.ok : EXIT.failed;
 }

@@ -1,4 +1,3 @@
-import { createHash } from 'node:crypto';
 import type { Pod } from './types.js';
 import { DEFAULT_NAMESPACE } from './defaults.js';
 
@@ -15,8 +14,15 @@ export function keyOf(pod: Pod): string {
  * file, moving it, or serving it from a URL instead never changes who the pod is.
  */
 export function podUid(pod: Pod): string {
-  if (pod.metadata.uid) return pod.metadata.uid;
-  const h = createHash('sha256').update(`podrun.io/pod/${keyOf(pod)}`).digest('hex');
+  return pod.metadata.uid || derivedUid(keyOf(pod));
+}
+
+/**
+ * The uid of a pod with none given, from its namespace/name key. `node:crypto` is loaded on the
+ * first call, not with this module: `validate` reads no uid and so never loads it.
+ */
+export function derivedUid(key: string): string {
+  const h = process.getBuiltinModule('node:crypto').createHash('sha256').update(`podrun.io/pod/${key}`).digest('hex');
   // Shaped like a version-5 UUID so tools that expect one are content.
   const variant = ((parseInt(h.slice(16, 18), 16) & 0x3f) | 0x80).toString(16);
   return `${h.slice(0, 8)}-${h.slice(8, 12)}-5${h.slice(13, 16)}-${variant}${h.slice(18, 20)}-${h.slice(20, 32)}`;

@@ -1,10 +1,10 @@
 import { applyDefaults } from './defaults.js';
 import { ManifestError, type ManifestIssue } from './errors.js';
 import { MAX_POD_BYTES, size } from './limits.js';
-import { keyOf, podUid } from './identity.js';
+import { derivedUid, keyOf } from './identity.js';
 import { parseManifestText } from './parse.js';
 import { OPEN_POLICY, type PodPolicy } from './policy.js';
-import type { DesiredPod } from './types.js';
+import type { DesiredPod, Pod } from './types.js';
 import { validateDocument } from './validate.js';
 
 /** The text of one manifest source: a file's content or a URL's body. */
@@ -20,6 +20,27 @@ export interface LoadResult {
   pods: DesiredPod[];
   /** Errors and warnings, in file order. */
   issues: ManifestIssue[];
+}
+
+/**
+ * Gives the pod its uid (metadata.uid, where every reader finds it), derived on first read: the
+ * derivation hashes, and `validate`, which reads no uid, then never loads `node:crypto` (3-4 ms of
+ * its start). The property stands where an assignment here would have put it, so the pod's JSON
+ * (its sandbox's label, its version hash) is the same byte for byte.
+ */
+function identifyLazily(pod: Pod): void {
+  if (pod.metadata.uid) return;
+  const meta = pod.metadata;
+  // The key now: the uid is of the pod as loaded, whatever is done to its metadata later.
+  const key = keyOf(pod);
+  let uid: string | undefined;
+  Object.defineProperty(meta, 'uid', {
+    enumerable: true,
+    configurable: true,
+    get: () => (uid ??= derivedUid(key)),
+    // Whoever sets it (none today) makes it a plain value again.
+    set: (v: string) => Object.defineProperty(meta, 'uid', { value: v, enumerable: true, configurable: true, writable: true }),
+  });
 }
 
 /** Parses, validates, defaults and identifies the pods in one text. Pure: no I/O. */
@@ -41,8 +62,7 @@ export function loadManifestText(input: ManifestText, policy: PodPolicy = OPEN_P
         issues.push({ file: input.file, line: at.line, column: at.column, field: '', severity: 'error', message: `pod ${keyOf(defaulted)} is ${size(bytes)} as JSON with its defaults; podrun takes pods up to ${size(MAX_POD_BYTES)} (the engine refuses a container whose configuration nears 1 MiB)` });
         continue;
       }
-      const uid = podUid(defaulted);
-      defaulted.metadata.uid = uid;
+      identifyLazily(defaulted);
       const key = keyOf(defaulted);
       const first = seen.get(key);
       // A duplicate is pointed at by its name, the line that makes it one.
@@ -53,7 +73,7 @@ export function loadManifestText(input: ManifestText, policy: PodPolicy = OPEN_P
         continue;
       }
       seen.set(key, named.line);
-      pods.push({ key: keyOf(defaulted), uid, pod: defaulted, origin: { source: input.source, file: input.file, line: found.line, name: { line: named.line, column: named.column } } });
+      pods.push({ key: keyOf(defaulted), get uid() { return defaulted.metadata.uid as string; }, pod: defaulted, origin: { source: input.source, file: input.file, line: found.line, name: { line: named.line, column: named.column } } });
     }
   }
   if (issues.some((i) => i.severity === 'error')) return { pods: [], issues };

@@ -1,7 +1,7 @@
 import { timerDelay } from '../base/duration.js';
 import type { Logger } from '../log/logger.js';
 import { LABEL } from '../runtime/labels.js';
-import type { ObservedPod } from '../runtime/observed.js';
+import type { EngineContainer, ObservedPod } from '../runtime/observed.js';
 import type { EngineEvent } from '../runtime/runtime-types.js';
 import type { EngineLifecycle } from '../runtime/roles.js';
 import { ContainerRecords } from './records.js';
@@ -170,9 +170,9 @@ export class PodCache {
   }
 
   /** Replaces every record with a fresh list, then replays newer events. */
-  private async replaceAll(): Promise<Set<string>> {
+  private async replaceAll(given?: readonly EngineContainer[]): Promise<Set<string>> {
     const startSeq = this.seq;
-    const list = await this.rt.listContainers();
+    const list = given ?? (await this.rt.listContainers());
     const touched = new Set<string>(this.records.uids());
     this.records.clear();
     for (const info of list) {
@@ -204,10 +204,11 @@ export class PodCache {
     return problem;
   }
 
-  async relist(): Promise<void> {
+  /** `given`: a list the caller has just made (`apply`'s plan), taken instead of listing again. */
+  async relist(given?: readonly EngineContainer[]): Promise<void> {
     const started = Date.now();
     const began = this.health.now();
-    const touched = await this.replaceAll();
+    const touched = await this.replaceAll(given);
     this.health.listed(began);
     this.lastRelistMs = Date.now() - started;
     this.o.onRelisted?.(this.lastRelistMs / 1000);

@@ -151,13 +151,15 @@ export function agentLooker(rt: PodEngine, stateDir: string): PodLooker {
  * fails or is stuck (a crash loop, an image that cannot be had, a container the engine refuses),
  * with its last exit code and log lines.
  */
-export async function waitForPods(rt: PodEngine, pods: DesiredPod[], looker: PodLooker, o: { timeoutMs: number; pollMs?: number; holdMs?: number }): Promise<WaitResult> {
+export async function waitForPods(rt: PodEngine, pods: DesiredPod[], looker: PodLooker, o: { timeoutMs: number; pollMs?: number; holdMs?: number; seen?: Map<string, ObservedPod | undefined> }): Promise<WaitResult> {
   const deadline = Date.now() + o.timeoutMs;
   const holdMs = o.holdMs ?? READY_HOLD_MS;
   const drives = looker.drives;
   const pending = new Map(pods.map((p) => [p.uid, p]));
   const problems: WaitResult['problems'] = [];
   const last = new Map<string, string>();
+  /** The engine's view of each pod at its last look (undefined: none of it exists), for a prune after. */
+  const seen = o.seen ?? new Map<string, ObservedPod | undefined>();
   /** Pods that look Ready: since when, with which instances. */
   const steady = new Map<string, { mark: string; since: number }>();
   /** Pods that look stuck: since when. */
@@ -173,6 +175,7 @@ export async function waitForPods(rt: PodEngine, pods: DesiredPod[], looker: Pod
         continue;
       }
       const obs = look.observed;
+      seen.set(d.uid, obs);
       let verdict = look.verdict;
       last.set(d.uid, verdict.message);
       const stuck = !verdict.done && verdict.status && !verdict.unjudged ? stuckContainer(d, obs, verdict.status) : undefined;
@@ -219,9 +222,18 @@ export async function waitForPods(rt: PodEngine, pods: DesiredPod[], looker: Pod
   return { ok: problems.length === 0, problems };
 }
 
-/** Keeps one dead instance per container of the given pods (for `logs --previous`), removes the rest. */
-export async function pruneAfterApply(rt: PodEngine, uids: Set<string>): Promise<void> {
+/**
+ * Keeps one dead instance per container of the given pods (for `logs --previous`), removes the
+ * rest. `known`: the pods as the wait's last look saw them, which needs no list of the engine
+ * again; a pod not in it (not waited on) is listed.
+ */
+export async function pruneAfterApply(rt: PodEngine, uids: Set<string>, known: ReadonlyMap<string, ObservedPod | undefined> = new Map()): Promise<void> {
   if (uids.size === 0) return;
-  const observed = (await rt.listPods()).filter((p) => uids.has(p.uid));
+  const unknown = [...uids].some((uid) => !known.has(uid));
+  const listed = unknown ? await rt.listPods() : [];
+  const observed = [...uids].flatMap((uid) => {
+    const o = known.has(uid) ? known.get(uid) : listed.find((p) => p.uid === uid);
+    return o ? [o] : [];
+  });
   await Promise.all(observed.map((p) => pruneDeadInstances(rt, p)));
 }

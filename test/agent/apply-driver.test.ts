@@ -4,9 +4,10 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { ApplyDriver } from '../../src/agent/apply-driver.js';
 import type { DesiredPod } from '../../src/manifest/types.js';
-import { waitForPods } from '../../src/reconcile/converge.js';
+import { pruneAfterApply, waitForPods } from '../../src/reconcile/converge.js';
 import { planApply } from '../../src/reconcile/plan.js';
 import { LABEL } from '../../src/runtime/labels.js';
+import { groupObserved, type ObservedPod } from '../../src/runtime/observed.js';
 import { FakeEngine } from '../fakes/fake-engine.js';
 import { desired } from '../fixtures/pods.js';
 
@@ -106,4 +107,23 @@ spec:
     const second = await waitForPods(engine, [d], driver, { timeoutMs: 5_000, pollMs: 5 });
     expect(second.problems[0]?.message).toMatch(/^CrashLoopBackOff: container app exited with code 1 \(Error\), 2 restarts/);
   });
+
+  it('re-applies unchanged pods with one list in all (the plan\'s) and one inspect per container (when it started: the Ready hold)', async () => {
+    const { engine, driver } = setup();
+    const pods = ['u1', 'u2', 'u3'].map(onePod);
+    await driver.apply(planApply(pods, await engine.listPods()));
+    expect((await waitForPods(engine, pods, driver, { timeoutMs: 5_000, pollMs: 5, holdMs: 0 })).ok).toBe(true);
+    // A later `apply` of the same pods, as cli/apply.ts makes it: its own driver, the plan's list handed on.
+    const again = new ApplyDriver(engine, 'set-1');
+    drivers.push(again);
+    engine.calls.clear();
+    const listed = await engine.listContainers();
+    const outcomes = await again.apply(planApply(pods, groupObserved(listed)), listed);
+    expect(outcomes.every((x) => !x.error)).toBe(true);
+    const seen = new Map<string, ObservedPod | undefined>();
+    expect((await waitForPods(engine, pods, again, { timeoutMs: 5_000, pollMs: 5, holdMs: 0, seen })).ok).toBe(true);
+    await pruneAfterApply(engine, new Set(pods.map((p) => p.uid)), seen);
+    expect(Object.fromEntries(engine.calls)).toEqual({ list: 1, inspect: 3 });
+  });
 });
+
