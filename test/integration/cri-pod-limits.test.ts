@@ -65,7 +65,11 @@ spec:
     const LIMIT = 40;
     // Each container starts 100 sleepers (a fork bomb that stops): together they want over 200.
     // Both start first (the pod's limit holds for a container's start too): each waits for the other.
-    const loop = (me: string, other: string): string => `touch /s/${me}; until [ -f /s/${other} ]; do sleep 0.1; done; i=0; while [ $i -lt 100 ]; do (sleep 3600 &) 2>/dev/null; i=$((i+1)); done; echo forked; sleep 3600`;
+    // Only a child forks once the limit may be near: busybox sh exits (code 2) when a fork of its
+    // own fails, so the main shell forks that child first, then uses builtins only (`: >`, `wait $!`,
+    // `echo`, `exec`), and the barrier spins instead of forking a `sleep`. `wait $!`, not `wait`: the
+    // sleepers are reparented to the shell (the container's init) and a bare wait would wait for them.
+    const loop = (me: string): string => `(while [ ! -f /s/a ] || [ ! -f /s/b ]; do :; done; i=0; while [ $i -lt 100 ]; do sleep 3600 & i=$((i+1)); done) 2>/dev/null & : > /s/${me}; wait $!; echo forked; exec sleep 3600`;
     const manifest = world.write(
       `${name}.yaml`,
       `apiVersion: v1
@@ -74,8 +78,8 @@ metadata: {name: ${name}, namespace: ${ns}}
 spec:
   terminationGracePeriodSeconds: 1
   containers:
-  - {name: a, image: ${TEST_IMAGE}, command: [sh, -c, '${loop('a', 'b')}'], volumeMounts: [{name: s, mountPath: /s}]}
-  - {name: b, image: ${TEST_IMAGE}, command: [sh, -c, '${loop('b', 'a')}'], volumeMounts: [{name: s, mountPath: /s}]}
+  - {name: a, image: ${TEST_IMAGE}, command: [sh, -c, '${loop('a')}'], volumeMounts: [{name: s, mountPath: /s}]}
+  - {name: b, image: ${TEST_IMAGE}, command: [sh, -c, '${loop('b')}'], volumeMounts: [{name: s, mountPath: /s}]}
   volumes:
   - {name: s, emptyDir: {}}
 `,
