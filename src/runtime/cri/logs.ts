@@ -1,4 +1,4 @@
-import { closeSync, fstatSync, openSync, readdirSync, readFileSync, readSync, statSync } from 'node:fs';
+import { closeSync, fstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 import { gunzipSync } from 'node:zlib';
 
@@ -59,7 +59,7 @@ export interface LogReadOptions {
  * A log file held open: read on from where it was, so the lines written to it just before a
  * rotation renamed it are read from the same file (the runtime reopens a new one by the old name).
  */
-class OpenLog {
+export class OpenLog {
   private constructor(private fd: number, readonly ino: number, private offset: number) {}
 
   static open(path: string): OpenLog | undefined {
@@ -101,24 +101,6 @@ function replaced(path: string, log: OpenLog): boolean {
   }
 }
 
-/**
- * A rotated file's text (gzipped ones unpacked, bounded so a damaged one cannot take the memory).
- * A rotation may run while this reads: a file compressed meanwhile is read from its `.gz`, and
- * the file held open as the current one (renamed since) is not read twice.
- */
-function readRotated(file: string, current: OpenLog | undefined): string {
-  for (const f of file.endsWith('.gz') ? [file] : [file, `${file}.gz`]) {
-    try {
-      if (current && !f.endsWith('.gz') && statSync(f).ino === current.ino) return '';
-      const data = readFileSync(f);
-      return (f.endsWith('.gz') ? gunzipSync(data, { maxOutputLength: 1 << 30 }) : data).toString('utf8');
-    } catch {
-      // Removed by a rotation meanwhile, or damaged: the kubelet skips what it cannot read.
-    }
-  }
-  return '';
-}
-
 /** The rotated files of `log` that podrun's rotation keeps (`<log>.<stamp>` and `<log>.<stamp>.gz`), oldest first. */
 function rotatedFiles(log: string): string[] {
   const base = `${basename(log)}.`;
@@ -129,6 +111,67 @@ function rotatedFiles(log: string): string[] {
       .map((n) => join(dirname(log), n));
   } catch {
     return [];
+  }
+}
+
+/** Where a reader of the log is, for a test to run a rotation's steps in between. */
+export type SnapshotStep = 'opened-current' | 'listed' | 'opened-rotated' | 'checked';
+
+/**
+ * The log's rotated files and its current one read as they were at one instant, for `--tail` and
+ * `--since` to see across rotations. A rotation (another task, any time) renames the current file,
+ * compresses the newest rotated one (`.gz.tmp`, renamed `.gz`, the plain one removed) and removes the
+ * oldest: read one file after another, a reader would see a file twice (compressed and not, or the
+ * current one again under its stamp) or miss one. So every file is opened first (an open file keeps
+ * its text however it is renamed or removed), then the directory listed again: unchanged (the same
+ * stamps, the same current file), what is open is one instant's set; changed, the whole is tried
+ * again (a bounded number of times: a rotation a second at most, so it settles).
+ */
+export function readLogSnapshot(path: string, step: (at: SnapshotStep) => void = () => undefined): { text: string; current: OpenLog | undefined } {
+  for (let attempt = 0; ; attempt++) {
+    const current = OpenLog.open(path);
+    step('opened-current');
+    const stamps = [...new Set(rotatedFiles(path).map((f) => f.replace(/\.gz$/, '')))];
+    step('listed');
+    const held: { log: OpenLog; gz: boolean }[] = [];
+    let complete = true;
+    for (const f of stamps) {
+      // The plain file first: one being compressed still is, and its `.gz` may be half written.
+      const plain = OpenLog.open(f);
+      const log = plain ?? OpenLog.open(`${f}.gz`);
+      if (!log) complete = false;
+      else if (current && plain && log.ino === current.ino) log.close(); // the current file, renamed since it was opened
+      else held.push({ log, gz: !plain });
+      step('opened-rotated');
+    }
+    const now = rotatedFiles(path).map((f) => f.replace(/\.gz$/, ''));
+    const same = complete && now.length === stamps.length && new Set([...now, ...stamps]).size === stamps.length && currentIno(path) === current?.ino;
+    step('checked');
+    if (!same && attempt < 20) {
+      for (const h of held) h.log.close();
+      current?.close();
+      continue;
+    }
+    let text = '';
+    for (const { log, gz } of held) {
+      try {
+        const data = log.read();
+        text += (gz ? gunzipSync(data, { maxOutputLength: 1 << 30 }) : data).toString('utf8');
+      } catch {
+        // Damaged: the kubelet skips what it cannot read.
+      } finally {
+        log.close();
+      }
+    }
+    return { text: text + (current?.read().toString('utf8') ?? ''), current };
+  }
+}
+
+function currentIno(path: string): number | undefined {
+  try {
+    return statSync(path).ino;
+  } catch {
+    return undefined;
   }
 }
 
@@ -146,10 +189,9 @@ function write(to: NodeJS.WritableStream, text: string): Promise<void> {
 export async function writeCriLog(path: string, o: LogReadOptions, out: NodeJS.WritableStream, err: NodeJS.WritableStream, running: () => Promise<boolean>, pollMs = 200): Promise<void> {
   const since = boundNs(o.since);
   const until = boundNs(o.until);
-  let current = OpenLog.open(path);
-  // The rotated files first, then the current one: `--tail` and `--since` see across a rotation.
-  const older = rotatedFiles(path).map((f) => readRotated(f, current)).join('');
-  const firstText = older + (current?.read().toString('utf8') ?? '');
+  const snapshot = readLogSnapshot(path);
+  let current = snapshot.current;
+  const firstText = snapshot.text;
   let rest = '';
   const lines = (chunk: string): CriLogLine[] => {
     const all = (rest + chunk).split('\n');
