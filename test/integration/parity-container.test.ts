@@ -220,7 +220,11 @@ spec:
     // Now the instance may end, and be the previous one.
     expect((await world.cli('exec', '-n', ns, name, '--', 'touch', '/tmp/exit')).code).toBe(0);
     await until('the restart', async () => (await podContainers(ns, name, world.instance)).find((c) => c.Labels[LABEL.containerName] === 'c' && c.Labels[LABEL.restartCount] === '1'), 30_000);
-    expect((await world.cli('logs', '-p', '-n', ns, name, '--tail', '2')).out.trim()).toBe('120000\nDONE-2');
+    // On failure, what logs -p said and the pod's instances (sandbox included) just before and after it.
+    const instances = async (): Promise<string> => (await podContainers(ns, name, world.instance)).map((c) => `${c.Labels[LABEL.containerName] ?? c.Labels[LABEL.containerType]}#${c.Labels[LABEL.restartCount]}:${c.State}`).join(', ');
+    const before = await instances();
+    const prev = await world.cli('logs', '-p', '-n', ns, name, '--tail', '2');
+    expect(prev.out.trim(), `logs -p: exit ${prev.code}, stderr ${JSON.stringify(prev.err)}; instances before: ${before}; after: ${await instances()}`).toBe('120000\nDONE-2');
   });
 
   it('podrun logs streams a large log at the reader\'s pace, in constant memory', { timeout: 120_000 }, async () => {
