@@ -60,12 +60,13 @@ export class ImagePresence {
    * A create that failed, retried once if its image turns out to be gone (it was seen present
    * before): had again first (`ensure`). Otherwise the create's own error stands.
    */
-  async create<T>(image: string, create: () => Promise<T>, look: () => Promise<boolean>, ensure: () => Promise<void>, signal?: AbortSignal): Promise<T> {
+  async create<T>(image: string, create: () => Promise<T>, ensure: () => Promise<void>, signal?: AbortSignal): Promise<T> {
     try {
       return await create();
     } catch (err) {
       this.forget(image);
-      if (signal?.aborted || (await look().catch(() => true))) throw err;
+      // The runtime's own answer, not a remembered one.
+      if (signal?.aborted || (await this.look(image).catch(() => true))) throw err;
       await ensure();
       return create();
     }

@@ -91,7 +91,7 @@ describe('ImagePresence', () => {
       return 'cid';
     };
     const pulled: string[] = [];
-    const id = await p.create('a', create, () => e.look('a'), async () => {
+    const id = await p.create('a', create, async () => {
       pulled.push('a');
       has.add('a');
     });
@@ -111,11 +111,11 @@ describe('ImagePresence', () => {
     const ensure = async (): Promise<void> => {
       throw new Error('not to be called');
     };
-    await expect(p.create('a', refused, () => e.look('a'), ensure)).rejects.toThrow('bad mount');
+    await expect(p.create('a', refused, ensure)).rejects.toThrow('bad mount');
     expect(creates).toBe(1);
     const gone = new AbortController();
     gone.abort();
-    await expect(p.create('b', refused, async () => false, ensure, gone.signal)).rejects.toThrow('bad mount');
+    await expect(p.create('b', refused, ensure, gone.signal)).rejects.toThrow('bad mount');
     expect(creates).toBe(2);
   });
 });

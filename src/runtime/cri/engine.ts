@@ -325,7 +325,6 @@ export class CriEngine implements PodEngine {
       .create(
         c.image,
         () => this.call(`create container ${what}`, () => this.client.createContainer(o.sandbox.id, config, sandboxConfig)),
-        () => this.images.present(c.image),
         () => this.ensureImage(c.image, c.imagePullPolicy, o.onPull, o.signal),
         o.signal,
       )

@@ -66,7 +66,7 @@ export class PodMaker {
     // missing, it is pulled and the create tried again, as with a look first, a round trip less.
     const pause = this.options.pauseImage;
     const container = await this.p.presence
-      .create(pause, () => this.p.create(pod, `create sandbox for ${id.namespace}/${id.name}`, opts, signal), () => this.p.images.present(pause), () => this.p.ensureImage(pause, 'IfNotPresent', undefined, signal), signal)
+      .create(pause, () => this.p.create(pod, `create sandbox for ${id.namespace}/${id.name}`, opts, signal), () => this.p.ensureImage(pause, 'IfNotPresent', undefined, signal), signal)
       .catch(refused);
     await this.p.work(`start sandbox for ${id.namespace}/${id.name}`, () => container.start(), slot).catch(refused);
     return this.sandboxInfo(container.id, pod);
@@ -117,7 +117,6 @@ export class PodMaker {
       .create(
         c.image,
         () => this.p.create(pod, `create container ${c.name} of ${id.namespace}/${id.name}`, opts, o.signal),
-        () => this.p.images.present(c.image),
         () => this.p.ensureImage(c.image, c.imagePullPolicy, o.onPull, o.signal),
         o.signal,
       )
