@@ -163,9 +163,18 @@ export function engineBed(kind: EngineKind): EngineBed {
       return r && r !== 'timeout' && r.exitCode === 0 ? parsePs(r.output) : undefined;
     },
     async mountSources(id) {
-      if (!ctrd) return ((await docker.getContainer(id).inspect()).Mounts ?? []).map((m) => String(m.Source));
+      // A container the agent removed between the list and this look mounts nothing any more
+      // (a restarting pod's old instances go while a test reads them).
+      if (!ctrd) {
+        const inspected = await docker.getContainer(id).inspect().catch((e: { statusCode?: number }) => {
+          if (e.statusCode === 404) return undefined;
+          throw e;
+        });
+        return (inspected?.Mounts ?? []).map((m) => String(m.Source));
+      }
       // The OCI spec containerd made the container with: what runc bind-mounted.
       const r = spawnSync('ctr', ['-a', ctrd.socket, '-n', 'k8s.io', 'containers', 'info', id], { encoding: 'utf8' });
+      if (r.status !== 0 && /not found/i.test(r.stderr)) return [];
       if (r.status !== 0) throw new Error(`ctr containers info ${id}: ${r.stderr}`);
       const info = JSON.parse(r.stdout) as { Spec?: { mounts?: { source?: string; type?: string }[] } };
       return (info.Spec?.mounts ?? []).filter((m) => m.type === 'bind').map((m) => String(m.source));
