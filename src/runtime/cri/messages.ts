@@ -2,7 +2,9 @@
 // of the published CRI API (kubernetes/cri-api, pkg/apis/runtime/v1/api.proto). Fields podrun
 // does not use are left out; the codec skips them when a runtime sends them.
 
-import { decode, encode, type FieldSpec, type MessageSpec, type WireObject } from './wire.js';
+import type { FieldSpec, MessageSpec, WireObject } from './wire.js';
+import { decode } from './wire-decode.js';
+import { encode } from './wire-encode.js';
 
 const str = (no: number): FieldSpec => ({ no, kind: 'string' });
 const strs = (no: number): FieldSpec => ({ no, kind: 'string', repeated: true });
