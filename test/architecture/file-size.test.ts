@@ -16,7 +16,6 @@ const LIMIT = 400;
  */
 const BEING_SPLIT: readonly string[] = [
   'src/runtime/cri/engine.ts',
-  'src/runtime/cri/messages.ts',
 ];
 
 function sources(dir: string): string[] {
