@@ -14,9 +14,7 @@ const LIMIT = 400;
  * Files over the limit that other work is splitting today (issue 31). Empty it as each split
  * lands; nothing is added here to let a new file grow.
  */
-const BEING_SPLIT: readonly string[] = [
-  'src/runtime/cri/engine.ts',
-];
+const BEING_SPLIT: readonly string[] = [];
 
 function sources(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {
