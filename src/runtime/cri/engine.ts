@@ -18,7 +18,7 @@ import { ImagePresence } from '../image-presence.js';
 import { writeCriLog, type LogReadOptions } from './logs.js';
 import { ContainerState, PodSandboxState, type PodSandboxConfigInput } from './messages.js';
 import { containerConfig, podLogDirectory, sandboxConfig } from './pod-config.js';
-import { recordFromContainer, recordFromSandbox, recordFromStatus, statusFromCri } from './records.js';
+import { recordFromContainer, recordFromSandbox, statusFromCri } from './records.js';
 import { relistWatch } from './relist.js';
 import { followContainerEvents } from './container-events.js';
 import { ensurePodCgroup, podCgroupParent, removePodCgroup } from './pod-cgroup.js';
@@ -27,8 +27,9 @@ import { CriReadings } from './readings.js';
 import { terminationMessageFrom } from '../termination-message.js';
 import { procView, type ProcView } from '../exec-reaper.js';
 import { endCriExec } from './exec-end.js';
-import { ExecStreamError } from './exec-stream.js';
+import { ExecStreamError } from './exec-stream-error.js';
 import { criEngineFacts, criExecAttached, criExec, prepareCriVolumes, removeCriPodVolumes, pinCriMounts } from './engine-parts.js';
+import { lookUpRecord, podIPNeededAtStart } from './sandbox-lookups.js';
 
 /** The kubelet's pod log root; a CRI runtime writes each container's log below it. */
 export const DEFAULT_POD_LOGS_DIR = '/var/log/pods';
@@ -71,6 +72,8 @@ export class CriEngine implements PodEngine {
   private readonly exits = new Map<string, number>();
   /** Sandbox IPs (fixed for a sandbox's life). */
   private readonly ips = new Map<string, string>();
+  /** Ids known to be sandboxes (made or listed), asked as sandboxes first (sandbox-lookups.ts). */
+  private readonly sandboxIds = new Set<string>();
   private readonly readings: CriReadings;
   /** The runtime's /proc (it runs on this host), for ending abandoned execs. */
   private procView: ProcView | undefined;
@@ -164,7 +167,8 @@ export class CriEngine implements PodEngine {
       }),
     ]);
     const live = new Set([...sandboxes.map((s) => s.id), ...containers.map((c) => c.id)]);
-    for (const m of [this.exits, this.ips]) for (const id of m.keys()) if (!live.has(id)) m.delete(id);
+    for (const s of sandboxes) this.sandboxIds.add(s.id);
+    for (const m of [this.exits, this.ips, this.sandboxIds]) for (const id of m.keys()) if (!live.has(id)) m.delete(id);
     return [...sandboxes.map((s) => recordFromSandbox(s, this.options.pauseImage, this.ips.get(s.id))), ...containers.map((c) => recordFromContainer(c, this.exits.get(c.id)))];
   }
 
@@ -177,12 +181,7 @@ export class CriEngine implements PodEngine {
     const out = new Map<string, EngineContainer | undefined>();
     await Promise.all(
       ids.map(async (id) => {
-        const rec = await this.call('container status', async () => {
-          const s = await this.client.containerStatus(id).catch((err: unknown) => (isCriNotFound(err) ? undefined : Promise.reject(err)));
-          if (s) return recordFromStatus(s);
-          const sb = await this.client.podSandboxStatus(id).catch((err: unknown) => (isCriNotFound(err) ? undefined : Promise.reject(err)));
-          return sb ? recordFromSandbox(sb, this.options.pauseImage, sb.network?.ip) : undefined;
-        });
+        const rec = await this.call('container status', () => lookUpRecord(this.client, id, this.sandboxIds.has(id), this.options.pauseImage));
         out.set(id, rec && rec.labels[LABEL.instance] === this.instance ? rec : undefined);
       }),
     );
@@ -285,8 +284,10 @@ export class CriEngine implements PodEngine {
     const sandboxId = await this.call(`run sandbox for ${id.namespace}/${id.name}`, () => this.client.runPodSandbox(config)).catch((err: unknown) => {
       throw new SandboxError(sandboxProblem((err as Error).message, cgroupParent));
     });
+    this.sandboxIds.add(sandboxId);
     this.created(id.uid, sandboxId);
-    return this.sandboxInfo(sandboxId, pod);
+    // The IP is asked now only if a start needs it; else on first use (sandbox-lookups.ts).
+    return podIPNeededAtStart(pod) ? this.sandboxInfo(sandboxId, pod) : { id: sandboxId, ip: pod.spec.hostNetwork ? this.hostIP : '' };
   }
 
   /** The pod's IP: asked once per sandbox (fixed for its life; the relist asks for each new one too). */
@@ -372,6 +373,7 @@ export class CriEngine implements PodEngine {
       if (!isCriNotFound(err)) throw err;
     });
     this.ips.delete(id);
+    this.sandboxIds.delete(id);
   }
 
   /** The pod's files under the state directory, and its log directory (the kubelet removes both with the pod). */
