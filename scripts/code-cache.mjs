@@ -1,7 +1,8 @@
 // Writes V8's code cache of each CommonJS file the bundle runs through src/base/cached-script.ts
 // (dist/bundle/NAME.cache), from a warm-up of podrun's own commands in this process, so that each
 // cache holds the functions those commands compile and not only each file's top level. No engine
-// is needed: the engine client is warmed against an endpoint where nothing listens.
+// is needed: the engine client is warmed against an endpoint where nothing listens, the Docker
+// API's and a CRI runtime's (gRPC's client with it).
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
@@ -18,6 +19,7 @@ const sink = () => new Writable({ write: (_c, _e, done) => done() });
 const io = { out: () => undefined, err: () => undefined, stdout: sink(), stderr: sink(), isTTY: false };
 const state = mkdtempSync(join(tmpdir(), 'podrun-code-cache-'));
 const nowhere = `unix://${join(state, 'no-engine.sock')}`;
+const nowhereCri = `unix://${join(state, 'no-runtime.sock')}`;
 const runs = [
   ['version', '--client'],
   ['version'],
@@ -33,6 +35,7 @@ const runs = [
 try {
   for (let round = 0; round < 2; round++) {
     for (const args of runs) await main(['node', 'podrun', '--state-dir', state, '--docker-host', nowhere, '--node-ip', '127.0.0.1', ...args], io);
+    for (const args of [['get', 'pods'], ['apply', '--dry-run', 'manifests']]) await main(['node', 'podrun', '--state-dir', state, '--container-runtime-endpoint', nowhereCri, '--node-ip', '127.0.0.1', ...args], io);
   }
 } finally {
   rmSync(state, { recursive: true, force: true });
@@ -44,7 +47,7 @@ for (const name of ['podrun', 'commander', 'js-yaml', 'dockerode', 'pod-validato
 }
 // The packages only some commands load (the agent's, --config's, URL sources'): a cache of what
 // the warm-up ran of them, if it ran any; without one they compile as any script does.
-for (const name of ['undici', 'ajv', 'pino', 'prom-client']) {
+for (const name of ['undici', 'ajv', 'pino', 'prom-client', 'grpc-grpc-js']) {
   const script = scripts.get(name);
   if (script) writeFileSync(join(dir, `${name}.cache`), script.createCachedData());
 }

@@ -28,22 +28,42 @@ export function applySetId(paths: string[]): string {
   return createHash('sha256').update(canonical.join('\n')).digest('hex').slice(0, 16);
 }
 
+/**
+ * The engine's client loaded and its list asked while the manifests are read: the list changes
+ * nothing, so the engine is still only changed once every file is valid, and a bad file is still
+ * what a failed apply tells (the engine's own failure then goes unsaid). The connection's setup and
+ * the list's round trip run behind the parse instead of after it.
+ */
+function engineAhead(g: GlobalOptions, io: Io): { rt: Promise<PodEngine>; listed: Promise<EngineContainer[]>; drop: () => void } {
+  const rt = makeRuntime(g, io);
+  // One list for the plan and for the driver's first look (a list costs the engine O(every container it holds)).
+  const listed = rt.then((r) => r.listContainers());
+  listed.catch(() => undefined);
+  // Nothing to apply: the engine's connection must not keep the process alive.
+  const drop = (): void => void listed.finally(() => rt.then((r) => (r as { close?: () => void }).close?.())).catch(() => undefined);
+  return { rt, listed, drop };
+}
+
 export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOptions, io: Io): Promise<number> {
-  // Everything is read and validated before the engine is touched: one bad file changes nothing.
-  const loaded = await loadManifestArgs(paths, io, g.policy);
+  const engine = engineAhead(g, io);
+  // Everything is read and validated before the engine is changed: one bad file changes nothing.
+  const loaded = await loadManifestArgs(paths, io, g.policy).catch((err: unknown) => {
+    engine.drop();
+    throw err;
+  });
   if (!loaded) {
+    engine.drop();
     io.err('podrun: nothing was applied');
     return EXIT.failed;
   }
 
-  const rt = await makeRuntime(g, io);
+  const rt = await engine.rt;
   for (const p of loaded.pods) {
     const lost = oomProtectionLost(p.pod, rt.oomScoreFloor, totalmem());
     if (lost) io.err(`warning: pod/${p.key}: ${lost}`);
   }
   const applySet = applySetId(paths);
-  // One list for the plan and for the driver's first look (a list costs the engine O(every container it holds)).
-  const listed = await rt.listContainers();
+  const listed = await engine.listed;
   const plans = planApply(loaded.pods, groupObserved(listed), o.prune ? { applySet, keep: appliedElsewhere(g.stateDir, applySet) } : undefined);
   printPlan(io, plans, o.dryRun);
   if (o.dryRun) return EXIT.ok;

@@ -22,7 +22,7 @@ const FOREIGN_TEXT: Record<string, { line: string; why: string }[]> = {
   'runtime/cri/exec-spdy.ts': [{ line: '/^HTTP\\/1\\.1 101 /.test(statusLine)', why: 'the SPDY upgrade is answered in HTTP/1.1 text, read off the socket' }],
   'runtime/cri/exec-stream.ts': [{ line: '/^\\d{1,3}$/.test(cause.message)', why: "the streaming server's v4 status carries the exit code only as the text of its ExitCode cause" }],
   'runtime/cri/engine.ts': [{ line: '/failed to get sandbox image', why: "containerd names a missing sandbox image only in its error's text" }],
-  'runtime/cri/client.ts': [
+  'runtime/cri/channel.ts': [
     { line: '/Received HTTP status code/.test(details)', why: "grpc-js gives a non-gRPC peer's answer only as text" },
     { line: '/unknown service runtime\\.v1\\./.test(details)', why: "the peer's UNIMPLEMENTED is only text" },
     { line: '/WireError|wire type|runs past the end|varint/.test(details)', why: 'grpc-js drops the cause of a decode failure, keeping its text' },

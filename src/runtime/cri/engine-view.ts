@@ -4,11 +4,12 @@ import { instanceId, LABEL, MANAGED_BY } from '../labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../observed.js';
 import type { ContainerStatus, EngineEvent, RuntimeOptions } from '../runtime-types.js';
 import { CriClient } from './client.js';
-import { criEngineError, isCriNotFound } from './engine-errors.js';
+import { criEngineError } from './engine-errors.js';
 import { CriImages } from './images.js';
 import { ImagePresence } from '../image-presence.js';
 import { ContainerState, PodSandboxState } from './messages.js';
-import { recordFromContainer, recordFromSandbox, recordFromStatus, statusFromCri } from './records.js';
+import { recordFromContainer, recordFromSandbox, statusFromCri } from './records.js';
+import { lookUpRecord } from './sandbox-lookups.js';
 import { relistWatch } from './relist.js';
 import { followContainerEvents } from './container-events.js';
 import { startLogRotation } from './log-rotation.js';
@@ -57,6 +58,8 @@ export abstract class CriRuntimeView {
   protected readonly exits = new Map<string, number>();
   /** Sandbox IPs (fixed for a sandbox's life). */
   protected readonly ips = new Map<string, string>();
+  /** Ids known to be sandboxes (made or listed), asked as sandboxes first (sandbox-lookups.ts). */
+  protected readonly sandboxIds = new Set<string>();
   protected readonly readings: CriReadings;
   /** The runtime's /proc (it runs on this host), for ending abandoned execs. */
   protected procView: ProcView | undefined;
@@ -150,7 +153,8 @@ export abstract class CriRuntimeView {
       }),
     ]);
     const live = new Set([...sandboxes.map((s) => s.id), ...containers.map((c) => c.id)]);
-    for (const m of [this.exits, this.ips]) for (const id of m.keys()) if (!live.has(id)) m.delete(id);
+    for (const s of sandboxes) this.sandboxIds.add(s.id);
+    for (const m of [this.exits, this.ips, this.sandboxIds]) for (const id of m.keys()) if (!live.has(id)) m.delete(id);
     return [...sandboxes.map((s) => recordFromSandbox(s, this.options.pauseImage, this.ips.get(s.id))), ...containers.map((c) => recordFromContainer(c, this.exits.get(c.id)))];
   }
 
@@ -163,12 +167,7 @@ export abstract class CriRuntimeView {
     const out = new Map<string, EngineContainer | undefined>();
     await Promise.all(
       ids.map(async (id) => {
-        const rec = await this.call('container status', async () => {
-          const s = await this.client.containerStatus(id).catch((err: unknown) => (isCriNotFound(err) ? undefined : Promise.reject(err)));
-          if (s) return recordFromStatus(s);
-          const sb = await this.client.podSandboxStatus(id).catch((err: unknown) => (isCriNotFound(err) ? undefined : Promise.reject(err)));
-          return sb ? recordFromSandbox(sb, this.options.pauseImage, sb.network?.ip) : undefined;
-        });
+        const rec = await this.call('container status', () => lookUpRecord(this.client, id, this.sandboxIds.has(id), this.options.pauseImage));
         out.set(id, rec && rec.labels[LABEL.instance] === this.instance ? rec : undefined);
       }),
     );

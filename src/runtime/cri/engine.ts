@@ -17,9 +17,10 @@ import { ensurePodCgroup, podCgroupParent, removePodCgroup } from './pod-cgroup.
 import { terminationMessageFrom } from '../termination-message.js';
 import { procView } from '../exec-reaper.js';
 import { endCriExec } from './exec-end.js';
-import { ExecStreamError } from './exec-stream.js';
+import { ExecStreamError } from './exec-stream-error.js';
 import { criEngineFacts, criExecAttached, criExec, prepareCriVolumes, removeCriPodVolumes, pinCriMounts } from './engine-parts.js';
 import { CriRuntimeView } from './engine-view.js';
+import { podIPNeededAtStart } from './sandbox-lookups.js';
 
 export { DEFAULT_POD_LOGS_DIR, type CriEngineOptions } from './engine-view.js';
 
@@ -80,8 +81,10 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
     const sandboxId = await this.call(`run sandbox for ${id.namespace}/${id.name}`, () => this.client.runPodSandbox(config)).catch((err: unknown) => {
       throw new SandboxError(sandboxProblem((err as Error).message, cgroupParent));
     });
+    this.sandboxIds.add(sandboxId);
     this.created(id.uid, sandboxId);
-    return this.sandboxInfo(sandboxId, pod);
+    // The IP is asked now only if a start needs it; else on first use (sandbox-lookups.ts).
+    return podIPNeededAtStart(pod) ? this.sandboxInfo(sandboxId, pod) : { id: sandboxId, ip: pod.spec.hostNetwork ? this.hostIP : '' };
   }
 
   /** The pod's IP: asked once per sandbox (fixed for its life; the relist asks for each new one too). */
@@ -167,6 +170,7 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
       if (!isCriNotFound(err)) throw err;
     });
     this.ips.delete(id);
+    this.sandboxIds.delete(id);
   }
 
   /** The pod's files under the state directory, and its log directory (the kubelet removes both with the pod). */

@@ -1,7 +1,9 @@
 import { networkInterfaces } from 'node:os';
 import { Agent, WebSocket } from 'undici';
-import { EngineRequestError } from '../engine-errors.js';
 import type { ExecAttachOptions, ExecStreams } from '../runtime-types.js';
+import { ExecStreamError } from './exec-stream-error.js';
+
+export { ExecStreamError };
 
 // `podrun exec` on a CRI runtime: the session the runtime serves on its streaming server at the
 // URL its `Exec` answered, spoken as kubectl speaks it to the kubelet's streaming package
@@ -27,14 +29,6 @@ const MAX_PENDING_OUTPUT = 64 * 1024 * 1024;
 
 /** stdin waits while this much of it is queued on the socket. */
 const MAX_QUEUED_STDIN = 1024 * 1024;
-
-/** The refusal a session ends with (the runtime's words, for the user): a refused request, as the CLI tells them. */
-export class ExecStreamError extends EngineRequestError {
-  constructor(message: string) {
-    super(message, undefined, 'refused');
-    this.name = 'ExecStreamError';
-  }
-}
 
 /** Whether an address is this host's: loopback, or one of its interfaces'. */
 function ownAddress(host: string): boolean {

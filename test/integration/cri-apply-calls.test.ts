@@ -1,0 +1,74 @@
+import { join } from 'node:path';
+import { describe, expect, it } from 'vitest';
+import { criTestBed } from './cri-engine.js';
+import { GRPC_TRACE_ENV, rounds, tracedCalls } from './grpc-trace.js';
+import { TEST_IMAGE, unique } from './helpers.js';
+
+// What `podrun apply --no-wait` asks of a CRI runtime for a pod that does not exist yet, counted
+// from gRPC's own trace of the built binary on a real containerd: the calls, and the round trips
+// one after another that a start waits for. The CRI floor (bench/cri-floor.ts) makes 3 calls in 3
+// rounds (RunPodSandbox, CreateContainer, StartContainer); podrun adds the plan's look at what
+// runs (with Version, in the same round), ImageStatus beside RunPodSandbox, and the look after the
+// start. A call that comes back, or that stops running beside another, fails here.
+const { world, criArgs, noDocker } = criTestBed();
+
+/** Each test on a state directory of its own: the list sees no other test's pods (each a PodSandboxStatus). */
+function podrunOn(stateDir: string): (args: string[], env?: Record<string, string>) => ReturnType<typeof world.bin> {
+  return (args, env = {}) => world.bin(['--state-dir', stateDir, ...criArgs(), ...args], { env: { ...noDocker, ...env } });
+}
+
+async function applyTraced(cri: ReturnType<typeof podrunOn>, manifest: string): Promise<{ code: number; calls: ReturnType<typeof tracedCalls>; err: string }> {
+  const r = await cri(['apply', '--no-wait', manifest], GRPC_TRACE_ENV);
+  return { code: r.code, calls: tracedCalls(r.err), err: r.err.split('\n').filter((l) => l.startsWith('podrun')).join('\n') };
+}
+
+function podYaml(ns: string, name: string, env = ''): string {
+  return `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c0
+    image: ${TEST_IMAGE}
+    command: [sh, -c, 'echo "ip=$POD_IP"; exec sleep 3600']${env}
+`;
+}
+
+describe('engine calls of a CRI apply', () => {
+  it('a new pod of one container: 9 calls in 5 rounds, the start after 4', async () => {
+    const ns = unique('calls');
+    const name = unique('one');
+    const manifest = world.write(`${name}.yaml`, podYaml(ns, name));
+    const cri = podrunOn(join(world.dir, name));
+    const r = await applyTraced(cri, manifest);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    expect(rounds(r.calls)).toBe('ListContainers ‖ ListPodSandbox ‖ Version; ImageStatus ‖ RunPodSandbox; CreateContainer; StartContainer; ContainerStatus ‖ PodSandboxStatus');
+    expect(r.calls).toHaveLength(9);
+    // And it runs: what the calls were for.
+    const got = await cri(['get', 'pods', '-n', ns, name, '-o', 'jsonpath={.status.phase}']);
+    expect(got.out.trim()).toBe('Running');
+    expect((await cri(['delete', '-f', manifest, '--grace-period', '0'])).code).toBe(0);
+  }, 60_000);
+
+  it('a container whose env names status.podIP: the IP is asked before its create, and the env has it', async () => {
+    const ns = unique('calls');
+    const name = unique('ip');
+    const manifest = world.write(`${name}.yaml`, podYaml(ns, name, `\n    env: [{name: POD_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}]`));
+    const cri = podrunOn(join(world.dir, name));
+    const r = await applyTraced(cri, manifest);
+    expect(r.err).toBe('');
+    expect(r.code).toBe(0);
+    expect(rounds(r.calls)).toBe('ListContainers ‖ ListPodSandbox ‖ Version; ImageStatus ‖ RunPodSandbox; PodSandboxStatus; CreateContainer; StartContainer; ContainerStatus ‖ PodSandboxStatus');
+    const ip = (await cri(['get', 'pods', '-n', ns, name, '-o', 'jsonpath={.status.podIP}'])).out.trim();
+    expect(ip).toMatch(/^10\.88\.\d+\.\d+$/);
+    let logs = '';
+    for (let i = 0; i < 50 && !logs.includes('ip='); i++) {
+      logs = (await cri(['logs', '-n', ns, name])).out;
+      if (!logs.includes('ip=')) await new Promise((res) => setTimeout(res, 100));
+    }
+    expect(logs.trim()).toBe(`ip=${ip}`);
+    expect((await cri(['delete', '-f', manifest, '--grace-period', '0'])).code).toBe(0);
+  }, 60_000);
+});
