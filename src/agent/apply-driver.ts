@@ -1,4 +1,4 @@
-import { silentLogger } from '../log/logger.js';
+import { silentLogger } from '../log/silent.js';
 import type { DesiredPod } from '../manifest/types.js';
 import { PodCache } from '../pleg/cache.js';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from '../reconcile/backoff.js';

@@ -63,8 +63,7 @@ export function createLogger(o: LoggerOptions): Logger {
   };
 }
 
-/** For library use and tests that do not care: nothing is written. */
-export const silentLogger: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: () => undefined };
+export { silentLogger } from './silent.js';
 
 /** Plain lines to a function, at every level: what embedders that passed `log(line)` used to get. */
 export function lineLogger(write: (line: string) => void): Logger {
