@@ -1,6 +1,7 @@
 import Docker from 'dockerode';
 import { EngineRequestError, EngineUnavailableError } from '../engine-errors.js';
 import type { EngineOptions, RuntimeOptions } from '../runtime-types.js';
+import { plainReads } from './plain-get.js';
 
 export { EngineRequestError, EngineUnavailableError } from '../engine-errors.js';
 
@@ -14,6 +15,26 @@ export interface EngineCalls {
   readonly endpoint: string;
   readonly options: RuntimeOptions;
   call<T>(what: string, fn: () => Promise<T>, timeoutMs?: number): Promise<T>;
+}
+
+/** The runtime's calls, with the reads it makes most (a pod's relist, an inspect). */
+export interface ReadingCalls extends EngineCalls {
+  inspect(id: string): Promise<Docker.ContainerInspectInfo>;
+  /** Every container the label filters match, stopped ones too. */
+  list(label: string[]): Promise<Docker.ContainerInfo[]>;
+}
+
+/** The calls, reading without Node's HTTP client where the engine takes plain HTTP (plain-get.ts), else through dockerode. */
+export function engineCalls(docker: Docker, endpoint: string, options: RuntimeOptions, call: EngineCalls['call']): ReadingCalls {
+  const reads = plainReads(endpoint, options.requestTimeoutMs ?? 120_000);
+  return {
+    docker,
+    endpoint,
+    options,
+    call,
+    inspect: (id) => (reads ? reads.inspect(id) : docker.getContainer(id).inspect()),
+    list: (label) => (reads ? reads.list(label) : docker.listContainers({ all: true, filters: JSON.stringify({ label }) })),
+  };
 }
 
 export function engineEndpoint(o: EngineOptions): string {
