@@ -1,4 +1,4 @@
-import { plainGet, plainTarget, type PlainAnswer } from '../runtime/docker/plain-get.js';
+import { plainGet, plainTarget, type PlainAnswer } from '../base/plain-get.js';
 
 /** The most of an answer read: /version is about 1 KiB; an endpoint that streams more is not an engine. */
 const MAX_ANSWER = 64 * 1024;

@@ -3,8 +3,8 @@ import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
-import { plainReads, plainTarget } from '../../src/runtime/docker/plain-get.js';
-import { engineError, isNotFound } from '../../src/runtime/docker/engine.js';
+import { plainTarget } from '../../src/base/plain-get.js';
+import { engineError, isNotFound, plainReads } from '../../src/runtime/docker/engine.js';
 import { EngineUnavailableError } from '../../src/runtime/engine-errors.js';
 
 // The runtime's list and inspects go over a bare socket: what they accept from whatever answers there,

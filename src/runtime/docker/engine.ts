@@ -1,7 +1,7 @@
 import Docker from 'dockerode';
 import { EngineRequestError, EngineUnavailableError } from '../engine-errors.js';
 import type { EngineOptions, RuntimeOptions } from '../runtime-types.js';
-import { plainReads } from './plain-get.js';
+import { plainGet, plainTarget } from '../../base/plain-get.js';
 
 export { EngineRequestError, EngineUnavailableError } from '../engine-errors.js';
 
@@ -61,4 +61,41 @@ export function engineError(err: unknown, what: string, endpoint: string): Error
 
 export function isNotFound(err: unknown): boolean {
   return err instanceof EngineRequestError && err.statusCode === 404;
+}
+
+/** The most of an answer read: an inspect is about 10 KiB, a list of 10,000 containers about 20 MiB. */
+const MAX_READ = 256 * 1024 * 1024;
+
+/** The engine's reads that the CLI's starts and the agent's relist make most. */
+interface PlainReads {
+  inspect(id: string): Promise<Docker.ContainerInspectInfo>;
+  /** Every container the label filters match, stopped ones too. */
+  list(label: string[]): Promise<Docker.ContainerInfo[]>;
+}
+
+/** Plain reads of the engine at `endpoint`, or undefined where they cannot go (TLS). */
+export function plainReads(endpoint: string, timeoutMs: number): PlainReads | undefined {
+  const target = plainTarget(endpoint);
+  if (!target) return undefined;
+  const json = async (path: string): Promise<unknown> => {
+    const a = await plainGet(target, path, { maxBytes: MAX_READ, timeoutMs, name: endpoint });
+    const text = a.body.toString('utf8');
+    if (a.status >= 200 && a.status < 300) return JSON.parse(text) as unknown;
+    // Shaped as dockerode's failure, which engineError reads: the status code, and the engine's message.
+    let parsed: { message?: string } | undefined;
+    try {
+      parsed = JSON.parse(text) as { message?: string };
+    } catch {
+      parsed = undefined;
+    }
+    throw Object.assign(new Error(`(HTTP code ${a.status}) ${a.reason} - ${parsed?.message ?? text}`), { statusCode: a.status, reason: a.reason, json: parsed });
+  };
+  return {
+    inspect: async (id) => (await json(`/containers/${encodeURIComponent(id)}/json`)) as Docker.ContainerInspectInfo,
+    list: async (label) => {
+      const list = await json(`/containers/json?all=true&filters=${encodeURIComponent(JSON.stringify({ label }))}`);
+      if (!Array.isArray(list)) throw new Error(`unexpected answer from ${endpoint}: the container list is not a list`);
+      return list as Docker.ContainerInfo[];
+    },
+  };
 }

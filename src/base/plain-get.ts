@@ -1,12 +1,12 @@
 import { connect } from 'node:net';
-import type Docker from 'dockerode';
 
 /**
  * One GET to the engine over a connection of its own, in HTTP/1.0: the engine answers whole, without
  * chunks, and closes. What the CLI's starts read most (the list of podrun's containers and an inspect
  * of each: `get` and `apply` make 21 such calls for 20 pods) costs a fraction of a request through
  * Node's HTTP client, whose module and first requests were the largest part of those commands' CPU
- * after Node's own start. Only reads: anything that changes the engine goes through dockerode.
+ * after Node's own start. Only reads (src/runtime/docker/engine.ts): anything that changes the
+ * engine goes through dockerode.
  */
 
 /** Where the engine listens: its unix socket, or a host and port spoken to without TLS. */
@@ -91,41 +91,4 @@ function unchunk(body: Buffer): Buffer {
     out.push(body.subarray(eol + 2, eol + 2 + n));
     at = eol + 2 + n + 2;
   }
-}
-
-/** The most of an answer read: an inspect is about 10 KiB, a list of 10,000 containers about 20 MiB. */
-const MAX_READ = 256 * 1024 * 1024;
-
-/** The engine's reads that the CLI's starts and the agent's relist make most. */
-export interface PlainReads {
-  inspect(id: string): Promise<Docker.ContainerInspectInfo>;
-  /** Every container the label filters match, stopped ones too. */
-  list(label: string[]): Promise<Docker.ContainerInfo[]>;
-}
-
-/** Plain reads of the engine at `endpoint`, or undefined where they cannot go (TLS). */
-export function plainReads(endpoint: string, timeoutMs: number): PlainReads | undefined {
-  const target = plainTarget(endpoint);
-  if (!target) return undefined;
-  const json = async (path: string): Promise<unknown> => {
-    const a = await plainGet(target, path, { maxBytes: MAX_READ, timeoutMs, name: endpoint });
-    const text = a.body.toString('utf8');
-    if (a.status >= 200 && a.status < 300) return JSON.parse(text) as unknown;
-    // Shaped as dockerode's failure, which engineError reads: the status code, and the engine's message.
-    let parsed: { message?: string } | undefined;
-    try {
-      parsed = JSON.parse(text) as { message?: string };
-    } catch {
-      parsed = undefined;
-    }
-    throw Object.assign(new Error(`(HTTP code ${a.status}) ${a.reason} - ${parsed?.message ?? text}`), { statusCode: a.status, reason: a.reason, json: parsed });
-  };
-  return {
-    inspect: async (id) => (await json(`/containers/${encodeURIComponent(id)}/json`)) as Docker.ContainerInspectInfo,
-    list: async (label) => {
-      const list = await json(`/containers/json?all=true&filters=${encodeURIComponent(JSON.stringify({ label }))}`);
-      if (!Array.isArray(list)) throw new Error(`unexpected answer from ${endpoint}: the container list is not a list`);
-      return list as Docker.ContainerInfo[];
-    },
-  };
 }
