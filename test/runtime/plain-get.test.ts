@@ -1,8 +1,7 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { answeringEndpoints } from '../fakes/answering-endpoint.js';
 import { plainTarget } from '../../src/base/plain-get.js';
 import { engineError, isNotFound, plainReads } from '../../src/runtime/docker/engine.js';
 import { EngineUnavailableError } from '../../src/runtime/engine-errors.js';
@@ -10,30 +9,9 @@ import { EngineUnavailableError } from '../../src/runtime/engine-errors.js';
 // The runtime's list and inspects go over a bare socket: what they accept from whatever answers there,
 // and that their failures read as dockerode's did (a 404 is "not found", a dead socket "unavailable").
 
-const dirs: string[] = [];
-const servers: Server[] = [];
-
-async function endpoint(answer: (s: Socket, request: string) => void): Promise<string> {
-  const dir = mkdtempSync(join(tmpdir(), 'podrun-pg-'));
-  dirs.push(dir);
-  const path = join(dir, 'engine.sock');
-  const server = createServer((s) => {
-    let request = '';
-    s.on('data', (c: Buffer) => {
-      request += c.toString();
-      if (request.includes('\r\n\r\n')) answer(s, request);
-    });
-    s.on('error', () => undefined);
-  });
-  servers.push(server);
-  await new Promise<void>((r) => server.listen(path, r));
-  return `unix://${path}`;
-}
-
-afterEach(() => {
-  for (const s of servers.splice(0)) s.close();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const sockets = answeringEndpoints('podrun-pg-');
+const endpoint = sockets.endpoint;
+afterEach(() => sockets.close());
 
 const reads = (url: string, timeoutMs = 5000) => {
   const r = plainReads(url, timeoutMs);
