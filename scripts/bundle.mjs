@@ -31,6 +31,9 @@ const leaveOut = {
     // The engine client's zlib (build contexts) and crypto (BuildKit sessions) are Node modules
     // podrun's calls never reach: loaded on first use, not whenever the engine client loads.
     b.onResolve({ filter: /^(zlib|crypto)$/ }, (a) => (/[\\/](dockerode|docker-modem)[\\/]/.test(a.importer) ? { path: a.path, namespace: 'lazy-builtin' } : undefined));
+    // Its HTTP client too: podrun reads the engine (the list, inspects) over a plain socket
+    // (src/runtime/docker/plain-get.ts), so a command that only reads never loads Node's HTTP stack.
+    b.onResolve({ filter: /^http$/ }, (a) => (/docker-modem[\\/]lib[\\/]/.test(a.importer) ? { path: a.path, namespace: 'lazy-builtin' } : undefined));
     b.onLoad({ filter: /.*/, namespace: 'lazy-builtin' }, (a) => ({
       contents: `module.exports = new Proxy({}, { get: (_t, k) => require('node:${a.path}')[k] });`,
       loader: 'js',

@@ -63,7 +63,6 @@ export function createLogger(o: LoggerOptions): Logger {
   };
 }
 
-/** For library use and tests that do not care: nothing is written. */
 export { silentLogger } from './silent.js';
 
 /** Plain lines to a function, at every level: what embedders that passed `log(line)` used to get. */

@@ -51,13 +51,35 @@ function containerPodContext(pod: Pod, c: Container): Record<string, unknown> {
   };
 }
 
+/**
+ * Hashes already taken, by pod object: a plan, each look of apply's wait and each turn of the agent
+ * ask again for the same pods (10 hashes a pod in one `apply`, each a canonical copy and a SHA-256).
+ * A desired pod is not changed once it is loaded (a changed manifest is a new object), so its
+ * hashes stay true for as long as the object lives.
+ */
+const taken = new WeakMap<Pod, { sandbox?: string; containers: WeakMap<Container, string> }>();
+
+function memo(pod: Pod): { sandbox?: string; containers: WeakMap<Container, string> } {
+  let m = taken.get(pod);
+  if (!m) taken.set(pod, (m = { containers: new WeakMap() }));
+  return m;
+}
+
 /** Hash of one (defaulted) container: its spec plus the pod-level fields that shape it. */
 export function containerHash(pod: Pod, c: Container): string {
-  return digest({ v: HASH_VERSION, kind: 'container', container: c, pod: containerPodContext(pod, c) });
+  const m = memo(pod);
+  let h = m.containers.get(c);
+  if (h === undefined) m.containers.set(c, (h = digest({ v: HASH_VERSION, kind: 'container', container: c, pod: containerPodContext(pod, c) })));
+  return h;
 }
 
 /** Hash of the sandbox: what lives on the pod's namespaces holder; a change recreates the whole pod. */
 export function sandboxHash(pod: Pod): string {
+  const m = memo(pod);
+  return (m.sandbox ??= sandboxDigest(pod));
+}
+
+function sandboxDigest(pod: Pod): string {
   const s = pod.spec;
   const ports = [...(s.initContainers ?? []), ...s.containers]
     .flatMap((c) => c.ports ?? [])

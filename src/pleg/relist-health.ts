@@ -27,10 +27,14 @@ export function goDuration(ms: number): string {
 export class RelistHealth {
   private lastStart: number | undefined;
 
-  /** `now`: a monotonic clock in ms (a wall clock stepped by NTP must not make the agent unhealthy). */
+  /**
+   * `now`: a monotonic clock in ms (a wall clock stepped by NTP must not make the agent unhealthy).
+   * process.hrtime rather than performance.now(), whose first use loads perf_hooks (eight of
+   * Node's modules) into every apply.
+   */
   constructor(
     readonly thresholdMs: number,
-    readonly now: () => number = () => performance.now(),
+    readonly now: () => number = () => Number(process.hrtime.bigint()) / 1e6,
   ) {}
 
   /** A relist that began at `startedAt` (this clock's time) succeeded. */

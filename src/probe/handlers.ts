@@ -1,4 +1,4 @@
-import { request as httpRequest, type IncomingMessage } from 'node:http';
+import type { IncomingMessage } from 'node:http';
 import { Socket } from 'node:net';
 import type { Container, ExecAction, GRPCAction, HTTPGetAction, IntOrString, TCPSocketAction } from '../manifest/types.js';
 
@@ -54,9 +54,9 @@ interface ProbeResponse {
  * to 10 KiB, then the connection is closed, so an endless body costs one bounded read.
  */
 function oneRequest(url: URL, headers: Record<string, string>, timeoutMs: number, signal?: AbortSignal): Promise<ProbeResponse> {
-  // Node's TLS and HTTP/2 stacks load when a probe first needs them: `podrun apply` reaches this
-  // module through its wait, and most pods probe neither over https nor over gRPC.
-  const send = url.protocol === 'https:' ? process.getBuiltinModule('node:https').request : httpRequest;
+  // Node's HTTP, TLS and HTTP/2 stacks load when a probe first needs them: `podrun apply` reaches
+  // this module through its wait, and most pods have no HTTP probe at all.
+  const send = process.getBuiltinModule(url.protocol === 'https:' ? 'node:https' : 'node:http').request;
   return new Promise((resolve, reject) => {
     let settled = false;
     const finish = (r: ProbeResponse | Error): void => {

@@ -1,6 +1,10 @@
-import { request } from 'node:http';
 import { existsSync } from 'node:fs';
-import { agentSocketPath } from './server.js';
+import { join } from 'node:path';
+
+/** The agent's socket in its state directory. Here rather than in server.ts, so that the commands that ask the agent load neither the server nor Node's HTTP stack when no agent runs. */
+export function agentSocketPath(stateDir: string): string {
+  return join(stateDir, 'podrun.sock');
+}
 
 /** GETs a path from the agent of this state directory; undefined when no agent answers. */
 export function agentGet<T>(stateDir: string, path: string, timeoutMs = 5000): Promise<T | undefined> {
@@ -11,7 +15,7 @@ export function agentRequest<T>(stateDir: string, method: 'GET' | 'POST', path: 
   const socketPath = agentSocketPath(stateDir);
   if (!existsSync(socketPath)) return Promise.resolve(undefined);
   return new Promise((resolve) => {
-    const req = request({ socketPath, path, method, timeout: timeoutMs }, (res) => {
+    const req = process.getBuiltinModule('node:http').request({ socketPath, path, method, timeout: timeoutMs }, (res) => {
       const chunks: Buffer[] = [];
       res.on('data', (c: Buffer) => chunks.push(c));
       res.on('end', () => {

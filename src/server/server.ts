@@ -1,9 +1,9 @@
 import type { Logger } from '../log/logger.js';
 import { chmodSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
-import { join } from 'node:path';
 import type { PodEvent } from '../status/events.js';
 import { bearerMatches } from './http-token.js';
+import { agentSocketPath } from './client.js';
 
 /**
  * Limits on the agent's endpoints: a request's headers within 10 s and the whole request within
@@ -28,9 +28,7 @@ export interface AgentView {
   collectImages(dryRun: boolean): Promise<unknown>;
 }
 
-export function agentSocketPath(stateDir: string): string {
-  return join(stateDir, 'podrun.sock');
-}
+export { agentSocketPath };
 
 function loopbackHost(host: string | undefined, port: number): boolean {
   return ['127.0.0.1', 'localhost', '[::1]'].some((h) => host === `${h}:${port}`);

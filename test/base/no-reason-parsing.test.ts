@@ -19,6 +19,7 @@ const FOREIGN_TEXT: Record<string, { line: string; why: string }[]> = {
     { line: "status.startsWith('Downloading')", why: "Docker's pull progress is text per layer" },
   ],
   'runtime/host.ts': [{ line: "readFileSync('/proc/self/status'", why: 'a kernel file' }],
+  'base/plain-get.ts': [{ line: '/^HTTP\\/1\\.[01] (\\d{3})(?: (.*))?$/.exec(statusLine)', why: "the engine's HTTP answer, read off the socket" }],
   'runtime/cri/exec-spdy.ts': [{ line: '/^HTTP\\/1\\.1 101 /.test(statusLine)', why: 'the SPDY upgrade is answered in HTTP/1.1 text, read off the socket' }],
   'runtime/cri/exec-stream.ts': [{ line: '/^\\d{1,3}$/.test(cause.message)', why: "the streaming server's v4 status carries the exit code only as the text of its ExitCode cause" }],
   'runtime/cri/engine.ts': [{ line: '/failed to get sandbox image', why: "containerd names a missing sandbox image only in its error's text" }],

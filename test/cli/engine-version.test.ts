@@ -1,36 +1,14 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { createServer, type Server, type Socket } from 'node:net';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { answeringEndpoints } from '../fakes/answering-endpoint.js';
 import { engineVersion } from '../../src/cli/engine-version.js';
 
 // `podrun version` asks the engine over a bare socket: what it accepts from whatever answers there.
 
-const dirs: string[] = [];
-const servers: Server[] = [];
-
-async function endpoint(answer: (s: Socket, request: string) => void): Promise<string> {
-  const dir = mkdtempSync(join(tmpdir(), 'podrun-ev-'));
-  dirs.push(dir);
-  const path = join(dir, 'engine.sock');
-  const server = createServer((s) => {
-    let request = '';
-    s.on('data', (c: Buffer) => {
-      request += c.toString();
-      if (request.includes('\r\n\r\n')) answer(s, request);
-    });
-    s.on('error', () => undefined);
-  });
-  servers.push(server);
-  await new Promise<void>((r) => server.listen(path, r));
-  return `unix://${path}`;
-}
-
-afterEach(() => {
-  for (const s of servers.splice(0)) s.close();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
+const sockets = answeringEndpoints('podrun-ev-');
+const endpoint = sockets.endpoint;
+afterEach(() => sockets.close());
 
 describe('engineVersion', () => {
   it('reads the version and API version of a plain answer, asking GET /version', async () => {

@@ -3,7 +3,7 @@ import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { BIN } from './helpers.js';
+import { BIN, PAUSE_IMAGE, TEST_IMAGE, unique } from './helpers.js';
 
 // What a command loads is paid at every start (issue 33): `validate` reads no pod uid, so it must
 // not load node:crypto, which only uids (and apply's set id) hash with. No engine is asked.
@@ -22,3 +22,25 @@ describe('validate loads only what it uses', () => {
     expect(r.stderr).toMatch(/\nloaded: \n/);
   });
 });
+
+describe('get and apply load no HTTP stack, logger or timing module they do not use', () => {
+  // They read the engine over a plain socket (src/base/plain-get.ts); apply's driver logs nothing
+  // (pino brought worker_threads), and its relist clock is not performance.now() (perf_hooks). The
+  // engine is asked only to list: no pod of this state dir exists.
+  it('lists and plans without node:http, worker_threads or perf_hooks', () => {
+    const preload = join(dir, 'loaded-engine.cjs');
+    writeFileSync(preload, "process.on('exit', () => process.stderr.write(`\\nloaded: ${process.moduleLoadList.filter((m) => / (http|https|worker_threads|perf_hooks)$/.test(m)).join(',')}\\n`));\n");
+    const ns = unique('modules');
+    const pod = join(dir, 'q.yaml');
+    writeFileSync(pod, `apiVersion: v1\nkind: Pod\nmetadata: {name: q, namespace: ${ns}}\nspec:\n  containers: [{name: c, image: ${TEST_IMAGE}}]\n`);
+    const run = (...args: string[]) => spawnSync(process.execPath, ['--require', preload, BIN, '--state-dir', join(dir, 'state-engine'), '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', ...args], { encoding: 'utf8' });
+    const got = run('get', 'pods', '-n', ns);
+    expect(got.status, got.stderr).toBe(0);
+    expect(got.stderr).toMatch(/\nloaded: \n/);
+    const planned = run('apply', '--dry-run', pod);
+    expect(planned.status, planned.stderr).toBe(0);
+    expect(planned.stdout).toContain('q');
+    expect(planned.stderr).toMatch(/\nloaded: \n/);
+  });
+});
+

@@ -69,6 +69,16 @@ describe('spec hashes', () => {
     expect(containerHash(vol, vol.spec.containers[1]!)).toBe(containerHash(a, a.spec.containers[1]!));
   });
 
+  it("are kept per pod object: one container object in two pods hashes with each pod's volumes", () => {
+    const a = desired(POD).pod;
+    const vol = desired(POD.replace('/srv/data', '/srv/other')).pod;
+    const c = a.spec.containers[0]!;
+    const first = containerHash(a, c);
+    expect(containerHash(vol, c)).not.toBe(first);
+    expect(containerHash(a, c)).toBe(first);
+    expect(sandboxHash(a)).toBe(sandboxHash(desired(POD).pod));
+  });
+
   it('move the sandbox for ports, host network and hostname, regardless of port order', () => {
     const a = desired(POD).pod;
     expect(sandboxHash(desired(POD.replace('hostPort: 8080', 'hostPort: 8081')).pod)).not.toBe(sandboxHash(a));

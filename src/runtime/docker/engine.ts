@@ -2,6 +2,7 @@ import Docker from 'dockerode';
 import { EngineRequestError, EngineTimeoutError, EngineUnavailableError } from '../engine-errors.js';
 import { formatDuration, timerDelay } from '../../base/duration.js';
 import type { EngineOptions, RuntimeOptions } from '../runtime-types.js';
+import { plainGet, plainTarget } from '../../base/plain-get.js';
 
 export { EngineRequestError, EngineUnavailableError } from '../engine-errors.js';
 
@@ -15,6 +16,26 @@ export interface EngineCalls {
   readonly endpoint: string;
   readonly options: RuntimeOptions;
   call<T>(what: string, fn: () => Promise<T>, timeoutMs?: number): Promise<T>;
+}
+
+/** The runtime's calls, with the reads it makes most (a pod's relist, an inspect). */
+export interface ReadingCalls extends EngineCalls {
+  inspect(id: string): Promise<Docker.ContainerInspectInfo>;
+  /** Every container the label filters match, stopped ones too. */
+  list(label: string[]): Promise<Docker.ContainerInfo[]>;
+}
+
+/** The calls, reading without Node's HTTP client where the engine takes plain HTTP (plain-get.ts), else through dockerode. */
+export function engineCalls(docker: Docker, endpoint: string, options: RuntimeOptions, call: EngineCalls['call']): ReadingCalls {
+  const reads = plainReads(endpoint, options.requestTimeoutMs ?? 120_000);
+  return {
+    docker,
+    endpoint,
+    options,
+    call,
+    inspect: (id) => (reads ? reads.inspect(id) : docker.getContainer(id).inspect()),
+    list: (label) => (reads ? reads.list(label) : docker.listContainers({ all: true, filters: JSON.stringify({ label }) })),
+  };
 }
 
 export function engineEndpoint(o: EngineOptions): string {
@@ -65,4 +86,41 @@ export async function boundedCall<T>(what: string, fn: () => Promise<T>, timeout
     clearTimeout(timer);
     observer?.call?.(what, (performance.now() - t0) / 1000, failed);
   }
+}
+
+/** The most of an answer read: an inspect is about 10 KiB, a list of 10,000 containers about 20 MiB. */
+const MAX_READ = 256 * 1024 * 1024;
+
+/** The engine's reads that the CLI's starts and the agent's relist make most. */
+interface PlainReads {
+  inspect(id: string): Promise<Docker.ContainerInspectInfo>;
+  /** Every container the label filters match, stopped ones too. */
+  list(label: string[]): Promise<Docker.ContainerInfo[]>;
+}
+
+/** Plain reads of the engine at `endpoint`, or undefined where they cannot go (TLS). */
+export function plainReads(endpoint: string, timeoutMs: number): PlainReads | undefined {
+  const target = plainTarget(endpoint);
+  if (!target) return undefined;
+  const json = async (path: string): Promise<unknown> => {
+    const a = await plainGet(target, path, { maxBytes: MAX_READ, timeoutMs, name: endpoint });
+    const text = a.body.toString('utf8');
+    if (a.status >= 200 && a.status < 300) return JSON.parse(text) as unknown;
+    // Shaped as dockerode's failure, which engineError reads: the status code, and the engine's message.
+    let parsed: { message?: string } | undefined;
+    try {
+      parsed = JSON.parse(text) as { message?: string };
+    } catch {
+      parsed = undefined;
+    }
+    throw Object.assign(new Error(`(HTTP code ${a.status}) ${a.reason} - ${parsed?.message ?? text}`), { statusCode: a.status, reason: a.reason, json: parsed });
+  };
+  return {
+    inspect: async (id) => (await json(`/containers/${encodeURIComponent(id)}/json`)) as Docker.ContainerInspectInfo,
+    list: async (label) => {
+      const list = await json(`/containers/json?all=true&filters=${encodeURIComponent(JSON.stringify({ label }))}`);
+      if (!Array.isArray(list)) throw new Error(`unexpected answer from ${endpoint}: the container list is not a list`);
+      return list as Docker.ContainerInfo[];
+    },
+  };
 }

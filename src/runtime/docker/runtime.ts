@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../../manifest/types.js';
-import { boundedCall, connect, engineEndpoint, EngineRequestError, isNotFound, type EngineCalls } from './engine.js';
+import { boundedCall, connect, engineCalls, engineEndpoint, EngineRequestError, isNotFound, type ReadingCalls } from './engine.js';
 import type { ContainerDisk, ContainerReading, ContainerStatus, EngineEvent, EngineFacts, EngineRestartOn, ExecAttachOptions, ExecEnd, ExecRef, ExecStreams, FinishedInstance, ImageInventory, LogRequest, PullListener, RuntimeOptions, SandboxInfo, StartRequest } from '../runtime-types.js';
 import { ImageStore } from './images.js';
 import { ImagePresence } from '../image-presence.js';
@@ -37,7 +37,7 @@ export class PodRuntime implements PodEngine {
   /** The lowest oom_score_adj this node lets the engine set. */
   readonly oomScoreFloor: number;
   /** The client and its bounded call, for the role modules. */
-  private readonly calls: EngineCalls;
+  private readonly calls: ReadingCalls;
   private readonly images: ImageStore;
   /** Image inspects that found the image, so a burst of starts asks once per image. */
   private readonly presence: ImagePresence;
@@ -55,7 +55,7 @@ export class PodRuntime implements PodEngine {
     this.instance = instanceId(options.stateDir);
     this.oomScoreFloor = oomScoreFloor(this.endpoint);
     this.slots = new Slots(options.engineSlots ?? 4);
-    this.calls = { docker: this.docker, endpoint: this.endpoint, options, call: (what, fn, timeoutMs) => this.call(what, fn, timeoutMs) };
+    this.calls = engineCalls(this.docker, this.endpoint, options, (what, fn, timeoutMs) => this.call(what, fn, timeoutMs));
     this.images = new ImageStore(this.calls);
     this.presence = new ImagePresence((image) => this.images.present(image));
     this.readings = new LocalReadings(this.calls);
@@ -97,7 +97,7 @@ export class PodRuntime implements PodEngine {
     const out = new Map<string, EngineContainer | undefined>();
     await Promise.all(
       ids.map(async (id) => {
-        const info = await this.call('inspect container', () => this.docker.getContainer(id).inspect()).catch((err: unknown) => {
+        const info = await this.call('inspect container', () => this.calls.inspect(id)).catch((err: unknown) => {
           if (isNotFound(err)) return undefined;
           throw err;
         });
@@ -150,7 +150,7 @@ export class PodRuntime implements PodEngine {
    */
   async listContainers(uid?: string): Promise<EngineContainer[]> {
     const label = [`${LABEL.instance}=${this.instance}`, ...(uid ? [`${LABEL.podUid}=${uid}`] : [`${LABEL.managedBy}=${MANAGED_BY}`])];
-    const list = await this.work('list containers', () => this.docker.listContainers({ all: true, filters: JSON.stringify({ label }) }), uid ? { urgent: true } : {});
+    const list = await this.work('list containers', () => this.calls.list(label), uid ? { urgent: true } : {});
     return list.map(recordFromListed);
   }
 
@@ -242,13 +242,13 @@ export class PodRuntime implements PodEngine {
 
   /** A container's state, and how often the engine restarted it in place (under its own restart policy). */
   async containerState(id: string): Promise<ContainerStatus | undefined> {
-    const info = await this.call('inspect container', () => this.docker.getContainer(id).inspect()).catch(() => undefined);
+    const info = await this.call('inspect container', () => this.calls.inspect(id)).catch(() => undefined);
     return info ? statusFromInspect(info.State, info.RestartCount) : undefined;
   }
 
   /** When an exited container finished (ms since epoch), for crash backoff. */
   async finishedAt(id: string): Promise<number | undefined> {
-    const info = await this.call('inspect container', () => this.docker.getContainer(id).inspect()).catch(() => undefined);
+    const info = await this.call('inspect container', () => this.calls.inspect(id)).catch(() => undefined);
     const t = info ? Date.parse(info.State.FinishedAt) : NaN;
     return Number.isFinite(t) && t > 0 ? t : undefined;
   }
