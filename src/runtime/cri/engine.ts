@@ -19,8 +19,10 @@ import { writeCriLog, type LogReadOptions } from './logs.js';
 import { ContainerState, PodSandboxState, type PodSandboxConfigInput } from './messages.js';
 import { containerConfig, podLogDirectory, sandboxConfig } from './pod-config.js';
 import { recordFromContainer, recordFromSandbox, recordFromStatus, statusFromCri } from './records.js';
-import { relistWatch } from './relist.js';
+import { relistWatch, type RelistWatch } from './relist.js';
 import { followContainerEvents } from './container-events.js';
+import { criExitSignals, exitSignalTaps } from './exit-watch.js';
+import type { ExitSignals } from './exit-signals.js';
 import { ensurePodCgroup, podCgroupParent, removePodCgroup } from './pod-cgroup.js';
 import { startLogRotation } from './log-rotation.js';
 import { CriReadings } from './readings.js';
@@ -76,6 +78,8 @@ export class CriEngine implements PodEngine {
   private procView: ProcView | undefined;
   /** What the runtime said of GetContainerEvents: Unimplemented is asked once per engine. */
   private readonly eventsKnown = { unsupported: false, followed: false };
+  /** Each running container's own end signal while the agent watches (exit-watch.ts): a crash seen before the next relist. */
+  private exitSignals: ExitSignals | undefined;
 
   constructor(readonly options: CriEngineOptions) {
     this.endpoint = options.runtimeEndpoint;
@@ -197,7 +201,15 @@ export class CriEngine implements PodEngine {
    */
   async watchEvents(onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void): Promise<() => void> {
     const fastPeriodMs = this.options.relistPeriodMs ?? 1000;
-    const watch = await relistWatch(() => this.listContainers(), onEvent, onEnd, fastPeriodMs);
+    let relisting: RelistWatch | undefined;
+    const signals = criExitSignals(this.client, this.instance, () => relisting);
+    this.exitSignals = signals;
+    const taps = exitSignalTaps(signals, () => this.listContainers(), onEvent);
+    const watch = await relistWatch(taps.list, taps.onEvent, (err) => {
+      signals?.stop();
+      onEnd(err);
+    }, fastPeriodMs);
+    relisting = watch;
     const abort = new AbortController();
     if (!this.eventsKnown.unsupported) {
       void followContainerEvents(this.client.containerEvents(abort.signal), watch, {
@@ -214,6 +226,7 @@ export class CriEngine implements PodEngine {
     return () => {
       abort.abort();
       watch.stop();
+      signals?.stop();
     };
   }
 
@@ -336,6 +349,7 @@ export class CriEngine implements PodEngine {
     await this.call(`start container ${what}`, () => this.client.startContainer(cid)).catch((err: unknown) => {
       throw new ContainerStartError((err as Error).message, 'RunContainerError');
     });
+    this.exitSignals?.watch(cid);
     return cid;
   }
 
