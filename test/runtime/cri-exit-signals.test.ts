@@ -8,6 +8,7 @@ import { exitSignalTaps } from '../../src/runtime/cri/exit-watch.js';
 import { LABEL } from '../../src/runtime/labels.js';
 import type { EngineContainer } from '../../src/runtime/observed.js';
 import type { EngineEvent } from '../../src/runtime/runtime-types.js';
+import { criRelistPeriod } from '../../src/runtime/open-engine.js';
 
 const flush = async (): Promise<void> => {
   for (let i = 0; i < 20; i++) await Promise.resolve();
@@ -236,5 +237,17 @@ describe('the cgroup side: which file is watched', () => {
     symlinkSync(outside, join(dir, `cri-${id}.scope`));
     expect(cgroupEventsPath(dir, `cri-${id}.scope`, id)).toBeUndefined();
     rmSync(outside, { recursive: true, force: true });
+  });
+});
+
+describe('PODRUN_CRI_RELIST_PERIOD', () => {
+  it('is a Go duration of at least 100ms; unset is the default, anything else a clear error', () => {
+    expect(criRelistPeriod(undefined)).toBeUndefined();
+    expect(criRelistPeriod(' ')).toBeUndefined();
+    expect(criRelistPeriod('10m')).toBe(600_000);
+    expect(criRelistPeriod('250ms')).toBe(250);
+    expect(() => criRelistPeriod('10')).toThrow(/PODRUN_CRI_RELIST_PERIOD "10": .*needs a unit/);
+    expect(() => criRelistPeriod('0')).toThrow(/at least 100ms/);
+    expect(() => criRelistPeriod('5ms')).toThrow(/at least 100ms/);
   });
 });
