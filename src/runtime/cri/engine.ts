@@ -202,7 +202,7 @@ export class CriEngine implements PodEngine {
   async watchEvents(onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void): Promise<() => void> {
     const fastPeriodMs = this.options.relistPeriodMs ?? 1000;
     let relisting: RelistWatch | undefined;
-    const signals = criExitSignals(this.client, this.instance, () => relisting);
+    const signals = criExitSignals(this.client, this.instance, () => relisting, this.options.observer ? { observer: this.options.observer } : {});
     this.exitSignals = signals;
     const taps = exitSignalTaps(signals, () => this.listContainers(), onEvent);
     const watch = await relistWatch(taps.list, taps.onEvent, (err) => {
