@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { cgroupEventsPath, eventsSayEnded, unifiedRoot } from '../../src/runtime/cri/cgroup-exit.js';
-import { ExitSignals, type ExitSignalDeps, type SignalHandle } from '../../src/runtime/cri/exit-signals.js';
+import { DEFAULT_CHECK_DELAYS_MS, ExitSignals, type ExitSignalDeps, type SignalHandle } from '../../src/runtime/cri/exit-signals.js';
 import { exitSignalTaps } from '../../src/runtime/cri/exit-watch.js';
 import { LABEL } from '../../src/runtime/labels.js';
 import type { EngineContainer } from '../../src/runtime/observed.js';
@@ -123,6 +123,17 @@ describe('exit signals: bounds and coalescing', () => {
     expect(b.signals.counts.told).toBe(0);
     expect(b.closed).toEqual(['x']);
     expect(b.signals.size).toBe(0);
+  });
+
+  it('by default a death costs at most 16 runtime calls, over no more than 4 s', async () => {
+    const b = bed({ answers: Array(100).fill(false) });
+    b.ended.set('x', true);
+    b.signals.watch('x');
+    await flush();
+    for (let i = 0; i < 100; i++) await flush();
+    expect(b.confirmed.length).toBe(DEFAULT_CHECK_DELAYS_MS.length);
+    expect(b.confirmed.length).toBeLessThanOrEqual(16);
+    expect(DEFAULT_CHECK_DELAYS_MS.reduce((a, x) => a + x, 0)).toBeLessThanOrEqual(4000);
   });
 
   it('an end before the signal opened is caught by the first look', async () => {

@@ -55,8 +55,13 @@ export interface ExitSignalCounts {
   refused: number;
 }
 
-/** 0 ms, then doubling from 25 ms: about 3 s in all, past which the runtime is slow and the relist tells. */
-export const DEFAULT_CHECK_DELAYS_MS: readonly number[] = [0, 25, 50, 100, 200, 400, 800, 1600];
+/**
+ * 0 ms (a runtime that already knows), then every 20 ms for 200 ms: containerd 1.6 says EXITED 65 to
+ * 150 ms after the cgroup empties (measured here, a loaded machine), so a step of 20 ms finds it
+ * within 20 ms for about 5 to 8 calls; then doubling from 100 ms, about 3.3 s in all, past which the
+ * runtime is slow and the relist tells. At most 16 calls per container life.
+ */
+export const DEFAULT_CHECK_DELAYS_MS: readonly number[] = [0, ...Array<number>(10).fill(20), 100, 200, 400, 800, 1600];
 export const DEFAULT_MAX_WATCHED = 1024;
 
 interface Entry {
