@@ -31,7 +31,7 @@ async function killMain(id: string): Promise<void> {
 }
 
 describe('a crash on a runtime without container events', () => {
-  it('is seen from the container cgroup, not the relist: the container is replaced within seconds, twice', async () => {
+  it('is seen from the container cgroup, not the relist: replaced within seconds, twice, and once more after a new agent adopted it', async () => {
     const ns = unique('cri-exitsig');
     const name = unique('crash');
     const dir = join(world.dir, 'exit-signal-manifests');
@@ -47,16 +47,14 @@ spec:
   - {name: a, image: ${TEST_IMAGE}, command: [sleep, '3600']}
 `,
     );
-    const agent = new AgentProcess(
-      world.stateDir,
-      ['--manifest-dir', dir, '--relist-period', '10m', '--crash-backoff-initial', '0s', '--crash-backoff-max', '0s'],
-      {
+    const start = (): AgentProcess =>
+      new AgentProcess(world.stateDir, ['--manifest-dir', dir, '--relist-period', '10m', '--crash-backoff-initial', '0s', '--crash-backoff-max', '0s'], {
         ...noDocker,
         PODRUN_CONTAINER_RUNTIME_ENDPOINT: ctrd.endpoint,
         PODRUN_POD_LOGS_DIR: podLogs,
         PODRUN_CRI_RELIST_PERIOD: '10m',
-      },
-    );
+      });
+    let agent = start();
     try {
       await agent.started();
       const first = await until('the container to run', () => runningOf(name, []), 60_000);
@@ -69,6 +67,16 @@ spec:
         seen.push(next.id);
       }
       expect(agent.proc.exitCode).toBeNull();
+      // A new agent adopts the running container: it is watched from the first list, not from a start of its own.
+      await agent.stop();
+      agent = start();
+      await agent.started();
+      await until('the adopted container to be listed', async () => ((await runningOf(name, []))?.id === seen[seen.length - 1] ? true : undefined));
+      // Its first list is what opens the watch: give it a moment past the start.
+      await new Promise((r) => setTimeout(r, 1500));
+      await killMain(seen[seen.length - 1]!);
+      const adopted = await until('the adopted one replaced', () => runningOf(name, seen), 8_000);
+      expect(adopted.attempt).toBe(3);
     } catch (err) {
       throw new Error(`${(err as Error).message}\nagent log:\n${agent.logs().slice(-4000)}\ncontainerd:\n${ctrd.recentLog}`);
     } finally {
