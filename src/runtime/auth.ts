@@ -117,14 +117,23 @@ async function fromHelper(helper: string, server: string): Promise<RegistryAuth 
 }
 
 /**
- * Credentials for pulling `image`, as the kubelet's keyring finds them: every `auths` key that
- * matches (host globs, port, repository path prefix: `registry:5000/team` serves
+ * Every credential for pulling `image`, in the order the kubelet's keyring offers them: every
+ * `auths` key that matches (host globs, port, repository path prefix: `registry:5000/team` serves
  * `registry:5000/team/app` only), the most specific first (reverse lexical order, as the keyring
- * sorts its index); then the registry's credential helper, then the default store.
+ * sorts its index); then the registry's credential helper, then the default store; file by file.
+ * A generator, so a helper is asked only when the credentials before it were refused.
  */
-export async function authFor(image: string, configs: (DockerConfig | undefined)[]): Promise<RegistryAuth | undefined> {
+export async function* authsFor(image: string, configs: (DockerConfig | undefined)[]): AsyncGenerator<RegistryAuth> {
   const registry = registryOf(image);
   const server = registry === 'docker.io' ? DOCKER_HUB : registry;
+  const given = new Set<string>();
+  const fresh = (a: RegistryAuth | undefined): a is RegistryAuth => {
+    if (!a) return false;
+    const key = JSON.stringify([a.username, a.password, a.identitytoken]);
+    if (given.has(key)) return false;
+    given.add(key);
+    return true;
+  };
   for (const config of configs) {
     if (!config) continue;
     const keys = Object.keys(config.auths ?? {})
@@ -133,18 +142,51 @@ export async function authFor(image: string, configs: (DockerConfig | undefined)
       .reverse();
     for (const k of keys) {
       const found = fromEntry(config.auths?.[k] ?? {}, server);
-      if (found) return found;
+      if (fresh(found)) yield found;
     }
     const helper = config.credHelpers?.[registry] ?? config.credsStore;
     if (helper) {
       const found = await fromHelper(helper, server);
-      if (found) return found;
+      if (fresh(found)) yield found;
     }
   }
+}
+
+/** The first credential for `image` (what a single request, e.g. a registry's HEAD, sends). */
+export async function authFor(image: string, configs: (DockerConfig | undefined)[]): Promise<RegistryAuth | undefined> {
+  for await (const auth of authsFor(image, configs)) return auth;
   return undefined;
 }
 
 /** Reads the files at each pull, so a credential written while the agent runs is used at the next one. */
 export function authFromFiles(image: string, files: readonly string[]): Promise<RegistryAuth | undefined> {
   return authFor(image, files.map(readConfig));
+}
+
+/** Every failure of a pull tried with each credential in turn. */
+export class EveryCredentialRefused extends Error {
+  constructor(readonly failures: readonly unknown[]) {
+    super(failures.map((f) => (f instanceof Error ? f.message : String(f))).join('; '));
+  }
+}
+
+/**
+ * Pulls with each credential the node has for `image` in turn, until one works, as the kubelet's
+ * PullImage does (kuberuntime_image.go: keyring.Lookup, then each credential, errors aggregated);
+ * with none, once without. Only a failure `nextOn` accepts (the registry's refusal) moves on to
+ * the next credential: an engine that is gone fails the pull at once.
+ */
+export async function pullWithEachCredential<T>(image: string, files: readonly string[], attempt: (auth: RegistryAuth | undefined) => Promise<T>, nextOn: (err: unknown) => boolean): Promise<T> {
+  const failures: unknown[] = [];
+  for await (const auth of authsFor(image, files.map(readConfig))) {
+    try {
+      return await attempt(auth);
+    } catch (err) {
+      if (!nextOn(err)) throw err;
+      failures.push(err);
+    }
+  }
+  if (!failures.length) return attempt(undefined);
+  if (failures.length === 1) throw failures[0];
+  throw new EveryCredentialRefused(failures);
 }

@@ -7,7 +7,8 @@ import { watch, type FSWatcher } from 'chokidar';
 import { formatIssue, type ManifestIssue } from '../manifest/errors.js';
 import { loadManifestText } from '../manifest/load.js';
 import type { DesiredPod } from '../manifest/types.js';
-import { isManifestFileName, readManifestFile, stampOf, writableByOthers } from '../manifest/files.js';
+import { isManifestFileName, readManifestFile, writableByOthers } from '../manifest/files.js';
+import { RemovalGrace, SettleWait } from './settle.js';
 import type { OriginPods } from './merge.js';
 import type { PodSource, SetExpiry } from './source.js';
 import type { SetHeader } from './freshness.js';
@@ -33,9 +34,6 @@ export interface DirectorySourceOptions {
   /** Read a file only when its detached signature (`FILE.sig` beside it) verifies against these keys. */
   signatures?: SignaturePolicy;
 }
-
-/** How long new content must stay as it is before it is believed. */
-const SETTLE_MS = 300;
 
 /** What a file keeps of its last good signed version while a newer one is refused. */
 function signedOf(prev: FileState | undefined): Pick<FileState, 'signedBy' | 'header'> {
@@ -63,13 +61,25 @@ export class DirectorySource implements PodSource {
   readonly name: string;
   private readonly dir: string;
   private readonly files = new Map<string, FileState>();
-  private readonly removals = new Map<string, NodeJS.Timeout>();
   private readonly busy = new Set<string>();
   private readonly again = new Set<string>();
-  /** Files waiting to be read again, with the content the wait is for. */
-  private readonly confirming = new Map<string, { digest: string; timer: NodeJS.Timeout }>();
-  /** Content that stayed the same through a wait: it may be believed. */
-  private readonly settled = new Map<string, string>();
+  /** New content believed only once it has stayed (settle.ts); a settled file is read anew. */
+  private readonly settle = new SettleWait((path, settled) => {
+    if (settled) {
+      const again = this.files.get(path);
+      if (again) again.digest = '';
+    }
+    this.fileEvent(path);
+  }, () => this.stopped);
+  /** A vanished file's pods stay wanted for the removal grace (settle.ts): it may be back at once. */
+  private readonly removals = new RemovalGrace(
+    (path) => this.fileEvent(path),
+    (path) => {
+      this.files.delete(path);
+      this.onChange();
+    },
+    () => this.stopped,
+  );
   private watcher: FSWatcher | undefined;
   private timer: NodeJS.Timeout | undefined;
   private onChange: () => void = () => undefined;
@@ -131,8 +141,8 @@ export class DirectorySource implements PodSource {
   async stop(): Promise<void> {
     this.stopped = true;
     if (this.timer) clearInterval(this.timer);
-    for (const t of this.removals.values()) clearTimeout(t);
-    for (const w of this.confirming.values()) clearTimeout(w.timer);
+    this.removals.stop();
+    this.settle.stop();
     await this.watcher?.close();
   }
 
@@ -228,7 +238,7 @@ export class DirectorySource implements PodSource {
   private readFile(path: string): void {
     const read = readManifestFile(path);
     if (read.kind === 'gone') {
-      this.scheduleRemoval(path);
+      if (this.files.has(path)) this.removals.start(path, this.o.removeGraceMs ?? 1000);
       return;
     }
     if (read.kind === 'issue') {
@@ -241,11 +251,7 @@ export class DirectorySource implements PodSource {
       this.setIssue(path, { file: path, line: 1, column: 1, field: '', message: unsafe, severity: 'error' });
       return;
     }
-    const pending = this.removals.get(path);
-    if (pending) {
-      clearTimeout(pending);
-      this.removals.delete(path);
-    }
+    this.removals.cancel(path);
     let signature: string | undefined;
     if (this.o.signatures) {
       const sig = readManifestFile(signaturePath(path));
@@ -260,7 +266,7 @@ export class DirectorySource implements PodSource {
     const prev = this.files.get(path);
     if (prev && prev.digest === digest) {
       // Back to what is in force: a version seen meanwhile did not stay, so it is not waited for.
-      this.cancelConfirm(path);
+      this.settle.cancel(path);
       return;
     }
     if (text.trim() === '') {
@@ -274,11 +280,11 @@ export class DirectorySource implements PodSource {
     // first container without the second). After the first scan, content is believed only once it
     // has stayed the same for a moment; a rename into place (what careful writers do) costs the
     // same moment and nothing else.
-    if (this.scanned && this.settled.get(path) !== digest) {
-      this.confirm(path, digest);
+    if (this.scanned && !this.settle.isSettled(path, digest)) {
+      this.settle.wait(path, digest);
       return;
     }
-    this.settled.delete(path);
+    this.settle.forget(path);
     let signedBy: string | undefined;
     let fresh: FreshSet | undefined;
     if (this.o.signatures) {
@@ -311,71 +317,14 @@ export class DirectorySource implements PodSource {
     this.onChange();
   }
 
-  private cancelConfirm(path: string): void {
-    const waiting = this.confirming.get(path);
-    if (!waiting) return;
-    clearTimeout(waiting.timer);
-    this.confirming.delete(path);
-  }
-
-  /**
-   * Reads the file again once its content has stayed `digest` for SETTLE_MS; then that content is
-   * believed. New content meanwhile starts the wait over.
-   */
-  private confirm(path: string, digest: string): void {
-    const waiting = this.confirming.get(path);
-    if (waiting?.digest === digest) return;
-    if (waiting) clearTimeout(waiting.timer);
-    const stamp = stampOf(path);
-    const timer = setTimeout(() => {
-      this.confirming.delete(path);
-      if (this.stopped) return;
-      // Written again meanwhile (perhaps back and forth, between events): not settled; wait anew.
-      if (stampOf(path) !== stamp) {
-        this.fileEvent(path);
-        return;
-      }
-      this.settled.set(path, digest);
-      const again = this.files.get(path);
-      if (again) again.digest = '';
-      this.fileEvent(path);
-    }, SETTLE_MS);
-    timer.unref();
-    this.confirming.set(path, { digest, timer });
-  }
-
   /** A file that cannot be read keeps its last good pods, like an invalid one. */
   private setIssue(path: string, issue: ManifestIssue): void {
     const prev = this.files.get(path);
-    const pending = this.removals.get(path);
-    if (pending) {
-      clearTimeout(pending);
-      this.removals.delete(path);
-    }
+    this.removals.cancel(path);
     const digest = `issue:${issue.message}`;
     if (prev?.digest === digest) return;
     this.o.log?.warn(`${formatIssue(issue)} (keeping the last good version)`, { source: this.name, file: issue.file });
     this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: [issue], good: prev?.good ?? false, ...signedOf(prev) });
     this.onChange();
-  }
-
-  private scheduleRemoval(path: string): void {
-    if (!this.files.has(path) || this.removals.has(path)) return;
-    const t = setTimeout(() => {
-      this.removals.delete(path);
-      if (this.stopped) return;
-      try {
-        if (statSync(path).isFile()) {
-          this.fileEvent(path);
-          return;
-        }
-      } catch {
-        // gone for good
-      }
-      this.files.delete(path);
-      this.onChange();
-    }, timerDelay(this.o.removeGraceMs ?? 1000));
-    t.unref();
-    this.removals.set(path, t);
   }
 }

@@ -6,6 +6,8 @@ import { describe, expect, it } from 'vitest';
 // file under src/ is measured as `wc -l` counts it; one over the limit fails, unless it is on the
 // list below of files being split right now. The list may only shrink: an entry whose file is
 // back under the limit (or gone) fails too, so a split that is done is also crossed off.
+// Lines are read as they are written; `npm run format:check` (Prettier, 160 columns) keeps them
+// as the formatter writes them, so the limit holds for the formatted file, not a few long lines.
 
 const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '../..');
 const LIMIT = 400;
@@ -14,11 +16,7 @@ const LIMIT = 400;
  * Files over the limit that other work is splitting today (issue 31). Empty it as each split
  * lands; nothing is added here to let a new file grow.
  */
-const BEING_SPLIT: readonly string[] = [
-  'src/runtime/cri/engine.ts',
-  'src/runtime/cri/messages.ts',
-  'src/runtime/cri/wire.ts',
-];
+const BEING_SPLIT: readonly string[] = [];
 
 function sources(dir: string): string[] {
   return readdirSync(join(ROOT, dir), { withFileTypes: true }).flatMap((e) => {

@@ -224,10 +224,19 @@ async function applyAndPullWithCredentials(bed: Bed): Promise<void> {
   expect(d.code).toBe(1);
   expect(d.err).toMatch(/failed to pull image .*denied.*(unauthorized|authentication required|no basic auth)/i);
   expect((await bed.cli(['get', 'pods', '-n', ns, 'denied'])).out).toMatch(/denied\s+0\/1\s+ErrImagePull/);
+  // Two credentials match, the repository's own (wrong) before the registry's (right): each is
+  // tried in turn, as the kubelet's PullImage does, and the second pulls.
+  const two = join(bed.world.dir, `${ns}-two.json`);
+  const basic = (password: string): { auth: string } => ({ auth: Buffer.from(`${USER.username}:${password}`).toString('base64') });
+  writeFileSync(two, `${JSON.stringify({ auths: { [`${registry.host}/node`]: basic('wrong-password'), [registry.host]: basic(USER.password) } })}\n`);
+  const second = await push(`node/${unique('second')}:1`);
+  const s = await bed.cli(['--image-credentials', two, 'apply', '-f', bed.world.write(`${ns}-second.yaml`, podYaml(ns, 'second', second)), '--timeout', '60s']);
+  expect(s.code, s.err).toBe(0);
+  expect(s.err).toContain(`Pulled image ${second} in`);
   const missing = await bed.cli(['apply', '-f', bed.world.write(`${ns}-missing.yaml`, podYaml(ns, 'missing', `${registry.host}/node/${unique('nothing')}:nope`)), '--timeout', '20s']);
   expect(missing.code).toBe(1);
   expect(missing.err).toMatch(/failed to pull image .*:nope.*(not found|manifest unknown)/i);
-  for (const text of [r.err, pull.out, pull.err, d.err, missing.err]) expect(text).not.toContain(USER.password);
+  for (const text of [r.err, pull.out, pull.err, d.err, s.err, missing.err]) expect(text).not.toContain(USER.password);
   await bed.cli(['delete', 'pods', '--all', '-n', ns, '--grace-period', '0']);
 }
 

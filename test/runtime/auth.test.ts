@@ -1,8 +1,8 @@
-import { chmodSync, mkdtempSync, rmSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { authFor, authFromFiles, credentialFiles, registryOf } from '../../src/runtime/auth.js';
+import { authFor, authFromFiles, authsFor, credentialFiles, EveryCredentialRefused, pullWithEachCredential, registryOf, type DockerConfig } from '../../src/runtime/auth.js';
 
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 
@@ -111,5 +111,60 @@ describe('registry credentials as a node finds them', () => {
   it("reads the state dir's config.json before the user's, and only the file named when one is", () => {
     expect(credentialFiles({ stateDir: '/var/lib/podrun' })[0]).toBe('/var/lib/podrun/config.json');
     expect(credentialFiles({ stateDir: '/s', file: '/etc/podrun/auth.json' })).toEqual(['/etc/podrun/auth.json']);
+  });
+});
+
+describe('a pull tried with each credential in turn, as the kubelet does', () => {
+  const dir = mkdtempSync(join(tmpdir(), 'podrun-auths-'));
+  const file = join(dir, 'config.json');
+  const other = join(dir, 'other.json');
+  writeFileSync(
+    file,
+    JSON.stringify({ auths: { '127.0.0.1:5000/team': { auth: b64('team:wrong') }, '127.0.0.1:5000': { auth: b64('whole:right') }, '127.0.0.1:5001': { auth: b64('x:y') } } }),
+  );
+  // The same credential in a second file is not sent twice.
+  writeFileSync(other, JSON.stringify({ auths: { '127.0.0.1:5000': { auth: b64('whole:right') } } }));
+
+  it('offers every matching credential, the most specific first, each once', async () => {
+    const seen: string[] = [];
+    for await (const a of authsFor('127.0.0.1:5000/team/app:1', [JSON.parse(readFileSync(file, 'utf8')) as DockerConfig, JSON.parse(readFileSync(other, 'utf8')) as DockerConfig])) seen.push(`${a.username}:${a.password}`);
+    expect(seen).toEqual(['team:wrong', 'whole:right']);
+  });
+
+  it('moves on when the registry refuses a credential, and stops at the first that works', async () => {
+    const tried: string[] = [];
+    const result = await pullWithEachCredential(
+      '127.0.0.1:5000/team/app:1',
+      [file, other],
+      async (auth) => {
+        tried.push(auth?.username ?? 'none');
+        if (auth?.password !== 'right') throw new Error('unauthorized');
+        return 'pulled';
+      },
+      () => true,
+    );
+    expect(result).toBe('pulled');
+    expect(tried).toEqual(['team', 'whole']);
+  });
+
+  it('with no credential pulls once without; every refusal is named; an engine that is gone ends it at once', async () => {
+    const none: string[] = [];
+    await pullWithEachCredential('quay.io/x', [file], async (auth) => void none.push(auth ? 'auth' : 'none'), () => true);
+    expect(none).toEqual(['none']);
+    const all = pullWithEachCredential('127.0.0.1:5000/team/app:1', [file], async (auth) => Promise.reject(new Error(`denied ${auth?.username}`)), () => true);
+    await expect(all).rejects.toBeInstanceOf(EveryCredentialRefused);
+    await expect(all).rejects.toThrow('denied team; denied whole');
+    let calls = 0;
+    const gone = pullWithEachCredential(
+      '127.0.0.1:5000/team/app:1',
+      [file],
+      async () => {
+        calls++;
+        throw new Error('engine gone');
+      },
+      () => false,
+    );
+    await expect(gone).rejects.toThrow('engine gone');
+    expect(calls).toBe(1);
   });
 });

@@ -1,6 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import * as M from '../../src/runtime/cri/messages.js';
-import { decode, encode, WireError, type MessageSpec } from '../../src/runtime/cri/wire.js';
+import { WireError, type MessageSpec } from '../../src/runtime/cri/wire.js';
+import { decode } from '../../src/runtime/cri/wire-decode.js';
+import { encode } from '../../src/runtime/cri/wire-encode.js';
 
 const hex = (b: Uint8Array): string => Buffer.from(b).toString('hex');
 const bytes = (h: string): Uint8Array => new Uint8Array(Buffer.from(h.replace(/\s+/g, ''), 'hex'));

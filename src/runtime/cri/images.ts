@@ -1,5 +1,5 @@
 import type { Container } from '../../manifest/types.js';
-import { authFromFiles, credentialFiles } from '../auth.js';
+import { credentialFiles, EveryCredentialRefused, pullWithEachCredential, type RegistryAuth } from '../auth.js';
 import { ensureByPolicy, PullQueue, type PullListener } from '../pull-policy.js';
 import { ImageError, type EngineImage, type ImageInventory, type RuntimeOptions } from '../runtime-types.js';
 import { unlessAborted } from '../slots.js';
@@ -38,23 +38,24 @@ export class CriImages {
   }
 
   private async pullNow(image: string): Promise<number> {
-    const found = await authFromFiles(image, this.options.credentialFiles ?? credentialFiles({}));
-    const auth = found ? { serverAddress: found.serveraddress, ...(found.username ? { username: found.username } : {}), ...(found.password ? { password: found.password } : {}), ...(found.identitytoken ? { identityToken: found.identitytoken } : {}) } : undefined;
+    const files = this.options.credentialFiles ?? credentialFiles({});
     const t0 = performance.now();
     const progress = { image, layers: 0, layersDone: 0, bytes: 0, totalBytes: 0 };
     let ok = false;
     let failure: string | undefined;
     // The CRI tells nothing of a pull until it ends: the progress is its start and its end.
     this.options.onPullProgress?.(progress);
+    // The runtime being gone is not the image's fault: the caller retries when it is back.
+    const refused = (err: unknown): boolean => err instanceof CriError && !(err instanceof CriUnreachableError) && !(err instanceof CriNotRuntimeError);
     try {
-      await this.client.pullImage(image, auth);
+      await pullWithEachCredential(image, files, (found) => this.client.pullImage(image, authConfig(found)), refused);
       ok = true;
       return (performance.now() - t0) / 1000;
     } catch (err) {
-      failure = (err as Error).message;
-      // The runtime being gone is not the image's fault: the caller retries when it is back.
-      if (err instanceof CriUnreachableError || err instanceof CriNotRuntimeError || !(err instanceof CriError)) throw err;
-      throw new ImageError(`failed to pull image ${image}: ${failure.replace(/^PullImage: /, '')}`, 'ErrImagePull');
+      const each = err instanceof EveryCredentialRefused ? err.failures : [err];
+      failure = each.map((f) => (f as Error).message).join('; ');
+      if (!each.every(refused)) throw each.find((f) => !refused(f)) ?? err;
+      throw new ImageError(`failed to pull image ${image}: ${each.map((f) => (f as Error).message.replace(/^PullImage: /, '')).join('; ')}`, 'ErrImagePull');
     } finally {
       const seconds = (performance.now() - t0) / 1000;
       this.options.observer?.pull?.(seconds, ok);
@@ -128,4 +129,10 @@ function imageIds(list: readonly ImageInfo[]): Map<string, string> {
     }
   }
   return ids;
+}
+
+/** A node credential as the CRI's AuthConfig. */
+function authConfig(found: RegistryAuth | undefined): { serverAddress: string; username?: string; password?: string; identityToken?: string } | undefined {
+  if (!found) return undefined;
+  return { serverAddress: found.serveraddress, ...(found.username ? { username: found.username } : {}), ...(found.password ? { password: found.password } : {}), ...(found.identitytoken ? { identityToken: found.identitytoken } : {}) };
 }

@@ -1,5 +1,6 @@
 import Docker from 'dockerode';
-import { EngineRequestError, EngineUnavailableError } from '../engine-errors.js';
+import { EngineRequestError, EngineTimeoutError, EngineUnavailableError } from '../engine-errors.js';
+import { formatDuration, timerDelay } from '../../base/duration.js';
 import type { EngineOptions, RuntimeOptions } from '../runtime-types.js';
 
 export { EngineRequestError, EngineUnavailableError } from '../engine-errors.js';
@@ -40,4 +41,28 @@ export function engineError(err: unknown, what: string, endpoint: string): Error
 
 export function isNotFound(err: unknown): boolean {
   return err instanceof EngineRequestError && err.statusCode === 404;
+}
+
+/**
+ * One engine call as the runtime makes every one: bounded by `timeoutMs`, its failure one of the
+ * two error kinds above, and the observer told how long it took.
+ */
+export async function boundedCall<T>(what: string, fn: () => Promise<T>, timeoutMs: number, endpoint: string, observer: RuntimeOptions['observer']): Promise<T> {
+  const t0 = observer ? performance.now() : 0;
+  let failed = false;
+  let timer: NodeJS.Timeout | undefined;
+  try {
+    // A request the engine never answers must not hold a pod (or a delete) forever.
+    const timeout = new Promise<never>((_, reject) => {
+      timer = setTimeout(() => reject(new EngineTimeoutError(what, formatDuration(timeoutMs))), timerDelay(timeoutMs));
+      timer.unref();
+    });
+    return await Promise.race([fn(), timeout]);
+  } catch (err) {
+    failed = true;
+    throw err instanceof EngineTimeoutError ? err : engineError(err, what, endpoint);
+  } finally {
+    clearTimeout(timer);
+    observer?.call?.(what, (performance.now() - t0) / 1000, failed);
+  }
 }

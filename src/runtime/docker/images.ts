@@ -1,6 +1,6 @@
 import type Docker from 'dockerode';
 import type { Container } from '../../manifest/types.js';
-import { authFromFiles, credentialFiles } from '../auth.js';
+import { credentialFiles, EveryCredentialRefused, pullWithEachCredential } from '../auth.js';
 import { engineError, EngineRequestError, isNotFound } from './engine.js';
 import { ImageError, type EngineImage, type ImageInventory, type PullListener, type PullProgress } from '../runtime-types.js';
 import type { EngineCalls } from './engine.js';
@@ -93,33 +93,43 @@ export class ImageStore {
   }
 
   private async pullNow(image: string): Promise<PullResult> {
-    const auth = await authFromFiles(image, this.e.options.credentialFiles ?? credentialFiles({}));
+    const files = this.e.options.credentialFiles ?? credentialFiles({});
     const t0 = performance.now();
     const tally = new PullTally(image);
     let ok = false;
     let failure: string | undefined;
     this.e.options.onPullProgress?.(tally.progress);
+    const refused = (err: unknown): boolean => engineError(err, `pull ${image}`, this.e.endpoint) instanceof EngineRequestError;
     try {
-      const stream = await this.e.docker.pull(image, auth ? { authconfig: auth } : {});
-      await new Promise<void>((resolve, reject) => {
-        this.e.docker.modem.followProgress(
-          stream,
-          (err: Error | null) => (err ? reject(err) : resolve()),
-          (event: LayerEvent) => {
-            if (event.error) return;
-            tally.add(event);
-            this.e.options.onPullProgress?.(tally.progress);
-          },
-        );
-      });
+      await pullWithEachCredential(
+        image,
+        files,
+        async (auth) => {
+          const stream = await this.e.docker.pull(image, auth ? { authconfig: auth } : {});
+          await new Promise<void>((resolve, reject) => {
+            this.e.docker.modem.followProgress(
+              stream,
+              (err: Error | null) => (err ? reject(err) : resolve()),
+              (event: LayerEvent) => {
+                if (event.error) return;
+                tally.add(event);
+                this.e.options.onPullProgress?.(tally.progress);
+              },
+            );
+          });
+        },
+        refused,
+      );
       ok = true;
       const p = tally.progress;
       return { seconds: (performance.now() - t0) / 1000, bytes: p.totalBytes, layers: p.layers };
     } catch (err) {
-      const e = engineError(err, `pull ${image}`, this.e.endpoint);
-      failure = e.message;
-      if (e instanceof EngineRequestError) throw new ImageError(`failed to pull image ${image}: ${e.detail}`, 'ErrImagePull');
-      throw e;
+      // Each credential refused: the registry's reason for each, as the kubelet aggregates them.
+      const each = err instanceof EveryCredentialRefused ? err.failures : [err];
+      const errors = each.map((f) => engineError(f, `pull ${image}`, this.e.endpoint));
+      failure = errors.map((e) => e.message).join('; ');
+      if (errors.every((e) => e instanceof EngineRequestError)) throw new ImageError(`failed to pull image ${image}: ${errors.map((e) => (e as EngineRequestError).detail).join('; ')}`, 'ErrImagePull');
+      throw errors[0];
     } finally {
       const seconds = (performance.now() - t0) / 1000;
       this.e.options.observer?.pull?.(seconds, ok);

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../../manifest/types.js';
-import { connect, engineEndpoint, engineError, EngineRequestError, isNotFound, type EngineCalls } from './engine.js';
+import { boundedCall, connect, engineEndpoint, EngineRequestError, isNotFound, type EngineCalls } from './engine.js';
 import type { ContainerDisk, ContainerReading, ContainerStatus, EngineEvent, EngineFacts, EngineRestartOn, ExecAttachOptions, ExecEnd, ExecRef, ExecStreams, FinishedInstance, ImageInventory, LogRequest, PullListener, RuntimeOptions, SandboxInfo, StartRequest } from '../runtime-types.js';
 import { ImageStore } from './images.js';
 import { ImagePresence } from '../image-presence.js';
@@ -11,13 +11,12 @@ import { cgroupCandidates, type CgroupLayout } from '../cgroup-stats.js';
 import { execAttachedIn, execIn, terminationMessageOf, writeLogsOf } from './streams.js';
 import { endExec } from './exec-end.js';
 import { defaultHostIP, oomScoreFloor } from '../host.js';
-import { EngineTimeoutError } from '../engine-errors.js';
-import { formatDuration, timerDelay } from '../../base/duration.js';
 import { instanceId, LABEL, MANAGED_BY } from '../labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../observed.js';
 import type { PodIdentity, VolumeBacking } from './spec.js';
 import { Slots, unlessAborted, type SlotRequest } from '../slots.js';
-import { eventFromDocker, recordFromInspect, recordFromListed, statusFromInspect, type DockerEvent } from './records.js';
+import { recordFromInspect, recordFromListed, statusFromInspect } from './records.js';
+import { followEventStream } from './events.js';
 import { removePodVolumes } from './volumes.js';
 import { PodMaker } from './making.js';
 import { takeOverRestarts } from './restarts.js';
@@ -132,25 +131,8 @@ export class PodRuntime implements PodEngine {
     return { ...opts, Labels: { ...opts.Labels, [LABEL.instance]: this.instance } };
   }
 
-  private async call<T>(what: string, fn: () => Promise<T>, timeoutMs = this.options.requestTimeoutMs ?? 120_000): Promise<T> {
-    const observer = this.options.observer;
-    const t0 = observer ? performance.now() : 0;
-    let failed = false;
-    let timer: NodeJS.Timeout | undefined;
-    try {
-      // A request the engine never answers must not hold a pod (or a delete) forever.
-      const timeout = new Promise<never>((_, reject) => {
-        timer = setTimeout(() => reject(new EngineTimeoutError(what, formatDuration(timeoutMs))), timerDelay(timeoutMs));
-        timer.unref();
-      });
-      return await Promise.race([fn(), timeout]);
-    } catch (err) {
-      failed = true;
-      throw err instanceof EngineTimeoutError ? err : engineError(err, what, this.endpoint);
-    } finally {
-      clearTimeout(timer);
-      observer?.call?.(what, (performance.now() - t0) / 1000, failed);
-    }
+  private call<T>(what: string, fn: () => Promise<T>, timeoutMs = this.options.requestTimeoutMs ?? 120_000): Promise<T> {
+    return boundedCall(what, fn, timeoutMs, this.endpoint, this.options.observer);
   }
 
   async ping(): Promise<void> {
@@ -180,39 +162,7 @@ export class PodRuntime implements PodEngine {
     const stream = (await this.call('follow events', () =>
       this.docker.getEvents({ filters: JSON.stringify({ type: ['container'], label: [`${LABEL.instance}=${this.instance}`] }) }),
     )) as NodeJS.ReadableStream & { destroy?: () => void };
-    let buffered = '';
-    let ended = false;
-    const end = (err?: Error): void => {
-      if (ended) return;
-      ended = true;
-      onEnd(err);
-    };
-    // The stream is newline-delimited JSON in arbitrary chunks: buffer and split.
-    stream.on('data', (chunk: Buffer) => {
-      buffered += chunk.toString('utf8');
-      let nl: number;
-      while ((nl = buffered.indexOf('\n')) >= 0) {
-        const line = buffered.slice(0, nl).trim();
-        buffered = buffered.slice(nl + 1);
-        if (!line) continue;
-        let raw: DockerEvent;
-        try {
-          raw = JSON.parse(line) as DockerEvent;
-        } catch {
-          // A malformed line is skipped; the periodic relist covers whatever it said.
-          continue;
-        }
-        const e = raw && typeof raw === 'object' ? eventFromDocker(raw) : undefined;
-        if (e) onEvent(e);
-      }
-    });
-    stream.on('end', () => end());
-    stream.on('close', () => end());
-    stream.on('error', (err: Error) => end(err));
-    return () => {
-      ended = true;
-      stream.destroy?.();
-    };
+    return followEventStream(stream, onEvent, onEnd);
   }
 
   /** Runs a command in a running container (probes, hooks); gives up after `timeoutMs` or when `signal` aborts. */
