@@ -228,14 +228,14 @@ ${table(
     if (PARTS.includes('restart')) {
       const restart = await restartReaction(ctrd, root, logs, RUNS || (QUICK ? 3 : 7));
       out.push(`Restart reaction on the CRI runtime: the container's process killed (SIGKILL) → the next container running, seen by
-listing every 20 ms. podrun's agent (crash back-off off) against a floor process that relists
-at the generic PLEG's 1 s and recreates (target ≤ 1.0). A kill lands at a random phase of either
-relist, which is most of the spread: the last columns time each from its relist's sight of the
-death (the agent's \`engine event exited\` log line, the floor's own note) to the next container
-seen running, apart from that phase.
+listing every 20 ms. podrun's agent (crash back-off off; it sees a death from the container's
+cgroup, its relist as the safety net) against a floor process that relists at the generic PLEG's
+1 s and recreates (target ≤ 1.0). A kill lands at a random phase of the floor's relist, which is
+most of its spread: the last columns time each from its sight of the death (the agent's
+\`engine event exited\` log line, the floor's own note) to the next container seen running.
 
 ${table(
-  ['podrun agent', 'CRI floor (1 s relist)', 'podrun / floor', 'podrun, from the relist seeing the death', 'floor, from its relist seeing it'],
+  ['podrun agent', 'CRI floor (1 s relist)', 'podrun / floor', 'podrun, from its sight of the death', 'floor, from its relist seeing it'],
   [[ms(restart.podrun), ms(restart.floor), `**${ratio(restart.vs)}**`, ms(restart.podrunAfter), ms(restart.floorAfter)]],
 )}`);
     }

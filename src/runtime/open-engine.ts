@@ -1,3 +1,4 @@
+import { parseDuration } from '../base/duration.js';
 import type { PodEngine } from './roles.js';
 import type { RuntimeOptions } from './runtime-types.js';
 
@@ -25,13 +26,30 @@ export function criEndpoint(v: string | undefined): string | undefined {
   return s;
 }
 
+/**
+ * PODRUN_CRI_RELIST_PERIOD: the generic PLEG's relist on a runtime without container events (1 s,
+ * as the kubelet's, by default). A tuning knob, and how a test shows a death seen without it.
+ */
+export function criRelistPeriod(v: string | undefined): number | undefined {
+  if (!v?.trim()) return undefined;
+  let ms: number;
+  try {
+    ms = parseDuration(v.trim());
+  } catch (err) {
+    throw new Error(`PODRUN_CRI_RELIST_PERIOD ${JSON.stringify(v)}: ${(err as Error).message}`);
+  }
+  if (!(ms >= 100)) throw new Error(`PODRUN_CRI_RELIST_PERIOD ${JSON.stringify(v)}: at least 100ms (it is how often the runtime is listed)`);
+  return ms;
+}
+
 /** Makes engines of the chosen kind; async only to load the chosen client. */
 export async function engineFactory(choice: EngineChoice): Promise<(o: RuntimeOptions) => PodEngine> {
   const endpoint = criEndpoint(choice.containerRuntimeEndpoint);
   if (endpoint) {
     const imageEndpoint = criEndpoint(choice.imageServiceEndpoint);
     const { CriEngine } = await import('./cri/engine.js');
-    return (o) => new CriEngine({ ...o, runtimeEndpoint: endpoint, ...(imageEndpoint ? { imageEndpoint } : {}), ...(choice.podLogsDir ? { podLogsDir: choice.podLogsDir } : {}) });
+    const relistPeriodMs = criRelistPeriod(process.env.PODRUN_CRI_RELIST_PERIOD);
+    return (o) => new CriEngine({ ...o, runtimeEndpoint: endpoint, ...(imageEndpoint ? { imageEndpoint } : {}), ...(choice.podLogsDir ? { podLogsDir: choice.podLogsDir } : {}), ...(relistPeriodMs ? { relistPeriodMs } : {}) });
   }
   if (choice.imageServiceEndpoint) throw new Error('--image-service-endpoint needs --container-runtime-endpoint (the Docker API serves images itself)');
   const { PodRuntime } = await import('./docker/runtime.js');

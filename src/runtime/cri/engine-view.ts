@@ -10,8 +10,10 @@ import { ImagePresence } from '../image-presence.js';
 import { ContainerState, PodSandboxState } from './messages.js';
 import { recordFromContainer, recordFromSandbox, statusFromCri } from './records.js';
 import { lookUpRecord } from './sandbox-lookups.js';
-import { relistWatch } from './relist.js';
+import { relistWatch, type RelistWatch } from './relist.js';
 import { followContainerEvents } from './container-events.js';
+import { criExitSignals, exitSignalTaps } from './exit-watch.js';
+import type { ExitSignals } from './exit-signals.js';
 import { startLogRotation } from './log-rotation.js';
 import { CriReadings } from './readings.js';
 import type { ProcView } from '../exec-reaper.js';
@@ -65,6 +67,8 @@ export abstract class CriRuntimeView {
   protected procView: ProcView | undefined;
   /** What the runtime said of GetContainerEvents: Unimplemented is asked once per engine. */
   private readonly eventsKnown = { unsupported: false, followed: false };
+  /** Each running container's own end signal while the agent watches (exit-watch.ts): a crash seen before the next relist. */
+  protected exitSignals: ExitSignals | undefined;
 
   constructor(readonly options: CriEngineOptions) {
     this.endpoint = options.runtimeEndpoint;
@@ -182,7 +186,15 @@ export abstract class CriRuntimeView {
    */
   async watchEvents(onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void): Promise<() => void> {
     const fastPeriodMs = this.options.relistPeriodMs ?? 1000;
-    const watch = await relistWatch(() => this.listContainers(), onEvent, onEnd, fastPeriodMs);
+    let relisting: RelistWatch | undefined;
+    const signals = criExitSignals(this.client, this.instance, () => relisting, this.options.observer ? { observer: this.options.observer } : {});
+    this.exitSignals = signals;
+    const taps = exitSignalTaps(signals, () => this.listContainers(), onEvent);
+    const watch = await relistWatch(taps.list, taps.onEvent, (err) => {
+      signals?.stop();
+      onEnd(err);
+    }, fastPeriodMs);
+    relisting = watch;
     const abort = new AbortController();
     if (!this.eventsKnown.unsupported) {
       void followContainerEvents(this.client.containerEvents(abort.signal), watch, {
@@ -199,6 +211,7 @@ export abstract class CriRuntimeView {
     return () => {
       abort.abort();
       watch.stop();
+      signals?.stop();
     };
   }
 

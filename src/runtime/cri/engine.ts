@@ -134,6 +134,7 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
     await this.call(`start container ${what}`, () => this.client.startContainer(cid)).catch((err: unknown) => {
       throw new ContainerStartError((err as Error).message, 'RunContainerError');
     });
+    this.exitSignals?.watch(cid);
     return cid;
   }
 
