@@ -51,13 +51,34 @@ function containerPodContext(pod: Pod, c: Container): Record<string, unknown> {
   };
 }
 
+/**
+ * Hashes made, by container and by pod: a pod is never changed once loaded (a new version is a new
+ * object), and every turn of its worker asks for the same hashes again (the plan, the back-off
+ * keys, the record): made once each, they no longer cost each update several canonical JSONs.
+ */
+const containerHashes = new WeakMap<Container, { pod: Pod; hash: string }>();
+const sandboxHashes = new WeakMap<Pod, string>();
+
 /** Hash of one (defaulted) container: its spec plus the pod-level fields that shape it. */
 export function containerHash(pod: Pod, c: Container): string {
-  return digest({ v: HASH_VERSION, kind: 'container', container: c, pod: containerPodContext(pod, c) });
+  const made = containerHashes.get(c);
+  if (made?.pod === pod) return made.hash;
+  const hash = digest({ v: HASH_VERSION, kind: 'container', container: c, pod: containerPodContext(pod, c) });
+  containerHashes.set(c, { pod, hash });
+  return hash;
 }
 
 /** Hash of the sandbox: what lives on the pod's namespaces holder; a change recreates the whole pod. */
 export function sandboxHash(pod: Pod): string {
+  let hash = sandboxHashes.get(pod);
+  if (hash === undefined) {
+    hash = sandboxDigest(pod);
+    sandboxHashes.set(pod, hash);
+  }
+  return hash;
+}
+
+function sandboxDigest(pod: Pod): string {
   const s = pod.spec;
   const ports = [...(s.initContainers ?? []), ...s.containers]
     .flatMap((c) => c.ports ?? [])
