@@ -300,7 +300,7 @@ export class Agent {
    */
   private judge(uid: string, d: DesiredPod): boolean {
     const declared = this.set.declared(uid);
-    if (!declared || this.set.get(uid) !== d || !this.cache.connected) return false;
+    if (!declared || this.set.get(uid) !== d || !this.cache.connected || this.gate.decided(declared)) return false;
     const next = this.gate.gate(declared, { version: this.gate.versionOf(d), readiness: this.supervisor.readiness(d) });
     if (next === d || (next.pod === d.pod && next.origin === d.origin)) return false;
     this.set.replace(next);
