@@ -59,20 +59,17 @@ const DELETION_LOOK_MS = 500;
 export class PodSupervisor {
   readonly events = new EventRecorder();
   readonly probes: ProbeManager;
-  private readonly crash: Backoff;
-  private readonly imagePulls: Backoff;
-  /** Creates and starts the engine refused, per container (or sandbox) and spec hash. */
-  private readonly startFailures: Backoff;
-  /** One record per pod: everything kept about it beyond the engine's state (pod-record.ts). */
+  /** One record per pod: everything kept about it beyond the engine's state, its back-off too (pod-record.ts). */
   private readonly records = new Map<string, PodRecord>();
   private readonly adoption: Adoption;
   /** Pods whose sync waited for someone else's deletion of them. */
   private readonly awaitedDeletion = new Set<string>();
+  private readonly unsubscribeCreated: () => void;
 
   constructor(
     private readonly rt: PodEngine,
     private readonly cache: PodCache,
-    backoff: BackoffPolicy,
+    private readonly backoff: BackoffPolicy,
     private readonly wake: (uid: string, afterMs?: number) => void,
     private readonly log: Logger,
     private readonly keepDead = 1,
@@ -81,9 +78,9 @@ export class PodSupervisor {
     private readonly mode: WorkerMode = {},
   ) {
     this.adoption = new Adoption(rt, cache, log);
-    this.crash = new Backoff(backoff);
-    this.imagePulls = new Backoff(backoff);
-    this.startFailures = new Backoff(backoff);
+    // Creates happen in a pod's turn, so its record is there to note them; one made for a pod with
+    // none (forgotten meanwhile) is told by its event, or the next relist.
+    this.unsubscribeCreated = rt.onCreated((uid, id) => this.records.get(uid)?.unseen.add(id));
     const probed = observer.probed;
     this.probes = new ProbeManager(
       (id, cmd, t) => rt.exec(id, cmd, t),
@@ -97,7 +94,7 @@ export class PodSupervisor {
   private rec(uid: string): PodRecord {
     let r = this.records.get(uid);
     if (!r) {
-      r = newPodRecord();
+      r = newPodRecord(this.backoff);
       this.records.set(uid, r);
     }
     return r;
@@ -105,7 +102,7 @@ export class PodSupervisor {
 
   /** The pod's record for a read: a pod with none (not synced yet) reads as an empty one, which is not kept. */
   private peek(uid: string): PodRecord {
-    return this.records.get(uid) ?? newPodRecord();
+    return this.records.get(uid) ?? newPodRecord(this.backoff);
   }
 
   private ref(d: { uid: string; pod: { metadata: { name: string; namespace?: string } } }): PodRef {
@@ -128,7 +125,19 @@ export class PodSupervisor {
   }
 
   stop(): void {
+    this.unsubscribeCreated();
     this.probes.stop();
+  }
+
+  /**
+   * The cache's authoritative look at the pod (PodCache.refreshPod), with the containers podrun
+   * made for it whose create event the cache may not have had yet.
+   */
+  async refresh(uid: string): Promise<void> {
+    const r = this.records.get(uid);
+    const unseen = r ? [...r.unseen] : [];
+    r?.unseen.clear();
+    await this.cache.refreshPod(uid, unseen);
   }
 
   /** Whether this agent has worked on the pod (it has a record). */
@@ -149,9 +158,6 @@ export class PodSupervisor {
   forget(uid: string): void {
     this.probes.removePod(uid);
     this.observer.probesGone?.(uid);
-    this.crash.forgetPod(uid);
-    this.imagePulls.forgetPod(uid);
-    this.startFailures.forgetPod(uid);
     this.events.forget(uid);
     this.records.delete(uid);
     this.awaitedDeletion.delete(uid);
@@ -168,17 +174,19 @@ export class PodSupervisor {
     const before = r.keysOf;
     if (before === d.pod) return;
     const keys = backoffKeys(d);
-    for (const table of [this.crash, this.imagePulls, this.startFailures]) table.retainPod(d.uid, keys);
+    for (const table of Object.values(r.backoff)) table.retainPod(d.uid, keys);
     dropChangedWaiting(r, before, d.pod);
   }
 
   /** Entries kept per pod, by kind: what must return to nothing once a pod is gone. */
   stateSize(): Record<string, number> {
+    const sum = (size: (r: PodRecord) => number): number => [...this.records.values()].reduce((n, r) => n + size(r), 0);
     return {
-      records: [...this.records.values()].reduce((n, r) => n + recordSize(r), 0),
-      crashBackoff: this.crash.size,
-      imageBackoff: this.imagePulls.size,
-      startBackoff: this.startFailures.size,
+      records: sum(recordSize),
+      crashBackoff: sum((r) => r.backoff.crash.size),
+      imageBackoff: sum((r) => r.backoff.imagePulls.size),
+      startBackoff: sum((r) => r.backoff.startFailures.size),
+      createdUnseen: sum((r) => r.unseen.size),
       events: this.events.podCount(),
       probes: this.probes.size,
       awaitedDeletions: this.awaitedDeletion.size,
@@ -239,7 +247,7 @@ export class PodSupervisor {
     const now = Date.now();
     const gate = gateStarts(d, o, actions, await this.backoffView(r, o, actions, now), now);
     noteHeld(d, r, gate.held, (type, message, name) => this.events.record(this.ref(d), type, 'BackOff', message, fieldPathOf(d.pod, name)));
-    for (const x of gate.restarts) this.crash.restarted(x.key, now);
+    for (const x of gate.restarts) r.backoff.crash.restarted(x.key, now);
     if (!hasActions(gate.actions)) return { again: gate.waitMs };
     announce(this.log, d, o, actions, gate);
     if (signal?.aborted) return {};
@@ -260,13 +268,13 @@ export class PodSupervisor {
       // Cancelled (or failed on the way) because the pod is to be deleted: no back-off, no
       // waiting reason; the deletion that comes next removes whatever was made.
       if (!sync.aborted) {
-        const backoffMs = recordFailure(err, d, r, { startFailures: this.startFailures, imagePulls: this.imagePulls, log: this.log, ...(this.observer.startFailed ? { startFailed: this.observer.startFailed } : {}) }, Date.now());
+        const backoffMs = recordFailure(err, d, r, { log: this.log, ...(this.observer.startFailed ? { startFailed: this.observer.startFailed } : {}) }, Date.now());
         wait = Math.min(wait ?? backoffMs, backoffMs);
         failed = err as Error;
       }
     } finally {
       if (r.inProgress === sync) delete r.inProgress;
-      await this.cache.refreshPod(d.uid);
+      await this.refresh(d.uid);
     }
     if (sync.aborted) return {};
     const after = this.cache.pod(d.uid);
@@ -294,7 +302,7 @@ export class PodSupervisor {
       this.awaitedDeletion.add(uid);
       return { again: DELETION_LOOK_MS };
     }
-    if (this.awaitedDeletion.delete(uid)) await this.cache.refreshPod(uid);
+    if (this.awaitedDeletion.delete(uid)) await this.refresh(uid);
     const r = this.rec(uid);
     this.retainBackoff(d);
     const cached = this.cache.pod(uid);
@@ -337,9 +345,9 @@ export class PodSupervisor {
       if (prev) finished.set(prev.id, this.cache.finishedAt(prev.id) ?? (await this.rt.finishedAt(prev.id)) ?? now);
     }
     return {
-      crash: this.crash,
-      imagePulls: this.imagePulls,
-      refused: this.startFailures,
+      crash: r.backoff.crash,
+      imagePulls: r.backoff.imagePulls,
+      refused: r.backoff.startFailures,
       waitingOnImage: (name) => isImageReason(r.waiting.get(name)?.reason),
       finishedAt: (id) => finished.get(id),
     };
@@ -354,9 +362,9 @@ export class PodSupervisor {
     for (const s of run.containersToStart) {
       r.waiting.delete(s.name);
       const spec = specOf(d.pod, s.name);
-      if (spec) this.startFailures.forget(Backoff.key(d.uid, s.name, containerHash(d.pod, spec)));
+      if (spec) r.backoff.startFailures.forget(Backoff.key(d.uid, s.name, containerHash(d.pod, spec)));
     }
-    if (run.createSandbox) this.startFailures.forget(sandboxKey(d));
+    if (run.createSandbox) r.backoff.startFailures.forget(sandboxKey(d));
   }
 
   /** Whether the pod's worker is carrying out actions now (its containers are changing under it). */
