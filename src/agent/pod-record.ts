@@ -1,7 +1,8 @@
 import type { WaitingReason } from '../base/reasons.js';
 import type { PodPhase } from './pod-phase.js';
 import { containerHash } from '../manifest/hash.js';
-import type { Pod } from '../manifest/types.js';
+import type { DesiredPod, Pod } from '../manifest/types.js';
+import { backoffKeys } from '../reconcile/gate.js';
 import { specOf } from '../reconcile/lifecycle.js';
 import { Backoff, DEFAULT_BACKOFF, type BackoffPolicy } from '../reconcile/backoff.js';
 import type { ObservedPod } from '../runtime/observed.js';
@@ -80,6 +81,20 @@ export function dropChangedWaiting(r: PodRecord, before: Pod | undefined, now: P
     if (!was || !is || containerHash(before, was) !== containerHash(now, is)) r.waiting.delete(name);
   }
   r.keysOf = now;
+}
+
+/**
+ * Back-off of what the pod's spec no longer has (an earlier hash or image of a container) goes:
+ * the kubelet's back-off restarts with a new hash, and 10,000 updates must not leave 10,000 keys.
+ * So does the waiting reason of a container whose spec changed: it was about the version before
+ * (an image that could not be pulled is not the new image's). Once per version of the pod.
+ */
+export function retainKeys(r: PodRecord, d: DesiredPod): void {
+  const before = r.keysOf;
+  if (before === d.pod) return;
+  const keys = backoffKeys(d);
+  for (const table of Object.values(r.backoff)) table.retainPod(d.uid, keys);
+  dropChangedWaiting(r, before, d.pod);
 }
 
 /** How many entries a record holds, for the agent's accounting of its own state (its back-off and unseen creates told apart). */

@@ -1,13 +1,12 @@
 import type { Logger } from '../log/logger.js';
-import { containerHash } from '../manifest/hash.js';
 import type { DesiredPod, Pod } from '../manifest/types.js';
 import type { PodCache } from '../pleg/cache.js';
 import { ProbeManager, type ProbeEvent } from '../probe/manager.js';
 import type { ProbedContainer, ProbeResultLabel } from '../metrics/probe-metrics.js';
-import { Backoff, type BackoffPolicy } from '../reconcile/backoff.js';
-import { fieldPathOf, specOf, type EventSink } from '../reconcile/lifecycle.js';
-import { backoffKeys, gateStarts, newestExited, sandboxKey, type BackoffView, type GateResult } from '../reconcile/gate.js';
-import { computePodActions, hasActions, type PodActions } from '../reconcile/plan.js';
+import type { BackoffPolicy } from '../reconcile/backoff.js';
+import { fieldPathOf, type EventSink } from '../reconcile/lifecycle.js';
+import { gateStarts } from '../reconcile/gate.js';
+import { hasActions } from '../reconcile/plan.js';
 import { executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
 import { isActive, latestByName, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
@@ -18,18 +17,16 @@ import { settled } from '../reconcile/settled.js';
 import { deletionUnderway } from '../reconcile/terminating.js';
 import { Adoption } from './adoption.js';
 import type { PodPhase } from './pod-phase.js';
-import { dropChangedWaiting, newPodRecord, recordSize, trimRecord, type PodRecord } from './pod-record.js';
+import { newPodRecord, recordSize, retainKeys, trimRecord, type PodRecord } from './pod-record.js';
 import { noteHeld } from './held-reasons.js';
 import { announce } from './announce.js';
 import { recordFailure } from './turn-failure.js';
-import { isImageReason } from '../base/reasons.js';
+import { backoffViewOf, planTurn, recordStarted, type StartObserver } from './turn-steps.js';
 import type { Readiness } from '../reconcile/rollback.js';
 
 /** For metrics: what the supervisor started, failed to start and restarted, and every probe run. */
-export interface SupervisorObserver {
-  started?(type: 'sandbox' | 'init' | 'app'): void;
+export interface SupervisorObserver extends StartObserver {
   startFailed?(type: 'sandbox' | 'init' | 'app', reason: string): void;
-  restarted?(namespace: string, pod: string, container: string): void;
   probed?(where: ProbedContainer, kind: string, result: ProbeResultLabel, seconds: number): void;
   /** The pod is gone: its probe series go too. */
   probesGone?(uid: string): void;
@@ -163,21 +160,6 @@ export class PodSupervisor {
     this.awaitedDeletion.delete(uid);
   }
 
-  /**
-   * Back-off of what the pod's spec no longer has (an earlier hash or image of a container) goes:
-   * the kubelet's back-off restarts with a new hash, and 10,000 updates must not leave 10,000 keys.
-   * So does the waiting reason of a container whose spec changed: it was about the version before
-   * (an image that could not be pulled is not the new image's). Once per version of the pod.
-   */
-  private retainBackoff(d: DesiredPod): void {
-    const r = this.rec(d.uid);
-    const before = r.keysOf;
-    if (before === d.pod) return;
-    const keys = backoffKeys(d);
-    for (const table of Object.values(r.backoff)) table.retainPod(d.uid, keys);
-    dropChangedWaiting(r, before, d.pod);
-  }
-
   /** Entries kept per pod, by kind: what must return to nothing once a pod is gone. */
   stateSize(): Record<string, number> {
     const sum = (size: (r: PodRecord) => number): number => [...this.records.values()].reduce((n, r) => n + size(r), 0);
@@ -236,7 +218,7 @@ export class PodSupervisor {
     const seen = await this.gather(d);
     if (!seen.r) return { again: seen.again };
     const { r, o } = seen;
-    const actions = this.plan(d, o);
+    const actions = planTurn(d, o, this.probes, this.log);
     if (!hasActions(actions)) {
       await this.updateProbes(d, o);
       this.clearWaiting(r, o);
@@ -245,7 +227,7 @@ export class PodSupervisor {
       return seen.engineRestarting ? { again: 1000 } : {};
     }
     const now = Date.now();
-    const gate = gateStarts(d, o, actions, await this.backoffView(r, o, actions, now), now);
+    const gate = gateStarts(d, o, actions, await backoffViewOf(this.rt, this.cache, r, o, actions, now), now);
     noteHeld(d, r, gate.held, (type, message, name) => this.events.record(this.ref(d), type, 'BackOff', message, fieldPathOf(d.pod, name)));
     for (const x of gate.restarts) r.backoff.crash.restarted(x.key, now);
     if (!hasActions(gate.actions)) return { again: gate.waitMs };
@@ -263,7 +245,7 @@ export class PodSupervisor {
         signal: sync,
         postStart: (id, running) => (running ? r.postStarting.add(id) : r.postStarting.delete(id)),
       });
-      this.started(d, r, gate);
+      recordStarted(d, r, gate, this.observer);
     } catch (err) {
       // Cancelled (or failed on the way) because the pod is to be deleted: no back-off, no
       // waiting reason; the deletion that comes next removes whatever was made.
@@ -304,7 +286,7 @@ export class PodSupervisor {
     }
     if (this.awaitedDeletion.delete(uid)) await this.refresh(uid);
     const r = this.rec(uid);
-    this.retainBackoff(d);
+    retainKeys(r, d);
     const cached = this.cache.pod(uid);
     if (!cached) return { r, o: undefined, engineRestarting: false };
     if (this.mode.engineRestarts) this.adoption.assume(r, cached, d.pod);
@@ -313,58 +295,6 @@ export class PodSupervisor {
     if (restarting.size === 0) return { r, o: cached, engineRestarting: false };
     const mark = (c: ObservedContainer): ObservedContainer => (restarting.has(c) ? { ...c, state: 'restarting' } : c);
     return { r, o: { ...cached, containers: cached.containers.map(mark), sandboxes: cached.sandboxes.map(mark) }, engineRestarting: true };
-  }
-
-  /** Decide, first half: the plan (pure), with the prober's verdicts. */
-  private plan(d: DesiredPod, o: ObservedPod | undefined): PodActions {
-    const actions = computePodActions(d, o, {
-      probeFailure: (id) => {
-        const failed = this.probes.state(id)?.failed;
-        return failed && failed.kind !== 'readiness' ? { kind: failed.kind, ...(failed.graceSeconds !== undefined ? { graceSeconds: failed.graceSeconds } : {}) } : undefined;
-      },
-      // No worker yet (the container has just started): started only if it has no startup probe
-      // to pass, as the kubelet waits for a startup result it has not got.
-      started: (id) => {
-        const state = this.probes.state(id);
-        if (state) return state.started;
-        const name = o?.containers.find((c) => c.id === id)?.name;
-        return !(name && specOf(d.pod, name)?.startupProbe);
-      },
-    });
-    for (const k of actions.containersToKill) {
-      if (k.probe) this.log.warn(`pod ${d.key}: container ${k.name} ${k.reason}`, { pod: d.key, container: k.name });
-    }
-    return actions;
-  }
-
-  /** Decide, second half: what the gate (pure) reads, the finish times of what would restart gathered first. */
-  private async backoffView(r: PodRecord, o: ObservedPod | undefined, actions: PodActions, now: number): Promise<BackoffView> {
-    const finished = new Map<string, number>();
-    for (const st of actions.containersToStart) {
-      const prev = o ? newestExited(o, st.name) : undefined;
-      if (prev) finished.set(prev.id, this.cache.finishedAt(prev.id) ?? (await this.rt.finishedAt(prev.id)) ?? now);
-    }
-    return {
-      crash: r.backoff.crash,
-      imagePulls: r.backoff.imagePulls,
-      refused: r.backoff.startFailures,
-      waitingOnImage: (name) => isImageReason(r.waiting.get(name)?.reason),
-      finishedAt: (id) => finished.get(id),
-    };
-  }
-
-  /** Record, after actions that went through: what started waits for nothing, and its refusals are forgotten. */
-  private started(d: DesiredPod, r: PodRecord, gate: GateResult): void {
-    const run = gate.actions;
-    if (run.createSandbox) this.observer.started?.('sandbox');
-    for (const s of run.containersToStart) this.observer.started?.(s.type);
-    for (const x of gate.restarts) this.observer.restarted?.(d.pod.metadata.namespace ?? 'default', d.pod.metadata.name, x.name);
-    for (const s of run.containersToStart) {
-      r.waiting.delete(s.name);
-      const spec = specOf(d.pod, s.name);
-      if (spec) r.backoff.startFailures.forget(Backoff.key(d.uid, s.name, containerHash(d.pod, spec)));
-    }
-    if (run.createSandbox) r.backoff.startFailures.forget(sandboxKey(d));
   }
 
   /** Whether the pod's worker is carrying out actions now (its containers are changing under it). */
