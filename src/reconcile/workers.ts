@@ -95,10 +95,6 @@ export class PodWorkers {
     const sync = new AbortController();
     this.syncs.set(uid, sync);
     try {
-      // The sync begins in a later microtask, never inside whoever woke the pod (a merge of the
-      // sources, whose cost the agent paces, or an engine event being dispatched): what it does
-      // before its first await is then the worker's, not the caller's.
-      await Promise.resolve();
       again = await this.sync(uid, sync.signal);
     } catch (err) {
       // A cancelled sync ends however it ends: the run that follows is what matters.
