@@ -5,21 +5,24 @@ import { Pacer } from '../base/pacer.js';
 import { StatsCollector } from '../stats/collector.js';
 import type { NodeSummary } from '../stats/node-view.js';
 import type { PodStatsV1 } from '../stats/summary.js';
-import { AgentMetrics, operationType } from '../metrics/agent-metrics.js';
+import type { AgentMetrics } from '../metrics/agent-metrics.js';
+import { engineObserver, metricsFor, supervisorObserver } from './agent-observers.js';
 import type { Logger } from '../log/logger.js';
 import { silentLogger } from '../log/silent.js';
 import { chmodSync, mkdirSync } from 'node:fs';
-import { allContainers, type DesiredPod } from '../manifest/types.js';
+import type { DesiredPod } from '../manifest/types.js';
 import { PodCache } from '../pleg/cache.js';
 import { DEFAULT_BACKOFF } from '../reconcile/backoff.js';
 import { PodWorkers } from '../reconcile/workers.js';
 import type { PodEvent } from '../status/events.js';
-import { GarbageCollector, type ContainerGcResult, type ImageGcResult } from '../gc/collector.js';
+import type { ContainerGcResult, GarbageCollector, ImageGcResult } from '../gc/collector.js';
+import { collectorFor, startSweeps, sweepContainers } from './agent-gc.js';
 import { startServer } from '../server/server.js';
 import { defaultTokenPath, loadHttpToken } from '../server/http-token.js';
 import { ExpiryLog } from './expiry-log.js';
 import { PodSupervisor } from './supervisor.js';
 import { PodWorker } from './pod-worker.js';
+import { judge, judgeDue, type JudgeDeps } from './update-judge.js';
 import { DesiredSet } from './desired-set.js';
 import { podList } from './pod-list.js';
 import { sourcesFor } from './agent-sources.js';
@@ -74,17 +77,13 @@ export class Agent {
   private readonly metricsRegistry: AgentMetrics;
   private readonly stats: StatsCollector;
   private readonly nodeStatus: NodeStatus;
+  /** What judging a health-gated update reads and moves (update-judge.ts). */
+  private readonly judging: JudgeDeps;
 
   constructor(private readonly o: AgentOptions) {
     // Whatever a line quotes (an engine or fetch error naming a URL), credentials never reach the log.
     this.log = redacting(o.log ?? silentLogger);
-    const m = new AgentMetrics({
-      pods: () => this.cache.pods().map((p) => ({ running: p.sandboxes[0]?.state === 'running', containers: [...p.sandboxes, ...p.containers].map((c) => ({ state: c.state, type: c.type })) })),
-      engineConnected: () => this.cache.connected,
-      sources: () => this.set.sources.map((s) => ({ name: s.name, ready: s.ready, errors: s.errors().filter((i) => i.severity === 'error').length })),
-      setExpiries: () => this.set.expiries(),
-      gc: () => this.gc.counters,
-    });
+    const m = metricsFor(() => ({ cache: this.cache, set: this.set, gc: this.gc }));
     this.metricsRegistry = m;
     this.gate = new HealthGate({
       stateDir: o.runtime.stateDir,
@@ -93,7 +92,7 @@ export class Agent {
       engineUp: () => this.cache.connected,
       // Judged the moment it is due, from what the agent knows (a worker's sync under a loaded
       // engine took over a second, which the deadline's verdict does not need).
-      due: (uid) => this.judgeDue(uid),
+      due: (uid) => judgeDue(this.judging, uid),
       rolledBack: (pod, message) => {
         this.supervisor.events.record(pod, 'Warning', 'RolledBack', message);
         m.rolledBack(pod.namespace, pod.name);
@@ -103,7 +102,7 @@ export class Agent {
       ...o.runtime,
       ...(o.maxParallel ? { engineSlots: o.maxParallel } : {}),
       onPullProgress: pullLogger(this.log),
-      observer: { call: (what, seconds, failed) => m.engineCall(operationType(what), seconds, failed), pull: (seconds, ok) => m.imagePulled(seconds, ok), notice: (message) => this.log.info(message) },
+      observer: engineObserver(m, this.log),
     });
     this.nodeStatus = new NodeStatus(this.runtime, {
       stateDir: o.runtime.stateDir,
@@ -136,13 +135,7 @@ export class Agent {
       (n) => {
         this.gc.counters.containersRemoved += n;
       },
-      {
-        started: (type) => m.containerStarted(type),
-        startFailed: (type, reason) => m.containerStartFailed(type, reason),
-        restarted: (ns, pod, c) => m.containerRestarted(ns, pod, c),
-        probed: (where, kind, result, seconds) => m.probes.observe(where, kind, result, seconds),
-        probesGone: (uid) => m.probes.forgetPod(uid),
-      },
+      supervisorObserver(m),
     );
     this.worker = new PodWorker({ rt: this.runtime, cache: this.cache, log: this.log, supervisor: this.supervisor, mayDelete: (p) => this.set.mayDelete(p) });
     this.stats = new StatsCollector(this.runtime, () => this.cache.pods(), {
@@ -150,14 +143,7 @@ export class Agent {
       startedAt: (uid, id) => this.supervisor.startedAt(uid, id),
       onCollected: (seconds, calls) => m.statsCollected(seconds, calls),
     });
-    this.gc = new GarbageCollector(this.runtime, {
-      stateDir: o.runtime.stateDir,
-      pauseImage: o.runtime.pauseImage,
-      ...(o.gc?.containers ? { containers: o.gc.containers } : {}),
-      ...(o.gc?.images ? { images: o.gc.images } : {}),
-      log: this.log,
-      neededImages: () => this.set.pods().flatMap((d) => allContainers(d.pod).map((c) => c.image)),
-    });
+    this.gc = collectorFor(this.runtime, o, this.log, () => this.set);
     this.set = new DesiredSet(sourcesFor(o, this.log, m, this.runtime.nodeName), {
       stateDir: o.runtime.stateDir,
       log: this.log,
@@ -165,6 +151,7 @@ export class Agent {
       run: (d) => this.gate.gate(d),
     });
     this.expiryLog = new ExpiryLog({ expiries: () => this.set.expiries(), log: this.log });
+    this.judging = { set: this.set, cache: this.cache, gate: this.gate, supervisor: this.supervisor, workers: this.workers };
   }
 
   private nameOf(uid: string): string {
@@ -190,13 +177,7 @@ export class Agent {
     this.closeServer = await startServer(this, { stateDir: this.o.runtime.stateDir, ...(this.o.httpPort ? { port: this.o.httpPort } : {}), ...(token ? { token, tokenFile } : {}), log: this.log });
     this.resyncTimer = setInterval(() => this.enqueueAll(), timerDelay(this.o.relistMs ?? 60_000));
     this.resyncTimer.unref();
-    const every = (ms: number, fn: () => Promise<unknown>): void => {
-      const t = setInterval(() => void fn().catch((err: unknown) => this.log.warn(`gc: ${(err as Error).message}`)), timerDelay(ms));
-      t.unref();
-      this.gcTimers.push(t);
-    };
-    every(this.o.gc?.periodMs ?? 60_000, () => this.collect(false));
-    if (this.o.gc?.imageGc !== false) every(this.o.gc?.imagePeriodMs ?? 300_000, () => this.gc.collectImages(false));
+    this.gcTimers = startSweeps(this.o, this.log, () => this.collect(false), () => this.gc.collectImages(false));
     if (this.runtime.oomScoreFloor > -1000) {
       this.log.warn('this node cannot lower oom_score_adj (no CAP_SYS_RESOURCE): critical, Guaranteed and sandbox containers run at 0 instead of -997/-998');
     }
@@ -292,33 +273,7 @@ export class Agent {
     const d = this.set.get(uid);
     const turn = await this.worker.turn(uid, d, signal);
     if (turn.forgotten) this.forget(uid);
-    return d && turn.synced && this.judge(uid, d) ? 0 : turn.again;
-  }
-
-  /**
-   * Judges a health-gated update by how the pod does now (unless the sources moved on meanwhile);
-   * true when the pod is to run another version from now on.
-   */
-  private judge(uid: string, d: DesiredPod): boolean {
-    const declared = this.set.declared(uid);
-    if (!declared || this.set.get(uid) !== d || !this.cache.connected) return false;
-    const next = this.gate.gate(declared, { version: this.gate.versionOf(d), readiness: this.supervisor.readiness(d) });
-    if (next === d || (next.pod === d.pod && next.origin === d.origin)) return false;
-    this.set.replace(next);
-    return true;
-  }
-
-  /**
-   * An update's deadline came: judged now, and the worker runs only to act on a rollback; unless
-   * the worker is carrying out actions, when the pod is half changed: then right after them.
-   */
-  private judgeDue(uid: string): void {
-    const d = this.set.get(uid);
-    if (!d || !this.cache.connected || this.supervisor.acting(uid)) {
-      this.workers.enqueue(uid);
-      return;
-    }
-    if (this.judge(uid, d)) this.workers.enqueue(uid);
+    return d && turn.synced && judge(this.judging, uid, d) ? 0 : turn.again;
   }
 
   /** A pod neither declared nor on the engine: everything kept about it goes. */
@@ -359,18 +314,9 @@ export class Agent {
     return this.cache.judgeHealth();
   }
 
-  /**
-   * One container GC sweep from the cache. Whole pods go only when every source has loaded (else
-   * "not desired" may just mean "not read yet").
-   */
-  async collect(dryRun: boolean): Promise<ContainerGcResult> {
-    const ready = this.set.loaded;
-    const pods = this.cache.pods();
-    // Protected pods (their source cannot say they are unwanted) count as desired here too, and so
-    // do pods whose worker is at work: a pod being created or deleted is its worker's, whose
-    // creates would otherwise lose their directory (bind source path does not exist).
-    const desired = ready ? new Set([...this.set.uids(), ...pods.filter((o) => !this.set.mayDelete(o)).map((o) => o.uid), ...this.workers.working()]) : undefined;
-    return this.gc.collectContainers(pods, desired, dryRun);
+  /** One container GC sweep from the cache (agent-gc.ts). */
+  collect(dryRun: boolean): Promise<ContainerGcResult> {
+    return sweepContainers({ gc: this.gc, set: this.set, cache: this.cache, workers: this.workers }, dryRun);
   }
 
   async collectImages(dryRun: boolean): Promise<ImageGcResult> {

@@ -129,6 +129,16 @@ export class HealthGate {
     return run;
   }
 
+  /**
+   * Whether the verdict on `declared` is known whatever its readiness: its version is the last
+   * Ready one and no update is tried or failed (decideRollback then keeps the record as it is and
+   * runs it). Each turn of a pod's worker would otherwise work its whole status out for nothing.
+   */
+  decided(declared: DesiredPod): boolean {
+    const r = this.store.get(declared.uid);
+    return !r.trying && !r.failed && r.good?.version === this.versionOf(declared);
+  }
+
   /** Why the pod runs an older version than `declared`, if it does: for its status. */
   rolledBack(declared: DesiredPod): { version: string; message: string } | undefined {
     const r = this.store.get(declared.uid);

@@ -11,7 +11,7 @@ export interface DeletionDeps {
   rt: PodEngine;
   cache: PodCache;
   log: Logger;
-  supervisor: Pick<PodSupervisor, 'probes' | 'events' | 'known'>;
+  supervisor: Pick<PodSupervisor, 'probes' | 'events' | 'known' | 'refresh'>;
   /** Pods whose deletion this agent began, by uid, with their names: "deleted" is said of each once it is gone, by whatever hand finished it. */
   deleting: Map<string, string>;
 }
@@ -47,7 +47,7 @@ export async function deletionTurn(x: DeletionDeps, uid: string, o: ObservedPod 
     // Deletion is the plan's outcome, carried out by the executor, as every other action is.
     whole = await executeRemoval(x.rt, o, removalActions(), (type, reason, message, fieldPath) => x.supervisor.events.record({ uid, name: o.name, namespace: o.namespace }, type, reason, message, fieldPath));
   } catch (err) {
-    await x.cache.refreshPod(uid);
+    await x.supervisor.refresh(uid);
     throw err;
   }
   if (whole) {
@@ -58,6 +58,6 @@ export async function deletionTurn(x: DeletionDeps, uid: string, o: ObservedPod 
     x.log.info(`pod ${pod}: deleted`, { pod });
     x.deleting.delete(uid);
   }
-  await x.cache.refreshPod(uid);
+  await x.supervisor.refresh(uid);
   return whole ? { gone: true } : { again: 1000, gone: false };
 }

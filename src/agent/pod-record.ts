@@ -1,8 +1,10 @@
 import type { WaitingReason } from '../base/reasons.js';
 import type { PodPhase } from './pod-phase.js';
 import { containerHash } from '../manifest/hash.js';
-import type { Pod } from '../manifest/types.js';
+import type { DesiredPod, Pod } from '../manifest/types.js';
+import { backoffKeys } from '../reconcile/gate.js';
 import { specOf } from '../reconcile/lifecycle.js';
+import { Backoff, DEFAULT_BACKOFF, type BackoffPolicy } from '../reconcile/backoff.js';
 import type { ObservedPod } from '../runtime/observed.js';
 import type { EngineRestartOn } from '../runtime/runtime-types.js';
 import type { ContainerDetails } from '../status/pod-status.js';
@@ -11,8 +13,8 @@ import type { ContainerDetails } from '../status/pod-status.js';
  * Everything the agent keeps about one pod beyond the engine's own state (the kubelet's
  * podSyncStatus): made on the pod's first sync, trimmed to the instances the engine still has
  * after every sync, and dropped whole when the pod is deleted. Nothing per pod lives elsewhere
- * except the back-off tables (keyed by pod, forgotten with it), the events (the same), the probe
- * workers (one per running container) and the health gate's record (a file).
+ * except the events (keyed by pod, forgotten with it), the probe workers (one per running
+ * container) and the health gate's record (a file).
  */
 export interface PodRecord {
   /** Where the pod's worker is (pod-phase.ts): moved by the worker's turn only (pod-worker.ts). */
@@ -34,10 +36,26 @@ export interface PodRecord {
   keysOf?: Pod;
   /** The signal of the sync carrying out actions now (aborted when the pod is to be deleted). */
   inProgress?: AbortSignal;
+  /**
+   * The pod's back-off, as the kubelet keeps it per container and spec hash (its image, for pulls),
+   * so an update starts afresh: crash loops, failed pulls, and creates or starts the engine
+   * refused (the sandbox's by its hash). Pruned to the spec's keys at each new version, and gone
+   * with the record.
+   */
+  readonly backoff: PodBackoff;
+  /** Containers podrun made for the pod whose create event the cache may not have had yet: the next refresh inspects them by id. */
+  readonly unseen: Set<string>;
 }
 
-export function newPodRecord(): PodRecord {
-  return { phase: 'syncing', waiting: new Map(), details: new Map(), postStarting: new Set(), adopted: new Map() };
+export interface PodBackoff {
+  crash: Backoff;
+  imagePulls: Backoff;
+  startFailures: Backoff;
+}
+
+export function newPodRecord(policy: BackoffPolicy = DEFAULT_BACKOFF): PodRecord {
+  const backoff = { crash: new Backoff(policy), imagePulls: new Backoff(policy), startFailures: new Backoff(policy) };
+  return { phase: 'syncing', waiting: new Map(), details: new Map(), postStarting: new Set(), adopted: new Map(), backoff, unseen: new Set() };
 }
 
 /**
@@ -65,7 +83,21 @@ export function dropChangedWaiting(r: PodRecord, before: Pod | undefined, now: P
   r.keysOf = now;
 }
 
-/** How many entries a record holds, for the agent's accounting of its own state. */
+/**
+ * Back-off of what the pod's spec no longer has (an earlier hash or image of a container) goes:
+ * the kubelet's back-off restarts with a new hash, and 10,000 updates must not leave 10,000 keys.
+ * So does the waiting reason of a container whose spec changed: it was about the version before
+ * (an image that could not be pulled is not the new image's). Once per version of the pod.
+ */
+export function retainKeys(r: PodRecord, d: DesiredPod): void {
+  const before = r.keysOf;
+  if (before === d.pod) return;
+  const keys = backoffKeys(d);
+  for (const table of Object.values(r.backoff)) table.retainPod(d.uid, keys);
+  dropChangedWaiting(r, before, d.pod);
+}
+
+/** How many entries a record holds, for the agent's accounting of its own state (its back-off and unseen creates told apart). */
 export function recordSize(r: PodRecord): number {
   return 1 + r.waiting.size + r.details.size + r.postStarting.size + r.adopted.size + (r.sandbox ? 1 : 0) + (r.inProgress ? 1 : 0);
 }

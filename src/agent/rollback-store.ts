@@ -11,9 +11,15 @@ interface StoredRecord extends RollbackRecord {
   key: string;
 }
 
+/** The last name made: a pod updated often has its record written at each update, and the hash was a third of the write. */
+let lastFile: { uid: string; name: string } | undefined;
+
 /** A file name from a pod uid (which a manifest may set to anything). */
 function fileOf(uid: string): string {
-  return `${createHash('sha256').update(uid).digest('hex').slice(0, 32)}.json`;
+  if (lastFile?.uid === uid) return lastFile.name;
+  const name = `${createHash('sha256').update(uid).digest('hex').slice(0, 32)}.json`;
+  lastFile = { uid, name };
+  return name;
 }
 
 /**

@@ -1,13 +1,12 @@
 import type { Logger } from '../log/logger.js';
-import { containerHash } from '../manifest/hash.js';
 import type { DesiredPod, Pod } from '../manifest/types.js';
 import type { PodCache } from '../pleg/cache.js';
 import { ProbeManager, type ProbeEvent } from '../probe/manager.js';
 import type { ProbedContainer, ProbeResultLabel } from '../metrics/probe-metrics.js';
-import { Backoff, type BackoffPolicy } from '../reconcile/backoff.js';
-import { fieldPathOf, specOf, type EventSink } from '../reconcile/lifecycle.js';
-import { backoffKeys, gateStarts, newestExited, sandboxKey, type BackoffView, type GateResult } from '../reconcile/gate.js';
-import { computePodActions, hasActions, type PodActions } from '../reconcile/plan.js';
+import type { BackoffPolicy } from '../reconcile/backoff.js';
+import { fieldPathOf, type EventSink } from '../reconcile/lifecycle.js';
+import { gateStarts } from '../reconcile/gate.js';
+import { hasActions } from '../reconcile/plan.js';
 import { executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
 import { isActive, latestByName, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
@@ -18,18 +17,16 @@ import { settled } from '../reconcile/settled.js';
 import { deletionUnderway } from '../reconcile/terminating.js';
 import { Adoption } from './adoption.js';
 import type { PodPhase } from './pod-phase.js';
-import { dropChangedWaiting, newPodRecord, recordSize, trimRecord, type PodRecord } from './pod-record.js';
+import { newPodRecord, recordSize, retainKeys, trimRecord, type PodRecord } from './pod-record.js';
 import { noteHeld } from './held-reasons.js';
 import { announce } from './announce.js';
 import { recordFailure } from './turn-failure.js';
-import { isImageReason } from '../base/reasons.js';
+import { backoffViewOf, planTurn, recordStarted, type StartObserver } from './turn-steps.js';
 import type { Readiness } from '../reconcile/rollback.js';
 
 /** For metrics: what the supervisor started, failed to start and restarted, and every probe run. */
-export interface SupervisorObserver {
-  started?(type: 'sandbox' | 'init' | 'app'): void;
+export interface SupervisorObserver extends StartObserver {
   startFailed?(type: 'sandbox' | 'init' | 'app', reason: string): void;
-  restarted?(namespace: string, pod: string, container: string): void;
   probed?(where: ProbedContainer, kind: string, result: ProbeResultLabel, seconds: number): void;
   /** The pod is gone: its probe series go too. */
   probesGone?(uid: string): void;
@@ -59,20 +56,17 @@ const DELETION_LOOK_MS = 500;
 export class PodSupervisor {
   readonly events = new EventRecorder();
   readonly probes: ProbeManager;
-  private readonly crash: Backoff;
-  private readonly imagePulls: Backoff;
-  /** Creates and starts the engine refused, per container (or sandbox) and spec hash. */
-  private readonly startFailures: Backoff;
-  /** One record per pod: everything kept about it beyond the engine's state (pod-record.ts). */
+  /** One record per pod: everything kept about it beyond the engine's state, its back-off too (pod-record.ts). */
   private readonly records = new Map<string, PodRecord>();
   private readonly adoption: Adoption;
   /** Pods whose sync waited for someone else's deletion of them. */
   private readonly awaitedDeletion = new Set<string>();
+  private readonly unsubscribeCreated: () => void;
 
   constructor(
     private readonly rt: PodEngine,
     private readonly cache: PodCache,
-    backoff: BackoffPolicy,
+    private readonly backoff: BackoffPolicy,
     private readonly wake: (uid: string, afterMs?: number) => void,
     private readonly log: Logger,
     private readonly keepDead = 1,
@@ -81,9 +75,9 @@ export class PodSupervisor {
     private readonly mode: WorkerMode = {},
   ) {
     this.adoption = new Adoption(rt, cache, log);
-    this.crash = new Backoff(backoff);
-    this.imagePulls = new Backoff(backoff);
-    this.startFailures = new Backoff(backoff);
+    // Creates happen in a pod's turn, so its record is there to note them; one made for a pod with
+    // none (forgotten meanwhile) is told by its event, or the next relist.
+    this.unsubscribeCreated = rt.onCreated((uid, id) => this.records.get(uid)?.unseen.add(id));
     const probed = observer.probed;
     this.probes = new ProbeManager(
       (id, cmd, t) => rt.exec(id, cmd, t),
@@ -97,7 +91,7 @@ export class PodSupervisor {
   private rec(uid: string): PodRecord {
     let r = this.records.get(uid);
     if (!r) {
-      r = newPodRecord();
+      r = newPodRecord(this.backoff);
       this.records.set(uid, r);
     }
     return r;
@@ -105,7 +99,7 @@ export class PodSupervisor {
 
   /** The pod's record for a read: a pod with none (not synced yet) reads as an empty one, which is not kept. */
   private peek(uid: string): PodRecord {
-    return this.records.get(uid) ?? newPodRecord();
+    return this.records.get(uid) ?? newPodRecord(this.backoff);
   }
 
   private ref(d: { uid: string; pod: { metadata: { name: string; namespace?: string } } }): PodRef {
@@ -128,7 +122,19 @@ export class PodSupervisor {
   }
 
   stop(): void {
+    this.unsubscribeCreated();
     this.probes.stop();
+  }
+
+  /**
+   * The cache's authoritative look at the pod (PodCache.refreshPod), with the containers podrun
+   * made for it whose create event the cache may not have had yet.
+   */
+  async refresh(uid: string): Promise<void> {
+    const r = this.records.get(uid);
+    const unseen = r ? [...r.unseen] : [];
+    r?.unseen.clear();
+    await this.cache.refreshPod(uid, unseen);
   }
 
   /** Whether this agent has worked on the pod (it has a record). */
@@ -149,36 +155,20 @@ export class PodSupervisor {
   forget(uid: string): void {
     this.probes.removePod(uid);
     this.observer.probesGone?.(uid);
-    this.crash.forgetPod(uid);
-    this.imagePulls.forgetPod(uid);
-    this.startFailures.forgetPod(uid);
     this.events.forget(uid);
     this.records.delete(uid);
     this.awaitedDeletion.delete(uid);
   }
 
-  /**
-   * Back-off of what the pod's spec no longer has (an earlier hash or image of a container) goes:
-   * the kubelet's back-off restarts with a new hash, and 10,000 updates must not leave 10,000 keys.
-   * So does the waiting reason of a container whose spec changed: it was about the version before
-   * (an image that could not be pulled is not the new image's). Once per version of the pod.
-   */
-  private retainBackoff(d: DesiredPod): void {
-    const r = this.rec(d.uid);
-    const before = r.keysOf;
-    if (before === d.pod) return;
-    const keys = backoffKeys(d);
-    for (const table of [this.crash, this.imagePulls, this.startFailures]) table.retainPod(d.uid, keys);
-    dropChangedWaiting(r, before, d.pod);
-  }
-
   /** Entries kept per pod, by kind: what must return to nothing once a pod is gone. */
   stateSize(): Record<string, number> {
+    const sum = (size: (r: PodRecord) => number): number => [...this.records.values()].reduce((n, r) => n + size(r), 0);
     return {
-      records: [...this.records.values()].reduce((n, r) => n + recordSize(r), 0),
-      crashBackoff: this.crash.size,
-      imageBackoff: this.imagePulls.size,
-      startBackoff: this.startFailures.size,
+      records: sum(recordSize),
+      crashBackoff: sum((r) => r.backoff.crash.size),
+      imageBackoff: sum((r) => r.backoff.imagePulls.size),
+      startBackoff: sum((r) => r.backoff.startFailures.size),
+      createdUnseen: sum((r) => r.unseen.size),
       events: this.events.podCount(),
       probes: this.probes.size,
       awaitedDeletions: this.awaitedDeletion.size,
@@ -228,7 +218,7 @@ export class PodSupervisor {
     const seen = await this.gather(d);
     if (!seen.r) return { again: seen.again };
     const { r, o } = seen;
-    const actions = this.plan(d, o);
+    const actions = planTurn(d, o, this.probes, this.log);
     if (!hasActions(actions)) {
       await this.updateProbes(d, o);
       this.clearWaiting(r, o);
@@ -237,9 +227,9 @@ export class PodSupervisor {
       return seen.engineRestarting ? { again: 1000 } : {};
     }
     const now = Date.now();
-    const gate = gateStarts(d, o, actions, await this.backoffView(r, o, actions, now), now);
+    const gate = gateStarts(d, o, actions, await backoffViewOf(this.rt, this.cache, r, o, actions, now), now);
     noteHeld(d, r, gate.held, (type, message, name) => this.events.record(this.ref(d), type, 'BackOff', message, fieldPathOf(d.pod, name)));
-    for (const x of gate.restarts) this.crash.restarted(x.key, now);
+    for (const x of gate.restarts) r.backoff.crash.restarted(x.key, now);
     if (!hasActions(gate.actions)) return { again: gate.waitMs };
     announce(this.log, d, o, actions, gate);
     if (signal?.aborted) return {};
@@ -255,18 +245,18 @@ export class PodSupervisor {
         signal: sync,
         postStart: (id, running) => (running ? r.postStarting.add(id) : r.postStarting.delete(id)),
       });
-      this.started(d, r, gate);
+      recordStarted(d, r, gate, this.observer);
     } catch (err) {
       // Cancelled (or failed on the way) because the pod is to be deleted: no back-off, no
       // waiting reason; the deletion that comes next removes whatever was made.
       if (!sync.aborted) {
-        const backoffMs = recordFailure(err, d, r, { startFailures: this.startFailures, imagePulls: this.imagePulls, log: this.log, ...(this.observer.startFailed ? { startFailed: this.observer.startFailed } : {}) }, Date.now());
+        const backoffMs = recordFailure(err, d, r, { log: this.log, ...(this.observer.startFailed ? { startFailed: this.observer.startFailed } : {}) }, Date.now());
         wait = Math.min(wait ?? backoffMs, backoffMs);
         failed = err as Error;
       }
     } finally {
       if (r.inProgress === sync) delete r.inProgress;
-      await this.cache.refreshPod(d.uid);
+      await this.refresh(d.uid);
     }
     if (sync.aborted) return {};
     const after = this.cache.pod(d.uid);
@@ -294,9 +284,9 @@ export class PodSupervisor {
       this.awaitedDeletion.add(uid);
       return { again: DELETION_LOOK_MS };
     }
-    if (this.awaitedDeletion.delete(uid)) await this.cache.refreshPod(uid);
+    if (this.awaitedDeletion.delete(uid)) await this.refresh(uid);
     const r = this.rec(uid);
-    this.retainBackoff(d);
+    retainKeys(r, d);
     const cached = this.cache.pod(uid);
     if (!cached) return { r, o: undefined, engineRestarting: false };
     if (this.mode.engineRestarts) this.adoption.assume(r, cached, d.pod);
@@ -305,58 +295,6 @@ export class PodSupervisor {
     if (restarting.size === 0) return { r, o: cached, engineRestarting: false };
     const mark = (c: ObservedContainer): ObservedContainer => (restarting.has(c) ? { ...c, state: 'restarting' } : c);
     return { r, o: { ...cached, containers: cached.containers.map(mark), sandboxes: cached.sandboxes.map(mark) }, engineRestarting: true };
-  }
-
-  /** Decide, first half: the plan (pure), with the prober's verdicts. */
-  private plan(d: DesiredPod, o: ObservedPod | undefined): PodActions {
-    const actions = computePodActions(d, o, {
-      probeFailure: (id) => {
-        const failed = this.probes.state(id)?.failed;
-        return failed && failed.kind !== 'readiness' ? { kind: failed.kind, ...(failed.graceSeconds !== undefined ? { graceSeconds: failed.graceSeconds } : {}) } : undefined;
-      },
-      // No worker yet (the container has just started): started only if it has no startup probe
-      // to pass, as the kubelet waits for a startup result it has not got.
-      started: (id) => {
-        const state = this.probes.state(id);
-        if (state) return state.started;
-        const name = o?.containers.find((c) => c.id === id)?.name;
-        return !(name && specOf(d.pod, name)?.startupProbe);
-      },
-    });
-    for (const k of actions.containersToKill) {
-      if (k.probe) this.log.warn(`pod ${d.key}: container ${k.name} ${k.reason}`, { pod: d.key, container: k.name });
-    }
-    return actions;
-  }
-
-  /** Decide, second half: what the gate (pure) reads, the finish times of what would restart gathered first. */
-  private async backoffView(r: PodRecord, o: ObservedPod | undefined, actions: PodActions, now: number): Promise<BackoffView> {
-    const finished = new Map<string, number>();
-    for (const st of actions.containersToStart) {
-      const prev = o ? newestExited(o, st.name) : undefined;
-      if (prev) finished.set(prev.id, this.cache.finishedAt(prev.id) ?? (await this.rt.finishedAt(prev.id)) ?? now);
-    }
-    return {
-      crash: this.crash,
-      imagePulls: this.imagePulls,
-      refused: this.startFailures,
-      waitingOnImage: (name) => isImageReason(r.waiting.get(name)?.reason),
-      finishedAt: (id) => finished.get(id),
-    };
-  }
-
-  /** Record, after actions that went through: what started waits for nothing, and its refusals are forgotten. */
-  private started(d: DesiredPod, r: PodRecord, gate: GateResult): void {
-    const run = gate.actions;
-    if (run.createSandbox) this.observer.started?.('sandbox');
-    for (const s of run.containersToStart) this.observer.started?.(s.type);
-    for (const x of gate.restarts) this.observer.restarted?.(d.pod.metadata.namespace ?? 'default', d.pod.metadata.name, x.name);
-    for (const s of run.containersToStart) {
-      r.waiting.delete(s.name);
-      const spec = specOf(d.pod, s.name);
-      if (spec) this.startFailures.forget(Backoff.key(d.uid, s.name, containerHash(d.pod, spec)));
-    }
-    if (run.createSandbox) this.startFailures.forget(sandboxKey(d));
   }
 
   /** Whether the pod's worker is carrying out actions now (its containers are changing under it). */

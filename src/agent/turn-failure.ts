@@ -15,15 +15,12 @@ const BUG_RETRY_MS = 5_000;
 const IMAGE_BACKOFF_LOOK_MS = 1000;
 
 export interface FailureBooks {
-  /** Creates and starts the engine refused, per container (or sandbox) and spec hash. */
-  startFailures: Backoff;
-  imagePulls: Backoff;
   log: Logger;
   startFailed?: (type: 'sandbox' | 'init' | 'app', reason: string) => void;
 }
 
 /**
- * The record step of a turn whose actions failed: the failure goes to its back-off table and, for
+ * The record step of a turn whose actions failed: the failure goes to the pod's back-off and, for
  * the user's container, becomes its waiting reason (the kubelet's SyncResult, typed: nothing is
  * read back from a message). Returns when to look again; what is no step's failure (the engine
  * went away mid-turn) is thrown on, for the worker to retry.
@@ -35,7 +32,7 @@ export function recordFailure(err: unknown, d: DesiredPod, r: PodRecord, x: Fail
     // the engine one attempt per back-off, not a hot loop.
     const spec = err.container ? specOf(d.pod, err.container) : undefined;
     const key = err.container && spec ? Backoff.key(d.uid, err.container, containerHash(d.pod, spec)) : sandboxKey(d);
-    const backoffMs = x.startFailures.restarted(key, now);
+    const backoffMs = r.backoff.startFailures.restarted(key, now);
     x.startFailed?.(err.container ? (d.pod.spec.initContainers?.some((c) => c.name === err.container) ? 'init' : 'app') : 'sandbox', err.reason);
     const { container, reason, message } = err.result;
     if (container && reason !== 'FailedCreatePodSandBox') r.waiting.set(container, { reason, message });
@@ -51,7 +48,7 @@ export function recordFailure(err: unknown, d: DesiredPod, r: PodRecord, x: Fail
   }
   // The engine went away mid-turn, and the like: the worker logs it and tries again.
   if (!(err instanceof ContainerImageError)) throw err;
-  const backoffMs = x.imagePulls.restarted(imageKey(d, err.container), now);
+  const backoffMs = r.backoff.imagePulls.restarted(imageKey(d, err.container), now);
   // As the kubelet: the attempt that failed says ErrImagePull; the look right after finds the
   // pull in back-off and says ImagePullBackOff until the next attempt (kubectl shows both).
   r.waiting.set(err.container, { reason: err.imageError.reason, message: err.message });

@@ -36,9 +36,6 @@ export class PodCache {
   private readonly records = new ContainerRecords();
   private readonly finished = new Map<string, number>();
   private readonly recent: Recent[] = [];
-  /** Containers podrun created whose create event may not have arrived yet, by pod. */
-  private readonly createdUnseen = new Map<string, Set<string>>();
-  private readonly unsubscribeCreated: () => void;
   private seq = 0;
   private unsubscribe: (() => void) | undefined;
   private relistTimer: NodeJS.Timeout | undefined;
@@ -59,11 +56,6 @@ export class PodCache {
     private readonly o: PodCacheOptions = {},
   ) {
     this.health = new RelistHealth(relistThresholdFor(o.relistMs ?? 60_000), o.clock);
-    this.unsubscribeCreated = rt.onCreated((uid, id) => {
-      const ids = this.createdUnseen.get(uid) ?? new Set<string>();
-      ids.add(id);
-      this.createdUnseen.set(uid, ids);
-    });
   }
 
   async start(): Promise<void> {
@@ -77,7 +69,6 @@ export class PodCache {
 
   stop(): void {
     this.stopped = true;
-    this.unsubscribeCreated();
     this.unsubscribe?.();
     if (this.relistTimer) clearInterval(this.relistTimer);
     if (this.retryTimer) clearTimeout(this.retryTimer);
@@ -217,15 +208,14 @@ export class PodCache {
 
   /**
    * An authoritative look at one pod, after podrun changed it (so a re-sync never acts on stale
-   * state). It inspects the containers the cache knows for the pod and those podrun just created,
-   * by id: a list call costs the engine O(every container it holds), which is seconds with a
+   * state). It inspects the containers the cache knows for the pod and `created`, those podrun just
+   * made (its worker's record keeps them until this look), by id: a list call costs the engine O(every container it holds), which is seconds with a
    * pile of dead ones, and this runs after every sync. New containers made by anyone else arrive
    * as events, and the periodic relist is the safety net.
    */
-  async refreshPod(uid: string): Promise<void> {
+  async refreshPod(uid: string, created: Iterable<string> = []): Promise<void> {
     const startSeq = this.seq;
-    const ids = new Set(this.createdUnseen.get(uid));
-    this.createdUnseen.delete(uid);
+    const ids = new Set(created);
     for (const rec of this.records.ofPod(uid)) ids.add(rec.id);
     const seen = await this.rt.inspectContainers([...ids]);
     for (const [id, info] of seen) {
@@ -249,9 +239,9 @@ export class PodCache {
     return this.records.pods();
   }
 
-  /** Records kept: containers the engine holds, their finish times, creations not yet seen. */
+  /** Records kept: containers the engine holds, their finish times. */
   stateSize(): Record<string, number> {
-    return { cacheRecords: this.records.size, cacheViews: this.records.viewCount, cacheByPod: this.records.podIndexSize, cacheFinished: this.finished.size, cacheCreatedUnseen: this.createdUnseen.size };
+    return { cacheRecords: this.records.size, cacheViews: this.records.viewCount, cacheByPod: this.records.podIndexSize, cacheFinished: this.finished.size };
   }
 
   /** When the container finished, if an event told us. */

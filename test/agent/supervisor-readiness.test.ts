@@ -23,7 +23,7 @@ spec:
     let now: ObservedPod = running;
     // The engine as an inspect sees the container: running (exit code 0) until it dies with 3.
     let state: ContainerStatus = { state: 'running', exitCode: 0, startedAt: '2026-11-30T10:00:00Z', oomKilled: false, engineRestarts: 0, restarting: false };
-    const rt = { containerState: async () => state, terminationMessage: async () => undefined } as unknown as PodRuntime;
+    const rt = { containerState: async () => state, terminationMessage: async () => undefined, onCreated: () => () => undefined } as unknown as PodRuntime;
     const cache = { pod: () => now, finishedAt: () => undefined } as unknown as PodCache;
     const supervisor = new PodSupervisor(rt, cache, DEFAULT_BACKOFF, none, log);
     // Status read while it ran: its details are kept.

@@ -50,8 +50,47 @@ export class FakeEngine implements PodEngine {
     this.instance = instanceId(options.stateDir);
   }
 
+  /** Called after every call to the engine and every event it sends: a test waits on these, not on a clock. */
+  readonly activity = new Set<() => void>();
+
+  /**
+   * Resolves once `ok()` holds: looked at right after each engine call or event (in the turn after,
+   * once the caller's step is done), and every 10 ms besides, for what the agent does without the
+   * engine. A test waiting so pays no timer's delay per step (a poll every 1 ms slept through
+   * most of a fast update loop on a loaded machine).
+   */
+  until(what: string, ok: () => boolean, timeoutMs = 60_000): Promise<void> {
+    if (ok()) return Promise.resolve();
+    return new Promise((resolve, reject) => {
+      let pending = false;
+      const look = (): void => {
+        pending = false;
+        if (!ok()) return;
+        end();
+        resolve();
+      };
+      const soon = (): void => {
+        if (pending) return;
+        pending = true;
+        setImmediate(look);
+      };
+      const poll = setInterval(soon, 10);
+      const timer = setTimeout(() => {
+        end();
+        reject(new Error(`timed out waiting for ${what}`));
+      }, timeoutMs);
+      const end = (): void => {
+        clearInterval(poll);
+        clearTimeout(timer);
+        this.activity.delete(soon);
+      };
+      this.activity.add(soon);
+    });
+  }
+
   private count(what: string): void {
     this.calls.set(what, (this.calls.get(what) ?? 0) + 1);
+    for (const fn of this.activity) fn();
     if (this.down) throw Object.assign(new Error(`cannot reach the fake engine: ${what}`), { code: 'ECONNREFUSED' });
   }
 
@@ -63,6 +102,7 @@ export class FakeEngine implements PodEngine {
   private emit(kind: EngineEvent['kind'], c: FakeContainer): void {
     const e: EngineEvent = { kind, id: c.id, labels: { ...c.labels }, name: c.name, image: c.image, ...(kind === 'exited' ? { exitCode: c.exitCode ?? 0 } : {}), timeMs: this.now() };
     for (const w of [...this.watchers]) w.onEvent(e);
+    for (const fn of this.activity) fn();
   }
 
   /** `byPodrun`: podrun's own create, told to its listeners as the runtime tells them (not someone else's). */

@@ -25,6 +25,12 @@ export class MemorySource implements PodSource {
     this.onChange();
   }
 
+  /** Declares these pods, already loaded, replacing what was declared. */
+  declarePods(...pods: DesiredPod[]): void {
+    this.pods = pods;
+    this.onChange();
+  }
+
   snapshot(): OriginPods[] {
     return [{ origin: this.origin, pods: this.pods }];
   }
