@@ -112,11 +112,18 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
     const back = comesBack(p);
     if (back) io.err(`warning: pod/${p.namespace}/${p.name} is declared by ${p.source}: the agent will recreate it; to remove it for good, ${back}`);
   }
+  // Forgotten in the applied sets first, so a running agent does not bring them back: all in one
+  // pass, one write per set, where one durable rewrite of the set per pod (300-600 ms for 50 on a
+  // loaded disk) held the last pods' stop signals back, and every other step with them.
+  try {
+    forgetApplied(g.stateDir, new Set(unique.map((p) => `${p.namespace}/${p.name}`)));
+  } catch (err) {
+    io.err(`podrun: cannot forget the pods in their applied sets, nothing deleted: ${(err as Error).message}`);
+    return EXIT.failed;
+  }
   // Every pod at once: their grace periods overlap (the runtime bounds the engine calls).
   await Promise.all(unique.map(async (p) => {
     try {
-      // Forget it in the applied sets first, so a running agent does not bring it back.
-      forgetApplied(g.stateDir, new Set([`${p.namespace}/${p.name}`]));
       recordPullFailures(g.stateDir, p.uid, `${p.namespace}/${p.name}`, []);
       if (agent && p.applySet && o.gracePeriod === undefined) {
         await gone(rt, p.uid, (graceOf(p) + 120) * 1000);

@@ -83,4 +83,25 @@ describe('delete', () => {
       await w.cleanup();
     }
   });
+
+  it('deletes twelve pods in less than two of their grace periods, removals included (issue 33)', async () => {
+    const w = new World();
+    const grace = 10;
+    try {
+      const names = Array.from({ length: 12 }, () => unique('del12'));
+      const files = names.map((n) => w.write(`${n}.yaml`, pod(n, grace)));
+      expect((await w.cli('apply', '--no-wait', ...files)).code).toBe(0);
+      for (const n of names) await until(`${n} to run`, async () => ((await podContainers(ns, n)).some((c) => c.State === 'running' && c.Labels[LABEL.containerName] === 'c') ? true : undefined), 60_000);
+      const t0 = Date.now();
+      const d = await w.cli('delete', '-n', ns, ...names);
+      const took = Date.now() - t0;
+      expect(d.code, d.err).toBe(0);
+      for (const n of names) expect(await podContainers(ns, n)).toEqual([]);
+      // One grace period and the engine's removals (seconds on a loaded engine); four pods at a
+      // time would be three grace periods, one at a time twelve.
+      expect(took).toBeLessThan(2 * grace * 1000);
+    } finally {
+      await w.cleanup();
+    }
+  }, 120_000);
 });
