@@ -44,7 +44,7 @@ export class CriPluginDisabledError extends CriNotRuntimeError {
 
 /** The sandbox, container or image named in the call does not exist (gRPC NotFound). */
 export class CriNotFoundError extends CriError {
-  constructor(endpoint: string, readonly method: string, detail: string) {
+  constructor(endpoint: string, readonly method: string, readonly detail: string) {
     super(`${method}: not found: ${detail}`, endpoint, 5);
     this.name = 'CriNotFoundError';
   }
@@ -76,7 +76,7 @@ export class CriNotSupportedError extends CriError {
 
 /** The runtime refused the request (any other gRPC status) or sent an answer that does not decode. */
 export class CriRequestError extends CriError {
-  constructor(endpoint: string, readonly method: string, detail: string, grpcCode?: number) {
+  constructor(endpoint: string, readonly method: string, readonly detail: string, grpcCode?: number) {
     super(`${method}: ${detail}`, endpoint, grpcCode);
     this.name = 'CriRequestError';
   }

@@ -4,7 +4,7 @@ import { ensureByPolicy, PullQueue, type PullListener } from '../pull-policy.js'
 import { ImageError, type EngineImage, type ImageInventory, type RuntimeOptions } from '../runtime-types.js';
 import { unlessAborted } from '../slots.js';
 import type { CriClient } from './client.js';
-import { CriError, CriUnreachableError, CriNotRuntimeError } from './errors.js';
+import { CriError, CriNotFoundError, CriNotRuntimeError, CriRequestError, CriUnreachableError } from './errors.js';
 import type { ImageInfo } from './messages.js';
 
 // Images through the CRI ImageService, as the kubelet's image manager uses it
@@ -55,7 +55,7 @@ export class CriImages {
       const each = err instanceof EveryCredentialRefused ? err.failures : [err];
       failure = each.map((f) => (f as Error).message).join('; ');
       if (!each.every(refused)) throw each.find((f) => !refused(f)) ?? err;
-      throw new ImageError(`failed to pull image ${image}: ${each.map((f) => (f as Error).message.replace(/^PullImage: /, '')).join('; ')}`, 'ErrImagePull');
+      throw new ImageError(`failed to pull image ${image}: ${each.map(pullRefusal).join('; ')}`, 'ErrImagePull');
     } finally {
       const seconds = (performance.now() - t0) / 1000;
       this.options.observer?.pull?.(seconds, ok);
@@ -135,4 +135,11 @@ function imageIds(list: readonly ImageInfo[]): Map<string, string> {
 function authConfig(found: RegistryAuth | undefined): { serverAddress: string; username?: string; password?: string; identityToken?: string } | undefined {
   if (!found) return undefined;
   return { serverAddress: found.serveraddress, ...(found.username ? { username: found.username } : {}), ...(found.password ? { password: found.password } : {}), ...(found.identitytoken ? { identityToken: found.identitytoken } : {}) };
+}
+
+/** The runtime's words for a refused pull, without the method's name. */
+function pullRefusal(err: unknown): string {
+  if (err instanceof CriNotFoundError) return `not found: ${err.detail}`;
+  if (err instanceof CriRequestError) return err.detail;
+  return (err as Error).message;
 }
