@@ -10,7 +10,27 @@ import { join } from 'node:path';
 import type Docker from 'dockerode';
 import { instanceId, LABEL } from '../src/runtime/labels.js';
 import { FaultyEngine } from '../test/integration/engine-helpers.js';
-import { BIN, docker, followEvents, log, ms, PAUSE_IMAGE, podrun, procUsage, QUICK, ratio, removeInstance, removeLabelled, sleep, stat, table, TEST_IMAGE, until, writePods, type Stat } from './lib.js';
+import {
+  BIN,
+  docker,
+  followEvents,
+  log,
+  ms,
+  PAUSE_IMAGE,
+  podrun,
+  procUsage,
+  QUICK,
+  ratio,
+  removeInstance,
+  removeLabelled,
+  sleep,
+  stat,
+  table,
+  TEST_IMAGE,
+  until,
+  writePods,
+  type Stat,
+} from './lib.js';
 
 class Agent {
   readonly proc: ChildProcess;
@@ -18,7 +38,10 @@ class Agent {
   private readonly exited: Promise<unknown>;
 
   constructor(stateDir: string, args: string[], env: Record<string, string> = {}) {
-    this.proc = spawn(BIN, ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', 'run', ...args], { env: { ...process.env, ...env }, stdio: ['ignore', 'pipe', 'pipe'] });
+    this.proc = spawn(BIN, ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', 'run', ...args], {
+      env: { ...process.env, ...env },
+      stdio: ['ignore', 'pipe', 'pipe'],
+    });
     this.proc.stdout?.on('data', (c: Buffer) => (this.out += c.toString()));
     this.proc.stderr?.on('data', (c: Buffer) => (this.out += c.toString()));
     this.exited = new Promise((r) => this.proc.on('exit', r));
@@ -35,10 +58,14 @@ class Agent {
 }
 
 async function running(labels: string[], n: number): Promise<Docker.ContainerInfo[]> {
-  return until(`${n} running containers`, async () => {
-    const list = await docker.listContainers({ filters: JSON.stringify({ label: labels, status: ['running'] }) });
-    return list.length >= n ? list : undefined;
-  }, 180_000);
+  return until(
+    `${n} running containers`,
+    async () => {
+      const list = await docker.listContainers({ filters: JSON.stringify({ label: labels, status: ['running'] }) });
+      return list.length >= n ? list : undefined;
+    },
+    180_000,
+  );
 }
 
 /**
@@ -69,7 +96,12 @@ async function reaction(labels: string[]): Promise<number> {
 /** Docker's own restart policy on a fresh container (its first restart; later ones back off). */
 async function dockerRestart(): Promise<number> {
   const label = 'podrun-bench.restart-policy=1';
-  const c = await docker.createContainer({ Image: TEST_IMAGE, Cmd: ['sleep', '3600'], Labels: { 'podrun-bench.restart-policy': '1' }, HostConfig: { NetworkMode: 'bridge', RestartPolicy: { Name: 'always' } } });
+  const c = await docker.createContainer({
+    Image: TEST_IMAGE,
+    Cmd: ['sleep', '3600'],
+    Labels: { 'podrun-bench.restart-policy': '1' },
+    HostConfig: { NetworkMode: 'bridge', RestartPolicy: { Name: 'always' } },
+  });
   await c.start();
   const ev = await followEvents([label]);
   try {
@@ -136,7 +168,12 @@ async function reactions(root: string): Promise<string> {
       draining.push(await reaction(labels));
       await sleep(300);
     }
-    const stillDraining = (await docker.listContainers({ filters: JSON.stringify({ label: [`${LABEL.instance}=${instanceId(stateDir)}`, `${LABEL.podName}=drain-0`], status: ['running'] }) })).length > 0;
+    const stillDraining =
+      (
+        await docker.listContainers({
+          filters: JSON.stringify({ label: [`${LABEL.instance}=${instanceId(stateDir)}`, `${LABEL.podName}=drain-0`], status: ['running'] }),
+        })
+      ).length > 0;
     log(`reaction: idle ${ms(stat(idle))}, draining ${ms(stat(draining))}, docker policy ${ms(stat(dockerPolicy))}, raw ${ms(stat(raw))}`);
     return `### Restart reaction (agent; a container's process SIGKILLed → its replacement started)
 
@@ -150,7 +187,13 @@ ${table(
   ['case', 'podrun', 'Docker restart policy', 'raw API floor', 'podrun / raw floor'],
   [
     ['idle', ms(stat(idle)), ms(stat(dockerPolicy)), ms(stat(raw)), ratio(stat(idle.map((x, i) => x / raw[i]!)))],
-    [`while 6 pods spend a 20 s grace period${stillDraining ? '' : ' (the drains ended before the last sample)'}`, ms(stat(draining)), '—', '—', ratio(stat(draining.map((x, i) => x / raw[i]!)))],
+    [
+      `while 6 pods spend a 20 s grace period${stillDraining ? '' : ' (the drains ended before the last sample)'}`,
+      ms(stat(draining)),
+      '—',
+      '—',
+      ratio(stat(draining.map((x, i) => x / raw[i]!))),
+    ],
   ],
 )}`;
   } finally {
@@ -234,7 +277,9 @@ async function adoption(root: string): Promise<string> {
     const mutating = proxy.requests.filter((r) => /^(POST|DELETE|PUT) /.test(r));
     const updates = mutating.filter((r) => r.endsWith('/update')).length;
     const same = JSON.stringify(before) === JSON.stringify(after);
-    log(`adoption of ${pods}: started in ${Math.round(startedMs)} ms; ${mutating.length} mutating calls (${updates} restart-policy updates); containers unchanged: ${same}`);
+    log(
+      `adoption of ${pods}: started in ${Math.round(startedMs)} ms; ${mutating.length} mutating calls (${updates} restart-policy updates); containers unchanged: ${same}`,
+    );
     return `### Agent start-up adopting ${pods} running pods
 
 Pods made by \`podrun apply\` (which leaves them an engine restart policy), then \`podrun run\` on
@@ -265,7 +310,13 @@ function socketGet(stateDir: string, path: string): Promise<string> {
 const sample = (text: string, name: string): number => Number(new RegExp(`^${name} (\\S+)$`, 'm').exec(text)?.[1] ?? NaN);
 
 /** One agent over the pods for `seconds` of steady state: resident memory and CPU from /proc. */
-async function measureAgent(stateDir: string, dir: string, pods: number, seconds: number, readStats: boolean): Promise<{ rss: Stat; cpu: number; metrics: string }> {
+async function measureAgent(
+  stateDir: string,
+  dir: string,
+  pods: number,
+  seconds: number,
+  readStats: boolean,
+): Promise<{ rss: Stat; cpu: number; metrics: string }> {
   const agent = new Agent(stateDir, ['--manifest-dir', dir]);
   try {
     await agent.logged('agent started');
@@ -296,7 +347,9 @@ async function measureAgent(stateDir: string, dir: string, pods: number, seconds
 
 /** Bare Node probing the same pods the same way (bench/probe-floor.ts) for `seconds`: the floor under the agent's CPU. */
 async function probeFloor(namespace: string, seconds: number): Promise<{ rss: Stat; cpu: number; pods: number }> {
-  const sandboxes = await docker.listContainers({ filters: JSON.stringify({ label: [`${LABEL.podNamespace}=${namespace}`, `${LABEL.containerType}=sandbox`], status: ['running'] }) });
+  const sandboxes = await docker.listContainers({
+    filters: JSON.stringify({ label: [`${LABEL.podNamespace}=${namespace}`, `${LABEL.containerType}=sandbox`], status: ['running'] }),
+  });
   const ips = sandboxes.map((c) => Object.values(c.NetworkSettings?.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress).filter((ip): ip is string => !!ip);
   const proc = spawn(process.execPath, [join(import.meta.dirname, 'probe-floor.js'), '8080', ...ips], { stdio: 'ignore' });
   try {
@@ -329,12 +382,19 @@ async function footprint(root: string): Promise<string> {
     const read = await measureAgent(stateDir, dir, pods, offSeconds, true);
     // The agent leaves its pods running when it stops: the floor probes the same ones.
     const floor = await probeFloor('bench-footprint', offSeconds);
-    const restarts = (await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL.instance}=${instanceId(stateDir)}`, `${LABEL.containerType}=app`] }) })).filter((c) => Number(c.Labels[LABEL.restartCount]) > 0).length;
+    const restarts = (
+      await docker.listContainers({
+        all: true,
+        filters: JSON.stringify({ label: [`${LABEL.instance}=${instanceId(stateDir)}`, `${LABEL.containerType}=app`] }),
+      })
+    ).filter((c) => Number(c.Labels[LABEL.restartCount]) > 0).length;
     const collections = sample(read.metrics, 'podrun_stats_collection_duration_seconds_count');
     const collectMs = (sample(read.metrics, 'podrun_stats_collection_duration_seconds_sum') / collections) * 1000;
     const calls = sample(read.metrics, 'podrun_stats_engine_calls_total') / collections;
     const live = pods * 2; // one container and its sandbox each
-    log(`footprint: RSS ${on.rss.median.toFixed(0)} MB (max ${on.rss.max.toFixed(0)}), CPU ${on.cpu.toFixed(2)} %; scraped every 15 s ${read.cpu.toFixed(2)} %, ${read.rss.median.toFixed(0)} MB; bare Node probing the same ${floor.pods} pods ${floor.cpu.toFixed(2)} %, ${floor.rss.median.toFixed(0)} MB`);
+    log(
+      `footprint: RSS ${on.rss.median.toFixed(0)} MB (max ${on.rss.max.toFixed(0)}), CPU ${on.cpu.toFixed(2)} %; scraped every 15 s ${read.cpu.toFixed(2)} %, ${read.rss.median.toFixed(0)} MB; bare Node probing the same ${floor.pods} pods ${floor.cpu.toFixed(2)} %, ${floor.rss.median.toFixed(0)} MB`,
+    );
     return `### Agent footprint: ${pods} pods, each with an httpGet liveness and a tcpSocket readiness probe every 10 s
 
 Sampled every second from /proc over ${seconds} s of steady state (after start-up and the first
@@ -361,7 +421,12 @@ ${(on.cpu / floor.cpu).toFixed(2)}× that floor, scraped ${(read.cpu / floor.cpu
 export async function agentScenarios(root: string): Promise<string[]> {
   // BENCH_AGENT_PARTS=footprint,delete runs some of them (printed, with BENCH_ONLY=agent).
   const parts = process.env.BENCH_AGENT_PARTS?.split(',');
-  const all: [string, (r: string) => Promise<string>][] = [['reactions', reactions], ['delete', deleteMany], ['adoption', adoption], ['footprint', footprint]];
+  const all: [string, (r: string) => Promise<string>][] = [
+    ['reactions', reactions],
+    ['delete', deleteMany],
+    ['adoption', adoption],
+    ['footprint', footprint],
+  ];
   const out: string[] = [];
   for (const [name, fn] of all) if (!parts || parts.includes(name)) out.push(await fn(root));
   return out;

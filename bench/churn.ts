@@ -38,7 +38,11 @@ export interface ChurnFigures {
 
 async function stableState(ns: string, names: string[]): Promise<string> {
   const list = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL.podNamespace}=${ns}`] }) });
-  return list.filter((c) => names.includes(c.Labels[LABEL.podName] ?? '')).map((c) => `${c.Id} ${c.State} ${c.Labels[LABEL.restartCount]}`).sort().join('\n');
+  return list
+    .filter((c) => names.includes(c.Labels[LABEL.podName] ?? ''))
+    .map((c) => `${c.Id} ${c.State} ${c.Labels[LABEL.restartCount]}`)
+    .sort()
+    .join('\n');
 }
 
 /** One churn run against a fresh agent; its log is kept in the temp directory for a look afterwards. */
@@ -50,23 +54,52 @@ export async function churnRun(root: string, files: number): Promise<ChurnFigure
   const stable = ['stable-0', 'stable-1', 'stable-2'];
   for (const name of stable) writeFileSync(join(dir, `${name}.yaml`), churnPod(ns, name, 0));
   const flags = process.env.BENCH_NODE_FLAGS?.split(' ').filter(Boolean) ?? [];
-  const proc = spawn(process.execPath, [...flags, BIN, '--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', 'run', '--log-format', 'text', '--manifest-dir', dir, '--gc-period', '5s', ...(process.env.BENCH_AGENT_ARGS?.split(' ').filter(Boolean) ?? [])], { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] });
+  const proc = spawn(
+    process.execPath,
+    [
+      ...flags,
+      BIN,
+      '--state-dir',
+      stateDir,
+      '--pause-image',
+      PAUSE_IMAGE,
+      '--node-ip',
+      '127.0.0.1',
+      'run',
+      '--log-format',
+      'text',
+      '--manifest-dir',
+      dir,
+      '--gc-period',
+      '5s',
+      ...(process.env.BENCH_AGENT_ARGS?.split(' ').filter(Boolean) ?? []),
+    ],
+    { cwd: root, stdio: ['ignore', 'pipe', 'pipe'] },
+  );
   let out = '';
   proc.stdout.on('data', (c: Buffer) => (out += c.toString()));
   proc.stderr.on('data', (c: Buffer) => (out += c.toString()));
   const exited = new Promise((r) => proc.on('exit', r));
   try {
-    await until('the stable pods', async () => ((await stableState(ns, stable)).split('\n').filter((l) => l.includes(' running ')).length === 6 ? true : undefined), 120_000);
+    await until(
+      'the stable pods',
+      async () => ((await stableState(ns, stable)).split('\n').filter((l) => l.includes(' running ')).length === 6 ? true : undefined),
+      120_000,
+    );
     const before = await stableState(ns, stable);
     const cpu0 = procUsage(proc.pid!).cpuSeconds;
     const ev = await followEvents([`${LABEL.podNamespace}=${ns}`]);
     const names = Array.from({ length: files }, (_, i) => `churn-${i}`);
     const removed = await churnDirectory(dir, ns, names, { spreadMs: 11_000, gapMs: 1_500, writes: 6 });
     const last = Math.max(...removed.values());
-    await until('only the stable pods', async () => {
-      const list = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL.podNamespace}=${ns}`] }) });
-      return list.every((c) => stable.includes(c.Labels[LABEL.podName] ?? '')) ? true : undefined;
-    }, 300_000);
+    await until(
+      'only the stable pods',
+      async () => {
+        const list = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL.podNamespace}=${ns}`] }) });
+        return list.every((c) => stable.includes(c.Labels[LABEL.podName] ?? '')) ? true : undefined;
+      },
+      300_000,
+    );
     const convergedMs = Date.now() - last;
     const agentCpuSeconds = procUsage(proc.pid!).cpuSeconds - cpu0;
     ev.stop();
@@ -107,7 +140,9 @@ export async function churnScenario(root: string): Promise<string> {
   const results: ChurnFigures[] = [];
   for (let i = 0; i < runs; i++) {
     const f = await churnRun(root, files);
-    log(`churn: deletion median ${f.deletionMedianMs} ms, p95 ${f.deletionP95Ms} ms, max ${f.deletionMaxMs} ms; converged ${f.convergedMs} ms after the last removal`);
+    log(
+      `churn: deletion median ${f.deletionMedianMs} ms, p95 ${f.deletionP95Ms} ms, max ${f.deletionMaxMs} ms; converged ${f.convergedMs} ms after the last removal`,
+    );
     results.push(f);
   }
   const ms = (v: number): string => `${Math.round(v).toLocaleString('en-US')} ms`;
@@ -121,7 +156,33 @@ over the pods that reached the engine; begun: to its \`no longer declared; delet
 row per run.
 
 ${table(
-  ['run', 'pods on the engine (containers made)', 'deletion median', 'deletion p95', 'deletion max', 'deletion begun (median / max)', 'over 5 s', 'made after removal', 'start errors', 'only the stable pods left', 'stable pods untouched', 'agent CPU'],
-  results.map((f, i) => [String(i + 1), `${f.reached} (${f.created})`, ms(f.deletionMedianMs), ms(f.deletionP95Ms), ms(f.deletionMaxMs), `${ms(f.startMedianMs)} / ${ms(f.startMaxMs)}`, String(f.over5s), String(f.lateMade), String(f.startErrors), `${ms(f.convergedMs)} after the last removal`, f.stableUntouched ? 'yes' : 'NO', `${f.agentCpuSeconds.toFixed(1)} s`]),
+  [
+    'run',
+    'pods on the engine (containers made)',
+    'deletion median',
+    'deletion p95',
+    'deletion max',
+    'deletion begun (median / max)',
+    'over 5 s',
+    'made after removal',
+    'start errors',
+    'only the stable pods left',
+    'stable pods untouched',
+    'agent CPU',
+  ],
+  results.map((f, i) => [
+    String(i + 1),
+    `${f.reached} (${f.created})`,
+    ms(f.deletionMedianMs),
+    ms(f.deletionP95Ms),
+    ms(f.deletionMaxMs),
+    `${ms(f.startMedianMs)} / ${ms(f.startMaxMs)}`,
+    String(f.over5s),
+    String(f.lateMade),
+    String(f.startErrors),
+    `${ms(f.convergedMs)} after the last removal`,
+    f.stableUntouched ? 'yes' : 'NO',
+    `${f.agentCpuSeconds.toFixed(1)} s`,
+  ]),
 )}`;
 }

@@ -39,7 +39,13 @@ export async function cliStartup(root: string): Promise<string> {
       }
       const q = pairwise(a, b);
       measuredStartup.push({ name: c.name, median: q.median });
-      rows.push([c.name, ms(stat(a)), ms(stat(b)), `**${ratio(q)}**`, c.target ? `≤ ${c.target.toFixed(1)} ${q.median <= c.target ? '(met)' : '(missed)'}` : '—']);
+      rows.push([
+        c.name,
+        ms(stat(a)),
+        ms(stat(b)),
+        `**${ratio(q)}**`,
+        c.target ? `≤ ${c.target.toFixed(1)} ${q.median <= c.target ? '(met)' : '(missed)'}` : '—',
+      ]);
       log(`cli ${c.args.join(' ')}: ${ms(stat(a))}, ratio ${ratio(q)}`);
     }
   } finally {

@@ -6,7 +6,27 @@
  */
 import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { log, must, onPath, pairwise, podrun, QUICK, ratio, ms, removeInstance, removeLabelled, REPO, run, stat, table, TEST_IMAGE, PAUSE_IMAGE, writePods, type PodShape, type Stat } from './lib.js';
+import {
+  log,
+  must,
+  onPath,
+  pairwise,
+  podrun,
+  QUICK,
+  ratio,
+  ms,
+  removeInstance,
+  removeLabelled,
+  REPO,
+  run,
+  stat,
+  table,
+  TEST_IMAGE,
+  PAUSE_IMAGE,
+  writePods,
+  type PodShape,
+  type Stat,
+} from './lib.js';
 
 interface Config {
   pods: number;
@@ -74,7 +94,12 @@ export async function coldApply(root: string): Promise<string> {
   const sizes = process.env.BENCH_COLD_PODS?.split(',').map(Number) ?? (QUICK ? [1, 10] : [1, 10, 50]);
   for (const pods of sizes) {
     for (const containers of process.env.BENCH_COLD_CONTAINERS?.split(',').map(Number) ?? [1, 2]) {
-      for (const hostNetwork of [false, true]) configs.push({ pods, shape: { containers, hostNetwork }, runs: Number(process.env.BENCH_COLD_RUNS ?? 0) || (QUICK ? 1 : pods === 1 ? 7 : pods === 10 ? 5 : 3) });
+      for (const hostNetwork of [false, true])
+        configs.push({
+          pods,
+          shape: { containers, hostNetwork },
+          runs: Number(process.env.BENCH_COLD_RUNS ?? 0) || (QUICK ? 1 : pods === 1 ? 7 : pods === 10 ? 5 : 3),
+        });
     }
   }
   const composeOk = onPath('docker-compose');
@@ -88,13 +113,26 @@ export async function coldApply(root: string): Promise<string> {
     const ns = 'bench-cold';
     writePods(dir, `cold-${tag}`, ns, config.pods, config.shape);
     const all = join(root, `cold-${tag}.yaml`);
-    writeFileSync(all, readdirSync(dir).map((f) => readFileSync(join(dir, f), 'utf8')).join('---\n'));
+    writeFileSync(
+      all,
+      readdirSync(dir)
+        .map((f) => readFileSync(join(dir, f), 'utf8'))
+        .join('---\n'),
+    );
     const compose = join(root, `cold-${tag}.compose.yml`);
     writeFileSync(compose, composeFile(config.pods, config.shape, `cold-${tag}`));
     const stateDir = join(root, `cold-${tag}-state`);
     mkdirSync(stateDir);
     const cli = podrun(stateDir);
-    const t = { podrun: [] as number[], applied: [] as number[], floor: [] as number[], floorEngine: [] as number[], strict: [] as number[], compose: [] as number[], podman: [] as number[] };
+    const t = {
+      podrun: [] as number[],
+      applied: [] as number[],
+      floor: [] as number[],
+      floorEngine: [] as number[],
+      strict: [] as number[],
+      compose: [] as number[],
+      podman: [] as number[],
+    };
     const label = `podrun-bench.floor=${tag}`;
     const withPeers = process.env.BENCH_COLD_PEERS !== '0' && (!config.shape.hostNetwork || config.pods === 1);
     for (let r = 0; r < config.runs; r++) {
@@ -112,7 +150,13 @@ export async function coldApply(root: string): Promise<string> {
       await cli(['delete', '-f', dir, '--grace-period', '0']);
       await removeInstance(stateDir);
 
-      const floor = await must('node', [join(REPO, '.bench-build/bench/floor.js'), String(config.pods), String(config.shape.containers), config.shape.hostNetwork ? 'host' : 'bridge', label]);
+      const floor = await must('node', [
+        join(REPO, '.bench-build/bench/floor.js'),
+        String(config.pods),
+        String(config.shape.containers),
+        config.shape.hostNetwork ? 'host' : 'bridge',
+        label,
+      ]);
       t.floor.push(floor.ms);
       t.floorEngine.push(Number(floor.out.trim()));
       t.strict.push(Number(floor.out.trim()) + (await must('node', ['-e', '0'])).ms);
@@ -133,7 +177,16 @@ export async function coldApply(root: string): Promise<string> {
         await run('podman', ['kube', 'down', all], { env: pmEnv });
       }
     }
-    const row: Row = { config, podrun: stat(t.podrun), applied: stat(t.applied), beyond: stat(t.applied.map((x, i) => x - t.strict[i]!)), floor: stat(t.floor), floorEngine: stat(t.floorEngine), vsFloor: pairwise(t.podrun, t.floor), vsStrict: pairwise(t.podrun, t.strict) };
+    const row: Row = {
+      config,
+      podrun: stat(t.podrun),
+      applied: stat(t.applied),
+      beyond: stat(t.applied.map((x, i) => x - t.strict[i]!)),
+      floor: stat(t.floor),
+      floorEngine: stat(t.floorEngine),
+      vsFloor: pairwise(t.podrun, t.floor),
+      vsStrict: pairwise(t.podrun, t.strict),
+    };
     if (t.compose.length) {
       row.compose = stat(t.compose);
       row.vsCompose = pairwise(t.podrun, t.compose);
@@ -143,7 +196,9 @@ export async function coldApply(root: string): Promise<string> {
       row.vsPodman = pairwise(t.podrun, t.podman);
     }
     rows.push(row);
-    log(`cold apply ${config.pods}×${config.shape.containers} ${config.shape.hostNetwork ? 'host' : 'bridge'}: podrun ${ms(row.podrun)}, floor ${ms(row.floor)}, ratio ${ratio(row.vsFloor)}, strict ${ratio(row.vsStrict)}; apply ${ms(row.applied)}, beyond the strict floor ${ms(row.beyond)}`);
+    log(
+      `cold apply ${config.pods}×${config.shape.containers} ${config.shape.hostNetwork ? 'host' : 'bridge'}: podrun ${ms(row.podrun)}, floor ${ms(row.floor)}, ratio ${ratio(row.vsFloor)}, strict ${ratio(row.vsStrict)}; apply ${ms(row.applied)}, beyond the strict floor ${ms(row.beyond)}`,
+    );
   }
   const composeNote = composeOk ? '' : '\n\n`docker-compose`: not installed (apt-get install docker-compose).';
   const podmanNote = podmanWhyNot ? `\n\n\`podman kube play\`: ${podmanWhyNot}.` : '';
@@ -163,7 +218,21 @@ to them \`node -e 0\` measured in the same run: the least any Node tool could ta
 is the one the target (≤ 1.10) is read against.
 
 ${table(
-  ['pods × containers', 'network', 'podrun --no-wait', 'raw dockerode floor', 'floor engine', 'podrun / floor', 'podrun / strict floor', 'docker-compose', 'podrun / compose', 'podman kube play', 'podrun / podman', 'podrun apply (Ready, held 1 s)', 'apply beyond the strict floor'],
+  [
+    'pods × containers',
+    'network',
+    'podrun --no-wait',
+    'raw dockerode floor',
+    'floor engine',
+    'podrun / floor',
+    'podrun / strict floor',
+    'docker-compose',
+    'podrun / compose',
+    'podman kube play',
+    'podrun / podman',
+    'podrun apply (Ready, held 1 s)',
+    'apply beyond the strict floor',
+  ],
   rows.map((r) => [
     `${r.config.pods} × ${r.config.shape.containers}`,
     r.config.shape.hostNetwork ? 'host' : 'bridge',

@@ -32,7 +32,13 @@ export function floorSandbox(name: string, uid: string): PodSandboxConfigInput {
 }
 
 function floorContainer(attempt: number): ContainerConfigInput {
-  return { metadata: { name: 'c0', attempt }, image: { image: CRI_TEST_IMAGE }, command: ['sh', '-c', 'exec sleep 3600'], labels: { [key]: value }, logPath: `c0/${attempt}.log` };
+  return {
+    metadata: { name: 'c0', attempt },
+    image: { image: CRI_TEST_IMAGE },
+    command: ['sh', '-c', 'exec sleep 3600'],
+    labels: { [key]: value },
+    logPath: `c0/${attempt}.log`,
+  };
 }
 
 async function cold(pods: number): Promise<void> {

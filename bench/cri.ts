@@ -24,7 +24,9 @@ let cpuRuns = 0;
 async function runCpu(cmd: string, args: string[], env: Record<string, string> = {}): Promise<Ran & { cpuMs: number }> {
   const file = join(tmpdir(), `podrun-bench-cpu-${process.pid}-${cpuRuns++}`);
   try {
-    const r = await run('bash', ['-c', '"$@"; rc=$?; times > "$PODRUN_BENCH_TIMES"; exit $rc', 'bash', cmd, ...args], { env: { ...env, PODRUN_BENCH_TIMES: file } });
+    const r = await run('bash', ['-c', '"$@"; rc=$?; times > "$PODRUN_BENCH_TIMES"; exit $rc', 'bash', cmd, ...args], {
+      env: { ...env, PODRUN_BENCH_TIMES: file },
+    });
     // `times`: the shell's own user and sys, then its children's (the command's).
     const m = /(\d+)m([\d.]+)s\s+(\d+)m([\d.]+)s\s*$/.exec(readFileSync(file, 'utf8').trim());
     if (!m) throw new Error(`no CPU times from bash for ${cmd}`);
@@ -35,7 +37,12 @@ async function runCpu(cmd: string, args: string[], env: Record<string, string> =
 }
 
 /** The running container of a pod (podrun's by pod label, the floor's by sandbox), polled every 20 ms until one other than `not` runs. */
-async function nextRunning(ctrd: PrivateContainerd, filter: Parameters<PrivateContainerd['client']['listContainers']>[0], not: string, timeoutMs = 60_000): Promise<string> {
+async function nextRunning(
+  ctrd: PrivateContainerd,
+  filter: Parameters<PrivateContainerd['client']['listContainers']>[0],
+  not: string,
+  timeoutMs = 60_000,
+): Promise<string> {
   const end = Date.now() + timeoutMs;
   while (Date.now() < end) {
     const cs = await ctrd.client.listContainers(filter);
@@ -75,9 +82,28 @@ async function cold(ctrd: PrivateContainerd, root: string, logs: string, pods: n
   const stateDir = join(root, `cri-cold-${pods}-state`);
   mkdirSync(stateDir, { recursive: true });
   const env = { DOCKER_HOST: 'unix:///nonexistent/docker.sock' };
-  const argv = (args: string[]): string[] => ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', '--container-runtime-endpoint', ctrd.endpoint, '--pod-logs-dir', logs, ...args];
+  const argv = (args: string[]): string[] => [
+    '--state-dir',
+    stateDir,
+    '--pause-image',
+    PAUSE_IMAGE,
+    '--node-ip',
+    '127.0.0.1',
+    '--container-runtime-endpoint',
+    ctrd.endpoint,
+    '--pod-logs-dir',
+    logs,
+    ...args,
+  ];
   const cli = (args: string[]): ReturnType<typeof run> => run(BIN, argv(args), { env });
-  const t = { podrun: [] as number[], floor: [] as number[], strict: [] as number[], applied: [] as number[], podrunCpu: [] as number[], strictCpu: [] as number[] };
+  const t = {
+    podrun: [] as number[],
+    floor: [] as number[],
+    strict: [] as number[],
+    applied: [] as number[],
+    podrunCpu: [] as number[],
+    strictCpu: [] as number[],
+  };
   for (let r = 0; r < runs; r++) {
     // Like with like: create and start, as the floor and `docker compose up -d` (the ratio);
     // then the default apply with its Ready wait and hold (reported as time beyond the floor).
@@ -116,20 +142,51 @@ async function cold(ctrd: PrivateContainerd, root: string, logs: string, pods: n
     strictCpu: stat(t.strictCpu),
     vsStrictCpu: pairwise(t.podrunCpu, t.strictCpu),
   };
-  log(`CRI cold apply ${pods}: --no-wait ${ms(row.podrun)}, floor engine ${ms(row.floorEngine)}, strict ${ms(row.strict)}, ratio ${ratio(row.vsStrict)}; CPU ${ms(row.podrunCpu)} against ${ms(row.strictCpu)}, ratio ${ratio(row.vsStrictCpu)}; apply ${ms(row.applied)}, beyond the strict floor ${ms(row.beyond)}`);
+  log(
+    `CRI cold apply ${pods}: --no-wait ${ms(row.podrun)}, floor engine ${ms(row.floorEngine)}, strict ${ms(row.strict)}, ratio ${ratio(row.vsStrict)}; CPU ${ms(row.podrunCpu)} against ${ms(row.strictCpu)}, ratio ${ratio(row.vsStrictCpu)}; apply ${ms(row.applied)}, beyond the strict floor ${ms(row.beyond)}`,
+  );
   return row;
 }
 
 /** The agent's reaction and the floor's, interleaved run by run. */
-async function restartReaction(ctrd: PrivateContainerd, root: string, logs: string, runs: number): Promise<{ podrun: Stat; floor: Stat; vs: Stat; podrunAfter: Stat; floorAfter: Stat }> {
+async function restartReaction(
+  ctrd: PrivateContainerd,
+  root: string,
+  logs: string,
+  runs: number,
+): Promise<{ podrun: Stat; floor: Stat; vs: Stat; podrunAfter: Stat; floorAfter: Stat }> {
   const dir = join(root, 'cri-restart');
   writePods(dir, 'cri-target', 'bench-cri', 1, { containers: 1, hostNetwork: false });
   const stateDir = join(root, 'cri-restart-state');
   mkdirSync(stateDir, { recursive: true });
-  const agent = spawn(BIN, ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', '--container-runtime-endpoint', ctrd.endpoint, '--pod-logs-dir', logs, 'run', '--manifest-dir', dir, '--crash-backoff-initial', '0s', '--crash-backoff-max', '0s', '--v', '4'], {
-    stdio: ['ignore', 'pipe', 'pipe'],
-    env: { ...process.env, DOCKER_HOST: 'unix:///nonexistent/docker.sock' },
-  });
+  const agent = spawn(
+    BIN,
+    [
+      '--state-dir',
+      stateDir,
+      '--pause-image',
+      PAUSE_IMAGE,
+      '--node-ip',
+      '127.0.0.1',
+      '--container-runtime-endpoint',
+      ctrd.endpoint,
+      '--pod-logs-dir',
+      logs,
+      'run',
+      '--manifest-dir',
+      dir,
+      '--crash-backoff-initial',
+      '0s',
+      '--crash-backoff-max',
+      '0s',
+      '--v',
+      '4',
+    ],
+    {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, DOCKER_HOST: 'unix:///nonexistent/docker.sock' },
+    },
+  );
   let agentLog = '';
   agent.stdout.on('data', (c: Buffer) => (agentLog += c.toString()));
   agent.stderr.on('data', (c: Buffer) => (agentLog += c.toString()));
@@ -188,8 +245,17 @@ async function restartReaction(ctrd: PrivateContainerd, root: string, logs: stri
     agent.kill('SIGTERM');
     await new Promise((r) => agent.on('exit', r));
   }
-  const row = { podrun: stat(t.podrun), floor: stat(t.floor), vs: pairwise(t.podrun, t.floor), podrunAfter: stat(t.podrunAfter), floorAfter: stat(t.floorAfter), samples: t };
-  log(`CRI restart reaction: podrun ${ms(row.podrun)}, floor ${ms(row.floor)}, ratio ${ratio(row.vs)}; from the relist's sight of the death: podrun ${ms(row.podrunAfter)}, floor ${ms(row.floorAfter)}`);
+  const row = {
+    podrun: stat(t.podrun),
+    floor: stat(t.floor),
+    vs: pairwise(t.podrun, t.floor),
+    podrunAfter: stat(t.podrunAfter),
+    floorAfter: stat(t.floorAfter),
+    samples: t,
+  };
+  log(
+    `CRI restart reaction: podrun ${ms(row.podrun)}, floor ${ms(row.floor)}, ratio ${ratio(row.vs)}; from the relist's sight of the death: podrun ${ms(row.podrunAfter)}, floor ${ms(row.floorAfter)}`,
+  );
   log(`samples: podrun ${t.podrun.map(Math.round).join(',')}; floor ${t.floor.map(Math.round).join(',')}`);
   return row;
 }
@@ -221,8 +287,30 @@ until each pod is Ready and has held Ready 1 s (issue 29): it is reported as its
 strict floor, run by run. Image ${TEST_IMAGE}, one container a pod.
 
 ${table(
-  ['pods', 'podrun apply --no-wait', 'floor calls', 'strict floor', 'podrun --no-wait / strict floor', 'CPU: podrun --no-wait', 'CPU: strict floor', 'CPU: podrun / strict floor', 'podrun apply (Ready, held 1 s)', 'apply beyond the strict floor'],
-  rows.map((r) => [String(r.pods), ms(r.podrun), ms(r.floorEngine), ms(r.strict), `**${ratio(r.vsStrict)}**`, ms(r.podrunCpu), ms(r.strictCpu), `**${ratio(r.vsStrictCpu)}**`, ms(r.applied), ms(r.beyond)]),
+  [
+    'pods',
+    'podrun apply --no-wait',
+    'floor calls',
+    'strict floor',
+    'podrun --no-wait / strict floor',
+    'CPU: podrun --no-wait',
+    'CPU: strict floor',
+    'CPU: podrun / strict floor',
+    'podrun apply (Ready, held 1 s)',
+    'apply beyond the strict floor',
+  ],
+  rows.map((r) => [
+    String(r.pods),
+    ms(r.podrun),
+    ms(r.floorEngine),
+    ms(r.strict),
+    `**${ratio(r.vsStrict)}**`,
+    ms(r.podrunCpu),
+    ms(r.strictCpu),
+    `**${ratio(r.vsStrictCpu)}**`,
+    ms(r.applied),
+    ms(r.beyond),
+  ]),
 )}`);
     }
     if (PARTS.includes('restart')) {

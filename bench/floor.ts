@@ -20,7 +20,14 @@ const Labels = { [key]: value };
 
 async function pod(i: number): Promise<void> {
   const host = net === 'host';
-  const sandbox = await slots.run(() => docker.createContainer({ name: `floor_${value}_${i}_POD`, Image: PAUSE_IMAGE, Labels, HostConfig: { NetworkMode: host ? 'host' : 'bridge', IpcMode: 'shareable' } }));
+  const sandbox = await slots.run(() =>
+    docker.createContainer({
+      name: `floor_${value}_${i}_POD`,
+      Image: PAUSE_IMAGE,
+      Labels,
+      HostConfig: { NetworkMode: host ? 'host' : 'bridge', IpcMode: 'shareable' },
+    }),
+  );
   await slots.run(() => sandbox.start());
   for (let c = 0; c < containers; c++) {
     const ct = await slots.run(() =>

@@ -34,9 +34,11 @@ const log = (s: string): void => void process.stdout.write(`${new Date().toISOSt
 
 async function mapLimit<T>(n: number, limit: number, fn: (i: number) => Promise<T>): Promise<void> {
   let next = 0;
-  await Promise.all(Array.from({ length: limit }, async () => {
-    while (next < n) await fn(next++);
-  }));
+  await Promise.all(
+    Array.from({ length: limit }, async () => {
+      while (next < n) await fn(next++);
+    }),
+  );
 }
 
 function median(xs: number[]): number {
@@ -87,7 +89,9 @@ async function timeList(docker: Docker, runs = 5): Promise<number> {
 
 /** Resolves with the time the next `start` of a container matching the labels happens. */
 async function nextStart(docker: Docker, labels: string[]): Promise<() => Promise<number>> {
-  const stream = (await docker.getEvents({ filters: JSON.stringify({ type: ['container'], event: ['start'], label: labels }) })) as NodeJS.ReadableStream & { destroy(): void };
+  const stream = (await docker.getEvents({ filters: JSON.stringify({ type: ['container'], event: ['start'], label: labels }) })) as NodeJS.ReadableStream & {
+    destroy(): void;
+  };
   const p = new Promise<number>((resolve) => stream.once('data', () => resolve(performance.now())));
   return async () => {
     const t = await p;
@@ -108,13 +112,23 @@ async function podrunReaction(docker: Docker, podName: string): Promise<number> 
 
 /** The floor: the same replacement made straight through the Docker API (create in the pod's sandbox, start). */
 async function rawReaction(docker: Docker, sandboxId: string): Promise<number> {
-  const first = await docker.createContainer({ Image: TEST_IMAGE, Cmd: ['sleep', '3600'], Labels: { 'bench.raw': '1' }, HostConfig: { NetworkMode: `container:${sandboxId}` } });
+  const first = await docker.createContainer({
+    Image: TEST_IMAGE,
+    Cmd: ['sleep', '3600'],
+    Labels: { 'bench.raw': '1' },
+    HostConfig: { NetworkMode: `container:${sandboxId}` },
+  });
   await first.start();
   const t0 = performance.now();
   const waited = first.wait();
   await first.kill();
   await waited;
-  const next = await docker.createContainer({ Image: TEST_IMAGE, Cmd: ['sleep', '3600'], Labels: { 'bench.raw': '1' }, HostConfig: { NetworkMode: `container:${sandboxId}` } });
+  const next = await docker.createContainer({
+    Image: TEST_IMAGE,
+    Cmd: ['sleep', '3600'],
+    Labels: { 'bench.raw': '1' },
+    HostConfig: { NetworkMode: `container:${sandboxId}` },
+  });
   await next.start();
   const t = performance.now() - t0;
   await Promise.all([first.remove({ force: true }), next.remove({ force: true })]);
@@ -125,13 +139,16 @@ async function startAgent(engine: PrivateEngine, root: string, name: string, url
   const stateDir = join(root, `${name}-state`);
   const dir = join(root, `${name}-manifests`);
   mkdirSync(dir, { recursive: true });
-  writeFileSync(join(dir, 'target.yaml'), `apiVersion: v1
+  writeFileSync(
+    join(dir, 'target.yaml'),
+    `apiVersion: v1
 kind: Pod
 metadata: {name: target, namespace: bench}
 spec:
   terminationGracePeriodSeconds: 1
   containers: [{name: app, image: ${TEST_IMAGE}, command: [sleep, '3600']}]
-`);
+`,
+  );
   const agent = new Agent({
     runtime: { host: engine.host, stateDir, pauseImage: PAUSE_IMAGE, network: 'none' },
     manifestDirs: [dir],
@@ -200,7 +217,9 @@ async function main(): Promise<void> {
     const oursBefore = await count(`${LABEL.podNamespace}=bench-garbage`);
     results.listMsWithAllGarbage = await timeList(A);
     results.listMsClean = await timeList(B);
-    log(`engine list (label-filtered): ${(results.listMsWithAllGarbage as number).toFixed(1)} ms with ${GARBAGE} exited, ${(results.listMsClean as number).toFixed(1)} ms clean`);
+    log(
+      `engine list (label-filtered): ${(results.listMsWithAllGarbage as number).toFixed(1)} ms with ${GARBAGE} exited, ${(results.listMsClean as number).toFixed(1)} ms clean`,
+    );
 
     // Phase 1: the pile's source is down, so podrun's own dead pods stay while the target is restarted.
     const ta = performance.now();
@@ -230,7 +249,9 @@ async function main(): Promise<void> {
       reactionSamplesOwnPile: pile.a.map(Math.round),
       reactionSamplesCleanPhase1: pile.b.map(Math.round),
     });
-    log(`reaction with podrun's own ${results.podrunPileDuringReactions as number} dead containers present: ${median(pile.a).toFixed(0)} ms vs ${median(pile.b).toFixed(0)} ms clean`);
+    log(
+      `reaction with podrun's own ${results.podrunPileDuringReactions as number} dead containers present: ${median(pile.a).toFixed(0)} ms vs ${median(pile.b).toFixed(0)} ms clean`,
+    );
 
     // Phase 2: the source answers and declares none of them: collection.
     const tc = performance.now();
@@ -250,7 +271,9 @@ async function main(): Promise<void> {
     results.podrunGarbageBefore = oursBefore;
     results.foreignBefore = foreignBefore;
     results.foreignAfter = await count('com.example.owner');
-    log(`gc: ${oursBefore} of podrun's dead containers gone in ${(results.gcSeconds as number).toFixed(1)} s; foreign ${foreignBefore} -> ${results.foreignAfter as number}`);
+    log(
+      `gc: ${oursBefore} of podrun's dead containers gone in ${(results.gcSeconds as number).toFixed(1)} s; foreign ${foreignBefore} -> ${results.foreignAfter as number}`,
+    );
 
     // Phase 3: the foreign half stays; reaction again, and the raw API floor.
     const t1 = performance.now();
@@ -275,7 +298,9 @@ async function main(): Promise<void> {
       reactionSamplesGarbage: foreign.a.map(Math.round),
       reactionSamplesClean: foreign.b.map(Math.round),
     });
-    log(`reaction: podrun ${median(foreign.a).toFixed(0)} ms with foreign garbage vs ${median(foreign.b).toFixed(0)} ms clean; raw API ${median(rawA).toFixed(0)} / ${median(rawB).toFixed(0)} ms`);
+    log(
+      `reaction: podrun ${median(foreign.a).toFixed(0)} ms with foreign garbage vs ${median(foreign.b).toFixed(0)} ms clean; raw API ${median(rawA).toFixed(0)} / ${median(rawB).toFixed(0)} ms`,
+    );
 
     await Promise.all([a.agent.stop(), b.agent.stop()]);
   } finally {

@@ -101,7 +101,13 @@ export interface PodShape {
 
 /** One Pod manifest; every benchmark pod is plain Kubernetes. */
 export function podYaml(name: string, namespace: string, s: PodShape): string {
-  const cmd = s.command ?? (s.probes ? 'mkdir -p /www && echo ok > /www/index.html && exec httpd -f -p 8080 -h /www' : s.ignoreTerm ? "trap '' TERM; while :; do sleep 1; done" : 'exec sleep 3600');
+  const cmd =
+    s.command ??
+    (s.probes
+      ? 'mkdir -p /www && echo ok > /www/index.html && exec httpd -f -p 8080 -h /www'
+      : s.ignoreTerm
+        ? "trap '' TERM; while :; do sleep 1; done"
+        : 'exec sleep 3600');
   const probes = s.probes
     ? `
     livenessProbe: {httpGet: {path: /, port: 8080}, periodSeconds: 10}
@@ -155,7 +161,13 @@ export async function removeLabelled(label: string, engine: Docker = docker): Pr
       while (next < list.length) {
         const c = list[next++]!;
         // An engine wedged on one container (it happens to Docker 20.10) must not hang the benchmark.
-        await Promise.race([engine.getContainer(c.Id).remove({ force: true }).catch(() => undefined), sleep(60_000)]);
+        await Promise.race([
+          engine
+            .getContainer(c.Id)
+            .remove({ force: true })
+            .catch(() => undefined),
+          sleep(60_000),
+        ]);
       }
     }),
   );

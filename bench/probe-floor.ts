@@ -13,10 +13,13 @@ const [port, ...hosts] = process.argv.slice(2);
 const PERIOD_MS = 10_000;
 
 function httpGet(host: string): void {
-  const req = request({ host, port: Number(port), path: '/', agent: false, headers: { 'user-agent': 'kube-probe/1.31', accept: '*/*', connection: 'close' } }, (res) => {
-    res.resume();
-    res.on('end', () => req.destroy());
-  });
+  const req = request(
+    { host, port: Number(port), path: '/', agent: false, headers: { 'user-agent': 'kube-probe/1.31', accept: '*/*', connection: 'close' } },
+    (res) => {
+      res.resume();
+      res.on('end', () => req.destroy());
+    },
+  );
   req.setTimeout(1000, () => req.destroy());
   req.on('error', () => undefined);
   req.end();

@@ -38,7 +38,10 @@ async function measure(root: string, registry: LocalRegistry, layers: number): P
     await removeImage(ref);
     const dir = join(root, `pull-${layers}`);
     mkdirSync(dir, { recursive: true });
-    writeFileSync(join(dir, 'pod.yaml'), `apiVersion: v1\nkind: Pod\nmetadata: {name: pulled, namespace: bench}\nspec:\n  containers:\n  - {name: app, image: ${ref}}\n`);
+    writeFileSync(
+      join(dir, 'pod.yaml'),
+      `apiVersion: v1\nkind: Pod\nmetadata: {name: pulled, namespace: bench}\nspec:\n  containers:\n  - {name: app, image: ${ref}}\n`,
+    );
     const stateDir = join(root, 'pull-state');
     const ours: number[] = [];
     const floor: number[] = [];

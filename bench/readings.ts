@@ -41,7 +41,10 @@ function engineBusyMs(): number {
   return ticks * 10;
 }
 
-async function round(rt: PodRuntime, targets: { id: string; sandbox: boolean }[]): Promise<{ ownMs: number; machineMs: number; engineMs: number; wallMs: number; fromCgroup: number }> {
+async function round(
+  rt: PodRuntime,
+  targets: { id: string; sandbox: boolean }[],
+): Promise<{ ownMs: number; machineMs: number; engineMs: number; wallMs: number; fromCgroup: number }> {
   const e0 = engineBusyMs();
   const c0 = process.cpuUsage();
   const m0 = machineBusyMs();
@@ -63,7 +66,10 @@ export async function readingsCost(root: string): Promise<string> {
   try {
     const local = new PodRuntime({ stateDir, pauseImage: PAUSE_IMAGE });
     const engine = new PodRuntime({ stateDir, pauseImage: PAUSE_IMAGE, cgroupReadings: false });
-    const targets = (await local.listPods()).flatMap((p) => [...p.sandboxes.map((s) => ({ id: s.id, sandbox: true })), ...p.containers.map((c) => ({ id: c.id, sandbox: false }))]);
+    const targets = (await local.listPods()).flatMap((p) => [
+      ...p.sandboxes.map((s) => ({ id: s.id, sandbox: true })),
+      ...p.containers.map((c) => ({ id: c.id, sandbox: false })),
+    ]);
     // The first local round asks the engine each sandbox's pid once (kept while it lives).
     await round(local, targets);
     await round(engine, targets);
@@ -81,7 +87,9 @@ export async function readingsCost(root: string): Promise<string> {
     const both = [sum(a.map((r) => r.ownMs + r.engineMs)) / ROUNDS, sum(b.map((r) => r.ownMs + r.engineMs)) / ROUNDS];
     const wall = [stat(a.map((r) => r.wallMs)).median, stat(b.map((r) => r.wallMs)).median];
     const f = (x: number): string => `${x.toFixed(1)} ms`;
-    log(`readings of ${targets.length}: cgroupfs ${f(machine[0]!)} machine CPU (${f(own[0]!)} podrun, ${f(both[0]!)} with the engine's daemons), engine ${f(machine[1]!)} (${f(own[1]!)}, ${f(both[1]!)}); ratio ${(machine[1]! / machine[0]!).toFixed(0)}, podrun + engine daemons ${(both[1]! / both[0]!).toFixed(0)}`);
+    log(
+      `readings of ${targets.length}: cgroupfs ${f(machine[0]!)} machine CPU (${f(own[0]!)} podrun, ${f(both[0]!)} with the engine's daemons), engine ${f(machine[1]!)} (${f(own[1]!)}, ${f(both[1]!)}); ratio ${(machine[1]! / machine[0]!).toFixed(0)}, podrun + engine daemons ${(both[1]! / both[0]!).toFixed(0)}`,
+    );
     return `### One reading of ${targets.length} containers: cgroupfs against the engine's stats API
 
 ${PODS} pods made by \`podrun apply\` (${targets.length} containers with their sandboxes); one reading of every one
@@ -92,7 +100,7 @@ ${table(
   ['per reading of all', 'cgroupfs (podrun now)', 'engine stats API (before)', 'engine / cgroupfs'],
   [
     ['CPU time, whole machine', f(machine[0]!), f(machine[1]!), `**${(machine[1]! / Math.max(machine[0]!, 0.1)).toFixed(0)}×**`],
-    ['CPU time, podrun and the engine\'s daemons', f(both[0]!), f(both[1]!), `${(both[1]! / Math.max(both[0]!, 0.1)).toFixed(0)}×`],
+    ["CPU time, podrun and the engine's daemons", f(both[0]!), f(both[1]!), `${(both[1]! / Math.max(both[0]!, 0.1)).toFixed(0)}×`],
     ['CPU time, podrun itself', f(own[0]!), f(own[1]!), `${(own[1]! / own[0]!).toFixed(1)}×`],
     ['wall time (median)', f(wall[0]!), f(wall[1]!), `${(wall[1]! / wall[0]!).toFixed(0)}×`],
   ],

@@ -62,14 +62,22 @@ export async function reapply(root: string): Promise<string> {
     const editedCounted = await cli(['apply', dir], { DOCKER_HOST: proxy.host });
     if (editedCounted.code !== 0) throw new Error(`edited apply through the proxy failed: ${editedCounted.err}`);
     const editMutating = proxy.requests.filter((r) => MUTATING.test(r));
-    log(`re-apply of ${pods}: no-op ${ms(stat(noop))}, ${noopMutating.length} mutating calls; one edited ${ms(stat(edited))}, ${editMutating.length} mutating calls`);
+    log(
+      `re-apply of ${pods}: no-op ${ms(stat(noop))}, ${noopMutating.length} mutating calls; one edited ${ms(stat(edited))}, ${editMutating.length} mutating calls`,
+    );
     return `### Re-apply of ${pods} running pods
 
 ${table(
   ['what', 'podrun apply', 'ratio to `node -e 0`', 'engine calls (all)', 'mutating engine calls'],
   [
     ['nothing changed', ms(stat(noop)), ratio(pairwise(noop, node)), String(noopCalls.length), `**${noopMutating.length}**: ${summarize(noopMutating)}`],
-    ['one container\'s command edited', ms(stat(edited)), ratio(pairwise(edited.slice(0, node.length), node.slice(0, edited.length))), String(proxy.requests.length), `${editMutating.length}: ${summarize(editMutating)}`],
+    [
+      "one container's command edited",
+      ms(stat(edited)),
+      ratio(pairwise(edited.slice(0, node.length), node.slice(0, edited.length))),
+      String(proxy.requests.length),
+      `${editMutating.length}: ${summarize(editMutating)}`,
+    ],
   ],
 )}
 

@@ -33,10 +33,11 @@ const END = '<!-- bench:end -->';
 
 async function versions(): Promise<string> {
   const v = await docker.version();
-  const line = async (cmd: string, args: string[]): Promise<string> => (onPath(cmd) ? ((await run(cmd, args)).out.trim().split('\n')[0] ?? '') : 'not installed');
+  const line = async (cmd: string, args: string[]): Promise<string> =>
+    onPath(cmd) ? ((await run(cmd, args)).out.trim().split('\n')[0] ?? '') : 'not installed';
   return [
     `- Machine: ${cpus().length} × ${cpus()[0]?.model ?? 'cpu'}, ${Math.round(totalmem() / 2 ** 30)} GiB; Node ${process.version}`,
-    `- Docker Engine ${v.Version} (API ${v.ApiVersion}), storage on ${(await docker.info() as { Driver: string }).Driver}`,
+    `- Docker Engine ${v.Version} (API ${v.ApiVersion}), storage on ${((await docker.info()) as { Driver: string }).Driver}`,
     `- docker-compose: ${await line('docker-compose', ['version', '--short'])}; podman: ${await line('podman', ['--version'])}`,
   ].join('\n');
 }
@@ -45,7 +46,9 @@ async function garbage(): Promise<string> {
   const n = process.env.BENCH_GARBAGE ?? (QUICK ? '200' : '2000');
   const foreign = Number(process.env.BENCH_GARBAGE_FOREIGN ?? Math.floor(Number(n) / 2));
   const reactions = QUICK ? '3' : '7';
-  const r = await must('node', [join(REPO, '.bench-build/bench/gc-reaction.js')], { env: { BENCH_GARBAGE: n, BENCH_GARBAGE_FOREIGN: String(foreign), BENCH_REACTIONS: reactions } });
+  const r = await must('node', [join(REPO, '.bench-build/bench/gc-reaction.js')], {
+    env: { BENCH_GARBAGE: n, BENCH_GARBAGE_FOREIGN: String(foreign), BENCH_REACTIONS: reactions },
+  });
   const line = r.out.split('\n').find((l) => l.startsWith('RESULT '));
   if (!line) throw new Error(`gc-reaction printed no result: ${r.err}`);
   const x = JSON.parse(line.slice(7)) as Record<string, number>;
@@ -64,13 +67,33 @@ Reaction is the engine's \`die\` → replacement \`start\`, interleaved A/B, med
 ${table(
   ['measure', 'engine A (pile)', 'engine B (clean)', 'A / B'],
   [
-    ['engine list call, label-filtered, whole pile present', f(x.listMsWithAllGarbage), f(x.listMsClean), (x.listMsWithAllGarbage! / x.listMsClean!).toFixed(0)],
+    [
+      'engine list call, label-filtered, whole pile present',
+      f(x.listMsWithAllGarbage),
+      f(x.listMsClean),
+      (x.listMsWithAllGarbage! / x.listMsClean!).toFixed(0),
+    ],
     ['podrun full relist, whole pile present', f(x.relistMsWithAllGarbage), '—', ''],
     ['agent start (lock, first relist, sources)', f(x.agentStartMsGarbage), f(x.agentStartMsClean), ''],
-    [`**restart reaction, podrun's own ${x.podrunPileDuringReactions?.toLocaleString('en-US') ?? '?'} dead containers present**`, f(x.reactionMsOwnPile), f(x.reactionMsCleanPhase1), `**${x.reactionRatioOwnPileToClean?.toFixed(2) ?? '—'}**`],
-    [`collection of podrun's ${ours.toLocaleString('en-US')} dead containers`, `${x.gcSeconds?.toFixed(1) ?? '?'} s (${(ours / (x.gcSeconds ?? NaN)).toFixed(0)}/s)`, '—', ''],
+    [
+      `**restart reaction, podrun's own ${x.podrunPileDuringReactions?.toLocaleString('en-US') ?? '?'} dead containers present**`,
+      f(x.reactionMsOwnPile),
+      f(x.reactionMsCleanPhase1),
+      `**${x.reactionRatioOwnPileToClean?.toFixed(2) ?? '—'}**`,
+    ],
+    [
+      `collection of podrun's ${ours.toLocaleString('en-US')} dead containers`,
+      `${x.gcSeconds?.toFixed(1) ?? '?'} s (${(ours / (x.gcSeconds ?? NaN)).toFixed(0)}/s)`,
+      '—',
+      '',
+    ],
     ['foreign containers before → after', `${x.foreignBefore} → ${x.foreignAfter}`, '—', x.foreignBefore === x.foreignAfter ? 'untouched' : 'TOUCHED'],
-    [`restart reaction, ${foreign.toLocaleString('en-US')} foreign exited present`, f(x.reactionMsGarbage), f(x.reactionMsClean), x.reactionRatioGarbageToClean?.toFixed(2) ?? '—'],
+    [
+      `restart reaction, ${foreign.toLocaleString('en-US')} foreign exited present`,
+      f(x.reactionMsGarbage),
+      f(x.reactionMsClean),
+      x.reactionRatioGarbageToClean?.toFixed(2) ?? '—',
+    ],
     ['raw Docker API floor (kill, wait, create, start)', f(x.rawMsGarbage), f(x.rawMsClean), ''],
   ],
 )}
@@ -94,7 +117,11 @@ const SCENARIOS: Record<string, (root: string) => Promise<string | string[]>> = 
 async function main(): Promise<void> {
   // Scenarios named on the command line (npm run bench -- startup) or in BENCH_ONLY.
   const named = process.argv.slice(2).map((a) => (a === 'startup' ? 'cli' : a));
-  const only = named.length ? named : process.env.BENCH_ONLY?.split(',').map((s) => s.trim()).filter(Boolean);
+  const only = named.length
+    ? named
+    : process.env.BENCH_ONLY?.split(',')
+        .map((s) => s.trim())
+        .filter(Boolean);
   const names = only ?? Object.keys(SCENARIOS);
   for (const n of names) if (!SCENARIOS[n]) throw new Error(`unknown scenario "${n}" (known: ${Object.keys(SCENARIOS).join(', ')})`);
   const root = mkdtempSync(join(tmpdir(), 'podrun-bench-'));

@@ -28,11 +28,19 @@ export async function signatureCost(root: string): Promise<string> {
   const dir = join(root, 'sig');
   mkdirSync(dir, { recursive: true });
   const pods = 50;
-  const items = Array.from({ length: pods }, (_, i) => podYaml(`signed-${i}`, 'bench-sig', { containers: 2, hostNetwork: false, probes: true }).replace(/^/gm, '  ').replace(/^  apiVersion/, '- apiVersion'));
+  const items = Array.from({ length: pods }, (_, i) =>
+    podYaml(`signed-${i}`, 'bench-sig', { containers: 2, hostNetwork: false, probes: true })
+      .replace(/^/gm, '  ')
+      .replace(/^  apiVersion/, '- apiVersion'),
+  );
   const body = Buffer.from(`apiVersion: v1\nkind: PodList\nitems:\n${items.join('')}`);
   const runs = QUICK ? 50 : 500;
   const rows: string[][] = [];
-  for (const [type, bits] of [['ed25519', undefined], ['ecdsa', '256'], ['rsa', '3072']] as const) {
+  for (const [type, bits] of [
+    ['ed25519', undefined],
+    ['ecdsa', '256'],
+    ['rsa', '3072'],
+  ] as const) {
     const key = join(dir, `key-${type}`);
     execFileSync('ssh-keygen', ['-q', '-t', type, ...(bits ? ['-b', bits] : []), '-N', '', '-f', key]);
     const sig = execFileSync('ssh-keygen', ['-Y', 'sign', '-n', 'podrun', '-f', key], { input: body, stdio: ['pipe', 'pipe', 'ignore'] }).toString();

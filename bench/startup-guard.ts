@@ -26,7 +26,10 @@ export function recordedStartup(doc: string): Map<string, number> {
       continue;
     }
     inTable = true;
-    const cells = line.split('|').slice(1, -1).map((c) => c.trim());
+    const cells = line
+      .split('|')
+      .slice(1, -1)
+      .map((c) => c.trim());
     // The ratio column is the bold one: **1.63 (1.57–1.72)**.
     const ratio = cells.map((c) => /^\*\*(\d+(?:\.\d+)?)/.exec(c)?.[1]).find((x) => x !== undefined);
     if (cells[0] && ratio !== undefined) out.set(cells[0], Number(ratio));

@@ -18,7 +18,9 @@ const leaveOut = {
   setup(b) {
     // podrun's own CRI client (src/runtime/cri) needs gRPC: only the dependencies' imports of it
     // are left out. It is a file of its own (APART_PACKAGES), loaded only with a CRI endpoint.
-    b.onResolve({ filter: UNUSED }, (a) => (a.path === '@grpc/grpc-js' && !a.importer.includes('/node_modules/') ? undefined : { path: a.path, namespace: 'unused' }));
+    b.onResolve({ filter: UNUSED }, (a) =>
+      a.path === '@grpc/grpc-js' && !a.importer.includes('/node_modules/') ? undefined : { path: a.path, namespace: 'unused' },
+    );
     // docker-modem's streams, from Node itself (readable-stream is a copy of Node's stream module
     // for old Nodes and browsers): 80 KiB less to parse whenever the engine client loads.
     b.onResolve({ filter: /^readable-stream$/ }, () => ({ path: 'node:stream', external: true }));
@@ -27,10 +29,14 @@ const leaveOut = {
     b.onResolve({ filter: /^https$/ }, (a) => (/docker-modem/.test(a.importer) ? { path: 'https', namespace: 'lazy-https' } : undefined));
     // commander spawns only for executable subcommands, which podrun has none of: Node's process
     // spawning code is loaded if that ever happens, not at every start.
-    b.onResolve({ filter: /^node:child_process$/ }, (a) => (/commander/.test(a.importer) ? { path: 'child_process', namespace: 'lazy-child-process' } : undefined));
+    b.onResolve({ filter: /^node:child_process$/ }, (a) =>
+      /commander/.test(a.importer) ? { path: 'child_process', namespace: 'lazy-child-process' } : undefined,
+    );
     // The engine client's zlib (build contexts) and crypto (BuildKit sessions) are Node modules
     // podrun's calls never reach: loaded on first use, not whenever the engine client loads.
-    b.onResolve({ filter: /^(zlib|crypto)$/ }, (a) => (/[\\/](dockerode|docker-modem)[\\/]/.test(a.importer) ? { path: a.path, namespace: 'lazy-builtin' } : undefined));
+    b.onResolve({ filter: /^(zlib|crypto)$/ }, (a) =>
+      /[\\/](dockerode|docker-modem)[\\/]/.test(a.importer) ? { path: a.path, namespace: 'lazy-builtin' } : undefined,
+    );
     // Its HTTP client too: podrun reads the engine (the list, inspects) over a plain socket
     // (src/runtime/docker/plain-get.ts), so a command that only reads never loads Node's HTTP stack.
     b.onResolve({ filter: /^http$/ }, (a) => (/docker-modem[\\/]lib[\\/]/.test(a.importer) ? { path: a.path, namespace: 'lazy-builtin' } : undefined));
@@ -41,7 +47,11 @@ const leaveOut = {
     // The debug package (docker-modem's log) asks whether stderr is a terminal when each logger
     // is made, which makes Node's stderr stream at every start: with DEBUG unset, where nothing
     // is logged, a logger that logs nothing stands in.
-    b.onResolve({ filter: /^debug$/ }, (a) => (/[\\/](dockerode|docker-modem)[\\/]/.test(a.importer) ? { path: require.resolve('debug', { paths: [a.resolveDir] }), namespace: 'lazy-debug' } : undefined));
+    b.onResolve({ filter: /^debug$/ }, (a) =>
+      /[\\/](dockerode|docker-modem)[\\/]/.test(a.importer)
+        ? { path: require.resolve('debug', { paths: [a.resolveDir] }), namespace: 'lazy-debug' }
+        : undefined,
+    );
     b.onLoad({ filter: /.*/, namespace: 'lazy-debug' }, (a) => ({
       contents: `const off = () => Object.assign(() => undefined, { enabled: false, extend: off }); module.exports = process.env.DEBUG ? require(${JSON.stringify(a.path)}) : Object.assign(off, { enabled: () => false });`,
       loader: 'js',
@@ -52,7 +62,8 @@ const leaveOut = {
       loader: 'js',
     }));
     b.onLoad({ filter: /.*/, namespace: 'lazy-https' }, () => ({
-      contents: "module.exports = { request: (...a) => require('node:https').request(...a), get: (...a) => require('node:https').get(...a), get Agent() { return require('node:https').Agent; }, get globalAgent() { return require('node:https').globalAgent; } };",
+      contents:
+        "module.exports = { request: (...a) => require('node:https').request(...a), get: (...a) => require('node:https').get(...a), get Agent() { return require('node:https').Agent; }, get globalAgent() { return require('node:https').globalAgent; } };",
       loader: 'js',
     }));
     // Over a unix socket there is no TLS, yet Node's HTTP agent works a TLS server name out of the
@@ -105,7 +116,9 @@ const codeCached = {
         a.path === 'pod-validator'
           ? // Loaded on first use: a command that validates nothing does not pay for it.
             `${head} let validate; export function podValidator() { return (validate ??= runCachedScript(here, 'pod-validator').exports); }`
-          : `${head} const m = runCachedScript(here, ${JSON.stringify(fileOf(a.path))}).exports; export default m;\n${exportsOf(a.path).map((n) => `export const ${n} = m.${n};`).join('\n')}`,
+          : `${head} const m = runCachedScript(here, ${JSON.stringify(fileOf(a.path))}).exports; export default m;\n${exportsOf(a.path)
+              .map((n) => `export const ${n} = m.${n};`)
+              .join('\n')}`,
       loader: 'js',
       resolveDir: process.cwd(),
     }));
@@ -186,5 +199,13 @@ await build({
   logLevel: 'warning',
 });
 // The loader bin/podrun (CommonJS) runs it with.
-await build({ entryPoints: ['src/base/cached-script.ts'], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile: 'dist/bundle/cached-script.cjs', logLevel: 'warning' });
+await build({
+  entryPoints: ['src/base/cached-script.ts'],
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node20',
+  outfile: 'dist/bundle/cached-script.cjs',
+  logLevel: 'warning',
+});
 execFileSync(process.execPath, ['scripts/code-cache.mjs'], { stdio: 'inherit' });

@@ -31,7 +31,13 @@ for (const c of commits) {
   sections.at(-1).commits.push(c);
 }
 
-const lines = ['# Changelog', '', 'Made from the commit history by `node scripts/changelog.mjs`; each version lists the commits', 'made while package.json named it, newest first.', ''];
+const lines = [
+  '# Changelog',
+  '',
+  'Made from the commit history by `node scripts/changelog.mjs`; each version lists the commits',
+  'made while package.json named it, newest first.',
+  '',
+];
 for (const s of sections.reverse()) {
   const last = s.commits.at(-1);
   lines.push(`## ${s.version} (${last.date}, ${last.hash.slice(0, 12)})`, '');

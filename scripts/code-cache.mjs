@@ -35,7 +35,11 @@ const runs = [
 try {
   for (let round = 0; round < 2; round++) {
     for (const args of runs) await main(['node', 'podrun', '--state-dir', state, '--docker-host', nowhere, '--node-ip', '127.0.0.1', ...args], io);
-    for (const args of [['get', 'pods'], ['apply', '--dry-run', 'manifests']]) await main(['node', 'podrun', '--state-dir', state, '--container-runtime-endpoint', nowhereCri, '--node-ip', '127.0.0.1', ...args], io);
+    for (const args of [
+      ['get', 'pods'],
+      ['apply', '--dry-run', 'manifests'],
+    ])
+      await main(['node', 'podrun', '--state-dir', state, '--container-runtime-endpoint', nowhereCri, '--node-ip', '127.0.0.1', ...args], io);
   }
 } finally {
   rmSync(state, { recursive: true, force: true });

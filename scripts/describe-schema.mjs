@@ -75,16 +75,20 @@ function describe(node, type) {
   }
 }
 
-schema.$comment = 'Field descriptions: the Kubernetes API reference (via kubernetes-models, Apache-2.0), with what podrun does where it differs; written by scripts/describe-schema.mjs.';
+schema.$comment =
+  'Field descriptions: the Kubernetes API reference (via kubernetes-models, Apache-2.0), with what podrun does where it differs; written by scripts/describe-schema.mjs.';
 describe({ properties: schema.properties }, 'Pod');
 // A ResourceList is a map in the API; its keys are described in the resource docs.
 const RESOURCES = {
-  cpu: 'CPU, in cores or millicores (500m). Requests set the container\'s CPU shares; limits set its CPU quota.',
-  memory: 'Memory, in bytes or with a suffix (64Mi, 1Gi). Limits set the container\'s memory limit; requests count for its QoS class.',
+  cpu: "CPU, in cores or millicores (500m). Requests set the container's CPU shares; limits set its CPU quota.",
+  memory: "Memory, in bytes or with a suffix (64Mi, 1Gi). Limits set the container's memory limit; requests count for its QoS class.",
   'ephemeral-storage': 'Local ephemeral storage (the writable layer, logs, emptyDirs on disk).',
 };
 for (const [k, v] of Object.entries(schema.$defs.ResourceList?.properties ?? {})) {
-  const note = k === 'ephemeral-storage' ? '\n\npodrun: accepted and not enforced, with a warning: the kubelet enforces it by evicting the pod, and never evicts a static pod.' : '';
+  const note =
+    k === 'ephemeral-storage'
+      ? '\n\npodrun: accepted and not enforced, with a warning: the kubelet enforces it by evicting the pod, and never evicts a static pod.'
+      : '';
   v.description = `${RESOURCES[k] ?? ''}${note}`;
 }
 // sizeLimit sizes a memory emptyDir's tmpfs; on disk nothing enforces it for a static pod.
@@ -94,10 +98,19 @@ sizeLimit.description = `${sizeLimit.description}\n\npodrun: the size of a mediu
 const FIELD_NOTES = [
   [['PodSpec', 'hostUsers'], 'true (the default) runs in the host user namespace; false is refused: podrun cannot give a user namespace on the Docker engine.'],
   [['PodSpec', 'os'], 'linux runs; any other OS is refused, as the kubelet refuses a pod for another OS.'],
-  [['PodSpec', 'dnsConfig'], "added to the node's resolver (--resolv-conf), as the kubelet's appendDNSConfig does; with dnsPolicy None it is the whole resolver."],
+  [
+    ['PodSpec', 'dnsConfig'],
+    "added to the node's resolver (--resolv-conf), as the kubelet's appendDNSConfig does; with dnsPolicy None it is the whole resolver.",
+  ],
   [['PodSpec', 'hostAliases'], "added to the pod's /etc/hosts; on the host network, to a copy of the node's /etc/hosts."],
-  [['PodSecurityContext', 'sysctls'], "the kubelet's safe set; others only when the node allows them (--allowed-unsafe-sysctls), never a node-wide one, and no net.* with hostNetwork."],
-  [['VolumeMount', 'subPath'], 'opened once and mounted from what was opened: a symlink in the volume never leads out of it (CreateContainerConfigError). Not on a medium: Memory emptyDir.'],
+  [
+    ['PodSecurityContext', 'sysctls'],
+    "the kubelet's safe set; others only when the node allows them (--allowed-unsafe-sysctls), never a node-wide one, and no net.* with hostNetwork.",
+  ],
+  [
+    ['VolumeMount', 'subPath'],
+    'opened once and mounted from what was opened: a symlink in the volume never leads out of it (CreateContainerConfigError). Not on a medium: Memory emptyDir.',
+  ],
   [['VolumeMount', 'mountPropagation'], 'Bidirectional only for privileged containers, as the apiserver requires.'],
   [['LifecycleHandler', 'tcpSocket'], 'accepted with a warning; the hook fails, as the kubelet fails it (it runs exec, httpGet and sleep hooks only).'],
 ];

@@ -14,7 +14,12 @@ const ASSETS = ['package.json', 'dist/build-info.json', 'schemas/pod.schema.json
 // engine client, the Pod validator), read from the assets there; their V8 caches are not taken.
 // (podrun.cjs and its loader are bin/podrun's, not the executable's.)
 const BIN_ONLY = new Set(['podrun.cjs', 'cached-script.cjs']);
-ASSETS.push(...readdirSync('dist/bundle').filter((f) => f.endsWith('.cjs') && !BIN_ONLY.has(f)).sort().map((f) => `dist/bundle/${f}`));
+ASSETS.push(
+  ...readdirSync('dist/bundle')
+    .filter((f) => f.endsWith('.cjs') && !BIN_ONLY.has(f))
+    .sort()
+    .map((f) => `dist/bundle/${f}`),
+);
 // The fuse Node's binary carries for single executables (the documented sentinel).
 const FUSE = 'NODE_SEA_FUSE_fce680ab2cc467b6e072b8b5df1996b2';
 

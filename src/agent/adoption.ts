@@ -31,7 +31,9 @@ export class Adoption {
         const kept = await this.rt.takeOverRestarts(c.id);
         if (kept && kept !== 'never' && !this.warned) {
           this.warned = true;
-          this.log.warn(`the engine cannot change a container's restart policy (no container update); containers adopted from it keep their engine policy, and podrun restarts them only when the engine does not`);
+          this.log.warn(
+            `the engine cannot change a container's restart policy (no container update); containers adopted from it keep their engine policy, and podrun restarts them only when the engine does not`,
+          );
         }
         r.adopted.set(c.id, kept && kept !== 'never' ? kept : undefined);
       }),

@@ -16,7 +16,10 @@ export function collectorFor(rt: PodEngine, o: AgentOptions, log: Logger, set: (
     ...(o.gc?.containers ? { containers: o.gc.containers } : {}),
     ...(o.gc?.images ? { images: o.gc.images } : {}),
     log,
-    neededImages: () => set().pods().flatMap((d) => allContainers(d.pod).map((c) => c.image)),
+    neededImages: () =>
+      set()
+        .pods()
+        .flatMap((d) => allContainers(d.pod).map((c) => c.image)),
   });
 }
 

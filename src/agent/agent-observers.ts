@@ -16,7 +16,13 @@ export interface MeteredParts {
 /** The agent's metrics registry; `parts` is read at each scrape (the parts are made after it). */
 export function metricsFor(parts: () => MeteredParts): AgentMetrics {
   return new AgentMetrics({
-    pods: () => parts().cache.pods().map((p) => ({ running: p.sandboxes[0]?.state === 'running', containers: [...p.sandboxes, ...p.containers].map((c) => ({ state: c.state, type: c.type })) })),
+    pods: () =>
+      parts()
+        .cache.pods()
+        .map((p) => ({
+          running: p.sandboxes[0]?.state === 'running',
+          containers: [...p.sandboxes, ...p.containers].map((c) => ({ state: c.state, type: c.type })),
+        })),
     engineConnected: () => parts().cache.connected,
     sources: () => parts().set.sources.map((s) => ({ name: s.name, ready: s.ready, errors: s.errors().filter((i) => i.severity === 'error').length })),
     setExpiries: () => parts().set.expiries(),
@@ -26,7 +32,11 @@ export function metricsFor(parts: () => MeteredParts): AgentMetrics {
 
 /** What the engine tells the metrics (every call, every pull) and the log (its notices). */
 export function engineObserver(m: AgentMetrics, log: Logger): RuntimeObserver {
-  return { call: (what, seconds, failed) => m.engineCall(operationType(what), seconds, failed), pull: (seconds, ok) => m.imagePulled(seconds, ok), notice: (message) => log.info(message) };
+  return {
+    call: (what, seconds, failed) => m.engineCall(operationType(what), seconds, failed),
+    pull: (seconds, ok) => m.imagePulled(seconds, ok),
+    notice: (message) => log.info(message),
+  };
 }
 
 /** What the supervisor tells the metrics: starts, failed starts, restarts and every probe run. */

@@ -16,8 +16,13 @@ export function sourcesFor(o: AgentOptions, log: Logger, m: AgentMetrics, nodeNa
   const policy = o.policy ?? OPEN_POLICY;
   const checked = (source: string, verified: boolean): void => m.signatureChecked(source, verified);
   // Replay, expiry and node rules on every verified set, recorded in the state dir (freshness.ts).
-  const freshness = { store: new FreshnessStore(o.runtime.stateDir, log), nodeName: nodeName, onRefused: (source: string, kind: string) => m.setRefused(source, kind) };
-  const signatures = (signers: Signer[] | undefined): { signatures?: SignaturePolicy } => (signers ? { signatures: { signers, onCheck: checked, freshness } } : {});
+  const freshness = {
+    store: new FreshnessStore(o.runtime.stateDir, log),
+    nodeName: nodeName,
+    onRefused: (source: string, kind: string) => m.setRefused(source, kind),
+  };
+  const signatures = (signers: Signer[] | undefined): { signatures?: SignaturePolicy } =>
+    signers ? { signatures: { signers, onCheck: checked, freshness } } : {};
   const dirOpts = { resyncMs: o.resyncMs ?? 20_000, removeGraceMs: o.removeGraceMs ?? 1000, policy, log: log, ...signatures(o.dirSigners) };
   return [
     ...o.manifestDirs.map((d) => new DirectorySource(d, dirOpts)),

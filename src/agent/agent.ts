@@ -98,12 +98,14 @@ export class Agent {
         m.rolledBack(pod.namespace, pod.name);
       },
     });
-    this.runtime = o.engine ?? (o.engineFactory ?? ((x: RuntimeOptions) => new PodRuntime(x)))({
-      ...o.runtime,
-      ...(o.maxParallel ? { engineSlots: o.maxParallel } : {}),
-      onPullProgress: pullLogger(this.log),
-      observer: engineObserver(m, this.log),
-    });
+    this.runtime =
+      o.engine ??
+      (o.engineFactory ?? ((x: RuntimeOptions) => new PodRuntime(x)))({
+        ...o.runtime,
+        ...(o.maxParallel ? { engineSlots: o.maxParallel } : {}),
+        onPullProgress: pullLogger(this.log),
+        observer: engineObserver(m, this.log),
+      });
     this.nodeStatus = new NodeStatus(this.runtime, {
       stateDir: o.runtime.stateDir,
       ...(o.evictionHard ? { evictionHard: o.evictionHard } : {}),
@@ -113,7 +115,11 @@ export class Agent {
     });
     // One worker per pod and no bound on them: a pod in its grace period, a hook or a back-off holds
     // nothing of anyone else's. What costs the engine is bounded in the runtime (--max-parallel).
-    this.workers = new PodWorkers((uid, signal) => this.syncPod(uid, signal), Number.POSITIVE_INFINITY, (uid, err) => this.log.error(`pod ${this.nameOf(uid)}: ${err.message}`, { pod: this.nameOf(uid) }));
+    this.workers = new PodWorkers(
+      (uid, signal) => this.syncPod(uid, signal),
+      Number.POSITIVE_INFINITY,
+      (uid, err) => this.log.error(`pod ${this.nameOf(uid)}: ${err.message}`, { pod: this.nameOf(uid) }),
+    );
     this.cache = new PodCache(this.runtime, (uid) => this.workers.enqueue(uid), {
       relistMs: o.relistMs ?? 60_000,
       log: this.log,
@@ -174,10 +180,20 @@ export class Agent {
     await Promise.all(this.set.sources.map((s) => s.start(() => this.merges.poke())));
     this.loaded = true;
     this.merges.run();
-    this.closeServer = await startServer(this, { stateDir: this.o.runtime.stateDir, ...(this.o.httpPort ? { port: this.o.httpPort } : {}), ...(token ? { token, tokenFile } : {}), log: this.log });
+    this.closeServer = await startServer(this, {
+      stateDir: this.o.runtime.stateDir,
+      ...(this.o.httpPort ? { port: this.o.httpPort } : {}),
+      ...(token ? { token, tokenFile } : {}),
+      log: this.log,
+    });
     this.resyncTimer = setInterval(() => this.enqueueAll(), timerDelay(this.o.relistMs ?? 60_000));
     this.resyncTimer.unref();
-    this.gcTimers = startSweeps(this.o, this.log, () => this.collect(false), () => this.gc.collectImages(false));
+    this.gcTimers = startSweeps(
+      this.o,
+      this.log,
+      () => this.collect(false),
+      () => this.gc.collectImages(false),
+    );
     if (this.runtime.oomScoreFloor > -1000) {
       this.log.warn('this node cannot lower oom_score_adj (no CAP_SYS_RESOURCE): critical, Guaranteed and sandbox containers run at 0 instead of -997/-998');
     }
@@ -293,12 +309,24 @@ export class Agent {
    */
   podState(): Record<string, number> {
     const kept = [this.supervisor, this.gate, this.cache, this.gc, this.set, this.stats].map((m) => m.stateSize());
-    return Object.assign({}, ...kept, { probeSeries: this.metricsRegistry.probes.size, synced: this.synced.size, deleting: this.worker.deleting.size, workers: this.workers.size }) as Record<string, number>;
+    return Object.assign({}, ...kept, {
+      probeSeries: this.metricsRegistry.probes.size,
+      synced: this.synced.size,
+      deleting: this.worker.deleting.size,
+      workers: this.workers.size,
+    }) as Record<string, number>;
   }
 
   /** Every pod the agent knows (desired or present), as v1 Pods with status. */
   podList(): Promise<Record<string, unknown>[]> {
-    return podList({ set: this.set, cache: this.cache, supervisor: this.supervisor, gate: this.gate, hostIP: this.runtime.hostIP, stateDir: this.o.runtime.stateDir });
+    return podList({
+      set: this.set,
+      cache: this.cache,
+      supervisor: this.supervisor,
+      gate: this.gate,
+      hostIP: this.runtime.hostIP,
+      stateDir: this.o.runtime.stateDir,
+    });
   }
 
   events(uid?: string): PodEvent[] {
@@ -341,6 +369,13 @@ export class Agent {
   /** The kubelet's container metrics endpoints (/metrics/cadvisor, /metrics/resource, /metrics/probes). */
   containerMetrics(kind: ContainerEndpoint): Promise<{ contentType: string; text: string }> {
     const probes = this.metricsRegistry.probes;
-    return containerEndpoint(kind, { samples: () => this.stats.samples(), node: async () => (await this.nodeStatus.now()).summary, machine: async () => (await this.nodeStatus.now()).machine, cgroups: () => this.runtime.containerCgroups(), probes: async () => probes.text(), fsDevice: () => engineDevice(this.runtime) });
+    return containerEndpoint(kind, {
+      samples: () => this.stats.samples(),
+      node: async () => (await this.nodeStatus.now()).summary,
+      machine: async () => (await this.nodeStatus.now()).machine,
+      cgroups: () => this.runtime.containerCgroups(),
+      probes: async () => probes.text(),
+      fsDevice: () => engineDevice(this.runtime),
+    });
   }
 }

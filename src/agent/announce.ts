@@ -12,6 +12,9 @@ export function announce(log: Logger, d: DesiredPod, o: ObservedPod | undefined,
   const waitedFor = new Map(gate.restarts.map((x) => [x.name, x.waitedMs]));
   for (const s of run.containersToStart) {
     const waited = waitedFor.get(s.name);
-    log.info(`pod ${d.key}: starting ${s.type === 'init' ? 'init container' : 'container'} ${s.name} (${s.reason})${waited ? ` after a back-off of ${Math.round(waited / 1000)}s` : ''}`, { pod: d.key, container: s.name });
+    log.info(
+      `pod ${d.key}: starting ${s.type === 'init' ? 'init container' : 'container'} ${s.name} (${s.reason})${waited ? ` after a back-off of ${Math.round(waited / 1000)}s` : ''}`,
+      { pod: d.key, container: s.name },
+    );
   }
 }

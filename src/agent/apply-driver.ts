@@ -101,7 +101,12 @@ export class ApplyDriver implements PodLooker {
   private async verdict(d: DesiredPod): Promise<Verdict> {
     const judge = async (fresh: boolean): Promise<Verdict> => {
       const s = await this.worker.settled(d, fresh);
-      return { done: s.done, failed: s.failed, message: describeNotReady(s.status), status: toV1Status(s.status, { hostIP: this.rt.hostIP }) as V1Pod['status'] };
+      return {
+        done: s.done,
+        failed: s.failed,
+        message: describeNotReady(s.status),
+        status: toV1Status(s.status, { hostIP: this.rt.hostIP }) as V1Pod['status'],
+      };
     };
     // Containers with no details yet are read by the first judgement itself: no second read of them.
     const o = this.cache.pod(d.uid);
@@ -122,7 +127,12 @@ export class ApplyDriver implements PodLooker {
   private firstRestartInPlace(d: DesiredPod, v: Verdict): boolean {
     const o = this.cache.pod(d.uid);
     const statuses = [...(v.status?.initContainerStatuses ?? []), ...(v.status?.containerStatuses ?? [])];
-    return !!o && [...latestByName(o).values()].some((c) => c.state === 'restarting' && c.restartCount === 0 && (statuses.find((s) => s.name === c.name)?.restartCount ?? 0) <= 1);
+    return (
+      !!o &&
+      [...latestByName(o).values()].some(
+        (c) => c.state === 'restarting' && c.restartCount === 0 && (statuses.find((s) => s.name === c.name)?.restartCount ?? 0) <= 1,
+      )
+    );
   }
 
   stop(): void {

@@ -41,7 +41,14 @@ export async function containerEndpoint(kind: ContainerEndpoint, from: EndpointS
     failed = true;
     return undefined;
   });
-  const reading = node ? { time: node.cpu.time, usageCoreNanoSeconds: node.cpu.usageCoreNanoSeconds, workingSetBytes: node.memory.workingSetBytes, ...(node.swap?.swapUsageBytes !== undefined ? { swapUsageBytes: node.swap.swapUsageBytes } : {}) } : undefined;
+  const reading = node
+    ? {
+        time: node.cpu.time,
+        usageCoreNanoSeconds: node.cpu.usageCoreNanoSeconds,
+        workingSetBytes: node.memory.workingSetBytes,
+        ...(node.swap?.swapUsageBytes !== undefined ? { swapUsageBytes: node.swap.swapUsageBytes } : {}),
+      }
+    : undefined;
   return { contentType: EXPOSITION_TYPE, text: resourceMetrics(samples, reading, failed) };
 }
 

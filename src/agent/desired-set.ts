@@ -108,7 +108,11 @@ export class DesiredSet {
     const first = this.declarations === undefined;
     const seen = this.declarations ?? new Map<string, string>();
     const applied = (origin: string | undefined): boolean => origin?.startsWith(APPLY_PREFIX) === true;
-    const merged = mergeOrigins(snapshot, holders, (origin, d, holder) => !first && (applied(origin) || applied(holder)) && seen.get(`${origin}\0${d.key}`) !== podDigest(d));
+    const merged = mergeOrigins(
+      snapshot,
+      holders,
+      (origin, d, holder) => !first && (applied(origin) || applied(holder)) && seen.get(`${origin}\0${d.key}`) !== podDigest(d),
+    );
     this.declarations = new Map(snapshot.flatMap((o) => o.pods.map((d) => [`${o.origin}\0${d.key}`, podDigest(d)] as const)));
     for (const c of merged.conflicts) {
       const id = conflictId(c);
@@ -178,7 +182,12 @@ export class DesiredSet {
           for (const d of pods) {
             // A refused signature is not a broken manifest: say which, so no one hunts for a typo.
             const reason = e.refused ? 'FailedVerification' : 'FailedValidation';
-            this.o.events.record({ uid: d.uid, name: d.pod.metadata.name, namespace: d.pod.metadata.namespace ?? 'default' }, 'Warning', reason, `${formatIssue(e)} (running the last good version)`);
+            this.o.events.record(
+              { uid: d.uid, name: d.pod.metadata.name, namespace: d.pod.metadata.namespace ?? 'default' },
+              'Warning',
+              reason,
+              `${formatIssue(e)} (running the last good version)`,
+            );
           }
         }
       }
@@ -191,8 +200,22 @@ export class DesiredSet {
       sources: this.sources.map((s) => {
         const signedBy = s.signedBy?.() ?? [];
         const now = Date.now();
-        const sets = (s.expiries?.() ?? []).map((e) => ({ origin: e.origin, ...(e.version !== undefined ? { version: e.version } : {}), expires: e.expires.toISOString(), expired: e.expires.getTime() <= now }));
-        return { name: s.name, ready: s.ready, errors: s.errors().filter((i) => i.severity === 'error').map(formatIssue), ...(signedBy.length ? { signedBy } : {}), ...(sets.length ? { sets } : {}) };
+        const sets = (s.expiries?.() ?? []).map((e) => ({
+          origin: e.origin,
+          ...(e.version !== undefined ? { version: e.version } : {}),
+          expires: e.expires.toISOString(),
+          expired: e.expires.getTime() <= now,
+        }));
+        return {
+          name: s.name,
+          ready: s.ready,
+          errors: s
+            .errors()
+            .filter((i) => i.severity === 'error')
+            .map(formatIssue),
+          ...(signedBy.length ? { signedBy } : {}),
+          ...(sets.length ? { sets } : {}),
+        };
       }),
       conflicts: this.conflicts,
       desired: [...this.byKey.keys()].sort(),

@@ -34,7 +34,10 @@ export class ExpiryLog {
       if (this.warned.has(key)) continue;
       this.warned.add(key);
       const version = e.version !== undefined ? ` (version ${e.version})` : '';
-      this.o.log.warn(`signed set ${e.origin}${version} expired at ${e.expires.toISOString()}: its pods keep running (expiry is reported, not enforced) until a newer signed set is published`, { source: e.origin });
+      this.o.log.warn(
+        `signed set ${e.origin}${version} expired at ${e.expires.toISOString()}: its pods keep running (expiry is reported, not enforced) until a newer signed set is published`,
+        { source: e.origin },
+      );
     }
     for (const key of this.warned) if (!inForce.has(key)) this.warned.delete(key);
     if (this.timer) clearTimeout(this.timer);

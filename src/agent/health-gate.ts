@@ -25,7 +25,12 @@ export interface HealthGateOptions {
 const PLAUSIBLE_MS = 24 * 3600_000;
 
 function sameRecord(a: RollbackRecord, b: RollbackRecord): boolean {
-  return a.good?.version === b.good?.version && a.trying?.version === b.trying?.version && a.trying?.since === b.trying?.since && a.failed?.version === b.failed?.version;
+  return (
+    a.good?.version === b.good?.version &&
+    a.trying?.version === b.trying?.version &&
+    a.trying?.since === b.trying?.since &&
+    a.failed?.version === b.failed?.version
+  );
 }
 
 /**
@@ -102,7 +107,13 @@ export class HealthGate {
     }
     const before = this.store.get(d.uid);
     const now = this.nowFor(d.uid, before, this.versionOf(d));
-    const dec = decideRollback(before, { declared: { version: this.versionOf(d), pod: d.pod }, deadlineMs, ...(observed ? { observed } : {}), now, engineUp: this.o.engineUp() });
+    const dec = decideRollback(before, {
+      declared: { version: this.versionOf(d), pod: d.pod },
+      deadlineMs,
+      ...(observed ? { observed } : {}),
+      now,
+      engineUp: this.o.engineUp(),
+    });
     if (dec.record.trying && dec.record.trying !== before.trying) this.origins.set(d.uid, { since: dec.record.trying.since, mono: this.mono() });
     if (!dec.record.trying) this.origins.delete(d.uid);
     if (!sameRecord(before, dec.record)) {

@@ -8,7 +8,12 @@ import type { PodRecord } from './pod-record.js';
  * image", a Normal BackOff event) or `CrashLoopBackOff` ("Back-off restarting failed container", a
  * Warning), each event once per stretch of back-off, the waiting reason on the pod's record.
  */
-export function noteHeld(d: DesiredPod, r: PodRecord, held: readonly HeldStart[], backOff: (type: 'Normal' | 'Warning', message: string, container: string) => void): void {
+export function noteHeld(
+  d: DesiredPod,
+  r: PodRecord,
+  held: readonly HeldStart[],
+  backOff: (type: 'Normal' | 'Warning', message: string, container: string) => void,
+): void {
   for (const h of held) {
     const before = r.waiting.get(h.name);
     if (h.reason === 'ImagePullBackOff') {
@@ -21,6 +26,9 @@ export function noteHeld(d: DesiredPod, r: PodRecord, held: readonly HeldStart[]
     }
     if (h.reason !== 'CrashLoopBackOff') continue;
     if (before?.reason !== 'CrashLoopBackOff') backOff('Warning', 'Back-off restarting failed container', h.name);
-    r.waiting.set(h.name, { reason: 'CrashLoopBackOff', message: `back-off ${Math.round(h.waitMs / 1000)}s restarting failed container=${h.name} pod=${d.pod.metadata.name}_${d.pod.metadata.namespace ?? 'default'}(${d.uid})` });
+    r.waiting.set(h.name, {
+      reason: 'CrashLoopBackOff',
+      message: `back-off ${Math.round(h.waitMs / 1000)}s restarting failed container=${h.name} pod=${d.pod.metadata.name}_${d.pod.metadata.namespace ?? 'default'}(${d.uid})`,
+    });
   }
 }

@@ -22,7 +22,14 @@ export async function podList(x: PodListDeps): Promise<Record<string, unknown>[]
   const terminating = terminatingPods(x.stateDir);
   for (const uid of uids) {
     const d = x.set.get(uid);
-    const o = observed.get(uid) ?? { uid, name: d?.pod.metadata.name ?? '', namespace: d?.pod.metadata.namespace ?? 'default', source: d?.origin.source ?? '', sandboxes: [], containers: [] };
+    const o = observed.get(uid) ?? {
+      uid,
+      name: d?.pod.metadata.name ?? '',
+      namespace: d?.pod.metadata.namespace ?? 'default',
+      source: d?.origin.source ?? '',
+      sandboxes: [],
+      containers: [],
+    };
     const view = d ? { ...o, spec: d.pod, source: d.origin.shown ?? d.origin.source } : o;
     const status = await x.supervisor.status(d, observed.get(uid));
     if (!status) continue;

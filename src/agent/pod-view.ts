@@ -77,7 +77,15 @@ export function readinessOf(probes: Pick<ProbeManager, 'state'>, d: DesiredPod, 
  * The probe workers the pod's running containers need. Without `liveness` (no agent: see
  * WorkerMode) no liveness probe runs: nobody would act on it once `apply` is done.
  */
-export async function probeTargets(rt: PodEngine, probes: Pick<ProbeManager, 'state'>, d: DesiredPod, o: ObservedPod, r: PodRecord, host: string, liveness: boolean): Promise<ProbeTarget[]> {
+export async function probeTargets(
+  rt: PodEngine,
+  probes: Pick<ProbeManager, 'state'>,
+  d: DesiredPod,
+  o: ObservedPod,
+  r: PodRecord,
+  host: string,
+  liveness: boolean,
+): Promise<ProbeTarget[]> {
   const targets: ProbeTarget[] = [];
   for (const c of latestByName(o).values()) {
     const declared = specOf(d.pod, c.name);
@@ -87,7 +95,15 @@ export async function probeTargets(rt: PodEngine, probes: Pick<ProbeManager, 'st
     // initialDelaySeconds counts from the container's start, which only an inspect knows (once).
     if (!probes.state(c.id) && !r.details.get(c.id)?.startedAt) await containerDetails(rt, o, r.details);
     const startedAt = Date.parse(r.details.get(c.id)?.startedAt ?? '');
-    targets.push({ uid: d.uid, namespace: o.namespace, pod: o.name, container: spec, containerId: c.id, defaultHost: host, ...(Number.isFinite(startedAt) ? { startedAt } : {}) });
+    targets.push({
+      uid: d.uid,
+      namespace: o.namespace,
+      pod: o.name,
+      container: spec,
+      containerId: c.id,
+      defaultHost: host,
+      ...(Number.isFinite(startedAt) ? { startedAt } : {}),
+    });
   }
   return targets;
 }

@@ -19,6 +19,9 @@ export function pullLogger(log: Logger, nowMs: () => number = Date.now): (p: Pul
     const prev = last.get(p.image);
     if (prev !== undefined && now - prev < 10_000) return;
     last.set(p.image, now);
-    log.info(prev === undefined ? `pulling image ${p.image}` : `pulling image ${p.image}: ${p.layersDone}/${p.layers} layers, ${p.bytes}/${p.totalBytes} bytes`, fields);
+    log.info(
+      prev === undefined ? `pulling image ${p.image}` : `pulling image ${p.image}: ${p.layersDone}/${p.layers} layers, ${p.bytes}/${p.totalBytes} bytes`,
+      fields,
+    );
   };
 }

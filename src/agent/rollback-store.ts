@@ -31,7 +31,10 @@ export class RollbackStore {
   private readonly dir: string;
   private readonly records = new Map<string, RollbackRecord>();
 
-  constructor(stateDir: string, private readonly log: Logger) {
+  constructor(
+    stateDir: string,
+    private readonly log: Logger,
+  ) {
     this.dir = join(stateDir, 'rollback');
   }
 

@@ -82,7 +82,9 @@ export class PodSupervisor {
     this.probes = new ProbeManager(
       (id, cmd, t) => rt.exec(id, cmd, t),
       (e) => this.onProbe(e),
-      probed ? (t, kind, result, seconds) => probed({ uid: t.uid, namespace: t.namespace, pod: t.pod, container: t.container.name }, kind, result, seconds) : undefined,
+      probed
+        ? (t, kind, result, seconds) => probed({ uid: t.uid, namespace: t.namespace, pod: t.pod, container: t.container.name }, kind, result, seconds)
+        : undefined,
       log,
     );
   }
@@ -114,9 +116,19 @@ export class PodSupervisor {
     const o = this.cache.pod(e.uid);
     if (o && !e.ok) {
       const kind = e.kind === 'liveness' ? 'Liveness' : e.kind === 'readiness' ? 'Readiness' : 'Startup';
-      this.events.record({ uid: o.uid, name: o.name, namespace: o.namespace }, 'Warning', 'Unhealthy', `${kind} probe failed: ${e.message}`, fieldPathOf(o.spec, e.container));
+      this.events.record(
+        { uid: o.uid, name: o.name, namespace: o.namespace },
+        'Warning',
+        'Unhealthy',
+        `${kind} probe failed: ${e.message}`,
+        fieldPathOf(o.spec, e.container),
+      );
       // As the kubelet's prober ("Probe failed"): every failure, with what the probe said.
-      this.log.warn(`pod ${o.namespace}/${o.name}: container ${e.container} ${e.kind} probe failed: ${e.message}`, { pod: `${o.namespace}/${o.name}`, container: e.container, probe: e.kind });
+      this.log.warn(`pod ${o.namespace}/${o.name}: container ${e.container} ${e.kind} probe failed: ${e.message}`, {
+        pod: `${o.namespace}/${o.name}`,
+        container: e.container,
+        probe: e.kind,
+      });
     }
     this.wake(e.uid);
   }
@@ -250,7 +262,13 @@ export class PodSupervisor {
       // Cancelled (or failed on the way) because the pod is to be deleted: no back-off, no
       // waiting reason; the deletion that comes next removes whatever was made.
       if (!sync.aborted) {
-        const backoffMs = recordFailure(err, d, r, { log: this.log, ...(this.observer.startFailed ? { startFailed: this.observer.startFailed } : {}) }, Date.now());
+        const backoffMs = recordFailure(
+          err,
+          d,
+          r,
+          { log: this.log, ...(this.observer.startFailed ? { startFailed: this.observer.startFailed } : {}) },
+          Date.now(),
+        );
         wait = Math.min(wait ?? backoffMs, backoffMs);
         failed = err as Error;
       }

@@ -36,7 +36,11 @@ export function recordFailure(err: unknown, d: DesiredPod, r: PodRecord, x: Fail
     x.startFailed?.(err.container ? (d.pod.spec.initContainers?.some((c) => c.name === err.container) ? 'init' : 'app') : 'sandbox', err.reason);
     const { container, reason, message } = err.result;
     if (container && reason !== 'FailedCreatePodSandBox') r.waiting.set(container, { reason, message });
-    x.log.warn(`pod ${d.key}: ${err.container ? `container ${err.container}` : 'sandbox'}: ${err.message}; retrying in ${Math.round(backoffMs / 1000)}s`, { pod: d.key, container: err.container ?? 'POD', reason: err.reason });
+    x.log.warn(`pod ${d.key}: ${err.container ? `container ${err.container}` : 'sandbox'}: ${err.message}; retrying in ${Math.round(backoffMs / 1000)}s`, {
+      pod: d.key,
+      container: err.container ?? 'POD',
+      reason: err.reason,
+    });
     return backoffMs;
   }
   if (isPodrunBug(err)) {
@@ -52,6 +56,10 @@ export function recordFailure(err: unknown, d: DesiredPod, r: PodRecord, x: Fail
   // As the kubelet: the attempt that failed says ErrImagePull; the look right after finds the
   // pull in back-off and says ImagePullBackOff until the next attempt (kubectl shows both).
   r.waiting.set(err.container, { reason: err.imageError.reason, message: err.message });
-  x.log.warn(`pod ${d.key}: container ${err.container}: ${err.message}; retrying in ${Math.round(backoffMs / 1000)}s`, { pod: d.key, container: err.container, reason: err.imageError.reason });
+  x.log.warn(`pod ${d.key}: container ${err.container}: ${err.message}; retrying in ${Math.round(backoffMs / 1000)}s`, {
+    pod: d.key,
+    container: err.container,
+    reason: err.imageError.reason,
+  });
   return Math.min(backoffMs, IMAGE_BACKOFF_LOOK_MS);
 }

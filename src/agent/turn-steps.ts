@@ -23,7 +23,9 @@ export function planTurn(d: DesiredPod, o: ObservedPod | undefined, probes: Pick
   const actions = computePodActions(d, o, {
     probeFailure: (id) => {
       const failed = probes.state(id)?.failed;
-      return failed && failed.kind !== 'readiness' ? { kind: failed.kind, ...(failed.graceSeconds !== undefined ? { graceSeconds: failed.graceSeconds } : {}) } : undefined;
+      return failed && failed.kind !== 'readiness'
+        ? { kind: failed.kind, ...(failed.graceSeconds !== undefined ? { graceSeconds: failed.graceSeconds } : {}) }
+        : undefined;
     },
     // No worker yet (the container has just started): started only if it has no startup probe
     // to pass, as the kubelet waits for a startup result it has not got.
@@ -41,7 +43,14 @@ export function planTurn(d: DesiredPod, o: ObservedPod | undefined, probes: Pick
 }
 
 /** Decide, second half: what the gate (pure) reads, the finish times of what would restart gathered first. */
-export async function backoffViewOf(rt: Pick<PodEngine, 'finishedAt'>, cache: Pick<PodCache, 'finishedAt'>, r: PodRecord, o: ObservedPod | undefined, actions: PodActions, now: number): Promise<BackoffView> {
+export async function backoffViewOf(
+  rt: Pick<PodEngine, 'finishedAt'>,
+  cache: Pick<PodCache, 'finishedAt'>,
+  r: PodRecord,
+  o: ObservedPod | undefined,
+  actions: PodActions,
+  now: number,
+): Promise<BackoffView> {
   const finished = new Map<string, number>();
   for (const st of actions.containersToStart) {
     const prev = o ? newestExited(o, st.name) : undefined;

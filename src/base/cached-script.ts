@@ -43,7 +43,13 @@ export function runCachedScript(dir: string, name: string): CachedScript {
   const module = { exports: {} as unknown };
   // The files require only Node's own modules (their packages are bundled in): one require, made
   // on first use, serves them all.
-  (script.runInThisContext() as (e: unknown, r: (id: string) => unknown, m: { exports: unknown }, f: string, d: string) => void)(module.exports, (id) => (nodeRequire ??= createRequire(file))(id), module, file, dir);
+  (script.runInThisContext() as (e: unknown, r: (id: string) => unknown, m: { exports: unknown }, f: string, d: string) => void)(
+    module.exports,
+    (id) => (nodeRequire ??= createRequire(file))(id),
+    module,
+    file,
+    dir,
+  );
   (globalThis as { [WARM_UP]?: Map<string, Script> })[WARM_UP]?.set(name, script);
   return { exports: module.exports, script, cacheRejected: cachedData ? script.cachedDataRejected === true : undefined };
 }

@@ -6,7 +6,7 @@
  * and so cannot refuse what Go refuses.
  */
 
-const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, 'µs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** Milliseconds from a Go duration; throws a message that says what to write instead. */
 export function parseDuration(text: string): number {

@@ -31,7 +31,11 @@ export class Pacer {
   private nextAt = Number.NEGATIVE_INFINITY;
   private stopped = false;
 
-  constructor(private readonly fn: () => void, private readonly gap: number, private readonly cost: (fn: () => void) => number = cpuCost) {}
+  constructor(
+    private readonly fn: () => void,
+    private readonly gap: number,
+    private readonly cost: (fn: () => void) => number = cpuCost,
+  ) {}
 
   poke(): void {
     if (this.timer || this.stopped) return;

@@ -5,7 +5,14 @@
  * pkg/kubelet/kuberuntime/kuberuntime_container.go); podrun adds none of its own.
  */
 export const IMAGE_REASONS = ['ErrImagePull', 'ImagePullBackOff', 'ErrImageNeverPull', 'InvalidImageName'] as const;
-export const START_REASONS = ['CreateContainerConfigError', 'CreateContainerError', 'RunContainerError', 'PreCreateHookError', 'PreStartHookError', 'PostStartHookError'] as const;
+export const START_REASONS = [
+  'CreateContainerConfigError',
+  'CreateContainerError',
+  'RunContainerError',
+  'PreCreateHookError',
+  'PreStartHookError',
+  'PostStartHookError',
+] as const;
 
 export type ImageReason = (typeof IMAGE_REASONS)[number];
 export type StartReason = (typeof START_REASONS)[number];

@@ -95,7 +95,16 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
   }
 }
 
-async function applyAlone(rt: PodEngine, driver: ApplyDriver, plans: PodPlan[], listed: readonly EngineContainer[], pods: DesiredPod[], o: ApplyOptions, g: GlobalOptions, io: Io): Promise<number> {
+async function applyAlone(
+  rt: PodEngine,
+  driver: ApplyDriver,
+  plans: PodPlan[],
+  listed: readonly EngineContainer[],
+  pods: DesiredPod[],
+  o: ApplyOptions,
+  g: GlobalOptions,
+  io: Io,
+): Promise<number> {
   const outcomes = await driver.apply(plans, listed);
   const failures = outcomes.filter((x) => x.error);
   const at = new Date().toISOString();

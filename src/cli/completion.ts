@@ -83,9 +83,12 @@ export async function complete(program: Command, words: string[], lister: PodLis
     else positional.push(w);
   }
   if (afterDashDash) return [FILES];
-  const path = chain.slice(1).map((c) => c.name()).join(' ');
+  const path = chain
+    .slice(1)
+    .map((c) => c.name())
+    .join(' ');
   const cmd = chain.at(-1)!;
-  const pods = (): ReturnType<PodLister['pods']> => lister.pods(globalArgs, allNamespaces ? undefined : namespace ?? 'default');
+  const pods = (): ReturnType<PodLister['pods']> => lister.pods(globalArgs, allNamespaces ? undefined : (namespace ?? 'default'));
 
   if (pending) {
     switch (pending.long) {

@@ -122,21 +122,23 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
     return EXIT.failed;
   }
   // Every pod at once: their grace periods overlap (the runtime bounds the engine calls).
-  await Promise.all(unique.map(async (p) => {
-    try {
-      recordPullFailures(g.stateDir, p.uid, `${p.namespace}/${p.name}`, []);
-      if (agent && p.applySet && o.gracePeriod === undefined) {
-        await gone(rt, p.uid, (graceOf(p) + 120) * 1000);
+  await Promise.all(
+    unique.map(async (p) => {
+      try {
+        recordPullFailures(g.stateDir, p.uid, `${p.namespace}/${p.name}`, []);
+        if (agent && p.applySet && o.gracePeriod === undefined) {
+          await gone(rt, p.uid, (graceOf(p) + 120) * 1000);
+          io.out(`pod/${p.namespace}/${p.name} deleted`);
+          return;
+        }
+        // --grace-period is taken as given (0 kills at once), as the kubelet takes a deletion's.
+        await removePod(rt, p, graceOf(p), undefined, o.gracePeriod);
         io.out(`pod/${p.namespace}/${p.name} deleted`);
-        return;
+      } catch (err) {
+        io.err(`podrun: pod/${p.namespace}/${p.name}: ${(err as Error).message}`);
+        code = EXIT.failed;
       }
-      // --grace-period is taken as given (0 kills at once), as the kubelet takes a deletion's.
-      await removePod(rt, p, graceOf(p), undefined, o.gracePeriod);
-      io.out(`pod/${p.namespace}/${p.name} deleted`);
-    } catch (err) {
-      io.err(`podrun: pod/${p.namespace}/${p.name}: ${(err as Error).message}`);
-      code = EXIT.failed;
-    }
-  }));
+    }),
+  );
   return code;
 }

@@ -19,7 +19,12 @@ function probeLine(p: Probe): string {
 function stateLines(label: string, s: V1ContainerStatus['state'] | undefined, indent: string): string[] {
   if (!s || Object.keys(s).length === 0) return [];
   if (s.running) return [`${indent}${label}:  Running`, ...(s.running.startedAt ? [`${indent}  Started:  ${s.running.startedAt}`] : [])];
-  if (s.waiting) return [`${indent}${label}:  Waiting`, `${indent}  Reason:   ${s.waiting.reason ?? ''}`, ...(s.waiting.message ? [`${indent}  Message:  ${s.waiting.message}`] : [])];
+  if (s.waiting)
+    return [
+      `${indent}${label}:  Waiting`,
+      `${indent}  Reason:   ${s.waiting.reason ?? ''}`,
+      ...(s.waiting.message ? [`${indent}  Message:  ${s.waiting.message}`] : []),
+    ];
   const t = s.terminated;
   if (!t) return [];
   return [
@@ -59,28 +64,46 @@ function containerLines(c: Container, st: V1ContainerStatus | undefined): string
   }
   if (c.volumeMounts?.length) {
     lines.push('    Mounts:');
-    for (const m of c.volumeMounts) lines.push(`      ${m.mountPath} from ${m.name}${m.subPath ? ` (subPath ${m.subPath})` : ''} (${m.readOnly ? 'ro' : 'rw'})`);
+    for (const m of c.volumeMounts)
+      lines.push(`      ${m.mountPath} from ${m.name}${m.subPath ? ` (subPath ${m.subPath})` : ''} (${m.readOnly ? 'ro' : 'rw'})`);
   }
   return lines;
 }
 
 function volumeLines(v: Volume): string[] {
   if (v.hostPath) return [`  ${v.name}:`, '    Type:  HostPath', `    Path:  ${v.hostPath.path}`, `    HostPathType:  ${v.hostPath.type ?? ''}`];
-  return [`  ${v.name}:`, '    Type:    EmptyDir', `    Medium:  ${v.emptyDir?.medium ?? ''}`, ...(v.emptyDir?.sizeLimit !== undefined ? [`    SizeLimit:  ${v.emptyDir.sizeLimit}`] : [])];
+  return [
+    `  ${v.name}:`,
+    '    Type:    EmptyDir',
+    `    Medium:  ${v.emptyDir?.medium ?? ''}`,
+    ...(v.emptyDir?.sizeLimit !== undefined ? [`    SizeLimit:  ${v.emptyDir.sizeLimit}`] : []),
+  ];
 }
 
 function eventLines(events: PodEvent[] | undefined): string[] {
   if (events === undefined) return ['Events:  <unknown: events are kept by the agent (podrun run), and none runs for this state directory>'];
   if (events.length === 0) return ['Events:  <none>'];
-  const rows = events.map((e) => [`  ${e.type}`, e.reason, `${age(e.lastTimestamp)}${e.count > 1 ? ` (x${e.count} over ${age(e.firstTimestamp)})` : ''}`, 'podrun', e.message]);
+  const rows = events.map((e) => [
+    `  ${e.type}`,
+    e.reason,
+    `${age(e.lastTimestamp)}${e.count > 1 ? ` (x${e.count} over ${age(e.firstTimestamp)})` : ''}`,
+    'podrun',
+    e.message,
+  ]);
   return ['Events:', ...table([['  Type', 'Reason', 'Age', 'From', 'Message'], ['  ----', '------', '----', '----', '-------'], ...rows])];
 }
 
 /** Renders `podrun describe pod`, kubectl's layout. Pure. */
 export function renderDescribe(p: V1Pod, events: PodEvent[] | undefined, node: string): string[] {
   const spec = p.spec as unknown as Pod['spec'];
-  const kv = (m: Record<string, string> | undefined): string => (m && Object.keys(m).length ? Object.entries(m).map(([k, v]) => `${k}=${v}`).join('\n              ') : '<none>');
-  const statusOf = (name: string, init: boolean): V1ContainerStatus | undefined => (init ? p.status.initContainerStatuses : p.status.containerStatuses)?.find((c) => c.name === name);
+  const kv = (m: Record<string, string> | undefined): string =>
+    m && Object.keys(m).length
+      ? Object.entries(m)
+          .map(([k, v]) => `${k}=${v}`)
+          .join('\n              ')
+      : '<none>';
+  const statusOf = (name: string, init: boolean): V1ContainerStatus | undefined =>
+    (init ? p.status.initContainerStatuses : p.status.containerStatuses)?.find((c) => c.name === name);
   const lines = [
     `Name:         ${p.metadata.name}`,
     `Namespace:    ${p.metadata.namespace}`,
@@ -111,7 +134,12 @@ export function renderDescribe(p: V1Pod, events: PodEvent[] | undefined, node: s
 }
 
 /** `podrun describe pods [NAME...] [-l SELECTOR] [-A]`: each pod in detail, separated by a blank line, as kubectl does. */
-export async function describePodCommand(podNames: string[], o: { namespace: string; selector?: string; allNamespaces?: boolean }, g: GlobalOptions, io: Io): Promise<number> {
+export async function describePodCommand(
+  podNames: string[],
+  o: { namespace: string; selector?: string; allNamespaces?: boolean },
+  g: GlobalOptions,
+  io: Io,
+): Promise<number> {
   const select = selectorFrom(o.selector, io);
   if (!select) return EXIT.usage;
   const rt = await makeRuntime(g, io);
@@ -124,16 +152,17 @@ export async function describePodCommand(podNames: string[], o: { namespace: str
       const p = pods.find((x) => x.metadata.namespace === ns && x.metadata.name === name);
       if (p) chosen.push(p);
       else {
-        podNotFound(io, name, ns, pods.map((x) => x.metadata));
+        podNotFound(
+          io,
+          name,
+          ns,
+          pods.map((x) => x.metadata),
+        );
         code = EXIT.failed;
       }
     }
   } else {
-    chosen.push(
-      ...pods
-        .filter((p) => (o.allNamespaces || p.metadata.namespace === o.namespace) && select(p.metadata.labels))
-        .sort(byPodKey),
-    );
+    chosen.push(...pods.filter((p) => (o.allNamespaces || p.metadata.namespace === o.namespace) && select(p.metadata.labels)).sort(byPodKey));
     if (!chosen.length) noResources(io, o.allNamespaces ? undefined : o.namespace);
   }
   // With no agent, apply's failed pulls stand in for the events (read once, for every pod).

@@ -122,7 +122,10 @@ export async function guardCommand(ref: string, g: GlobalOptions, io: Io): Promi
         resolve(false);
       }
     });
-    process.stdin.on('end', () => resolve(true)).on('close', () => resolve(true)).on('error', () => resolve(true));
+    process.stdin
+      .on('end', () => resolve(true))
+      .on('close', () => resolve(true))
+      .on('error', () => resolve(true));
     process.stdin.resume();
   });
   if (!abandoned) return EXIT.ok;

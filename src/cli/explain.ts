@@ -69,7 +69,7 @@ function typeTag(root: Root, s: Schema): string {
 }
 
 /** kubectl's description of a Pod; the schema's own root description is written for schema readers. */
-const POD_DESCRIPTION = 'Pod is a collection of containers that can run on a host. podrun runs each as a static pod on this machine\'s Docker engine.';
+const POD_DESCRIPTION = "Pod is a collection of containers that can run on a host. podrun runs each as a static pod on this machine's Docker engine.";
 
 function support(s: Schema): string {
   const d = defName(s);
@@ -96,7 +96,8 @@ function wrap(text: string, indent: string, width = 80): string[] {
 export function explain(root: Root, path: string, recursive = false): { lines: string[] } | { error: string } {
   const parts = path.split('.').filter(Boolean);
   const head = parts.shift()?.toLowerCase();
-  if (head !== 'pod' && head !== 'pods' && head !== 'po') return { error: `podrun has no resource type "${head ?? ''}": it knows Pods only (podrun explain pod.spec...)` };
+  if (head !== 'pod' && head !== 'pods' && head !== 'po')
+    return { error: `podrun has no resource type "${head ?? ''}": it knows Pods only (podrun explain pod.spec...)` };
   let node: Schema = root;
   let field: { name: string; schema: Schema } | undefined;
   for (const p of parts) {
@@ -110,10 +111,17 @@ export function explain(root: Root, path: string, recursive = false): { lines: s
   const lines = ['KIND:       Pod', 'VERSION:    v1', ''];
   if (field) lines.push(`FIELD: ${field.name}${typeTag(root, field.schema)}`, '');
   const own = field ? field.schema : root;
-  const [description, note] = (field ? (own.description ?? resolve(root, own).description ?? '') : POD_DESCRIPTION).split('\n\npodrun:') as [string, string | undefined];
+  const [description, note] = (field ? (own.description ?? resolve(root, own).description ?? '') : POD_DESCRIPTION).split('\n\npodrun:') as [
+    string,
+    string | undefined,
+  ];
   if (description) lines.push('DESCRIPTION:', ...wrap(description, '    '), '');
   // A field's own podrun note says more than its support class ("honoured, except…").
-  const podrun = !field ? 'runs Pods (and PodLists of them) as static pods' : note && support(field.schema) === 'honoured' ? note.trim() : support(field.schema);
+  const podrun = !field
+    ? 'runs Pods (and PodLists of them) as static pods'
+    : note && support(field.schema) === 'honoured'
+      ? note.trim()
+      : support(field.schema);
   lines.push('PODRUN:', ...wrap(podrun, '    '), '');
   let target = resolve(root, own);
   if (target.type === 'array' && target.items) target = resolve(root, target.items);

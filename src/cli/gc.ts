@@ -12,7 +12,9 @@ export interface GcCommandOptions {
 function print(io: Io, dryRun: boolean, c: ContainerGcResult, images: ImageGcResult | undefined): void {
   const verb = dryRun ? 'would remove' : 'removed';
   for (const r of c.removals) io.out(`${verb} container ${r.container} of pod ${r.pod} (${r.reason})`);
-  io.out(`containers: ${dryRun ? c.removals.length : c.removed} ${dryRun ? 'to remove' : 'removed'}${c.failed ? `, ${c.failed} failed` : ''}; ${c.podsGone.length} pod(s) gone`);
+  io.out(
+    `containers: ${dryRun ? c.removals.length : c.removed} ${dryRun ? 'to remove' : 'removed'}${c.failed ? `, ${c.failed} failed` : ''}; ${c.podsGone.length} pod(s) gone`,
+  );
   if (!images) return;
   for (const i of images.candidates) io.out(`${verb} image ${i.tags[0] ?? i.id} (${(i.size / 1e6).toFixed(1)} MB)`);
   io.out(`images: disk at ${images.usagePercent.toFixed(1)}%; ${dryRun ? images.candidates.length : images.removed} ${dryRun ? 'to remove' : 'removed'}`);
@@ -24,7 +26,12 @@ function print(io: Io, dryRun: boolean, c: ContainerGcResult, images: ImageGcRes
  */
 export async function gcCommand(o: GcCommandOptions, g: GlobalOptions, io: Io): Promise<number> {
   if (await agentRunning(g.stateDir)) {
-    const r = await agentRequest<{ containers: ContainerGcResult; images?: ImageGcResult }>(g.stateDir, o.dryRun ? 'GET' : 'POST', `/gc?images=${o.images}`, 120_000);
+    const r = await agentRequest<{ containers: ContainerGcResult; images?: ImageGcResult }>(
+      g.stateDir,
+      o.dryRun ? 'GET' : 'POST',
+      `/gc?images=${o.images}`,
+      120_000,
+    );
     if (r) {
       print(io, o.dryRun, r.containers, r.images);
       return EXIT.ok;

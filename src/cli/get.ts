@@ -47,7 +47,8 @@ export function statusWord(p: V1Pod): string {
   // A pod running the version it went back to after a failed update (podrun's health gate).
   if (p.status.reason === 'RolledBack') return 'RolledBack';
   if (p.status.phase === 'Succeeded') return 'Completed';
-  if (p.status.phase === 'Pending' && (p.status.containerStatuses ?? []).some((c) => c.state.waiting?.reason === 'ContainerCreating')) return 'ContainerCreating';
+  if (p.status.phase === 'Pending' && (p.status.containerStatuses ?? []).some((c) => c.state.waiting?.reason === 'ContainerCreating'))
+    return 'ContainerCreating';
   return p.status.phase;
 }
 
@@ -116,12 +117,26 @@ export async function getPodsCommand(names: string[], o: GetOptions, g: GlobalOp
   let code: number = EXIT.ok;
   for (const n of names) {
     if (!pods.some((p) => p.metadata.name === n)) {
-      podNotFound(io, n, ns ?? 'default', everywhere.map((p) => p.metadata));
+      podNotFound(
+        io,
+        n,
+        ns ?? 'default',
+        everywhere.map((p) => p.metadata),
+      );
       code = EXIT.failed;
     }
   }
   const allNs = ns === undefined;
-  const header = [...(allNs ? ['NAMESPACE'] : []), 'NAME', 'READY', 'STATUS', 'RESTARTS', 'AGE', ...(out.kind === 'table' && out.wide ? ['IP', 'NODE', 'SOURCE'] : []), ...(o.showLabels ? ['LABELS'] : [])];
+  const header = [
+    ...(allNs ? ['NAMESPACE'] : []),
+    'NAME',
+    'READY',
+    'STATUS',
+    'RESTARTS',
+    'AGE',
+    ...(out.kind === 'table' && out.wide ? ['IP', 'NODE', 'SOURCE'] : []),
+    ...(o.showLabels ? ['LABELS'] : []),
+  ];
   const render = (list: V1Pod[], withHeader: boolean): string[] => {
     switch (out.kind) {
       case 'json':
@@ -157,14 +172,29 @@ export async function getPodsCommand(names: string[], o: GetOptions, g: GlobalOp
     widths[statusAt] = Math.max(widths[statusAt] ?? 0, 'Terminating'.length);
     for (const r of [...shownHeader, ...pods.map(cells)]) io.out(tableRow(r, widths));
     const ageAt = header.indexOf('AGE');
-    return watch(load, (p) => tableRow(cells(p), widths), (p) => cells(p).filter((_, i) => i !== ageAt).join('\t'), io, pods);
+    return watch(
+      load,
+      (p) => tableRow(cells(p), widths),
+      (p) =>
+        cells(p)
+          .filter((_, i) => i !== ageAt)
+          .join('\t'),
+      io,
+      pods,
+    );
   }
   const printed = render(pods, true);
   // As kubectl: a template's output is printed as it is, with no newline added.
   if (out.kind === 'jsonpath') io.stdout.write(printed.join(''));
   else for (const l of printed) io.out(l);
   if (!o.watch) return code;
-  return watch(load, (p) => render([p], false).join('\n'), (p) => render([p], false).join('\n'), io, pods);
+  return watch(
+    load,
+    (p) => render([p], false).join('\n'),
+    (p) => render([p], false).join('\n'),
+    io,
+    pods,
+  );
 }
 
 /**

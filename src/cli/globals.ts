@@ -9,18 +9,42 @@ import { bool, logFiles, logSize, podMaxPids, positiveInt } from './arg-parsers.
 function pullSlots(serialize: boolean | string, max: number | string | undefined): number {
   const serial = typeof serialize === 'string' ? bool(serialize) : serialize;
   const n = max === undefined ? undefined : typeof max === 'string' ? positiveInt(max) : max;
-  if (serial && n !== undefined && n !== 1) throw new InvalidArgumentError(`--max-parallel-image-pulls ${n} needs --serialize-image-pulls false (as the kubelet: maxParallelImagePulls must be 1 when serializeImagePulls is true)`);
+  if (serial && n !== undefined && n !== 1)
+    throw new InvalidArgumentError(
+      `--max-parallel-image-pulls ${n} needs --serialize-image-pulls false (as the kubelet: maxParallelImagePulls must be 1 when serializeImagePulls is true)`,
+    );
   return serial ? 1 : (n ?? 0);
 }
 
 export function globals(cmd: Command): GlobalOptions {
   const o = cmd.optsWithGlobals<{
-    runtimeRequestTimeout: number; dockerHost?: string; containerRuntimeEndpoint?: string; imageServiceEndpoint?: string; podLogsDir?: string; stateDir: string; pauseImage: string; network: string; nodeName?: string; nodeIp?: string;
-    allowPrivileged: boolean; allowHostNamespaces: boolean; allowedHostPaths?: string; allowedUnsafeSysctls?: string;
-    containerLogMaxSize: string; containerLogMaxFiles: number | string; resolvConf: string;
-    imageCredentials?: string; serializeImagePulls: boolean | string; maxParallelImagePulls?: number | string; podMaxPids: number | string;
+    runtimeRequestTimeout: number;
+    dockerHost?: string;
+    containerRuntimeEndpoint?: string;
+    imageServiceEndpoint?: string;
+    podLogsDir?: string;
+    stateDir: string;
+    pauseImage: string;
+    network: string;
+    nodeName?: string;
+    nodeIp?: string;
+    allowPrivileged: boolean;
+    allowHostNamespaces: boolean;
+    allowedHostPaths?: string;
+    allowedUnsafeSysctls?: string;
+    containerLogMaxSize: string;
+    containerLogMaxFiles: number | string;
+    resolvConf: string;
+    imageCredentials?: string;
+    serializeImagePulls: boolean | string;
+    maxParallelImagePulls?: number | string;
+    podMaxPids: number | string;
   }>();
-  const commaList = (v: string): string[] => v.split(',').map((p) => p.trim()).filter(Boolean);
+  const commaList = (v: string): string[] =>
+    v
+      .split(',')
+      .map((p) => p.trim())
+      .filter(Boolean);
   return {
     policy: {
       allowPrivileged: o.allowPrivileged,
@@ -49,9 +73,18 @@ function isDockerEndpoint(v: string): boolean {
 }
 
 /** The engine the options choose: a CRI runtime's endpoint, or the Docker engine's (engine selection: runtime/open-engine.ts). */
-function engineChoiceOf(o: { dockerHost?: string; containerRuntimeEndpoint?: string; imageServiceEndpoint?: string; podLogsDir?: string }): Pick<GlobalOptions, 'dockerHost' | 'engine'> {
+function engineChoiceOf(o: {
+  dockerHost?: string;
+  containerRuntimeEndpoint?: string;
+  imageServiceEndpoint?: string;
+  podLogsDir?: string;
+}): Pick<GlobalOptions, 'dockerHost' | 'engine'> {
   const cri = o.containerRuntimeEndpoint && !isDockerEndpoint(o.containerRuntimeEndpoint) ? o.containerRuntimeEndpoint : undefined;
   const dockerHost = o.dockerHost ?? (o.containerRuntimeEndpoint && !cri ? o.containerRuntimeEndpoint : undefined);
-  const engine = { ...(cri ? { containerRuntimeEndpoint: cri } : {}), ...(o.imageServiceEndpoint ? { imageServiceEndpoint: o.imageServiceEndpoint } : {}), ...(o.podLogsDir ? { podLogsDir: o.podLogsDir } : {}) };
+  const engine = {
+    ...(cri ? { containerRuntimeEndpoint: cri } : {}),
+    ...(o.imageServiceEndpoint ? { imageServiceEndpoint: o.imageServiceEndpoint } : {}),
+    ...(o.podLogsDir ? { podLogsDir: o.podLogsDir } : {}),
+  };
   return { ...(dockerHost ? { dockerHost } : {}), ...(Object.keys(engine).length ? { engine } : {}) };
 }

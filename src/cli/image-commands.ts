@@ -22,7 +22,7 @@ export function addImageCommands(program: Command, io: Io, setCode: (code: numbe
     });
   program
     .command('pull')
-    .description('pull every image a set of manifests needs, with its credentials (an appliance\'s bake step)')
+    .description("pull every image a set of manifests needs, with its credentials (an appliance's bake step)")
     .argument('[path...]', 'manifest files, directories or URLs')
     .option('-f, --filename <path...>', 'the same, as kubectl spells it')
     .action(async (args: string[], o: { filename?: string[] }, cmd: Command) => {

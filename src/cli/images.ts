@@ -37,7 +37,11 @@ export async function imagesCommand(paths: string[], o: { output?: string }, g: 
   }
   const rt = await makeRuntime(g, io);
   const present = await Promise.all(needed.map((n) => rt.hasImage(n.image)));
-  io.out(table([['IMAGE', 'PULL POLICY', 'PRESENT', 'USED BY'], ...needed.map((n, i) => [n.image, n.policy, present[i] ? 'yes' : 'no', n.usedBy.join(',')])]).join('\n'));
+  io.out(
+    table([['IMAGE', 'PULL POLICY', 'PRESENT', 'USED BY'], ...needed.map((n, i) => [n.image, n.policy, present[i] ? 'yes' : 'no', n.usedBy.join(',')])]).join(
+      '\n',
+    ),
+  );
   return EXIT.ok;
 }
 

@@ -14,7 +14,8 @@ type Step =
   | { kind: 'all' }
   | { kind: 'filter'; path: Step[]; op?: string; value?: unknown };
 
-type Node = { kind: 'text'; text: string } | { kind: 'expr'; steps: Step[] } | { kind: 'range'; steps: Step[]; body: Node[] } | { kind: 'literal'; text: string };
+type Node =
+  { kind: 'text'; text: string } | { kind: 'expr'; steps: Step[] } | { kind: 'range'; steps: Step[]; body: Node[] } | { kind: 'literal'; text: string };
 
 function unquote(s: string): string {
   const body = s.slice(1, -1);
@@ -52,7 +53,15 @@ function parsePath(src: string, whole: string): Step[] {
         const f = /^@([^=!<>]*?)\s*(==|!=|<=|>=|<|>)\s*(.+)$/.exec(inner.slice(2, -1).trim());
         if (f) {
           const raw = f[3]!.trim();
-          const value = /^'.*'$|^".*"$/.test(raw) ? unquote(raw) : Number.isFinite(Number(raw)) ? Number(raw) : raw === 'true' ? true : raw === 'false' ? false : raw;
+          const value = /^'.*'$|^".*"$/.test(raw)
+            ? unquote(raw)
+            : Number.isFinite(Number(raw))
+              ? Number(raw)
+              : raw === 'true'
+                ? true
+                : raw === 'false'
+                  ? false
+                  : raw;
           steps.push({ kind: 'filter', path: parsePath(`@${f[1]!}`, whole), op: f[2]!, value });
         } else {
           const e = inner.slice(2, -1).trim();

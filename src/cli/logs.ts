@@ -162,7 +162,11 @@ export async function logsCommand(podName: string | undefined, o: LogsOptions, g
       }
       if (!picked) {
         if (o.allContainers || pods.length > 1) continue;
-        io.err(o.previous ? `podrun: previous terminated container "${name}" in pod "${pod.name}" not found` : `podrun: container "${name}" in pod "${pod.name}" has not started yet`);
+        io.err(
+          o.previous
+            ? `podrun: previous terminated container "${name}" in pod "${pod.name}" not found`
+            : `podrun: container "${name}" in pod "${pod.name}" has not started yet`,
+        );
         return EXIT.failed;
       }
       targets.push({ pod, container: name, id: picked.id, window });
@@ -175,7 +179,18 @@ export async function logsCommand(podName: string | undefined, o: LogsOptions, g
     const err = prefix ? prefixed(io.stderr, label) : io.stderr;
     // The user's --since and the start of the run asked for: the later of the two.
     const from = t.window.since !== undefined && (since === undefined || Number(t.window.since) > since) ? t.window.since : since;
-    await rt.writeLogs(t.id, { follow: o.follow && !o.previous, timestamps: o.timestamps, ...(o.tail !== undefined ? { tail: o.tail } : {}), ...(from !== undefined ? { since: from } : {}), ...(t.window.until ? { until: t.window.until } : {}) }, out, err);
+    await rt.writeLogs(
+      t.id,
+      {
+        follow: o.follow && !o.previous,
+        timestamps: o.timestamps,
+        ...(o.tail !== undefined ? { tail: o.tail } : {}),
+        ...(from !== undefined ? { since: from } : {}),
+        ...(t.window.until ? { until: t.window.until } : {}),
+      },
+      out,
+      err,
+    );
     if (prefix) {
       // Let the prefixers flush their last partial line before the next target writes.
       for (const s of [out, err] as PassThrough[]) await new Promise<void>((r) => s.end(r));

@@ -13,27 +13,43 @@ export function version(): string {
 }
 
 /** The pods `get pods` would list with the completed line's global options, asked in-process. */
-async function podsForCompletion(head: string[], globalArgs: string[], ns: string | undefined): Promise<{ name: string; namespace: string; containers: string[] }[]> {
+async function podsForCompletion(
+  head: string[],
+  globalArgs: string[],
+  ns: string | undefined,
+): Promise<{ name: string; namespace: string; containers: string[] }[]> {
   let text = '';
   const quiet = new (await import('node:stream')).PassThrough();
   const io: Io = { out: (l) => (text += `${l}\n`), err: () => undefined, stdout: quiet, stderr: quiet, isTTY: false };
   const code = await main([...head, ...globalArgs, 'get', 'pods', ...(ns === undefined ? ['-A'] : ['-n', ns]), '-o', 'json'], io);
   if (code !== EXIT.ok || !text) return [];
-  const list = JSON.parse(text) as { items?: { metadata: { name: string; namespace: string }; spec: { containers?: { name: string }[]; initContainers?: { name: string }[] } }[] };
-  return (list.items ?? []).map((p) => ({ name: p.metadata.name, namespace: p.metadata.namespace, containers: [...(p.spec.initContainers ?? []), ...(p.spec.containers ?? [])].map((c) => c.name) }));
+  const list = JSON.parse(text) as {
+    items?: { metadata: { name: string; namespace: string }; spec: { containers?: { name: string }[]; initContainers?: { name: string }[] } }[];
+  };
+  return (list.items ?? []).map((p) => ({
+    name: p.metadata.name,
+    namespace: p.metadata.namespace,
+    containers: [...(p.spec.initContainers ?? []), ...(p.spec.containers ?? [])].map((c) => c.name),
+  }));
 }
 
 /** Where the engine's address came from, and what to do about the failure to reach it. */
 export function engineAdvice(code: string | undefined, source: string | undefined): string {
   const from =
-    source === 'cli' ? 'the address is --docker-host\'s'
-      : source === 'env' ? 'the address came from DOCKER_HOST'
-        : source === 'config' ? 'the address came from the --config file'
+    source === 'cli'
+      ? "the address is --docker-host's"
+      : source === 'env'
+        ? 'the address came from DOCKER_HOST'
+        : source === 'config'
+          ? 'the address came from the --config file'
           : 'the address is the default (neither --docker-host nor DOCKER_HOST is set)';
   const fix =
-    code === 'ENOENT' ? 'no socket is there: is the Docker engine running (systemctl start docker)? if it listens elsewhere, give that address with --docker-host or DOCKER_HOST'
-      : code === 'EACCES' || code === 'EPERM' ? "the socket is not this user's to use: run podrun as root, or as a member of the socket's group (docker)"
-        : code === 'ECONNREFUSED' ? 'nothing answers there: is the Docker engine running, and listening at that address?'
+    code === 'ENOENT'
+      ? 'no socket is there: is the Docker engine running (systemctl start docker)? if it listens elsewhere, give that address with --docker-host or DOCKER_HOST'
+      : code === 'EACCES' || code === 'EPERM'
+        ? "the socket is not this user's to use: run podrun as root, or as a member of the socket's group (docker)"
+        : code === 'ECONNREFUSED'
+          ? 'nothing answers there: is the Docker engine running, and listening at that address?'
           : 'is the Docker engine running there? give its address with --docker-host or DOCKER_HOST';
   return `${from}; ${fix}`;
 }
@@ -67,7 +83,9 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
     if (err instanceof EngineUnavailableError && err.name === 'CriUnavailableError') {
       // The CRI error names the runtime and, where it can tell, the fix (a disabled CRI plugin).
       const down = err.code === 'ENOENT' || err.code === 'ECONNREFUSED';
-      io.err(`podrun: ${err.message}${down ? '; systemctl status containerd (or crio) tells; a socket elsewhere is given with --container-runtime-endpoint' : ''}`);
+      io.err(
+        `podrun: ${err.message}${down ? '; systemctl status containerd (or crio) tells; a socket elsewhere is given with --container-runtime-endpoint' : ''}`,
+      );
       return EXIT.engine;
     }
     if (err instanceof EngineUnavailableError) {
@@ -108,7 +126,10 @@ export function start(): void {
   // Each stream gets its handler when it is made (Node makes them on first use): a command that
   // writes only lines never makes them (processIo writes those to the descriptors).
   const made = directLines();
-  for (const [name, fd] of [['stdout', 1], ['stderr', 2]] as const) {
+  for (const [name, fd] of [
+    ['stdout', 1],
+    ['stderr', 2],
+  ] as const) {
     const own = Object.getOwnPropertyDescriptor(process, name);
     const get = own?.get;
     if (!get || !own.configurable) {

@@ -46,7 +46,16 @@ export async function getNodeCommand(o: { output?: string }, g: GlobalOptions, i
       code = EXIT.engine;
     }
     const now = new Date().toISOString();
-    node = nodeView({ rt, facts, stateDir: g.stateDir, engineUp: facts !== undefined, thresholds: parseEvictionThresholds(DEFAULT_EVICTION_HARD), startTime: now, podrunVersion: podrunVersion(), pods }).node as unknown as V1Node;
+    node = nodeView({
+      rt,
+      facts,
+      stateDir: g.stateDir,
+      engineUp: facts !== undefined,
+      thresholds: parseEvictionThresholds(DEFAULT_EVICTION_HARD),
+      startTime: now,
+      podrunVersion: podrunVersion(),
+      pods,
+    }).node as unknown as V1Node;
   }
   if (o.output === 'json' || o.output === 'yaml') {
     io.out(o.output === 'json' ? JSON.stringify(node, null, 2) : yamlText(node));
@@ -58,8 +67,22 @@ export async function getNodeCommand(o: { output?: string }, g: GlobalOptions, i
   const wide = o.output === 'wide';
   const ip = node.status.addresses.find((a) => a.type === 'InternalIP')?.address ?? '<none>';
   const info = node.status.nodeInfo;
-  const header = ['NAME', 'STATUS', 'ROLES', 'AGE', 'VERSION', ...(wide ? ['INTERNAL-IP', 'EXTERNAL-IP', 'OS-IMAGE', 'KERNEL-VERSION', 'CONTAINER-RUNTIME'] : [])];
-  const row = [node.metadata.name, status, '<none>', age(node.metadata.creationTimestamp), info.kubeletVersion, ...(wide ? [ip, '<none>', info.osImage, info.kernelVersion, info.containerRuntimeVersion] : [])];
+  const header = [
+    'NAME',
+    'STATUS',
+    'ROLES',
+    'AGE',
+    'VERSION',
+    ...(wide ? ['INTERNAL-IP', 'EXTERNAL-IP', 'OS-IMAGE', 'KERNEL-VERSION', 'CONTAINER-RUNTIME'] : []),
+  ];
+  const row = [
+    node.metadata.name,
+    status,
+    '<none>',
+    age(node.metadata.creationTimestamp),
+    info.kubeletVersion,
+    ...(wide ? [ip, '<none>', info.osImage, info.kernelVersion, info.containerRuntimeVersion] : []),
+  ];
   for (const l of table([header, row])) io.out(l);
   return code;
 }

@@ -34,7 +34,8 @@ export function noResources(io: Io, namespace: string | undefined): void {
 export function podNotFound(io: Io, name: string, namespace: string, all: readonly { namespace: string; name: string }[]): void {
   const elsewhere = [...new Set(all.filter((p) => p.name === name && p.namespace !== namespace).map((p) => p.namespace))].sort();
   io.err(`Error: pod "${name}" not found in namespace "${namespace}"`);
-  if (elsewhere.length) io.err(`  a pod "${name}" is in namespace ${elsewhere.map((n) => `"${n}"`).join(', ')}: add -n ${elsewhere[0]}${elsewhere.length > 1 ? ' (or -A)' : ''}`);
+  if (elsewhere.length)
+    io.err(`  a pod "${name}" is in namespace ${elsewhere.map((n) => `"${n}"`).join(', ')}: add -n ${elsewhere[0]}${elsewhere.length > 1 ? ' (or -A)' : ''}`);
 }
 
 /**

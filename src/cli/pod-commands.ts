@@ -16,7 +16,10 @@ export function addApply(program: Command, io: Io, setCode: (code: number) => vo
     .option('--prune', 'delete pods that an earlier apply of the same paths created and that are gone now', false)
     .option('--no-wait', 'return once the changes are made, without waiting for the pods to run')
     .addOption(durationOption('--timeout <duration>', 'how long to wait for the pods to run', 120_000))
-    .addHelpText('after', '\nAs kubectl apply, for Pods; unlike kubectl it waits until the pods run (--no-wait does not), and --prune needs no selector: it deletes what an earlier apply of the same paths made.\nA pod is ready once every container has run, passing its readiness probe, for 1 s with no restart (or the pod has succeeded). A pod that cannot become ready (CrashLoopBackOff, ErrImagePull, ImagePullBackOff, CreateContainerConfigError, RunContainerError, a failing init container) ends the wait at once: exit 1, with its last exit code and the last lines of its log.')
+    .addHelpText(
+      'after',
+      '\nAs kubectl apply, for Pods; unlike kubectl it waits until the pods run (--no-wait does not), and --prune needs no selector: it deletes what an earlier apply of the same paths made.\nA pod is ready once every container has run, passing its readiness probe, for 1 s with no restart (or the pod has succeeded). A pod that cannot become ready (CrashLoopBackOff, ErrImagePull, ImagePullBackOff, CreateContainerConfigError, RunContainerError, a failing init container) ends the wait at once: exit 1, with its last exit code and the last lines of its log.',
+    )
     .action(async (args: string[], o: { filename?: string[]; dryRun: boolean; prune: boolean; wait: boolean; timeout: number }, cmd: Command) => {
       const paths = [...args, ...(o.filename ?? [])];
       if (!paths.length) {
@@ -24,7 +27,9 @@ export function addApply(program: Command, io: Io, setCode: (code: number) => vo
         setCode(EXIT.usage);
         return;
       }
-      setCode(await (await import('./apply.js')).applyCommand(paths, { dryRun: o.dryRun, prune: o.prune, wait: o.wait, timeoutMs: o.timeout }, globals(cmd), io));
+      setCode(
+        await (await import('./apply.js')).applyCommand(paths, { dryRun: o.dryRun, prune: o.prune, wait: o.wait, timeoutMs: o.timeout }, globals(cmd), io),
+      );
     });
 }
 
@@ -39,7 +44,7 @@ export function addExec(program: Command, io: Io, setCode: (code: number) => voi
     .option('-n, --namespace <ns>', 'namespace', 'default')
     .option('-i, --stdin', 'pass stdin to the command', false)
     .option('-t, --tty', 'stdin is a TTY', false)
-    .addHelpText('after', '\nAs kubectl exec: podrun exec -it web -- sh. Exits with the command\'s exit code.')
+    .addHelpText('after', "\nAs kubectl exec: podrun exec -it web -- sh. Exits with the command's exit code.")
     .action(async (pod: string, command: string[], o: { container?: string; namespace: string; stdin: boolean; tty: boolean }, cmd: Command) => {
       setCode(await (await import('./exec.js')).execCommand(pod, command, o, globals(cmd), io));
     });
@@ -66,10 +71,19 @@ export function addDelete(program: Command, io: Io, setCode: (code: number) => v
     .option('-A, --all-namespaces', 'with --all or -l: pods of every namespace', false)
     .option('--grace-period <seconds>', 'override terminationGracePeriodSeconds', nonNegativeInt)
     .option('--ignore-not-found', 'a pod that does not exist is not an error', false)
-    .addHelpText('after', '\nA pod that a watched directory or URL declares comes back (the agent makes it anew, as the kubelet a static pod): delete warns so, and says where to remove it for good. A pod an apply made stays deleted.')
-    .action(async (names: string[], o: { filename?: string[]; namespace: string; selector?: string; all: boolean; allNamespaces: boolean; gracePeriod?: number; ignoreNotFound: boolean }, cmd: Command) => {
-      setCode(await (await import('./delete.js')).deleteCommand(names, o, globals(cmd), io));
-    });
+    .addHelpText(
+      'after',
+      '\nA pod that a watched directory or URL declares comes back (the agent makes it anew, as the kubelet a static pod): delete warns so, and says where to remove it for good. A pod an apply made stays deleted.',
+    )
+    .action(
+      async (
+        names: string[],
+        o: { filename?: string[]; namespace: string; selector?: string; all: boolean; allNamespaces: boolean; gracePeriod?: number; ignoreNotFound: boolean },
+        cmd: Command,
+      ) => {
+        setCode(await (await import('./delete.js')).deleteCommand(names, o, globals(cmd), io));
+      },
+    );
 }
 
 /** `podrun gc`. */

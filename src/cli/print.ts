@@ -29,7 +29,10 @@ export function columnWidths(rows: string[][]): number[] {
 
 /** One row in columns of these widths (a wider cell pushes the rest of its row along, still 3 spaces apart). */
 export function tableRow(r: string[], widths: number[]): string {
-  return r.map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(Math.max(widths[i] ?? 0, cell.length) + 3))).join('').trimEnd();
+  return r
+    .map((cell, i) => (i === r.length - 1 ? cell : cell.padEnd(Math.max(widths[i] ?? 0, cell.length) + 3)))
+    .join('')
+    .trimEnd();
 }
 
 /** A fixed-width table, like kubectl's. */

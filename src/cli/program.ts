@@ -33,26 +33,68 @@ export function buildProgram(io: Io, setCode: (code: number) => void): Command {
     .description('Run Kubernetes Pod manifests on one Docker engine, with no apiserver.')
     .addOption(new Option('--config <file>', 'a PodrunConfiguration file (schemas/config.schema.json); flags and PODRUN_* variables override it'))
     .addOption(new Option('--docker-host <url>', 'Docker engine endpoint (unix:///path or tcp://host:port)').env('DOCKER_HOST'))
-    .addOption(new Option('--container-runtime-endpoint <url>', "a CRI runtime's socket (unix:///run/containerd/containerd.sock, unix:///run/crio/crio.sock), as the kubelet's: podrun then runs pods through the CRI instead of the Docker API"))
+    .addOption(
+      new Option(
+        '--container-runtime-endpoint <url>',
+        "a CRI runtime's socket (unix:///run/containerd/containerd.sock, unix:///run/crio/crio.sock), as the kubelet's: podrun then runs pods through the CRI instead of the Docker API",
+      ),
+    )
     .addOption(new Option('--image-service-endpoint <url>', "the CRI image service's socket, when not the runtime's, as the kubelet's"))
     .addOption(new Option('--pod-logs-dir <dir>', "where a CRI runtime writes containers' logs (default /var/log/pods), as the kubelet's podLogsDir"))
     .addOption(new Option('--state-dir <dir>', 'where podrun keeps emptyDir volumes and its state').default(DEFAULTS.stateDir))
-    .addOption(new Option('--pause-image <image>', 'image of the sandbox container that holds each pod\'s namespaces').default(DEFAULTS.pauseImage))
+    .addOption(new Option('--pause-image <image>', "image of the sandbox container that holds each pod's namespaces").default(DEFAULTS.pauseImage))
     .addOption(new Option('--network <name>', 'Docker network for pods without hostNetwork').default(DEFAULTS.network))
     .option('--node-name <name>', 'node name for spec.nodeName (default: the hostname)')
-    .addOption(new Option('--node-ip <ip>', "the node's IP: status.hostIP, and the pod IP of hostNetwork pods that probes and hooks use (default: the first non-loopback IPv4)").argParser(ip))
-    .addOption(durationOption('--runtime-request-timeout <duration>', 'how long one engine call may take before podrun gives up on it (a stop: its grace period plus this), as the kubelet\'s', 120_000))
+    .addOption(
+      new Option(
+        '--node-ip <ip>',
+        "the node's IP: status.hostIP, and the pod IP of hostNetwork pods that probes and hooks use (default: the first non-loopback IPv4)",
+      ).argParser(ip),
+    )
+    .addOption(
+      durationOption(
+        '--runtime-request-timeout <duration>',
+        "how long one engine call may take before podrun gives up on it (a stop: its grace period plus this), as the kubelet's",
+        120_000,
+      ),
+    )
     .option('--allow-privileged <bool>', 'allow privileged containers (true|false)', bool, true)
     .option('--allow-host-namespaces <bool>', 'allow hostNetwork, hostPID and hostIPC (true|false)', bool, true)
-    .option('--allowed-host-paths <paths>', 'comma-separated paths hostPath volumes must be at or below, judged where they really lead when mounted (default: any)')
-    .option('--allowed-unsafe-sysctls <patterns>', "comma-separated sysctls (or prefixes ending in *) pods may set beyond the kubelet's safe set, as the kubelet's flag")
-    .addOption(new Option('--container-log-max-size <size>', "a container's log file is rotated at this size, as the kubelet's").argParser(logSize).default('10Mi'))
-    .addOption(new Option('--container-log-max-files <n>', 'log files kept per container, the current one included, as the kubelet\'s').argParser(logFiles).default(5))
-    .addOption(new Option('--image-credentials <file>', "a Docker config.json pulls read (auths, credHelpers, credsStore; keys may name a path: registry:5000/team); default <state-dir>/config.json, then ~/.docker/config.json"))
+    .option(
+      '--allowed-host-paths <paths>',
+      'comma-separated paths hostPath volumes must be at or below, judged where they really lead when mounted (default: any)',
+    )
+    .option(
+      '--allowed-unsafe-sysctls <patterns>',
+      "comma-separated sysctls (or prefixes ending in *) pods may set beyond the kubelet's safe set, as the kubelet's flag",
+    )
+    .addOption(
+      new Option('--container-log-max-size <size>', "a container's log file is rotated at this size, as the kubelet's").argParser(logSize).default('10Mi'),
+    )
+    .addOption(
+      new Option('--container-log-max-files <n>', "log files kept per container, the current one included, as the kubelet's").argParser(logFiles).default(5),
+    )
+    .addOption(
+      new Option(
+        '--image-credentials <file>',
+        'a Docker config.json pulls read (auths, credHelpers, credsStore; keys may name a path: registry:5000/team); default <state-dir>/config.json, then ~/.docker/config.json',
+      ),
+    )
     .addOption(new Option('--serialize-image-pulls <bool>', "pull one image at a time, as the kubelet's default").argParser(bool).default(true))
     .addOption(new Option('--max-parallel-image-pulls <n>', 'most pulls at once with --serialize-image-pulls false (default: no limit)').argParser(positiveInt))
-    .addOption(new Option('--pod-max-pids <n>', "most processes each of a pod's containers may have (-1: no limit), as the kubelet's per pod (on CRI, a pod cgroup); on Docker it holds per container").argParser(podMaxPids).default(-1))
-    .addOption(new Option('--resolv-conf <file>', "the resolver configuration pods inherit (their dnsConfig is added to it), as the kubelet's").default('/etc/resolv.conf'))
+    .addOption(
+      new Option(
+        '--pod-max-pids <n>',
+        "most processes each of a pod's containers may have (-1: no limit), as the kubelet's per pod (on CRI, a pod cgroup); on Docker it holds per container",
+      )
+        .argParser(podMaxPids)
+        .default(-1),
+    )
+    .addOption(
+      new Option('--resolv-conf <file>', "the resolver configuration pods inherit (their dnsConfig is added to it), as the kubelet's").default(
+        '/etc/resolv.conf',
+      ),
+    )
     .addHelpText(
       'after',
       `
@@ -66,14 +108,19 @@ logs keeps a container's stderr on stderr; there are no contexts or kubeconfig (
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
 
   // The order help lists them in.
-  for (const add of [addApply, addRun, addGet, addTop, addDescribe, addLogs, addExplain, addCompletion, addWait, addExec, addDelete, addGc, addValidate]) add(program, io, setCode);
+  for (const add of [addApply, addRun, addGet, addTop, addDescribe, addLogs, addExplain, addCompletion, addWait, addExec, addDelete, addGc, addValidate])
+    add(program, io, setCode);
   addImageCommands(program, io, setCode, globals);
   addVersion(program, io, setCode);
 
   program.hook('preAction', async (_self, action) => {
     const file = program.getOptionValue('config') as string | undefined;
     if (!file) return;
-    const [{ loadConfigFile }, { applyConfig }, { formatIssue }] = await Promise.all([import('../config/config-file.js'), import('../config/effective.js'), import('../manifest/errors.js')]);
+    const [{ loadConfigFile }, { applyConfig }, { formatIssue }] = await Promise.all([
+      import('../config/config-file.js'),
+      import('../config/effective.js'),
+      import('../manifest/errors.js'),
+    ]);
     const loaded = loadConfigFile(file);
     if (!loaded.ok) {
       for (const issue of loaded.issues) io.err(`podrun: ${formatIssue(issue)}`);

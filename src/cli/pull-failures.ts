@@ -60,7 +60,13 @@ export function loadPullFailures(stateDir: string): Map<string, PullFailure[]> {
 /** The kubelet's events for the failed pulls, for describe with no agent. */
 export function pullFailureEvents(ns: string, name: string, uid: string, failures: PullFailure[]): PodEvent[] {
   return failures.flatMap((f) => {
-    const base = { count: 1, firstTimestamp: f.at, lastTimestamp: f.at, involvedObject: { kind: 'Pod' as const, namespace: ns, name, uid, fieldPath: `spec.containers{${f.container}}` }, source: { component: 'podrun' as const } };
+    const base = {
+      count: 1,
+      firstTimestamp: f.at,
+      lastTimestamp: f.at,
+      involvedObject: { kind: 'Pod' as const, namespace: ns, name, uid, fieldPath: `spec.containers{${f.container}}` },
+      source: { component: 'podrun' as const },
+    };
     return [
       { ...base, type: 'Normal' as const, reason: 'Pulling', message: `Pulling image "${f.image}"` },
       { ...base, type: 'Warning' as const, reason: 'Failed', message: `Failed to pull image "${f.image}": ${f.message}` },

@@ -106,7 +106,10 @@ export async function runCommand(o: RunOptions, g: GlobalOptions, io: Io, stopSi
       periodMs: o.gcPeriod,
       imagePeriodMs: o.imageGcPeriod,
       imageGc: o.imageGc,
-      containers: { maxPerPodContainer: o.maximumDeadContainersPerContainer, ...(o.maximumDeadContainers >= 0 ? { maxContainers: o.maximumDeadContainers } : {}) },
+      containers: {
+        maxPerPodContainer: o.maximumDeadContainersPerContainer,
+        ...(o.maximumDeadContainers >= 0 ? { maxContainers: o.maximumDeadContainers } : {}),
+      },
       images: { highPercent: o.imageGcHighThreshold, lowPercent: o.imageGcLowThreshold, minAgeMs: o.imageMinimumGcAge },
     },
     log,

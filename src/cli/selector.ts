@@ -4,9 +4,7 @@
  * After k8s.io/apimachinery/pkg/labels/selector.go. Pure.
  */
 
-type Requirement =
-  | { key: string; op: 'exists' | 'notexists' }
-  | { key: string; op: 'in' | 'notin'; values: string[] };
+type Requirement = { key: string; op: 'exists' | 'notexists' } | { key: string; op: 'in' | 'notin'; values: string[] };
 
 export type Selector = (labels: Readonly<Record<string, string>> | undefined) => boolean;
 

@@ -25,7 +25,11 @@ async function podsFromEngine(rt: PodEngine): Promise<PodStatsV1[]> {
 }
 
 /** `podrun top pods`: kubectl top's columns, from the agent's last readings or the engine. */
-export async function topPodsCommand(o: { namespace: string; allNamespaces: boolean; containers: boolean; noHeaders?: boolean }, g: GlobalOptions, io: Io): Promise<number> {
+export async function topPodsCommand(
+  o: { namespace: string; allNamespaces: boolean; containers: boolean; noHeaders?: boolean },
+  g: GlobalOptions,
+  io: Io,
+): Promise<number> {
   const fromAgent = await agentGet<{ pods: PodStatsV1[] }>(g.stateDir, '/stats/summary');
   const all = fromAgent?.pods ?? (await podsFromEngine(await makeRuntime(g, io)));
   const pods = all.filter((p) => o.allNamespaces || p.podRef.namespace === o.namespace);

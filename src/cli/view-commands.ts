@@ -21,11 +21,24 @@ export function addGet(program: Command, io: Io, setCode: (code: number) => void
     .option('-l, --selector <selector>', 'label selector: app=web, tier!=db, env in (prod,qa), app, !app')
     .option('--show-labels', 'a LABELS column', false)
     .option('--no-headers', 'no header line')
-    .option('-w, --watch', 'after the list, a line for each pod that changes (not for its AGE alone) and, for a pod that goes, its last state; polled every second, until interrupted', false)
-    .addHelpText('after', '\nAs kubectl get pods, but for the pods of this state directory on this engine; -o json prints a List. --watch polls (podrun has no apiserver to watch).')
-    .action(async (names: string[], o: { output?: string; namespace: string; allNamespaces: boolean; selector?: string; showLabels: boolean; headers: boolean; watch: boolean }, cmd: Command) => {
-      setCode(await (await import('./get.js')).getPodsCommand(names, { ...o, noHeaders: !o.headers }, globals(cmd), io));
-    });
+    .option(
+      '-w, --watch',
+      'after the list, a line for each pod that changes (not for its AGE alone) and, for a pod that goes, its last state; polled every second, until interrupted',
+      false,
+    )
+    .addHelpText(
+      'after',
+      '\nAs kubectl get pods, but for the pods of this state directory on this engine; -o json prints a List. --watch polls (podrun has no apiserver to watch).',
+    )
+    .action(
+      async (
+        names: string[],
+        o: { output?: string; namespace: string; allNamespaces: boolean; selector?: string; showLabels: boolean; headers: boolean; watch: boolean },
+        cmd: Command,
+      ) => {
+        setCode(await (await import('./get.js')).getPodsCommand(names, { ...o, noHeaders: !o.headers }, globals(cmd), io));
+      },
+    );
 
   get
     .command('node')
@@ -82,16 +95,38 @@ export function addLogs(program: Command, io: Io, setCode: (code: number) => voi
     .option('-l, --selector <selector>', 'the logs of every pod these labels select')
     .option('--all-containers', 'every container of the pod, init containers first', false)
     .option('-f, --follow', 'stream new output', false)
-    .option('-p, --previous', "the container's last terminated instance: the one before the current, or the one that just died while the next waits out its back-off", false)
+    .option(
+      '-p, --previous',
+      "the container's last terminated instance: the one before the current, or the one that just died while the next waits out its back-off",
+      false,
+    )
     .option('--tail <lines>', 'only the last lines', (v) => Number(v))
     .addOption(new Option('--since <duration>', 'only lines newer than this (e.g. 5s, 2m, 1h)').argParser(duration))
     .option('--since-time <time>', 'only lines after this RFC3339 time')
     .option('--timestamps', 'prefix each line with its time', false)
     .option('--prefix', 'prefix each line with [pod/NAME/CONTAINER]', false)
     .addHelpText('after', "\nAs kubectl logs; a container's stderr goes to stderr (kubectl merges it into stdout).")
-    .action(async (pod: string | undefined, o: { container?: string; namespace: string; selector?: string; allContainers: boolean; follow: boolean; previous: boolean; tail?: number; since?: number; sinceTime?: string; timestamps: boolean; prefix: boolean }, cmd: Command) => {
-      setCode(await (await import('./logs.js')).logsCommand(pod, o, globals(cmd), io));
-    });
+    .action(
+      async (
+        pod: string | undefined,
+        o: {
+          container?: string;
+          namespace: string;
+          selector?: string;
+          allContainers: boolean;
+          follow: boolean;
+          previous: boolean;
+          tail?: number;
+          since?: number;
+          sinceTime?: string;
+          timestamps: boolean;
+          prefix: boolean;
+        },
+        cmd: Command,
+      ) => {
+        setCode(await (await import('./logs.js')).logsCommand(pod, o, globals(cmd), io));
+      },
+    );
 }
 
 /** `podrun explain`. */
@@ -138,8 +173,8 @@ export function addWait(program: Command, io: Io, setCode: (code: number) => voi
 export function addVersion(program: Command, io: Io, setCode: (code: number) => void): void {
   program
     .command('version')
-    .description('print podrun\'s version and the engine\'s')
-    .option('--client', 'podrun\'s version only, without asking the engine', false)
+    .description("print podrun's version and the engine's")
+    .option('--client', "podrun's version only, without asking the engine", false)
     .action(async (o: { client: boolean }, cmd: Command) => {
       io.out(versionLine());
       if (!o.client) {

@@ -34,7 +34,15 @@ export async function loadPodViews(rt: PodEngine, stateDir: string): Promise<{ p
       const sandbox = o.sandboxes[0];
       const [details, podIP] = await Promise.all([
         containerDetails(rt, o),
-        sandbox?.state === 'running' ? (spec.spec.hostNetwork ? rt.hostIP : sandbox.ip ?? rt.sandboxInfo(sandbox.id, spec).then((s) => s.ip, () => undefined)) : undefined,
+        sandbox?.state === 'running'
+          ? spec.spec.hostNetwork
+            ? rt.hostIP
+            : (sandbox.ip ??
+              rt.sandboxInfo(sandbox.id, spec).then(
+                (s) => s.ip,
+                () => undefined,
+              ))
+          : undefined,
       ]);
       const failed = pulls.get(o.uid);
       const status = podStatus(spec, o, {

@@ -59,7 +59,12 @@ export async function waitCommand(names: string[], o: WaitOptions, g: GlobalOpti
   if (o.for !== 'delete') {
     for (const n of wanted) {
       if (!first.some((p) => p.metadata.name === n)) {
-        podNotFound(io, n, o.namespace, (await loadPodViews(rt, g.stateDir)).pods.map((p) => p.metadata));
+        podNotFound(
+          io,
+          n,
+          o.namespace,
+          (await loadPodViews(rt, g.stateDir)).pods.map((p) => p.metadata),
+        );
         return EXIT.failed;
       }
     }

@@ -65,7 +65,12 @@ export interface PodrunConfiguration {
 export type ConfigResult = { ok: true; config: PodrunConfiguration } | { ok: false; issues: ManifestIssue[] };
 
 function segments(instancePath: string): PathSegment[] {
-  return instancePath ? instancePath.slice(1).split('/').map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~')) : [];
+  return instancePath
+    ? instancePath
+        .slice(1)
+        .split('/')
+        .map((s) => s.replace(/~1/g, '/').replace(/~0/g, '~'))
+    : [];
 }
 
 function describe(e: ErrorObject): { path: PathSegment[]; message: string; atKey?: boolean } {
@@ -73,11 +78,17 @@ function describe(e: ErrorObject): { path: PathSegment[]; message: string; atKey
   const p = e.params as Record<string, unknown>;
   if (e.schemaPath.includes('/duration/')) return { path, message: 'must be a duration such as 20s, 1m30s or 500ms (units: ms, s, m, h)' };
   switch (e.keyword) {
-    case 'additionalProperties':
-    {
+    case 'additionalProperties': {
       // verbose: the object's schema names the fields there are (staticPodPth → staticPodPath).
-      const meant = didYouMean(String(p.additionalProperty), Object.keys((e.parentSchema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {}));
-      return { path: [...path, String(p.additionalProperty)], message: `unknown field: not part of a PodrunConfiguration${meant ? ` (did you mean "${meant}"?)` : ' (see schemas/config.schema.json)'}`, atKey: true };
+      const meant = didYouMean(
+        String(p.additionalProperty),
+        Object.keys((e.parentSchema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {}),
+      );
+      return {
+        path: [...path, String(p.additionalProperty)],
+        message: `unknown field: not part of a PodrunConfiguration${meant ? ` (did you mean "${meant}"?)` : ' (see schemas/config.schema.json)'}`,
+        atKey: true,
+      };
     }
     case 'required':
       return { path: [...path, String(p.missingProperty)], message: 'is required' };
@@ -97,18 +108,28 @@ let validator: ReturnType<Ajv['compile']> | undefined;
 /** Reads and checks a configuration file; never throws for what is in the file. */
 export function loadConfigFile(path: string): ConfigResult {
   const read = readManifestFile(path);
-  if (read.kind === 'gone') return { ok: false, issues: [{ file: path, line: 1, column: 1, field: '', message: 'cannot read: no such file', severity: 'error' }] };
+  if (read.kind === 'gone')
+    return { ok: false, issues: [{ file: path, line: 1, column: 1, field: '', message: 'cannot read: no such file', severity: 'error' }] };
   if (read.kind === 'issue') return { ok: false, issues: [read.issue] };
   const parsed = parseManifestText(read.text, path);
   if (!parsed.ok) return { ok: false, issues: [parsed.issue] };
   const [doc, extra] = parsed.documents;
-  if (!doc) return { ok: false, issues: [{ file: path, line: 1, column: 1, field: '', message: 'is empty: a PodrunConfiguration is expected', severity: 'error' }] };
+  if (!doc)
+    return { ok: false, issues: [{ file: path, line: 1, column: 1, field: '', message: 'is empty: a PodrunConfiguration is expected', severity: 'error' }] };
   const issues: ManifestIssue[] = [];
   const report = (path_: PathSegment[], message: string, atKey = false): void => {
     const pos = doc.positions.locate(path_, atKey);
     issues.push({ file: path, line: pos.line, column: pos.column, field: fieldPath(path_), message, severity: 'error' });
   };
-  if (extra) issues.push({ file: path, line: extra.line, column: 1, field: '', message: 'holds more than one document; a configuration file has one', severity: 'error' });
+  if (extra)
+    issues.push({
+      file: path,
+      line: extra.line,
+      column: 1,
+      field: '',
+      message: 'holds more than one document; a configuration file has one',
+      severity: 'error',
+    });
   validator ??= new Ajv({ allErrors: true, strict: false, verbose: true }).compile(JSON.parse(readPackageFile('schemas/config.schema.json')) as object);
   if (!validator(doc.value)) {
     const seen = new Set<string>();

@@ -47,14 +47,22 @@ const FIELDS: Field[] = [
     option: 'allowedHostPaths',
     scope: 'global',
     toOption: (v) => (v as string[]).join(','),
-    toFile: (v) => String(v).split(',').map((p) => p.trim()).filter(Boolean),
+    toFile: (v) =>
+      String(v)
+        .split(',')
+        .map((p) => p.trim())
+        .filter(Boolean),
   },
   {
     path: ['allowedUnsafeSysctls'],
     option: 'allowedUnsafeSysctls',
     scope: 'global',
     toOption: (v) => (v as string[]).join(','),
-    toFile: (v) => String(v).split(',').map((p) => p.trim()).filter(Boolean),
+    toFile: (v) =>
+      String(v)
+        .split(',')
+        .map((p) => p.trim())
+        .filter(Boolean),
   },
   { path: ['containerLogMaxSize'], option: 'containerLogMaxSize', scope: 'global' },
   { path: ['containerLogMaxFiles'], option: 'containerLogMaxFiles', scope: 'global' },
@@ -107,8 +115,17 @@ const FIELDS: Field[] = [
     option: 'evictionHard',
     scope: 'run',
     // KubeletConfiguration's map (signal: threshold), the flag's list.
-    toOption: (v) => Object.entries(v as Record<string, string>).map(([signal, t]) => `${signal}<${t}`).join(','),
-    toFile: (v) => Object.fromEntries(String(v).split(',').filter(Boolean).map((p) => p.split('<') as [string, string])),
+    toOption: (v) =>
+      Object.entries(v as Record<string, string>)
+        .map(([signal, t]) => `${signal}<${t}`)
+        .join(','),
+    toFile: (v) =>
+      Object.fromEntries(
+        String(v)
+          .split(',')
+          .filter(Boolean)
+          .map((p) => p.split('<') as [string, string]),
+      ),
   },
   { path: ['logging', 'format'], option: 'logFormat', scope: 'run' },
   { path: ['logging', 'verbosity'], option: 'v', scope: 'run' },

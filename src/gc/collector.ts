@@ -6,7 +6,16 @@ import type { ObservedPod } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { removeTree } from '../runtime/safe-mount.js';
 import { podDir } from '../runtime/volumes.js';
-import { DEFAULT_CONTAINER_GC, DEFAULT_IMAGE_GC, planContainerGc, planImageGc, type ContainerGcPolicy, type ImageGcPolicy, type ImageInfo, type Removal } from './plan.js';
+import {
+  DEFAULT_CONTAINER_GC,
+  DEFAULT_IMAGE_GC,
+  planContainerGc,
+  planImageGc,
+  type ContainerGcPolicy,
+  type ImageGcPolicy,
+  type ImageInfo,
+  type Removal,
+} from './plan.js';
 
 export interface GcOptions {
   stateDir: string;
@@ -54,7 +63,10 @@ export class GarbageCollector {
   private readonly firstSeen = new Map<string, number>();
   private readonly lastUsed = new Map<string, number>();
 
-  constructor(private readonly rt: PodEngine, private readonly o: GcOptions) {}
+  constructor(
+    private readonly rt: PodEngine,
+    private readonly o: GcOptions,
+  ) {}
 
   /** Images whose first sighting and last use are kept: at most the engine's images. */
   stateSize(): Record<string, number> {
@@ -80,7 +92,10 @@ export class GarbageCollector {
     this.counters.containersRemoved += removed;
     this.counters.podsRemoved += plan.podsGone.length;
     this.counters.runs++;
-    if (removed || failed) this.o.log?.info(`gc: removed ${removed} dead container(s)${failed ? `, ${failed} failed` : ''}${plan.podsGone.length ? `, ${plan.podsGone.length} pod(s) gone` : ''}`);
+    if (removed || failed)
+      this.o.log?.info(
+        `gc: removed ${removed} dead container(s)${failed ? `, ${failed} failed` : ''}${plan.podsGone.length ? `, ${plan.podsGone.length} pod(s) gone` : ''}`,
+      );
     return { ...plan, removed, failed };
   }
 

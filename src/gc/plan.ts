@@ -37,7 +37,11 @@ function isDead(c: ObservedContainer): boolean {
  * running; then, over a global cap, the oldest dead containers first. `desired` is undefined when
  * the caller cannot know what is wanted (no agent): then no pod is removed whole.
  */
-export function planContainerGc(pods: ObservedPod[], desired: ReadonlySet<string> | undefined, policy: ContainerGcPolicy = DEFAULT_CONTAINER_GC): ContainerGcPlan {
+export function planContainerGc(
+  pods: ObservedPod[],
+  desired: ReadonlySet<string> | undefined,
+  policy: ContainerGcPolicy = DEFAULT_CONTAINER_GC,
+): ContainerGcPlan {
   const removals: Removal[] = [];
   const podsGone: string[] = [];
   const survivors: ObservedContainer[] = [];
@@ -45,7 +49,8 @@ export function planContainerGc(pods: ObservedPod[], desired: ReadonlySet<string
     const key = `${p.namespace}/${p.name}`;
     const all = [...p.sandboxes, ...p.containers];
     if (desired && !desired.has(p.uid) && !all.some(isActive)) {
-      for (const c of all) removals.push({ id: c.id, ...(c.type === 'sandbox' ? { sandbox: true as const } : {}), pod: key, container: c.name, reason: 'pod no longer desired' });
+      for (const c of all)
+        removals.push({ id: c.id, ...(c.type === 'sandbox' ? { sandbox: true as const } : {}), pod: key, container: c.name, reason: 'pod no longer desired' });
       podsGone.push(p.uid);
       continue;
     }
@@ -57,14 +62,16 @@ export function planContainerGc(pods: ObservedPod[], desired: ReadonlySet<string
       if (!isDead(c)) continue;
       const n = (seen.get(c.name) ?? 0) + 1;
       seen.set(c.name, n);
-      if (n > policy.maxPerPodContainer) removals.push({ id: c.id, pod: key, container: c.name, reason: `more than ${policy.maxPerPodContainer} dead instance(s)` });
+      if (n > policy.maxPerPodContainer)
+        removals.push({ id: c.id, pod: key, container: c.name, reason: `more than ${policy.maxPerPodContainer} dead instance(s)` });
       else survivors.push(c);
     }
   }
   if (policy.maxContainers !== undefined && survivors.length > policy.maxContainers) {
     const oldest = [...survivors].sort((a, b) => a.created - b.created).slice(0, survivors.length - policy.maxContainers);
     const owner = new Map(pods.flatMap((p) => p.containers.map((c) => [c.id, `${p.namespace}/${p.name}`] as const)));
-    for (const c of oldest) removals.push({ id: c.id, pod: owner.get(c.id) ?? '', container: c.name, reason: `over the global cap of ${policy.maxContainers} dead containers` });
+    for (const c of oldest)
+      removals.push({ id: c.id, pod: owner.get(c.id) ?? '', container: c.name, reason: `over the global cap of ${policy.maxContainers} dead containers` });
   }
   return { removals, podsGone };
 }

@@ -39,10 +39,12 @@ export function createLogger(o: LoggerOptions): Logger {
   const rank = LOG_LEVELS.indexOf(o.level);
   if (o.format === 'text') {
     const write = o.write ?? ((line: string) => void process.stderr.write(`${line}\n`));
-    const at = (level: LogLevel) => (msg: string, _fields?: LogFields): void => {
-      // The message already names the pod and container in words; fields are for machines.
-      if (LOG_LEVELS.indexOf(level) >= rank) write(`${new Date().toISOString()} ${level.toUpperCase().padEnd(5)} ${msg}`);
-    };
+    const at =
+      (level: LogLevel) =>
+      (msg: string, _fields?: LogFields): void => {
+        // The message already names the pod and container in words; fields are for machines.
+        if (LOG_LEVELS.indexOf(level) >= rank) write(`${new Date().toISOString()} ${level.toUpperCase().padEnd(5)} ${msg}`);
+      };
     return { debug: at('debug'), info: at('info'), warn: at('warn'), error: at('error') };
   }
   const write = o.write;

@@ -26,7 +26,12 @@ export function formatIssue(issue: ManifestIssue): string {
 /** Thrown when a set of manifests cannot be accepted; carries every problem found, not just the first. */
 export class ManifestError extends Error {
   constructor(readonly issues: ManifestIssue[]) {
-    super(issues.filter((i) => i.severity === 'error').map(formatIssue).join('\n'));
+    super(
+      issues
+        .filter((i) => i.severity === 'error')
+        .map(formatIssue)
+        .join('\n'),
+    );
     this.name = 'ManifestError';
   }
 }

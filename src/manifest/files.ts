@@ -18,7 +18,6 @@ export function isManifestFileName(path: string): boolean {
   return EXTENSIONS.has(extname(name).toLowerCase());
 }
 
-
 export type FileRead = { kind: 'text'; text: string; bytes: Buffer } | { kind: 'gone' } | { kind: 'issue'; issue: ManifestIssue };
 
 function fileIssue(file: string, message: string): FileRead {
@@ -81,7 +80,8 @@ export function writableByOthers(path: string): string | undefined {
   const me = process.getuid?.() ?? 0;
   const what = st.isDirectory() ? 'directory' : 'file';
   if (st.uid !== 0 && st.uid !== me) return `${what} belongs to uid ${st.uid}, not root or the agent's user; refusing it (fix: chown root ${path})`;
-  if (st.mode & 0o022) return `${what} is writable by ${st.mode & 0o002 ? 'everyone' : 'its group'} (mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')}); refusing it (fix: chmod go-w ${path})`;
+  if (st.mode & 0o022)
+    return `${what} is writable by ${st.mode & 0o002 ? 'everyone' : 'its group'} (mode ${(st.mode & 0o7777).toString(8).padStart(4, '0')}); refusing it (fix: chmod go-w ${path})`;
   return undefined;
 }
 

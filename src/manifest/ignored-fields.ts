@@ -12,7 +12,7 @@ export const IGNORED_SPEC: Record<string, string> = {
   topologySpreadConstraints: SCHEDULING,
   schedulingGates: SCHEDULING,
   overhead: 'ignored: it is set by a RuntimeClass, which podrun does not have',
-  nodeName: 'ignored: a static pod runs on this node, whatever it names; podrun sets it to the node\'s name (--node-name), as the kubelet does',
+  nodeName: "ignored: a static pod runs on this node, whatever it names; podrun sets it to the node's name (--node-name), as the kubelet does",
   enableServiceLinks: 'ignored: there are no Services on a node without an apiserver, so there are no service links to inject',
   automountServiceAccountToken: 'ignored: static pods have no ServiceAccount, so there is no token to mount',
 };

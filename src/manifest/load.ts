@@ -59,7 +59,14 @@ export function loadManifestText(input: ManifestText, policy: PodPolicy = OPEN_P
       const bytes = Buffer.byteLength(JSON.stringify(defaulted));
       if (bytes > MAX_POD_BYTES) {
         const at = doc.positions.locate(found.prefix);
-        issues.push({ file: input.file, line: at.line, column: at.column, field: '', severity: 'error', message: `pod ${keyOf(defaulted)} is ${size(bytes)} as JSON with its defaults; podrun takes pods up to ${size(MAX_POD_BYTES)} (the engine refuses a container whose configuration nears 1 MiB)` });
+        issues.push({
+          file: input.file,
+          line: at.line,
+          column: at.column,
+          field: '',
+          severity: 'error',
+          message: `pod ${keyOf(defaulted)} is ${size(bytes)} as JSON with its defaults; podrun takes pods up to ${size(MAX_POD_BYTES)} (the engine refuses a container whose configuration nears 1 MiB)`,
+        });
         continue;
       }
       identifyLazily(defaulted);
@@ -69,11 +76,25 @@ export function loadManifestText(input: ManifestText, policy: PodPolicy = OPEN_P
       const named = doc.positions.locate([...found.prefix, 'metadata', 'name'], true);
       if (first !== undefined) {
         // One file is one source: the same pod twice in it is a mistake, for apply and the agent alike.
-        issues.push({ file: input.file, line: named.line, column: named.column, field: 'metadata.name', severity: 'error', message: `pod ${key} is also declared at line ${first} of this file` });
+        issues.push({
+          file: input.file,
+          line: named.line,
+          column: named.column,
+          field: 'metadata.name',
+          severity: 'error',
+          message: `pod ${key} is also declared at line ${first} of this file`,
+        });
         continue;
       }
       seen.set(key, named.line);
-      pods.push({ key: keyOf(defaulted), get uid() { return defaulted.metadata.uid as string; }, pod: defaulted, origin: { source: input.source, file: input.file, line: found.line, name: { line: named.line, column: named.column } } });
+      pods.push({
+        key: keyOf(defaulted),
+        get uid() {
+          return defaulted.metadata.uid as string;
+        },
+        pod: defaulted,
+        origin: { source: input.source, file: input.file, line: found.line, name: { line: named.line, column: named.column } },
+      });
     }
   }
   if (issues.some((i) => i.severity === 'error')) return { pods: [], issues };
@@ -95,7 +116,11 @@ export function loadManifestSet(inputs: ManifestText[], policy: PodPolicy = OPEN
       const first = seen.get(p.key);
       if (first) {
         issues.push({
-          file: p.origin.file, line: p.origin.name?.line ?? p.origin.line, column: p.origin.name?.column ?? 1, field: 'metadata.name', severity: 'error',
+          file: p.origin.file,
+          line: p.origin.name?.line ?? p.origin.line,
+          column: p.origin.name?.column ?? 1,
+          field: 'metadata.name',
+          severity: 'error',
           message: `pod ${p.key} is also declared at ${first.origin.file}:${first.origin.name?.line ?? first.origin.line}`,
         });
         continue;

@@ -2,7 +2,10 @@ import { constructFromEvents, CORE_SCHEMA, EVENT_ID, getScalarValue, intYaml11Ta
 import type { ManifestIssue } from './errors.js';
 import { MAX_EXPANDED_DOCUMENT_BYTES, size } from './limits.js';
 
-export interface Position { line: number; column: number }
+export interface Position {
+  line: number;
+  column: number;
+}
 export type PathSegment = string | number;
 
 /**
@@ -206,7 +209,17 @@ export function decodeManifest(bytes: Uint8Array, file: string): DecodeResult {
     const before = strictUtf8.decode(bytes.subarray(0, bad));
     const pos = new LineMap(before).position(before.length);
     const byte = bytes[bad] ?? 0;
-    return { ok: false, issue: { file, line: pos.line, column: pos.column, field: '', message: `invalid UTF-8 (byte 0x${byte.toString(16).padStart(2, '0')}); manifests must be UTF-8 text`, severity: 'error' } };
+    return {
+      ok: false,
+      issue: {
+        file,
+        line: pos.line,
+        column: pos.column,
+        field: '',
+        message: `invalid UTF-8 (byte 0x${byte.toString(16).padStart(2, '0')}); manifests must be UTF-8 text`,
+        severity: 'error',
+      },
+    };
   }
 }
 
@@ -254,7 +267,17 @@ export function parseManifestText(text: string, file: string): ParseResult {
     const overflow = expansionOverflow(text, events);
     if (overflow >= 0) {
       const pos = lines.position(overflow);
-      return { ok: false, issue: { file, line: pos.line, column: pos.column, field: '', message: `document is larger than ${size(MAX_EXPANDED_DOCUMENT_BYTES)} with its aliases expanded (an alias bomb?)`, severity: 'error' } };
+      return {
+        ok: false,
+        issue: {
+          file,
+          line: pos.line,
+          column: pos.column,
+          field: '',
+          message: `document is larger than ${size(MAX_EXPANDED_DOCUMENT_BYTES)} with its aliases expanded (an alias bomb?)`,
+          severity: 'error',
+        },
+      };
     }
     const values = constructFromEvents(events, { source: text, filename: file, schema: MANIFEST_SCHEMA });
     const indexes = indexDocuments(text, events, lines);

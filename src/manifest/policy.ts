@@ -62,9 +62,12 @@ function sysctlViolations(pod: Pod, policy: PodPolicy): { path: PathSegment[]; m
     const name = x.name.replace(/\//g, '.');
     const ns = sysctlNamespace(name);
     if (!ns) out.push({ path, message: `${JSON.stringify(x.name)} is not a namespaced sysctl: setting it would change the whole node` });
-    else if (!sysctlAllowed(name, policy.allowedUnsafeSysctls ?? [])) out.push({ path, message: `${JSON.stringify(x.name)} is not a safe sysctl; the node must allow it (--allowed-unsafe-sysctls=${name})` });
-    else if (ns === 'net' && pod.spec.hostNetwork) out.push({ path, message: `${JSON.stringify(x.name)} is not allowed with hostNetwork: it would change the node's network` });
-    else if (ns === 'ipc' && pod.spec.hostIPC) out.push({ path, message: `${JSON.stringify(x.name)} is not allowed with hostIPC: it would change the node's IPC namespace` });
+    else if (!sysctlAllowed(name, policy.allowedUnsafeSysctls ?? []))
+      out.push({ path, message: `${JSON.stringify(x.name)} is not a safe sysctl; the node must allow it (--allowed-unsafe-sysctls=${name})` });
+    else if (ns === 'net' && pod.spec.hostNetwork)
+      out.push({ path, message: `${JSON.stringify(x.name)} is not allowed with hostNetwork: it would change the node's network` });
+    else if (ns === 'ipc' && pod.spec.hostIPC)
+      out.push({ path, message: `${JSON.stringify(x.name)} is not allowed with hostIPC: it would change the node's IPC namespace` });
   });
   return out;
 }
@@ -80,7 +83,11 @@ export function policyViolations(pod: Pod, policy: PodPolicy): { path: PathSegme
   if (!policy.allowPrivileged) {
     for (const list of ['initContainers', 'containers'] as const) {
       (pod.spec[list] ?? []).forEach((c, i) => {
-        if (c.securityContext?.privileged) out.push({ path: ['spec', list, i, 'securityContext', 'privileged'], message: 'privileged containers are not allowed on this node (--allow-privileged=false)' });
+        if (c.securityContext?.privileged)
+          out.push({
+            path: ['spec', list, i, 'securityContext', 'privileged'],
+            message: 'privileged containers are not allowed on this node (--allow-privileged=false)',
+          });
       });
     }
   }
@@ -90,7 +97,10 @@ export function policyViolations(pod: Pod, policy: PodPolicy): { path: PathSegme
       const p = v.hostPath?.path;
       // The text only; where the path really leads is judged again when it is mounted (runtime/safe-mount.ts).
       if (p !== undefined && !allowed.some((a) => under(posix.normalize(p).replace(/\/+$/, '') || '/', a))) {
-        out.push({ path: ['spec', 'volumes', i, 'hostPath', 'path'], message: `${JSON.stringify(p)} is not under an allowed host path (--allowed-host-paths=${allowed.join(',')})` });
+        out.push({
+          path: ['spec', 'volumes', i, 'hostPath', 'path'],
+          message: `${JSON.stringify(p)} is not under an allowed host path (--allowed-host-paths=${allowed.join(',')})`,
+        });
       }
     });
   }

@@ -33,7 +33,9 @@ export function describeSchemaError(e: ErrorObject, fail: Report): void {
       // The validator is verbose: the object's schema names the fields there are (command, memory).
       const known = Object.keys((e.parentSchema as { properties?: Record<string, unknown> } | undefined)?.properties ?? {});
       const meant = didYouMean(String(p.additionalProperty), known);
-      fail([...path, String(p.additionalProperty)], `unknown field: not part of a Kubernetes v1 Pod${meant ? ` (did you mean "${meant}"?)` : ''}`, { atKey: true });
+      fail([...path, String(p.additionalProperty)], `unknown field: not part of a Kubernetes v1 Pod${meant ? ` (did you mean "${meant}"?)` : ''}`, {
+        atKey: true,
+      });
       return;
     }
     case 'not':

@@ -12,7 +12,8 @@ export function staticPodRules(pod: Record<string, unknown>, fail: Report): void
   if (!isObject(spec)) return;
   if (spec.serviceAccountName !== undefined) fail(['spec', 'serviceAccountName'], `${STATIC_RULE} ServiceAccounts`, { atKey: true });
   if (spec.serviceAccount !== undefined) fail(['spec', 'serviceAccount'], `${STATIC_RULE} ServiceAccounts`, { atKey: true });
-  if (spec.imagePullSecrets !== undefined) fail(['spec', 'imagePullSecrets'], `${STATIC_RULE} Secrets; podrun reads registry credentials from ~/.docker/config.json`, { atKey: true });
+  if (spec.imagePullSecrets !== undefined)
+    fail(['spec', 'imagePullSecrets'], `${STATIC_RULE} Secrets; podrun reads registry credentials from ~/.docker/config.json`, { atKey: true });
   if (spec.resourceClaims !== undefined) fail(['spec', 'resourceClaims'], `${STATIC_RULE} ResourceClaims`, { atKey: true });
   for (const list of ['containers', 'initContainers'] as const) {
     const cs = spec[list];
@@ -33,8 +34,11 @@ export function staticPodRules(pod: Record<string, unknown>, fail: Report): void
   }
   if (Array.isArray(spec.volumes)) {
     const kinds: Record<string, string> = {
-      configMap: 'ConfigMaps', secret: 'Secrets', persistentVolumeClaim: 'PersistentVolumeClaims',
-      csi: 'CSI volumes', ephemeral: 'ephemeral (PVC-backed) volumes',
+      configMap: 'ConfigMaps',
+      secret: 'Secrets',
+      persistentVolumeClaim: 'PersistentVolumeClaims',
+      csi: 'CSI volumes',
+      ephemeral: 'ephemeral (PVC-backed) volumes',
     };
     spec.volumes.forEach((v: unknown, i) => {
       if (!isObject(v)) return;
@@ -54,5 +58,9 @@ export function staticPodRules(pod: Record<string, unknown>, fail: Report): void
 }
 
 const PROJECTED_REFS: Record<string, string> = {
-  configMap: 'ConfigMaps', secret: 'Secrets', serviceAccountToken: 'ServiceAccounts', clusterTrustBundle: 'ClusterTrustBundles', podCertificate: 'PodCertificateRequests',
+  configMap: 'ConfigMaps',
+  secret: 'Secrets',
+  serviceAccountToken: 'ServiceAccounts',
+  clusterTrustBundle: 'ClusterTrustBundles',
+  podCertificate: 'PodCertificateRequests',
 };

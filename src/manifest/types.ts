@@ -13,8 +13,15 @@ export interface ObjectMeta {
   [ignored: string]: unknown;
 }
 
-export interface ObjectFieldSelector { fieldPath: string; apiVersion?: string }
-export interface ResourceFieldSelector { containerName?: string; resource: string; divisor?: Quantity }
+export interface ObjectFieldSelector {
+  fieldPath: string;
+  apiVersion?: string;
+}
+export interface ResourceFieldSelector {
+  containerName?: string;
+  resource: string;
+  divisor?: Quantity;
+}
 export interface EnvVar {
   name: string;
   value?: string;
@@ -29,8 +36,13 @@ export interface ContainerPort {
   protocol?: 'TCP' | 'UDP' | 'SCTP';
 }
 
-export interface ExecAction { command: string[] }
-export interface HTTPHeader { name: string; value: string }
+export interface ExecAction {
+  command: string[];
+}
+export interface HTTPHeader {
+  name: string;
+  value: string;
+}
 export interface HTTPGetAction {
   path?: string;
   port: IntOrString;
@@ -38,8 +50,14 @@ export interface HTTPGetAction {
   scheme?: 'HTTP' | 'HTTPS';
   httpHeaders?: HTTPHeader[];
 }
-export interface TCPSocketAction { port: IntOrString; host?: string }
-export interface GRPCAction { port: number; service?: string }
+export interface TCPSocketAction {
+  port: IntOrString;
+  host?: string;
+}
+export interface GRPCAction {
+  port: number;
+  service?: string;
+}
 
 export interface Probe {
   exec?: ExecAction;
@@ -60,15 +78,24 @@ export interface LifecycleHandler {
   tcpSocket?: TCPSocketAction;
   sleep?: { seconds: number };
 }
-export interface Lifecycle { postStart?: LifecycleHandler; preStop?: LifecycleHandler }
+export interface Lifecycle {
+  postStart?: LifecycleHandler;
+  preStop?: LifecycleHandler;
+}
 
 export interface ResourceRequirements {
   limits?: Record<string, Quantity>;
   requests?: Record<string, Quantity>;
 }
 
-export interface SeccompProfile { type: 'RuntimeDefault' | 'Unconfined' | 'Localhost'; localhostProfile?: string }
-export interface Capabilities { add?: string[]; drop?: string[] }
+export interface SeccompProfile {
+  type: 'RuntimeDefault' | 'Unconfined' | 'Localhost';
+  localhostProfile?: string;
+}
+export interface Capabilities {
+  add?: string[];
+  drop?: string[];
+}
 export interface SecurityContext {
   privileged?: boolean;
   runAsUser?: number;
@@ -121,8 +148,7 @@ export interface Container {
   restartPolicy?: 'Always';
 }
 
-export type HostPathType =
-  | '' | 'DirectoryOrCreate' | 'Directory' | 'FileOrCreate' | 'File' | 'Socket' | 'CharDevice' | 'BlockDevice';
+export type HostPathType = '' | 'DirectoryOrCreate' | 'Directory' | 'FileOrCreate' | 'File' | 'Socket' | 'CharDevice' | 'BlockDevice';
 
 /** One file of a downwardAPI volume: a field of the pod, or a resource of one of its containers. */
 export interface DownwardAPIVolumeFile {
@@ -146,9 +172,16 @@ export interface Volume {
   projected?: { sources?: { downwardAPI?: { items?: DownwardAPIVolumeFile[] } }[]; defaultMode?: number };
 }
 
-export interface PodDNSConfig { nameservers?: string[]; searches?: string[]; options?: { name: string; value?: string }[] }
+export interface PodDNSConfig {
+  nameservers?: string[];
+  searches?: string[];
+  options?: { name: string; value?: string }[];
+}
 
-export interface HostAlias { ip: string; hostnames?: string[] }
+export interface HostAlias {
+  ip: string;
+  hostnames?: string[];
+}
 
 export interface PodSpec {
   containers: Container[];

@@ -83,10 +83,11 @@ function qualifiedNameProblem(key: string): string | undefined {
   const slash = key.lastIndexOf('/');
   const prefix = slash >= 0 ? key.slice(0, slash) : undefined;
   const name = slash >= 0 ? key.slice(slash + 1) : key;
-  if (prefix !== undefined && (prefix.length === 0 || prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix))) return 'prefix must be a DNS subdomain (lower case, at most 253 characters)';
+  if (prefix !== undefined && (prefix.length === 0 || prefix.length > 253 || !DNS_SUBDOMAIN.test(prefix)))
+    return 'prefix must be a DNS subdomain (lower case, at most 253 characters)';
   if (name.length === 0) return 'name part must not be empty';
   if (name.length > 63) return 'name part must be at most 63 characters';
-  if (!QUALIFIED_NAME.test(name)) return 'name part must be alphanumeric, \'-\', \'_\' or \'.\', starting and ending with an alphanumeric';
+  if (!QUALIFIED_NAME.test(name)) return "name part must be alphanumeric, '-', '_' or '.', starting and ending with an alphanumeric";
   return undefined;
 }
 
@@ -97,7 +98,8 @@ function metadataChecks(pod: Pod, fail: Report): void {
     const bad = qualifiedNameProblem(k);
     if (bad) fail(at, `invalid label key ${JSON.stringify(k)}: ${bad}`, { atKey: true });
     else if (v.length > 63) fail(at, 'a label value must be at most 63 characters');
-    else if (v !== '' && !QUALIFIED_NAME.test(v)) fail(at, `invalid label value ${JSON.stringify(v)}: alphanumeric, '-', '_' or '.', starting and ending with an alphanumeric`);
+    else if (v !== '' && !QUALIFIED_NAME.test(v))
+      fail(at, `invalid label value ${JSON.stringify(v)}: alphanumeric, '-', '_' or '.', starting and ending with an alphanumeric`);
   }
   let total = 0;
   for (const [k, v] of Object.entries(pod.metadata.annotations ?? {})) {
@@ -112,7 +114,8 @@ function metadataChecks(pod: Pod, fail: Report): void {
     }
     total += Buffer.byteLength(k) + Buffer.byteLength(v);
   }
-  if (total > MAX_ANNOTATION_BYTES) fail(['metadata', 'annotations'], `annotations total ${size(total)}; at most ${size(MAX_ANNOTATION_BYTES)}`, { atKey: true });
+  if (total > MAX_ANNOTATION_BYTES)
+    fail(['metadata', 'annotations'], `annotations total ${size(total)}; at most ${size(MAX_ANNOTATION_BYTES)}`, { atKey: true });
 }
 
 /** Length of a string after Kubernetes' $(VAR) expansion, from the variables' lengths alone. */
@@ -146,7 +149,10 @@ function holdableChecks(pod: Pod, fail: Report): void {
       total += n;
       if (n <= MAX_ARG_BYTES) return;
       tooLong = true;
-      fail(path, `is ${size(n)} once $(VAR) references expand; a single argument or environment value may be at most ${size(MAX_ARG_BYTES)} (the kernel's limit)`);
+      fail(
+        path,
+        `is ${size(n)} once $(VAR) references expand; a single argument or environment value may be at most ${size(MAX_ARG_BYTES)} (the kernel's limit)`,
+      );
     };
     (c.env ?? []).forEach((e, j) => {
       const n = e.valueFrom ? DOWNWARD_MAX : expandedLength(e.value ?? '', lengths);
@@ -155,13 +161,29 @@ function holdableChecks(pod: Pod, fail: Report): void {
     });
     (c.command ?? []).forEach((x, j) => one([...at, 'command', j], expandedLength(x, lengths)));
     (c.args ?? []).forEach((x, j) => one([...at, 'args', j], expandedLength(x, lengths)));
-    if (total > MAX_EXEC_BYTES && !tooLong) fail(at, `command, args and env come to ${size(total)}; at most ${size(MAX_EXEC_BYTES)} can be passed to a process`);
+    if (total > MAX_EXEC_BYTES && !tooLong)
+      fail(at, `command, args and env come to ${size(total)}; at most ${size(MAX_EXEC_BYTES)} can be passed to a process`);
   };
   (pod.spec.initContainers ?? []).forEach((c, i) => check(c, 'initContainers', i));
   pod.spec.containers.forEach((c, i) => check(c, 'containers', i));
 }
 
-const VOLUME_SOURCES = ['hostPath', 'emptyDir', 'configMap', 'secret', 'persistentVolumeClaim', 'csi', 'ephemeral', 'projected', 'downwardAPI', 'image', 'nfs', 'iscsi', 'local', 'gitRepo'];
+const VOLUME_SOURCES = [
+  'hostPath',
+  'emptyDir',
+  'configMap',
+  'secret',
+  'persistentVolumeClaim',
+  'csi',
+  'ephemeral',
+  'projected',
+  'downwardAPI',
+  'image',
+  'nfs',
+  'iscsi',
+  'local',
+  'gitRepo',
+];
 
 /** Rules that span fields, which JSON Schema cannot say clearly. Runs only on schema-valid pods. */
 function semanticChecks(pod: Pod, fail: Report): void {
@@ -176,7 +198,11 @@ function semanticChecks(pod: Pod, fail: Report): void {
     if (sources.length > 1) fail(['spec', 'volumes', i], `a volume has exactly one source; found ${sources.join(' and ')}`);
     if (v.hostPath && v.hostPath.path.split('/').includes('..')) fail(['spec', 'volumes', i, 'hostPath', 'path'], "must not contain '..'");
     if (v.emptyDir?.sizeLimit !== undefined && v.emptyDir.medium !== 'Memory') {
-      fail(['spec', 'volumes', i, 'emptyDir', 'sizeLimit'], 'not enforced on a disk emptyDir: the kubelet enforces it by eviction, and never evicts a static pod; podrun does the same (a medium: Memory emptyDir is sized by it)', { severity: 'warning' });
+      fail(
+        ['spec', 'volumes', i, 'emptyDir', 'sizeLimit'],
+        'not enforced on a disk emptyDir: the kubelet enforces it by eviction, and never evicts a static pod; podrun does the same (a medium: Memory emptyDir is sized by it)',
+        { severity: 'warning' },
+      );
     }
     downwardApiChecks(spec, v, i, fail);
   });
@@ -197,7 +223,10 @@ function semanticChecks(pod: Pod, fail: Report): void {
       }
       const v = byName.get(m.name);
       if (m.subPath && v?.emptyDir?.medium === 'Memory') {
-        fail([...at, 'volumeMounts', j, 'subPath'], 'podrun cannot mount a subPath of a medium: Memory emptyDir (an engine tmpfs volume); mount the whole volume, or use a disk emptyDir');
+        fail(
+          [...at, 'volumeMounts', j, 'subPath'],
+          'podrun cannot mount a subPath of a medium: Memory emptyDir (an engine tmpfs volume); mount the whole volume, or use a disk emptyDir',
+        );
       }
       if (v && (v.downwardAPI || v.projected) && m.readOnly === false) {
         fail([...at, 'volumeMounts', j, 'readOnly'], 'downward API volumes are always mounted read-only, as the kubelet mounts them', { severity: 'warning' });
@@ -205,7 +234,8 @@ function semanticChecks(pod: Pod, fail: Report): void {
     });
     const portNames = new Set((c.ports ?? []).flatMap((p) => (p.name ? [p.name] : [])));
     (c.env ?? []).forEach((e, j) => {
-      if (e.value !== undefined && e.value !== '' && e.valueFrom) fail([...at, 'env', j, 'valueFrom'], 'may not be given together with a non-empty value', { atKey: true });
+      if (e.value !== undefined && e.value !== '' && e.valueFrom)
+        fail([...at, 'env', j, 'valueFrom'], 'may not be given together with a non-empty value', { atKey: true });
     });
     (c.ports ?? []).forEach((p, j) => {
       if (p.hostIP !== undefined && !isIP(p.hostIP)) fail([...at, 'ports', j, 'hostIP'], `${JSON.stringify(p.hostIP)} is not an IP address`);
@@ -236,18 +266,27 @@ function semanticChecks(pod: Pod, fail: Report): void {
       if (!h) continue;
       checkHandler(h, [...at, 'lifecycle', hook], ['exec', 'httpGet', 'tcpSocket', 'sleep'], portNames, fail);
       // The API still accepts it (deprecated), but the kubelet's hook runner has no tcpSocket case: the hook fails.
-      if (h.tcpSocket) fail([...at, 'lifecycle', hook, 'tcpSocket'], `the kubelet does not run tcpSocket hooks, and neither does podrun: the hook fails${hook === 'postStart' ? ' and the container is killed (FailedPostStartHook)' : ' (FailedPreStopHook) and the container is stopped'}`, { atKey: true, severity: 'warning' });
+      if (h.tcpSocket)
+        fail(
+          [...at, 'lifecycle', hook, 'tcpSocket'],
+          `the kubelet does not run tcpSocket hooks, and neither does podrun: the hook fails${hook === 'postStart' ? ' and the container is killed (FailedPostStartHook)' : ' (FailedPreStopHook) and the container is stopped'}`,
+          { atKey: true, severity: 'warning' },
+        );
     }
     for (const kind of ['limits', 'requests'] as const) {
       if (c.resources?.[kind]?.['ephemeral-storage'] !== undefined) {
-        fail([...at, 'resources', kind, 'ephemeral-storage'], 'not enforced: the kubelet enforces it by eviction, and never evicts a static pod; podrun does the same', { atKey: true, severity: 'warning' });
+        fail(
+          [...at, 'resources', kind, 'ephemeral-storage'],
+          'not enforced: the kubelet enforces it by eviction, and never evicts a static pod; podrun does the same',
+          { atKey: true, severity: 'warning' },
+        );
       }
     }
   };
   (spec.initContainers ?? []).forEach((c, i) => checkContainer(c, 'initContainers', i));
   spec.containers.forEach((c, i) => checkContainer(c, 'containers', i));
   if (spec.hostNetwork && spec.hostname) {
-    fail(['spec', 'hostname'], 'cannot be set with hostNetwork: the pod uses the host\'s hostname', { severity: 'warning' });
+    fail(['spec', 'hostname'], "cannot be set with hostNetwork: the pod uses the host's hostname", { severity: 'warning' });
   }
   if (spec.dnsPolicy === 'None' && !spec.dnsConfig) fail(['spec', 'dnsConfig'], 'is required when dnsPolicy is None', { atKey: true });
   const dns = spec.dnsConfig;
@@ -262,7 +301,8 @@ function semanticChecks(pod: Pod, fail: Report): void {
   if (spec.shareProcessNamespace && spec.hostPID) fail(['spec', 'shareProcessNamespace'], 'cannot be combined with hostPID');
   // The kubelet admits a pod only for its own OS (lifecycle/predicate.go): podrun's nodes are Linux.
   if (spec.os && spec.os.name !== 'linux') fail(['spec', 'os', 'name'], `${JSON.stringify(spec.os.name)}: this node runs linux pods only`);
-  if (spec.hostUsers === false) fail(['spec', 'hostUsers'], 'false asks for a user namespace, which podrun cannot give on the Docker engine; remove it, or set true');
+  if (spec.hostUsers === false)
+    fail(['spec', 'hostUsers'], 'false asks for a user namespace, which podrun cannot give on the Docker engine; remove it, or set true');
 }
 
 /** The apiserver's downwardAPI rules (validateDownwardAPIVolumeFile), for a volume or a projection of one. */
@@ -277,11 +317,15 @@ function downwardApiChecks(spec: Pod['spec'], v: Volume, i: number, fail: Report
       paths.add(f.path);
       if (!f.fieldRef === !f.resourceFieldRef) fail(here, 'needs exactly one of fieldRef and resourceFieldRef');
       if (f.fieldRef && !DOWNWARD_VOLUME_FIELDS.test(f.fieldRef.fieldPath)) {
-        fail([...here, 'fieldRef', 'fieldPath'], `${JSON.stringify(f.fieldRef.fieldPath)}: a downwardAPI volume can hold metadata.name, metadata.namespace, metadata.uid, metadata.labels, metadata.annotations (or one key of them)`);
+        fail(
+          [...here, 'fieldRef', 'fieldPath'],
+          `${JSON.stringify(f.fieldRef.fieldPath)}: a downwardAPI volume can hold metadata.name, metadata.namespace, metadata.uid, metadata.labels, metadata.annotations (or one key of them)`,
+        );
       }
       if (f.resourceFieldRef) {
         if (!f.resourceFieldRef.containerName) fail([...here, 'resourceFieldRef', 'containerName'], 'is required in a volume');
-        else if (!containers.has(f.resourceFieldRef.containerName)) fail([...here, 'resourceFieldRef', 'containerName'], `no container named "${f.resourceFieldRef.containerName}"`);
+        else if (!containers.has(f.resourceFieldRef.containerName))
+          fail([...here, 'resourceFieldRef', 'containerName'], `no container named "${f.resourceFieldRef.containerName}"`);
       }
     });
   };

@@ -65,7 +65,12 @@ export class AgentMetrics {
       labelNames: ['container_state'],
       registers,
       collect() {
-        const by = new Map<string, number>([['created', 0], ['running', 0], ['exited', 0], ['unknown', 0]]);
+        const by = new Map<string, number>([
+          ['created', 0],
+          ['running', 0],
+          ['exited', 0],
+          ['unknown', 0],
+        ]);
         for (const p of view.pods()) {
           for (const c of p.containers) {
             if (c.type === 'sandbox') continue;
@@ -79,7 +84,7 @@ export class AgentMetrics {
     });
     new Gauge({
       name: 'podrun_engine_connected',
-      help: 'Whether the agent follows the engine\'s event stream now (1) or is reconnecting (0).',
+      help: "Whether the agent follows the engine's event stream now (1) or is reconnecting (0).",
       registers,
       collect() {
         this.set(view.engineConnected() ? 1 : 0);
@@ -143,22 +148,98 @@ export class AgentMetrics {
     gcCounter('podrun_gc_images_removed_total', 'Unused images removed by image garbage collection.', (g) => g.imagesRemoved);
     gcCounter('podrun_gc_image_freed_bytes_total', 'Bytes of images removed by image garbage collection.', (g) => g.imageBytesFreed);
 
-    this.startedContainers = new Counter({ name: 'podrun_started_containers_total', help: 'Containers started, by type (sandbox, init, app).', labelNames: ['container_type'], registers });
-    this.startedContainerErrors = new Counter({ name: 'podrun_started_containers_errors_total', help: 'Containers that failed to be created or started, by type and reason.', labelNames: ['container_type', 'code'], registers });
-    this.restarts = new Counter({ name: 'podrun_container_restarts_total', help: 'Restarts of a container after it exited or a probe killed it.', labelNames: ['namespace', 'pod', 'container'], registers });
-    this.podWorker = new Histogram({ name: 'podrun_pod_worker_duration_seconds', help: 'How long one pod sync (or deletion) took, grace periods included.', labelNames: ['operation'], buckets: DURATION_BUCKETS, registers });
-    this.relist = new Histogram({ name: 'podrun_pleg_relist_duration_seconds', help: 'How long a full relist of the engine took.', buckets: DURATION_BUCKETS, registers });
+    this.startedContainers = new Counter({
+      name: 'podrun_started_containers_total',
+      help: 'Containers started, by type (sandbox, init, app).',
+      labelNames: ['container_type'],
+      registers,
+    });
+    this.startedContainerErrors = new Counter({
+      name: 'podrun_started_containers_errors_total',
+      help: 'Containers that failed to be created or started, by type and reason.',
+      labelNames: ['container_type', 'code'],
+      registers,
+    });
+    this.restarts = new Counter({
+      name: 'podrun_container_restarts_total',
+      help: 'Restarts of a container after it exited or a probe killed it.',
+      labelNames: ['namespace', 'pod', 'container'],
+      registers,
+    });
+    this.podWorker = new Histogram({
+      name: 'podrun_pod_worker_duration_seconds',
+      help: 'How long one pod sync (or deletion) took, grace periods included.',
+      labelNames: ['operation'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.relist = new Histogram({
+      name: 'podrun_pleg_relist_duration_seconds',
+      help: 'How long a full relist of the engine took.',
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
     this.runtimeOps = new Counter({ name: 'podrun_runtime_operations_total', help: 'Engine calls, by operation.', labelNames: ['operation_type'], registers });
-    this.runtimeErrors = new Counter({ name: 'podrun_runtime_operations_errors_total', help: 'Engine calls that failed, by operation.', labelNames: ['operation_type'], registers });
-    this.runtimeDuration = new Histogram({ name: 'podrun_runtime_operations_duration_seconds', help: 'How long engine calls took, by operation.', labelNames: ['operation_type'], buckets: DURATION_BUCKETS, registers });
-    this.imagePull = new Histogram({ name: 'podrun_image_pull_duration_seconds', help: 'How long image pulls took, by result.', labelNames: ['result'], buckets: [0.5, 1, 5, 10, 30, 60, 120, 300, 600], registers });
-    this.fetches = new Counter({ name: 'podrun_url_fetches_total', help: 'Fetches of manifest URLs, by result (ok, not_modified: a 304, error).', labelNames: ['source', 'result'], registers });
-    this.rollbacks = new Counter({ name: 'podrun_pod_rollbacks_total', help: 'Health-gated updates that were not Ready in time and went back to the last Ready version.', labelNames: ['namespace', 'pod'], registers });
-    this.signatureChecks = new Counter({ name: 'podrun_manifest_signature_checks_total', help: 'Signature checks of manifests (URL sets, directory files, the URL cache), by result (verified, refused).', labelNames: ['source', 'result'], registers });
-    this.setRefusals = new Counter({ name: 'podrun_manifest_set_refusals_total', help: 'Verified sets refused by their header, by reason: replay (superseded or older), expired, node (signed for another node), header (malformed).', labelNames: ['source', 'reason'], registers });
-    this.statsDuration = new Histogram({ name: 'podrun_stats_collection_duration_seconds', help: 'How long one reading of every running container\'s resource usage took.', buckets: DURATION_BUCKETS, registers });
-    this.statsCalls = new Counter({ name: 'podrun_stats_engine_calls_total', help: 'Engine stats calls made to read resource usage: none while readings come from cgroupfs (a local engine), else one per running container per period.', registers });
-    this.reconnects = new Counter({ name: 'podrun_engine_event_stream_reconnects_total', help: 'Times the engine\'s event stream was lost and followed again.', registers });
+    this.runtimeErrors = new Counter({
+      name: 'podrun_runtime_operations_errors_total',
+      help: 'Engine calls that failed, by operation.',
+      labelNames: ['operation_type'],
+      registers,
+    });
+    this.runtimeDuration = new Histogram({
+      name: 'podrun_runtime_operations_duration_seconds',
+      help: 'How long engine calls took, by operation.',
+      labelNames: ['operation_type'],
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.imagePull = new Histogram({
+      name: 'podrun_image_pull_duration_seconds',
+      help: 'How long image pulls took, by result.',
+      labelNames: ['result'],
+      buckets: [0.5, 1, 5, 10, 30, 60, 120, 300, 600],
+      registers,
+    });
+    this.fetches = new Counter({
+      name: 'podrun_url_fetches_total',
+      help: 'Fetches of manifest URLs, by result (ok, not_modified: a 304, error).',
+      labelNames: ['source', 'result'],
+      registers,
+    });
+    this.rollbacks = new Counter({
+      name: 'podrun_pod_rollbacks_total',
+      help: 'Health-gated updates that were not Ready in time and went back to the last Ready version.',
+      labelNames: ['namespace', 'pod'],
+      registers,
+    });
+    this.signatureChecks = new Counter({
+      name: 'podrun_manifest_signature_checks_total',
+      help: 'Signature checks of manifests (URL sets, directory files, the URL cache), by result (verified, refused).',
+      labelNames: ['source', 'result'],
+      registers,
+    });
+    this.setRefusals = new Counter({
+      name: 'podrun_manifest_set_refusals_total',
+      help: 'Verified sets refused by their header, by reason: replay (superseded or older), expired, node (signed for another node), header (malformed).',
+      labelNames: ['source', 'reason'],
+      registers,
+    });
+    this.statsDuration = new Histogram({
+      name: 'podrun_stats_collection_duration_seconds',
+      help: "How long one reading of every running container's resource usage took.",
+      buckets: DURATION_BUCKETS,
+      registers,
+    });
+    this.statsCalls = new Counter({
+      name: 'podrun_stats_engine_calls_total',
+      help: 'Engine stats calls made to read resource usage: none while readings come from cgroupfs (a local engine), else one per running container per period.',
+      registers,
+    });
+    this.reconnects = new Counter({
+      name: 'podrun_engine_event_stream_reconnects_total',
+      help: "Times the engine's event stream was lost and followed again.",
+      registers,
+    });
   }
 
   containerStarted(type: string): void {

@@ -70,9 +70,14 @@ export class ProbeMetrics {
     const duration: string[] = [];
     for (const s of this.series.values()) {
       const base = `${s.labels},probe_type="${s.probeType}"`;
-      for (const r of ['failed', 'successful', 'unknown'] as const) if (s.results[r]) total.push(`prober_probe_total{${base},${s.uidLabel},result="${r}"} ${s.results[r]}`);
+      for (const r of ['failed', 'successful', 'unknown'] as const)
+        if (s.results[r]) total.push(`prober_probe_total{${base},${s.uidLabel},result="${r}"} ${s.results[r]}`);
       for (let i = 0; i < BUCKETS.length; i++) duration.push(`prober_probe_duration_seconds_bucket{${base},le="${BUCKETS[i]}"} ${s.buckets[i]}`);
-      duration.push(`prober_probe_duration_seconds_bucket{${base},le="+Inf"} ${s.count}`, `prober_probe_duration_seconds_sum{${base}} ${s.sum}`, `prober_probe_duration_seconds_count{${base}} ${s.count}`);
+      duration.push(
+        `prober_probe_duration_seconds_bucket{${base},le="+Inf"} ${s.count}`,
+        `prober_probe_duration_seconds_sum{${base}} ${s.sum}`,
+        `prober_probe_duration_seconds_count{${base}} ${s.count}`,
+      );
     }
     return [
       '# HELP process_start_time_seconds Start time of the process since unix epoch in seconds.',

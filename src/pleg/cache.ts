@@ -60,10 +60,13 @@ export class PodCache {
 
   async start(): Promise<void> {
     await this.connect();
-    this.relistTimer = setInterval(() => {
-      this.judgeHealth();
-      void this.relist().catch(() => this.lost());
-    }, timerDelay(this.o.relistMs ?? 60_000));
+    this.relistTimer = setInterval(
+      () => {
+        this.judgeHealth();
+        void this.relist().catch(() => this.lost());
+      },
+      timerDelay(this.o.relistMs ?? 60_000),
+    );
     this.relistTimer.unref();
   }
 
@@ -116,11 +119,14 @@ export class PodCache {
     const uid = this.apply(e);
     if (uid) {
       const a = e.labels;
-      this.o.log?.debug(`engine event ${e.kind} of container ${a[LABEL.containerName] ?? '?'} of pod ${a[LABEL.podNamespace] ?? '?'}/${a[LABEL.podName] ?? '?'}`, {
-        pod: `${a[LABEL.podNamespace] ?? ''}/${a[LABEL.podName] ?? ''}`,
-        container: a[LABEL.containerName],
-        event: e.kind,
-      });
+      this.o.log?.debug(
+        `engine event ${e.kind} of container ${a[LABEL.containerName] ?? '?'} of pod ${a[LABEL.podNamespace] ?? '?'}/${a[LABEL.podName] ?? '?'}`,
+        {
+          pod: `${a[LABEL.podNamespace] ?? ''}/${a[LABEL.podName] ?? ''}`,
+          container: a[LABEL.containerName],
+          event: e.kind,
+        },
+      );
       this.onPodChange(uid);
     }
   }

@@ -8,7 +8,12 @@ import type { Container, ExecAction, GRPCAction, HTTPGetAction, IntOrString, TCP
 export type ProbeResult = { ok: true; message?: string } | { ok: false; message: string };
 
 /** Runs a command in a container and gives its exit code; podrun's runtime implements it. */
-export type ExecRunner = (containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal) => Promise<{ exitCode: number; output: string } | 'timeout'>;
+export type ExecRunner = (
+  containerId: string,
+  command: string[],
+  timeoutMs: number,
+  signal?: AbortSignal,
+) => Promise<{ exitCode: number; output: string } | 'timeout'>;
 
 export interface HandlerContext {
   containerId: string;
@@ -165,7 +170,13 @@ export function grpcHandler(a: GRPCAction, ctx: HandlerContext): Promise<ProbeRe
     };
     const timer = setTimeout(() => finish({ ok: false, message: `gRPC health check timed out after ${ctx.timeoutMs / 1000}s` }), ctx.timeoutMs);
     client.on('error', (err) => finish({ ok: false, message: `gRPC connect to ${target}: ${err.message}` }));
-    const req = client.request({ ':method': 'POST', ':path': '/grpc.health.v1.Health/Check', 'content-type': 'application/grpc', te: 'trailers', 'user-agent': PROBE_USER_AGENT });
+    const req = client.request({
+      ':method': 'POST',
+      ':path': '/grpc.health.v1.Health/Check',
+      'content-type': 'application/grpc',
+      te: 'trailers',
+      'user-agent': PROBE_USER_AGENT,
+    });
     const chunks: Buffer[] = [];
     let grpcStatus: string | undefined;
     req.on('response', (h) => {
@@ -179,7 +190,11 @@ export function grpcHandler(a: GRPCAction, ctx: HandlerContext): Promise<ProbeRe
     req.on('end', () => {
       if (grpcStatus && grpcStatus !== '0') return finish({ ok: false, message: `gRPC health check failed with grpc-status ${grpcStatus}` });
       const status = grpcStatusOf(Buffer.concat(chunks));
-      finish(status === 1 ? { ok: true } : { ok: false, message: `service unhealthy (responded with "${['UNKNOWN', 'SERVING', 'NOT_SERVING', 'SERVICE_UNKNOWN'][status ?? 0] ?? status}")` });
+      finish(
+        status === 1
+          ? { ok: true }
+          : { ok: false, message: `service unhealthy (responded with "${['UNKNOWN', 'SERVING', 'NOT_SERVING', 'SERVICE_UNKNOWN'][status ?? 0] ?? status}")` },
+      );
     });
     req.end(grpcRequestFrame(a.service ?? ''));
   });
@@ -214,7 +229,10 @@ export async function runHook(h: Parameters<typeof runHandler>[0], ctx: HandlerC
 }
 
 /** Runs whichever handler the probe or hook has. */
-export async function runHandler(h: { exec?: ExecAction; httpGet?: HTTPGetAction; tcpSocket?: TCPSocketAction; grpc?: GRPCAction; sleep?: { seconds: number } }, ctx: HandlerContext): Promise<ProbeResult> {
+export async function runHandler(
+  h: { exec?: ExecAction; httpGet?: HTTPGetAction; tcpSocket?: TCPSocketAction; grpc?: GRPCAction; sleep?: { seconds: number } },
+  ctx: HandlerContext,
+): Promise<ProbeResult> {
   if (h.exec) return execHandler(h.exec, ctx);
   if (h.httpGet) return httpGetHandler(h.httpGet, ctx);
   if (h.tcpSocket) return tcpHandler(h.tcpSocket, ctx);
@@ -223,10 +241,14 @@ export async function runHandler(h: { exec?: ExecAction; httpGet?: HTTPGetAction
     const ms = Math.min(h.sleep.seconds * 1000, ctx.timeoutMs);
     await new Promise<void>((r) => {
       const timer = setTimeout(r, ms);
-      ctx.signal?.addEventListener('abort', () => {
-        clearTimeout(timer);
-        r();
-      }, { once: true });
+      ctx.signal?.addEventListener(
+        'abort',
+        () => {
+          clearTimeout(timer);
+          r();
+        },
+        { once: true },
+      );
     });
     return { ok: true };
   }

@@ -216,8 +216,21 @@ export class ProbeManager {
     this.byId.set(t.containerId, s);
     const make = (kind: ProbeKind, probe: Probe, initial: boolean | undefined): Worker => {
       const note = kind === 'liveness' ? undefined : (ok: boolean, message: string): void => void (s.last = { kind, ok, message });
-      const w = new Worker(kind, probe, t, this.exec, (worker, ok, message) => this.report(t, s, worker, ok, message), this.observe, initial, note, (err) =>
-        this.log?.error(`pod ${t.namespace}/${t.pod}: container ${t.container.name} ${kind} probe: ${err instanceof Error ? err.message : String(err)}`, { pod: `${t.namespace}/${t.pod}`, container: t.container.name, probe: kind }),
+      const w = new Worker(
+        kind,
+        probe,
+        t,
+        this.exec,
+        (worker, ok, message) => this.report(t, s, worker, ok, message),
+        this.observe,
+        initial,
+        note,
+        (err) =>
+          this.log?.error(`pod ${t.namespace}/${t.pod}: container ${t.container.name} ${kind} probe: ${err instanceof Error ? err.message : String(err)}`, {
+            pod: `${t.namespace}/${t.pod}`,
+            container: t.container.name,
+            probe: kind,
+          }),
       );
       s.workers.push(w);
       return w;

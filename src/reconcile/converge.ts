@@ -39,7 +39,10 @@ export function describeNotReady(status: PodStatusSummary): string {
       else if (!c.ready) parts.push(`${kind} ${c.name} is not ready (readiness probe failing)`);
       continue;
     }
-    const why = c.state === 'terminated' ? `terminated: ${c.reason ?? ''}, exit code ${c.exitCode ?? '?'}` : `waiting: ${c.reason ?? ''}${c.message ? ` (${c.message})` : ''}`;
+    const why =
+      c.state === 'terminated'
+        ? `terminated: ${c.reason ?? ''}, exit code ${c.exitCode ?? '?'}`
+        : `waiting: ${c.reason ?? ''}${c.message ? ` (${c.message})` : ''}`;
     parts.push(`${kind} ${c.name} ${why}`);
   }
   return parts.join('; ');
@@ -49,11 +52,15 @@ export function describeNotReady(status: PodStatusSummary): string {
 function agentVerdict(p: V1Pod | undefined, version: string): { done: boolean; failed: boolean; message: string } {
   if (!p) return { done: false, failed: false, message: 'not known to the agent yet' };
   // The agent went back from this very version (a health-gated update): no use waiting for it.
-  if (p.status.reason === 'RolledBack' && p.metadata.annotations?.[ROLLED_BACK_VERSION] === version) return { done: true, failed: true, message: `rolled back: ${p.status.message ?? ''}` };
+  if (p.status.reason === 'RolledBack' && p.metadata.annotations?.[ROLLED_BACK_VERSION] === version)
+    return { done: true, failed: true, message: `rolled back: ${p.status.message ?? ''}` };
   const ready = p.status.conditions?.find((c) => c.type === 'Ready')?.status === 'True';
   const notReady = [...(p.status.initContainerStatuses ?? []), ...(p.status.containerStatuses ?? [])]
     .filter((c) => !c.ready)
-    .map((c) => `container ${c.name} ${c.state.waiting ? `waiting: ${c.state.waiting.reason ?? ''}${c.state.waiting.message ? ` (${c.state.waiting.message})` : ''}` : c.state.terminated ? `terminated: ${c.state.terminated.reason ?? ''}, exit code ${c.state.terminated.exitCode}` : 'not ready'}`);
+    .map(
+      (c) =>
+        `container ${c.name} ${c.state.waiting ? `waiting: ${c.state.waiting.reason ?? ''}${c.state.waiting.message ? ` (${c.state.waiting.message})` : ''}` : c.state.terminated ? `terminated: ${c.state.terminated.reason ?? ''}, exit code ${c.state.terminated.exitCode}` : 'not ready'}`,
+    );
   const message = [`phase ${p.status.phase}`, ...notReady].join('; ');
   if (p.status.phase === 'Failed') return { done: true, failed: true, message };
   return { done: p.status.phase === 'Succeeded' || (p.status.phase === 'Running' && ready), failed: false, message };
@@ -86,7 +93,11 @@ async function lastLogLines(rt: PodEngine, id: string, lines = 5): Promise<strin
   // A log that cannot be read costs the report its lines, never the verdict.
   await rt.writeLogs(id, { follow: false, timestamps: false, tail: lines }, sink, sink).catch(() => undefined);
   await new Promise((r) => setImmediate(r));
-  return text.split('\n').map(printable).filter((l) => l.trim() !== '').slice(-lines);
+  return text
+    .split('\n')
+    .map(printable)
+    .filter((l) => l.trim() !== '')
+    .slice(-lines);
 }
 
 /** A report on a container, with the last lines of the log of its instance that ended, if it ran. */
@@ -136,7 +147,12 @@ export function agentLooker(rt: PodEngine, stateDir: string): PodLooker {
         // A failure is final whatever still runs (a rolled-back pod runs the older version).
         // Its status is judged stuck only once the agent runs the spec applied now.
         const current = view !== undefined && JSON.stringify(view.spec) === JSON.stringify(d.pod.spec);
-        const verdict = { ...a, done: a.failed || (a.done && !hasActions(computePodActions(d, obs))), ...(view ? { status: view.status } : {}), ...(current ? {} : { unjudged: true }) };
+        const verdict = {
+          ...a,
+          done: a.failed || (a.done && !hasActions(computePodActions(d, obs))),
+          ...(view ? { status: view.status } : {}),
+          ...(current ? {} : { unjudged: true }),
+        };
         looks.set(d.uid, { verdict, observed: obs });
       }
       return looks;
@@ -151,7 +167,12 @@ export function agentLooker(rt: PodEngine, stateDir: string): PodLooker {
  * fails or is stuck (a crash loop, an image that cannot be had, a container the engine refuses),
  * with its last exit code and log lines.
  */
-export async function waitForPods(rt: PodEngine, pods: DesiredPod[], looker: PodLooker, o: { timeoutMs: number; pollMs?: number; holdMs?: number; seen?: Map<string, ObservedPod | undefined> }): Promise<WaitResult> {
+export async function waitForPods(
+  rt: PodEngine,
+  pods: DesiredPod[],
+  looker: PodLooker,
+  o: { timeoutMs: number; pollMs?: number; holdMs?: number; seen?: Map<string, ObservedPod | undefined> },
+): Promise<WaitResult> {
   const deadline = Date.now() + o.timeoutMs;
   const holdMs = o.holdMs ?? READY_HOLD_MS;
   const drives = looker.drives;
@@ -209,12 +230,14 @@ export async function waitForPods(rt: PodEngine, pods: DesiredPod[], looker: Pod
       }
       if (verdict.done) {
         pending.delete(d.uid);
-        if (verdict.failed) problems.push({ key: d.key, message: await withLastLines(rt, `failed: ${verdict.message}`, verdict.status && failedContainer(verdict.status)) });
+        if (verdict.failed)
+          problems.push({ key: d.key, message: await withLastLines(rt, `failed: ${verdict.message}`, verdict.status && failedContainer(verdict.status)) });
       }
     }
     if (pending.size === 0) break;
     if (Date.now() >= deadline) {
-      for (const d of pending.values()) problems.push({ key: d.key, message: `not ready after ${Math.round(o.timeoutMs / 1000)}s: ${last.get(d.uid) ?? 'no status'}` });
+      for (const d of pending.values())
+        problems.push({ key: d.key, message: `not ready after ${Math.round(o.timeoutMs / 1000)}s: ${last.get(d.uid) ?? 'no status'}` });
       break;
     }
     await new Promise((r) => setTimeout(r, o.pollMs ?? 250));

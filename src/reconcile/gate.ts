@@ -81,7 +81,13 @@ export function gateStarts(d: DesiredPod, o: ObservedPod | undefined, actions: P
   const restarts: GateResult['restarts'] = [];
   if (actions.createSandbox) {
     const left = view.refused.remainingSinceLast(sandboxKey(d), now);
-    if (left > 0) return { actions: { ...actions, killPod: false, createSandbox: false, containersToStart: [], containersToKill: [] }, held: [], restarts: [], waitMs: left };
+    if (left > 0)
+      return {
+        actions: { ...actions, killPod: false, createSandbox: false, containersToStart: [], containersToKill: [] },
+        held: [],
+        restarts: [],
+        waitMs: left,
+      };
   }
   const allowed: ContainerToStart[] = [];
   for (const s of actions.containersToStart) {

@@ -61,9 +61,13 @@ export async function killContainer(
   const preStop = own?.lifecycle?.preStop;
   if (own && preStop && c.state === 'running' && grace > 0) {
     const started = Date.now();
-    const r = await runHook(preStop, { containerId: c.id, container: own, defaultHost: o.defaultHost, timeoutMs: timerDelay(Math.max(1, graceSeconds) * 1000), exec: (id, cmd, t) => rt.exec(id, cmd, t) }).catch(
-      (err: unknown) => ({ ok: false as const, message: (err as Error).message }),
-    );
+    const r = await runHook(preStop, {
+      containerId: c.id,
+      container: own,
+      defaultHost: o.defaultHost,
+      timeoutMs: timerDelay(Math.max(1, graceSeconds) * 1000),
+      exec: (id, cmd, t) => rt.exec(id, cmd, t),
+    }).catch((err: unknown) => ({ ok: false as const, message: (err as Error).message }));
     if (!r.ok) o.events?.('Warning', 'FailedPreStopHook', `PreStop hook for container ${c.name} failed: ${r.message}`, o.fieldPath);
     grace = graceSeconds - (Date.now() - started) / 1000;
   }
@@ -139,7 +143,9 @@ export async function removePodDir(rt: PodEngine, uid: string): Promise<boolean>
     // it) and landed since: never started, it has nothing to stop, and goes now, not a turn (a
     // second) later. A container that runs goes through the next turn, with its grace period.
     if (round >= LEFTOVER_ROUNDS || left.some((c) => !NOTHING_TO_STOP.has(c.state))) return false;
-    await Promise.all(left.map((c) => (c.labels[LABEL.containerType] === 'sandbox' ? rt.removeSandbox(c.id, { urgent: true }) : rt.removeContainer(c.id, { urgent: true }))));
+    await Promise.all(
+      left.map((c) => (c.labels[LABEL.containerType] === 'sandbox' ? rt.removeSandbox(c.id, { urgent: true }) : rt.removeContainer(c.id, { urgent: true }))),
+    );
   }
   await rt.removePodVolumes(uid);
   return true;

@@ -95,7 +95,8 @@ function sandboxProblem(desired: DesiredPod, observed: ObservedPod | undefined):
   if (!sandbox) return { kind: 'missing', message: 'no sandbox' };
   if (sandbox.state !== 'running') return { kind: 'stopped', message: 'sandbox is not running' };
   if (observed.sandboxes.filter(isActive).length > 1) return { kind: 'several', message: 'more than one sandbox is running' };
-  if (sandbox.hash !== sandboxHash(desired.pod)) return { kind: 'pod-spec-changed', message: 'pod-level spec changed (network, ports, hostname, DNS or namespaces)' };
+  if (sandbox.hash !== sandboxHash(desired.pod))
+    return { kind: 'pod-spec-changed', message: 'pod-level spec changed (network, ports, hostname, DNS or namespaces)' };
   // Init containers ran for the old spec; a new one means the pod starts over.
   const latest = latestByName(observed);
   for (const c of desired.pod.spec.initContainers ?? []) {
@@ -180,7 +181,8 @@ function podActions(desired: DesiredPod, observed: ObservedPod | undefined, inpu
       for (const c of spec.containers) {
         const prev = latest.get(c.name);
         // OnFailure: a container that already succeeded stays done across a sandbox recreation.
-        if (spec.restartPolicy === 'OnFailure' && prev && prev.exitCode === 0 && prev.hash === containerHash(pod, c) && problem.kind !== 'pod-spec-changed') continue;
+        if (spec.restartPolicy === 'OnFailure' && prev && prev.exitCode === 0 && prev.hash === containerHash(pod, c) && problem.kind !== 'pod-spec-changed')
+          continue;
         starts.push({ name: c.name, type: 'app', restartCount: nextCount(prev), reason: 'pod (re)created' });
       }
     }
@@ -216,7 +218,13 @@ function podActions(desired: DesiredPod, observed: ObservedPod | undefined, inpu
   const probeKill = (c: ObservedContainer): (ContainerToKill & { probe: 'liveness' | 'startup' }) | undefined => {
     const failed = inputs.probeFailure?.(c.id);
     if (!failed) return undefined;
-    return { id: c.id, name: c.name, probe: failed.kind, reason: `failed ${failed.kind} probe, will be ${restartOnFailure ? 'restarted' : 'left stopped'}`, ...(failed.graceSeconds !== undefined ? { graceSeconds: failed.graceSeconds } : {}) };
+    return {
+      id: c.id,
+      name: c.name,
+      probe: failed.kind,
+      reason: `failed ${failed.kind} probe, will be ${restartOnFailure ? 'restarted' : 'left stopped'}`,
+      ...(failed.graceSeconds !== undefined ? { graceSeconds: failed.graceSeconds } : {}),
+    };
   };
   /** Why a container killed by its probe starts again: the probe, said once, not cut out of the kill's words. */
   const probeRestart = (failed: { probe: 'liveness' | 'startup' }): string => `failed ${failed.probe} probe`;
@@ -247,7 +255,12 @@ function podActions(desired: DesiredPod, observed: ObservedPod | undefined, inpu
         }
       } else {
         if (prev?.state === 'created') kills.push({ id: prev.id, name: c.name, reason: 'never started' });
-        starts.push({ name: c.name, type: 'init', restartCount: prev?.state === 'created' ? prev.restartCount : nextCount(last), reason: prev ? 'sidecar restarted' : 'sidecar started' });
+        starts.push({
+          name: c.name,
+          type: 'init',
+          restartCount: prev?.state === 'created' ? prev.restartCount : nextCount(last),
+          reason: prev ? 'sidecar restarted' : 'sidecar started',
+        });
         if (!done) pending = true;
       }
       if (pending) break;
@@ -263,7 +276,12 @@ function podActions(desired: DesiredPod, observed: ObservedPod | undefined, inpu
       return { ...NONE, killPod: anyActive, containersToKill: kills, podFailed: true, reason: `init container ${c.name} failed` };
     }
     if (prev && prev.state === 'created') kills.push({ id: prev.id, name: c.name, reason: 'never started' });
-    starts.push({ name: c.name, type: 'init', restartCount: prev?.state === 'created' ? prev.restartCount : nextCount(last), reason: prev ? 'init container failed; retrying' : 'init container' });
+    starts.push({
+      name: c.name,
+      type: 'init',
+      restartCount: prev?.state === 'created' ? prev.restartCount : nextCount(last),
+      reason: prev ? 'init container failed; retrying' : 'init container',
+    });
     pending = true;
     break;
   }

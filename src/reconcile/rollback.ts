@@ -118,7 +118,12 @@ function exitText(c: ContainerStatusSummary): string {
  * not known yet (a running container whose readiness or startup probe has not answered since the
  * agent started). `done`: the pod runs what it declares and nothing is left to do.
  */
-export function notReadyReason(status: PodStatusSummary, done: boolean, probeOf: (containerName: string) => ProbeNote | undefined, hasProbe: (containerName: string) => boolean): string | undefined {
+export function notReadyReason(
+  status: PodStatusSummary,
+  done: boolean,
+  probeOf: (containerName: string) => ProbeNote | undefined,
+  hasProbe: (containerName: string) => boolean,
+): string | undefined {
   for (const c of [...status.initContainers, ...status.containers]) {
     const what = `${c.type === 'init' ? 'init container' : 'container'} ${c.name}`;
     if (c.state === 'terminated') {

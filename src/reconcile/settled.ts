@@ -7,7 +7,11 @@ import { computePodActions, hasActions } from './plan.js';
  * Whether `apply` may stop waiting for this pod: Ready and running what the manifest says now, or
  * done. `idle`: nothing is left to stop or start for the manifest as it is now.
  */
-export function settled(d: DesiredPod, observed: ObservedPod | undefined, inputs: StatusInputs = {}): { done: boolean; failed: boolean; idle: boolean; status: PodStatusSummary } {
+export function settled(
+  d: DesiredPod,
+  observed: ObservedPod | undefined,
+  inputs: StatusInputs = {},
+): { done: boolean; failed: boolean; idle: boolean; status: PodStatusSummary } {
   const status = podStatus(d.pod, observed, inputs);
   // Running what the manifest says now (an agent may not have caught up yet).
   const idle = !hasActions(computePodActions(d, observed));

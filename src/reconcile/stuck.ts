@@ -101,7 +101,15 @@ export function failedContainer(status: V1Pod['status']): Stuck | undefined {
       const t = c.state.terminated;
       if (!t || t.exitCode === 0) continue;
       const logOf = engineId(c.containerID);
-      return { container: c.name, init, reason: t.reason ?? 'Error', restartCount: c.restartCount, exitCode: t.exitCode, ...(t.reason ? { exitReason: t.reason } : {}), ...(logOf ? { logOf } : {}) };
+      return {
+        container: c.name,
+        init,
+        reason: t.reason ?? 'Error',
+        restartCount: c.restartCount,
+        exitCode: t.exitCode,
+        ...(t.reason ? { exitReason: t.reason } : {}),
+        ...(logOf ? { logOf } : {}),
+      };
     }
   }
   return undefined;

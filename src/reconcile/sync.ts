@@ -38,7 +38,12 @@ const POST_START_TIMEOUT_MS = 120_000;
  */
 export class ContainerStartFailure extends Error {
   readonly result: StepResult;
-  constructor(readonly container: string | undefined, readonly reason: StartReason | 'FailedCreatePodSandBox', readonly detail: string, cause: Error) {
+  constructor(
+    readonly container: string | undefined,
+    readonly reason: StartReason | 'FailedCreatePodSandBox',
+    readonly detail: string,
+    cause: Error,
+  ) {
     super(`${reason}: ${detail}`, { cause });
     this.name = 'ContainerStartFailure';
     this.result = { action: container ? 'StartContainer' : 'CreatePodSandbox', ...(container ? { container } : {}), reason, message: detail };
@@ -48,7 +53,10 @@ export class ContainerStartFailure extends Error {
 /** A container could not be started because its image could not be had: the caller backs off. */
 export class ContainerImageError extends Error {
   readonly result: StepResult;
-  constructor(readonly container: string, readonly imageError: ImageError) {
+  constructor(
+    readonly container: string,
+    readonly imageError: ImageError,
+  ) {
     super(imageError.message, { cause: imageError });
     this.name = 'ContainerImageError';
     this.result = { action: 'PullImage', container, reason: imageError.reason, message: imageError.message };
@@ -126,7 +134,8 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
   // 1. Kill what must go.
   step();
   if (actions.killPod && observed) {
-    if (actions.createSandbox && actions.reason) events?.('Normal', 'SandboxChanged', `Pod sandbox changed (${actions.reason}), it will be killed and re-created.`);
+    if (actions.createSandbox && actions.reason)
+      events?.('Normal', 'SandboxChanged', `Pod sandbox changed (${actions.reason}), it will be killed and re-created.`);
     await stopPod(rt, observed, grace, events);
   }
   if (actions.containersToKill.length) {
@@ -203,7 +212,14 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
     if (postStart) {
       // The kubelet gives postStart no deadline; podrun bounds it so a hung hook cannot stall the pod forever.
       o.postStart?.(containerId, true);
-      const r = await runHook(postStart, { containerId, container: c, defaultHost, timeoutMs: POST_START_TIMEOUT_MS, exec: (cid, cmd, t, sig) => rt.exec(cid, cmd, t, sig), ...(o.signal ? { signal: o.signal } : {}) })
+      const r = await runHook(postStart, {
+        containerId,
+        container: c,
+        defaultHost,
+        timeoutMs: POST_START_TIMEOUT_MS,
+        exec: (cid, cmd, t, sig) => rt.exec(cid, cmd, t, sig),
+        ...(o.signal ? { signal: o.signal } : {}),
+      })
         .catch((e: unknown) => ({ ok: false as const, message: (e as Error).message }))
         .finally(() => o.postStart?.(containerId, false));
       // The pod is being deleted: its deletion stops this container, with its grace period.

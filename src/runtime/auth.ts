@@ -105,7 +105,11 @@ async function fromHelper(helper: string, server: string): Promise<RegistryAuth 
         const out = JSON.parse(stdout) as { Username?: string; Secret?: string };
         if (!out.Username || out.Secret === undefined) return resolve(undefined);
         // A helper answers "<token>" as the user name for an identity token (docker/cli's convention).
-        resolve(out.Username === '<token>' ? { identitytoken: out.Secret, serveraddress: server } : { username: out.Username, password: out.Secret, serveraddress: server });
+        resolve(
+          out.Username === '<token>'
+            ? { identitytoken: out.Secret, serveraddress: server }
+            : { username: out.Username, password: out.Secret, serveraddress: server },
+        );
       } catch {
         resolve(undefined);
       }
@@ -176,7 +180,12 @@ export class EveryCredentialRefused extends Error {
  * with none, once without. Only a failure `nextOn` accepts (the registry's refusal) moves on to
  * the next credential: an engine that is gone fails the pull at once.
  */
-export async function pullWithEachCredential<T>(image: string, files: readonly string[], attempt: (auth: RegistryAuth | undefined) => Promise<T>, nextOn: (err: unknown) => boolean): Promise<T> {
+export async function pullWithEachCredential<T>(
+  image: string,
+  files: readonly string[],
+  attempt: (auth: RegistryAuth | undefined) => Promise<T>,
+  nextOn: (err: unknown) => boolean,
+): Promise<T> {
   const failures: unknown[] = [];
   for await (const auth of authsFor(image, files.map(readConfig))) {
     try {

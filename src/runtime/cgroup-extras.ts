@@ -44,7 +44,10 @@ function maxOrNum(text: string | undefined): number | undefined {
 
 function pidsOf(text: string | undefined): number[] | undefined {
   if (text === undefined) return undefined;
-  return text.split('\n').filter((l) => /^\d+$/.test(l.trim())).map(Number);
+  return text
+    .split('\n')
+    .filter((l) => /^\d+$/.test(l.trim()))
+    .map(Number);
 }
 
 /** Device numbers name no device on their own; sysfs's uevent does, and never changes while the device lives. */
@@ -128,7 +131,11 @@ export function extrasV1(root: string, rel: string, memoryStat: Record<string, n
     swapBytes: memoryStat.total_swap,
     failcnt: num(read(`${root}/memory/${rel}/memory.failcnt`)),
     oomKills: oom.oom_kill,
-    io: blkioV1(read(`${root}/blkio/${rel}/blkio.throttle.io_service_bytes_recursive`), read(`${root}/blkio/${rel}/blkio.throttle.io_serviced_recursive`), read),
+    io: blkioV1(
+      read(`${root}/blkio/${rel}/blkio.throttle.io_service_bytes_recursive`),
+      read(`${root}/blkio/${rel}/blkio.throttle.io_serviced_recursive`),
+      read,
+    ),
     processes: pids?.length,
     threadsMax: maxOrNum(readSetting(read, `${root}/pids/${rel}/pids.max`)),
     pids,

@@ -27,7 +27,19 @@ export function cgroupCandidates(driver: CgroupLayout['driver'], id: string): st
 }
 
 /** What the readings use of memory.stat (v1's hierarchical totals and v2's names); a reading is kept a period or two per container, so the rest is not. */
-const MEMORY_KEYS = new Set(['total_inactive_file', 'total_rss', 'total_cache', 'total_pgfault', 'total_pgmajfault', 'total_swap', 'inactive_file', 'anon', 'file', 'pgfault', 'pgmajfault']);
+const MEMORY_KEYS = new Set([
+  'total_inactive_file',
+  'total_rss',
+  'total_cache',
+  'total_pgfault',
+  'total_pgmajfault',
+  'total_swap',
+  'inactive_file',
+  'anon',
+  'file',
+  'pgfault',
+  'pgmajfault',
+]);
 
 /** USER_HZ: cpuacct.stat counts in clock ticks (100 a second on every Linux podrun runs on). */
 const TICK_NS = 10_000_000;
@@ -122,7 +134,11 @@ export function netDev(text: string | undefined): Record<string, InterfaceCounte
     if (colon < 0) continue;
     const name = line.slice(0, colon).trim();
     if (!name || name === 'lo') continue;
-    const f = line.slice(colon + 1).trim().split(/\s+/).map(Number);
+    const f = line
+      .slice(colon + 1)
+      .trim()
+      .split(/\s+/)
+      .map(Number);
     if (f.length < 16 || f.some((x) => !Number.isFinite(x))) continue;
     out[name] = { rxBytes: f[0]!, rxPackets: f[1]!, rxErrors: f[2]!, rxDropped: f[3]!, txBytes: f[8]!, txPackets: f[9]!, txErrors: f[10]!, txDropped: f[11]! };
   }

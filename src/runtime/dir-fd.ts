@@ -44,7 +44,8 @@ export function openNoSymlinks(real: string): number {
       fd = child;
       const st = fstatSync(fd);
       if (st.isSymbolicLink()) throw new SymlinkOnPath(`/${parts.slice(0, i + 1).join('/')}`);
-      if (i < parts.length - 1 && !st.isDirectory()) throw Object.assign(new Error(`/${parts.slice(0, i + 1).join('/')} is not a directory`), { code: 'ENOTDIR' });
+      if (i < parts.length - 1 && !st.isDirectory())
+        throw Object.assign(new Error(`/${parts.slice(0, i + 1).join('/')} is not a directory`), { code: 'ENOTDIR' });
     }
     return fd;
   } catch (err) {

@@ -64,7 +64,8 @@ export function podDns(dnsPolicy: string | undefined, config: PodDNSConfig | und
     searches: config?.searches ?? [],
     options: (config?.options ?? []).map((x) => (x.value !== undefined ? `${x.name}:${x.value}` : x.name)),
   };
-  if (dnsPolicy === 'None') return { nameservers: pod.nameservers.slice(0, MAX_NAMESERVERS), searches: limitSearches(unique(pod.searches)), options: pod.options };
+  if (dnsPolicy === 'None')
+    return { nameservers: pod.nameservers.slice(0, MAX_NAMESERVERS), searches: limitSearches(unique(pod.searches)), options: pod.options };
   if (!pod.nameservers.length && !pod.searches.length && !pod.options.length) return undefined;
   const reachable = hostNetwork ? node.nameservers : node.nameservers.filter((n) => !isLoopback(n));
   return {

@@ -4,7 +4,11 @@
 /** The engine could not be reached at all (as opposed to refusing one request). */
 export class EngineUnavailableError extends Error {
   /** `code`: the connection's error code (ENOENT, EACCES, ECONNREFUSED…), for advice on the fix. */
-  constructor(readonly endpoint: string, cause: string, readonly code?: string) {
+  constructor(
+    readonly endpoint: string,
+    cause: string,
+    readonly code?: string,
+  ) {
     super(`cannot reach the Docker engine at ${endpoint}: ${cause}`);
     this.name = 'EngineUnavailableError';
   }
@@ -31,7 +35,12 @@ export class EngineRequestError extends Error {
   readonly kind: EngineErrorKind;
   /** The engine's own words, without what podrun was doing (`message` begins with that). */
   readonly detail: string;
-  constructor(message: string, readonly statusCode: number | undefined, kind?: EngineErrorKind, detail?: string) {
+  constructor(
+    message: string,
+    readonly statusCode: number | undefined,
+    kind?: EngineErrorKind,
+    detail?: string,
+  ) {
     super(message);
     this.name = 'EngineRequestError';
     this.kind = kind ?? kindOfStatus(statusCode);

@@ -25,19 +25,29 @@ function fieldValue(pod: Pod, path: string, ctx: PodRuntimeContext): string {
   const m = /^metadata\.(labels|annotations)\['(.+)'\]$/.exec(path);
   if (m) return (m[1] === 'labels' ? pod.metadata.labels : pod.metadata.annotations)?.[m[2] ?? ''] ?? '';
   switch (path) {
-    case 'metadata.name': return pod.metadata.name;
-    case 'metadata.namespace': return pod.metadata.namespace ?? 'default';
-    case 'metadata.uid': return pod.metadata.uid ?? '';
-    case 'spec.nodeName': return ctx.nodeName;
-    case 'spec.serviceAccountName': return '';
-    case 'status.podIP': case 'status.podIPs': return ctx.podIP;
-    case 'status.hostIP': case 'status.hostIPs': return ctx.hostIP;
-    default: return '';
+    case 'metadata.name':
+      return pod.metadata.name;
+    case 'metadata.namespace':
+      return pod.metadata.namespace ?? 'default';
+    case 'metadata.uid':
+      return pod.metadata.uid ?? '';
+    case 'spec.nodeName':
+      return ctx.nodeName;
+    case 'spec.serviceAccountName':
+      return '';
+    case 'status.podIP':
+    case 'status.podIPs':
+      return ctx.podIP;
+    case 'status.hostIP':
+    case 'status.hostIPs':
+      return ctx.hostIP;
+    default:
+      return '';
   }
 }
 
 function resourceValue(pod: Pod, self: Container, ref: { containerName?: string; resource: string; divisor?: string | number }): string {
-  const c = ref.containerName ? [...pod.spec.containers, ...(pod.spec.initContainers ?? [])].find((x) => x.name === ref.containerName) ?? self : self;
+  const c = ref.containerName ? ([...pod.spec.containers, ...(pod.spec.initContainers ?? [])].find((x) => x.name === ref.containerName) ?? self) : self;
   const [kind, res] = ref.resource.split('.') as ['limits' | 'requests', 'cpu' | 'memory'];
   const set = c.resources?.[kind]?.[res] ?? (kind === 'requests' ? c.resources?.limits?.[res] : undefined);
   const divisor = parseQuantity(ref.divisor ?? 1) || 1;

@@ -47,7 +47,11 @@ const TICKS_PER_SECOND = 100;
 const MAX_CGROUP_DIRS = 1000;
 
 /** The machine's /proc and cgroupfs (or directories laid out as them, for tests). */
-export function procView(root = '/proc', kill: (pid: number, sig: NodeJS.Signals) => void = (p, s) => process.kill(p, s), cgroupRoot = '/sys/fs/cgroup'): ProcView {
+export function procView(
+  root = '/proc',
+  kill: (pid: number, sig: NodeJS.Signals) => void = (p, s) => process.kill(p, s),
+  cgroupRoot = '/sys/fs/cgroup',
+): ProcView {
   const read = (path: string): string | undefined => {
     try {
       return readFileSync(`${root}/${path}`, 'utf8');
@@ -57,7 +61,9 @@ export function procView(root = '/proc', kill: (pid: number, sig: NodeJS.Signals
   };
   const all = (): number[] => {
     try {
-      return readdirSync(root).filter((n) => /^[0-9]+$/.test(n)).map(Number);
+      return readdirSync(root)
+        .filter((n) => /^[0-9]+$/.test(n))
+        .map(Number);
     } catch {
       return [];
     }
@@ -92,10 +98,18 @@ export function procView(root = '/proc', kill: (pid: number, sig: NodeJS.Signals
  */
 export function cgroupPids(cgroupRoot: string, procCgroup: string | undefined, id: string): number[] | undefined {
   if (!procCgroup || !namesContainer(procCgroup, id)) return undefined;
-  const lines = procCgroup.split('\n').map((l) => /^\d+:([^:]*):(.*)$/.exec(l)).filter((m): m is RegExpExecArray => m !== null);
+  const lines = procCgroup
+    .split('\n')
+    .map((l) => /^\d+:([^:]*):(.*)$/.exec(l))
+    .filter((m): m is RegExpExecArray => m !== null);
   const v1 = (name: string): string | undefined => lines.find((m) => m[1]?.split(',').includes(name))?.[2];
   const v2 = lines.find((m) => m[1] === '')?.[2];
-  const dirs = [v1('pids') && `${cgroupRoot}/pids${v1('pids')}`, v1('memory') && `${cgroupRoot}/memory${v1('memory')}`, v2 && `${cgroupRoot}${v2}`, v2 && `${cgroupRoot}/unified${v2}`];
+  const dirs = [
+    v1('pids') && `${cgroupRoot}/pids${v1('pids')}`,
+    v1('memory') && `${cgroupRoot}/memory${v1('memory')}`,
+    v2 && `${cgroupRoot}${v2}`,
+    v2 && `${cgroupRoot}/unified${v2}`,
+  ];
   for (const dir of dirs) {
     if (!dir || !namesContainer(dir, id)) continue;
     const pids: number[] = [];
@@ -189,7 +203,13 @@ export function execProcesses(view: ProcView, c: ExecContainer, leader: number, 
  * process cannot), and the tree looked at again until nothing new appears; then all are killed,
  * and a few more rounds take whatever still slipped out. Returns how many processes were killed.
  */
-export async function killExec(view: ProcView, c: ExecContainer, leader: number, since: number, pause = (ms: number) => new Promise((r) => setTimeout(r, ms))): Promise<number> {
+export async function killExec(
+  view: ProcView,
+  c: ExecContainer,
+  leader: number,
+  since: number,
+  pause = (ms: number) => new Promise((r) => setTimeout(r, ms)),
+): Promise<number> {
   if (!seesContainer(view, c)) return 0;
   const held = new Set<number>();
   for (let round = 0; round < 20; round++) {

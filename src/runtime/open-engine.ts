@@ -22,7 +22,10 @@ export function criEndpoint(v: string | undefined): string | undefined {
   const s = v?.trim();
   if (!s) return undefined;
   if (s.startsWith('/')) return `unix://${s}`;
-  if (!s.startsWith('unix:///')) throw new Error(`--container-runtime-endpoint ${JSON.stringify(s)}: a CRI endpoint is a unix socket, unix:///path/to/runtime.sock (as the kubelet's on Linux)`);
+  if (!s.startsWith('unix:///'))
+    throw new Error(
+      `--container-runtime-endpoint ${JSON.stringify(s)}: a CRI endpoint is a unix socket, unix:///path/to/runtime.sock (as the kubelet's on Linux)`,
+    );
   return s;
 }
 
@@ -49,7 +52,14 @@ export async function engineFactory(choice: EngineChoice): Promise<(o: RuntimeOp
     const imageEndpoint = criEndpoint(choice.imageServiceEndpoint);
     const { CriEngine } = await import('./cri/engine.js');
     const relistPeriodMs = criRelistPeriod(process.env.PODRUN_CRI_RELIST_PERIOD);
-    return (o) => new CriEngine({ ...o, runtimeEndpoint: endpoint, ...(imageEndpoint ? { imageEndpoint } : {}), ...(choice.podLogsDir ? { podLogsDir: choice.podLogsDir } : {}), ...(relistPeriodMs ? { relistPeriodMs } : {}) });
+    return (o) =>
+      new CriEngine({
+        ...o,
+        runtimeEndpoint: endpoint,
+        ...(imageEndpoint ? { imageEndpoint } : {}),
+        ...(choice.podLogsDir ? { podLogsDir: choice.podLogsDir } : {}),
+        ...(relistPeriodMs ? { relistPeriodMs } : {}),
+      });
   }
   if (choice.imageServiceEndpoint) throw new Error('--image-service-endpoint needs --container-runtime-endpoint (the Docker API serves images itself)');
   const { PodRuntime } = await import('./docker/runtime.js');

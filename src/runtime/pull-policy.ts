@@ -9,7 +9,13 @@ import { Slots } from './slots.js';
 export type { PullListener };
 
 /** Pulls as `policy` says, given whether the engine has the image; `pull` answers the Pulled event's message. */
-export async function ensureByPolicy(image: string, policy: Container['imagePullPolicy'], present: boolean, pull: () => Promise<string>, onPull?: PullListener): Promise<void> {
+export async function ensureByPolicy(
+  image: string,
+  policy: Container['imagePullPolicy'],
+  present: boolean,
+  pull: () => Promise<string>,
+  onPull?: PullListener,
+): Promise<void> {
   if (policy === 'Never') {
     if (!present) throw new ImageError(`image ${image} is not present and its imagePullPolicy is Never`, 'ErrImageNeverPull');
     return;

@@ -87,7 +87,15 @@ export interface EngineLifecycle extends EngineIdentity {
    * keeps the sandbox up itself. Once `signal` is aborted (the pod is no longer wanted) no wait goes
    * on and nothing more is made: `Cancelled`, and what was made is the deletion's.
    */
-  createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, engineRestarts: boolean, volumes?: ReadonlyMap<string, VolumeBacking>, signal?: AbortSignal): Promise<SandboxInfo>;
+  createSandbox(
+    pod: Pod,
+    id: PodIdentity,
+    attempt: number,
+    hash: string,
+    engineRestarts: boolean,
+    volumes?: ReadonlyMap<string, VolumeBacking>,
+    signal?: AbortSignal,
+  ): Promise<SandboxInfo>;
   /** A running sandbox's address (the node's on the host network). */
   sandboxInfo(id: string, pod: Pod): Promise<SandboxInfo>;
   /** Stops a pod's sandbox at once: it only holds the namespaces. Gone already is fine. */

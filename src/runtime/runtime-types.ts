@@ -113,7 +113,15 @@ export interface ContainerReading {
   cpu: { usageNs: number; userNs?: number; systemNs?: number };
   /** A sample the engine took a moment before this one, with it (a rate without the caller's own). */
   earlier?: { time: string; cpuUsageNs: number };
-  memory: { workingSetBytes: number; usageBytes?: number; limitBytes?: number; rssBytes?: number; cacheBytes?: number; pageFaults?: number; majorPageFaults?: number };
+  memory: {
+    workingSetBytes: number;
+    usageBytes?: number;
+    limitBytes?: number;
+    rssBytes?: number;
+    cacheBytes?: number;
+    pageFaults?: number;
+    majorPageFaults?: number;
+  };
   networks?: Record<string, InterfaceCounters>;
   /** Processes (threads) in it. */
   processes?: number;
@@ -146,7 +154,10 @@ export interface SandboxInfo {
 
 /** Thrown when an image cannot be had; `reason` is the kubelet's (ErrImagePull, ErrImageNeverPull). */
 export class ImageError extends Error {
-  constructor(message: string, readonly reason: 'ErrImagePull' | 'ErrImageNeverPull') {
+  constructor(
+    message: string,
+    readonly reason: 'ErrImagePull' | 'ErrImageNeverPull',
+  ) {
     super(message);
     this.name = 'ImageError';
   }
@@ -157,7 +168,11 @@ export class ImageError extends Error {
  * but retried with the same back-off, as the kubelet does. `reason` is the kubelet's waiting reason.
  */
 export class ContainerStartError extends Error {
-  constructor(message: string, readonly reason: 'CreateContainerConfigError' | 'CreateContainerError' | 'RunContainerError', options?: { cause: unknown }) {
+  constructor(
+    message: string,
+    readonly reason: 'CreateContainerConfigError' | 'CreateContainerError' | 'RunContainerError',
+    options?: { cause: unknown },
+  ) {
     super(message, options);
     this.name = 'ContainerStartError';
   }

@@ -18,7 +18,10 @@ async function run(file: string, args: string[]): Promise<{ stdout: string; stde
 
 export class MountRefused extends Error {
   /** `missing`: refused because the path is not there (said by value; the message is for people). */
-  constructor(message: string, readonly missing = false) {
+  constructor(
+    message: string,
+    readonly missing = false,
+  ) {
     super(message);
     this.name = 'MountRefused';
   }
@@ -110,7 +113,10 @@ export function openSubPath(baseReal: string, subPath: string, what: string, mak
       const target = posix.isAbsolute(next.link) ? posix.normalize(next.link) : posix.join(baseReal, ...walked, next.link);
       if (!inside(target, baseReal)) throw new MountRefused(`${what}: ${step.shown} is a symlink to ${target}, outside the volume`);
       if (++links > MAX_LINKS) throw new MountRefused(`${what}: ${step.shown}: too many levels of symbolic links`);
-      const rel = posix.relative(baseReal, target).split('/').filter((p) => p !== '');
+      const rel = posix
+        .relative(baseReal, target)
+        .split('/')
+        .filter((p) => p !== '');
       todo.unshift(...rel.map((name) => ({ name, make: false, viaLink: true, shown: step.shown })));
       closeSync(fd);
       fd = reopen(base);
@@ -226,8 +232,10 @@ export async function pinMount(req: PinRequest, staging: string): Promise<void> 
     // What the descriptor holds, whatever the path says by now: the only judgement that counts.
     const real = fdPath(fd);
     if (!real.startsWith('/') || real.endsWith(' (deleted)')) throw new MountRefused(`${req.what}: ${source} went away while it was opened`);
-    if (req.subPath && !inside(real, baseReal)) throw new MountRefused(`${req.what}: subPath ${JSON.stringify(req.subPath)} resolves to ${real}, outside the volume`);
-    if (roots && !roots.some((r) => inside(real, r))) throw new MountRefused(`${req.what}: ${source} resolves to ${real}, which is not under an allowed host path${allowedText}`);
+    if (req.subPath && !inside(real, baseReal))
+      throw new MountRefused(`${req.what}: subPath ${JSON.stringify(req.subPath)} resolves to ${real}, outside the volume`);
+    if (roots && !roots.some((r) => inside(real, r)))
+      throw new MountRefused(`${req.what}: ${source} resolves to ${real}, which is not under an allowed host path${allowedText}`);
     const isDir = fstatSync(fd).isDirectory();
     await prepareStaging(staging, isDir);
     await run('mount', ['--no-canonicalize', '--bind', `/proc/${process.pid}/fd/${fd}`, staging]).catch((err: { stderr?: string; message: string }) => {

@@ -79,11 +79,13 @@ export class Slots {
     // 20.10 hangs on a container now and then, until the request times out) must not stop every
     // other pod's creates with it.
     let fresh = urgent;
-    const stale = urgent ? setTimeout(() => {
-      fresh = false;
-      this.urgentFresh--;
-      this.pump();
-    }, HOLD_BACK_MS) : undefined;
+    const stale = urgent
+      ? setTimeout(() => {
+          fresh = false;
+          this.urgentFresh--;
+          this.pump();
+        }, HOLD_BACK_MS)
+      : undefined;
     stale?.unref();
     if (urgent) {
       this.urgentFresh++;

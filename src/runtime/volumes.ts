@@ -49,7 +49,9 @@ export function prepareHostPath(volume: string, path: string, type: HostPathType
     const target = resolveLoose(path);
     const root = allowedRoots(allowed).find((r) => inside(target, r));
     if (root === undefined) {
-      throw new MountRefused(`hostPath volume "${volume}": ${path} would be created at ${target}, which is not under an allowed host path (--allowed-host-paths=${allowed.join(',')})`);
+      throw new MountRefused(
+        `hostPath volume "${volume}": ${path} would be created at ${target}, which is not under an allowed host path (--allowed-host-paths=${allowed.join(',')})`,
+      );
     }
     // Pods may write under an allowed path: what is made there is made through descriptors from
     // the allowed root down, never by a path a planted or swapped symlink could lead elsewhere.
@@ -134,7 +136,12 @@ export function prepareTerminationLog(path: string): void {
  * directory under the state dir (so it survives container restarts and goes with the pod);
  * `medium: Memory` is an engine tmpfs volume that all the pod's containers share.
  */
-export async function prepareVolumes(stateDir: string, pod: Pod, memoryVolume: (v: Volume) => Promise<string>, allowedHostPaths?: readonly string[]): Promise<Map<string, VolumeBacking>> {
+export async function prepareVolumes(
+  stateDir: string,
+  pod: Pod,
+  memoryVolume: (v: Volume) => Promise<string>,
+  allowedHostPaths?: readonly string[],
+): Promise<Map<string, VolumeBacking>> {
   const uid = pod.metadata.uid ?? '';
   const out = new Map<string, VolumeBacking>();
   // `medium: Memory` is the engine's (a Docker tmpfs volume): `memoryVolume` makes it and names it.
@@ -174,7 +181,9 @@ export function writeDownwardApiVolume(stateDir: string, pod: Pod, v: Volume): s
   const dir = join(podDir(stateDir, pod.metadata.uid ?? ''), 'volumes', 'downward-api', v.name);
   mkdirSync(dir, { recursive: true, mode: 0o755 });
   chmodSync(dir, 0o755);
-  const sets = v.downwardAPI ? [{ items: v.downwardAPI.items ?? [], mode: v.downwardAPI.defaultMode }] : (v.projected?.sources ?? []).map((src) => ({ items: src.downwardAPI?.items ?? [], mode: v.projected?.defaultMode }));
+  const sets = v.downwardAPI
+    ? [{ items: v.downwardAPI.items ?? [], mode: v.downwardAPI.defaultMode }]
+    : (v.projected?.sources ?? []).map((src) => ({ items: src.downwardAPI?.items ?? [], mode: v.projected?.defaultMode }));
   for (const set of sets) {
     for (const item of set.items) {
       const file = join(dir, item.path);
@@ -204,6 +213,10 @@ export function writeHostNetworkHosts(stateDir: string, pod: Pod, nodeHosts = '/
   const aliases = (pod.spec.hostAliases ?? []).map((a) => `${a.ip}\t${(a.hostnames ?? []).join('\t')}\n`).join('');
   const path = join(podDir(stateDir, pod.metadata.uid ?? ''), 'etc-hosts');
   mkdirSync(dirname(path), { recursive: true });
-  writeFileSync(path, `# Kubernetes-managed hosts file (host network).\n${node}${node.endsWith('\n') || node === '' ? '' : '\n'}\n# Entries added by HostAliases.\n${aliases}`, { mode: 0o644 });
+  writeFileSync(
+    path,
+    `# Kubernetes-managed hosts file (host network).\n${node}${node.endsWith('\n') || node === '' ? '' : '\n'}\n# Entries added by HostAliases.\n${aliases}`,
+    { mode: 0o644 },
+  );
   return path;
 }

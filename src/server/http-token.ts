@@ -51,7 +51,9 @@ export function loadHttpToken(path: string, create: boolean): string {
   }
   const token = readFileSync(path, 'utf8').trim();
   if (token.length < MIN_TOKEN_CHARS || /\s/.test(token)) {
-    throw new Error(`the HTTP token file ${path} must hold one token of at least ${MIN_TOKEN_CHARS} characters without spaces (e.g. from: openssl rand -hex 32)`);
+    throw new Error(
+      `the HTTP token file ${path} must hold one token of at least ${MIN_TOKEN_CHARS} characters without spaces (e.g. from: openssl rand -hex 32)`,
+    );
   }
   return token;
 }

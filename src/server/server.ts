@@ -39,7 +39,15 @@ function loopbackHost(host: string | undefined, port: number): boolean {
  * carries a pod's spec, env, probe output or events. An allowlist, on the same parsed path the
  * handler routes by, so no spelling of a path reaches a handler it was not checked for.
  */
-const PUBLIC_PATHS: ReadonlySet<string> = new Set(['/healthz', '/metrics', '/metrics/cadvisor', '/metrics/resource', '/metrics/probes', '/stats/summary', '/node']);
+const PUBLIC_PATHS: ReadonlySet<string> = new Set([
+  '/healthz',
+  '/metrics',
+  '/metrics/cadvisor',
+  '/metrics/resource',
+  '/metrics/probes',
+  '/stats/summary',
+  '/node',
+]);
 
 /** The request's URL; undefined for one URL cannot parse (an absolute form such as `http://[`), which would otherwise throw out of the request handler. */
 function parseUrl(req: IncomingMessage): URL | undefined {
@@ -61,7 +69,10 @@ function send(res: ServerResponse, status: number, body: unknown): void {
  * /probes). Served on a unix socket in the state directory (what the CLI uses) and, when asked,
  * on 127.0.0.1:port.
  */
-export async function startServer(view: AgentView, o: { stateDir: string; port?: number; token?: string; tokenFile?: string; log?: Logger }): Promise<() => Promise<void>> {
+export async function startServer(
+  view: AgentView,
+  o: { stateDir: string; port?: number; token?: string; tokenFile?: string; log?: Logger },
+): Promise<() => Promise<void>> {
   const handler = (req: IncomingMessage, res: ServerResponse, url: URL): void => {
     if (url.pathname === '/gc') {
       // GET shows what would go; POST collects.
@@ -102,7 +113,8 @@ export async function startServer(view: AgentView, o: { stateDir: string; port?:
       );
       return;
     }
-    if (url.pathname === '/events') return send(res, 200, { apiVersion: 'v1', kind: 'EventList', items: view.events(url.searchParams.get('uid') ?? undefined) });
+    if (url.pathname === '/events')
+      return send(res, 200, { apiVersion: 'v1', kind: 'EventList', items: view.events(url.searchParams.get('uid') ?? undefined) });
     send(res, 404, 'not found\n');
   };
   const route = (req: IncomingMessage, res: ServerResponse): void => {
@@ -134,7 +146,7 @@ export async function startServer(view: AgentView, o: { stateDir: string; port?:
     const authorized = o.token !== undefined && bearerMatches(req.headers.authorization, o.token);
     if (!authorized && (req.headers.authorization !== undefined || !PUBLIC_PATHS.has(url.pathname))) {
       res.setHeader('www-authenticate', 'Bearer realm="podrun"');
-      return send(res, 401, 'unauthorized: this path needs Authorization: Bearer <the token in the agent\'s --http-token-file>\n');
+      return send(res, 401, "unauthorized: this path needs Authorization: Bearer <the token in the agent's --http-token-file>\n");
     }
     if (!authorized && req.method !== 'GET') return send(res, 405, 'method not allowed: without the token the TCP port is read-only\n');
     handler(req, res, url);
@@ -147,7 +159,9 @@ export async function startServer(view: AgentView, o: { stateDir: string; port?:
     const tcp = bounded(createServer(SERVER_OPTIONS, tcpHandler));
     await new Promise<void>((resolve, reject) => tcp.listen(o.port, '127.0.0.1', resolve).once('error', reject));
     servers.push(tcp);
-    o.log?.info(`serving ${[...PUBLIC_PATHS].join(', ')} on 127.0.0.1:${o.port}; /pods, /events and /gc there need the bearer token in ${o.tokenFile ?? '(none: refused)'}`);
+    o.log?.info(
+      `serving ${[...PUBLIC_PATHS].join(', ')} on 127.0.0.1:${o.port}; /pods, /events and /gc there need the bearer token in ${o.tokenFile ?? '(none: refused)'}`,
+    );
   }
   return async () => {
     await Promise.all(servers.map((s) => new Promise<void>((r) => s.close(() => r()))));

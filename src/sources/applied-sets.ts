@@ -69,10 +69,12 @@ function writeSet(path: string, set: SetFile): void {
     rmSync(path, { force: true });
     return;
   }
-  const sources = Object.fromEntries(set.pods.flatMap((p) => {
-    const s = set.sources.get(keyOf(p));
-    return s ? [[keyOf(p), s]] : [];
-  }));
+  const sources = Object.fromEntries(
+    set.pods.flatMap((p) => {
+      const s = set.sources.get(keyOf(p));
+      return s ? [[keyOf(p), s]] : [];
+    }),
+  );
   writeFileAtomic(path, `${JSON.stringify({ apiVersion: 'v1', kind: 'PodList', sources, items: set.pods }, null, 2)}\n`);
 }
 

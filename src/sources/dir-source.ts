@@ -13,7 +13,17 @@ import type { OriginPods } from './merge.js';
 import type { PodSource, SetExpiry } from './source.js';
 import type { SetHeader } from './freshness.js';
 import type { PodPolicy } from '../manifest/policy.js';
-import { checkFreshness, checkSignature, SET_REFUSED, SIGNATURE_REFUSED, signaturePath, signedFileOf, signerText, type FreshSet, type SignaturePolicy } from './signed.js';
+import {
+  checkFreshness,
+  checkSignature,
+  SET_REFUSED,
+  SIGNATURE_REFUSED,
+  signaturePath,
+  signedFileOf,
+  signerText,
+  type FreshSet,
+  type SignaturePolicy,
+} from './signed.js';
 
 export interface DirectorySourceOptions {
   /** Full rescan period, the safety net under the watcher. */
@@ -64,13 +74,16 @@ export class DirectorySource implements PodSource {
   private readonly busy = new Set<string>();
   private readonly again = new Set<string>();
   /** New content believed only once it has stayed (settle.ts); a settled file is read anew. */
-  private readonly settle = new SettleWait((path, settled) => {
-    if (settled) {
-      const again = this.files.get(path);
-      if (again) again.digest = '';
-    }
-    this.fileEvent(path);
-  }, () => this.stopped);
+  private readonly settle = new SettleWait(
+    (path, settled) => {
+      if (settled) {
+        const again = this.files.get(path);
+        if (again) again.digest = '';
+      }
+      this.fileEvent(path);
+    },
+    () => this.stopped,
+  );
   /** A vanished file's pods stay wanted for the removal grace (settle.ts): it may be back at once. */
   private readonly removals = new RemovalGrace(
     (path) => this.fileEvent(path),
@@ -87,7 +100,10 @@ export class DirectorySource implements PodSource {
   private dirIssue: ManifestIssue | undefined;
   private stopped = false;
 
-  constructor(dir: string, private readonly o: DirectorySourceOptions = {}) {
+  constructor(
+    dir: string,
+    private readonly o: DirectorySourceOptions = {},
+  ) {
     this.dir = resolve(dir);
     this.name = `dir:${this.dir}`;
   }
@@ -120,7 +136,11 @@ export class DirectorySource implements PodSource {
   }
 
   expiries(): SetExpiry[] {
-    return [...this.files].flatMap(([path, f]) => (f.good && f.header?.expires ? [{ origin: this.origin(path), expires: f.header.expires, ...(f.header.version !== undefined ? { version: f.header.version } : {}) }] : []));
+    return [...this.files].flatMap(([path, f]) =>
+      f.good && f.header?.expires
+        ? [{ origin: this.origin(path), expires: f.header.expires, ...(f.header.version !== undefined ? { version: f.header.version } : {}) }]
+        : [],
+    );
   }
 
   errors(): ManifestIssue[] {
@@ -262,7 +282,10 @@ export class DirectorySource implements PodSource {
       signature = sig.kind === 'text' ? sig.text : undefined;
     }
     // With signatures, the pair is the content: a new signature for the same file is news too.
-    const digest = createHash('sha256').update(text).update(signature === undefined ? '' : `\0${signature}`).digest('hex');
+    const digest = createHash('sha256')
+      .update(text)
+      .update(signature === undefined ? '' : `\0${signature}`)
+      .digest('hex');
     const prev = this.files.get(path);
     if (prev && prev.digest === digest) {
       // Back to what is in force: a version seen meanwhile did not stay, so it is not waited for.
@@ -272,7 +295,14 @@ export class DirectorySource implements PodSource {
     if (text.trim() === '') {
       // Most often a write caught between truncate and write. Like an empty URL body, it never
       // deletes pods: removing the file does.
-      const issue: ManifestIssue = { file: path, line: 1, column: 1, field: '', message: 'file is empty; keeping its pods (remove the file to delete them)', severity: 'warning' };
+      const issue: ManifestIssue = {
+        file: path,
+        line: 1,
+        column: 1,
+        field: '',
+        message: 'file is empty; keeping its pods (remove the file to delete them)',
+        severity: 'warning',
+      };
       this.files.set(path, { digest, lastGood: prev?.lastGood ?? [], issues: [issue], good: prev?.good ?? false, ...signedOf(prev) });
       return;
     }
@@ -288,7 +318,8 @@ export class DirectorySource implements PodSource {
     let signedBy: string | undefined;
     let fresh: FreshSet | undefined;
     if (this.o.signatures) {
-      const refuse = (reason: string, refused: 'signature' | 'set'): void => this.setIssue(path, { file: path, line: 1, column: 1, field: '', message: reason, severity: 'error', refused });
+      const refuse = (reason: string, refused: 'signature' | 'set'): void =>
+        this.setIssue(path, { file: path, line: 1, column: 1, field: '', message: reason, severity: 'error', refused });
       const v = checkSignature(read.bytes, signature, signaturePath(path), this.o.signatures, this.origin(path));
       if ('reason' in v) return refuse(v.reason, 'signature');
       const f = checkFreshness(read.bytes, this.o.signatures, this.origin(path));
@@ -309,10 +340,25 @@ export class DirectorySource implements PodSource {
         // Recorded before it is applied: after a kill -9 the record is never older than what runs.
         fresh?.commit();
       } catch (err) {
-        this.setIssue(path, { file: path, line: 1, column: 1, field: '', message: `${SET_REFUSED}: cannot record its version: ${(err as Error).message}`, severity: 'error', refused: 'set' });
+        this.setIssue(path, {
+          file: path,
+          line: 1,
+          column: 1,
+          field: '',
+          message: `${SET_REFUSED}: cannot record its version: ${(err as Error).message}`,
+          severity: 'error',
+          refused: 'set',
+        });
         return;
       }
-      this.files.set(path, { digest, lastGood: r.pods, issues: r.issues, good: true, ...(signedBy ? { signedBy } : {}), ...(fresh?.header ? { header: fresh.header } : {}) });
+      this.files.set(path, {
+        digest,
+        lastGood: r.pods,
+        issues: r.issues,
+        good: true,
+        ...(signedBy ? { signedBy } : {}),
+        ...(fresh?.header ? { header: fresh.header } : {}),
+      });
     }
     this.onChange();
   }

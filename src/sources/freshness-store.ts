@@ -13,7 +13,10 @@ import type { FreshnessRecord } from './freshness.js';
 export class FreshnessStore {
   private readonly dir: string;
 
-  constructor(stateDir: string, private readonly log?: Logger) {
+  constructor(
+    stateDir: string,
+    private readonly log?: Logger,
+  ) {
     this.dir = join(stateDir, 'set-freshness');
   }
 
@@ -30,11 +33,18 @@ export class FreshnessStore {
     }
     try {
       const r = JSON.parse(text) as FreshnessRecord & { source?: string };
-      if (r.source !== source || !Array.isArray(r.superseded) || (r.version !== undefined && !Number.isSafeInteger(r.version))) throw new Error('not a record of this source');
-      return { ...(r.version !== undefined ? { version: r.version } : {}), ...(r.current ? { current: r.current } : {}), superseded: r.superseded.filter((d) => typeof d === 'string') };
+      if (r.source !== source || !Array.isArray(r.superseded) || (r.version !== undefined && !Number.isSafeInteger(r.version)))
+        throw new Error('not a record of this source');
+      return {
+        ...(r.version !== undefined ? { version: r.version } : {}),
+        ...(r.current ? { current: r.current } : {}),
+        superseded: r.superseded.filter((d) => typeof d === 'string'),
+      };
     } catch (err) {
       // Damaged: the signatures still hold; the versions start over from the next set taken.
-      this.log?.error(`${this.path(source)}: damaged record of ${source} (${(err as Error).message}); replay protection starts over from the next set`, { source });
+      this.log?.error(`${this.path(source)}: damaged record of ${source} (${(err as Error).message}); replay protection starts over from the next set`, {
+        source,
+      });
       return undefined;
     }
   }

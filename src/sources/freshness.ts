@@ -31,7 +31,9 @@ export const MAX_SUPERSEDED = 10_000;
 
 /** The header of a signed set, from its first line; a malformed one is refused, never ignored. */
 export function parseSetHeader(bytes: Uint8Array): SetHeader | { error: string } {
-  const text = Buffer.from(bytes.subarray(0, 4096)).toString('utf8').replace(/^\uFEFF/, '');
+  const text = Buffer.from(bytes.subarray(0, 4096))
+    .toString('utf8')
+    .replace(/^\uFEFF/, '');
   const first = text.split('\n', 1)[0]!.replace(/\r$/, '');
   if (!first.startsWith(PREFIX)) return {};
   const out: SetHeader = {};
@@ -40,7 +42,8 @@ export function parseSetHeader(bytes: Uint8Array): SetHeader | { error: string }
     const key = eq > 0 ? token.slice(0, eq) : token;
     const value = eq > 0 ? token.slice(eq + 1) : '';
     if (key === 'version' && /^\d{1,15}$/.test(value)) out.version = Number(value);
-    else if (key === 'expires' && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(value) && !Number.isNaN(Date.parse(value))) out.expires = new Date(value);
+    else if (key === 'expires' && /^\d{4}-\d\d-\d\dT\d\d:\d\d:\d\d(\.\d+)?(Z|[+-]\d\d:\d\d)$/.test(value) && !Number.isNaN(Date.parse(value)))
+      out.expires = new Date(value);
     else if (key === 'node' && /^[A-Za-z0-9.*?_-]+(,[A-Za-z0-9.*?_-]+)*$/.test(value)) out.nodes = value.split(',');
     else return { error: `the set header has ${JSON.stringify(token)}: expected version=N, expires=RFC3339 time, node=GLOB[,GLOB]` };
   }
@@ -48,7 +51,10 @@ export function parseSetHeader(bytes: Uint8Array): SetHeader | { error: string }
 }
 
 function globMatches(glob: string, name: string): boolean {
-  const re = glob.replace(/[.+^${}()|[\]\\]/g, '\\$&').replace(/\*/g, '.*').replace(/\?/g, '.');
+  const re = glob
+    .replace(/[.+^${}()|[\]\\]/g, '\\$&')
+    .replace(/\*/g, '.*')
+    .replace(/\?/g, '.');
   return new RegExp(`^${re}$`).test(name);
 }
 
@@ -63,13 +69,24 @@ export function judgeSet(record: FreshnessRecord | undefined, digest: string, he
   if (header.nodes && !header.nodes.some((g) => globMatches(g, node))) {
     return { kind: 'node', reason: `the set is signed for node ${header.nodes.join(',')}, not this node (${node})` };
   }
-  if (r.superseded.includes(digest)) return { kind: 'replay', reason: `replay: this exact set was superseded by a newer one${r.version !== undefined ? ` (version ${r.version} is in force)` : ''}` };
+  if (r.superseded.includes(digest))
+    return {
+      kind: 'replay',
+      reason: `replay: this exact set was superseded by a newer one${r.version !== undefined ? ` (version ${r.version} is in force)` : ''}`,
+    };
   if (r.version !== undefined) {
     if (header.version === undefined) return { kind: 'replay', reason: `replay: the set has no version, and version ${r.version} was already accepted` };
     if (header.version < r.version) return { kind: 'replay', reason: `replay: version ${header.version} is older than version ${r.version}, already accepted` };
-    if (header.version === r.version) return { kind: 'replay', reason: `version ${header.version} was already accepted with other content: publish changes under a higher version` };
+    if (header.version === r.version)
+      return { kind: 'replay', reason: `version ${header.version} was already accepted with other content: publish changes under a higher version` };
   }
   if (header.expires && header.expires.getTime() <= now.getTime()) return { kind: 'expired', reason: `the set expired at ${header.expires.toISOString()}` };
   const superseded = r.current ? [...r.superseded, r.current].slice(-MAX_SUPERSEDED) : r.superseded;
-  return { next: { ...(header.version !== undefined ? { version: header.version } : r.version !== undefined ? { version: r.version } : {}), current: digest, superseded } };
+  return {
+    next: {
+      ...(header.version !== undefined ? { version: header.version } : r.version !== undefined ? { version: r.version } : {}),
+      current: digest,
+      superseded,
+    },
+  };
 }

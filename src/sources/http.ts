@@ -127,7 +127,12 @@ function timeoutError(err: unknown, expired: boolean, trace: Trace, timeoutMs: n
   const code = (err as { code?: unknown } | undefined)?.code;
   const read = bytes ? `, ${bytes} bytes of the body read` : '';
   if (expired) {
-    const doing = trace.phase === 'connect' ? `connecting to ${trace.origin}` : trace.phase === 'headers' ? `waiting for the response headers from ${trace.origin}` : `reading the body from ${trace.origin}${read}`;
+    const doing =
+      trace.phase === 'connect'
+        ? `connecting to ${trace.origin}`
+        : trace.phase === 'headers'
+          ? `waiting for the response headers from ${trace.origin}`
+          : `reading the body from ${trace.origin}${read}`;
     return new Error(`total timeout (${formatDuration(timeoutMs)} for the whole fetch) ran out while ${doing}`);
   }
   if (code === 'UND_ERR_CONNECT_TIMEOUT') return new Error(`connect timeout (${formatDuration(connectMs)}): no connection to ${trace.origin}`);
@@ -136,14 +141,20 @@ function timeoutError(err: unknown, expired: boolean, trace: Trace, timeoutMs: n
   return undefined;
 }
 
-async function fetchOnce(url: string, o: HttpOptions, conditional: { etag?: string; lastModified?: string }, t: { trace: Trace; got: { bytes: number }; signal: AbortSignal }): Promise<HttpResult> {
+async function fetchOnce(
+  url: string,
+  o: HttpOptions,
+  conditional: { etag?: string; lastModified?: string },
+  t: { trace: Trace; got: { bytes: number }; signal: AbortSignal },
+): Promise<HttpResult> {
   const timeout = timerDelay(o.timeoutMs ?? 10_000);
   const headers: Record<string, string> = { 'user-agent': 'podrun', ...(o.headers ?? {}) };
   // Credentials in the URL become basic auth (as curl does); the request line never carries them.
   const target = new URL(url);
   if (target.username || target.password) {
     const hasAuth = Object.keys(headers).some((k) => k.toLowerCase() === 'authorization');
-    if (!hasAuth) headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(target.username)}:${decodeURIComponent(target.password)}`).toString('base64')}`;
+    if (!hasAuth)
+      headers.authorization = `Basic ${Buffer.from(`${decodeURIComponent(target.username)}:${decodeURIComponent(target.password)}`).toString('base64')}`;
     target.username = '';
     target.password = '';
   }
@@ -164,14 +175,19 @@ async function fetchOnce(url: string, o: HttpOptions, conditional: { etag?: stri
   if (res.statusCode === 304) {
     await res.body.dump();
     // A 304 answers a conditional request; to a plain one it says nothing usable.
-    if (!conditional.etag && !conditional.lastModified) throw new Error('HTTP 304 Not Modified to a request that was not conditional (no ETag or Last-Modified was ever sent)');
+    if (!conditional.etag && !conditional.lastModified)
+      throw new Error('HTTP 304 Not Modified to a request that was not conditional (no ETag or Last-Modified was ever sent)');
     return { status: 304, body: Buffer.alloc(0), urls };
   }
   if (res.statusCode >= 300 && res.statusCode < 400) {
     await res.body.dump();
     // The redirect interceptor hands back the last redirect when it gives up.
     const location = header('location');
-    throw new Error(location ? `HTTP ${res.statusCode}: too many redirects (more than ${o.maxRedirections ?? 5}; a redirect loop?), last to ${location}` : `HTTP ${res.statusCode} redirect without a Location header`);
+    throw new Error(
+      location
+        ? `HTTP ${res.statusCode}: too many redirects (more than ${o.maxRedirections ?? 5}; a redirect loop?), last to ${location}`
+        : `HTTP ${res.statusCode} redirect without a Location header`,
+    );
   }
   if (res.statusCode < 200 || res.statusCode > 299) {
     await res.body.dump();
@@ -189,7 +205,14 @@ async function fetchOnce(url: string, o: HttpOptions, conditional: { etag?: stri
   const etag = header('etag');
   const lastModified = header('last-modified');
   const date = header('date');
-  return { status: res.statusCode, body: decompress(Buffer.concat(chunks), header('content-encoding')), urls, ...(etag ? { etag } : {}), ...(lastModified ? { lastModified } : {}), ...(date ? { date } : {}) };
+  return {
+    status: res.statusCode,
+    body: decompress(Buffer.concat(chunks), header('content-encoding')),
+    urls,
+    ...(etag ? { etag } : {}),
+    ...(lastModified ? { lastModified } : {}),
+    ...(date ? { date } : {}),
+  };
 }
 
 /** Undoes a Content-Encoding, with the decompressed size capped as the raw one is. */
@@ -203,7 +226,11 @@ function decompress(body: Buffer, encoding: string | undefined): Buffer {
     if (enc === 'br') return brotliDecompressSync(body, opts);
   } catch (err) {
     const e = err as NodeJS.ErrnoException;
-    throw new Error(e.code === 'ERR_BUFFER_TOO_LARGE' ? `body is larger than ${sizeOf(MAX_MANIFEST_BYTES)} once decompressed (${enc})` : `cannot decode the ${enc} body: ${e.message}`);
+    throw new Error(
+      e.code === 'ERR_BUFFER_TOO_LARGE'
+        ? `body is larger than ${sizeOf(MAX_MANIFEST_BYTES)} once decompressed (${enc})`
+        : `cannot decode the ${enc} body: ${e.message}`,
+    );
   }
   throw new Error(`unsupported Content-Encoding "${enc}" (podrun accepts gzip, deflate, br)`);
 }

@@ -42,7 +42,11 @@ export function podDigest(d: DesiredPod): string {
  * origin in name order, deterministically. Differing declarations are reported as a conflict.
  * Pure: `previous` maps key → the origin that held it.
  */
-export function mergeOrigins(origins: OriginPods[], previous: ReadonlyMap<string, string>, takesOver: (origin: string, d: DesiredPod, holder: string | undefined) => boolean = () => false): MergeResult {
+export function mergeOrigins(
+  origins: OriginPods[],
+  previous: ReadonlyMap<string, string>,
+  takesOver: (origin: string, d: DesiredPod, holder: string | undefined) => boolean = () => false,
+): MergeResult {
   const byKey = new Map<string, { origin: string; pod: DesiredPod }[]>();
   for (const o of [...origins].sort((a, b) => a.origin.localeCompare(b.origin))) {
     for (const pod of o.pods) {

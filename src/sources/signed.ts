@@ -94,9 +94,16 @@ export function signedFileOf(path: string): string | undefined {
  * Checks a manifest's exact bytes against its signature text (undefined: none was found, `where`
  * says where it was looked for): the key that signed it, or why it is refused.
  */
-export function checkSignature(bytes: Uint8Array, signature: string | undefined, where: string, policy: SignaturePolicy, source: string): { reason: string } | { signer: Signer } {
+export function checkSignature(
+  bytes: Uint8Array,
+  signature: string | undefined,
+  where: string,
+  policy: SignaturePolicy,
+  source: string,
+): { reason: string } | { signer: Signer } {
   let verdict: { ok: true; signer: Signer } | { ok: false; reason: string };
-  if (signature === undefined) verdict = { ok: false, reason: `no signature (looked for ${where}; sign with: ssh-keygen -Y sign -n podrun -f KEY < FILE > FILE.sig)` };
+  if (signature === undefined)
+    verdict = { ok: false, reason: `no signature (looked for ${where}; sign with: ssh-keygen -Y sign -n podrun -f KEY < FILE > FILE.sig)` };
   else if (Buffer.byteLength(signature) > MAX_SIGNATURE_BYTES) verdict = { ok: false, reason: `${where} is larger than a signature can be` };
   else verdict = verifySignature(bytes, signature, policy.signers);
   policy.onCheck?.(source, verdict.ok);

@@ -168,7 +168,10 @@ export function parseSigners(text: string, file: string): Signer[] {
     const at = `${file}:${i + 1}`;
     const f = fields(line);
     let k = f.findIndex((x) => KEY_TYPE.test(x));
-    if (k < 0 || k > 2 || f[k + 1] === undefined) throw new Error(`${at}: not an OpenSSH public key or allowed-signers line (expected "[principals [options]] ssh-ed25519|ecdsa-sha2-nistp256|ssh-rsa AAAA...")`);
+    if (k < 0 || k > 2 || f[k + 1] === undefined)
+      throw new Error(
+        `${at}: not an OpenSSH public key or allowed-signers line (expected "[principals [options]] ssh-ed25519|ecdsa-sha2-nistp256|ssh-rsa AAAA...")`,
+      );
     const type = f[k] as string;
     const principals = k >= 1 ? (f[0] as string) : undefined;
     const options = k === 2 ? splitOptions(f[1] as string) : [];
@@ -265,7 +268,8 @@ export function verifySignature(message: Uint8Array, armored: string, signers: r
   } catch (err) {
     return { ok: false, reason: (err as Error).message === 'truncated' ? 'the signature is truncated' : (err as Error).message };
   }
-  if (s.namespace !== namespace) return { ok: false, reason: `signed for namespace "${s.namespace}", not "${namespace}" (sign with ssh-keygen -Y sign -n ${namespace})` };
+  if (s.namespace !== namespace)
+    return { ok: false, reason: `signed for namespace "${s.namespace}", not "${namespace}" (sign with ssh-keygen -Y sign -n ${namespace})` };
   if (s.hashAlgorithm !== 'sha256' && s.hashAlgorithm !== 'sha512') return { ok: false, reason: `unsupported hash algorithm ${s.hashAlgorithm}` };
   const candidates = signers.filter((k) => k.blob.equals(s.publicKey));
   if (!candidates.length) return { ok: false, reason: `signed by ${fingerprint(s.publicKey)}, which is not a trusted key` };

@@ -80,7 +80,10 @@ export class UrlSource implements PodSource {
   /** The URL as shown: in errors, logs, labels and the cache (credentials masked). */
   private readonly shown: string;
 
-  constructor(readonly url: string, private readonly o: UrlSourceOptions) {
+  constructor(
+    readonly url: string,
+    private readonly o: UrlSourceOptions,
+  ) {
     this.shown = redactUrl(url);
     this.name = `url:${this.shown}`;
   }
@@ -110,7 +113,9 @@ export class UrlSource implements PodSource {
   }
 
   expiries(): SetExpiry[] {
-    return this.header?.expires ? [{ origin: this.name, expires: this.header.expires, ...(this.header.version !== undefined ? { version: this.header.version } : {}) }] : [];
+    return this.header?.expires
+      ? [{ origin: this.name, expires: this.header.expires, ...(this.header.version !== undefined ? { version: this.header.version } : {}) }]
+      : [];
   }
 
   private cachePath(): string {
@@ -135,7 +140,11 @@ export class UrlSource implements PodSource {
       const verified = this.verifiedCache(c);
       if (verified && this.accept(verified.text, 'cache', verified.fresh)) {
         this.signer = verified.signer;
-        this.validators = { ...(c.etag ? { etag: c.etag } : {}), ...(c.lastModified ? { lastModified: c.lastModified } : {}), ...(c.date ? { date: c.date } : {}) };
+        this.validators = {
+          ...(c.etag ? { etag: c.etag } : {}),
+          ...(c.lastModified ? { lastModified: c.lastModified } : {}),
+          ...(c.date ? { date: c.date } : {}),
+        };
         this.o.log?.warn(`${this.name}: using the cached copy until the URL answers`, { source: this.name });
       }
     } catch {
@@ -191,7 +200,17 @@ export class UrlSource implements PodSource {
         fresh.commit();
       } catch (err) {
         // Unrecorded, a set could be replayed after a restart: it is not taken until it can be.
-        this.issues = [{ file: this.shown, line: 1, column: 1, field: '', message: `${SET_REFUSED}: cannot record its version: ${(err as Error).message}`, severity: 'error', refused: 'set' }];
+        this.issues = [
+          {
+            file: this.shown,
+            line: 1,
+            column: 1,
+            field: '',
+            message: `${SET_REFUSED}: cannot record its version: ${(err as Error).message}`,
+            severity: 'error',
+            refused: 'set',
+          },
+        ];
         return false;
       }
       this.header = fresh.header;
@@ -236,7 +255,9 @@ export class UrlSource implements PodSource {
   private fail(message: string, issues?: ManifestIssue[], refused?: ManifestIssue['refused']): void {
     this.failures++;
     this.o.onFetch?.('error');
-    this.issues = issues ?? [{ file: this.shown, line: 1, column: 1, field: '', message: redactText(message), severity: 'error', ...(refused ? { refused } : {}) }];
+    this.issues = issues ?? [
+      { file: this.shown, line: 1, column: 1, field: '', message: redactText(message), severity: 'error', ...(refused ? { refused } : {}) },
+    ];
     this.o.log?.warn(`${this.name}: ${redactText(message)} (keeping the last good set)`, { source: this.name });
     this.schedule(this.retryDelay());
     this.onChange();
@@ -254,7 +275,11 @@ export class UrlSource implements PodSource {
 
   async poll(): Promise<void> {
     if (this.stopped) return;
-    const plan = planPoll({ ...(this.validators ? { validators: this.validators } : {}), fullSinceStart: this.fullSinceStart, notModifiedInARow: this.notModifiedInARow });
+    const plan = planPoll({
+      ...(this.validators ? { validators: this.validators } : {}),
+      fullSinceStart: this.fullSinceStart,
+      notModifiedInARow: this.notModifiedInARow,
+    });
     if (plan.full) this.o.log?.debug(`${this.name}: a plain GET, compared with the set in force: ${plan.full}`, { source: this.name });
     let res;
     try {
@@ -305,11 +330,18 @@ export class UrlSource implements PodSource {
         this.fail(refusal ? refusal.message : 'invalid manifest', this.issues);
         return;
       }
-      if (changed) this.o.log?.info(`${this.name}: took a new set (sha256 ${digest.slice(0, 12)}, ${this.pods.length} pod${this.pods.length === 1 ? '' : 's'})`, { source: this.name });
+      if (changed)
+        this.o.log?.info(`${this.name}: took a new set (sha256 ${digest.slice(0, 12)}, ${this.pods.length} pod${this.pods.length === 1 ? '' : 's'})`, {
+          source: this.name,
+        });
       this.signer = signer;
       this.fullSinceStart = true;
       this.notModifiedInARow = 0;
-      this.validators = { ...(res.etag ? { etag: res.etag } : {}), ...(res.lastModified ? { lastModified: res.lastModified } : {}), ...(res.date ? { date: res.date } : {}) };
+      this.validators = {
+        ...(res.etag ? { etag: res.etag } : {}),
+        ...(res.lastModified ? { lastModified: res.lastModified } : {}),
+        ...(res.date ? { date: res.date } : {}),
+      };
       this.writeCache({ url: this.shown, body, ...(signed ? { signed } : {}), ...this.validators });
     }
     this.o.onFetch?.(res.status === 304 ? 'not_modified' : 'ok');

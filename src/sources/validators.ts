@@ -46,9 +46,12 @@ export function judgeValidators(v: Validators): { trusted: Conditional } | { wea
   const modified = Date.parse(v.lastModified);
   const date = v.date === undefined ? NaN : Date.parse(v.date);
   if (Number.isNaN(modified)) return { weak: `Last-Modified ${JSON.stringify(v.lastModified)} is not an HTTP date` };
-  if (Number.isNaN(date)) return { weak: v.date === undefined ? 'the response has no Date to judge its Last-Modified by' : `Date ${JSON.stringify(v.date)} is not an HTTP date` };
+  if (Number.isNaN(date))
+    return { weak: v.date === undefined ? 'the response has no Date to judge its Last-Modified by' : `Date ${JSON.stringify(v.date)} is not an HTTP date` };
   if (date - modified < SETTLED_MS) {
-    return { weak: `Last-Modified (${v.lastModified}) is less than ${SETTLED_MS / 1000} s before the response's Date (${v.date}): a second write within that second would keep the same validators` };
+    return {
+      weak: `Last-Modified (${v.lastModified}) is less than ${SETTLED_MS / 1000} s before the response's Date (${v.date}): a second write within that second would keep the same validators`,
+    };
   }
   return { trusted: { lastModified: v.lastModified, ...(v.etag !== undefined ? { etag: v.etag } : {}) } };
 }

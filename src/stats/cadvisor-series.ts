@@ -45,24 +45,80 @@ export function cgroupSeries(out: Exposition, labels: LabelText, group: readonly
   const cfs = one?.cpuQuotaUs !== undefined ? one.cfs : undefined;
   out.add('container_cpu_cfs_periods_total', 'counter', 'Number of elapsed enforcement period intervals.', labels, cfs?.periods, t);
   out.add('container_cpu_cfs_throttled_periods_total', 'counter', 'Number of throttled period intervals.', labels, cfs?.throttledPeriods, t);
-  out.add('container_cpu_cfs_throttled_seconds_total', 'counter', 'Total time duration the container has been throttled.', labels, cfs === undefined ? undefined : cfs.throttledNs / 1e9, t);
+  out.add(
+    'container_cpu_cfs_throttled_seconds_total',
+    'counter',
+    'Total time duration the container has been throttled.',
+    labels,
+    cfs === undefined ? undefined : cfs.throttledNs / 1e9,
+    t,
+  );
   // Settings carry no timestamp in cAdvisor's output: they are the spec, not a reading.
   out.add('container_spec_cpu_period', 'gauge', 'CPU period of the container.', labels, one?.cpuPeriodUs);
   out.add('container_spec_cpu_quota', 'gauge', 'CPU quota of the container.', labels, one?.cpuQuotaUs);
   out.add('container_spec_cpu_shares', 'gauge', 'CPU share of the container.', labels, one?.cpuShares);
-  out.add('container_memory_swap', 'gauge', 'Container swap usage in bytes.', labels, sum((x) => x.swapBytes), t);
+  out.add(
+    'container_memory_swap',
+    'gauge',
+    'Container swap usage in bytes.',
+    labels,
+    sum((x) => x.swapBytes),
+    t,
+  );
   // cAdvisor types it a counter, which promtool rejects for a name without _total: untyped keeps
   // its name and value (rate() reads it all the same) and the text clean.
-  out.add('container_memory_failcnt', 'untyped', 'Number of memory usage hits limits', labels, sum((x) => x.failcnt), t);
-  out.add('container_oom_events_total', 'counter', 'Count of out of memory events observed for the container', labels, sum((x) => x.oomKills), t);
+  out.add(
+    'container_memory_failcnt',
+    'untyped',
+    'Number of memory usage hits limits',
+    labels,
+    sum((x) => x.failcnt),
+    t,
+  );
+  out.add(
+    'container_oom_events_total',
+    'counter',
+    'Count of out of memory events observed for the container',
+    labels,
+    sum((x) => x.oomKills),
+    t,
+  );
   io(out, labels, group, t);
-  out.add('container_processes', 'gauge', 'Number of processes running inside the container.', labels, sum((x) => x.processes), t);
-  out.add('container_file_descriptors', 'gauge', 'Number of open file descriptors for the container.', labels, sum((x) => x.fds), t);
-  out.add('container_sockets', 'gauge', 'Number of open sockets for the container.', labels, sum((x) => x.sockets), t);
+  out.add(
+    'container_processes',
+    'gauge',
+    'Number of processes running inside the container.',
+    labels,
+    sum((x) => x.processes),
+    t,
+  );
+  out.add(
+    'container_file_descriptors',
+    'gauge',
+    'Number of open file descriptors for the container.',
+    labels,
+    sum((x) => x.fds),
+    t,
+  );
+  out.add(
+    'container_sockets',
+    'gauge',
+    'Number of open sockets for the container.',
+    labels,
+    sum((x) => x.sockets),
+    t,
+  );
   const threads = group.every((s) => s.stats.processes !== undefined) ? group.reduce((a, s) => a + (s.stats.processes ?? 0), 0) : undefined;
   out.add('container_threads', 'gauge', 'Number of threads running inside the container', labels, threads, t);
   out.add('container_threads_max', 'gauge', 'Maximum number of threads allowed inside the container, infinity if value is zero', labels, one?.threadsMax, t);
-  out.add('container_ulimits_soft', 'gauge', 'Soft ulimit values for the container root process. Unlimited if -1, except priority and nice', labels.with('ulimit', 'max_open_files'), one?.maxOpenFiles, t);
+  out.add(
+    'container_ulimits_soft',
+    'gauge',
+    'Soft ulimit values for the container root process. Unlimited if -1, except priority and nice',
+    labels.with('ulimit', 'max_open_files'),
+    one?.maxOpenFiles,
+    t,
+  );
 }
 
 const IO: [string, string, 'readBytes' | 'writeBytes' | 'reads' | 'writes'][] = [

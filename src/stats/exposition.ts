@@ -12,7 +12,11 @@ export class LabelText {
   private constructor(readonly text: string) {}
 
   static of(labels: Labels): LabelText {
-    return new LabelText(Object.entries(labels).map(([k, v]) => `${k}="${escapeLabel(v)}"`).join(','));
+    return new LabelText(
+      Object.entries(labels)
+        .map(([k, v]) => `${k}="${escapeLabel(v)}"`)
+        .join(','),
+    );
   }
 
   with(name: string, value: string): LabelText {

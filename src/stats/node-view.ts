@@ -73,12 +73,20 @@ export function nodeView(i: NodeInputs): NodeView {
   const prev = i.previousCpu;
   if (prev) {
     const seconds = (Date.parse(now) - Date.parse(prev.time)) / 1000;
-    if (seconds > 0 && host.cpu.usageCoreNanoSeconds >= prev.usageCoreNanoSeconds) host.cpu.usageNanoCores = Math.round((host.cpu.usageCoreNanoSeconds - prev.usageCoreNanoSeconds) / seconds);
+    if (seconds > 0 && host.cpu.usageCoreNanoSeconds >= prev.usageCoreNanoSeconds)
+      host.cpu.usageNanoCores = Math.round((host.cpu.usageCoreNanoSeconds - prev.usageCoreNanoSeconds) / seconds);
   }
   const nodefs = fsUsage(i.stateDir, now);
   const imagefs = i.facts ? fsUsage(i.facts.rootDir, now) : undefined;
   const pids = pidUsage();
-  const conditions = nodeConditions(observations(host.memory, host.capacityBytes, nodefs, imagefs, pids), i.thresholds, i.engineUp, now, i.previous, i.setExpiries ? [setExpiryCondition(i.setExpiries, Date.parse(now))] : []);
+  const conditions = nodeConditions(
+    observations(host.memory, host.capacityBytes, nodefs, imagefs, pids),
+    i.thresholds,
+    i.engineUp,
+    now,
+    i.previous,
+    i.setExpiries ? [setExpiryCondition(i.setExpiries, Date.parse(now))] : [],
+  );
   const name = i.rt.nodeName;
   const cpus = i.facts?.cpus ?? 0;
   const ki = (bytes: number): string => `${Math.floor(bytes / 1024)}Ki`;
@@ -93,7 +101,11 @@ export function nodeView(i: NodeInputs): NodeView {
     kind: 'Node',
     metadata: {
       name,
-      labels: { 'kubernetes.io/hostname': hostname(), 'kubernetes.io/os': 'linux', 'kubernetes.io/arch': GOARCH[i.facts?.architecture ?? ''] ?? i.facts?.architecture ?? '' },
+      labels: {
+        'kubernetes.io/hostname': hostname(),
+        'kubernetes.io/os': 'linux',
+        'kubernetes.io/arch': GOARCH[i.facts?.architecture ?? ''] ?? i.facts?.architecture ?? '',
+      },
       annotations: { 'podrun.io/pods': String(i.pods) },
       creationTimestamp: i.startTime,
     },
@@ -128,6 +140,12 @@ export function nodeView(i: NodeInputs): NodeView {
     runtime: imagefs ? { imageFs: imagefs } : {},
     rlimit: { time: now, ...pids },
   };
-  const machine: MachineFacts = { cores: cpus, memoryBytes: host.capacityBytes, machineId: firstLine('/etc/machine-id'), systemUuid: firstLine('/sys/class/dmi/id/product_uuid'), bootId: firstLine('/proc/sys/kernel/random/boot_id') };
+  const machine: MachineFacts = {
+    cores: cpus,
+    memoryBytes: host.capacityBytes,
+    machineId: firstLine('/etc/machine-id'),
+    systemUuid: firstLine('/sys/class/dmi/id/product_uuid'),
+    bootId: firstLine('/proc/sys/kernel/random/boot_id'),
+  };
   return { node, summary, conditions, machine };
 }

@@ -10,7 +10,14 @@ import type { CpuStats, FsStats, MemoryStats, SwapStats } from './summary.js';
 
 export type Signal = 'memory.available' | 'nodefs.available' | 'nodefs.inodesFree' | 'imagefs.available' | 'imagefs.inodesFree' | 'pid.available';
 
-export const SIGNALS: readonly Signal[] = ['memory.available', 'nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree', 'pid.available'];
+export const SIGNALS: readonly Signal[] = [
+  'memory.available',
+  'nodefs.available',
+  'nodefs.inodesFree',
+  'imagefs.available',
+  'imagefs.inodesFree',
+  'pid.available',
+];
 
 /** A threshold: an absolute quantity, or a percentage of the signal's capacity. */
 export type Threshold = { quantity: number } | { percent: number };
@@ -21,7 +28,10 @@ export const DEFAULT_EVICTION_HARD = 'memory.available<100Mi,nodefs.available<10
 /** Parses `memory.available<100Mi,nodefs.available<10%` as the kubelet does; throws naming the bad part. */
 export function parseEvictionThresholds(text: string): Map<Signal, Threshold> {
   const out = new Map<Signal, Threshold>();
-  for (const part of text.split(',').map((p) => p.trim()).filter(Boolean)) {
+  for (const part of text
+    .split(',')
+    .map((p) => p.trim())
+    .filter(Boolean)) {
     const m = /^([a-zA-Z.]+)<(.+)$/.exec(part);
     if (!m) throw new Error(`invalid eviction threshold "${part}" (use e.g. memory.available<100Mi or nodefs.available<10%)`);
     const signal = m[1] as Signal;
@@ -70,14 +80,29 @@ function crossed(o: { available: number; capacity: number } | undefined, t: Thre
  * A signed set in force whose expiry has passed keeps running (a clock never takes pods down), and
  * the node says so, so a frozen mirror is noticed: podrun's own condition, beside the kubelet's.
  */
-export function setExpiryCondition(expiries: readonly { origin: string; expires: Date }[], nowMs: number): Omit<NodeCondition, 'lastHeartbeatTime' | 'lastTransitionTime'> {
+export function setExpiryCondition(
+  expiries: readonly { origin: string; expires: Date }[],
+  nowMs: number,
+): Omit<NodeCondition, 'lastHeartbeatTime' | 'lastTransitionTime'> {
   const expired = expiries.filter((e) => e.expires.getTime() <= nowMs);
   return expired.length
-    ? { type: 'ManifestSetExpired', status: 'True', reason: 'ManifestSetExpired', message: `signed set in force has expired, still running it: ${expired.map((e) => `${e.origin} (expired ${e.expires.toISOString()})`).join(', ')}` }
+    ? {
+        type: 'ManifestSetExpired',
+        status: 'True',
+        reason: 'ManifestSetExpired',
+        message: `signed set in force has expired, still running it: ${expired.map((e) => `${e.origin} (expired ${e.expires.toISOString()})`).join(', ')}`,
+      }
     : { type: 'ManifestSetExpired', status: 'False', reason: 'ManifestSetsFresh', message: 'no signed set in force has expired' };
 }
 
-export function nodeConditions(obs: Observations, thresholds: ReadonlyMap<Signal, Threshold>, engineUp: boolean, now: string, previous: readonly NodeCondition[] = [], extra: Omit<NodeCondition, 'lastHeartbeatTime' | 'lastTransitionTime'>[] = []): NodeCondition[] {
+export function nodeConditions(
+  obs: Observations,
+  thresholds: ReadonlyMap<Signal, Threshold>,
+  engineUp: boolean,
+  now: string,
+  previous: readonly NodeCondition[] = [],
+  extra: Omit<NodeCondition, 'lastHeartbeatTime' | 'lastTransitionTime'>[] = [],
+): NodeCondition[] {
   const hit = (signals: Signal[]): Signal[] => signals.filter((s) => crossed(obs[s], thresholds.get(s)));
   const memory = hit(['memory.available']);
   const disk = hit(['nodefs.available', 'nodefs.inodesFree', 'imagefs.available', 'imagefs.inodesFree']);
@@ -87,7 +112,12 @@ export function nodeConditions(obs: Observations, thresholds: ReadonlyMap<Signal
       ? { type: 'Ready', status: 'True', reason: 'KubeletReady', message: 'podrun is posting ready status' }
       : { type: 'Ready', status: 'False', reason: 'KubeletNotReady', message: 'container runtime is down: the Docker engine cannot be reached' },
     memory.length
-      ? { type: 'MemoryPressure', status: 'True', reason: 'KubeletHasInsufficientMemory', message: `node has insufficient memory available (${memory.join(', ')} below its threshold)` }
+      ? {
+          type: 'MemoryPressure',
+          status: 'True',
+          reason: 'KubeletHasInsufficientMemory',
+          message: `node has insufficient memory available (${memory.join(', ')} below its threshold)`,
+        }
       : { type: 'MemoryPressure', status: 'False', reason: 'KubeletHasSufficientMemory', message: 'node has sufficient memory available' },
     disk.length
       ? { type: 'DiskPressure', status: 'True', reason: 'KubeletHasDiskPressure', message: `node has disk pressure (${disk.join(', ')} below its threshold)` }
@@ -183,7 +213,13 @@ export function pidUsage(): { maxpid: number; curproc: number } {
   return { maxpid, curproc };
 }
 
-export function observations(memory: MemoryStats, capacityBytes: number, nodefs: FsStats | undefined, imagefs: FsStats | undefined, pids: { maxpid: number; curproc: number }): Observations {
+export function observations(
+  memory: MemoryStats,
+  capacityBytes: number,
+  nodefs: FsStats | undefined,
+  imagefs: FsStats | undefined,
+  pids: { maxpid: number; curproc: number },
+): Observations {
   const obs: Observations = { 'memory.available': { available: memory.availableBytes ?? 0, capacity: capacityBytes } };
   if (nodefs) {
     obs['nodefs.available'] = { available: nodefs.availableBytes ?? 0, capacity: nodefs.capacityBytes ?? 0 };

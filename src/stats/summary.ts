@@ -129,7 +129,14 @@ function sumCpu(parts: CpuStats[], time: string): CpuStats {
 
 function sumMemory(parts: MemoryStats[], time: string): MemoryStats {
   const add = (k: 'usageBytes' | 'workingSetBytes' | 'rssBytes' | 'pageFaults' | 'majorPageFaults'): number => parts.reduce((n, m) => n + (m[k] ?? 0), 0);
-  return { time, usageBytes: add('usageBytes'), workingSetBytes: add('workingSetBytes'), rssBytes: add('rssBytes'), pageFaults: add('pageFaults'), majorPageFaults: add('majorPageFaults') };
+  return {
+    time,
+    usageBytes: add('usageBytes'),
+    workingSetBytes: add('workingSetBytes'),
+    rssBytes: add('rssBytes'),
+    pageFaults: add('pageFaults'),
+    majorPageFaults: add('majorPageFaults'),
+  };
 }
 
 /**
@@ -144,7 +151,10 @@ export function podStats(samples: ContainerSample[]): PodStatsV1[] {
   for (const list of byPod.values()) {
     const first = list[0]!;
     const sandbox = list.find((s) => s.type === 'sandbox');
-    const time = list.map((s) => s.stats.time).sort().at(-1)!;
+    const time = list
+      .map((s) => s.stats.time)
+      .sort()
+      .at(-1)!;
     const containers: ContainerStatsV1[] = list
       .filter((s) => s.type !== 'sandbox')
       .map((s) => {
@@ -159,13 +169,20 @@ export function podStats(samples: ContainerSample[]): PodStatsV1[] {
     const pod: PodStatsV1 = {
       podRef: first.pod,
       containers,
-      cpu: sumCpu(list.map((s) => cpuOf(s.stats, s.previous)), time),
-      memory: sumMemory(list.map((s) => memoryOf(s.stats)), time),
+      cpu: sumCpu(
+        list.map((s) => cpuOf(s.stats, s.previous)),
+        time,
+      ),
+      memory: sumMemory(
+        list.map((s) => memoryOf(s.stats)),
+        time,
+      ),
       process_stats: { process_count: list.reduce((n, s) => n + (s.stats.processes ?? 0), 0) },
     };
     if (sandbox?.startedAt) pod.startTime = sandbox.startedAt;
     // The kubelet's pod swap is its pod cgroup's: here the sum of its containers', each read.
-    if (list.every((s) => s.stats.cgroup?.swapBytes !== undefined)) pod.swap = { time, swapUsageBytes: list.reduce((n, s) => n + (s.stats.cgroup?.swapBytes ?? 0), 0) };
+    if (list.every((s) => s.stats.cgroup?.swapBytes !== undefined))
+      pod.swap = { time, swapUsageBytes: list.reduce((n, s) => n + (s.stats.cgroup?.swapBytes ?? 0), 0) };
     const net = sandbox ? networkOf(sandbox.stats) : undefined;
     if (net) pod.network = net;
     const disk = list.reduce((n, s) => n + (s.rootfsBytes ?? 0) + (s.logsBytes ?? 0), 0);

@@ -6,7 +6,11 @@ import type { ContainerDetails } from './pod-status.js';
  * Inspect details for what status shows: the two newest instances of each container (current and
  * last state). An exited container's details never change, so a cache may keep them.
  */
-export async function containerDetails(rt: PodEngine, o: ObservedPod, cache: Map<string, ContainerDetails> = new Map()): Promise<Map<string, ContainerDetails>> {
+export async function containerDetails(
+  rt: PodEngine,
+  o: ObservedPod,
+  cache: Map<string, ContainerDetails> = new Map(),
+): Promise<Map<string, ContainerDetails>> {
   const perName = new Map<string, number>();
   const wanted = o.containers.filter((c) => {
     const n = perName.get(c.name) ?? 0;

@@ -25,7 +25,10 @@ export interface PodEvent {
 export class EventRecorder {
   private readonly rings = new Map<string, PodEvent[]>();
 
-  constructor(private readonly perPod = 100, private readonly now: () => Date = () => new Date()) {}
+  constructor(
+    private readonly perPod = 100,
+    private readonly now: () => Date = () => new Date(),
+  ) {}
 
   record(pod: PodRef, type: EventType, reason: string, message: string, fieldPath?: string): void {
     const ring = this.rings.get(pod.uid) ?? [];

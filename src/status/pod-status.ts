@@ -110,11 +110,24 @@ function containerStatus(
   const base = { name: spec.name, type, image: spec.image, ...(lastTerminated ? { lastTerminated } : {}) };
   const imposed = inputs.waiting?.(spec.name);
   if (!c) {
-    return { ...base, state: 'waiting', reason: imposed?.reason ?? notYet, ...(imposed ? { message: imposed.message } : {}), restartCount: 0, ready: false, started: false };
+    return {
+      ...base,
+      state: 'waiting',
+      reason: imposed?.reason ?? notYet,
+      ...(imposed ? { message: imposed.message } : {}),
+      restartCount: 0,
+      ready: false,
+      started: false,
+    };
   }
   const d = inputs.details?.(c.id);
   // podrun's own restarts are new instances (the label); the engine's are in place (its count).
-  const common = { ...base, restartCount: c.restartCount + (d?.engineRestarts ?? 0), containerID: containerID(c, inputs), ...(d?.startedAt ? { startedAt: d.startedAt } : {}) };
+  const common = {
+    ...base,
+    restartCount: c.restartCount + (d?.engineRestarts ?? 0),
+    containerID: containerID(c, inputs),
+    ...(d?.startedAt ? { startedAt: d.startedAt } : {}),
+  };
   if (c.state === 'restarting') {
     // The engine restarts it (no agent): it is crash-looping as far as anyone can tell, and the
     // run that just ended (the engine keeps its exit code) is its last state, as the kubelet's.
@@ -123,14 +136,23 @@ function containerStatus(
   }
   // The kubelet's status of a container whose postStart has not returned is the one from before
   // it started (its worker is inside the start): waiting, with no container ID yet.
-  if (isActive(c) && inputs.postStarting?.(c.id)) return { ...base, restartCount: common.restartCount, state: 'waiting', reason: 'ContainerCreating', ready: false, started: false };
+  if (isActive(c) && inputs.postStarting?.(c.id))
+    return { ...base, restartCount: common.restartCount, state: 'waiting', reason: 'ContainerCreating', ready: false, started: false };
   if (isActive(c)) {
     // Without a prober (the CLI) nobody probes: as the engine has it. With one, a probed container
     // it has no result for yet has not passed, as the kubelet's initial probe results.
     const p = inputs.probes ? (inputs.probes(c.id) ?? initialProbeResults(spec)) : { started: true, ready: true };
     return { ...common, state: 'running', ready: p.ready, started: p.started };
   }
-  if (c.state === 'created') return { ...common, state: 'waiting', reason: imposed?.reason ?? 'ContainerCreating', ...(imposed ? { message: imposed.message } : {}), ready: false, started: false };
+  if (c.state === 'created')
+    return {
+      ...common,
+      state: 'waiting',
+      reason: imposed?.reason ?? 'ContainerCreating',
+      ...(imposed ? { message: imposed.message } : {}),
+      ready: false,
+      started: false,
+    };
   const t = terminated(c, d, inputs);
   if (imposed) {
     // Waiting to run again: the instance that just ended becomes the last state.

@@ -39,7 +39,12 @@ export function toV1Status(status: PodStatusSummary, ips: { podIP?: string; host
   return {
     phase: status.phase,
     ...(status.reason && status.phase !== 'Running' ? { reason: status.reason } : {}),
-    conditions: [cond('PodScheduled', true), cond('Initialized', status.initialized), cond('ContainersReady', status.containersReady), cond('Ready', status.ready)],
+    conditions: [
+      cond('PodScheduled', true),
+      cond('Initialized', status.initialized),
+      cond('ContainersReady', status.containersReady),
+      cond('Ready', status.ready),
+    ],
     hostIP: ips.hostIP,
     hostIPs: [{ ip: ips.hostIP }],
     ...(ips.podIP ? { podIP: ips.podIP, podIPs: [{ ip: ips.podIP }] } : {}),
@@ -49,7 +54,12 @@ export function toV1Status(status: PodStatusSummary, ips: { podIP?: string; host
 }
 
 /** The pod as a v1 Pod with a status, for `get pods -o json|yaml` and the agent's /pods. */
-export function toV1Pod(observed: ObservedPod, status: PodStatusSummary, ips: { podIP?: string; hostIP: string }, deletion?: { deletionTimestamp: string; deletionGracePeriodSeconds: number }): Record<string, unknown> {
+export function toV1Pod(
+  observed: ObservedPod,
+  status: PodStatusSummary,
+  ips: { podIP?: string; hostIP: string },
+  deletion?: { deletionTimestamp: string; deletionGracePeriodSeconds: number },
+): Record<string, unknown> {
   const spec: Pod | undefined = observed.spec;
   return {
     apiVersion: 'v1',
@@ -70,8 +80,21 @@ export function toV1Pod(observed: ObservedPod, status: PodStatusSummary, ips: { 
 
 /** The few fields of a v1 Pod that readers of the status (CLI, apply) use. */
 export interface V1Pod {
-  metadata: { name: string; namespace: string; uid: string; creationTimestamp?: string; deletionTimestamp?: string; labels?: Record<string, string>; annotations?: Record<string, string> };
-  spec: Record<string, unknown> & { containers?: { name: string; image: string }[]; initContainers?: { name: string; image: string }[]; restartPolicy?: string; hostNetwork?: boolean };
+  metadata: {
+    name: string;
+    namespace: string;
+    uid: string;
+    creationTimestamp?: string;
+    deletionTimestamp?: string;
+    labels?: Record<string, string>;
+    annotations?: Record<string, string>;
+  };
+  spec: Record<string, unknown> & {
+    containers?: { name: string; image: string }[];
+    initContainers?: { name: string; image: string }[];
+    restartPolicy?: string;
+    hostNetwork?: boolean;
+  };
   status: {
     phase: string;
     reason?: string;
@@ -91,10 +114,13 @@ export interface V1ContainerStatus {
   started?: boolean;
   restartCount: number;
   containerID?: string;
-  state: { running?: { startedAt?: string }; waiting?: { reason?: string; message?: string }; terminated?: { exitCode: number; reason?: string; message?: string; startedAt?: string; finishedAt?: string } };
+  state: {
+    running?: { startedAt?: string };
+    waiting?: { reason?: string; message?: string };
+    terminated?: { exitCode: number; reason?: string; message?: string; startedAt?: string; finishedAt?: string };
+  };
   lastState?: { terminated?: { exitCode: number; reason?: string; message?: string; startedAt?: string; finishedAt?: string; containerID?: string } };
 }
-
 
 /** On the view of a pod that runs its last Ready version: which version failed (for `apply` to know its own). */
 export const ROLLED_BACK_VERSION = 'podrun.io/rolled-back-version';

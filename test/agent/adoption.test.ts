@@ -15,7 +15,10 @@ import type { EngineRestartOn } from '../../src/runtime/runtime-types.js';
 const none = (): undefined => undefined;
 const log = { debug: none, info: none, warn: none, error: none };
 const pod: ObservedPod = {
-  uid: 'u', name: 'p', namespace: 'ns', source: 'file:/p',
+  uid: 'u',
+  name: 'p',
+  namespace: 'ns',
+  source: 'file:/p',
   sandboxes: [],
   containers: [{ id: 'c1', engineName: 'c1', type: 'app', name: 'a', hash: 'h', restartCount: 0, state: 'running', created: 1, image: 'i' }],
 };
@@ -40,7 +43,11 @@ describe('adoption', () => {
   it('the Docker engine gives its restart policy up, or says what it keeps where it cannot change it, and fails on any other refusal', async () => {
     expect(await dockerWith('always').takeOverRestarts('c1')).toBe('never');
     expect(await dockerWith('no').takeOverRestarts('c1')).toBe('never');
-    for (const [policy, kept] of [['always', 'always'], ['unless-stopped', 'always'], ['on-failure', 'failure']] as const) {
+    for (const [policy, kept] of [
+      ['always', 'always'],
+      ['unless-stopped', 'always'],
+      ['on-failure', 'failure'],
+    ] as const) {
       // Podman 4.x: no container update (501, or 404 for the endpoint it does not have).
       for (const status of [501, 404]) expect(await dockerWith(policy, status).takeOverRestarts('c1')).toBe(kept);
     }
@@ -64,7 +71,16 @@ describe('adoption', () => {
   });
 
   it('reads the Docker API statuses as kinds', () => {
-    expect([404, 304, 409, 501, 500, 504, 400, undefined].map(kindOfStatus)).toEqual(['not-found', 'unchanged', 'conflict', 'unsupported', 'failing', 'failing', 'refused', 'refused']);
+    expect([404, 304, 409, 501, 500, 504, 400, undefined].map(kindOfStatus)).toEqual([
+      'not-found',
+      'unchanged',
+      'conflict',
+      'unsupported',
+      'failing',
+      'failing',
+      'refused',
+      'refused',
+    ]);
     expect(new EngineRequestError('x', 501).kind).toBe('unsupported');
   });
 });

@@ -27,7 +27,17 @@ afterEach(async () => {
 });
 
 function newAgent(stateDir: string, engine: FakeEngine, sources: MemorySource[]): Agent {
-  const agent = new Agent({ runtime: { stateDir, pauseImage: 'pause:fake' }, engine, manifestDirs: [], manifestUrls: [], sources, statsPeriodMs: 0, relistMs: 3_600_000, resyncMs: 3_600_000, gc: { imageGc: false, periodMs: 3_600_000 } });
+  const agent = new Agent({
+    runtime: { stateDir, pauseImage: 'pause:fake' },
+    engine,
+    manifestDirs: [],
+    manifestUrls: [],
+    sources,
+    statsPeriodMs: 0,
+    relistMs: 3_600_000,
+    resyncMs: 3_600_000,
+    gc: { imageGc: false, periodMs: 3_600_000 },
+  });
   agents.push(agent);
   return agent;
 }
@@ -41,7 +51,13 @@ async function until(what: string, ok: () => boolean, timeoutMs = 10_000): Promi
 }
 
 const runningPods = (engine: FakeEngine): string[] =>
-  [...new Set([...engine.containers.values()].filter((c) => c.state === 'running' && c.labels[LABEL.containerName] === 'c').map((c) => `${c.labels[LABEL.podName]}:${c.image}`))].sort();
+  [
+    ...new Set(
+      [...engine.containers.values()]
+        .filter((c) => c.state === 'running' && c.labels[LABEL.containerName] === 'c')
+        .map((c) => `${c.labels[LABEL.podName]}:${c.image}`),
+    ),
+  ].sort();
 
 describe('Agent on the fake engine', () => {
   it('runs what its sources declare, replaces what changed, deletes what went, and converges once', async () => {

@@ -63,7 +63,9 @@ spec:
     const result = await applyAndWait(engine, driver, d, 4_000);
     expect(result.ok).toBe(false);
     expect(result.problems).toHaveLength(1);
-    expect(result.problems[0]?.message).toBe('CrashLoopBackOff: init container init exited with code 3 (Error), 1 restart; the log of init container init is empty');
+    expect(result.problems[0]?.message).toBe(
+      'CrashLoopBackOff: init container init exited with code 3 (Error), 1 restart; the log of init container init is empty',
+    );
     // Its first run and the restart the back-off lets go at once; the next waits 10 s, which the wait does not.
     expect(starts.get('init')).toBe(2);
     expect(starts.get('app')).toBeUndefined();
@@ -92,7 +94,7 @@ spec:
     expect(takeOver).not.toHaveBeenCalled();
   });
 
-  it('does not take the engine\'s first restart in place for a crash loop (it counts it before it makes it), but its second', async () => {
+  it("does not take the engine's first restart in place for a crash loop (it counts it before it makes it), but its second", async () => {
     const { engine, driver } = setup();
     const d = onePod('inplace');
     expect(await applyAndWait(engine, driver, d)).toEqual({ ok: true, problems: [] });
@@ -108,7 +110,7 @@ spec:
     expect(second.problems[0]?.message).toMatch(/^CrashLoopBackOff: container app exited with code 1 \(Error\), 2 restarts/);
   });
 
-  it('re-applies unchanged pods with one list in all (the plan\'s) and one inspect per container (when it started: the Ready hold)', async () => {
+  it("re-applies unchanged pods with one list in all (the plan's) and one inspect per container (when it started: the Ready hold)", async () => {
     const { engine, driver } = setup();
     const pods = ['u1', 'u2', 'u3'].map(onePod);
     await driver.apply(planApply(pods, await engine.listPods()));
@@ -126,4 +128,3 @@ spec:
     expect(Object.fromEntries(engine.calls)).toEqual({ list: 1, inspect: 3 });
   });
 });
-

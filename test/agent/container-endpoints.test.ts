@@ -10,7 +10,12 @@ import { FakeEngine } from '../fakes/fake-engine.js';
 // them (Docker's docker/<id> or docker-<id>.scope, a CRI runtime its own), not the endpoint.
 
 const sample: ContainerSample = {
-  id: 'app1', name: 'app', type: 'app', pod: { name: 'web', namespace: 'demo', uid: 'u-1' }, image: 'nginx:1.27', engineName: 'k8s_app',
+  id: 'app1',
+  name: 'app',
+  type: 'app',
+  pod: { name: 'web', namespace: 'demo', uid: 'u-1' },
+  image: 'nginx:1.27',
+  engineName: 'k8s_app',
   stats: { time: '2026-12-01T10:00:00.000Z', cpu: { usageNs: 1e9 }, memory: { usageBytes: 1e6, workingSetBytes: 1e6 } },
 };
 

@@ -16,7 +16,13 @@ metadata: {name: web}
 spec: {containers: [{name: c, image: busybox:1.36, env: [{name: V, value: '${v}'}]}]}
 `;
 
-function world(...origins: string[]): { set: DesiredSet; sources: MemorySource[]; warnings: string[]; events: EventRecorder; running: () => string | undefined } {
+function world(...origins: string[]): {
+  set: DesiredSet;
+  sources: MemorySource[];
+  warnings: string[];
+  events: EventRecorder;
+  running: () => string | undefined;
+} {
   const sources = origins.map((o) => new MemorySource(o));
   const warnings: string[] = [];
   const log: Logger = { debug: () => undefined, info: () => undefined, warn: (m: string) => warnings.push(m), error: () => undefined };
@@ -27,7 +33,7 @@ function world(...origins: string[]): { set: DesiredSet; sources: MemorySource[]
 }
 
 describe('the desired set: who runs a pod two origins declare', () => {
-  it('an apply is the latest word on a pod a watched file declares, and the file\'s next edit is the latest after it', async () => {
+  it("an apply is the latest word on a pod a watched file declares, and the file's next edit is the latest after it", async () => {
     const { set, sources, warnings, events, running } = world('file:/etc/podrun/web.yaml', 'apply:3ca88104d725c73c');
     const [file, applied] = sources as [MemorySource, MemorySource];
     for (const s of sources) await s.start(() => undefined);
@@ -40,7 +46,9 @@ describe('the desired set: who runs a pod two origins declare', () => {
     applied.declare(pod('two'));
     set.merge([]);
     expect(running()).toBe('two');
-    expect(warnings).toEqual(['conflict: pod default/web is also declared, differently, by /etc/podrun/web.yaml; running the one from apply:3ca88104d725c73c (applied) (remove the others, or make them alike, to end this)']);
+    expect(warnings).toEqual([
+      'conflict: pod default/web is also declared, differently, by /etc/podrun/web.yaml; running the one from apply:3ca88104d725c73c (applied) (remove the others, or make them alike, to end this)',
+    ]);
     expect(events.list().map((e) => `${e.type} ${e.reason}`)).toEqual(['Warning Conflict']);
     file.declare(pod('three'));
     set.merge([]);

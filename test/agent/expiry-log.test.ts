@@ -21,12 +21,17 @@ describe('the log of expired signed sets', () => {
   });
 
   it('warns once when a set in force expires, naming the source and the time, with no source change to wake it', () => {
-    sets = [{ origin: 'url:https://fleet.example/pods.yaml', expires: new Date('2027-01-01T00:00:30Z'), version: 7 }, { origin: 'dir:/etc/podrun/a.yaml', expires: new Date('2027-06-01T00:00:00Z') }];
+    sets = [
+      { origin: 'url:https://fleet.example/pods.yaml', expires: new Date('2027-01-01T00:00:30Z'), version: 7 },
+      { origin: 'dir:/etc/podrun/a.yaml', expires: new Date('2027-06-01T00:00:00Z') },
+    ];
     watch.check();
     vi.advanceTimersByTime(29_000);
     expect(lines).toEqual([]);
     vi.advanceTimersByTime(2_000);
-    expect(lines).toEqual(['signed set url:https://fleet.example/pods.yaml (version 7) expired at 2027-01-01T00:00:30.000Z: its pods keep running (expiry is reported, not enforced) until a newer signed set is published']);
+    expect(lines).toEqual([
+      'signed set url:https://fleet.example/pods.yaml (version 7) expired at 2027-01-01T00:00:30.000Z: its pods keep running (expiry is reported, not enforced) until a newer signed set is published',
+    ]);
     // Polls, source changes and time passing say nothing more.
     for (let i = 0; i < 20; i++) {
       watch.check();

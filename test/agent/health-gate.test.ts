@@ -26,11 +26,24 @@ function declared(v: string, after = '4s'): DesiredPod {
 }
 
 /** A gate on a state dir of its own, with clocks the test moves. */
-function setup(stateDir = mkdtempSync(join(tmpdir(), 'podrun-gate-'))): { gate: HealthGate; clock: { wall: number; mono: number }; rolledBack: string[]; stateDir: string } {
+function setup(stateDir = mkdtempSync(join(tmpdir(), 'podrun-gate-'))): {
+  gate: HealthGate;
+  clock: { wall: number; mono: number };
+  rolledBack: string[];
+  stateDir: string;
+} {
   dirs.push(stateDir);
   const clock = { wall: Date.parse('2026-11-30T10:00:00Z'), mono: 1000 };
   const rolledBack: string[] = [];
-  const gate = new HealthGate({ stateDir, defaultMs: 0, log, engineUp: () => true, due: none, rolledBack: (_p, m) => void rolledBack.push(m), clock: { wall: () => clock.wall, mono: () => clock.mono } });
+  const gate = new HealthGate({
+    stateDir,
+    defaultMs: 0,
+    log,
+    engineUp: () => true,
+    due: none,
+    rolledBack: (_p, m) => void rolledBack.push(m),
+    clock: { wall: () => clock.wall, mono: () => clock.mono },
+  });
   gate.load();
   gates.push(gate);
   return { gate, clock, rolledBack, stateDir };

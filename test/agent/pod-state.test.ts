@@ -34,7 +34,9 @@ afterEach(async () => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-async function agentOnFake(gc: AgentOptions['gc'] = { imageGc: false, periodMs: 3_600_000 }): Promise<{ agent: Agent; engine: FakeEngine; source: MemorySource }> {
+async function agentOnFake(
+  gc: AgentOptions['gc'] = { imageGc: false, periodMs: 3_600_000 },
+): Promise<{ agent: Agent; engine: FakeEngine; source: MemorySource }> {
   // On tmpfs where there is one: the agent writes each update's rollback record durably (fsync),
   // which on a disk is most of what 1,000 updates cost here, and is not what these tests are about.
   const stateDir = mkdtempSync(join(existsSync('/dev/shm') ? '/dev/shm' : tmpdir(), 'podrun-state-'));
@@ -76,9 +78,10 @@ async function until(what: string, ok: () => boolean, timeoutMs = 60_000): Promi
 }
 
 const total = (s: Record<string, number>): number => Object.values(s).reduce((a, b) => a + b, 0);
-const starts = (engine: FakeEngine): number => [...engine.containers.values()].filter((c) => c.labels[LABEL.containerName] === 'c').reduce((n, c) => Math.max(n, Number(c.labels[LABEL.restartCount])), 0);
+const starts = (engine: FakeEngine): number =>
+  [...engine.containers.values()].filter((c) => c.labels[LABEL.containerName] === 'c').reduce((n, c) => Math.max(n, Number(c.labels[LABEL.restartCount])), 0);
 
-describe('the agent\'s state per pod', () => {
+describe("the agent's state per pod", () => {
   it('stays bounded through 10,000 crash/restart cycles of one pod, and is nothing once the pod is gone', { timeout: 120_000 }, async () => {
     const { agent, engine, source } = await agentOnFake();
     engine.behaviour = ({ container }) => (container === 'c' ? { exitCode: 1 } : {});
@@ -106,7 +109,9 @@ describe('the agent\'s state per pod', () => {
     const { agent, engine, source } = await agentOnFake();
     for (let i = 0; i < 1000; i++) {
       source.declare(PROBED(`p${i}`));
-      await until(`pod p${i} to run`, () => [...engine.containers.values()].some((c) => c.state === 'running' && c.labels[LABEL.podName] === `p${i}` && c.labels[LABEL.containerName] === 'c'));
+      await until(`pod p${i} to run`, () =>
+        [...engine.containers.values()].some((c) => c.state === 'running' && c.labels[LABEL.podName] === `p${i}` && c.labels[LABEL.containerName] === 'c'),
+      );
       // Its status asked once (inspect details kept in its record) and its probe answered once.
       await agent.podList();
       await until(`pod p${i}'s probe`, () => agent.podState().probeSeries! > 0);
@@ -148,9 +153,10 @@ function version(base: DesiredPod, i: number, image: string): DesiredPod {
 const UPDATES = 10_000;
 
 const called = (engine: FakeEngine, what: string): number => engine.calls.get(what) ?? 0;
-const running = (engine: FakeEngine, pod: string): boolean => [...engine.containers.values()].some((c) => c.state === 'running' && c.labels[LABEL.podName] === pod && c.labels[LABEL.containerName] === 'c');
+const running = (engine: FakeEngine, pod: string): boolean =>
+  [...engine.containers.values()].some((c) => c.state === 'running' && c.labels[LABEL.podName] === pod && c.labels[LABEL.containerName] === 'c');
 
-describe('the agent\'s state comes back to what it was', () => {
+describe("the agent's state comes back to what it was", () => {
   it('after 10,000 updates of one pod, some crashing, refused by the engine or failing their pull once', { timeout: 300_000 }, async () => {
     const { agent, engine, source } = await agentOnFake();
     const base = loadManifestText({ file: 'updated.yaml', source: source.origin, text: UPDATED }).pods[0]!;

@@ -42,7 +42,9 @@ afterEach(() => {
   for (const x of dirs.splice(0)) rmSync(x, { recursive: true, force: true });
 });
 
-async function setup(mayDelete: (o: ObservedPod) => boolean = () => true): Promise<{ engine: FakeEngine; cache: PodCache; sup: PodSupervisor; worker: PodWorker }> {
+async function setup(
+  mayDelete: (o: ObservedPod) => boolean = () => true,
+): Promise<{ engine: FakeEngine; cache: PodCache; sup: PodSupervisor; worker: PodWorker }> {
   const stateDir = mkdtempSync(join(tmpdir(), 'podrun-worker-'));
   dirs.push(stateDir);
   const engine = new FakeEngine({ stateDir });
@@ -68,7 +70,7 @@ function unseen(engine: FakeEngine, like: string, name: string): string {
 }
 
 describe('PodWorker.turn', () => {
-  it('syncs a declared pod, and terminates it through the plan\'s removal once it leaves the set, then forgets it', async () => {
+  it("syncs a declared pod, and terminates it through the plan's removal once it leaves the set, then forgets it", async () => {
     const { engine, sup, worker } = await setup();
     expect(await worker.turn(d.uid, d, signal())).toMatchObject({ synced: true, forgotten: false });
     expect(sup.phase(d.uid)).toBe('syncing');

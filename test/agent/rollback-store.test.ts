@@ -47,6 +47,8 @@ describe('the rollback records', () => {
     expect(b.get('uid-1')).toEqual({});
     expect(b.get('uid-2')).toEqual({});
     expect(errors).toHaveLength(2);
-    expect(errors).toEqual(expect.arrayContaining([expect.stringContaining('cannot read the rollback record'), expect.stringContaining('not the uid its name is made from')]));
+    expect(errors).toEqual(
+      expect.arrayContaining([expect.stringContaining('cannot read the rollback record'), expect.stringContaining('not the uid its name is made from')]),
+    );
   });
 });

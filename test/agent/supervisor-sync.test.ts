@@ -171,7 +171,7 @@ describe('PodSupervisor.sync', () => {
     expect(cache.pod(v2.uid)!.containers.find((c) => c.id === old.id)?.state).toBe('exited');
   });
 
-  it('says a bug of podrun\'s (a TypeError in a step) is podrun\'s, with its stack, and tries again: never CreateContainerConfigError', async () => {
+  it("says a bug of podrun's (a TypeError in a step) is podrun's, with its stack, and tries again: never CreateContainerConfigError", async () => {
     const errors: string[] = [];
     const { engine, cache, sup } = await setup({ ...silentLogger, error: (m: string) => void errors.push(m) });
     const d = pod('busybox:1');

@@ -12,7 +12,7 @@ const ROOT = join(import.meta.dirname, '../../src');
 /** file → the lines allowed in it (a fragment of each): another such line in the file is a failure. */
 const FOREIGN_TEXT: Record<string, { line: string; why: string }[]> = {
   'runtime/docker/records.ts': [{ line: '/^Exited \\((-?\\d+)\\)/.exec(status', why: "Docker's list entry has its exit code only in its status text" }],
-  'runtime/docker/engine.ts': [{ line: "e?.message?.replace(/^\\(HTTP code", why: "docker-modem's prefix cut from the engine's words, for people" }],
+  'runtime/docker/engine.ts': [{ line: 'e?.message?.replace(/^\\(HTTP code', why: "docker-modem's prefix cut from the engine's words, for people" }],
   'runtime/safe-mount.ts': [{ line: "(err.stderr ?? err.message).split('\\n')", why: "mount(8)'s stderr shortened, for people" }],
   'runtime/docker/images.ts': [
     { line: '/^(Pulling fs layer|Waiting|Downloading', why: "Docker's pull progress is text per layer" },
@@ -21,7 +21,9 @@ const FOREIGN_TEXT: Record<string, { line: string; why: string }[]> = {
   'runtime/host.ts': [{ line: "readFileSync('/proc/self/status'", why: 'a kernel file' }],
   'base/plain-get.ts': [{ line: '/^HTTP\\/1\\.[01] (\\d{3})(?: (.*))?$/.exec(statusLine)', why: "the engine's HTTP answer, read off the socket" }],
   'runtime/cri/exec-spdy.ts': [{ line: '/^HTTP\\/1\\.1 101 /.test(statusLine)', why: 'the SPDY upgrade is answered in HTTP/1.1 text, read off the socket' }],
-  'runtime/cri/exec-stream.ts': [{ line: '/^\\d{1,3}$/.test(cause.message)', why: "the streaming server's v4 status carries the exit code only as the text of its ExitCode cause" }],
+  'runtime/cri/exec-stream.ts': [
+    { line: '/^\\d{1,3}$/.test(cause.message)', why: "the streaming server's v4 status carries the exit code only as the text of its ExitCode cause" },
+  ],
   'runtime/cri/engine.ts': [{ line: '/failed to get sandbox image', why: "containerd names a missing sandbox image only in its error's text" }],
   'runtime/cri/channel.ts': [
     { line: '/Received HTTP status code/.test(details)', why: "grpc-js gives a non-gRPC peer's answer only as text" },
@@ -36,7 +38,9 @@ const PARSE = [
 ];
 
 function sources(dir: string): string[] {
-  return readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : []));
+  return readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+    e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [join(dir, e.name)] : [],
+  );
 }
 
 /** Every line of src/ (outside src/cli/) that reads a reason or a message back, and is not foreign text. */
@@ -45,11 +49,13 @@ function reasonParsing(root = ROOT): string[] {
   for (const file of sources(root)) {
     const rel = relative(root, file);
     if (rel.startsWith('cli/')) continue;
-    readFileSync(file, 'utf8').split('\n').forEach((line, i) => {
-      if (!PARSE.some((p) => p.test(line))) return;
-      if (FOREIGN_TEXT[rel]?.some((a) => line.includes(a.line))) return;
-      found.push(`${rel}:${i + 1}: ${line.trim()}`);
-    });
+    readFileSync(file, 'utf8')
+      .split('\n')
+      .forEach((line, i) => {
+        if (!PARSE.some((p) => p.test(line))) return;
+        if (FOREIGN_TEXT[rel]?.some((a) => line.includes(a.line))) return;
+        found.push(`${rel}:${i + 1}: ${line.trim()}`);
+      });
   }
   return found;
 }
@@ -69,6 +75,10 @@ describe('reasons are values', () => {
       'return message.startsWith(SIGNATURE_REFUSED) || message.startsWith(SET_REFUSED);',
       "const m = /^Exited \\((-?\\d+)\\)/.exec(c.status ?? '');",
     ];
-    for (const line of lines) expect(PARSE.some((p) => p.test(line)), line).toBe(true);
+    for (const line of lines)
+      expect(
+        PARSE.some((p) => p.test(line)),
+        line,
+      ).toBe(true);
   });
 });

@@ -36,8 +36,16 @@ describe('start-up guard', () => {
 
   it('fails a ratio more than 10 % over the recorded one, and nothing at or under it', () => {
     const recorded = recordedStartup(DOC);
-    expect(startupRegressions(recorded, [{ name: '`podrun version`', median: 1.79 }, { name: '`podrun apply` of 20 unchanged pods', median: 2.0 }])).toEqual([]);
-    const grew = startupRegressions(recorded, [{ name: '`podrun version`', median: 1.8 }, { name: 'a command never recorded', median: 9 }]);
+    expect(
+      startupRegressions(recorded, [
+        { name: '`podrun version`', median: 1.79 },
+        { name: '`podrun apply` of 20 unchanged pods', median: 2.0 },
+      ]),
+    ).toEqual([]);
+    const grew = startupRegressions(recorded, [
+      { name: '`podrun version`', median: 1.8 },
+      { name: 'a command never recorded', median: 9 },
+    ]);
     expect(grew).toEqual(['`podrun version`: start-up ratio 1.80 is more than 10 % over the recorded 1.63']);
   });
 });

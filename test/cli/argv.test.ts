@@ -2,7 +2,10 @@ import { describe, expect, it } from 'vitest';
 import { normalizeArgv } from '../../src/cli/argv.js';
 
 const shape = { globalValueOptions: new Set(['--state-dir', '--docker-host', '--pause-image']) };
-const n = (line: string): string => normalizeArgv(['node', 'podrun', ...line.split(' ').filter(Boolean)], shape).slice(2).join(' ');
+const n = (line: string): string =>
+  normalizeArgv(['node', 'podrun', ...line.split(' ').filter(Boolean)], shape)
+    .slice(2)
+    .join(' ');
 
 describe('kubectl argument forms', () => {
   it('takes TYPE/NAME for get, describe and top', () => {

@@ -20,7 +20,8 @@ function lister(asked: { globals: string[]; ns: string | undefined }[]): PodList
   };
 }
 
-const at = async (line: string, asked: { globals: string[]; ns: string | undefined }[] = []): Promise<string[]> => complete(program, line.split(' '), lister(asked));
+const at = async (line: string, asked: { globals: string[]; ns: string | undefined }[] = []): Promise<string[]> =>
+  complete(program, line.split(' '), lister(asked));
 
 describe('completion', () => {
   it('offers commands, subcommands and flags', async () => {

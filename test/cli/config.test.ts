@@ -11,7 +11,13 @@ const dir = mkdtempSync(join(tmpdir(), 'podrun-config-'));
 async function cli(...args: string[]): Promise<{ code: number; out: string; err: string }> {
   const out: string[] = [];
   const err: string[] = [];
-  const code = await main(['node', 'podrun', ...args], { out: (l) => out.push(l), err: (l) => err.push(l), stdout: new PassThrough(), stderr: new PassThrough(), isTTY: false });
+  const code = await main(['node', 'podrun', ...args], {
+    out: (l) => out.push(l),
+    err: (l) => err.push(l),
+    stdout: new PassThrough(),
+    stderr: new PassThrough(),
+    isTTY: false,
+  });
   return { code, out: out.join('\n'), err: err.join('\n') };
 }
 
@@ -49,7 +55,7 @@ logging: {format: text, verbosity: 4}
 `,
   );
 
-  it('takes relative paths in the file from the file\'s directory, as the kubelet does; flags stay relative to the working directory', async () => {
+  it("takes relative paths in the file from the file's directory, as the kubelet does; flags stay relative to the working directory", async () => {
     const relative = file(
       'relative.yaml',
       `apiVersion: podrun.io/v1alpha1
@@ -105,8 +111,11 @@ staticPodPathVerifyKeys: [keys/usb.pub]
     expect(load(again.out)).toEqual(c);
   });
 
-  it('takes the pull settings by the kubelet\'s names, and refuses parallel pulls with serialized ones as its validation does', async () => {
-    const cfg = file('pulls.yaml', 'apiVersion: podrun.io/v1alpha1\nkind: PodrunConfiguration\nserializeImagePulls: false\nmaxParallelImagePulls: 3\nimageCredentialsFile: creds/config.json\n');
+  it("takes the pull settings by the kubelet's names, and refuses parallel pulls with serialized ones as its validation does", async () => {
+    const cfg = file(
+      'pulls.yaml',
+      'apiVersion: podrun.io/v1alpha1\nkind: PodrunConfiguration\nserializeImagePulls: false\nmaxParallelImagePulls: 3\nimageCredentialsFile: creds/config.json\n',
+    );
     const r = await cli('run', '--config', cfg, '--print-config');
     expect(r.err).toBe('');
     expect(load(r.out)).toMatchObject({ serializeImagePulls: false, maxParallelImagePulls: 3, imageCredentialsFile: join(dir, 'creds/config.json') });
@@ -123,7 +132,12 @@ staticPodPathVerifyKeys: [keys/usb.pub]
     const bad = await cli('run', '--print-config', '--pod-max-pids', 'lots');
     expect(bad.code).toBe(2);
     expect(bad.err).toContain('must be a whole number of processes, or -1 for no limit');
-    const badFile = await cli('run', '--config', file('pids-bad.yaml', 'apiVersion: podrun.io/v1alpha1\nkind: PodrunConfiguration\npodPidsLimit: -5\n'), '--print-config');
+    const badFile = await cli(
+      'run',
+      '--config',
+      file('pids-bad.yaml', 'apiVersion: podrun.io/v1alpha1\nkind: PodrunConfiguration\npodPidsLimit: -5\n'),
+      '--print-config',
+    );
     expect(badFile.code).toBe(2);
     expect(badFile.err).toContain('podPidsLimit');
   });
@@ -155,7 +169,12 @@ nodeIP: not-an-ip
         `podrun: ${bad}:9:39 crashLoopBackOff.maxRestart: unknown field: not part of a PodrunConfiguration (see schemas/config.schema.json)`,
       ].sort(),
     );
-    const ip = await cli('run', '--config', file('ip.yaml', 'apiVersion: podrun.io/v1alpha1\nkind: PodrunConfiguration\nnodeIP: not-an-ip\n'), '--print-config');
+    const ip = await cli(
+      'run',
+      '--config',
+      file('ip.yaml', 'apiVersion: podrun.io/v1alpha1\nkind: PodrunConfiguration\nnodeIP: not-an-ip\n'),
+      '--print-config',
+    );
     expect(ip.err).toBe(`podrun: ${join(dir, 'ip.yaml')}:3:9 nodeIP: must be an IP address`);
     const kind = await cli('run', '--config', file('kind.yaml', 'apiVersion: kubelet.config.k8s.io/v1beta1\nkind: KubeletConfiguration\n'), '--print-config');
     expect(kind.err).toContain(`kind.yaml:1:13 apiVersion: must be "podrun.io/v1alpha1"`);
@@ -166,7 +185,8 @@ nodeIP: not-an-ip
 
 describe('the engine the configuration chooses', () => {
   const stateDir = mkdtempSync(join(tmpdir(), 'podrun-engine-choice-'));
-  const withEndpoint = (name: string, endpoint: string): string => file(name, `apiVersion: podrun.io/v1alpha1\nkind: PodrunConfiguration\nstateDir: ${stateDir}\ncontainerRuntimeEndpoint: ${endpoint}\n`);
+  const withEndpoint = (name: string, endpoint: string): string =>
+    file(name, `apiVersion: podrun.io/v1alpha1\nkind: PodrunConfiguration\nstateDir: ${stateDir}\ncontainerRuntimeEndpoint: ${endpoint}\n`);
 
   it('a CRI socket in containerRuntimeEndpoint (or PODRUN_CONTAINER_RUNTIME_ENDPOINT) is a CRI runtime, as for the kubelet', async () => {
     const r = await cli('--config', withEndpoint('cri.yaml', 'unix:///nonexistent/containerd.sock'), 'get', 'pods');

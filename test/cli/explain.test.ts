@@ -16,7 +16,9 @@ function podrunSays(path: string): string {
 
 describe('explain says what podrun really does with a field', () => {
   it('does not call unenforced limits honoured', () => {
-    expect(podrunSays('pod.spec.containers.resources.limits.ephemeral-storage')).toBe('accepted and not enforced, with a warning: the kubelet enforces it by evicting the pod, and never evicts a static pod.');
+    expect(podrunSays('pod.spec.containers.resources.limits.ephemeral-storage')).toBe(
+      'accepted and not enforced, with a warning: the kubelet enforces it by evicting the pod, and never evicts a static pod.',
+    );
     expect(podrunSays('pod.spec.volumes.emptyDir.sizeLimit')).toContain('On disk it is accepted and not enforced');
   });
 

@@ -31,7 +31,10 @@ describe('logInstance: which instance logs reads, as the kubelet picks it', () =
   });
 
   it('in back-off (the next instance not made yet): the instance that just died, for both', () => {
-    const o = withInstances('Always', [{ state: 'exited', exitCode: 3 }, { state: 'exited', exitCode: 3 }]);
+    const o = withInstances('Always', [
+      { state: 'exited', exitCode: 3 },
+      { state: 'exited', exitCode: 3 },
+    ]);
     expect(pick(o, true)).toBe('app-2');
     expect(pick(o, false)).toBe('app-2');
     // After GC kept only it.
@@ -49,7 +52,10 @@ describe('logInstance: which instance logs reads, as the kubelet picks it', () =
     const never = withInstances('Never', [{ state: 'exited', exitCode: 3 }]);
     expect(pick(never, false)).toBe('app-1');
     expect(pick(never, true)).toBeUndefined();
-    const done = withInstances('OnFailure', [{ state: 'exited', exitCode: 0 }, { state: 'exited', exitCode: 1 }]);
+    const done = withInstances('OnFailure', [
+      { state: 'exited', exitCode: 0 },
+      { state: 'exited', exitCode: 1 },
+    ]);
     expect(pick(done, false)).toBe('app-2');
     expect(pick(done, true)).toBe('app-1');
   });

@@ -21,7 +21,7 @@ const layerEvents = [
 ];
 
 describe('pull progress', () => {
-  it('sums layers and bytes over the engine\'s per-layer messages, ignoring image-level lines', () => {
+  it("sums layers and bytes over the engine's per-layer messages, ignoring image-level lines", () => {
     const t = new PullTally('x');
     for (const e of layerEvents.slice(0, 6)) t.add(e);
     expect(t.progress).toEqual({ image: 'x', layers: 3, layersDone: 1, bytes: 1_500_000, totalBytes: 6_000_000 });
@@ -34,7 +34,11 @@ describe('pull progress', () => {
   it('on a terminal redraws one line at most 5 times a second, and closes it with the result', () => {
     let out = '';
     let now = 0;
-    const r = pullReporter((s) => (out += s), true, () => now);
+    const r = pullReporter(
+      (s) => (out += s),
+      true,
+      () => now,
+    );
     r(p({ layers: 0, layersDone: 0, bytes: 0, totalBytes: 0 }));
     now = 250;
     r(p({}));
@@ -47,7 +51,11 @@ describe('pull progress', () => {
   it('off a terminal writes plain lines: the start, a figure every 10 s, the end', () => {
     let out = '';
     let now = 0;
-    const r = pullReporter((s) => (out += s), false, () => now);
+    const r = pullReporter(
+      (s) => (out += s),
+      false,
+      () => now,
+    );
     r(p({ layers: 0 }));
     now = 5_000;
     r(p({}));
@@ -59,7 +67,12 @@ describe('pull progress', () => {
 
   it('the agent logs records with fields: start, every 10 s, end', () => {
     const lines: [string, Record<string, unknown> | undefined][] = [];
-    const log = { debug: () => undefined, info: (m: string, f?: Record<string, unknown>) => lines.push([m, f]), warn: (m: string, f?: Record<string, unknown>) => lines.push([m, f]), error: () => undefined };
+    const log = {
+      debug: () => undefined,
+      info: (m: string, f?: Record<string, unknown>) => lines.push([m, f]),
+      warn: (m: string, f?: Record<string, unknown>) => lines.push([m, f]),
+      error: () => undefined,
+    };
     let now = 0;
     const l = pullLogger(log, () => now);
     l(p({}));
@@ -68,7 +81,11 @@ describe('pull progress', () => {
     now = 10_000;
     l(p({ layersDone: 2 }));
     l(p({ end: { ok: true, seconds: 12.3456 } }));
-    expect(lines.map(([m]) => m)).toEqual(['pulling image reg/app:1', 'pulling image reg/app:1: 2/3 layers, 1500000/6000000 bytes', 'pulled image reg/app:1 in 12.3s']);
+    expect(lines.map(([m]) => m)).toEqual([
+      'pulling image reg/app:1',
+      'pulling image reg/app:1: 2/3 layers, 1500000/6000000 bytes',
+      'pulled image reg/app:1 in 12.3s',
+    ]);
     expect(lines[2]?.[1]).toMatchObject({ image: 'reg/app:1', layers: 3, layersDone: 1, totalBytes: 6_000_000, seconds: 12.346 });
   });
 });

@@ -56,6 +56,7 @@ describe('JSONPath templates, as kubectl renders them', () => {
   for (const [t, want] of cases) it(t, () => expect(renderJsonPath(t, list)).toBe(want));
 
   it('refuses a template it cannot read', () => {
-    for (const bad of ['{.items[', '{range .items[*]}{.x}', '{end}', '{.items[?(x)]}']) expect(() => renderJsonPath(bad, list), bad).toThrow(/invalid jsonpath/);
+    for (const bad of ['{.items[', '{range .items[*]}{.x}', '{end}', '{.items[?(x)]}'])
+      expect(() => renderJsonPath(bad, list), bad).toThrow(/invalid jsonpath/);
   });
 });

@@ -19,7 +19,16 @@ describe('durations as Go writes them', () => {
   });
 
   it('prints as Go does, and reads back what it prints', () => {
-    const cases: [number, string][] = [[0, '0s'], [500, '500ms'], [20_000, '20s'], [90_000, '1m30s'], [300_000, '5m0s'], [3_600_000, '1h0m0s'], [5_400_000, '1h30m0s'], [1500, '1.5s']];
+    const cases: [number, string][] = [
+      [0, '0s'],
+      [500, '500ms'],
+      [20_000, '20s'],
+      [90_000, '1m30s'],
+      [300_000, '5m0s'],
+      [3_600_000, '1h0m0s'],
+      [5_400_000, '1h30m0s'],
+      [1500, '1.5s'],
+    ];
     for (const [ms, text] of cases) {
       expect(formatDuration(ms)).toBe(text);
       expect(parseDuration(text)).toBe(ms);

@@ -10,10 +10,14 @@ describe('the pacer (source changes merged as often as their cost allows)', () =
     vi.useFakeTimers();
     let runs = 0;
     // Each run costs 10 ms; with a gap of 9 the next may come 90 ms after it ended.
-    const p = new Pacer(() => {
-      runs++;
-      vi.advanceTimersByTime(10);
-    }, 9, wallCost);
+    const p = new Pacer(
+      () => {
+        runs++;
+        vi.advanceTimersByTime(10);
+      },
+      9,
+      wallCost,
+    );
     p.poke();
     expect(runs).toBe(1);
     for (let i = 0; i < 50; i++) p.poke();

@@ -2,7 +2,16 @@ import type { Container, Pod } from '../../src/manifest/types.js';
 import { containerLabels, engineName, instanceId, LABEL, sandboxLabels, type PodIdentity } from '../../src/runtime/labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../../src/runtime/observed.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
-import { ContainerStartError, ImageError, type EngineEvent, type EngineRestartOn, type RuntimeOptions, type SandboxInfo, type StartRequest, type VolumeBacking } from '../../src/runtime/runtime-types.js';
+import {
+  ContainerStartError,
+  ImageError,
+  type EngineEvent,
+  type EngineRestartOn,
+  type RuntimeOptions,
+  type SandboxInfo,
+  type StartRequest,
+  type VolumeBacking,
+} from '../../src/runtime/runtime-types.js';
 
 type FakeContainer = EngineContainer & { startedAt?: number; finishedAt?: number; engineRestarts?: number };
 
@@ -100,7 +109,15 @@ export class FakeEngine implements PodEngine {
   }
 
   private emit(kind: EngineEvent['kind'], c: FakeContainer): void {
-    const e: EngineEvent = { kind, id: c.id, labels: { ...c.labels }, name: c.name, image: c.image, ...(kind === 'exited' ? { exitCode: c.exitCode ?? 0 } : {}), timeMs: this.now() };
+    const e: EngineEvent = {
+      kind,
+      id: c.id,
+      labels: { ...c.labels },
+      name: c.name,
+      image: c.image,
+      ...(kind === 'exited' ? { exitCode: c.exitCode ?? 0 } : {}),
+      timeMs: this.now(),
+    };
     for (const w of [...this.watchers]) w.onEvent(e);
     for (const fn of this.activity) fn();
   }
@@ -263,7 +280,14 @@ export class FakeEngine implements PodEngine {
   }
 
   // The fake restarts nothing by itself: `engineRestarts` is only noted (a test restarts in place); its volumes are the prepared ones.
-  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, engineRestarts?: boolean, _volumes?: ReadonlyMap<string, VolumeBacking>): Promise<SandboxInfo> {
+  async createSandbox(
+    pod: Pod,
+    id: PodIdentity,
+    attempt: number,
+    hash: string,
+    engineRestarts?: boolean,
+    _volumes?: ReadonlyMap<string, VolumeBacking>,
+  ): Promise<SandboxInfo> {
     await this.hold;
     this.count('create');
     const labels = { ...sandboxLabels(pod, id, attempt, hash), [LABEL.instance]: this.instance };

@@ -11,7 +11,10 @@ export class MemorySource implements PodSource {
   private onChange: () => void = () => undefined;
 
   /** `slow`: not loaded at start (a URL that has not answered yet) until `load()`. */
-  constructor(readonly origin = 'memory:test', private readonly slow = false) {
+  constructor(
+    readonly origin = 'memory:test',
+    private readonly slow = false,
+  ) {
     this.name = origin;
   }
 

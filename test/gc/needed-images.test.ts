@@ -34,7 +34,12 @@ function collector(needed: string[]): GarbageCollector {
   };
   const rt = { imageInventory: async () => inventory } as unknown as PodEngine;
   // High 0 / low 0 and no minimum age: everything not kept is a candidate.
-  return new GarbageCollector(rt, { stateDir, pauseImage: 'registry.k8s.io/pause:3.10', images: { highPercent: 0, lowPercent: 0, minAgeMs: 0 }, neededImages: () => needed });
+  return new GarbageCollector(rt, {
+    stateDir,
+    pauseImage: 'registry.k8s.io/pause:3.10',
+    images: { highPercent: 0, lowPercent: 0, minAgeMs: 0 },
+    neededImages: () => needed,
+  });
 }
 
 describe('image GC and the declared pods', () => {

@@ -3,14 +3,22 @@ import { planContainerGc, planImageGc, type ImageInfo } from '../../src/gc/plan.
 import type { ObservedContainer } from '../../src/runtime/observed.js';
 import { desired, observedFor } from '../fixtures/pods.js';
 
-const POD = (name: string) => desired(`apiVersion: v1
+const POD = (name: string) =>
+  desired(`apiVersion: v1
 kind: Pod
 metadata: {name: ${name}}
 spec: {containers: [{name: a, image: busybox:1.36}, {name: b, image: busybox:1.36}]}
 `);
 
 function deadCopies(c: ObservedContainer, n: number): ObservedContainer[] {
-  return Array.from({ length: n }, (_, i) => ({ ...c, id: `${c.name}-dead-${i}`, state: 'exited' as const, exitCode: 1, restartCount: c.restartCount - 1 - i, created: c.created - 1 - i }));
+  return Array.from({ length: n }, (_, i) => ({
+    ...c,
+    id: `${c.name}-dead-${i}`,
+    state: 'exited' as const,
+    exitCode: 1,
+    restartCount: c.restartCount - 1 - i,
+    created: c.created - 1 - i,
+  }));
 }
 
 describe('container GC plan', () => {
@@ -24,7 +32,7 @@ describe('container GC plan', () => {
     expect(planContainerGc([o], new Set([d.uid]), { maxPerPodContainer: 3 }).removals.map((r) => r.id)).toEqual(['a-dead-3']);
   });
 
-  it('in a crash loop\'s back-off (no instance running), keeps the one that just died, for logs --previous', () => {
+  it("in a crash loop's back-off (no instance running), keeps the one that just died, for logs --previous", () => {
     const d = POD('p');
     const o = observedFor(d, { a: { restartCount: 5, state: 'exited', exitCode: 3 } });
     o.containers.push(...deadCopies(o.containers[0]!, 2));

@@ -13,7 +13,9 @@ const pod = (name: string, v = 'one'): string => sleepingPod(name, ns, v);
 
 async function restartPolicies(name: string): Promise<string[]> {
   const list = await podContainers(ns, name);
-  return Promise.all(list.filter((c) => c.State === 'running').map(async (c) => (await docker.getContainer(c.Id).inspect()).HostConfig.RestartPolicy?.Name ?? ''));
+  return Promise.all(
+    list.filter((c) => c.State === 'running').map(async (c) => (await docker.getContainer(c.Id).inspect()).HostConfig.RestartPolicy?.Name ?? ''),
+  );
 }
 
 describe('apply and the agent on the same state directory', () => {
@@ -51,7 +53,9 @@ describe('apply and the agent on the same state directory', () => {
       return ids.a !== after.a && list.some((c) => c.Id === ids.a && c.State === 'running') ? ids : undefined;
     });
     expect((await docker.getContainer(third.a!).inspect()).Config.Labels[LABEL.restartCount]).toBe('2');
-    await until('get pods to show 2 restarts', async () => (new RegExp(`^${name}\\s+\\d/\\d\\s+\\w+\\s+2\\s`, 'm').test((await world.cli('get', 'pods', '-n', ns)).out) ? true : undefined));
+    await until('get pods to show 2 restarts', async () =>
+      new RegExp(`^${name}\\s+\\d/\\d\\s+\\w+\\s+2\\s`, 'm').test((await world.cli('get', 'pods', '-n', ns)).out) ? true : undefined,
+    );
   });
 
   it('apply with an agent running hands the set over and waits; delete keeps it deleted', async () => {
@@ -83,14 +87,17 @@ describe('apply and the agent on the same state directory', () => {
     await agent.started();
     const name = unique('graced');
     // A container that ignores SIGTERM, with a long grace period of its own.
-    const file = world.write(`${name}.yaml`, `apiVersion: v1
+    const file = world.write(
+      `${name}.yaml`,
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
   terminationGracePeriodSeconds: 60
   containers:
   - {name: a, image: ${TEST_IMAGE}, command: [sh, -c, 'trap "" TERM; while true; do sleep 1; done']}
-`);
+`,
+    );
     expect((await world.cli('apply', file)).code).toBe(0);
     const t0 = Date.now();
     const d = await world.cli('delete', '-n', ns, name, '--grace-period', '1');
@@ -114,7 +121,9 @@ spec:
 
     // a.yaml sorts first, but b.yaml's pod is the one running: it stays.
     writeFileSync(join(dir, 'a.yaml'), pod(name, 'from-a'));
-    await agent.waitForLog(`conflict: pod ${ns}/${name} is also declared, differently, by ${join(dir, 'a.yaml')}; running the one from ${join(dir, 'b.yaml')} (remove the others, or make them alike, to end this)`);
+    await agent.waitForLog(
+      `conflict: pod ${ns}/${name} is also declared, differently, by ${join(dir, 'a.yaml')}; running the one from ${join(dir, 'b.yaml')} (remove the others, or make them alike, to end this)`,
+    );
     await pastRelist();
     expect(await containerIds(ns, name)).toEqual(first);
   });

@@ -30,12 +30,19 @@ describe('a watched directory in heavy churn', () => {
     const stable = [0, 1, 2].map((i) => `stable-${i}`);
     for (const name of stable) writeFileSync(join(dir, `${name}.yaml`), churnPod(ns, name, 0));
     // GC every 5 s: a sweep while pods are being made and deleted must not take their directories.
-    const agent = suite.run(['--manifest-dir', dir, '--gc-period', '5s'], process.env.PODRUN_CHURN_PROF ? { NODE_OPTIONS: '--cpu-prof --cpu-prof-dir=' + process.env.PODRUN_CHURN_PROF } : {});
+    const agent = suite.run(
+      ['--manifest-dir', dir, '--gc-period', '5s'],
+      process.env.PODRUN_CHURN_PROF ? { NODE_OPTIONS: '--cpu-prof --cpu-prof-dir=' + process.env.PODRUN_CHURN_PROF } : {},
+    );
     await agent.started();
-    const before = await until('the stable pods to run', async () => {
-      const states = await Promise.all(stable.map(stableState));
-      return states.every((s) => s.length === 2 && s.every((l) => l.includes(' running '))) ? states : undefined;
-    }, 60_000);
+    const before = await until(
+      'the stable pods to run',
+      async () => {
+        const states = await Promise.all(stable.map(stableState));
+        return states.every((s) => s.length === 2 && s.every((l) => l.includes(' running '))) ? states : undefined;
+      },
+      60_000,
+    );
 
     const ev = await followEvents([`${LABEL.podNamespace}=${ns}`]);
     const names = Array.from({ length: FILES }, (_, i) => `churn-${i}`);
@@ -44,14 +51,22 @@ describe('a watched directory in heavy churn', () => {
     // rewrite: the last removal about 20 s after the first write.
     const removed = await churnDirectory(dir, ns, names, { spreadMs: 11_000, gapMs: 1_500, writes: 6 });
     const lastRemoval = Math.max(...removed.values());
-    await until('only the stable pods to be left', async () => {
-      const pods = await nsContainers();
-      return pods.every((p) => stable.includes(p)) ? true : undefined;
-    }, 120_000);
+    await until(
+      'only the stable pods to be left',
+      async () => {
+        const pods = await nsContainers();
+        return pods.every((p) => stable.includes(p)) ? true : undefined;
+      },
+      120_000,
+    );
     const convergedMs = Date.now() - lastRemoval;
     // The engine's last removal comes a moment before the agent's "deleted" line for that pod (its
     // last look, its directory): read the log once every pod that reached the engine has one.
-    await until('a deleted line for every pod that reached the engine', async () => (churnReport(agent.logs(), ev.events, ns, removed, 0).notDeleted.length === 0 ? true : undefined), 30_000).catch(() => undefined);
+    await until(
+      'a deleted line for every pod that reached the engine',
+      async () => (churnReport(agent.logs(), ev.events, ns, removed, 0).notDeleted.length === 0 ? true : undefined),
+      30_000,
+    ).catch(() => undefined);
     ev.stop();
     if (process.env.PODRUN_CHURN_LOG) {
       writeFileSync(process.env.PODRUN_CHURN_LOG, agent.logs());
@@ -63,14 +78,19 @@ describe('a watched directory in heavy churn', () => {
     const { median, p95, max } = spread([...report.deletionMs.values()]);
     const began = spread([...report.startMs.values()]);
     const creates = ev.events.filter((e) => e.action === 'create' && !stable.includes(e.attributes[LABEL.podName] ?? '')).length;
-    process.stderr.write(`churn: ${FILES} files in ${Math.round((lastRemoval - t0) / 1000)} s; ${report.reached} pods reached the engine, ${creates} containers created; deletion after removal median ${median} ms, p95 ${p95} ms, max ${max} ms (begun: median ${began.median} ms, max ${began.max} ms); converged ${convergedMs} ms after the last removal; ${report.lateStarts.length} starts carried out by the engine past the bound\n`);
+    process.stderr.write(
+      `churn: ${FILES} files in ${Math.round((lastRemoval - t0) / 1000)} s; ${report.reached} pods reached the engine, ${creates} containers created; deletion after removal median ${median} ms, p95 ${p95} ms, max ${max} ms (begun: median ${began.median} ms, max ${began.max} ms); converged ${convergedMs} ms after the last removal; ${report.lateStarts.length} starts carried out by the engine past the bound\n`,
+    );
 
     expect(report.startErrors).toEqual([]);
     expect(report.lateMade).toEqual([]);
     expect(report.notDeleted).toEqual([]);
     // Issue 28's bound: every deletion done within 5 s of its file's removal (1 s of it the
     // directory's removal grace), from the agent's own log times.
-    expect([...report.deletionMs].filter(([, ms]) => ms > 5000), 'deletions over 5 s (pod, ms)').toEqual([]);
+    expect(
+      [...report.deletionMs].filter(([, ms]) => ms > 5000),
+      'deletions over 5 s (pod, ms)',
+    ).toEqual([]);
     expect(report.reached).toBeGreaterThan(0);
     // The stable pods: the same containers, running, never restarted.
     expect(await Promise.all(stable.map(stableState))).toEqual(before);

@@ -43,7 +43,7 @@ async function instances(name: string, container: string): Promise<number> {
 }
 
 describe('the agent with a watched directory', () => {
-  it('runs added files, replaces only an edited container, keeps an invalid file\'s pod, deletes a removed file\'s pod', async () => {
+  it("runs added files, replaces only an edited container, keeps an invalid file's pod, deletes a removed file's pod", async () => {
     const dir = join(world.dir, unique('dir'));
     mkdirSync(dir);
     const name = unique('web');
@@ -62,10 +62,15 @@ describe('the agent with a watched directory', () => {
     expect(second.steady).toBe(first.steady);
 
     // Invalid: the pod stays exactly as it is, and the error names file, line and field.
-    writeFileSync(join(dir, `${name}.yaml`), pod(name, 'three').replace("command: [sleep, '3600']", "command: [sleep, '3600']\n    ports: [{containerPort: 99999}]"));
+    writeFileSync(
+      join(dir, `${name}.yaml`),
+      pod(name, 'three').replace("command: [sleep, '3600']", "command: [sleep, '3600']\n    ports: [{containerPort: 99999}]"),
+    );
     await agent.waitForLog(`${join(dir, `${name}.yaml`)}:10:29 spec.containers[0].ports[0].containerPort: must be <= 65535 (keeping the last good version)`);
     const described = await world.cli('describe', 'pod', '-n', ns, name);
-    expect(described.out).toMatch(/Warning\s+FailedValidation\s+.*spec\.containers\[0\]\.ports\[0\]\.containerPort: must be <= 65535 \(running the last good version\)/);
+    expect(described.out).toMatch(
+      /Warning\s+FailedValidation\s+.*spec\.containers\[0\]\.ports\[0\]\.containerPort: must be <= 65535 \(running the last good version\)/,
+    );
     const status = JSON.parse(readFileSync(join(world.stateDir, 'agent-status.json'), 'utf8')) as { sources: { name: string; errors: string[] }[] };
     expect(status.sources.find((s) => s.name === `dir:${dir}`)?.errors[0]).toContain('containerPort: must be <= 65535');
     await pastRelist(); // past a rescan and a relist: still untouched
@@ -117,7 +122,10 @@ describe('the agent with a watched directory', () => {
     // An in-place write seen half-written: the prefix up to the second container is a valid pod
     // (with a different sandbox: the second container brings a host port). It must never run.
     const half = unique('half');
-    const text = pod(half).replace("command: [sh, -c, 'echo $V; exec sleep 3600']", `command: [sh, -c, 'echo $V; exec sleep 3600']\n    ports: [{containerPort: 80, hostPort: ${await freePort()}, hostIP: 127.0.0.1}]`);
+    const text = pod(half).replace(
+      "command: [sh, -c, 'echo $V; exec sleep 3600']",
+      `command: [sh, -c, 'echo $V; exec sleep 3600']\n    ports: [{containerPort: 80, hostPort: ${await freePort()}, hostIP: 127.0.0.1}]`,
+    );
     const path = join(dir, `${half}.yaml`);
     const since = Math.floor(Date.now() / 1000) - 1;
     const fd = openSync(path, 'w');

@@ -22,7 +22,9 @@ describe('the agent when the engine restarts', () => {
     const dir = join(world.dir, 'manifests');
     mkdirSync(dir);
     const name = unique('phoenix');
-    writeFileSync(join(dir, 'pod.yaml'), `apiVersion: v1
+    writeFileSync(
+      join(dir, 'pod.yaml'),
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}}
 spec:
@@ -30,11 +32,14 @@ spec:
   containers:
   - {name: a, image: ${TEST_IMAGE}, command: [sleep, '3600']}
   - {name: b, image: ${TEST_IMAGE}, command: [sleep, '3600']}
-`);
+`,
+    );
     agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir], { DOCKER_HOST: engine.host, PODRUN_NETWORK: 'none' });
     await agent.started();
     const runningNames = async (): Promise<string[]> =>
-      (await engine.docker.listContainers({ filters: JSON.stringify({ label: [`${LABEL.podName}=${name}`] }) })).map((c) => c.Labels[LABEL.containerName] ?? '').sort();
+      (await engine.docker.listContainers({ filters: JSON.stringify({ label: [`${LABEL.podName}=${name}`] }) }))
+        .map((c) => c.Labels[LABEL.containerName] ?? '')
+        .sort();
     await until('the pod on the private engine', async () => ((await runningNames()).join() === 'POD,a,b' ? true : undefined));
 
     await engine.stop();

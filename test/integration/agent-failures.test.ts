@@ -22,14 +22,19 @@ describe('containers the engine refuses', () => {
     mkdirSync(dir);
     const nobin = unique('nobin');
     const badmount = unique('badmount');
-    writeFileSync(join(dir, 'nobin.yaml'), `apiVersion: v1
+    writeFileSync(
+      join(dir, 'nobin.yaml'),
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${nobin}, namespace: ${ns}}
 spec:
   terminationGracePeriodSeconds: 1
   containers: [{name: c, image: ${TEST_IMAGE}, command: [/nonexistent-binary]}]
-`);
-    writeFileSync(join(dir, 'badmount.yaml'), `apiVersion: v1
+`,
+    );
+    writeFileSync(
+      join(dir, 'badmount.yaml'),
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${badmount}, namespace: ${ns}}
 spec:
@@ -40,7 +45,8 @@ spec:
     command: [sleep, '3600']
     volumeMounts: [{name: v, mountPath: /}]
   volumes: [{name: v, emptyDir: {}}]
-`);
+`,
+    );
     const since = Math.floor(Date.now() / 1000) - 1;
     agent = suite.run(['--manifest-dir', dir, '--crash-backoff-initial', '2s', '--crash-backoff-max', '1m']);
     await agent.started();
@@ -54,7 +60,11 @@ spec:
     expect(get).toMatch(new RegExp(`^${badmount}\\s+0/1\\s+CreateContainerError\\s`, 'm'));
     // 8 s with back-off 2 s, 4 s, 8 s: at most 3 attempts each (the hot loop made 80 starts in 10 s).
     await new Promise((r) => setTimeout(r, 8000));
-    const attempts = (name: string, reason: string): number => agent!.logs().split('\n').filter((l) => l.includes(`pod ${ns}/${name}: container c: ${reason}`)).length;
+    const attempts = (name: string, reason: string): number =>
+      agent!
+        .logs()
+        .split('\n')
+        .filter((l) => l.includes(`pod ${ns}/${name}: container c: ${reason}`)).length;
     expect(attempts(nobin, 'RunContainerError')).toBeGreaterThanOrEqual(2);
     expect(attempts(nobin, 'RunContainerError')).toBeLessThanOrEqual(3);
     expect(attempts(badmount, 'CreateContainerError')).toBeGreaterThanOrEqual(2);

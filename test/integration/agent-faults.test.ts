@@ -27,7 +27,9 @@ describe('the agent on a failing engine', () => {
     const dir = join(world.dir, 'manifests');
     mkdirSync(dir);
     const name = unique('sick');
-    writeFileSync(join(dir, 'pod.yaml'), `apiVersion: v1
+    writeFileSync(
+      join(dir, 'pod.yaml'),
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
@@ -35,11 +37,16 @@ spec:
   containers:
   - {name: steady, image: ${TEST_IMAGE}, command: [sleep, '3600']}
   - {name: blinker, image: ${TEST_IMAGE}, command: [sh, -c, 'sleep 2; exit 1']}
-`);
-    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir, '--crash-backoff-initial', '1s', '--crash-backoff-max', '1s'], { DOCKER_HOST: faulty.host });
+`,
+    );
+    agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir, '--crash-backoff-initial', '1s', '--crash-backoff-max', '1s'], {
+      DOCKER_HOST: faulty.host,
+    });
     await agent.started();
     const instances = async (c: string): Promise<{ id: string; count: number; state: string }[]> =>
-      (await podContainers(ns, name)).filter((x) => x.Labels[LABEL.containerName] === c).map((x) => ({ id: x.Id, count: Number(x.Labels[LABEL.restartCount]), state: x.State }));
+      (await podContainers(ns, name))
+        .filter((x) => x.Labels[LABEL.containerName] === c)
+        .map((x) => ({ id: x.Id, count: Number(x.Labels[LABEL.restartCount]), state: x.State }));
     const newest = async (c: string): Promise<number> => Math.max(-1, ...(await instances(c)).map((x) => x.count));
     await until('the blinker to have restarted once', async () => ((await newest('blinker')) >= 1 ? true : undefined), 30_000);
     const steady = (await instances('steady')).map((x) => x.id);

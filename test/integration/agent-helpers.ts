@@ -17,7 +17,24 @@ export class AgentProcess {
     this.proc = spawn(
       bin,
       // The node IP is loopback: hostNetwork probes never reach the machine's own addresses.
-      ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', 'run', '--log-format', 'text', '--resync-period', '2s', '--relist-period', '5s', '--url-period', '1s', ...args],
+      [
+        '--state-dir',
+        stateDir,
+        '--pause-image',
+        PAUSE_IMAGE,
+        '--node-ip',
+        '127.0.0.1',
+        'run',
+        '--log-format',
+        'text',
+        '--resync-period',
+        '2s',
+        '--relist-period',
+        '5s',
+        '--url-period',
+        '1s',
+        ...args,
+      ],
       { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } },
     );
     this.proc.stdout?.on('data', (c: Buffer) => (this.log += c.toString()));
@@ -35,7 +52,11 @@ export class AgentProcess {
 
   async waitForLog(pattern: RegExp | string, timeoutMs = 20_000): Promise<void> {
     try {
-      await until(`agent log ${String(pattern)}`, async () => ((typeof pattern === 'string' ? this.log.includes(pattern) : pattern.test(this.log)) ? true : undefined), timeoutMs);
+      await until(
+        `agent log ${String(pattern)}`,
+        async () => ((typeof pattern === 'string' ? this.log.includes(pattern) : pattern.test(this.log)) ? true : undefined),
+        timeoutMs,
+      );
     } catch (err) {
       // What the agent did say is what explains the failure.
       const lines = this.log.trimEnd().split('\n');
@@ -66,7 +87,10 @@ export class AgentSuite {
   private current: AgentProcess | undefined;
 
   /** `bed`: the agent runs on that engine bed's engine, and the bed cleans up. */
-  constructor(prefix: string, private readonly bed?: EngineBed) {
+  constructor(
+    prefix: string,
+    private readonly bed?: EngineBed,
+  ) {
     this.world = bed?.world ?? new World();
     this.ns = unique(prefix);
     afterEach(async () => {

@@ -22,16 +22,21 @@ describe('the agent and a directory full of bad manifests', () => {
     const name = unique('good');
     const dir = join(world.dir, 'manifests');
     mkdirSync(dir);
-    writeFileSync(join(dir, 'good.yaml'), `apiVersion: v1
+    writeFileSync(
+      join(dir, 'good.yaml'),
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
   terminationGracePeriodSeconds: 1
   containers: [{name: c, image: ${TEST_IMAGE}, command: [sleep, '3600']}]
-`);
+`,
+    );
     agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir]);
     await agent.started();
-    const before = await until('the good pod to run', async () => ((await podContainers(ns, name)).filter((c) => c.State === 'running').length === 2 ? containerIds(ns, name) : undefined));
+    const before = await until('the good pod to run', async () =>
+      (await podContainers(ns, name)).filter((c) => c.State === 'running').length === 2 ? containerIds(ns, name) : undefined,
+    );
 
     copyCases(dir);
     const expected = { ...EXPECTED, ...makeSpecialCases(dir) };
@@ -46,7 +51,9 @@ spec:
       },
       60_000,
     );
-    const want = Object.entries(expected).map(([file, line]) => `${join(dir, file)}:${line}`).sort();
+    const want = Object.entries(expected)
+      .map(([file, line]) => `${join(dir, file)}:${line}`)
+      .sort();
     expect([...status.errors].sort()).toEqual(want);
     const log = agent.logs();
     for (const line of want) expect(log, line).toContain(`${line} (keeping the last good version)`);
@@ -57,7 +64,10 @@ spec:
     expect(agent.proc.exitCode).toBeNull();
     expect(await containerIds(ns, name)).toEqual(before);
     expect((await podContainers(ns, name)).every((c) => c.State === 'running')).toBe(true);
-    const strays = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL.instance}=${world.instance}`, `${LABEL.podNamespace}=invalid-fixtures`] }) });
+    const strays = await docker.listContainers({
+      all: true,
+      filters: JSON.stringify({ label: [`${LABEL.instance}=${world.instance}`, `${LABEL.podNamespace}=invalid-fixtures`] }),
+    });
     expect(strays).toEqual([]);
   });
 });

@@ -25,7 +25,11 @@ function agent(stateDir: string): AgentProcess {
 
 /** Resolves with 'started' or the exit code, whichever the agent reaches first. */
 async function outcome(a: AgentProcess): Promise<'started' | number | null> {
-  return until('the agent to start or exit', async () => (a.logs().includes('agent started') ? 'started' : a.proc.exitCode !== null ? a.proc.exitCode : undefined), 30_000);
+  return until(
+    'the agent to start or exit',
+    async () => (a.logs().includes('agent started') ? 'started' : a.proc.exitCode !== null ? a.proc.exitCode : undefined),
+    30_000,
+  );
 }
 
 describe('one agent per state directory', () => {
@@ -39,13 +43,16 @@ describe('one agent per state directory', () => {
       expect(await agentRunning(stateDir)).toBe(false);
       // apply does the work itself at once instead of waiting for an agent that does not exist.
       const name = unique('nolock');
-      const file = world.write(`${name}.yaml`, `apiVersion: v1
+      const file = world.write(
+        `${name}.yaml`,
+        `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: lock-test}
 spec:
   terminationGracePeriodSeconds: 1
   containers: [{name: c, image: ${TEST_IMAGE}, command: [sleep, '3600']}]
-`);
+`,
+      );
       const started = Date.now();
       const r = await world.cli('--state-dir', stateDir, 'apply', '--timeout', '15s', file);
       expect(r.code, r.err).toBe(0);
@@ -67,7 +74,10 @@ spec:
       const stateDir = join(world.dir, `race-${trial}`);
       const pair = [agent(stateDir), agent(stateDir)];
       const results = await Promise.all(pair.map(outcome));
-      expect(results.filter((r) => r === 'started'), `trial ${trial}: ${results.join(', ')}`).toHaveLength(1);
+      expect(
+        results.filter((r) => r === 'started'),
+        `trial ${trial}: ${results.join(', ')}`,
+      ).toHaveLength(1);
       const loser = pair[results.indexOf(1)];
       expect(loser, `trial ${trial}: the other agent must exit 1, got ${results.join(', ')}`).toBeDefined();
       expect(loser!.logs()).toContain(`another podrun agent is running with state directory ${stateDir}`);
@@ -93,7 +103,9 @@ spec:
     const stateDir = join(world.dir, 'killed');
     const log = join(world.dir, 'killed.log');
     // The agent's parent is a sleep that never reaps it, as a slow PID 1 would: killed, it stays a zombie.
-    const parent = spawn('sh', ['-c', `"$0" --state-dir "$1" --pause-image ${PAUSE_IMAGE} run >"$2" 2>&1 & echo $!; exec sleep 600`, BIN, stateDir, log], { stdio: ['ignore', 'pipe', 'ignore'] });
+    const parent = spawn('sh', ['-c', `"$0" --state-dir "$1" --pause-image ${PAUSE_IMAGE} run >"$2" 2>&1 & echo $!; exec sleep 600`, BIN, stateDir, log], {
+      stdio: ['ignore', 'pipe', 'ignore'],
+    });
     try {
       const pid = Number(await new Promise<string>((r) => parent.stdout.once('data', (c: Buffer) => r(c.toString()))));
       await until('the first agent to start', async () => (readFileSync(log, 'utf8').includes('agent started') ? true : undefined));

@@ -30,7 +30,9 @@ describe('the agent metrics', () => {
     const dir = join(suite.world.dir, 'manifests');
     mkdirSync(dir);
     const name = unique('scraped');
-    writeFileSync(join(dir, 'pod.yaml'), `apiVersion: v1
+    writeFileSync(
+      join(dir, 'pod.yaml'),
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${suite.ns}}
 spec:
@@ -44,7 +46,8 @@ spec:
   - name: crasher
     image: ${TEST_IMAGE}
     command: [sh, -c, 'sleep 1; exit 2']
-`);
+`,
+    );
     // A URL source whose body never changes: every poll after the first is a 304 (but one in 15).
     const body = 'apiVersion: v1\nkind: PodList\nitems: []\n';
     server = createServer((req, res) => {
@@ -57,14 +60,18 @@ spec:
     await agent.started();
     const scrape = async (path = '/metrics'): Promise<string> => (await agentGetText(suite.world.stateDir, path)) ?? '';
     const pod = { namespace: suite.ns, pod: name };
-    const text = await until('a restart, probes and a 304 to be counted', async () => {
-      const t = await scrape();
-      const ok =
-        value(t, 'podrun_container_restarts_total', { ...pod, container: 'crasher' }) >= 1 &&
-        value(await scrape('/metrics/probes'), 'prober_probe_total', { ...pod, container: 'web', probe_type: 'Readiness', result: 'successful' }) >= 2 &&
-        value(t, 'podrun_url_fetches_total', { source: /^url:/, result: 'not_modified' }) >= 1;
-      return ok ? t : undefined;
-    }, 40_000);
+    const text = await until(
+      'a restart, probes and a 304 to be counted',
+      async () => {
+        const t = await scrape();
+        const ok =
+          value(t, 'podrun_container_restarts_total', { ...pod, container: 'crasher' }) >= 1 &&
+          value(await scrape('/metrics/probes'), 'prober_probe_total', { ...pod, container: 'web', probe_type: 'Readiness', result: 'successful' }) >= 2 &&
+          value(t, 'podrun_url_fetches_total', { source: /^url:/, result: 'not_modified' }) >= 1;
+        return ok ? t : undefined;
+      },
+      40_000,
+    );
     // The prober's series are where the kubelet serves them: /metrics/probes, not /metrics.
     const probes = await scrape('/metrics/probes');
 
@@ -93,7 +100,12 @@ spec:
     expect(text).toMatch(/^# HELP podrun_engine_event_stream_reconnects_total /m);
     expect(text).toMatch(/^# HELP podrun_image_pull_duration_seconds /m);
     // Every series has its HELP and TYPE.
-    const names = new Set(text.split('\n').filter((l) => l && !l.startsWith('#')).map((l) => l.replace(/[{ ].*/, '').replace(/_(bucket|sum|count)$/, '')));
+    const names = new Set(
+      text
+        .split('\n')
+        .filter((l) => l && !l.startsWith('#'))
+        .map((l) => l.replace(/[{ ].*/, '').replace(/_(bucket|sum|count)$/, '')),
+    );
     for (const n of names) expect(text, n).toMatch(new RegExp(`^# HELP ${n} `, 'm'));
   });
 });

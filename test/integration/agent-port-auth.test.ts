@@ -24,7 +24,21 @@ function pathsToTry(): string[] {
   const alternations = [...src.matchAll(/\\\/(\w+)\\\/\(([\w|]+)\)/g)].flatMap((m) => m[2]!.split('|').map((x) => `/${m[1]}/${x}`));
   const served = [...new Set([...literals, ...alternations])];
   expect(served).toEqual(expect.arrayContaining(['/pods', '/events', '/gc', '/node', '/healthz', '/metrics/probes']));
-  const tricks = ['/', '/pods/', '/pods?watch=1', '/PODS', '/./pods', '/x/../pods', '/%2e%2e/pods', '/healthz/../pods', '/metrics/../events', '//pods', '/pods%00', '/gc?images=false', '/events?uid=x'];
+  const tricks = [
+    '/',
+    '/pods/',
+    '/pods?watch=1',
+    '/PODS',
+    '/./pods',
+    '/x/../pods',
+    '/%2e%2e/pods',
+    '/healthz/../pods',
+    '/metrics/../events',
+    '//pods',
+    '/pods%00',
+    '/gc?images=false',
+    '/events?uid=x',
+  ];
   const unknown = ['/configz', '/spec/', '/logs/', '/run/ns/pod/c', '/exec/ns/pod/c', '/debug/pprof/', '/containerLogs/ns/pod/c', '/nope'];
   return [...served, ...tricks, ...unknown];
 }
@@ -32,11 +46,14 @@ function pathsToTry(): string[] {
 function get(port: number, path: string, o: { method?: string; token?: string; authorization?: string } = {}): Promise<{ status: number; body: string }> {
   return new Promise((resolve, reject) => {
     const authorization = o.authorization ?? (o.token ? `Bearer ${o.token}` : undefined);
-    const req = request({ host: '127.0.0.1', port, path, method: o.method ?? 'GET', headers: { host: `127.0.0.1:${port}`, ...(authorization ? { authorization } : {}) } }, (res) => {
-      let body = '';
-      res.on('data', (c: Buffer) => (body += c.toString()));
-      res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
-    });
+    const req = request(
+      { host: '127.0.0.1', port, path, method: o.method ?? 'GET', headers: { host: `127.0.0.1:${port}`, ...(authorization ? { authorization } : {}) } },
+      (res) => {
+        let body = '';
+        res.on('data', (c: Buffer) => (body += c.toString()));
+        res.on('end', () => resolve({ status: res.statusCode ?? 0, body }));
+      },
+    );
     req.on('error', reject);
     req.end();
   });
@@ -45,7 +62,9 @@ function get(port: number, path: string, o: { method?: string; token?: string; a
 /** curl as user nobody, every path in one run; each answer followed by its status. */
 async function curlAsNobody(port: number, paths: string[], method: string): Promise<string> {
   const urls = paths.map((p) => `http://127.0.0.1:${port}${p}`);
-  const { stdout } = await run('runuser', ['-u', 'nobody', '--', 'curl', '-s', '-g', '--path-as-is', '-X', method, '-w', '\n@@ %{http_code}\n', ...urls], { maxBuffer: 64 << 20 }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
+  const { stdout } = await run('runuser', ['-u', 'nobody', '--', 'curl', '-s', '-g', '--path-as-is', '-X', method, '-w', '\n@@ %{http_code}\n', ...urls], {
+    maxBuffer: 64 << 20,
+  }).catch((err: { stdout?: string }) => ({ stdout: err.stdout ?? '' }));
   return stdout;
 }
 
@@ -105,7 +124,9 @@ spec:
     expect(statSync(world.stateDir).mode & 0o777).toBe(0o700);
     expect(statSync(join(world.stateDir, 'podrun.sock')).mode & 0o777).toBe(0o600);
     await expect(run('runuser', ['-u', 'nobody', '--', 'cat', tokenFile])).rejects.toThrow();
-    await expect(run('runuser', ['-u', 'nobody', '--', 'curl', '-sf', '--unix-socket', join(world.stateDir, 'podrun.sock'), 'http://x/pods'])).rejects.toThrow();
+    await expect(
+      run('runuser', ['-u', 'nobody', '--', 'curl', '-sf', '--unix-socket', join(world.stateDir, 'podrun.sock'), 'http://x/pods']),
+    ).rejects.toThrow();
 
     // With the token the secret is there to be leaked (the spec, and the probe output in events).
     await until('the probe output in /events', async () => ((await get(port, '/events', { token })).body.includes(secret) ? true : undefined), 30_000);
@@ -125,7 +146,14 @@ spec:
         else if (method !== 'GET') expect(r.status, `${method} ${path}`).toBe(405);
       }
     }
-    for (const authorization of ['Bearer wrong-token-of-some-length', `Bearer ${token}x`, `Bearer ${token.slice(0, -1)}`, `Basic ${Buffer.from(`x:${token}`).toString('base64')}`, 'Bearer', `Bearer  ${token} extra`]) {
+    for (const authorization of [
+      'Bearer wrong-token-of-some-length',
+      `Bearer ${token}x`,
+      `Bearer ${token.slice(0, -1)}`,
+      `Basic ${Buffer.from(`x:${token}`).toString('base64')}`,
+      'Bearer',
+      `Bearer  ${token} extra`,
+    ]) {
       for (const path of ['/pods', '/events', '/gc', '/healthz']) {
         const r = await get(port, path, { authorization });
         expect(r.status, `${authorization} ${path}`).toBe(401);
@@ -147,10 +175,14 @@ spec:
 
     // The host-network pod, after it has read every path several times.
     const id = (await until('the snooping container', async () => (await containerIds(ns, snoop)).snoop))!;
-    const seen = await until('three rounds of reads from the host-network pod', async () => {
-      const l = await logsOf(id);
-      return l.includes('ROUND 3') ? l : undefined;
-    }, 60_000);
+    const seen = await until(
+      'three rounds of reads from the host-network pod',
+      async () => {
+        const l = await logsOf(id);
+        return l.includes('ROUND 3') ? l : undefined;
+      },
+      60_000,
+    );
     expect(seen).toContain('== /pods');
     expect(seen).toContain('401 Unauthorized');
     expect(seen).toContain('container_cpu_usage_seconds_total');

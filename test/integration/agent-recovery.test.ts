@@ -77,7 +77,9 @@ describe('the agent after a restart', () => {
     // a.yaml sorts first; after the restart the running pod from b.yaml must still win.
     agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
-    await agent.waitForLog(`running the one from ${join(dir, 'b.yaml')}`).catch((e: Error) => { throw new Error(`${e.message}\n${agent?.logs()}`); });
+    await agent.waitForLog(`running the one from ${join(dir, 'b.yaml')}`).catch((e: Error) => {
+      throw new Error(`${e.message}\n${agent?.logs()}`);
+    });
     await settle();
     expect(await containerIds(ns, name)).toEqual(first);
   });

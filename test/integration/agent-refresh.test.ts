@@ -26,7 +26,9 @@ describe('the agent after acting on a pod', () => {
     expect(atStart).toBeGreaterThan(0);
 
     const name = unique('nolist');
-    writeFileSync(join(dir, 'pod.yaml'), `apiVersion: v1
+    writeFileSync(
+      join(dir, 'pod.yaml'),
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${suite.ns}}
 spec:
@@ -35,9 +37,12 @@ spec:
   - {name: prepare, image: ${TEST_IMAGE}, command: ['true']}
   containers:
   - {name: app, image: ${TEST_IMAGE}, command: [sleep, '3600']}
-`);
+`,
+    );
     const app = async (): Promise<{ Id: string; count: number; State: string }[]> =>
-      (await podContainers(suite.ns, name)).filter((c) => c.Labels[LABEL.containerName] === 'app').map((c) => ({ Id: c.Id, State: c.State, count: Number(c.Labels[LABEL.restartCount]) }));
+      (await podContainers(suite.ns, name))
+        .filter((c) => c.Labels[LABEL.containerName] === 'app')
+        .map((c) => ({ Id: c.Id, State: c.State, count: Number(c.Labels[LABEL.restartCount]) }));
     const first = await until('the app to run', async () => (await app()).find((c) => c.State === 'running'), 30_000).catch((e: Error) => {
       throw new Error(`${e.message}\n${agent.logs()}`);
     });

@@ -58,10 +58,14 @@ async function running(name: string): Promise<{ v: Record<string, string>; ids: 
 
 /** Both containers run V=`v`: one version, never a mix. */
 async function runningVersion(name: string, v: string, timeoutMs = 30_000): Promise<Record<string, string>> {
-  return until(`pod ${name} to run V=${v} in both containers`, async () => {
-    const r = await running(name);
-    return r.v.app === v && r.v.side === v ? r.ids : undefined;
-  }, timeoutMs);
+  return until(
+    `pod ${name} to run V=${v} in both containers`,
+    async () => {
+      const r = await running(name);
+      return r.v.app === v && r.v.side === v ? r.ids : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 async function view(name: string): Promise<V1Pod> {
@@ -70,7 +74,9 @@ async function view(name: string): Promise<V1Pod> {
 }
 
 async function ready(name: string): Promise<void> {
-  await until(`pod ${name} to be Ready`, async () => ((await view(name)).status.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? true : undefined));
+  await until(`pod ${name} to be Ready`, async () =>
+    (await view(name)).status.conditions?.find((c) => c.type === 'Ready')?.status === 'True' ? true : undefined,
+  );
 }
 
 function record(name: string): RollbackRecord & { key: string } {
@@ -95,7 +101,10 @@ async function createdSince(name: string, before: string[]): Promise<string[]> {
  * A watched directory with pod `prefix-…` at V=one (annotated as `pod` says unless `annotations`
  * is given), an agent on it, and the pod running and Ready; for a gated pod, recorded as Ready.
  */
-async function startReady(prefix: string, annotations?: string): Promise<{ dir: string; name: string; file: string; good: string | undefined; started: AgentProcess }> {
+async function startReady(
+  prefix: string,
+  annotations?: string,
+): Promise<{ dir: string; name: string; file: string; good: string | undefined; started: AgentProcess }> {
   const dir = join(world.dir, unique('dir'));
   mkdirSync(dir);
   const name = unique(prefix);
@@ -116,7 +125,9 @@ describe('health-gated updates', () => {
 
     writeFileSync(file, pod(name, 'bad'));
     await runningVersion(name, 'bad');
-    await agent.waitForLog(/version \w+ was not Ready within 4s: container app: readiness probe failed: .*; rolled back to version \w+, the last that was Ready/);
+    await agent.waitForLog(
+      /version \w+ was not Ready within 4s: container app: readiness probe failed: .*; rolled back to version \w+, the last that was Ready/,
+    );
     const back = await runningVersion(name, 'one');
     const r = record(name);
     expect(r.good?.version).toBe(good);
@@ -133,7 +144,9 @@ describe('health-gated updates', () => {
     // Shown where an operator looks.
     // (Ready again once the restored version's readiness probe has passed.)
     const listing = new RegExp(`${name}\\s+2/2\\s+RolledBack\\s`);
-    await until('get pods to show the restored version Ready and RolledBack', async () => (listing.test((await world.cli('get', 'pods', '-n', ns, name)).out) ? true : undefined));
+    await until('get pods to show the restored version Ready and RolledBack', async () =>
+      listing.test((await world.cli('get', 'pods', '-n', ns, name)).out) ? true : undefined,
+    );
     const described = await world.cli('describe', 'pod', '-n', ns, name);
     expect(described.out).toMatch(/Reason:\s+RolledBack/);
     expect(described.out).toMatch(/Message:\s+version \w+ was not Ready within 4s \(container app: readiness probe failed/);
@@ -228,7 +241,9 @@ describe('health-gated updates', () => {
     world.write(`${name}.yaml`, pod(name, 'bad'));
     const second = await world.cli('apply', '--timeout', '5m', file);
     expect(second.code).toBe(1);
-    expect(second.err).toMatch(new RegExp(`pod/${ns}/${name}: failed: rolled back: version \\w+ was not Ready within 4s \\(container app: readiness probe failed`));
+    expect(second.err).toMatch(
+      new RegExp(`pod/${ns}/${name}: failed: rolled back: version \\w+ was not Ready within 4s \\(container app: readiness probe failed`),
+    );
     await runningVersion(name, 'one');
     // The same update applied again is the same failed version: refused at once, not retried.
     const third = await world.cli('apply', '--timeout', '5m', file);

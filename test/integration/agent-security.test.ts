@@ -125,11 +125,24 @@ describe('secrets and doors', () => {
     writeFileSync(join(dir, 'priv.yaml'), pod(priv).replace("command: [sleep, '3600']", "command: [sleep, '3600']\n    securityContext: {privileged: true}"));
     writeFileSync(join(dir, 'hostpath.yaml'), pod(hostpath, '  volumes: [{name: root, hostPath: {path: /}}]\n'));
     writeFileSync(join(dir, 'hostnet.yaml'), pod(hostnet).replace('spec:\n', 'spec:\n  hostNetwork: true\n'));
-    agent = suite.run(['--allow-privileged', 'false', '--allow-host-namespaces', 'false', '--allowed-host-paths', '/srv/podrun-allowed,/opt/x', '--manifest-dir', dir]);
+    agent = suite.run([
+      '--allow-privileged',
+      'false',
+      '--allow-host-namespaces',
+      'false',
+      '--allowed-host-paths',
+      '/srv/podrun-allowed,/opt/x',
+      '--manifest-dir',
+      dir,
+    ]);
     await agent.started();
     await until('the compliant pod to run', async () => ((await podContainers(ns, ok)).filter((c) => c.State === 'running').length === 2 ? true : undefined));
-    await agent.waitForLog(`${join(dir, 'priv.yaml')}:10:35 spec.containers[0].securityContext.privileged: privileged containers are not allowed on this node (--allow-privileged=false)`);
-    await agent.waitForLog(`${join(dir, 'hostpath.yaml')}:11:43 spec.volumes[0].hostPath.path: "/" is not under an allowed host path (--allowed-host-paths=/srv/podrun-allowed,/opt/x)`);
+    await agent.waitForLog(
+      `${join(dir, 'priv.yaml')}:10:35 spec.containers[0].securityContext.privileged: privileged containers are not allowed on this node (--allow-privileged=false)`,
+    );
+    await agent.waitForLog(
+      `${join(dir, 'hostpath.yaml')}:11:43 spec.volumes[0].hostPath.path: "/" is not under an allowed host path (--allowed-host-paths=/srv/podrun-allowed,/opt/x)`,
+    );
     await agent.waitForLog(`${join(dir, 'hostnet.yaml')}:5:16 spec.hostNetwork: host namespaces are not allowed on this node (--allow-host-namespaces=false)`);
     for (const n of [priv, hostpath, hostnet]) expect(await podContainers(ns, n)).toEqual([]);
     // validate knows the same rules.

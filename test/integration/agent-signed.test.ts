@@ -70,18 +70,26 @@ describe('signed manifest sets', () => {
     const first = await runningWith(name, 'one');
     await agent.waitForLog(/signature verified \(key SHA256:\S+ \(trusted-\S+@test\)\)/);
     // Who signed what runs, in the status an operator reads.
-    await until('the signer in agent-status.json', async () => (status().sources.some((x) => x.signedBy?.some((b) => /^url:http:\/\/127\.0\.0\.1:\d+\/pods\.yaml: SHA256:\S+ \(trusted-\S+@test\)$/.test(b))) ? true : undefined));
+    await until('the signer in agent-status.json', async () =>
+      status().sources.some((x) => x.signedBy?.some((b) => /^url:http:\/\/127\.0\.0\.1:\d+\/pods\.yaml: SHA256:\S+ \(trusted-\S+@test\)$/.test(b)))
+        ? true
+        : undefined,
+    );
     const good = await containerIds(ns, name);
 
     const refusals: [string, () => void, RegExp][] = [
       ['an altered body', () => (server.body = pod(name, 'evil')), /signature refused: the signature by SHA256:\S+ does not match the content/],
       ['no signature', () => (server.sig = undefined), /signature refused: no signature \(looked for http:\/\/127\.0\.0\.1:\d+\/pods\.yaml\.sig \(HTTP 404\)/],
       ['a foreign key', () => (server.sig = sign(server.body, foreign)), /signature refused: signed by SHA256:\S+, which is not a trusted key/],
-      ['another namespace', () => {
-        const f = join(files, `${unique('git')}.yaml`);
-        writeFileSync(f, server.body);
-        server.sig = trusted.sign(f, 'git');
-      }, /signature refused: signed for namespace "git", not "podrun"/],
+      [
+        'another namespace',
+        () => {
+          const f = join(files, `${unique('git')}.yaml`);
+          writeFileSync(f, server.body);
+          server.sig = trusted.sign(f, 'git');
+        },
+        /signature refused: signed for namespace "git", not "podrun"/,
+      ],
     ];
     for (const [what, change, message] of refusals) {
       change();
@@ -143,7 +151,9 @@ describe('signed manifest sets', () => {
     agent = suite.run(['--manifest-dir', dir, '--manifest-dir-verify-key', trusted.pub]);
     await agent.started();
     const first = await runningWith(signedName, 'one');
-    expect(status().sources.find((x) => x.name === `dir:${dir}`)?.signedBy).toEqual([expect.stringMatching(new RegExp(`^${signedFile}: SHA256:\\S+ \\(dirkey-\\S+@test\\)$`))]);
+    expect(status().sources.find((x) => x.name === `dir:${dir}`)?.signedBy).toEqual([
+      expect.stringMatching(new RegExp(`^${signedFile}: SHA256:\\S+ \\(dirkey-\\S+@test\\)$`)),
+    ]);
     await agent.waitForLog(new RegExp(`${unsignedName}\\.yaml:1:1 signature refused: no signature \\(looked for ${dir}/${unsignedName}\\.yaml\\.sig`));
     expect(await podContainers(ns, unsignedName)).toEqual([]);
 

@@ -13,7 +13,13 @@ const proxy = new FaultyEngine();
 afterAll(() => proxy.stop());
 
 interface Summary {
-  node: { nodeName: string; cpu: { usageCoreNanoSeconds: number }; memory: { availableBytes: number; workingSetBytes: number }; fs?: { capacityBytes: number }; rlimit: { maxpid: number } };
+  node: {
+    nodeName: string;
+    cpu: { usageCoreNanoSeconds: number };
+    memory: { availableBytes: number; workingSetBytes: number };
+    fs?: { capacityBytes: number };
+    rlimit: { maxpid: number };
+  };
   pods: {
     podRef: { name: string; namespace: string };
     cpu: { usageNanoCores?: number };
@@ -33,7 +39,9 @@ describe('resource usage and node status', () => {
     writeFileSync(join(dir, 'pod.yaml'), busyPodYaml(name, suite.ns));
     // A host-network pod shares the node's interfaces: like the engine's stats, no network of its own.
     const host = unique('hostnet');
-    writeFileSync(join(dir, 'host.yaml'), `apiVersion: v1
+    writeFileSync(
+      join(dir, 'host.yaml'),
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${host}, namespace: ${suite.ns}}
 spec:
@@ -41,20 +49,29 @@ spec:
   hostNetwork: true
   containers:
   - {name: idle, image: ${TEST_IMAGE}, command: [sleep, '3600']}
-`);
+`,
+    );
     const agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
     // Nobody has asked yet: no readings, no engine calls for them.
-    await until('the pod to run', async () => ((await podContainers(suite.ns, name)).filter((c) => c.State === 'running').length === 3 ? true : undefined), 30_000);
+    await until(
+      'the pod to run',
+      async () => ((await podContainers(suite.ns, name)).filter((c) => c.State === 'running').length === 3 ? true : undefined),
+      30_000,
+    );
     await new Promise((r) => setTimeout(r, 1500));
     expect(await agentGetText(suite.world.stateDir, '/metrics')).toMatch(/^podrun_stats_engine_calls_total 0$/m);
-    const summary = await until('a CPU rate and the hog\'s memory in /stats/summary', async () => {
-      const s = JSON.parse((await agentGetText(suite.world.stateDir, '/stats/summary')) ?? '{}') as Summary;
-      const p = s.pods?.find((x) => x.podRef.name === name);
-      const burner = p?.containers.find((c) => c.name === 'burner');
-      const hog = p?.containers.find((c) => c.name === 'hog');
-      return burner?.cpu.usageNanoCores !== undefined && p?.cpu.usageNanoCores !== undefined && (hog?.memory.workingSetBytes ?? 0) > 40 * MiB ? s : undefined;
-    }, 40_000);
+    const summary = await until(
+      "a CPU rate and the hog's memory in /stats/summary",
+      async () => {
+        const s = JSON.parse((await agentGetText(suite.world.stateDir, '/stats/summary')) ?? '{}') as Summary;
+        const p = s.pods?.find((x) => x.podRef.name === name);
+        const burner = p?.containers.find((c) => c.name === 'burner');
+        const hog = p?.containers.find((c) => c.name === 'hog');
+        return burner?.cpu.usageNanoCores !== undefined && p?.cpu.usageNanoCores !== undefined && (hog?.memory.workingSetBytes ?? 0) > 40 * MiB ? s : undefined;
+      },
+      40_000,
+    );
     const pod = summary.pods.find((x) => x.podRef.name === name)!;
     const burner = pod.containers.find((c) => c.name === 'burner')!;
     const hog = pod.containers.find((c) => c.name === 'hog')!;
@@ -65,10 +82,14 @@ spec:
     expect(pod.memory.workingSetBytes).toBeGreaterThanOrEqual(hog.memory.workingSetBytes);
     expect(pod.cpu.usageNanoCores).toBeGreaterThanOrEqual(burner.cpu.usageNanoCores!);
     expect(pod.network?.rxBytes).toBeGreaterThanOrEqual(0);
-    const hostPod = await until('the host-network pod in /stats/summary', async () => {
-      const s = JSON.parse((await agentGetText(suite.world.stateDir, '/stats/summary')) ?? '{}') as Summary;
-      return s.pods?.find((x) => x.podRef.name === host && x.containers.length > 0);
-    }, 30_000);
+    const hostPod = await until(
+      'the host-network pod in /stats/summary',
+      async () => {
+        const s = JSON.parse((await agentGetText(suite.world.stateDir, '/stats/summary')) ?? '{}') as Summary;
+        return s.pods?.find((x) => x.podRef.name === host && x.containers.length > 0);
+      },
+      30_000,
+    );
     expect(hostPod.network).toBeUndefined();
     expect(burner.rootfs?.usedBytes).toBeGreaterThanOrEqual(0);
     expect(summary.node.memory.workingSetBytes).toBeGreaterThan(0);
@@ -99,7 +120,16 @@ spec:
     // Thresholds no machine meets: memory and disk pressure must show.
     const agent = suite.run(['--manifest-dir', dir, '--eviction-hard', 'memory.available<1000Ti,nodefs.available<100%'], { DOCKER_HOST: proxy.host });
     await agent.started();
-    const node = JSON.parse((await agentGetText(suite.world.stateDir, '/node')) ?? '{}') as { kind: string; metadata: { name: string }; status: { conditions: { type: string; status: string }[]; capacity: Record<string, string>; addresses: { type: string; address: string }[]; nodeInfo: { containerRuntimeVersion: string; kubeletVersion: string } } };
+    const node = JSON.parse((await agentGetText(suite.world.stateDir, '/node')) ?? '{}') as {
+      kind: string;
+      metadata: { name: string };
+      status: {
+        conditions: { type: string; status: string }[];
+        capacity: Record<string, string>;
+        addresses: { type: string; address: string }[];
+        nodeInfo: { containerRuntimeVersion: string; kubeletVersion: string };
+      };
+    };
     expect(node.kind).toBe('Node');
     const status = (t: string): string | undefined => node.status.conditions.find((c) => c.type === t)?.status;
     expect([status('Ready'), status('MemoryPressure'), status('DiskPressure'), status('PIDPressure')]).toEqual(['True', 'True', 'True', 'False']);
@@ -108,7 +138,9 @@ spec:
     expect(node.status.capacity.pods).toBe('110');
     expect(node.status.nodeInfo.containerRuntimeVersion).toMatch(/^docker:\/\/\d+\./);
     const got = await suite.world.cli('get', 'node');
-    expect(got.out).toMatch(new RegExp(`^NAME\\s+STATUS\\s+ROLES\\s+AGE\\s+VERSION\\n${node.metadata.name}\\s+Ready,MemoryPressure,DiskPressure\\s+<none>\\s+\\S+\\s+podrun/`));
+    expect(got.out).toMatch(
+      new RegExp(`^NAME\\s+STATUS\\s+ROLES\\s+AGE\\s+VERSION\\n${node.metadata.name}\\s+Ready,MemoryPressure,DiskPressure\\s+<none>\\s+\\S+\\s+podrun/`),
+    );
 
     proxy.mode = { kind: 'fail', status: 500 };
     proxy.dropConnections();

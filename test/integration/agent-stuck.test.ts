@@ -36,7 +36,8 @@ describe('the agent never waits behind a graceful stop', () => {
     writeFileSync(join(dir, `${victim}.yaml`), pod(victim, 1, `[sh, -c, 'trap "exit 0" TERM; sleep 3600 & wait']`));
     const agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
-    const runningC = async (n: string): Promise<string | undefined> => (await podContainers(ns, n)).find((c) => c.Labels[LABEL.containerName] === 'c' && c.State === 'running')?.Id;
+    const runningC = async (n: string): Promise<string | undefined> =>
+      (await podContainers(ns, n)).find((c) => c.Labels[LABEL.containerName] === 'c' && c.State === 'running')?.Id;
     for (const n of [...draining, victim]) await until(`${n} to run`, () => runningC(n), 30_000);
 
     for (const n of draining) rmSync(join(dir, `${n}.yaml`));
@@ -47,10 +48,14 @@ describe('the agent never waits behind a graceful stop', () => {
     const since = Math.floor(Date.now() / 1000) - 1;
     const first = (await runningC(victim))!;
     await docker.getContainer(first).kill();
-    const second = await until('the victim to be restarted', async () => {
-      const id = await runningC(victim);
-      return id && id !== first ? id : undefined;
-    }, 15_000);
+    const second = await until(
+      'the victim to be restarted',
+      async () => {
+        const id = await runningC(victim);
+        return id && id !== first ? id : undefined;
+      },
+      15_000,
+    );
     const uid = (await podContainers(ns, victim))[0]!.Labels[LABEL.podUid]!;
     const events = await podEventRecords(uid, since);
     const died = events.find((e) => e.action === 'die' && e.name === 'c')!.ms;
@@ -68,7 +73,10 @@ describe('delete', () => {
     try {
       const names = Array.from({ length: 8 }, () => unique('del'));
       for (const n of names) expect((await w.cli('apply', '--no-wait', w.write(`${n}.yaml`, pod(n, 3)))).code).toBe(0);
-      for (const n of names) await until(`${n} to run`, async () => ((await podContainers(ns, n)).some((c) => c.State === 'running' && c.Labels[LABEL.containerName] === 'c') ? true : undefined));
+      for (const n of names)
+        await until(`${n} to run`, async () =>
+          (await podContainers(ns, n)).some((c) => c.State === 'running' && c.Labels[LABEL.containerName] === 'c') ? true : undefined,
+        );
       // Followed live, not asked with since/until afterwards: the engine keeps only its last 256
       // events for that, and a busy engine (other test files churn) drops them within seconds.
       const ev = await followEvents([`${LABEL.podNamespace}=${ns}`, `${LABEL.containerName}=c`]);
@@ -91,7 +99,12 @@ describe('delete', () => {
       const names = Array.from({ length: 12 }, () => unique('del12'));
       const files = names.map((n) => w.write(`${n}.yaml`, pod(n, grace)));
       expect((await w.cli('apply', '--no-wait', ...files)).code).toBe(0);
-      for (const n of names) await until(`${n} to run`, async () => ((await podContainers(ns, n)).some((c) => c.State === 'running' && c.Labels[LABEL.containerName] === 'c') ? true : undefined), 60_000);
+      for (const n of names)
+        await until(
+          `${n} to run`,
+          async () => ((await podContainers(ns, n)).some((c) => c.State === 'running' && c.Labels[LABEL.containerName] === 'c') ? true : undefined),
+          60_000,
+        );
       const t0 = Date.now();
       const d = await w.cli('delete', '-n', ns, ...names);
       const took = Date.now() - t0;

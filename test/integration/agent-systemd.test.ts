@@ -17,15 +17,27 @@ afterAll(() => listener?.kill());
 /** A unix datagram socket as systemd's notify socket; Node has none, Python does. */
 function notifySocket(path: string): { messages: string[] } {
   const got = { messages: [] as string[] };
-  listener = spawn('python3', ['-u', '-c', `
+  listener = spawn('python3', [
+    '-u',
+    '-c',
+    `
 import socket, sys
 s = socket.socket(socket.AF_UNIX, socket.SOCK_DGRAM)
 s.bind(sys.argv[1])
 print("ready", flush=True)
 while True:
     print(repr(s.recv(4096).decode()), flush=True)
-`, path]);
-  listener.stdout?.on('data', (c: Buffer) => got.messages.push(...c.toString().split('\n').filter((l) => l.startsWith("'"))));
+`,
+    path,
+  ]);
+  listener.stdout?.on('data', (c: Buffer) =>
+    got.messages.push(
+      ...c
+        .toString()
+        .split('\n')
+        .filter((l) => l.startsWith("'")),
+    ),
+  );
   return got;
 }
 
@@ -53,14 +65,20 @@ describe('the agent under Type=notify', () => {
     mkdirSync(dir);
     const steady = unique('steady');
     const crashing = unique('crashing');
-    for (const [name, cmd] of [[steady, "['sleep', '3600']"], [crashing, "['sh', '-c', 'exit 1']"]] as const) {
-      writeFileSync(join(dir, `${name}.yaml`), `apiVersion: v1
+    for (const [name, cmd] of [
+      [steady, "['sleep', '3600']"],
+      [crashing, "['sh', '-c', 'exit 1']"],
+    ] as const) {
+      writeFileSync(
+        join(dir, `${name}.yaml`),
+        `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${suite.ns}}
 spec:
   terminationGracePeriodSeconds: 1
   containers: [{name: c, image: ${TEST_IMAGE}, command: ${cmd}}]
-`);
+`,
+      );
     }
     const config = join(suite.world.dir, 'config.yaml');
     writeFileSync(config, `apiVersion: podrun.io/v1alpha1\nkind: PodrunConfiguration\nstaticPodPath: ${dir}\n`);
@@ -71,12 +89,21 @@ spec:
     const ready = await until('READY=1', async () => notify.messages.find((m) => m.includes('READY=1')), 30_000);
     expect(ready).toBe(`'READY=1\\nSTATUS=converged: 2 pod(s) declared\\nMAINPID=${agent.proc.pid}'`);
     // By then podrun has acted on both: each has its container made (the crashing one may be dead already).
-    for (const name of [steady, crashing]) expect((await podContainers(suite.ns, name)).filter((c) => c.Labels['podrun.io/container-name'] === 'c').length).toBeGreaterThan(0);
-    const running = (await podContainers(suite.ns, steady)).filter((c) => c.State === 'running').map((c) => c.Id).sort();
+    for (const name of [steady, crashing])
+      expect((await podContainers(suite.ns, name)).filter((c) => c.Labels['podrun.io/container-name'] === 'c').length).toBeGreaterThan(0);
+    const running = (await podContainers(suite.ns, steady))
+      .filter((c) => c.State === 'running')
+      .map((c) => c.Id)
+      .sort();
     expect(running).toHaveLength(2);
 
     expect(await agent.stop()).toBe(0);
     await until('STOPPING=1', async () => notify.messages.find((m) => m.includes('STOPPING=1')), 10_000);
-    expect((await podContainers(suite.ns, steady)).filter((c) => c.State === 'running').map((c) => c.Id).sort()).toEqual(running);
+    expect(
+      (await podContainers(suite.ns, steady))
+        .filter((c) => c.State === 'running')
+        .map((c) => c.Id)
+        .sort(),
+    ).toEqual(running);
   });
 });

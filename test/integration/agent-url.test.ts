@@ -66,14 +66,16 @@ class ManifestServer {
 }
 
 function podList(names: string[], env = 'one'): string {
-  const items = names.map((n) => `- apiVersion: v1
+  const items = names.map(
+    (n) => `- apiVersion: v1
   kind: Pod
   metadata: {name: ${n}, namespace: ${ns}}
   spec:
     terminationGracePeriodSeconds: 1
     containers:
     - {name: a, image: ${TEST_IMAGE}, command: [sleep, '3600']}
-    - {name: b, image: ${TEST_IMAGE}, command: [sleep, '3600'], env: [{name: V, value: ${env}}]}`);
+    - {name: b, image: ${TEST_IMAGE}, command: [sleep, '3600'], env: [{name: V, value: ${env}}]}`,
+  );
   return `apiVersion: v1\nkind: PodList\nitems:\n${items.join('\n')}\n`;
 }
 
@@ -83,7 +85,6 @@ async function running(name: string): Promise<Record<string, string>> {
     return ['POD', 'a', 'b'].every((n) => up.includes(n)) ? containerIds(ns, name) : undefined;
   });
 }
-
 
 describe('the agent with a polled URL', () => {
   it('applies what is served, answers 304s without work, and keeps pods through every failure', async () => {
@@ -115,7 +116,9 @@ describe('the agent with a polled URL', () => {
     expect(agent.logs()).toContain('HTTP 500 (keeping the last good set)');
     expect(agent.logs()).toContain('empty body');
     // The slow answer (headers after 3 s) is ended by the 1 s --url-timeout, named with what it ended.
-    expect(agent.logs()).toContain(`cannot fetch: total timeout (1s for the whole fetch) ran out while waiting for the response headers from http://127.0.0.1:${server.port} (keeping the last good set)`);
+    expect(agent.logs()).toContain(
+      `cannot fetch: total timeout (1s for the whole fetch) ran out while waiting for the response headers from http://127.0.0.1:${server.port} (keeping the last good set)`,
+    );
 
     server.mode = 'ok';
     await server.close();
@@ -190,18 +193,25 @@ function rewrite(file: string, text: string, mtime: Date): number {
 async function tookAt(a: AgentProcess, text: string): Promise<number> {
   const mark = `took a new set (sha256 ${createHash('sha256').update(text).digest('hex').slice(0, 12)}`;
   await a.waitForLog(mark);
-  const line = a.logs().split('\n').find((l) => l.includes(mark))!;
+  const line = a
+    .logs()
+    .split('\n')
+    .find((l) => l.includes(mark))!;
   return Date.parse(line.split(' ')[0]!);
 }
 
 async function runningWith(name: string, value: string): Promise<void> {
-  await until(`pod ${name} to run with V=${value}`, async () => {
-    for (const c of await podContainers(ns, name)) {
-      if (c.State !== 'running' || c.Labels[LABEL.containerName] !== 'b') continue;
-      if ((await docker.getContainer(c.Id).inspect()).Config.Env.includes(`V=${value}`)) return true;
-    }
-    return undefined;
-  }, 60_000);
+  await until(
+    `pod ${name} to run with V=${value}`,
+    async () => {
+      for (const c of await podContainers(ns, name)) {
+        if (c.State !== 'running' || c.Labels[LABEL.containerName] !== 'b') continue;
+        if ((await docker.getContainer(c.Id).inspect()).Config.Env.includes(`V=${value}`)) return true;
+      }
+      return undefined;
+    },
+    60_000,
+  );
 }
 
 describe('the agent behind a static server whose validators have one-second resolution', () => {

@@ -25,7 +25,12 @@ function setsHolding(name: string): string[] {
 /** SOURCE, the last column of `get -o wide`, of the pod's row. */
 async function sourceColumn(name: string): Promise<string | undefined> {
   const r = await world.cli('get', 'pods', '-n', ns, name, '-o', 'wide');
-  return r.out.split('\n').find((l) => l.startsWith(`${name} `))?.trim().split(/\s+/).at(-1);
+  return r.out
+    .split('\n')
+    .find((l) => l.startsWith(`${name} `))
+    ?.trim()
+    .split(/\s+/)
+    .at(-1);
 }
 
 describe('apply updates a pod by name, wherever it came from', () => {

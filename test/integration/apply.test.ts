@@ -3,7 +3,20 @@ import { existsSync, mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { request } from 'undici';
 import { LABEL } from '../../src/runtime/labels.js';
-import { containerIds, docker, freePort, logsOf, podContainers, podEvents, recordPodEvents, stopPodEvents, TEST_IMAGE, unique, until, World } from './helpers.js';
+import {
+  containerIds,
+  docker,
+  freePort,
+  logsOf,
+  podContainers,
+  podEvents,
+  recordPodEvents,
+  stopPodEvents,
+  TEST_IMAGE,
+  unique,
+  until,
+  World,
+} from './helpers.js';
 
 beforeAll(recordPodEvents);
 afterAll(stopPodEvents);
@@ -23,7 +36,9 @@ async function httpGet(url: string): Promise<string> {
 describe('podrun apply on the real engine', () => {
   it('runs a 2-container pod whose containers talk over localhost', async () => {
     const name = unique('duo');
-    const file = world.write(`${name}.yaml`, `apiVersion: v1
+    const file = world.write(
+      `${name}.yaml`,
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
@@ -35,7 +50,8 @@ spec:
   - name: client
     image: ${TEST_IMAGE}
     command: [sh, -c, 'until wget -q -O - http://127.0.0.1:8080/; do sleep 0.2; done; exec sleep 3600']
-`);
+`,
+    );
     const r = await world.cli('apply', file);
     expect(r.err).toBe('');
     expect(r.code).toBe(0);
@@ -46,14 +62,18 @@ spec:
     await until('client to read the server over localhost', async () => ((await logsOf(clientId!)).includes('hello-from-server') ? true : undefined));
     // Names are readable in `docker ps`, and the sandbox holds the network.
     const client = await docker.getContainer(clientId!).inspect();
-    expect(client.Name).toBe(`/podrun_${name}_client_${ns}_${client.Config.Labels[LABEL.podUid]!.replace(/-/g, '').slice(0, 8)}_${world.instance.slice(0, 6)}_0`);
+    expect(client.Name).toBe(
+      `/podrun_${name}_client_${ns}_${client.Config.Labels[LABEL.podUid]!.replace(/-/g, '').slice(0, 8)}_${world.instance.slice(0, 6)}_0`,
+    );
     expect(client.HostConfig.NetworkMode).toBe(`container:${ids.POD}`);
   });
 
   it('publishes a hostPort reachable on 127.0.0.1', async () => {
     const name = unique('port');
     const port = await freePort();
-    const file = world.write(`${name}.yaml`, `apiVersion: v1
+    const file = world.write(
+      `${name}.yaml`,
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
@@ -63,7 +83,8 @@ spec:
     image: ${TEST_IMAGE}
     command: [sh, -c, 'mkdir -p /www && echo "port-ok $(hostname)" > /www/index.html && exec httpd -f -p 80 -h /www']
     ports: [{containerPort: 80, hostPort: ${port}, hostIP: 127.0.0.1}]
-`);
+`,
+    );
     const r = await world.cli('apply', file);
     expect(r.code, r.err).toBe(0);
     const body = await until('the hostPort to answer', () => httpGet(`http://127.0.0.1:${port}/`));
@@ -74,7 +95,9 @@ spec:
   it('runs a hostNetwork pod', async () => {
     const name = unique('hostnet');
     const port = await freePort();
-    const file = world.write(`${name}.yaml`, `apiVersion: v1
+    const file = world.write(
+      `${name}.yaml`,
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
@@ -85,7 +108,8 @@ spec:
     image: ${TEST_IMAGE}
     command: [sh, -c, 'mkdir -p /www && echo hostnet-ok > /www/index.html && exec httpd -f -p 127.0.0.1:${port} -h /www']
     ports: [{containerPort: ${port}}]
-`);
+`,
+    );
     const r = await world.cli('apply', file);
     expect(r.code, r.err).toBe(0);
     expect((await until('the host-network server', () => httpGet(`http://127.0.0.1:${port}/`))).trim()).toBe('hostnet-ok');
@@ -99,7 +123,9 @@ spec:
     mkdirSync(hostDir);
     writeFileSync(join(hostDir, 'in.txt'), 'from-host\n');
     const created = join(world.dir, 'made-by-podrun');
-    const file = world.write(`${name}.yaml`, `apiVersion: v1
+    const file = world.write(
+      `${name}.yaml`,
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
@@ -129,7 +155,8 @@ spec:
     emptyDir: {}
   - name: mem
     emptyDir: {medium: Memory, sizeLimit: 16Mi}
-`);
+`,
+    );
     const r = await world.cli('apply', file);
     expect(r.code, r.err).toBe(0);
     await until('the writer to copy the host file', async () => (existsSync(join(hostDir, 'out.txt')) ? true : undefined));
@@ -198,7 +225,7 @@ spec:
     expect(after.stable).toBe(before.stable);
     expect(after.edited).not.toBe(before.edited);
     // Running is not yet written: the line comes a moment after the start.
-    expect(await until('the edited container\'s line', async () => (await logsOf(after.edited!)) || undefined)).toBe('two\n');
+    expect(await until("the edited container's line", async () => (await logsOf(after.edited!)) || undefined)).toBe('two\n');
     const edited = await docker.getContainer(after.edited!).inspect();
     expect(edited.Config.Labels[LABEL.restartCount]).toBe('1');
   });
@@ -206,26 +233,34 @@ spec:
   it('changes nothing when any manifest of the set is invalid', async () => {
     const good = unique('good');
     const running = unique('running');
-    const runningFile = world.write(`${running}.yaml`, `apiVersion: v1
+    const runningFile = world.write(
+      `${running}.yaml`,
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${running}, namespace: ${ns}}
 spec:
   terminationGracePeriodSeconds: 1
   containers: [{name: c, image: ${TEST_IMAGE}, command: [sleep, '3600']}]
-`);
+`,
+    );
     expect((await world.cli('apply', runningFile)).code).toBe(0);
     const before = await containerIds(ns, running);
 
     const dir = join(world.dir, unique('set'));
     mkdirSync(dir);
-    writeFileSync(join(dir, 'a-good.yaml'), `apiVersion: v1
+    writeFileSync(
+      join(dir, 'a-good.yaml'),
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${good}, namespace: ${ns}}
 spec:
   containers: [{name: c, image: ${TEST_IMAGE}, command: [sleep, '3600']}]
-`);
+`,
+    );
     // An edit of the running pod that is invalid: it must not touch the running pod either.
-    writeFileSync(join(dir, 'b-bad.yaml'), `apiVersion: v1
+    writeFileSync(
+      join(dir, 'b-bad.yaml'),
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${running}, namespace: ${ns}}
 spec:
@@ -233,7 +268,8 @@ spec:
   - name: c
     image: ${TEST_IMAGE}
     ports: [{containerPort: 99999}]
-`);
+`,
+    );
     const r = await world.cli('apply', dir);
     expect(r.code).toBe(1);
     expect(r.err).toContain(`${join(dir, 'b-bad.yaml')}:8:29 spec.containers[0].ports[0].containerPort: must be <= 65535`);
@@ -271,14 +307,17 @@ spec:
 
   it('counts the restarts the engine makes without an agent, as kubectl would see them', async () => {
     const name = unique('crashy');
-    const file = world.write(`${name}.yaml`, `apiVersion: v1
+    const file = world.write(
+      `${name}.yaml`,
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
   terminationGracePeriodSeconds: 1
   containers:
   - {name: a, image: ${TEST_IMAGE}, command: [sh, -c, 'sleep 0.2; exit 1']}
-`);
+`,
+    );
     expect((await world.cli('apply', '--no-wait', file)).code).toBe(0);
     const engineCount = async (): Promise<number> => {
       const c = (await podContainers(ns, name)).find((x) => x.Labels[LABEL.containerName] === 'a');
@@ -292,12 +331,15 @@ spec:
 
   it('says clearly when an image with imagePullPolicy Never is missing', async () => {
     const name = unique('noimg');
-    const file = world.write(`${name}.yaml`, `apiVersion: v1
+    const file = world.write(
+      `${name}.yaml`,
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
   containers: [{name: c, image: podrun-test/does-not-exist:1, imagePullPolicy: Never}]
-`);
+`,
+    );
     const r = await world.cli('apply', '--timeout', '10s', file);
     expect(r.code).toBe(1);
     expect(r.err).toContain(`pod/${ns}/${name}: image podrun-test/does-not-exist:1 is not present and its imagePullPolicy is Never`);
@@ -305,7 +347,9 @@ spec:
 
   it('waits for readiness and, on timeout, says which pod and container is not ready and why', async () => {
     const name = unique('unready');
-    const file = world.write(`${name}.yaml`, `apiVersion: v1
+    const file = world.write(
+      `${name}.yaml`,
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
@@ -318,7 +362,8 @@ spec:
     image: ${TEST_IMAGE}
     command: [sleep, '3600']
     readinessProbe: {exec: {command: [test, -f, /tmp/never]}, periodSeconds: 1}
-`);
+`,
+    );
     const started = Date.now();
     const r = await world.cli('apply', '--timeout', '3s', file);
     expect(r.code).toBe(1);

@@ -30,7 +30,8 @@ describe('what podrun ships and loads', () => {
       ['protobufjs', 'Long.fromBits'],
       ['tar-fs', 'dmode'],
       ['cpu-features', 'cpu-features.node'],
-    ]) expect(text.includes(marker!), what).toBe(false);
+    ])
+      expect(text.includes(marker!), what).toBe(false);
   });
 
   it('runs the CLI as one CommonJS file whose V8 code cache, written at build, V8 takes', () => {
@@ -56,9 +57,14 @@ describe('what podrun ships and loads', () => {
       const r = spawnSync(process.execPath, ['-r', preload, join(REPO, 'bin/podrun'), ...args], { env: { ...process.env, LOADS_OUT: out }, encoding: 'utf8' });
       const loaded = readFileSync(out, 'utf8').split('\n');
       // (Node's stream modules still load here: node:crypto, for the pods' uids, brings them.)
-      for (const m of ['NativeModule net', 'NativeModule tty', 'NativeModule internal/fs/sync_write_stream', 'NativeModule internal/fs/streams']) expect(loaded, m).not.toContain(m);
+      for (const m of ['NativeModule net', 'NativeModule tty', 'NativeModule internal/fs/sync_write_stream', 'NativeModule internal/fs/streams'])
+        expect(loaded, m).not.toContain(m);
       // The lines are those of a run whose streams were made (a stderr that is a stream from the start).
-      const viaStreams = spawnSync(process.execPath, ['-e', `process.stdout; process.stderr; require(${JSON.stringify(join(REPO, 'bin/podrun'))})`, '--', join(REPO, 'bin/podrun'), ...args], { encoding: 'utf8' });
+      const viaStreams = spawnSync(
+        process.execPath,
+        ['-e', `process.stdout; process.stderr; require(${JSON.stringify(join(REPO, 'bin/podrun'))})`, '--', join(REPO, 'bin/podrun'), ...args],
+        { encoding: 'utf8' },
+      );
       expect(r.status).toBe(1);
       expect(r.stderr).toContain('invalid YAML');
       expect([r.status, r.stdout, r.stderr]).toEqual([viaStreams.status, viaStreams.stdout, viaStreams.stderr]);
@@ -87,7 +93,9 @@ describe('what podrun ships and loads', () => {
   it('declares only dependencies that the code imports', () => {
     const pkg = JSON.parse(readFileSync(join(REPO, 'package.json'), 'utf8')) as { dependencies: Record<string, string> };
     const sources = (dir: string): string[] =>
-      readdirSync(dir, { withFileTypes: true }).flatMap((e) => (e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [readFileSync(join(dir, e.name), 'utf8')] : []));
+      readdirSync(dir, { withFileTypes: true }).flatMap((e) =>
+        e.isDirectory() ? sources(join(dir, e.name)) : e.name.endsWith('.ts') ? [readFileSync(join(dir, e.name), 'utf8')] : [],
+      );
     const code = sources(join(REPO, 'src')).join('\n');
     for (const dep of Object.keys(pkg.dependencies)) expect(code.includes(`from '${dep}`) || code.includes(`import('${dep}`), dep).toBe(true);
   });

@@ -19,7 +19,14 @@ function podrunOn(stateDir: string): (args: string[], env?: Record<string, strin
 
 async function applyTraced(cri: ReturnType<typeof podrunOn>, manifest: string): Promise<{ code: number; calls: ReturnType<typeof tracedCalls>; err: string }> {
   const r = await cri(['apply', '--no-wait', manifest], GRPC_TRACE_ENV);
-  return { code: r.code, calls: tracedCalls(r.err), err: r.err.split('\n').filter((l) => l.startsWith('podrun')).join('\n') };
+  return {
+    code: r.code,
+    calls: tracedCalls(r.err),
+    err: r.err
+      .split('\n')
+      .filter((l) => l.startsWith('podrun'))
+      .join('\n'),
+  };
 }
 
 function podYaml(ns: string, name: string, env = ''): string {
@@ -44,7 +51,9 @@ describe('engine calls of a CRI apply', () => {
     const r = await applyTraced(cri, manifest);
     expect(r.err).toBe('');
     expect(r.code).toBe(0);
-    expect(rounds(r.calls)).toBe('ListContainers ‖ ListPodSandbox ‖ Version; ImageStatus ‖ RunPodSandbox; CreateContainer; StartContainer; ContainerStatus ‖ PodSandboxStatus');
+    expect(rounds(r.calls)).toBe(
+      'ListContainers ‖ ListPodSandbox ‖ Version; ImageStatus ‖ RunPodSandbox; CreateContainer; StartContainer; ContainerStatus ‖ PodSandboxStatus',
+    );
     expect(r.calls).toHaveLength(9);
     // And it runs: what the calls were for.
     const got = await cri(['get', 'pods', '-n', ns, name, '-o', 'jsonpath={.status.phase}']);
@@ -60,7 +69,9 @@ describe('engine calls of a CRI apply', () => {
     const r = await applyTraced(cri, manifest);
     expect(r.err).toBe('');
     expect(r.code).toBe(0);
-    expect(rounds(r.calls)).toBe('ListContainers ‖ ListPodSandbox ‖ Version; ImageStatus ‖ RunPodSandbox; PodSandboxStatus; CreateContainer; StartContainer; ContainerStatus ‖ PodSandboxStatus');
+    expect(rounds(r.calls)).toBe(
+      'ListContainers ‖ ListPodSandbox ‖ Version; ImageStatus ‖ RunPodSandbox; PodSandboxStatus; CreateContainer; StartContainer; ContainerStatus ‖ PodSandboxStatus',
+    );
     const ip = (await cri(['get', 'pods', '-n', ns, name, '-o', 'jsonpath={.status.podIP}'])).out.trim();
     expect(ip).toMatch(/^10\.88\.\d+\.\d+$/);
     let logs = '';

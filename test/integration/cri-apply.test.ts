@@ -18,7 +18,8 @@ const world = new World();
 const podLogs = join(world.dir, 'pod-logs');
 const NO_DOCKER = { DOCKER_HOST: 'unix:///nonexistent/docker.sock' };
 const criArgs = (): string[] => ['--container-runtime-endpoint', ctrd.endpoint, '--pod-logs-dir', podLogs];
-const cri = (args: string[], input?: string): ReturnType<World['bin']> => world.bin([...criArgs(), ...args], { env: NO_DOCKER, ...(input !== undefined ? { input } : {}) });
+const cri = (args: string[], input?: string): ReturnType<World['bin']> =>
+  world.bin([...criArgs(), ...args], { env: NO_DOCKER, ...(input !== undefined ? { input } : {}) });
 
 beforeAll(async () => {
   await ctrd.start();
@@ -77,7 +78,10 @@ spec:
     expect(sb.labels[LABEL.podNamespace]).toBe(ns);
     expect(JSON.parse(sb.annotations[LABEL.podSpec] ?? '{}').metadata?.name).toBe(name);
     const cs = await containersOf(name);
-    expect(cs.map((c) => [c.name, c.state]).sort()).toEqual([['side', ContainerState.RUNNING], ['web', ContainerState.RUNNING]]);
+    expect(cs.map((c) => [c.name, c.state]).sort()).toEqual([
+      ['side', ContainerState.RUNNING],
+      ['web', ContainerState.RUNNING],
+    ]);
     const uid = sb.metadata?.uid ?? '';
     const logDir = join(podLogs, `${ns}_${name}_${uid}`);
     expect(readdirSync(logDir).sort()).toEqual(['side', 'web']);
@@ -86,9 +90,14 @@ spec:
     const got = await cri(['get', 'pods', '-n', ns]);
     expect(got.code, got.err).toBe(0);
     expect(got.out).toMatch(new RegExp(`${name}\\s+2/2\\s+Running\\s+0`));
-    const json = JSON.parse((await cri(['get', 'pod', name, '-n', ns, '-o', 'json'])).out) as { status: { podIP: string; containerStatuses: { containerID: string; ready: boolean }[] } };
+    const json = JSON.parse((await cri(['get', 'pod', name, '-n', ns, '-o', 'json'])).out) as {
+      status: { podIP: string; containerStatuses: { containerID: string; ready: boolean }[] };
+    };
     expect(json.status.podIP).toMatch(new RegExp(`^${ctrd.subnet.replace(/\./g, '\\.')}\\.`));
-    expect(json.status.containerStatuses.map((c) => [c.ready, c.containerID.split("://")[0]])).toEqual([[true, "containerd"], [true, "containerd"]]);
+    expect(json.status.containerStatuses.map((c) => [c.ready, c.containerID.split('://')[0]])).toEqual([
+      [true, 'containerd'],
+      [true, 'containerd'],
+    ]);
 
     const logs = await cri(['logs', name, '-n', ns, '-c', 'web']);
     expect(logs.code, logs.err).toBe(0);
@@ -130,12 +139,23 @@ spec:
     let first = '';
     try {
       await agent.started();
-      const running = async (ns: string, pattern: RegExp): Promise<true | undefined> => (pattern.test((await cri(['get', 'pods', '-n', ns])).out) ? true : undefined);
+      const running = async (ns: string, pattern: RegExp): Promise<true | undefined> =>
+        pattern.test((await cri(['get', 'pods', '-n', ns])).out) ? true : undefined;
       await until('the web pod to be Running and Ready', () => running(demo, /^web\s+2\/2\s+Running\s+0\s/m), 90_000);
       await until('etcd-lite to be Running and Ready', () => running(system, /^etcd-lite\s+1\/1\s+Running\s+0\s/m), 90_000);
       // The sample works: its sidecar writes the page that its server serves, on the pod's CNI address.
       const ip = (JSON.parse((await cri(['get', 'pod', 'web', '-n', demo, '-o', 'json'])).out) as { status: { podIP: string } }).status.podIP;
-      const page = await until('the page', async () => (await fetch(`http://${ip}:8080/`).then((r) => r.text(), () => undefined))?.match(/Hello from web/) ?? undefined, 30_000);
+      const page = await until(
+        'the page',
+        async () =>
+          (
+            await fetch(`http://${ip}:8080/`).then(
+              (r) => r.text(),
+              () => undefined,
+            )
+          )?.match(/Hello from web/) ?? undefined,
+        30_000,
+      );
       expect(page).toBeTruthy();
       expect(await fetch(`http://127.0.0.1:${etcd}/healthz`).then((r) => r.text())).toBe('ok\n');
 
@@ -143,7 +163,11 @@ spec:
       const before = await containersOf('web');
       const content = before.find((c) => c.name === 'content')!;
       expect(spawnSync('ctr', ['-a', ctrd.socket, '-n', 'k8s.io', 'tasks', 'kill', '-s', 'SIGKILL', content.id]).status).toBe(0);
-      await until('content to run again', async () => ((await containersOf('web')).some((c) => c.name === 'content' && c.attempt === 1 && c.state === ContainerState.RUNNING) ? true : undefined), 90_000);
+      await until(
+        'content to run again',
+        async () => ((await containersOf('web')).some((c) => c.name === 'content' && c.attempt === 1 && c.state === ContainerState.RUNNING) ? true : undefined),
+        90_000,
+      );
       await until('get to show the restart', () => running(demo, /^web\s+2\/2\s+Running\s+1\s/m), 60_000);
 
       // kill -9: no shutdown at all. The next agent adopts from the runtime's labels: nothing restarts.
@@ -161,15 +185,21 @@ spec:
       // Neither agent replaced anything but the killed container, nor failed at anything.
       for (const log of [first, agent.logs()]) expect(log).not.toMatch(/recreating|replacing|ERROR|never started/);
     } catch (err) {
-      throw new Error(`${(err as Error).message}\nfirst agent's log:\n${first.slice(-4000)}\nagent log:\n${agent.logs().slice(-4000)}\ncontainerd:\n${ctrd.recentLog}`);
+      throw new Error(
+        `${(err as Error).message}\nfirst agent's log:\n${first.slice(-4000)}\nagent log:\n${agent.logs().slice(-4000)}\ncontainerd:\n${ctrd.recentLog}`,
+      );
     } finally {
       await agent.stop();
     }
   }, 300_000);
 
   it('says what is wrong with an endpoint that is not a CRI runtime, a containerd without its CRI plugin, a missing sandbox image', async () => {
-    const pod = world.write('lonely.yaml', `apiVersion: v1\nkind: Pod\nmetadata: {name: ${unique('lonely')}, namespace: default}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers: [{name: a, image: ${TEST_IMAGE}, command: [sleep, '60']}]\n`);
-    const applyAt = (endpoint: string): ReturnType<World['bin']> => world.bin(['--container-runtime-endpoint', endpoint, '--pod-logs-dir', podLogs, 'apply', '-f', pod, '--timeout', '20s'], { env: NO_DOCKER });
+    const pod = world.write(
+      'lonely.yaml',
+      `apiVersion: v1\nkind: Pod\nmetadata: {name: ${unique('lonely')}, namespace: default}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers: [{name: a, image: ${TEST_IMAGE}, command: [sleep, '60']}]\n`,
+    );
+    const applyAt = (endpoint: string): ReturnType<World['bin']> =>
+      world.bin(['--container-runtime-endpoint', endpoint, '--pod-logs-dir', podLogs, 'apply', '-f', pod, '--timeout', '20s'], { env: NO_DOCKER });
 
     // An HTTP server on a unix socket: it answers, but not gRPC.
     const sock = join(world.dir, 'http.sock');

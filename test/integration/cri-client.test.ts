@@ -5,7 +5,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { CriClient } from '../../src/runtime/cri/client.js';
-import { CriExecTimeoutError, CriNotFoundError, CriNotRuntimeError, CriNotSupportedError, CriPluginDisabledError, CriRequestError, CriUnreachableError } from '../../src/runtime/cri/errors.js';
+import {
+  CriExecTimeoutError,
+  CriNotFoundError,
+  CriNotRuntimeError,
+  CriNotSupportedError,
+  CriPluginDisabledError,
+  CriRequestError,
+  CriUnreachableError,
+} from '../../src/runtime/cri/errors.js';
 import { ContainerState, PodSandboxState, type PodSandboxConfigInput } from '../../src/runtime/cri/messages.js';
 import { CRI_TEST_IMAGE, PrivateContainerd } from './cri-engine.js';
 import { TEST_IMAGE, unique, until } from './helpers.js';
@@ -42,7 +50,11 @@ function sandboxConfig(name: string, uid: string): PodSandboxConfigInput {
 async function runSleeper(prefix: string): Promise<{ sandbox: string; id: string }> {
   const config = sandboxConfig(unique(prefix), unique('uid'));
   const sandbox = await ctrd.client.runPodSandbox(config);
-  const id = await ctrd.client.createContainer(sandbox, { metadata: { name: 'c' }, image: { image: CRI_TEST_IMAGE }, command: ['sleep', '300'], logPath: 'c/0.log' }, config);
+  const id = await ctrd.client.createContainer(
+    sandbox,
+    { metadata: { name: 'c' }, image: { image: CRI_TEST_IMAGE }, command: ['sleep', '300'], logPath: 'c/0.log' },
+    config,
+  );
   await ctrd.client.startContainer(id);
   return { sandbox, id };
 }

@@ -20,7 +20,7 @@ function sh(cmd: string, args: string[], input?: string): string {
 function freeSubnet(): string {
   const routes = sh('ip', ['-4', 'route']);
   for (let i = 0; i < 64; i++) {
-    const third = 1 + (randomBytes(1)[0] as number) % 254;
+    const third = 1 + ((randomBytes(1)[0] as number) % 254);
     if (!routes.includes(`10.88.${third}.`)) return `10.88.${third}`;
   }
   throw new Error('no free 10.88.x.0/24 subnet for the test CNI network');
@@ -287,7 +287,10 @@ export class PrivateContainerd {
       for (const f of names) {
         const path = join(dir, f);
         try {
-          const ours = dir === '/run/netns' ? f.startsWith('cni-') && left.netns.has(statSync(path).ino) : f.startsWith(`${this.network}-`) || shims.some((s) => s.id !== '' && f.includes(s.id));
+          const ours =
+            dir === '/run/netns'
+              ? f.startsWith('cni-') && left.netns.has(statSync(path).ino)
+              : f.startsWith(`${this.network}-`) || shims.some((s) => s.id !== '' && f.includes(s.id));
           if (!ours) continue;
           if (dir === '/run/netns') spawnSync('umount', [path]);
           rmSync(path, { force: true });
@@ -316,7 +319,9 @@ export function removePodCgroups(instance: string): void {
     const mine = join(base, 'podrun', instance);
     let pods: string[] = [];
     try {
-      pods = readdirSync(mine, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => d.name);
+      pods = readdirSync(mine, { withFileTypes: true })
+        .filter((d) => d.isDirectory())
+        .map((d) => d.name);
     } catch {
       continue;
     }
@@ -334,7 +339,14 @@ export function removePodCgroups(instance: string): void {
  * A test file's private containerd with the test images, a World, and `cri(args)`: the built
  * binary on that containerd with no Docker engine reachable (hooks registered here).
  */
-export function criTestBed(): { ctrd: PrivateContainerd; world: World; podLogs: string; criArgs: () => string[]; noDocker: Record<string, string>; cri: (args: string[]) => ReturnType<World['bin']> } {
+export function criTestBed(): {
+  ctrd: PrivateContainerd;
+  world: World;
+  podLogs: string;
+  criArgs: () => string[];
+  noDocker: Record<string, string>;
+  cri: (args: string[]) => ReturnType<World['bin']>;
+} {
   const ctrd = new PrivateContainerd();
   const world = new World();
   const podLogs = join(world.dir, 'pod-logs');

@@ -106,10 +106,16 @@ describe('podrun exec on containerd, through the runtime streaming server', () =
       if (out.includes('33 101')) writeFileSync(flag, '');
     });
     const code = await new Promise<number | null>((r) => p.on('close', r));
-    const lines = out.split(/\r?\n/).map((l) => l.trim()).filter(Boolean);
+    const lines = out
+      .split(/\r?\n/)
+      .map((l) => l.trim())
+      .filter(Boolean);
     expect(lines, out).toContain('33 101');
     expect(lines, out).toContain('40 120');
-    expect(lines.some((l) => /^\/dev\/pts\/\d+$/.test(l)), out).toBe(true);
+    expect(
+      lines.some((l) => /^\/dev\/pts\/\d+$/.test(l)),
+      out,
+    ).toBe(true);
     expect(code, out).toBe(4);
   });
 

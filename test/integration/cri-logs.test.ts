@@ -25,7 +25,9 @@ function consecutive(ns: number[]): boolean {
 
 /** The oldest line number the rotated files (or the current one) of `dir` hold now. */
 function oldestHeld(dir: string): number {
-  const names = readdirSync(dir).filter((n) => /^0\.log(?:\.\d{8}-\d{6}(?:\.gz)?)?$/.test(n)).sort();
+  const names = readdirSync(dir)
+    .filter((n) => /^0\.log(?:\.\d{8}-\d{6}(?:\.gz)?)?$/.test(n))
+    .sort();
   let oldest = Infinity;
   for (const n of names) {
     try {
@@ -62,26 +64,43 @@ spec:
 
     const maxBytes = 4096;
     const maxFiles = 5;
-    const engine = new CriEngine({ stateDir: world.stateDir, pauseImage: CRI_PAUSE_IMAGE, runtimeEndpoint: ctrd.endpoint, podLogsDir: podLogs, containerLog: { maxBytes, maxFiles }, logRotationPeriodMs: 250, relistPeriodMs: 1000 });
-    const stopWatch = await engine.watchEvents(() => undefined, () => undefined);
+    const engine = new CriEngine({
+      stateDir: world.stateDir,
+      pauseImage: CRI_PAUSE_IMAGE,
+      runtimeEndpoint: ctrd.endpoint,
+      podLogsDir: podLogs,
+      containerLog: { maxBytes, maxFiles },
+      logRotationPeriodMs: 250,
+      relistPeriodMs: 1000,
+    });
+    const stopWatch = await engine.watchEvents(
+      () => undefined,
+      () => undefined,
+    );
     const dirs = readdirSync(podLogs).filter((d) => d.startsWith(`${ns}_${name}_`));
     expect(dirs).toHaveLength(1);
     const dir = join(podLogs, dirs[0] as string, 'talk');
     try {
       // Rotated often enough that the older files were compressed and the oldest removed.
       await until('several rotations', async () => (readdirSync(dir).filter((f) => f.endsWith('.gz')).length >= 3 ? true : undefined), 60_000);
-      const follower = spawn(BIN, ['--state-dir', world.stateDir, '--pause-image', PAUSE_IMAGE, ...criArgs(), 'logs', '-f', '--tail', '0', name, '-n', ns], { env: { ...process.env, ...NO_DOCKER }, stdio: ['ignore', 'pipe', 'pipe'] });
+      const follower = spawn(BIN, ['--state-dir', world.stateDir, '--pause-image', PAUSE_IMAGE, ...criArgs(), 'logs', '-f', '--tail', '0', name, '-n', ns], {
+        env: { ...process.env, ...NO_DOCKER },
+        stdio: ['ignore', 'pipe', 'pipe'],
+      });
       let followed = '';
       follower.stdout.on('data', (c: Buffer) => (followed += c.toString()));
-      let followErr = "";
-      follower.stderr.on("data", (c: Buffer) => (followErr += c.toString()));
+      let followErr = '';
+      follower.stderr.on('data', (c: Buffer) => (followErr += c.toString()));
       const rotatedSeen = new Set<string>();
       for (let round = 0; round < 16; round++) {
         await new Promise((r) => setTimeout(r, 250));
         const files = readdirSync(dir);
         // Bounded: the file being written, the newest rotated one, the compressed ones: maxFiles in all.
         expect(files.filter((f) => !f.endsWith('.tmp')).length, files.join(' ')).toBeLessThanOrEqual(maxFiles);
-        expect(files.every((f) => /^0\.log(?:\.\d{8}-\d{6}(?:\.gz)?(?:\.tmp)?)?$/.test(f)), files.join(' ')).toBe(true);
+        expect(
+          files.every((f) => /^0\.log(?:\.\d{8}-\d{6}(?:\.gz)?(?:\.tmp)?)?$/.test(f)),
+          files.join(' '),
+        ).toBe(true);
         for (const f of files) if (f !== '0.log') rotatedSeen.add(f.replace(/\.gz$/, ''));
       }
       // The follower went on across at least one rotation in those 4 s, and lost or doubled nothing.
@@ -155,7 +174,11 @@ spec:
     const agent = new AgentProcess(world.stateDir, [...criArgs(), '--manifest-dir', dir], NO_DOCKER);
     try {
       await agent.started();
-      await until('running again after a restart', async () => (/\s1\/1\s+Running\s+1\s/.test((await cri(['get', 'pods', '-n', ns])).out) ? true : undefined), 90_000);
+      await until(
+        'running again after a restart',
+        async () => (/\s1\/1\s+Running\s+1\s/.test((await cri(['get', 'pods', '-n', ns])).out) ? true : undefined),
+        90_000,
+      );
       const runOf = async (args: string[]): Promise<string | undefined> => /run-[0-9a-f-]{36}/.exec((await cri(['logs', name, '-n', ns, ...args])).out)?.[0];
       const previous = await until('the previous log', () => runOf(['-p']), 30_000);
       const current = await until('the current log', () => runOf([]), 30_000);

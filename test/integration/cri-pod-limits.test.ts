@@ -9,7 +9,10 @@ import { criTestBed } from './cri-engine.js';
 // sizeLimit (memory-volumes.ts), gone with the pod. A private containerd and the built binary.
 const { ctrd, world, cri } = criTestBed();
 
-const mountsUnder = (dir: string): string[] => readFileSync('/proc/self/mounts', 'utf8').split('\n').filter((l) => l.split(' ')[1]?.startsWith(dir));
+const mountsUnder = (dir: string): string[] =>
+  readFileSync('/proc/self/mounts', 'utf8')
+    .split('\n')
+    .filter((l) => l.split(' ')[1]?.startsWith(dir));
 
 describe('pod limits on CRI', () => {
   it('a medium: Memory emptyDir is a tmpfs of its sizeLimit, shared by the pod, unmounted with it', async () => {
@@ -69,7 +72,8 @@ spec:
     // own fails, so the main shell forks that child first, then uses builtins only (`: >`, `wait $!`,
     // `echo`, `exec`), and the barrier spins instead of forking a `sleep`. `wait $!`, not `wait`: the
     // sleepers are reparented to the shell (the container's init) and a bare wait would wait for them.
-    const loop = (me: string): string => `(while [ ! -f /s/a ] || [ ! -f /s/b ]; do :; done; i=0; while [ $i -lt 100 ]; do sleep 3600 & i=$((i+1)); done) 2>/dev/null & : > /s/${me}; wait $!; echo forked; exec sleep 3600`;
+    const loop = (me: string): string =>
+      `(while [ ! -f /s/a ] || [ ! -f /s/b ]; do :; done; i=0; while [ $i -lt 100 ]; do sleep 3600 & i=$((i+1)); done) 2>/dev/null & : > /s/${me}; wait $!; echo forked; exec sleep 3600`;
     const manifest = world.write(
       `${name}.yaml`,
       `apiVersion: v1
@@ -92,16 +96,25 @@ spec:
       expect(applied.code, `${applied.out}\n${applied.err}\n${ctrd.recentLog}`).toBe(0);
       expect(sandboxes).toHaveLength(1);
       expect(readFileSync(join(cgroup, 'pids.max'), 'utf8').trim()).toBe(String(LIMIT));
-      await until('both loops to end', async () => {
-        const outs = await Promise.all(['a', 'b'].map(async (c) => (await cri(['logs', name, '-n', ns, '-c', c])).out));
-        return outs.every((o) => o.includes('forked')) ? true : undefined;
-      }, 60_000);
+      await until(
+        'both loops to end',
+        async () => {
+          const outs = await Promise.all(['a', 'b'].map(async (c) => (await cri(['logs', name, '-n', ns, '-c', c])).out));
+          return outs.every((o) => o.includes('forked')) ? true : undefined;
+        },
+        60_000,
+      );
       // The loops wanted 200 sleepers: the pod holds the limit's worth and no more.
       const current = Number(readFileSync(join(cgroup, 'pids.current'), 'utf8'));
       expect(current).toBeLessThanOrEqual(LIMIT);
       expect(current).toBeGreaterThan(LIMIT - 5);
       // The kernel counted refused forks (where: the forking container's cgroup on this kernel's v1).
-      const refused = [cgroup, ...readdirSync(cgroup, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => join(cgroup, d.name))].reduce((n, d) => n + Number(/max (\d+)/.exec(readFileSync(join(d, 'pids.events'), 'utf8'))?.[1] ?? 0), 0);
+      const refused = [
+        cgroup,
+        ...readdirSync(cgroup, { withFileTypes: true })
+          .filter((d) => d.isDirectory())
+          .map((d) => join(cgroup, d.name)),
+      ].reduce((n, d) => n + Number(/max (\d+)/.exec(readFileSync(join(d, 'pids.events'), 'utf8'))?.[1] ?? 0), 0);
       expect(refused).toBeGreaterThan(0);
       // The sandbox and both containers are in it: the limit is the pod's, not each container's.
       const cs = await ctrd.client.listContainers({ labelSelector: { [LABEL.podName]: name } });

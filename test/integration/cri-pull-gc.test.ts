@@ -71,7 +71,12 @@ const dockerBed: Bed = {
   // Docker pulls from plain HTTP on 127.0.0.0/8 as it is: loopback is an insecure registry to it.
   trustRegistry: () => undefined,
   records: async (ns, name, w = dockerWorld) =>
-    (await podContainers(ns, name, w.instance)).map((c) => ({ id: c.Id, sandbox: c.Labels[LABEL.containerType] === 'sandbox', name: c.Labels[LABEL.containerName] ?? '', live: c.State === 'running' })),
+    (await podContainers(ns, name, w.instance)).map((c) => ({
+      id: c.Id,
+      sandbox: c.Labels[LABEL.containerType] === 'sandbox',
+      name: c.Labels[LABEL.containerName] ?? '',
+      live: c.State === 'running',
+    })),
   killSandbox: (id) => {
     expect(spawnSync('docker', ['kill', id]).status).toBe(0);
   },
@@ -85,7 +90,8 @@ const criBed: Bed = {
   engine: 'cri',
   world: criWorld,
   cli: (args, w = criWorld) => w.bin([...criArgs(), ...args], { env: noDocker }),
-  agent: (args, w = criWorld) => new AgentProcess(w.stateDir, args, { ...noDocker, PODRUN_CONTAINER_RUNTIME_ENDPOINT: ctrd.endpoint, PODRUN_POD_LOGS_DIR: podLogs }),
+  agent: (args, w = criWorld) =>
+    new AgentProcess(w.stateDir, args, { ...noDocker, PODRUN_CONTAINER_RUNTIME_ENDPOINT: ctrd.endpoint, PODRUN_POD_LOGS_DIR: podLogs }),
   hasImage: async (ref) => (await ctrd.client.imageStatus(ref)) !== undefined,
   trustRegistry: (host) => ctrd.trustPlainHttpRegistry(host),
   records: async (ns, name, w = criWorld) => {
@@ -93,7 +99,12 @@ const criBed: Bed = {
     const [sandboxes, containers] = await Promise.all([ctrd.client.listPodSandbox({ labelSelector }), ctrd.client.listContainers({ labelSelector })]);
     return [
       ...sandboxes.map((s) => ({ id: s.id, sandbox: true, name: s.metadata?.name ?? '', live: s.state === PodSandboxState.READY })),
-      ...containers.map((c) => ({ id: c.id, sandbox: false, name: c.metadata?.name ?? '', live: c.state === ContainerState.RUNNING || c.state === ContainerState.CREATED })),
+      ...containers.map((c) => ({
+        id: c.id,
+        sandbox: false,
+        name: c.metadata?.name ?? '',
+        live: c.state === ContainerState.RUNNING || c.state === ContainerState.CREATED,
+      })),
     ];
   },
   killSandbox: (id) => {
@@ -115,7 +126,8 @@ spec:
 `;
 
 /** A config.json as `docker login` writes it, for the registry of this file. */
-const credentialsJson = (password: string): string => `${JSON.stringify({ auths: { [registry.host]: { auth: Buffer.from(`${USER.username}:${password}`).toString('base64') } } })}\n`;
+const credentialsJson = (password: string): string =>
+  `${JSON.stringify({ auths: { [registry.host]: { auth: Buffer.from(`${USER.username}:${password}`).toString('base64') } } })}\n`;
 
 async function push(repo: string): Promise<string> {
   const ref = await registry.push(TEST_IMAGE, repo);
@@ -153,11 +165,17 @@ async function pullBackOffThenCredentialFixed(bed: Bed): Promise<void> {
   const agent = bed.agent(['--manifest-dir', dir]);
   try {
     await agent.started();
-    const pulled = await until('ErrImagePull, then ImagePullBackOff for both pods', async () => {
-      const [l, a] = await Promise.all([podOf(bed, ns, 'locked'), podOf(bed, ns, 'absent')]);
-      return waiting(l)?.reason === 'ImagePullBackOff' && waiting(a)?.reason === 'ImagePullBackOff' ? { l, a } : undefined;
-    }, 40_000);
-    expect(waiting(pulled.l)?.message).toMatch(new RegExp(`Back-off pulling image .*${locked.split('/').pop()?.replace(/[.:]/g, '\\$&')}.*(unauthorized|authentication required|no basic auth)`, 'i'));
+    const pulled = await until(
+      'ErrImagePull, then ImagePullBackOff for both pods',
+      async () => {
+        const [l, a] = await Promise.all([podOf(bed, ns, 'locked'), podOf(bed, ns, 'absent')]);
+        return waiting(l)?.reason === 'ImagePullBackOff' && waiting(a)?.reason === 'ImagePullBackOff' ? { l, a } : undefined;
+      },
+      40_000,
+    );
+    expect(waiting(pulled.l)?.message).toMatch(
+      new RegExp(`Back-off pulling image .*${locked.split('/').pop()?.replace(/[.:]/g, '\\$&')}.*(unauthorized|authentication required|no basic auth)`, 'i'),
+    );
     const described = await bed.cli(['describe', 'pod', 'locked', '-n', ns]);
     expect(described.out).toMatch(/Warning\s+Failed\s+.*Failed to pull image/);
     expect(described.out).toMatch(/Error: ErrImagePull/);
@@ -166,20 +184,38 @@ async function pullBackOffThenCredentialFixed(bed: Bed): Promise<void> {
 
     // The right credential, written while the agent runs: the next attempt (after the back-off) pulls.
     writeFileSync(join(bed.world.stateDir, 'config.json'), credentialsJson(USER.password));
-    await until('the locked pod to run', async () => ((await podOf(bed, ns, 'locked'))?.status.containerStatuses?.[0]?.state.running ? true : undefined), 60_000);
+    await until(
+      'the locked pod to run',
+      async () => ((await podOf(bed, ns, 'locked'))?.status.containerStatuses?.[0]?.state.running ? true : undefined),
+      60_000,
+    );
     expect(await bed.hasImage(locked)).toBe(true);
     // Issue 22's back-off: the second attempt came 10 s after the first failed (the fix was written before it).
-    const attempts = agent.logs().split('\n').filter((l) => l.includes(`INFO  pulling image ${locked}`)).map((l) => Date.parse(l.slice(0, 24)));
-    const failedAt = Date.parse(agent.logs().split('\n').find((l) => l.includes(`WARN  failed to pull image ${locked}`))?.slice(0, 24) ?? '');
+    const attempts = agent
+      .logs()
+      .split('\n')
+      .filter((l) => l.includes(`INFO  pulling image ${locked}`))
+      .map((l) => Date.parse(l.slice(0, 24)));
+    const failedAt = Date.parse(
+      agent
+        .logs()
+        .split('\n')
+        .find((l) => l.includes(`WARN  failed to pull image ${locked}`))
+        ?.slice(0, 24) ?? '',
+    );
     expect(attempts.length).toBeGreaterThanOrEqual(2);
     const gap = ((attempts[1] ?? 0) - failedAt) / 1000;
     expect(gap).toBeGreaterThanOrEqual(9.5);
     expect(gap).toBeLessThan(14);
     // With the credential right, the missing tag's attempts say what is wrong now: no such tag.
-    const gone = await until('the missing tag\'s reason', async () => {
-      const w = waiting(await podOf(bed, ns, 'absent'));
-      return w?.reason === 'ImagePullBackOff' && /not found|manifest unknown/i.test(w.message ?? '') ? w : undefined;
-    }, 60_000);
+    const gone = await until(
+      "the missing tag's reason",
+      async () => {
+        const w = waiting(await podOf(bed, ns, 'absent'));
+        return w?.reason === 'ImagePullBackOff' && /not found|manifest unknown/i.test(w.message ?? '') ? w : undefined;
+      },
+      60_000,
+    );
     expect(gone.message).toMatch(/Back-off pulling image .*absent.*:nope/);
     for (const text of [agent.logs(), described.out]) expect(text).not.toContain(USER.password);
     expect(agent.logs()).not.toContain('not-the-password');
@@ -220,7 +256,15 @@ async function applyAndPullWithCredentials(bed: Bed): Promise<void> {
   const wrong = join(bed.world.dir, `${ns}-wrong.json`);
   writeFileSync(wrong, credentialsJson('wrong-password'));
   const denied = await push(`node/${unique('denied')}:1`);
-  const d = await bed.cli(['--image-credentials', wrong, 'apply', '-f', bed.world.write(`${ns}-denied.yaml`, podYaml(ns, 'denied', denied)), '--timeout', '20s']);
+  const d = await bed.cli([
+    '--image-credentials',
+    wrong,
+    'apply',
+    '-f',
+    bed.world.write(`${ns}-denied.yaml`, podYaml(ns, 'denied', denied)),
+    '--timeout',
+    '20s',
+  ]);
   expect(d.code).toBe(1);
   expect(d.err).toMatch(/failed to pull image .*denied.*(unauthorized|authentication required|no basic auth)/i);
   expect((await bed.cli(['get', 'pods', '-n', ns, 'denied'])).out).toMatch(/denied\s+0\/1\s+ErrImagePull/);
@@ -233,7 +277,13 @@ async function applyAndPullWithCredentials(bed: Bed): Promise<void> {
   const s = await bed.cli(['--image-credentials', two, 'apply', '-f', bed.world.write(`${ns}-second.yaml`, podYaml(ns, 'second', second)), '--timeout', '60s']);
   expect(s.code, s.err).toBe(0);
   expect(s.err).toContain(`Pulled image ${second} in`);
-  const missing = await bed.cli(['apply', '-f', bed.world.write(`${ns}-missing.yaml`, podYaml(ns, 'missing', `${registry.host}/node/${unique('nothing')}:nope`)), '--timeout', '20s']);
+  const missing = await bed.cli([
+    'apply',
+    '-f',
+    bed.world.write(`${ns}-missing.yaml`, podYaml(ns, 'missing', `${registry.host}/node/${unique('nothing')}:nope`)),
+    '--timeout',
+    '20s',
+  ]);
   expect(missing.code).toBe(1);
   expect(missing.err).toMatch(/failed to pull image .*:nope.*(not found|manifest unknown)/i);
   for (const text of [r.err, pull.out, pull.err, d.err, s.err, missing.err]) expect(text).not.toContain(USER.password);
@@ -258,32 +308,73 @@ async function deadContainersAndSandboxes(bed: Bed): Promise<void> {
   const otherDir = join(other.dir, 'manifests');
   mkdirSync(otherDir, { recursive: true });
   writeFileSync(join(otherDir, 'theirs.yaml'), podYaml(ns, 'theirs', TEST_IMAGE, 'exit 1'));
-  const theirAgent = bed.agent(['--manifest-dir', otherDir, '--crash-backoff-initial', '0.2s', '--crash-backoff-max', '0.2s', '--maximum-dead-containers-per-container', '1000', '--gc-period', '1h'], other);
+  const theirAgent = bed.agent(
+    [
+      '--manifest-dir',
+      otherDir,
+      '--crash-backoff-initial',
+      '0.2s',
+      '--crash-backoff-max',
+      '0.2s',
+      '--maximum-dead-containers-per-container',
+      '1000',
+      '--gc-period',
+      '1h',
+    ],
+    other,
+  );
   try {
     await theirAgent.started();
-    await until('three dead instances of the other instance\'s crash loop', async () => ((await bed.records(ns, 'theirs', other)).filter((c) => !c.sandbox && !c.live).length >= 3 ? true : undefined), 60_000);
+    await until(
+      "three dead instances of the other instance's crash loop",
+      async () => ((await bed.records(ns, 'theirs', other)).filter((c) => !c.sandbox && !c.live).length >= 3 ? true : undefined),
+      60_000,
+    );
   } finally {
     await theirAgent.stop();
   }
   await until('their crash loop to be all dead', async () => ((await bed.records(ns, 'theirs', other)).some((c) => !c.sandbox && c.live) ? undefined : true));
   const theirs = await bed.records(ns, 'theirs', other);
-  const agent = bed.agent(['--manifest-dir', dir, '--crash-backoff-initial', '0.2s', '--crash-backoff-max', '0.2s', '--maximum-dead-containers-per-container', '1000', '--gc-period', '1h']);
+  const agent = bed.agent([
+    '--manifest-dir',
+    dir,
+    '--crash-backoff-initial',
+    '0.2s',
+    '--crash-backoff-max',
+    '0.2s',
+    '--maximum-dead-containers-per-container',
+    '1000',
+    '--gc-period',
+    '1h',
+  ]);
   try {
     await agent.started();
-    const first = await until('the victim to run', async () => {
-      const rs = await bed.records(ns, 'victim');
-      return rs.some((c) => !c.sandbox && c.live) ? rs.find((c) => c.sandbox && c.live) : undefined;
-    }, 40_000);
+    const first = await until(
+      'the victim to run',
+      async () => {
+        const rs = await bed.records(ns, 'victim');
+        return rs.some((c) => !c.sandbox && c.live) ? rs.find((c) => c.sandbox && c.live) : undefined;
+      },
+      40_000,
+    );
     bed.killSandbox(first.id);
-    await until('the victim in a new sandbox, the dead one removed', async () => {
-      const rs = await bed.records(ns, 'victim');
-      const sandboxes = rs.filter((c) => c.sandbox);
-      return sandboxes.length === 1 && sandboxes[0]?.live && sandboxes[0].id !== first.id && rs.some((c) => !c.sandbox && c.live) ? true : undefined;
-    }, 60_000);
+    await until(
+      'the victim in a new sandbox, the dead one removed',
+      async () => {
+        const rs = await bed.records(ns, 'victim');
+        const sandboxes = rs.filter((c) => c.sandbox);
+        return sandboxes.length === 1 && sandboxes[0]?.live && sandboxes[0].id !== first.id && rs.some((c) => !c.sandbox && c.live) ? true : undefined;
+      },
+      60_000,
+    );
     // The dead sandbox's address went back to the network: only live sandboxes hold one.
     const held = bed.addressesHeld();
     if (held !== undefined) expect(held).toBe(await bed.liveSandboxes());
-    await until('five dead instances of the crash loop', async () => ((await bed.records(ns, 'loop')).filter((c) => !c.sandbox && !c.live).length >= 5 ? true : undefined), 60_000);
+    await until(
+      'five dead instances of the crash loop',
+      async () => ((await bed.records(ns, 'loop')).filter((c) => !c.sandbox && !c.live).length >= 5 ? true : undefined),
+      60_000,
+    );
   } catch (err) {
     throw new Error(`${(err as Error).message}\nagent log:\n${agent.logs().slice(-3000)}`);
   } finally {
@@ -296,7 +387,9 @@ async function deadContainersAndSandboxes(bed: Bed): Promise<void> {
 
   const dry = await bed.cli(['gc', '--dry-run', '--no-images']);
   expect(dry.code, dry.err).toBe(0);
-  expect(dry.out.split('\n').filter((l) => l.startsWith(`would remove container app of pod ${ns}/loop (more than 1 dead instance(s))`))).toHaveLength(piled - 1);
+  expect(dry.out.split('\n').filter((l) => l.startsWith(`would remove container app of pod ${ns}/loop (more than 1 dead instance(s))`))).toHaveLength(
+    piled - 1,
+  );
   expect((await bed.records(ns, 'loop')).filter((c) => !c.sandbox && !c.live)).toHaveLength(piled);
 
   const gc = await bed.cli(['gc', '--no-images']);
@@ -315,21 +408,36 @@ async function deadContainersAndSandboxes(bed: Bed): Promise<void> {
 
 for (const bed of [dockerBed, criBed]) {
   describe(`pulls and GC on ${bed.engine}`, () => {
-    it('the agent: ErrImagePull → ImagePullBackOff with the registry\'s reason; a credential fixed while it runs is used at the next attempt', () => pullBackOffThenCredentialFixed(bed), 150_000);
-    it('apply and pull -f with the node\'s credentials; a wrong one and a missing tag are ErrImagePull', () => applyAndPullWithCredentials(bed), 120_000);
-    it('a sandbox whose pause was killed is replaced and removed, its address given back; gc removes dead instances beyond the bound, nothing of another instance', () => deadContainersAndSandboxes(bed), 180_000);
+    it(
+      "the agent: ErrImagePull → ImagePullBackOff with the registry's reason; a credential fixed while it runs is used at the next attempt",
+      () => pullBackOffThenCredentialFixed(bed),
+      150_000,
+    );
+    it("apply and pull -f with the node's credentials; a wrong one and a missing tag are ErrImagePull", () => applyAndPullWithCredentials(bed), 120_000);
+    it(
+      'a sandbox whose pause was killed is replaced and removed, its address given back; gc removes dead instances beyond the bound, nothing of another instance',
+      () => deadContainersAndSandboxes(bed),
+      180_000,
+    );
   });
 }
 
 /** An image of its own id (the test busybox with a label of its own) in the private containerd's k8s.io namespace. */
 function importDistinctImage(ref: string, label: string): void {
   const local = ref.replace(/^docker\.io\//, '');
-  const r = spawnSync('sh', ['-c', `cid=$(docker create ${TEST_IMAGE} true) && docker commit -c 'LABEL podrun-test-gc=${label}' $cid ${local} >/dev/null && docker rm $cid >/dev/null && docker save ${local} | ctr -a ${ctrd.socket} -n k8s.io images import - >/dev/null; rc=$?; docker rmi ${local} >/dev/null; exit $rc`], { encoding: 'utf8' });
+  const r = spawnSync(
+    'sh',
+    [
+      '-c',
+      `cid=$(docker create ${TEST_IMAGE} true) && docker commit -c 'LABEL podrun-test-gc=${label}' $cid ${local} >/dev/null && docker rm $cid >/dev/null && docker save ${local} | ctr -a ${ctrd.socket} -n k8s.io images import - >/dev/null; rc=$?; docker rmi ${local} >/dev/null; exit $rc`,
+    ],
+    { encoding: 'utf8' },
+  );
   if (r.status !== 0) throw new Error(`making ${ref}: ${r.stderr}`);
 }
 
 describe('image GC on containerd (ImageService)', () => {
-  it('below the high threshold nothing goes; above it, unused images go and never one a container uses nor the runtime\'s sandbox image', async () => {
+  it("below the high threshold nothing goes; above it, unused images go and never one a container uses nor the runtime's sandbox image", async () => {
     const ns = unique('imggc');
     const tag = (n: string): string => `docker.io/podrun-test/gc-${ns}:${n}`;
     for (const n of ['unused-a', 'unused-b', 'dead', 'running']) importDistinctImage(tag(n), `${ns}-${n}`);
@@ -338,7 +446,7 @@ describe('image GC on containerd (ImageService)', () => {
       // A dead container of this instance, and a running one of another podrun instance.
       const dead = await criBed.cli(['apply', '-f', criWorld.write(`${ns}-dead.yaml`, podYaml(ns, 'dead', tag('dead'), 'true', 'Never')), '--timeout', '30s']);
       expect(dead.code, dead.err).toBe(0);
-      await until('the dead pod\'s container to exit', async () => ((await criBed.records(ns, 'dead')).some((c) => !c.sandbox && !c.live) ? true : undefined));
+      await until("the dead pod's container to exit", async () => ((await criBed.records(ns, 'dead')).some((c) => !c.sandbox && !c.live) ? true : undefined));
       const running = await criBed.cli(['apply', '-f', other.write('running.yaml', podYaml(ns, 'running', tag('running'))), '--timeout', '30s'], other);
       expect(running.code, running.err).toBe(0);
 
@@ -348,9 +456,19 @@ describe('image GC on containerd (ImageService)', () => {
       expect(dry.out).toMatch(/^images: disk at \d+\.\d%; \d+ to remove$/m);
 
       // podrun's --pause-image is not the runtime's sandbox_image here: the runtime's own must be kept all the same.
-      const engine = new CriEngine({ stateDir: criWorld.stateDir, pauseImage: 'docker.io/podrun-test/not-the-sandbox-image:1', runtimeEndpoint: ctrd.endpoint, podLogsDir: podLogs });
+      const engine = new CriEngine({
+        stateDir: criWorld.stateDir,
+        pauseImage: 'docker.io/podrun-test/not-the-sandbox-image:1',
+        runtimeEndpoint: ctrd.endpoint,
+        podLogsDir: podLogs,
+      });
       try {
-        const gcAt = (highPercent: number, lowPercent: number): GarbageCollector => new GarbageCollector(engine, { stateDir: criWorld.stateDir, pauseImage: 'docker.io/podrun-test/not-the-sandbox-image:1', images: { highPercent, lowPercent, minAgeMs: 0 } });
+        const gcAt = (highPercent: number, lowPercent: number): GarbageCollector =>
+          new GarbageCollector(engine, {
+            stateDir: criWorld.stateDir,
+            pauseImage: 'docker.io/podrun-test/not-the-sandbox-image:1',
+            images: { highPercent, lowPercent, minAgeMs: 0 },
+          });
         const fs = await ctrd.client.imageFsInfo();
         const mountpoint = fs.imageFilesystems[0]?.fsId?.mountpoint ?? '';
         expect(mountpoint.startsWith(ctrd.dir)).toBe(true);

@@ -23,16 +23,25 @@ spec:
 `;
 
 /** Every sandbox and container of the pod the runtime holds, any state: a restart or a recreation shows as a new id or attempt. */
-async function instancesOf(name: string): Promise<{ sandboxes: { id: string; state: number; attempt: number }[]; containers: { id: string; name: string; state: number; attempt: number }[] }> {
+async function instancesOf(
+  name: string,
+): Promise<{ sandboxes: { id: string; state: number; attempt: number }[]; containers: { id: string; name: string; state: number; attempt: number }[] }> {
   const sel = { labelSelector: { [LABEL.podName]: name } };
   const sandboxes = (await ctrd.client.listPodSandbox(sel)).map((s) => ({ id: s.id, state: s.state, attempt: s.metadata?.attempt ?? 0 }));
-  const containers = (await ctrd.client.listContainers(sel)).map((c) => ({ id: c.id, name: c.metadata?.name ?? '', state: c.state, attempt: c.metadata?.attempt ?? 0 }));
+  const containers = (await ctrd.client.listContainers(sel)).map((c) => ({
+    id: c.id,
+    name: c.metadata?.name ?? '',
+    state: c.state,
+    attempt: c.metadata?.attempt ?? 0,
+  }));
   return { sandboxes, containers: containers.sort((x, y) => x.name.localeCompare(y.name)) };
 }
 
 const allRunning = async (name: string): Promise<true | undefined> => {
   const { sandboxes, containers } = await instancesOf(name).catch(() => ({ sandboxes: [], containers: [] }));
-  return sandboxes.some((s) => s.state === PodSandboxState.READY) && containers.filter((c) => c.state === ContainerState.RUNNING).length === 2 ? true : undefined;
+  return sandboxes.some((s) => s.state === PodSandboxState.READY) && containers.filter((c) => c.state === ContainerState.RUNNING).length === 2
+    ? true
+    : undefined;
 };
 
 describe('the agent when containerd restarts under it', () => {
@@ -43,8 +52,16 @@ describe('the agent when containerd restarts under it', () => {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'kept.yaml'), pod(kept, ns));
     const port = await freePort();
-    const healthz = (): Promise<number> => fetch(`http://127.0.0.1:${port}/healthz`).then((r) => r.status, () => 0);
-    const agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir, '--http-port', String(port)], { ...noDocker, PODRUN_CONTAINER_RUNTIME_ENDPOINT: ctrd.endpoint, PODRUN_POD_LOGS_DIR: podLogs });
+    const healthz = (): Promise<number> =>
+      fetch(`http://127.0.0.1:${port}/healthz`).then(
+        (r) => r.status,
+        () => 0,
+      );
+    const agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir, '--http-port', String(port)], {
+      ...noDocker,
+      PODRUN_CONTAINER_RUNTIME_ENDPOINT: ctrd.endpoint,
+      PODRUN_POD_LOGS_DIR: podLogs,
+    });
     try {
       await agent.started();
       await until('the pod on containerd', () => allRunning(kept), 60_000);

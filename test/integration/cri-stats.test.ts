@@ -35,13 +35,17 @@ describe('readings on containerd (CRI)', () => {
     const agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir], env);
     try {
       await agent.started();
-      const summary = await until('a CPU rate and the hog\'s memory in /stats/summary', async () => {
-        const s = JSON.parse((await agentGetText(world.stateDir, '/stats/summary')) ?? '{}') as Summary;
-        const p = s.pods?.find((x) => x.podRef.name === name);
-        const burner = p?.containers.find((c) => c.name === 'burner');
-        const hog = p?.containers.find((c) => c.name === 'hog');
-        return burner?.cpu.usageNanoCores !== undefined && (hog?.memory.workingSetBytes ?? 0) > 40 * MiB ? s : undefined;
-      }, 90_000);
+      const summary = await until(
+        "a CPU rate and the hog's memory in /stats/summary",
+        async () => {
+          const s = JSON.parse((await agentGetText(world.stateDir, '/stats/summary')) ?? '{}') as Summary;
+          const p = s.pods?.find((x) => x.podRef.name === name);
+          const burner = p?.containers.find((c) => c.name === 'burner');
+          const hog = p?.containers.find((c) => c.name === 'hog');
+          return burner?.cpu.usageNanoCores !== undefined && (hog?.memory.workingSetBytes ?? 0) > 40 * MiB ? s : undefined;
+        },
+        90_000,
+      );
       const pod = summary.pods!.find((x) => x.podRef.name === name)!;
       const burner = pod.containers.find((c) => c.name === 'burner')!;
       const hog = pod.containers.find((c) => c.name === 'hog')!;
@@ -49,17 +53,23 @@ describe('readings on containerd (CRI)', () => {
       expect(hog.cpu.usageNanoCores ?? 0).toBeLessThan(burner.cpu.usageNanoCores! / 5);
       expect(pod.memory.workingSetBytes).toBeGreaterThanOrEqual(hog.memory.workingSetBytes);
       // The writable layer as containerd measures it (ContainerStats), for the container's rootfs.
-      await until('the writable layer in /stats/summary', async () => {
-        const s = JSON.parse((await agentGetText(world.stateDir, '/stats/summary')) ?? '{}') as Summary;
-        const b = s.pods?.find((x) => x.podRef.name === name)?.containers.find((c) => c.name === 'burner');
-        return b?.rootfs?.usedBytes !== undefined ? true : undefined;
-      }, 90_000);
+      await until(
+        'the writable layer in /stats/summary',
+        async () => {
+          const s = JSON.parse((await agentGetText(world.stateDir, '/stats/summary')) ?? '{}') as Summary;
+          const b = s.pods?.find((x) => x.podRef.name === name)?.containers.find((c) => c.name === 'burner');
+          return b?.rootfs?.usedBytes !== undefined ? true : undefined;
+        },
+        90_000,
+      );
       // The sandbox's namespace on the CNI bridge: its own eth0, not the node's interfaces.
       expect(pod.network?.interfaces?.map((i) => i.name)).toContain('eth0');
 
       // cAdvisor's series name the container by the cgroup containerd put it in.
       const cadvisor = (await agentGetText(world.stateDir, '/metrics/cadvisor')) ?? '';
-      const line = cadvisor.split('\n').find((l) => l.startsWith('container_memory_working_set_bytes{') && l.includes(`pod="${name}"`) && l.includes('container="hog"'));
+      const line = cadvisor
+        .split('\n')
+        .find((l) => l.startsWith('container_memory_working_set_bytes{') && l.includes(`pod="${name}"`) && l.includes('container="hog"'));
       expect(line, cadvisor.slice(0, 3000)).toBeDefined();
       expect(Number(line!.split(' ')[1])).toBeGreaterThan(40 * MiB);
 
@@ -71,7 +81,12 @@ describe('readings on containerd (CRI)', () => {
 
       // Where cgroupfs is out of reach (cgroupReadings off, as for a runtime in another host's
       // cgroups): the runtime's own ContainerStats, a rate from two of them a second apart.
-      const remote = new CriEngine({ runtimeEndpoint: ctrd.endpoint, stateDir: join(world.dir, 'remote-state'), pauseImage: CRI_PAUSE_IMAGE, cgroupReadings: false });
+      const remote = new CriEngine({
+        runtimeEndpoint: ctrd.endpoint,
+        stateDir: join(world.dir, 'remote-state'),
+        pauseImage: CRI_PAUSE_IMAGE,
+        cgroupReadings: false,
+      });
       try {
         const [c] = await ctrd.client.listContainers({ labelSelector: { [LABEL.podName]: name, [LABEL.containerName]: 'burner' } });
         const r = await remote.containerStats(c!.id, false);

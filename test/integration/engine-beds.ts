@@ -116,7 +116,10 @@ export function engineBed(kind: EngineKind): EngineBed {
   const env: Record<string, string> = ctrd ? { DOCKER_HOST: 'unix:///nonexistent/docker.sock' } : {};
   let opened: Promise<PodEngine> | undefined;
   const engine = (): Promise<PodEngine> =>
-    (opened ??= openEngine({ stateDir: world.stateDir, pauseImage: PAUSE_IMAGE, hostIP: '127.0.0.1' }, ctrd ? { containerRuntimeEndpoint: ctrd.endpoint, podLogsDir: podLogs } : {}));
+    (opened ??= openEngine(
+      { stateDir: world.stateDir, pauseImage: PAUSE_IMAGE, hostIP: '127.0.0.1' },
+      ctrd ? { containerRuntimeEndpoint: ctrd.endpoint, podLogsDir: podLogs } : {},
+    ));
 
   if (ctrd) {
     beforeAll(async () => {
@@ -140,7 +143,11 @@ export function engineBed(kind: EngineKind): EngineBed {
     env,
     cli: (...a) => world.cli(...args, ...a),
     bin: (a, o = {}) => world.bin([...args, ...a], { ...o, env }),
-    spawnBin: (a) => spawn(BIN, ['--state-dir', world.stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', ...args, ...a], { stdio: ['pipe', 'pipe', 'pipe'], env: { ...process.env, ...env } }),
+    spawnBin: (a) =>
+      spawn(BIN, ['--state-dir', world.stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', ...args, ...a], {
+        stdio: ['pipe', 'pipe', 'pipe'],
+        env: { ...process.env, ...env },
+      }),
     agent: (a, e = {}) => new AgentProcess(world.stateDir, [...args, ...a], { ...env, ...e }),
     engine,
     async containers(namespace, name) {
@@ -166,10 +173,13 @@ export function engineBed(kind: EngineKind): EngineBed {
       // A container the agent removed between the list and this look mounts nothing any more
       // (a restarting pod's old instances go while a test reads them).
       if (!ctrd) {
-        const inspected = await docker.getContainer(id).inspect().catch((e: { statusCode?: number }) => {
-          if (e.statusCode === 404) return undefined;
-          throw e;
-        });
+        const inspected = await docker
+          .getContainer(id)
+          .inspect()
+          .catch((e: { statusCode?: number }) => {
+            if (e.statusCode === 404) return undefined;
+            throw e;
+          });
         return (inspected?.Mounts ?? []).map((m) => String(m.Source));
       }
       // The OCI spec containerd made the container with: what runc bind-mounted.

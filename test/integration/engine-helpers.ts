@@ -42,7 +42,19 @@ export class PrivateEngine {
     }
     this.proc = spawn(
       'dockerd',
-      ['-H', this.host, '--data-root', join(this.dir, 'data'), '--exec-root', join(this.dir, 'exec'), '--pidfile', join(this.dir, 'docker.pid'), `--bridge=${this.bridge}`, '--iptables=false', '--ip-masq=false'],
+      [
+        '-H',
+        this.host,
+        '--data-root',
+        join(this.dir, 'data'),
+        '--exec-root',
+        join(this.dir, 'exec'),
+        '--pidfile',
+        join(this.dir, 'docker.pid'),
+        `--bridge=${this.bridge}`,
+        '--iptables=false',
+        '--ip-masq=false',
+      ],
       { stdio: 'ignore' },
     );
     await until('the private engine to answer', async () => ((await this.docker.ping().catch(() => undefined)) ? true : undefined), 30_000);
@@ -65,14 +77,24 @@ export class PrivateEngine {
   async destroy(): Promise<void> {
     try {
       const list = await this.docker.listContainers({ all: true });
-      await Promise.all(list.map((c) => this.docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+      await Promise.all(
+        list.map((c) =>
+          this.docker
+            .getContainer(c.Id)
+            .remove({ force: true })
+            .catch(() => undefined),
+        ),
+      );
     } catch {
       // engine already down
     }
     await this.stop();
     if (this.bridgeMade) spawnSync('ip', ['link', 'del', this.bridge]);
     // Overlay mounts of the stopped engine can linger a moment; unmount them before removing.
-    const mounts = readFileSync('/proc/mounts', 'utf8').split('\n').map((l) => l.split(' ')[1] ?? '').filter((m) => m.startsWith(this.dir));
+    const mounts = readFileSync('/proc/mounts', 'utf8')
+      .split('\n')
+      .map((l) => l.split(' ')[1] ?? '')
+      .filter((m) => m.startsWith(this.dir));
     for (const m of mounts.reverse()) spawnSync('umount', ['-l', m]);
     rmSync(this.dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   }
@@ -103,7 +125,11 @@ export class FaultyEngine {
     });
     this.server.on('upgrade', (req: IncomingMessage, client: Socket, head: Buffer) => {
       const up = connect(this.upstream, () => {
-        up.write(`${req.method} ${req.url} HTTP/1.1\r\n${Object.entries(req.headers).map(([k, v]) => `${k}: ${String(v)}`).join('\r\n')}\r\n\r\n`);
+        up.write(
+          `${req.method} ${req.url} HTTP/1.1\r\n${Object.entries(req.headers)
+            .map(([k, v]) => `${k}: ${String(v)}`)
+            .join('\r\n')}\r\n\r\n`,
+        );
         if (head.length) up.write(head);
         up.pipe(client).pipe(up);
       });
@@ -193,7 +219,14 @@ export class PodmanService {
 
   async start(): Promise<void> {
     writeFileSync(this.conf, '[containers]\ndefault_ulimits = ["nofile=20000:20000", "nproc=32768:32768"]\n');
-    const load = spawnSync('sh', ['-c', `podman image exists localhost/${TEST_IMAGE} && podman image exists localhost/${PAUSE_IMAGE} || docker save ${TEST_IMAGE} ${PAUSE_IMAGE} | podman load`], { encoding: 'utf8', env: { ...process.env, ...this.env } });
+    const load = spawnSync(
+      'sh',
+      [
+        '-c',
+        `podman image exists localhost/${TEST_IMAGE} && podman image exists localhost/${PAUSE_IMAGE} || docker save ${TEST_IMAGE} ${PAUSE_IMAGE} | podman load`,
+      ],
+      { encoding: 'utf8', env: { ...process.env, ...this.env } },
+    );
     if (load.status !== 0) throw new Error(`loading the test images into podman failed: ${load.stderr}`);
     this.proc = spawn('podman', ['system', 'service', '--time=0', this.host], { stdio: 'ignore', env: { ...process.env, ...this.env } });
     await until('the podman service to answer', async () => ((await this.docker.ping().catch(() => undefined)) ? true : undefined), 30_000);

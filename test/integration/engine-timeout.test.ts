@@ -17,13 +17,16 @@ describe('an engine that never answers', () => {
     await faulty.start();
     const ns = unique('stuck');
     const name = unique('hung');
-    const file = world.write('pod.yaml', `apiVersion: v1
+    const file = world.write(
+      'pod.yaml',
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
   terminationGracePeriodSeconds: 1
   containers: [{name: c, image: ${TEST_IMAGE}, command: [sleep, '3600']}]
-`);
+`,
+    );
     expect((await world.bin(['apply', '-f', file])).code).toBe(0);
     faulty.mode = { kind: 'hang', match: /^POST (\/v[\d.]+)?\/containers\/[^/]+\/stop/ };
     const t0 = Date.now();

@@ -48,7 +48,7 @@ describe('the examples in manifests/', () => {
     expect(r.out).toContain('pod/kube-system/etcd-lite created');
     expect(r.out).toContain('2 pods ready');
 
-    const page = await until('the web example to serve its sidecar\'s page', async () => {
+    const page = await until("the web example to serve its sidecar's page", async () => {
       const body = await get(`http://127.0.0.1:${web}/`);
       return body.includes('Hello from web') ? body : undefined;
     });

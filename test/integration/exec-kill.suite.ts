@@ -13,96 +13,106 @@ import { container, sleep, supervisedDirectory, untilPod } from './lifecycle-hel
 // time out every period, hooks cut short, and `podrun exec` sessions whose client died. The
 // engine itself keeps such an exec running for as long as the container lives.
 export function execKillSuite(bed: EngineBed): void {
-const world = bed.world;
-const { ns, write } = supervisedDirectory(bed, 'execkill', []);
+  const world = bed.world;
+  const { ns, write } = supervisedDirectory(bed, 'execkill', []);
 
-/** A shell that reaps what is left to it (busybox ash waits for any child), as PID 1. */
-const REAPER = `[sh, -c, 'trap "exit 0" TERM; while :; do sleep 1; done']`;
+  /** A shell that reaps what is left to it (busybox ash waits for any child), as PID 1. */
+  const REAPER = `[sh, -c, 'trap "exit 0" TERM; while :; do sleep 1; done']`;
 
-type Proc = BedProc;
+  type Proc = BedProc;
 
-/** The container's processes, zombies included (ps's STAT column); none once it is gone. */
-async function top(id: string): Promise<Proc[]> {
-  const ps = await bed.processes(id);
-  if (!ps) throw new Error(`container ${id} runs no more`);
-  return ps;
-}
+  /** The container's processes, zombies included (ps's STAT column); none once it is gone. */
+  async function top(id: string): Promise<Proc[]> {
+    const ps = await bed.processes(id);
+    if (!ps) throw new Error(`container ${id} runs no more`);
+    return ps;
+  }
 
-const matching = (ps: Proc[], args: string): Proc[] => ps.filter((p) => p.args === args);
+  const matching = (ps: Proc[], args: string): Proc[] => ps.filter((p) => p.args === args);
 
+  describe(`${bed.tag} exec deadlines, at the runtime (the path probes and hooks take)`, () => {
+    let rt: PodEngine;
+    let id = '';
+    beforeAll(async () => {
+      rt = await bed.engine();
+      const name = unique('execkill-rt');
+      write(
+        name,
+        `  containers: [{name: c, image: ${TEST_IMAGE}, command: ${REAPER}}]
+`,
+      );
+      id = bareId(
+        container(await untilPod(bed, ns, name, 'the container to run', (p) => container(p, 'c')?.state.running !== undefined, 45_000), 'c')?.containerID,
+      );
+    });
 
-describe(`${bed.tag} exec deadlines, at the runtime (the path probes and hooks take)`, () => {
-  let rt: PodEngine;
-  let id = '';
-  beforeAll(async () => {
-    rt = await bed.engine();
-    const name = unique('execkill-rt');
-    write(name, `  containers: [{name: c, image: ${TEST_IMAGE}, command: ${REAPER}}]
-`);
-    id = bareId(container(await untilPod(bed, ns, name, 'the container to run', (p) => container(p, 'c')?.state.running !== undefined, 45_000), 'c')?.containerID);
+    it('a command past its timeout is killed with the children it started', async () => {
+      const t0 = performance.now();
+      expect(await rt.exec(id, ['sh', '-c', 'sleep 1000 & yes >/dev/null & sleep 1001'], 1000)).toBe('timeout');
+      expect(performance.now() - t0).toBeLessThan(5000);
+      const left = await top(id);
+      expect(
+        left.filter((p) => /^(sleep 100[01]|yes)$/.test(p.args) && !p.stat.startsWith('Z')),
+        JSON.stringify(left),
+      ).toEqual([]);
+    });
+
+    // A Docker API proxy that drops connections: the Docker engine's exec stream, which a CRI runtime's ExecSync does not have.
+    if (bed.kind === 'docker')
+      it('a command whose output connection drops (an engine proxy restarted) is waited for to its deadline, then killed, not taken as exited', async () => {
+        const faulty = new FaultyEngine();
+        await faulty.start();
+        try {
+          const viaProxy = new PodRuntime({ host: faulty.host, stateDir: world.stateDir, pauseImage: PAUSE_IMAGE });
+          const run = viaProxy.exec(id, ['sh', '-c', 'exec >/dev/null 2>&1; sleep 1008'], 2000);
+          await until('the command to run', async () => (matching(await top(id), 'sleep 1008').length ? true : undefined), 5000);
+          faulty.dropConnections();
+          // Before, the dropped stream was the end: the exit code read while it ran (none: -1).
+          expect(await run).toBe('timeout');
+          expect(matching(await top(id), 'sleep 1008')).toEqual([]);
+        } finally {
+          await faulty.stop();
+        }
+      });
+
+    it('a command whose caller gives up (a hook of a pod being deleted) is killed at once', async () => {
+      const stop = new AbortController();
+      setTimeout(() => stop.abort(), 500);
+      const t0 = performance.now();
+      expect(await rt.exec(id, ['sleep', '1002'], 120_000, stop.signal)).toBe('timeout');
+      expect(performance.now() - t0).toBeLessThan(5000);
+      expect(matching(await top(id), 'sleep 1002')).toEqual([]);
+    });
+
+    it('keeps the first 10 KiB of output, in bytes, and reads an endless one in bounded memory', async () => {
+      const r = await rt.exec(id, ['sh', '-c', 'yes 0123456789abcdef | head -c 50000; exit 3'], 10_000);
+      expect(r).not.toBe('timeout');
+      if (r === 'timeout') return;
+      expect(r.exitCode).toBe(3);
+      expect(Buffer.byteLength(r.output)).toBe(10 * 1024);
+      expect(r.output.startsWith('0123456789abcdef\n0123')).toBe(true);
+      // Two-byte characters: the cut is at 10 KiB of bytes, not of characters.
+      const wide = await rt.exec(id, ['sh', '-c', 'yes ééééééé | head -c 50000'], 10_000);
+      if (wide === 'timeout') throw new Error('timed out');
+      expect(Buffer.byteLength(wide.output)).toBeLessThanOrEqual(10 * 1024 + 2);
+      expect(Buffer.byteLength(wide.output)).toBeGreaterThanOrEqual(10 * 1024 - 1);
+
+      const rss0 = process.memoryUsage().rss;
+      expect(await rt.exec(id, ['yes', 'a long line of output that a probe writes without end'], 3000)).toBe('timeout');
+      expect(process.memoryUsage().rss - rss0).toBeLessThan(64 * 1024 * 1024);
+      expect(matching(await top(id), 'yes a long line of output that a probe writes without end')).toEqual([]);
+    });
   });
 
-  it('a command past its timeout is killed with the children it started', async () => {
-    const t0 = performance.now();
-    expect(await rt.exec(id, ['sh', '-c', 'sleep 1000 & yes >/dev/null & sleep 1001'], 1000)).toBe('timeout');
-    expect(performance.now() - t0).toBeLessThan(5000);
-    const left = await top(id);
-    expect(left.filter((p) => /^(sleep 100[01]|yes)$/.test(p.args) && !p.stat.startsWith('Z')), JSON.stringify(left)).toEqual([]);
-  });
+  describe(`${bed.tag} exec deadlines, with the agent`, () => {
+    const name = unique('probes');
+    let pod: V1Pod;
+    const idOf = (c: string): string => bareId(container(pod, c)?.containerID);
 
-  // A Docker API proxy that drops connections: the Docker engine's exec stream, which a CRI runtime's ExecSync does not have.
-  if (bed.kind === 'docker') it('a command whose output connection drops (an engine proxy restarted) is waited for to its deadline, then killed, not taken as exited', async () => {
-    const faulty = new FaultyEngine();
-    await faulty.start();
-    try {
-      const viaProxy = new PodRuntime({ host: faulty.host, stateDir: world.stateDir, pauseImage: PAUSE_IMAGE });
-      const run = viaProxy.exec(id, ['sh', '-c', 'exec >/dev/null 2>&1; sleep 1008'], 2000);
-      await until('the command to run', async () => (matching(await top(id), 'sleep 1008').length ? true : undefined), 5000);
-      faulty.dropConnections();
-      // Before, the dropped stream was the end: the exit code read while it ran (none: -1).
-      expect(await run).toBe('timeout');
-      expect(matching(await top(id), 'sleep 1008')).toEqual([]);
-    } finally {
-      await faulty.stop();
-    }
-  });
-
-  it('a command whose caller gives up (a hook of a pod being deleted) is killed at once', async () => {
-    const stop = new AbortController();
-    setTimeout(() => stop.abort(), 500);
-    const t0 = performance.now();
-    expect(await rt.exec(id, ['sleep', '1002'], 120_000, stop.signal)).toBe('timeout');
-    expect(performance.now() - t0).toBeLessThan(5000);
-    expect(matching(await top(id), 'sleep 1002')).toEqual([]);
-  });
-
-  it('keeps the first 10 KiB of output, in bytes, and reads an endless one in bounded memory', async () => {
-    const r = await rt.exec(id, ['sh', '-c', 'yes 0123456789abcdef | head -c 50000; exit 3'], 10_000);
-    expect(r).not.toBe('timeout');
-    if (r === 'timeout') return;
-    expect(r.exitCode).toBe(3);
-    expect(Buffer.byteLength(r.output)).toBe(10 * 1024);
-    expect(r.output.startsWith('0123456789abcdef\n0123')).toBe(true);
-    // Two-byte characters: the cut is at 10 KiB of bytes, not of characters.
-    const wide = await rt.exec(id, ['sh', '-c', 'yes ééééééé | head -c 50000'], 10_000);
-    if (wide === 'timeout') throw new Error('timed out');
-    expect(Buffer.byteLength(wide.output)).toBeLessThanOrEqual(10 * 1024 + 2);
-    expect(Buffer.byteLength(wide.output)).toBeGreaterThanOrEqual(10 * 1024 - 1);
-
-    const rss0 = process.memoryUsage().rss;
-    expect(await rt.exec(id, ['yes', 'a long line of output that a probe writes without end'], 3000)).toBe('timeout');
-    expect(process.memoryUsage().rss - rss0).toBeLessThan(64 * 1024 * 1024);
-    expect(matching(await top(id), 'yes a long line of output that a probe writes without end')).toEqual([]);
-  });
-});
-
-describe(`${bed.tag} exec deadlines, with the agent`, () => {
-  const name = unique('probes');
-  let pod: V1Pod;
-  const idOf = (c: string): string => bareId(container(pod, c)?.containerID);
-
-  beforeAll(async () => {
-    write(name, `  containers:
+    beforeAll(async () => {
+      write(
+        name,
+        `  containers:
   - name: hangs
     image: ${TEST_IMAGE}
     command: ${REAPER}
@@ -114,58 +124,81 @@ describe(`${bed.tag} exec deadlines, with the agent`, () => {
   - name: quiet
     image: ${TEST_IMAGE}
     command: ${REAPER}
-`);
-    pod = await untilPod(bed, ns, name, 'all three running', (p) => ['hangs', 'forks', 'quiet'].every((c) => container(p, c)?.state.running !== undefined), 45_000);
-  });
+`,
+      );
+      pod = await untilPod(
+        bed,
+        ns,
+        name,
+        'all three running',
+        (p) => ['hangs', 'forks', 'quiet'].every((c) => container(p, c)?.state.running !== undefined),
+        45_000,
+      );
+    });
 
-  // On CRI a timed-out ExecSync whose command left a child would answer only at the call's deadline (the child holds its output open): podrun kills it at the timeout.
-  it('an exec probe that times out every period leaves no process behind: 30 periods, at most the one running', { timeout: 90_000 }, async () => {
-    await sleep(32_000);
-    const hangs = await top(idOf('hangs'));
-    const forks = await top(idOf('forks'));
-    // Before, one `sleep 100000` per period: 30 of them, and 30 `yes` burning CPU.
-    expect(matching(hangs, 'sleep 100000').length, JSON.stringify(hangs)).toBeLessThanOrEqual(1);
-    expect(matching(forks, 'sleep 100001').length, JSON.stringify(forks)).toBeLessThanOrEqual(1);
-    // busybox runs `yes` in a forked shell without exec: ps shows it as `{yes} sh -c ...`.
-    const yes = forks.filter((p) => (p.args === 'yes' || p.args.startsWith('{yes} ')) && !p.stat.startsWith('Z'));
-    expect(yes.length, JSON.stringify(forks)).toBeLessThanOrEqual(1);
-    // The pod is as the kubelet would have it: running, not Ready, never restarted.
-    const now = await untilPod(bed, ns, name, 'the pod read again', () => true);
-    expect([container(now, 'hangs')?.ready, container(now, 'hangs')?.restartCount]).toEqual([false, 0]);
-    // Each period's probe did run and time out: a probe stuck on one exec would leave "at most one" true for nothing.
-    const metrics = (await agentGetText(world.stateDir, '/metrics/probes')) ?? '';
-    for (const c of ['hangs', 'forks']) {
-      const failed = Number(new RegExp(`^prober_probe_total\\{[^}]*container="${c}"[^}]*probe_type="Readiness"[^}]*result="failed"[^}]*\\} (\\d+)`, 'm').exec(metrics)?.[1] ?? 0);
-      expect(failed, `${c}: timed-out readiness probes in 32 s`).toBeGreaterThanOrEqual(10);
-    }
-  });
+    // On CRI a timed-out ExecSync whose command left a child would answer only at the call's deadline (the child holds its output open): podrun kills it at the timeout.
+    it('an exec probe that times out every period leaves no process behind: 30 periods, at most the one running', { timeout: 90_000 }, async () => {
+      await sleep(32_000);
+      const hangs = await top(idOf('hangs'));
+      const forks = await top(idOf('forks'));
+      // Before, one `sleep 100000` per period: 30 of them, and 30 `yes` burning CPU.
+      expect(matching(hangs, 'sleep 100000').length, JSON.stringify(hangs)).toBeLessThanOrEqual(1);
+      expect(matching(forks, 'sleep 100001').length, JSON.stringify(forks)).toBeLessThanOrEqual(1);
+      // busybox runs `yes` in a forked shell without exec: ps shows it as `{yes} sh -c ...`.
+      const yes = forks.filter((p) => (p.args === 'yes' || p.args.startsWith('{yes} ')) && !p.stat.startsWith('Z'));
+      expect(yes.length, JSON.stringify(forks)).toBeLessThanOrEqual(1);
+      // The pod is as the kubelet would have it: running, not Ready, never restarted.
+      const now = await untilPod(bed, ns, name, 'the pod read again', () => true);
+      expect([container(now, 'hangs')?.ready, container(now, 'hangs')?.restartCount]).toEqual([false, 0]);
+      // Each period's probe did run and time out: a probe stuck on one exec would leave "at most one" true for nothing.
+      const metrics = (await agentGetText(world.stateDir, '/metrics/probes')) ?? '';
+      for (const c of ['hangs', 'forks']) {
+        const failed = Number(
+          new RegExp(`^prober_probe_total\\{[^}]*container="${c}"[^}]*probe_type="Readiness"[^}]*result="failed"[^}]*\\} (\\d+)`, 'm').exec(metrics)?.[1] ?? 0,
+        );
+        expect(failed, `${c}: timed-out readiness probes in 32 s`).toBeGreaterThanOrEqual(10);
+      }
+    });
 
-  it('a `podrun exec` killed with SIGKILL, or whose output is closed, leaves nothing running in the container', { timeout: 60_000 }, async () => {
-    const id = idOf('quiet');
-    const killed = bed.spawnBin(['exec', '-n', ns, name, '-c', 'quiet', '--', 'sleep', '1003']);
-    await until('the exec to run', async () => (matching(await top(id), 'sleep 1003').length ? true : undefined), 15_000);
-    killed.kill('SIGKILL');
-    await until('the exec to be killed', async () => (matching(await top(id), 'sleep 1003').filter((p) => !p.stat.startsWith('Z')).length ? undefined : true), 15_000);
+    it('a `podrun exec` killed with SIGKILL, or whose output is closed, leaves nothing running in the container', { timeout: 60_000 }, async () => {
+      const id = idOf('quiet');
+      const killed = bed.spawnBin(['exec', '-n', ns, name, '-c', 'quiet', '--', 'sleep', '1003']);
+      await until('the exec to run', async () => (matching(await top(id), 'sleep 1003').length ? true : undefined), 15_000);
+      killed.kill('SIGKILL');
+      await until(
+        'the exec to be killed',
+        async () => (matching(await top(id), 'sleep 1003').filter((p) => !p.stat.startsWith('Z')).length ? undefined : true),
+        15_000,
+      );
 
-    // `podrun exec ... | head -1`: the reader went away.
-    const piped = bed.spawnBin(['exec', '-n', ns, name, '-c', 'quiet', '--', 'sh', '-c', 'while :; do echo 1004; sleep 0.1; done']);
-    await new Promise<void>((r) => piped.stdout.once('data', () => r()));
-    expect(matching(await top(id), "sh -c while :; do echo 1004; sleep 0.1; done")).toHaveLength(1);
-    piped.stdout.destroy();
-    await until('the piped exec to be killed', async () => (matching(await top(id), "sh -c while :; do echo 1004; sleep 0.1; done").length ? undefined : true), 15_000);
-    const exited = await new Promise<number | null>((r) => (piped.exitCode !== null ? r(piped.exitCode) : piped.on('exit', (code) => r(code))));
-    expect(exited).not.toBeNull();
+      // `podrun exec ... | head -1`: the reader went away.
+      const piped = bed.spawnBin(['exec', '-n', ns, name, '-c', 'quiet', '--', 'sh', '-c', 'while :; do echo 1004; sleep 0.1; done']);
+      await new Promise<void>((r) => piped.stdout.once('data', () => r()));
+      expect(matching(await top(id), 'sh -c while :; do echo 1004; sleep 0.1; done')).toHaveLength(1);
+      piped.stdout.destroy();
+      await until(
+        'the piped exec to be killed',
+        async () => (matching(await top(id), 'sh -c while :; do echo 1004; sleep 0.1; done').length ? undefined : true),
+        15_000,
+      );
+      const exited = await new Promise<number | null>((r) => (piped.exitCode !== null ? r(piped.exitCode) : piped.on('exit', (code) => r(code))));
+      expect(exited).not.toBeNull();
 
-    // A session that ends by itself leaves what it started in the background (as kubectl exec does).
-    const done = await bed.bin(['exec', '-n', ns, name, '-c', 'quiet', '--', 'sh', '-c', 'sleep 1005 >/dev/null 2>&1 & echo started']);
-    expect(done.out).toContain('started');
-    await sleep(2000);
-    expect(matching(await top(id), 'sleep 1005')).toHaveLength(1);
-  });
+      // A session that ends by itself leaves what it started in the background (as kubectl exec does).
+      const done = await bed.bin(['exec', '-n', ns, name, '-c', 'quiet', '--', 'sh', '-c', 'sleep 1005 >/dev/null 2>&1 & echo started']);
+      expect(done.out).toContain('started');
+      await sleep(2000);
+      expect(matching(await top(id), 'sleep 1005')).toHaveLength(1);
+    });
 
-  it('a preStop exec hook that hangs is killed at its bound (the grace period), while the container still runs out its last 2 s', { timeout: 60_000 }, async () => {
-    const hooked = unique('prestop');
-    writeFileSync(join(world.dir, 'manifests', `${hooked}.yaml`), `apiVersion: v1
+    it(
+      'a preStop exec hook that hangs is killed at its bound (the grace period), while the container still runs out its last 2 s',
+      { timeout: 60_000 },
+      async () => {
+        const hooked = unique('prestop');
+        writeFileSync(
+          join(world.dir, 'manifests', `${hooked}.yaml`),
+          `apiVersion: v1
 kind: Pod
 metadata: {name: ${hooked}, namespace: ${ns}}
 spec:
@@ -175,25 +208,27 @@ spec:
     image: ${TEST_IMAGE}
     command: [sh, -c, 'trap "" TERM; while :; do sleep 1; done']
     lifecycle: {preStop: {exec: {command: [sh, -c, 'sleep 1006 & sleep 1007']}}}
-`);
-    const p = await untilPod(bed, ns, hooked, 'the container to run', (x) => container(x, 'c')?.state.running !== undefined, 45_000);
-    const id = bareId(container(p, 'c')?.containerID);
-    rmSync(join(world.dir, 'manifests', `${hooked}.yaml`));
-    // The hook runs, then (at the grace period) is killed; the container, which ignores SIGTERM,
-    // lives on for the kubelet's 2 s floor: a look in that window finds it without the hook.
-    const hook = (ps: Proc[]): Proc[] => ps.filter((x) => /^sleep 100[67]$/.test(x.args) && !x.stat.startsWith('Z'));
-    await until('the hook to run', async () => (hook(await top(id).catch(() => [])).length === 2 ? true : undefined), 20_000);
-    const seen: string[] = [];
-    let alone = false;
-    while (!alone) {
-      const ps = await top(id).catch(() => undefined);
-      if (!ps) break; // the container is gone
-      seen.push(ps.map((x) => x.args).join(', '));
-      alone = hook(ps).length === 0;
-      await sleep(100);
-    }
-    expect(alone, seen.slice(-5).join('\n')).toBe(true);
-    await until('the pod to be gone', async () => ((await bed.containers(ns, hooked)).length === 0 ? true : undefined), 30_000);
+`,
+        );
+        const p = await untilPod(bed, ns, hooked, 'the container to run', (x) => container(x, 'c')?.state.running !== undefined, 45_000);
+        const id = bareId(container(p, 'c')?.containerID);
+        rmSync(join(world.dir, 'manifests', `${hooked}.yaml`));
+        // The hook runs, then (at the grace period) is killed; the container, which ignores SIGTERM,
+        // lives on for the kubelet's 2 s floor: a look in that window finds it without the hook.
+        const hook = (ps: Proc[]): Proc[] => ps.filter((x) => /^sleep 100[67]$/.test(x.args) && !x.stat.startsWith('Z'));
+        await until('the hook to run', async () => (hook(await top(id).catch(() => [])).length === 2 ? true : undefined), 20_000);
+        const seen: string[] = [];
+        let alone = false;
+        while (!alone) {
+          const ps = await top(id).catch(() => undefined);
+          if (!ps) break; // the container is gone
+          seen.push(ps.map((x) => x.args).join(', '));
+          alone = hook(ps).length === 0;
+          await sleep(100);
+        }
+        expect(alone, seen.slice(-5).join('\n')).toBe(true);
+        await until('the pod to be gone', async () => ((await bed.containers(ns, hooked)).length === 0 ? true : undefined), 30_000);
+      },
+    );
   });
-});
 }

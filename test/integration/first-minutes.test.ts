@@ -27,7 +27,12 @@ const lines = (text: string): string[] => text.trimEnd().split('\n').filter(Bool
 
 describe('argument forms, as kubectl takes them', () => {
   it('get and describe take pod/NAME and pods/NAME, and the type after options', async () => {
-    for (const args of [['get', `pod/${name}`, '-n', ns], ['get', '-n', ns, `pods/${name}`], ['get', '-n', ns, 'pods', name], ['get', '-n', ns, 'po']]) {
+    for (const args of [
+      ['get', `pod/${name}`, '-n', ns],
+      ['get', '-n', ns, `pods/${name}`],
+      ['get', '-n', ns, 'pods', name],
+      ['get', '-n', ns, 'po'],
+    ]) {
       const r = await world.bin(args);
       expect(r.code, `${args.join(' ')}: ${r.err}`).toBe(0);
       expect(r.out, args.join(' ')).toMatch(new RegExp(`^${name}\\s`, 'm'));
@@ -65,7 +70,12 @@ describe('argument forms, as kubectl takes them', () => {
 
 describe('messages where there is no server', () => {
   it('a pod not found says which namespace was looked in, and where a pod of that name is', async () => {
-    for (const args of [['get', 'pods', name], ['describe', 'pod', name], ['logs', name], ['exec', name, '--', 'true']]) {
+    for (const args of [
+      ['get', 'pods', name],
+      ['describe', 'pod', name],
+      ['logs', name],
+      ['exec', name, '--', 'true'],
+    ]) {
       const r = await world.bin(args);
       expect(r.code, args.join(' ')).toBe(1);
       expect(r.err, args.join(' ')).toBe(`Error: pod "${name}" not found in namespace "default"\n  a pod "${name}" is in namespace "${ns}": add -n ${ns}\n`);
@@ -106,7 +116,10 @@ describe('messages where there is no server', () => {
     const missing = await world.bin(['validate', './manifest']);
     expect(missing.err).toBe('./manifest: cannot read: no such file or directory\n');
 
-    const twice = world.write('twice.yaml', `${pod}---\napiVersion: v1\nkind: Pod\nmetadata:\n  labels: {a: b}\n  name: ${name}\n  namespace: ${ns}\nspec:\n  containers: [{name: a, image: b}]\n`);
+    const twice = world.write(
+      'twice.yaml',
+      `${pod}---\napiVersion: v1\nkind: Pod\nmetadata:\n  labels: {a: b}\n  name: ${name}\n  namespace: ${ns}\nspec:\n  containers: [{name: a, image: b}]\n`,
+    );
     const dup = await world.bin(['validate', twice]);
     expect(dup.err).toBe(`${twice}:13:3 metadata.name: pod ${ns}/${name} is also declared at line 3 of this file\n`);
     const other = world.write('other.yaml', pod);
@@ -117,7 +130,12 @@ describe('messages where there is no server', () => {
 
 describe('output', () => {
   it('no -o yaml has YAML anchors or aliases', async () => {
-    for (const args of [['get', 'node', '-o', 'yaml'], ['get', 'pods', '-n', ns, '-o', 'yaml'], ['get', 'pods', '-n', ns, name, '-o', 'yaml'], ['run', '--print-config']]) {
+    for (const args of [
+      ['get', 'node', '-o', 'yaml'],
+      ['get', 'pods', '-n', ns, '-o', 'yaml'],
+      ['get', 'pods', '-n', ns, name, '-o', 'yaml'],
+      ['run', '--print-config'],
+    ]) {
       const r = await world.bin(args);
       expect(r.code, `${args.join(' ')}: ${r.err}`).toBe(0);
       expect(r.out, args.join(' ')).not.toMatch(/[&*]ref_\d/);

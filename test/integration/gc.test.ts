@@ -25,30 +25,53 @@ const dead = async (name: string, container: string): Promise<number> =>
 describe('garbage collection', () => {
   it('prunes the exited instances of a crash-looping pod to the bound, and never touches foreign containers', async () => {
     const name = unique('loop');
-    writeFileSync(join(dir, `${name}.yaml`), `apiVersion: v1
+    writeFileSync(
+      join(dir, `${name}.yaml`),
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
   terminationGracePeriodSeconds: 1
   containers: [{name: c, image: ${TEST_IMAGE}, command: [sh, -c, 'exit 1']}]
-`);
-    const foreign = await docker.createContainer({ Image: TEST_IMAGE, Cmd: ['true'], Labels: { 'com.example.owner': 'someone-else' }, HostConfig: { NetworkMode: 'none' } });
+`,
+    );
+    const foreign = await docker.createContainer({
+      Image: TEST_IMAGE,
+      Cmd: ['true'],
+      Labels: { 'com.example.owner': 'someone-else' },
+      HostConfig: { NetworkMode: 'none' },
+    });
     await foreign.start();
     try {
       // A supervisor that keeps every dead instance lets them pile up...
-      agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir, '--crash-backoff-initial', '0.2s', '--crash-backoff-max', '0.2s', '--maximum-dead-containers-per-container', '1000', '--gc-period', '1h']);
+      agent = new AgentProcess(world.stateDir, [
+        '--manifest-dir',
+        dir,
+        '--crash-backoff-initial',
+        '0.2s',
+        '--crash-backoff-max',
+        '0.2s',
+        '--maximum-dead-containers-per-container',
+        '1000',
+        '--gc-period',
+        '1h',
+      ]);
       await agent.started();
       await until('six dead instances', async () => ((await dead(name, 'c')) >= 6 ? true : undefined), 40_000);
       await agent.stop();
       agent = undefined;
       // The last instance the agent started may still be on its way out.
-      await until('the last instance to exit', async () => ((await podContainers(ns, name)).some((c) => c.Labels[LABEL.containerName] === 'c' && c.State !== 'exited') ? undefined : true));
+      await until('the last instance to exit', async () =>
+        (await podContainers(ns, name)).some((c) => c.Labels[LABEL.containerName] === 'c' && c.State !== 'exited') ? undefined : true,
+      );
       const piled = await dead(name, 'c');
 
       // ...`podrun gc --dry-run` shows what would go, and changes nothing...
       const dry = await world.cli('gc', '--dry-run', '--no-images');
       expect(dry.code, dry.err).toBe(0);
-      expect(dry.out.split('\n').filter((l) => l.startsWith(`would remove container c of pod ${ns}/${name} (more than 1 dead instance(s))`))).toHaveLength(piled - 1);
+      expect(dry.out.split('\n').filter((l) => l.startsWith(`would remove container c of pod ${ns}/${name} (more than 1 dead instance(s))`))).toHaveLength(
+        piled - 1,
+      );
       expect(await dead(name, 'c')).toBe(piled);
 
       // ...and an agent with the default bound prunes them to one.
@@ -72,14 +95,17 @@ spec:
     agent ??= new AgentProcess(world.stateDir, ['--manifest-dir', dir, '--gc-period', '1s']);
     await agent.started();
     const name = unique('gone');
-    writeFileSync(join(dir, `${name}.yaml`), `apiVersion: v1
+    writeFileSync(
+      join(dir, `${name}.yaml`),
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
   terminationGracePeriodSeconds: 1
   containers: [{name: c, image: ${TEST_IMAGE}, command: [sh, -c, 'echo x > /scratch/x; exec sleep 3600'], volumeMounts: [{name: s, mountPath: /scratch}]}]
   volumes: [{name: s, emptyDir: {}}]
-`);
+`,
+    );
     const uid = await until('the pod to run', async () => {
       const list = await podContainers(ns, name);
       return list.filter((c) => c.State === 'running').length === 2 ? list[0]!.Labels[LABEL.podUid] : undefined;
@@ -103,11 +129,15 @@ describe('garbage collection on a fresh state directory', () => {
       const { loadManifestText } = await import('../../src/manifest/load.js');
       const { identityOf } = await import('../../src/runtime/labels.js');
       const { sandboxHash } = await import('../../src/manifest/hash.js');
-      const d = loadManifestText({ file: 'x', source: 'file:/gone/long-ago.yaml', text: `apiVersion: v1
+      const d = loadManifestText({
+        file: 'x',
+        source: 'file:/gone/long-ago.yaml',
+        text: `apiVersion: v1
 kind: Pod
 metadata: {name: orphan, namespace: ${ns2}}
 spec: {containers: [{name: c, image: ${TEST_IMAGE}}]}
-` }).pods[0]!;
+`,
+      }).pods[0]!;
       const rt = new PodRuntime({ stateDir: fresh.stateDir, pauseImage: 'podrun-test/pause:1' });
       const sandbox = await rt.createSandbox(d.pod, identityOf(d.pod, d.origin.source), 0, sandboxHash(d.pod), false);
       await rt.stopContainer(sandbox.id, 0);
@@ -121,7 +151,6 @@ spec: {containers: [{name: c, image: ${TEST_IMAGE}}]}
   });
 });
 
-
 describe('pruning right after a death', () => {
   it('keeps a crash-looping container to one dead instance with no sweep at all', async () => {
     const name = unique('prune');
@@ -129,23 +158,30 @@ describe('pruning right after a death', () => {
     const own = new World();
     const pdir = join(own.dir, 'manifests');
     mkdirSync(pdir);
-    writeFileSync(join(pdir, 'pod.yaml'), `apiVersion: v1
+    writeFileSync(
+      join(pdir, 'pod.yaml'),
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
   terminationGracePeriodSeconds: 1
   containers: [{name: c, image: ${TEST_IMAGE}, command: [sh, -c, 'sleep 0.3; exit 1']}]
-`);
+`,
+    );
     // The sweep runs once an hour: only the prune after each death can keep the pile down.
     const a = new AgentProcess(own.stateDir, ['--manifest-dir', pdir, '--crash-backoff-initial', '0.3s', '--crash-backoff-max', '0.3s', '--gc-period', '1h']);
     try {
       await a.started();
       let most = 0;
       const restarts = async (): Promise<number> => Math.max(0, ...(await podContainers(ns, name)).map((c) => Number(c.Labels[LABEL.restartCount])));
-      await until('five deaths', async () => {
-        most = Math.max(most, await dead(name, 'c'));
-        return (await restarts()) >= 5 ? true : undefined;
-      }, 30_000);
+      await until(
+        'five deaths',
+        async () => {
+          most = Math.max(most, await dead(name, 'c'));
+          return (await restarts()) >= 5 ? true : undefined;
+        },
+        30_000,
+      );
       // The newest dead one is kept for logs --previous; another may be seen for the moment between a death and its prune.
       expect(most).toBeLessThanOrEqual(2);
     } finally {

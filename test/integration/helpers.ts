@@ -63,7 +63,10 @@ export class World {
   /** Runs the real binary (bin/podrun, the bundle users run; or `o.bin`, another build's) on this world's state dir, with optional stdin. */
   bin(args: string[], o: { input?: string; env?: Record<string, string>; bin?: string } = {}): Promise<CliResult> {
     return new Promise((resolveRun, reject) => {
-      const p = spawn(o.bin ?? BIN, ['--state-dir', this.stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', ...args], { env: { ...process.env, ...o.env }, stdio: ['pipe', 'pipe', 'pipe'] });
+      const p = spawn(o.bin ?? BIN, ['--state-dir', this.stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', ...args], {
+        env: { ...process.env, ...o.env },
+        stdio: ['pipe', 'pipe', 'pipe'],
+      });
       let out = '';
       let err = '';
       p.stdout.on('data', (c: Buffer) => (out += c.toString()));
@@ -94,9 +97,23 @@ export class World {
     for (const fn of this.beforeCleanup) await fn();
     const mine = JSON.stringify({ label: [`${LABEL.instance}=${this.instance}`] });
     const list = await docker.listContainers({ all: true, filters: mine });
-    await Promise.all(list.map((c) => docker.getContainer(c.Id).remove({ force: true, v: true }).catch(() => undefined)));
+    await Promise.all(
+      list.map((c) =>
+        docker
+          .getContainer(c.Id)
+          .remove({ force: true, v: true })
+          .catch(() => undefined),
+      ),
+    );
     const volumes = (await docker.listVolumes({ filters: mine })).Volumes ?? [];
-    await Promise.all(volumes.map((v) => docker.getVolume(v.Name).remove().catch(() => undefined)));
+    await Promise.all(
+      volumes.map((v) =>
+        docker
+          .getVolume(v.Name)
+          .remove()
+          .catch(() => undefined),
+      ),
+    );
     // Pinned mounts (subPath, allow-listed hostPath) are detached first: rm must never walk into a host directory.
     await removeTree(this.dir);
   }
@@ -106,7 +123,9 @@ export class World {
 export async function podContainers(namespace: string, name: string, instance?: string): Promise<Docker.ContainerInfo[]> {
   return docker.listContainers({
     all: true,
-    filters: JSON.stringify({ label: [`${LABEL.podNamespace}=${namespace}`, `${LABEL.podName}=${name}`, ...(instance ? [`${LABEL.instance}=${instance}`] : [])] }),
+    filters: JSON.stringify({
+      label: [`${LABEL.podNamespace}=${namespace}`, `${LABEL.podName}=${name}`, ...(instance ? [`${LABEL.instance}=${instance}`] : [])],
+    }),
   });
 }
 
@@ -170,8 +189,14 @@ export interface EngineEventRecord {
   attributes: Record<string, string>;
 }
 
-export async function followEvents(labels: string[], engine: Docker = docker, filters: Record<string, string[]> = { type: ['container'] }): Promise<{ events: EngineEventRecord[]; stop: () => void }> {
-  const stream = (await engine.getEvents({ filters: JSON.stringify({ ...filters, ...(labels.length ? { label: labels } : {}) }) })) as NodeJS.ReadableStream & { destroy(): void };
+export async function followEvents(
+  labels: string[],
+  engine: Docker = docker,
+  filters: Record<string, string[]> = { type: ['container'] },
+): Promise<{ events: EngineEventRecord[]; stop: () => void }> {
+  const stream = (await engine.getEvents({ filters: JSON.stringify({ ...filters, ...(labels.length ? { label: labels } : {}) }) })) as NodeJS.ReadableStream & {
+    destroy(): void;
+  };
   const events: EngineEventRecord[] = [];
   let buf = '';
   stream.on('data', (c: Buffer) => {
@@ -267,7 +292,6 @@ export function copySampleManifests(to: string, o: { demo: string; system: strin
   }
   return texts;
 }
-
 
 /** A pod of two: `burner` keeps a core busy most of the time, `hog` holds 40 MiB in /dev/shm (the readings tests' subjects). */
 export function busyPodYaml(name: string, namespace: string): string {

@@ -59,90 +59,124 @@ async function processesIn(p: V1Pod, name: string): Promise<number> {
 const ready = (p: V1Pod, name: string): boolean | undefined => container(p, name)?.ready;
 
 describe('hostile containers', () => {
-  it('an httpGet liveness probe answered by headers dribbled a byte at a time fails at its timeoutSeconds and restarts the container', { timeout: 90_000 }, async () => {
-    const name = unique('dribble');
-    write(name, `  containers:
-${server('web', 8080, 'dribble.sh', '    livenessProbe: {httpGet: {path: /, port: 8080}, timeoutSeconds: 2, periodSeconds: 3, failureThreshold: 1}\n')}${HOSTILE_VOLUME}`);
-    const after = await untilPod(world, ns, name, 'the liveness restart', (p) => (container(p, 'web')?.restartCount ?? 0) >= 1, 60_000);
-    const d = await world.cli('describe', 'pod', '-n', ns, name);
-    expect(d.out).toMatch(/Warning\s+Unhealthy\s+.*Liveness probe failed: Get "http:\/\/[^"]+:8080\/": context deadline exceeded \(Client.Timeout exceeded after 2s\)/);
-    // The first instance lived its first probe's 2 s, then the 2 s grace floor (nc ignores SIGTERM
-    // as PID 1): 4.1 s measured. A probe that never ended never killed it.
-    const t = container(after, 'web')?.lastState?.terminated;
-    const lived = (Date.parse(t?.finishedAt ?? '') - Date.parse(t?.startedAt ?? '')) / 1000;
-    expect(lived).toBeGreaterThanOrEqual(2);
-    expect(lived).toBeLessThan(2 + 2 + 2);
-  });
+  it(
+    'an httpGet liveness probe answered by headers dribbled a byte at a time fails at its timeoutSeconds and restarts the container',
+    { timeout: 90_000 },
+    async () => {
+      const name = unique('dribble');
+      write(
+        name,
+        `  containers:
+${server('web', 8080, 'dribble.sh', '    livenessProbe: {httpGet: {path: /, port: 8080}, timeoutSeconds: 2, periodSeconds: 3, failureThreshold: 1}\n')}${HOSTILE_VOLUME}`,
+      );
+      const after = await untilPod(world, ns, name, 'the liveness restart', (p) => (container(p, 'web')?.restartCount ?? 0) >= 1, 60_000);
+      const d = await world.cli('describe', 'pod', '-n', ns, name);
+      expect(d.out).toMatch(
+        /Warning\s+Unhealthy\s+.*Liveness probe failed: Get "http:\/\/[^"]+:8080\/": context deadline exceeded \(Client.Timeout exceeded after 2s\)/,
+      );
+      // The first instance lived its first probe's 2 s, then the 2 s grace floor (nc ignores SIGTERM
+      // as PID 1): 4.1 s measured. A probe that never ended never killed it.
+      const t = container(after, 'web')?.lastState?.terminated;
+      const lived = (Date.parse(t?.finishedAt ?? '') - Date.parse(t?.startedAt ?? '')) / 1000;
+      expect(lived).toBeGreaterThanOrEqual(2);
+      expect(lived).toBeLessThan(2 + 2 + 2);
+    },
+  );
 
-  it('endless probe bodies, fast and slow, are cut at 10 KiB or at the deadline and closed: the agent\'s fds and CPU stay flat over 20 periods', { timeout: 120_000 }, async () => {
-    const name = unique('endless');
-    const probe = (port: number): string => `    readinessProbe: {httpGet: {path: /, port: ${port}}, timeoutSeconds: 1, periodSeconds: 1, failureThreshold: 1}\n`;
-    write(name, `  containers:
-${server('fast', 8081, 'fast.sh', probe(8081))}${server('slow', 8082, 'slow.sh', probe(8082))}${HOSTILE_VOLUME}`);
-    // The fast one is Ready (a truncated body is no failure: the status decides); the slow one
-    // never is: its probe fails at the deadline.
-    const p = await untilPod(world, ns, name, 'fast Ready', (x) => ready(x, 'fast') === true && container(x, 'slow')?.state.running !== undefined, 60_000);
-    await sleep(3000);
-    const first = agentCost();
-    const t0 = performance.now();
-    await sleep(20_000);
-    const last = agentCost();
-    const cores = (last.cpuS - first.cpuS) / ((performance.now() - t0) / 1000);
-    // One leaked socket per probe would be 40 more; reading the fast body to its end took ~65 % of a core.
-    expect(last.fds - first.fds).toBeLessThanOrEqual(4);
-    expect(cores).toBeLessThan(0.25);
-    const now = await agentPod(world, ns, name);
-    expect(ready(now!, 'fast')).toBe(true);
-    expect(ready(now!, 'slow')).toBe(false);
-    const d = await world.cli('describe', 'pod', '-n', ns, name);
-    expect(d.out).toMatch(/Readiness probe failed: Get "http:\/\/[^"]+:8082\/": context deadline exceeded \(Client.Timeout exceeded after 1s\)/);
-    // Each closed connection ends its handler in the pod: nc and at most a couple in flight.
-    expect(await processesIn(p, 'fast')).toBeLessThanOrEqual(3);
-    expect(await processesIn(p, 'slow')).toBeLessThanOrEqual(6);
-  });
+  it(
+    "endless probe bodies, fast and slow, are cut at 10 KiB or at the deadline and closed: the agent's fds and CPU stay flat over 20 periods",
+    { timeout: 120_000 },
+    async () => {
+      const name = unique('endless');
+      const probe = (port: number): string =>
+        `    readinessProbe: {httpGet: {path: /, port: ${port}}, timeoutSeconds: 1, periodSeconds: 1, failureThreshold: 1}\n`;
+      write(
+        name,
+        `  containers:
+${server('fast', 8081, 'fast.sh', probe(8081))}${server('slow', 8082, 'slow.sh', probe(8082))}${HOSTILE_VOLUME}`,
+      );
+      // The fast one is Ready (a truncated body is no failure: the status decides); the slow one
+      // never is: its probe fails at the deadline.
+      const p = await untilPod(world, ns, name, 'fast Ready', (x) => ready(x, 'fast') === true && container(x, 'slow')?.state.running !== undefined, 60_000);
+      await sleep(3000);
+      const first = agentCost();
+      const t0 = performance.now();
+      await sleep(20_000);
+      const last = agentCost();
+      const cores = (last.cpuS - first.cpuS) / ((performance.now() - t0) / 1000);
+      // One leaked socket per probe would be 40 more; reading the fast body to its end took ~65 % of a core.
+      expect(last.fds - first.fds).toBeLessThanOrEqual(4);
+      expect(cores).toBeLessThan(0.25);
+      const now = await agentPod(world, ns, name);
+      expect(ready(now!, 'fast')).toBe(true);
+      expect(ready(now!, 'slow')).toBe(false);
+      const d = await world.cli('describe', 'pod', '-n', ns, name);
+      expect(d.out).toMatch(/Readiness probe failed: Get "http:\/\/[^"]+:8082\/": context deadline exceeded \(Client.Timeout exceeded after 1s\)/);
+      // Each closed connection ends its handler in the pod: nc and at most a couple in flight.
+      expect(await processesIn(p, 'fast')).toBeLessThanOrEqual(3);
+      expect(await processesIn(p, 'slow')).toBeLessThanOrEqual(6);
+    },
+  );
 
-  it('a postStart hook that never returns keeps the container not Ready, and deleting the pod takes its grace period, not the hook\'s', { timeout: 90_000 }, async () => {
-    const name = unique('hook');
-    write(name, `  containers:
+  it(
+    "a postStart hook that never returns keeps the container not Ready, and deleting the pod takes its grace period, not the hook's",
+    { timeout: 90_000 },
+    async () => {
+      const name = unique('hook');
+      write(
+        name,
+        `  containers:
   - name: c
     image: ${TEST_IMAGE}
     command: [sleep, '3600']
     lifecycle: {postStart: {exec: {command: [sleep, '3600']}}}
-`);
-    await until('the container to run', async () => ((await podContainers(ns, name)).some((c) => c.State === 'running' && c.Labels[LABEL.containerName] === 'c') ? true : undefined), 30_000);
-    await sleep(2000);
-    // As the kubelet reports it until postStart returns: waiting, not Ready, the pod Pending.
-    const p = await agentPod(world, ns, name);
-    expect(container(p!, 'c')?.state.waiting?.reason).toBe('ContainerCreating');
-    expect(container(p!, 'c')?.ready).toBe(false);
-    expect(p?.status.phase).toBe('Pending');
-    expect(p?.status.conditions?.find((c) => c.type === 'Ready')?.status).toBe('False');
-    expect((await world.cli('get', 'pods', '-n', ns, name)).out).toMatch(new RegExp(`${name}\\s+0/1\\s+ContainerCreating\\s`));
+`,
+      );
+      await until(
+        'the container to run',
+        async () => ((await podContainers(ns, name)).some((c) => c.State === 'running' && c.Labels[LABEL.containerName] === 'c') ? true : undefined),
+        30_000,
+      );
+      await sleep(2000);
+      // As the kubelet reports it until postStart returns: waiting, not Ready, the pod Pending.
+      const p = await agentPod(world, ns, name);
+      expect(container(p!, 'c')?.state.waiting?.reason).toBe('ContainerCreating');
+      expect(container(p!, 'c')?.ready).toBe(false);
+      expect(p?.status.phase).toBe('Pending');
+      expect(p?.status.conditions?.find((c) => c.type === 'Ready')?.status).toBe('False');
+      expect((await world.cli('get', 'pods', '-n', ns, name)).out).toMatch(new RegExp(`${name}\\s+0/1\\s+ContainerCreating\\s`));
 
-    const removed = Date.now();
-    rmSync(join(manifests, `${name}.yaml`));
-    await until('the pod to be gone', async () => ((await podContainers(ns, name)).length === 0 ? true : undefined), 60_000);
-    const gone = Date.now();
-    const line = agent().logs().split('\n').find((l) => l.includes(`pod ${ns}/${name}: no longer declared; deleting`));
-    const decided = Date.parse(line?.split(' ')[0] ?? '');
-    // The grace period is the kubelet's 2 s floor (sleep ignores SIGTERM as PID 1), and the
-    // deletion starts once the removal has stayed 1 s (editors' rename dance): about 2.5 s on an
-    // idle engine. Before, the hook held the pod's worker for its 2-minute limit. The bound tells
-    // the two apart with room for a loaded engine's stops and removals (CI saw 4.9 s).
-    expect((gone - decided) / 1000).toBeGreaterThanOrEqual(2);
-    expect((gone - decided) / 1000).toBeLessThanOrEqual(20);
-    expect((gone - removed) / 1000).toBeLessThanOrEqual(1 + 20);
-    expect((await agentPod(world, ns, name))).toBeUndefined();
-  });
+      const removed = Date.now();
+      rmSync(join(manifests, `${name}.yaml`));
+      await until('the pod to be gone', async () => ((await podContainers(ns, name)).length === 0 ? true : undefined), 60_000);
+      const gone = Date.now();
+      const line = agent()
+        .logs()
+        .split('\n')
+        .find((l) => l.includes(`pod ${ns}/${name}: no longer declared; deleting`));
+      const decided = Date.parse(line?.split(' ')[0] ?? '');
+      // The grace period is the kubelet's 2 s floor (sleep ignores SIGTERM as PID 1), and the
+      // deletion starts once the removal has stayed 1 s (editors' rename dance): about 2.5 s on an
+      // idle engine. Before, the hook held the pod's worker for its 2-minute limit. The bound tells
+      // the two apart with room for a loaded engine's stops and removals (CI saw 4.9 s).
+      expect((gone - decided) / 1000).toBeGreaterThanOrEqual(2);
+      expect((gone - decided) / 1000).toBeLessThanOrEqual(20);
+      expect((gone - removed) / 1000).toBeLessThanOrEqual(1 + 20);
+      expect(await agentPod(world, ns, name)).toBeUndefined();
+    },
+  );
 
-  it('liveness restarts go through the crash back-off, as the kubelet\'s', { timeout: 90_000 }, async () => {
+  it("liveness restarts go through the crash back-off, as the kubelet's", { timeout: 90_000 }, async () => {
     const name = unique('liveback');
-    write(name, `  containers:
+    write(
+      name,
+      `  containers:
   - name: c
     image: ${TEST_IMAGE}
     command: [sh, -c, 'trap "exit 0" TERM; while :; do sleep 0.1; done']
     livenessProbe: {exec: {command: ['false']}, periodSeconds: 1, failureThreshold: 1}
-`);
+`,
+    );
     await untilPod(world, ns, name, 'the container to run', (p) => container(p, 'c')?.state.running !== undefined);
     const t0 = performance.now();
     let backOff = false;

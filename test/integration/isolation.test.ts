@@ -24,7 +24,11 @@ spec:
     expect(ra.code, ra.err).toBe(0);
     const rb = await b.cli('apply', b.write('pod.yaml', pod));
     expect(rb.code, rb.err).toBe(0);
-    const running = async (w: World): Promise<string[]> => (await podContainers(ns, 'same', w.instance)).filter((c) => c.State === 'running').map((c) => c.Id).sort();
+    const running = async (w: World): Promise<string[]> =>
+      (await podContainers(ns, 'same', w.instance))
+        .filter((c) => c.State === 'running')
+        .map((c) => c.Id)
+        .sort();
     const bIds = await running(b);
     expect(bIds).toHaveLength(2);
     expect(await running(a)).toHaveLength(2);

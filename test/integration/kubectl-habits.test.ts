@@ -26,7 +26,9 @@ ${extra}spec:
 
 beforeAll(async () => {
   // apply -f - : the manifests on standard input, as kubectl reads them.
-  const r = await world.bin(['apply', '-f', '-'], { input: `${pod(a, 'app: a, tier: front')}---\n${pod(b, 'app: b', '  annotations: {kubectl.kubernetes.io/default-container: side}\n')}` });
+  const r = await world.bin(['apply', '-f', '-'], {
+    input: `${pod(a, 'app: a, tier: front')}---\n${pod(b, 'app: b', '  annotations: {kubectl.kubernetes.io/default-container: side}\n')}`,
+  });
   expect(r.err).toBe('');
   expect(r.code).toBe(0);
 }, 60_000);
@@ -52,7 +54,14 @@ describe('kubectl habits: get', () => {
     expect(jp.out.split('\n').filter(Boolean).sort()).toEqual([`${a}\tRunning`, `${b}\tRunning`].sort());
     const single = await world.bin(['get', 'pods', '-n', ns, a, '-o', 'jsonpath={.spec.containers[*].name} {.metadata.labels.tier}']);
     expect(single.out).toBe('main side front');
-    const filtered = await world.bin(['get', 'pods', '-n', ns, '-o', `jsonpath={.items[?(@.metadata.name=="${b}")].metadata.annotations['kubectl.kubernetes.io/default-container']}`]);
+    const filtered = await world.bin([
+      'get',
+      'pods',
+      '-n',
+      ns,
+      '-o',
+      `jsonpath={.items[?(@.metadata.name=="${b}")].metadata.annotations['kubectl.kubernetes.io/default-container']}`,
+    ]);
     expect(filtered.out).toBe('side');
   });
 });
@@ -109,23 +118,30 @@ describe('kubectl habits: describe, wait, delete, watch', () => {
     const slow = unique('slow');
     const dir = join(world.dir, 'slow');
     mkdirSync(dir);
-    writeFileSync(join(dir, 'slow.yaml'), `apiVersion: v1
+    writeFileSync(
+      join(dir, 'slow.yaml'),
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${slow}, namespace: ${ns}, labels: {app: slow}}
 spec:
   terminationGracePeriodSeconds: 6
   containers: [{name: c, image: ${TEST_IMAGE}, command: [sh, -c, "trap '' TERM; while :; do sleep 1; done"]}]
-`);
+`,
+    );
     expect((await world.bin(['apply', '-f', dir])).code).toBe(0);
     const watch = world.spawnBin(['get', 'pods', '-n', ns, '-w']);
     let watched = '';
     watch.stdout.on('data', (c: Buffer) => (watched += c.toString()));
     await until('the watch to list', async () => (watched.includes(slow) ? true : undefined), 15_000);
     const deleting = world.bin(['delete', 'pod', slow, '-n', ns]);
-    const shown = await until('Terminating in get pods', async () => {
-      const g = await world.bin(['get', 'pods', '-n', ns, slow, '--no-headers']);
-      return /\sTerminating\s/.test(g.out) ? g.out : undefined;
-    }, 10_000);
+    const shown = await until(
+      'Terminating in get pods',
+      async () => {
+        const g = await world.bin(['get', 'pods', '-n', ns, slow, '--no-headers']);
+        return /\sTerminating\s/.test(g.out) ? g.out : undefined;
+      },
+      10_000,
+    );
     expect(shown).toMatch(new RegExp(`^${slow}\\s+\\d/1\\s+Terminating\\s`));
     await until('a watch line with Terminating', async () => (new RegExp(`^${slow}\\s+\\S+\\s+Terminating\\s`, 'm').test(watched) ? true : undefined), 10_000);
     watch.kill('SIGINT');
@@ -150,7 +166,14 @@ describe('kubectl habits: completion, explain, help', () => {
     const path = `${dirname(BIN)}:${process.env.PATH ?? ''}`;
     const complete = (line: string): string[] => {
       const words = line.split(' ');
-      const r = spawnSync('bash', ['-c', `source ${file}; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _podrun; printf '%s\\n' "\${COMPREPLY[@]}"`], { encoding: 'utf8', env: { ...process.env, PATH: path } });
+      const r = spawnSync(
+        'bash',
+        [
+          '-c',
+          `source ${file}; COMP_WORDS=(${words.map((w) => `'${w}'`).join(' ')}); COMP_CWORD=${words.length - 1}; _podrun; printf '%s\\n' "\${COMPREPLY[@]}"`,
+        ],
+        { encoding: 'utf8', env: { ...process.env, PATH: path } },
+      );
       return r.stdout.split('\n').filter(Boolean).sort();
     };
     expect(complete('podrun ge')).toEqual(['get']);

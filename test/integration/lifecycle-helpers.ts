@@ -19,10 +19,14 @@ export async function agentPod(world: Cli, ns: string, name: string): Promise<V1
 }
 
 export async function untilPod(world: Cli, ns: string, name: string, what: string, test: (p: V1Pod) => boolean, timeoutMs = 30_000): Promise<V1Pod> {
-  return until(what, async () => {
-    const p = await agentPod(world, ns, name);
-    return p && test(p) ? p : undefined;
-  }, timeoutMs);
+  return until(
+    what,
+    async () => {
+      const p = await agentPod(world, ns, name);
+      return p && test(p) ? p : undefined;
+    },
+    timeoutMs,
+  );
 }
 
 export function container(p: V1Pod, name: string) {
@@ -36,7 +40,11 @@ export const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeou
  * (namespace and a 1 s grace period filled in). On an engine bed, the agent runs on its engine
  * and the bed cleans up.
  */
-export function supervisedDirectory(on: World | EngineBed, prefix: string, agentArgs: string[]): {
+export function supervisedDirectory(
+  on: World | EngineBed,
+  prefix: string,
+  agentArgs: string[],
+): {
   ns: string;
   agent: () => AgentProcess;
   write: (name: string, spec: string) => void;
@@ -62,11 +70,14 @@ export function supervisedDirectory(on: World | EngineBed, prefix: string, agent
       return agent;
     },
     write: (name, spec) =>
-      writeFileSync(join(dir, `${name}.yaml`), `apiVersion: v1
+      writeFileSync(
+        join(dir, `${name}.yaml`),
+        `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
   terminationGracePeriodSeconds: 1
-${spec}`),
+${spec}`,
+      ),
   };
 }

@@ -59,10 +59,17 @@ describe('apply of a pod that cannot become ready', () => {
 
   it('without an agent: a failed init container (restartPolicy Never) fails apply with its exit code and log', async () => {
     const name = unique('initfail');
-    const file = world.write(`${name}.yaml`, pod(name, 'exec sleep 3600', `  restartPolicy: Never
+    const file = world.write(
+      `${name}.yaml`,
+      pod(
+        name,
+        'exec sleep 3600',
+        `  restartPolicy: Never
   initContainers:
   - {name: setup, image: ${TEST_IMAGE}, command: [sh, -c, 'echo cannot reach the database; exit 2']}
-`));
+`,
+      ),
+    );
     const r = await world.cli('apply', file);
     expect(r.code, r.err).toBe(1);
     expect(r.err).toContain(`pod/${ns}/${name}: failed: phase Failed`);
@@ -91,7 +98,10 @@ describe('apply of a pod that cannot become ready', () => {
     const agent = suite.run([]);
     await agent.started();
     const name = unique('noimage');
-    const file = world.write(`${name}.yaml`, pod(name, 'true').replace(TEST_IMAGE, 'podrun-test/absent:1').replace('{name: app,', '{name: app, imagePullPolicy: Never,'));
+    const file = world.write(
+      `${name}.yaml`,
+      pod(name, 'true').replace(TEST_IMAGE, 'podrun-test/absent:1').replace('{name: app,', '{name: app, imagePullPolicy: Never,'),
+    );
     const t0 = Date.now();
     const r = await world.cli('apply', file, '--timeout', '60s');
     expect(r.code, r.err).toBe(1);
@@ -130,10 +140,14 @@ describe('logs --previous', () => {
     const file = world.write(`${name}.yaml`, COUNTING_POD(name));
     expect((await world.cli('apply', file, '--no-wait')).code).toBe(0);
     // The first restart is at once, the second waits 20 s: run 2 is the instance that just died.
-    await until('the crash loop back-off after run 2', async () => {
-      const g = await world.cli('get', 'pods', '-n', ns, name, '--no-headers');
-      return /CrashLoopBackOff\s+1\s/.test(g.out) ? true : undefined;
-    }, 30_000);
+    await until(
+      'the crash loop back-off after run 2',
+      async () => {
+        const g = await world.cli('get', 'pods', '-n', ns, name, '--no-headers');
+        return /CrashLoopBackOff\s+1\s/.test(g.out) ? true : undefined;
+      },
+      30_000,
+    );
     const p = await world.bin(['logs', '-p', '-n', ns, name]);
     expect(p).toMatchObject({ code: 0, out: 'run 2\n' });
     // The current state is the dead instance too (kubectl logs shows it while the next one waits).
@@ -148,10 +162,14 @@ describe('logs --previous', () => {
     const file = world.write(`${name}.yaml`, COUNTING_POD(name).replace('exit 3', 'sleep 2; exit 3'));
     expect((await world.cli('apply', file, '--no-wait')).code).toBe(0);
     // One engine container, restarted in place: its current run is only what came since it started.
-    const current = await until('a restart by the engine', async () => {
-      const out = (await world.bin(['logs', '-n', ns, name])).out;
-      return /^run [2-9]\n$/.test(out) ? out : undefined;
-    }, 20_000);
+    const current = await until(
+      'a restart by the engine',
+      async () => {
+        const out = (await world.bin(['logs', '-n', ns, name])).out;
+        return /^run [2-9]\n$/.test(out) ? out : undefined;
+      },
+      20_000,
+    );
     expect(current).toMatch(/^run \d\n$/);
     const p = await world.bin(['logs', '-p', '-n', ns, name]);
     expect(p.code, p.err).toBe(0);
@@ -207,7 +225,12 @@ describe('delete of a pod the agent declares', () => {
     await agent.waitForLog(`pod ${ns}/${name}: creating`);
     const running = async (): Promise<string | undefined> => {
       const list = await podContainers(ns, name);
-      return list.length === 2 && list.every((c) => c.State === 'running') ? list.map((c) => c.Id).sort().join() : undefined;
+      return list.length === 2 && list.every((c) => c.State === 'running')
+        ? list
+            .map((c) => c.Id)
+            .sort()
+            .join()
+        : undefined;
     };
     const before = await until('the pod to run', running);
     const d = await world.cli('delete', '-n', ns, name);
@@ -220,7 +243,10 @@ describe('delete of a pod the agent declares', () => {
     expect(after).toBeDefined();
     await new Promise((r) => setTimeout(r, 1000));
     // (The earlier tests' applied pods run here too, crash-looping: only this pod's lines count.)
-    const mine = agent.logs().split('\n').filter((l) => l.includes(`${ns}/${name}`));
+    const mine = agent
+      .logs()
+      .split('\n')
+      .filter((l) => l.includes(`${ns}/${name}`));
     expect(mine.join('\n')).toContain(`pod ${ns}/${name}: creating`);
     expect(mine.join('\n')).not.toMatch(/RunContainerError|cannot join network|retrying in|back-off/);
     const g = await world.cli('get', 'pods', '-n', ns, name, '--no-headers');
@@ -231,7 +257,9 @@ describe('delete of a pod the agent declares', () => {
 describe('--help', () => {
   it('names the moment apply holds Ready, what logs -p reads, what get -w prints, and that a declared pod comes back', async () => {
     const help = async (...verb: string[]): Promise<string> => (await world.bin([...verb, '--help'])).out.replace(/\s+/g, ' ');
-    expect(await help('apply')).toMatch(/passing its readiness probe, for 1 s with no restart[\s\S]*exit 1, with its last exit code and the last lines of its log/);
+    expect(await help('apply')).toMatch(
+      /passing its readiness probe, for 1 s with no restart[\s\S]*exit 1, with its last exit code and the last lines of its log/,
+    );
     expect(await help('logs')).toContain('the one that just died while the next waits out its back-off');
     expect(await help('get', 'pods')).toContain('not for its AGE alone');
     expect(await help('delete')).toContain('delete warns so, and says where to remove it for good');

@@ -14,7 +14,20 @@ import { PAUSE_IMAGE, TEST_IMAGE, World, podContainers, unique, until } from './
 const REPO = fileURLToPath(new URL('../..', import.meta.url));
 const DEBIAN_IMAGE = 'podrun-test/debian:bookworm';
 // What only the tests need: `scripts/setup` without --test installs none of it.
-const TEST_ONLY = ['podman', 'catatonit', 'systemd', 'prometheus', 'docker-registry', 'apache2-utils', 'openssh-client', 'bsdutils', 'python3', 'iproute2', 'lintian', 'debootstrap'];
+const TEST_ONLY = [
+  'podman',
+  'catatonit',
+  'systemd',
+  'prometheus',
+  'docker-registry',
+  'apache2-utils',
+  'openssh-client',
+  'bsdutils',
+  'python3',
+  'iproute2',
+  'lintian',
+  'debootstrap',
+];
 
 const world = new World();
 const box = unique('podrun-pkg');
@@ -70,17 +83,33 @@ beforeAll(() => {
   previousDeb = join(debs, 'previous.deb');
   copyFileSync(join(b, 'dist', `podrun_${version}~earlier_amd64.deb`), previousDeb);
   mkdirSync(world.stateDir, { recursive: true });
-  writeFileSync(join(world.dir, 'pod.yaml'), `apiVersion: v1
+  writeFileSync(
+    join(world.dir, 'pod.yaml'),
+    `apiVersion: v1
 kind: Pod
 metadata: {name: ${pod}, namespace: ${ns}}
 spec:
   containers:
   - {name: main, image: ${TEST_IMAGE}, command: [sh, -c, 'sleep 3600']}
-`);
+`,
+  );
   // No network: what apt installs is the file and what the clean system already has. The state
   // directory is at the same path inside and out, so what podrun mounts into pods exists for the engine.
-  run('docker', ['run', '-d', '--name', box, '--network', 'none', '-v', '/var/run/docker.sock:/var/run/docker.sock',
-    '-v', `${world.dir}:${world.dir}`, DEBIAN_IMAGE, 'sleep', 'infinity']);
+  run('docker', [
+    'run',
+    '-d',
+    '--name',
+    box,
+    '--network',
+    'none',
+    '-v',
+    '/var/run/docker.sock:/var/run/docker.sock',
+    '-v',
+    `${world.dir}:${world.dir}`,
+    DEBIAN_IMAGE,
+    'sleep',
+    'infinity',
+  ]);
 }, 900_000);
 
 afterAll(async () => {
@@ -120,11 +149,21 @@ describe('the Debian package and the single executable', () => {
     const manifests = join(world.dir, 'manifests');
     mkdirSync(manifests, { mode: 0o755 });
     writeFileSync(join(manifests, 'agent.yaml'), readFileSync(join(world.dir, 'pod.yaml'), 'utf8').replace(`name: ${pod}`, `name: ${agentPod}`));
-    const agent = spawn('docker', ['exec', box, 'sh', '-c', `echo $$ >/tmp/agent.pid; exec podrun --state-dir ${world.stateDir} --pause-image ${PAUSE_IMAGE} --node-ip 127.0.0.1 run --manifest-dir ${manifests}`]);
+    const agent = spawn('docker', [
+      'exec',
+      box,
+      'sh',
+      '-c',
+      `echo $$ >/tmp/agent.pid; exec podrun --state-dir ${world.stateDir} --pause-image ${PAUSE_IMAGE} --node-ip 127.0.0.1 run --manifest-dir ${manifests}`,
+    ]);
     let log = '';
     agent.stderr.on('data', (c: Buffer) => (log += c.toString()));
     const ended = new Promise<number | null>((resolve) => agent.on('close', resolve));
-    await until('the agent runs the pod', async () => ((await podContainers(ns, agentPod, world.instance)).filter((c) => c.State === 'running').length === 2 ? true : undefined), 60_000);
+    await until(
+      'the agent runs the pod',
+      async () => ((await podContainers(ns, agentPod, world.instance)).filter((c) => c.State === 'running').length === 2 ? true : undefined),
+      60_000,
+    );
     ok('kill -TERM "$(cat /tmp/agent.pid)"');
     expect(await ended, log).toBe(0);
     expect(log).toContain('agent stopped; pods left running');

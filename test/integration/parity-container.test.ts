@@ -19,10 +19,18 @@ async function cat(name: string, path: string, container = 'c'): Promise<string>
 }
 
 describe('what a container sees of the node', () => {
-  it('adds dnsConfig to the node\'s resolver, gives no swap, and writes downwardAPI volumes read-only', async () => {
+  it("adds dnsConfig to the node's resolver, gives no swap, and writes downwardAPI volumes read-only", async () => {
     const resolv = world.write('resolv.conf', 'nameserver 192.0.2.10\nsearch node.example\noptions ndots:2\n');
     const name = unique('node-view');
-    const r = await world.cli('--resolv-conf', resolv, 'apply', '--timeout', '20s', world.write(`${name}.yaml`, `apiVersion: v1
+    const r = await world.cli(
+      '--resolv-conf',
+      resolv,
+      'apply',
+      '--timeout',
+      '20s',
+      world.write(
+        `${name}.yaml`,
+        `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}, labels: {app: web, tier: front}, annotations: {note: 'say "hi"'}}
 spec:
@@ -44,7 +52,9 @@ spec:
       - {path: cpu, resourceFieldRef: {containerName: c, resource: limits.cpu, divisor: 1m}, mode: 0400}
   - name: proj
     projected: {sources: [{downwardAPI: {items: [{path: ns, fieldRef: {fieldPath: metadata.namespace}}]}}]}
-`));
+`,
+      ),
+    );
     expect(r.code, r.err).toBe(0);
     // The kubelet's appendDNSConfig: the node's servers and search paths, then the pod's; the pod's options win.
     const conf = await cat(name, '/etc/resolv.conf');
@@ -71,9 +81,15 @@ spec:
     expect(write.err).toContain('Read-only file system');
   });
 
-  it('keeps the node\'s /etc/hosts for a hostNetwork pod with hostAliases, adding the aliases', async () => {
+  it("keeps the node's /etc/hosts for a hostNetwork pod with hostAliases, adding the aliases", async () => {
     const name = unique('hosts');
-    const r = await world.cli('apply', '--timeout', '20s', world.write(`${name}.yaml`, `apiVersion: v1
+    const r = await world.cli(
+      'apply',
+      '--timeout',
+      '20s',
+      world.write(
+        `${name}.yaml`,
+        `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
@@ -84,10 +100,15 @@ spec:
   - name: c
     image: ${TEST_IMAGE}
     command: [sh, -c, 'exec sleep 3600']
-`));
+`,
+      ),
+    );
     expect(r.code, r.err).toBe(0);
     const hosts = await cat(name, '/etc/hosts');
-    for (const line of readFileSync('/etc/hosts', 'utf8').split('\n').filter((l) => l.trim() && !l.startsWith('#'))) expect(hosts).toContain(line);
+    for (const line of readFileSync('/etc/hosts', 'utf8')
+      .split('\n')
+      .filter((l) => l.trim() && !l.startsWith('#')))
+      expect(hosts).toContain(line);
     expect(hosts).toContain('# Entries added by HostAliases.\n10.1.2.3\talias.example\ta2.example\n');
   });
 
@@ -95,7 +116,9 @@ spec:
     const dir = join(world.dir, unique('hook'));
     mkdirSync(dir);
     const name = unique('tcphook');
-    writeFileSync(join(dir, 'pod.yaml'), `apiVersion: v1
+    writeFileSync(
+      join(dir, 'pod.yaml'),
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
@@ -105,7 +128,8 @@ spec:
     image: ${TEST_IMAGE}
     command: [sh, -c, 'exec nc -lk -p 8080 -e true']
     lifecycle: {postStart: {tcpSocket: {port: 8080}}}
-`);
+`,
+    );
     suite.run(['--manifest-dir', dir]);
     const d = await until('the hook failure in describe', async () => {
       const out = (await world.cli('describe', 'pod', '-n', ns, name)).out;
@@ -118,7 +142,9 @@ spec:
 describe('apply says what the kubelet would refuse or could not give', () => {
   it('refuses an unsafe sysctl unless the node allows it, and warns when a critical pod loses its OOM protection here', async () => {
     const name = unique('sysctl');
-    const file = world.write(`${name}.yaml`, `apiVersion: v1
+    const file = world.write(
+      `${name}.yaml`,
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
@@ -126,7 +152,8 @@ spec:
   priorityClassName: system-node-critical
   securityContext: {sysctls: [{name: kernel.msgmax, value: "65536"}]}
   containers: [{name: c, image: ${TEST_IMAGE}, command: [sh, -c, 'cat /proc/sys/kernel/msgmax; exec sleep 3600']}]
-`);
+`,
+    );
     const refused = await world.cli('apply', '--timeout', '20s', file);
     expect(refused.code).toBe(1);
     expect(refused.err).toContain('"kernel.msgmax" is not a safe sysctl; the node must allow it (--allowed-unsafe-sysctls=kernel.msgmax)');
@@ -146,13 +173,26 @@ spec:
 
 describe('what the kubelet refuses, apply refuses; what it runs, apply runs', () => {
   it('refuses each pod the kubelet would, with the field and why, and runs hostUsers: true and os linux', { timeout: 60_000 }, async () => {
-    const spec = (name: string, body: string) => world.write(`${name}.yaml`, `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}, namespace: ${ns}}\nspec:\n  terminationGracePeriodSeconds: 1\n${body}`);
+    const spec = (name: string, body: string) =>
+      world.write(`${name}.yaml`, `apiVersion: v1\nkind: Pod\nmetadata: {name: ${name}, namespace: ${ns}}\nspec:\n  terminationGracePeriodSeconds: 1\n${body}`);
     const c = (extra = '') => `  containers: [{name: c, image: ${TEST_IMAGE}, command: [sleep, '3600']${extra}}]\n`;
     const cases: [string, string, string][] = [
-      ['bidir', `${c(', volumeMounts: [{name: v, mountPath: /v, mountPropagation: Bidirectional}]')}  volumes: [{name: v, emptyDir: {}}]\n`, 'Bidirectional mount propagation is available only to privileged containers'],
-      ['netsysctl', `  hostNetwork: true\n  securityContext: {sysctls: [{name: net.ipv4.tcp_syncookies, value: "1"}]}\n${c()}`, 'is not allowed with hostNetwork'],
+      [
+        'bidir',
+        `${c(', volumeMounts: [{name: v, mountPath: /v, mountPropagation: Bidirectional}]')}  volumes: [{name: v, emptyDir: {}}]\n`,
+        'Bidirectional mount propagation is available only to privileged containers',
+      ],
+      [
+        'netsysctl',
+        `  hostNetwork: true\n  securityContext: {sysctls: [{name: net.ipv4.tcp_syncookies, value: "1"}]}\n${c()}`,
+        'is not allowed with hostNetwork',
+      ],
       ['windows', `  os: {name: windows}\n${c()}`, 'this node runs linux pods only'],
-      ['memsub', `${c(', volumeMounts: [{name: m, mountPath: /m, subPath: x}]')}  volumes: [{name: m, emptyDir: {medium: Memory}}]\n`, 'podrun cannot mount a subPath of a medium: Memory emptyDir'],
+      [
+        'memsub',
+        `${c(', volumeMounts: [{name: m, mountPath: /m, subPath: x}]')}  volumes: [{name: m, emptyDir: {medium: Memory}}]\n`,
+        'podrun cannot mount a subPath of a medium: Memory emptyDir',
+      ],
       ['userns', `  hostUsers: false\n${c()}`, 'asks for a user namespace'],
       ['huge', c(', resources: {limits: {hugepages-2Mi: 2Mi}}'), '["hugepages-2Mi"]: is a Kubernetes field that podrun cannot honour'],
     ];
@@ -171,12 +211,17 @@ describe('what the kubelet refuses, apply refuses; what it runs, apply runs', ()
 });
 
 describe('container logs as the kubelet rotates them', () => {
-  it('rotates at --container-log-max-size, keeps --container-log-max-files, and logs, --tail, -f and -p read across rotation', { timeout: 120_000 }, async () => {
-    const dir = join(world.dir, unique('logs'));
-    mkdirSync(dir);
-    const name = unique('chatty');
-    // About 9 MB of json log lines in two bursts; then, when the test says, an exit, so a previous instance exists.
-    writeFileSync(join(dir, 'pod.yaml'), `apiVersion: v1
+  it(
+    'rotates at --container-log-max-size, keeps --container-log-max-files, and logs, --tail, -f and -p read across rotation',
+    { timeout: 120_000 },
+    async () => {
+      const dir = join(world.dir, unique('logs'));
+      mkdirSync(dir);
+      const name = unique('chatty');
+      // About 9 MB of json log lines in two bursts; then, when the test says, an exit, so a previous instance exists.
+      writeFileSync(
+        join(dir, 'pod.yaml'),
+        `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
@@ -185,58 +230,82 @@ spec:
   - name: c
     image: ${TEST_IMAGE}
     command: [sh, -c, 'seq 1 60000; echo DONE-1; sleep 4; seq 60001 120000; echo DONE-2; while [ ! -f /tmp/exit ]; do sleep 0.2; done; exit 1']
-`);
-    suite.run(['--manifest-dir', dir], { PODRUN_CONTAINER_LOG_MAX_SIZE: '1Mi', PODRUN_CONTAINER_LOG_MAX_FILES: '2' });
-    await until('the first burst', async () => ((await world.cli('logs', '-n', ns, name, '--tail', '1')).out.trim() === 'DONE-1' ? true : undefined), 30_000);
-    const follow = world.spawnBin(['logs', '-f', '--tail', '1', '-n', ns, name]);
-    let followed = '';
-    follow.stdout.on('data', (c: Buffer) => (followed += c.toString()));
-    try {
-      await until('-f to follow the second burst across rotations', async () => (followed.includes('DONE-2') ? true : undefined), 30_000);
-    } finally {
-      follow.kill('SIGTERM');
-    }
-    const seen = followed.split('\n').filter((l) => /^\d+$/.test(l)).map(Number);
-    expect(seen.length).toBeGreaterThan(0);
-    const disorder = seen.filter((n, i) => i > 0 && n <= seen[i - 1]!);
-    const at = seen.findIndex((n, i) => i > 0 && n <= seen[i - 1]!);
-    expect(disorder.slice(0, 5), `followed ${seen.length} lines, first ${seen[0]}, around: ${seen.slice(Math.max(0, at - 3), at + 3).join(',')}`).toEqual([]);
+`,
+      );
+      suite.run(['--manifest-dir', dir], { PODRUN_CONTAINER_LOG_MAX_SIZE: '1Mi', PODRUN_CONTAINER_LOG_MAX_FILES: '2' });
+      await until('the first burst', async () => ((await world.cli('logs', '-n', ns, name, '--tail', '1')).out.trim() === 'DONE-1' ? true : undefined), 30_000);
+      const follow = world.spawnBin(['logs', '-f', '--tail', '1', '-n', ns, name]);
+      let followed = '';
+      follow.stdout.on('data', (c: Buffer) => (followed += c.toString()));
+      try {
+        await until('-f to follow the second burst across rotations', async () => (followed.includes('DONE-2') ? true : undefined), 30_000);
+      } finally {
+        follow.kill('SIGTERM');
+      }
+      const seen = followed
+        .split('\n')
+        .filter((l) => /^\d+$/.test(l))
+        .map(Number);
+      expect(seen.length).toBeGreaterThan(0);
+      const disorder = seen.filter((n, i) => i > 0 && n <= seen[i - 1]!);
+      const at = seen.findIndex((n, i) => i > 0 && n <= seen[i - 1]!);
+      expect(disorder.slice(0, 5), `followed ${seen.length} lines, first ${seen[0]}, around: ${seen.slice(Math.max(0, at - 3), at + 3).join(',')}`).toEqual([]);
 
-    const first = (await podContainers(ns, name, world.instance)).find((c) => c.Labels[LABEL.containerName] === 'c' && c.Labels[LABEL.restartCount] === '0')!;
-    const logPath = (await docker.getContainer(first.Id).inspect()).LogPath;
-    const files = readdirSync(dirname(logPath)).filter((f) => f.includes('-json.log'));
-    expect(files.length).toBeLessThanOrEqual(2);
-    for (const f of files) expect(statSync(join(dirname(logPath), f)).size).toBeLessThanOrEqual(1024 * 1024 + 200);
+      const first = (await podContainers(ns, name, world.instance)).find((c) => c.Labels[LABEL.containerName] === 'c' && c.Labels[LABEL.restartCount] === '0')!;
+      const logPath = (await docker.getContainer(first.Id).inspect()).LogPath;
+      const files = readdirSync(dirname(logPath)).filter((f) => f.includes('-json.log'));
+      expect(files.length).toBeLessThanOrEqual(2);
+      for (const f of files) expect(statSync(join(dirname(logPath), f)).size).toBeLessThanOrEqual(1024 * 1024 + 200);
 
-    // What is kept is whole and in order: the oldest lines are gone, the newest all there.
-    const all = (await world.cli('logs', '-n', ns, name)).out.trim().split('\n');
-    expect(all.at(-1)).toBe('DONE-2');
-    const numbers = all.filter((l) => /^\d+$/.test(l)).map(Number);
-    expect(numbers[0]).toBeGreaterThan(1);
-    expect(numbers.at(-1)).toBe(120000);
-    expect(numbers.every((n, i) => i === 0 || n === numbers[i - 1]! + 1)).toBe(true);
-    expect((await world.cli('logs', '-n', ns, name, '--tail', '2')).out.trim()).toBe('120000\nDONE-2');
+      // What is kept is whole and in order: the oldest lines are gone, the newest all there.
+      const all = (await world.cli('logs', '-n', ns, name)).out.trim().split('\n');
+      expect(all.at(-1)).toBe('DONE-2');
+      const numbers = all.filter((l) => /^\d+$/.test(l)).map(Number);
+      expect(numbers[0]).toBeGreaterThan(1);
+      expect(numbers.at(-1)).toBe(120000);
+      expect(numbers.every((n, i) => i === 0 || n === numbers[i - 1]! + 1)).toBe(true);
+      expect((await world.cli('logs', '-n', ns, name, '--tail', '2')).out.trim()).toBe('120000\nDONE-2');
 
-    // Now the instance may end, and be the previous one.
-    expect((await world.cli('exec', '-n', ns, name, '--', 'touch', '/tmp/exit')).code).toBe(0);
-    await until('the restart', async () => (await podContainers(ns, name, world.instance)).find((c) => c.Labels[LABEL.containerName] === 'c' && c.Labels[LABEL.restartCount] === '1'), 30_000);
-    // On failure, what logs -p said and the pod's instances (sandbox included) just before and after it.
-    const instances = async (): Promise<string> => (await podContainers(ns, name, world.instance)).map((c) => `${c.Labels[LABEL.containerName] ?? c.Labels[LABEL.containerType]}#${c.Labels[LABEL.restartCount]}:${c.State}`).join(', ');
-    const before = await instances();
-    const prev = await world.cli('logs', '-p', '-n', ns, name, '--tail', '2');
-    expect(prev.out.trim(), `logs -p: exit ${prev.code}, stderr ${JSON.stringify(prev.err)}; instances before: ${before}; after: ${await instances()}`).toBe('120000\nDONE-2');
-  });
+      // Now the instance may end, and be the previous one.
+      expect((await world.cli('exec', '-n', ns, name, '--', 'touch', '/tmp/exit')).code).toBe(0);
+      await until(
+        'the restart',
+        async () => (await podContainers(ns, name, world.instance)).find((c) => c.Labels[LABEL.containerName] === 'c' && c.Labels[LABEL.restartCount] === '1'),
+        30_000,
+      );
+      // On failure, what logs -p said and the pod's instances (sandbox included) just before and after it.
+      const instances = async (): Promise<string> =>
+        (await podContainers(ns, name, world.instance))
+          .map((c) => `${c.Labels[LABEL.containerName] ?? c.Labels[LABEL.containerType]}#${c.Labels[LABEL.restartCount]}:${c.State}`)
+          .join(', ');
+      const before = await instances();
+      const prev = await world.cli('logs', '-p', '-n', ns, name, '--tail', '2');
+      expect(prev.out.trim(), `logs -p: exit ${prev.code}, stderr ${JSON.stringify(prev.err)}; instances before: ${before}; after: ${await instances()}`).toBe(
+        '120000\nDONE-2',
+      );
+    },
+  );
 
-  it('podrun logs streams a large log at the reader\'s pace, in constant memory', { timeout: 120_000 }, async () => {
+  it("podrun logs streams a large log at the reader's pace, in constant memory", { timeout: 120_000 }, async () => {
     const name = unique('biglog');
     // 200,000 lines of 1,000 bytes: a 200 MB log, 214 MB of json-file on disk.
-    const r = await world.cli('--container-log-max-size', '500Mi', 'apply', '--timeout', '20s', world.write(`${name}.yaml`, `apiVersion: v1
+    const r = await world.cli(
+      '--container-log-max-size',
+      '500Mi',
+      'apply',
+      '--timeout',
+      '20s',
+      world.write(
+        `${name}.yaml`,
+        `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
   terminationGracePeriodSeconds: 1
   containers: [{name: c, image: ${TEST_IMAGE}, command: [sh, -c, 'yes $(printf %0999d 0) | head -n 200000; echo END; exec sleep 3600']}]
-`));
+`,
+      ),
+    );
     expect(r.code, r.err).toBe(0);
     await until('the whole log', async () => ((await world.cli('logs', '-n', ns, name, '--tail', '1')).out.trim() === 'END' ? true : undefined), 60_000);
     const p = world.spawnBin(['logs', '-n', ns, name]);
@@ -260,17 +329,29 @@ spec:
 
   it('podrun logs into a reader that stops early ends quietly, as cat does', async () => {
     const name = unique('epipe');
-    const r = await world.cli('apply', '--timeout', '20s', world.write(`${name}.yaml`, `apiVersion: v1
+    const r = await world.cli(
+      'apply',
+      '--timeout',
+      '20s',
+      world.write(
+        `${name}.yaml`,
+        `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
   terminationGracePeriodSeconds: 1
   containers: [{name: c, image: ${TEST_IMAGE}, command: [sh, -c, 'seq 1 100000; exec sleep 3600']}]
-`));
+`,
+      ),
+    );
     expect(r.code, r.err).toBe(0);
     await until('the log', async () => ((await world.cli('logs', '-n', ns, name, '--tail', '1')).out.trim() === '100000' ? true : undefined));
     const bin = fileURLToPath(new URL('../../bin/podrun', import.meta.url));
-    const p = spawnSync('sh', ['-c', `"${bin}" --state-dir "${world.stateDir}" --pause-image ${PAUSE_IMAGE} logs -n ${ns} ${name} | head -1; echo "exit=\${PIPESTATUS:-0}"`], { encoding: 'utf8' });
+    const p = spawnSync(
+      'sh',
+      ['-c', `"${bin}" --state-dir "${world.stateDir}" --pause-image ${PAUSE_IMAGE} logs -n ${ns} ${name} | head -1; echo "exit=\${PIPESTATUS:-0}"`],
+      { encoding: 'utf8' },
+    );
     expect(p.stdout.split('\n')[0]).toBe('1');
     expect(p.stderr).toBe('');
   });

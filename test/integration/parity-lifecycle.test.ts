@@ -12,7 +12,12 @@ const { world, ns } = suite;
 
 type Instance = { id: string; name: string; count: number; state: string };
 async function instances(name: string): Promise<Instance[]> {
-  return (await podContainers(ns, name)).map((c) => ({ id: c.Id, name: c.Labels[LABEL.containerName] ?? '', count: Number(c.Labels[LABEL.restartCount]), state: c.State }));
+  return (await podContainers(ns, name)).map((c) => ({
+    id: c.Id,
+    name: c.Labels[LABEL.containerName] ?? '',
+    count: Number(c.Labels[LABEL.restartCount]),
+    state: c.State,
+  }));
 }
 
 function agentOn(files: Record<string, string>): string {
@@ -29,8 +34,8 @@ const portFree = (port: number): Promise<boolean> =>
     s.listen(port, '127.0.0.1', () => s.close(() => resolve(true)));
   });
 
-describe('a pod\'s life as the kubelet leads it', () => {
-  it('stops a finished pod\'s sandbox (its hostPort is freed), under Never and under OnFailure after success', async () => {
+describe("a pod's life as the kubelet leads it", () => {
+  it("stops a finished pod's sandbox (its hostPort is freed), under Never and under OnFailure after success", async () => {
     const port = await freePort();
     const never = unique('done-never');
     const onfail = unique('done-onfailure');
@@ -45,14 +50,21 @@ spec:
     image: ${TEST_IMAGE}
     command: [sh, -c, 'sleep 1; exit 0']
 ${extra}`;
-    const dir = agentOn({ 'never.yaml': pod(never, 'Never', `    ports: [{containerPort: 80, hostPort: ${port}, hostIP: 127.0.0.1}]\n`), 'onfailure.yaml': pod(onfail, 'OnFailure') });
+    const dir = agentOn({
+      'never.yaml': pod(never, 'Never', `    ports: [{containerPort: 80, hostPort: ${port}, hostIP: 127.0.0.1}]\n`),
+      'onfailure.yaml': pod(onfail, 'OnFailure'),
+    });
     const agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
     for (const name of [never, onfail]) {
-      await until(`${name} to be stopped whole`, async () => {
-        const all = await instances(name);
-        return all.length === 2 && all.every((c) => c.state === 'exited') ? true : undefined;
-      }, 30_000);
+      await until(
+        `${name} to be stopped whole`,
+        async () => {
+          const all = await instances(name);
+          return all.length === 2 && all.every((c) => c.state === 'exited') ? true : undefined;
+        },
+        30_000,
+      );
     }
     expect(await portFree(port)).toBe(true);
     // And it stays so: no new sandbox for a finished pod.
@@ -81,9 +93,17 @@ spec:
     await agent.started();
     const app = await until('the app to run', async () => (await instances(name)).find((c) => c.name === 'app' && c.state === 'running'), 20_000);
     // The sidecar has crashed twice: it is in a 20 s back-off now.
-    await until('the sidecar to be in back-off', async () => ((await instances(name)).some((c) => c.name === 'side' && c.count >= 1 && c.state === 'exited') ? true : undefined), 20_000);
+    await until(
+      'the sidecar to be in back-off',
+      async () => ((await instances(name)).some((c) => c.name === 'side' && c.count >= 1 && c.state === 'exited') ? true : undefined),
+      20_000,
+    );
     await docker.getContainer(app.id).kill();
-    const again = await until('the app to be restarted meanwhile', async () => (await instances(name)).find((c) => c.name === 'app' && c.state === 'running' && c.count === app.count + 1), 8_000).catch(async (e: Error) => {
+    const again = await until(
+      'the app to be restarted meanwhile',
+      async () => (await instances(name)).find((c) => c.name === 'app' && c.state === 'running' && c.count === app.count + 1),
+      8_000,
+    ).catch(async (e: Error) => {
       throw new Error(`${e.message}\n${JSON.stringify(await instances(name))}\n${agent.logs()}`);
     });
     expect(again.id).not.toBe(app.id);
@@ -108,7 +128,11 @@ spec:
     });
     const agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
-    await until('the killed container to be restarted', async () => ((await instances(name)).some((c) => c.name === 'c' && c.count >= 1) ? true : undefined), 30_000);
+    await until(
+      'the killed container to be restarted',
+      async () => ((await instances(name)).some((c) => c.name === 'c' && c.count >= 1) ? true : undefined),
+      30_000,
+    );
     const first = (await instances(name)).find((c) => c.name === 'c' && c.count === 0);
     expect((await docker.getContainer(first!.id).inspect()).State.ExitCode).toBe(0);
     await agent.waitForLog(`pod ${ns}/${name}: container c failed liveness probe, will be restarted`);
@@ -127,12 +151,20 @@ spec:
     const dir = agentOn({ 'pod.yaml': pod('v1') });
     const agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
-    await until('the first run to finish and the pod to stop', async () => {
-      const all = await instances(name);
-      return all.length === 2 && all.every((c) => c.state === 'exited') ? true : undefined;
-    }, 20_000);
+    await until(
+      'the first run to finish and the pod to stop',
+      async () => {
+        const all = await instances(name);
+        return all.length === 2 && all.every((c) => c.state === 'exited') ? true : undefined;
+      },
+      20_000,
+    );
     writeFileSync(join(dir, 'pod.yaml'), pod('v2'));
-    const second = await until('the edited container to run', async () => (await instances(name)).find((c) => c.name === 'c' && c.count === 1 && c.state === 'exited'), 20_000);
+    const second = await until(
+      'the edited container to run',
+      async () => (await instances(name)).find((c) => c.name === 'c' && c.count === 1 && c.state === 'exited'),
+      20_000,
+    );
     expect((await logsOf(second.id)).trim()).toBe('v2');
   });
 });
@@ -182,7 +214,11 @@ spec:
     await docker.getContainer(setup.id).remove({ force: true });
     // ...and the app dies: it is restarted, the init container is not run again.
     await docker.getContainer(app.id).kill();
-    await until('the app to be restarted', async () => ((await instances(name)).some((c) => c.name === 'app' && c.count === app.count + 1 && c.state === 'running') ? true : undefined), 20_000);
+    await until(
+      'the app to be restarted',
+      async () => ((await instances(name)).some((c) => c.name === 'app' && c.count === app.count + 1 && c.state === 'running') ? true : undefined),
+      20_000,
+    );
     await new Promise((r) => setTimeout(r, 1500));
     expect((await instances(name)).filter((c) => c.name === 'setup')).toEqual([]);
   });
@@ -216,7 +252,13 @@ describe('the spec in force after a container-only update', () => {
     const out = join(world.dir, unique('prestop'));
     mkdirSync(out);
     const pod = (v: string, grace: number): string =>
-      observedPod(name, out, grace, STUBBORN, `    env: [{name: V, value: ${v}}]\n    lifecycle: {preStop: {exec: {command: [sh, -c, 'echo ${v} > /out/prestop']}}}\n`);
+      observedPod(
+        name,
+        out,
+        grace,
+        STUBBORN,
+        `    env: [{name: V, value: ${v}}]\n    lifecycle: {preStop: {exec: {command: [sh, -c, 'echo ${v} > /out/prestop']}}}\n`,
+      );
     const file = world.write(`${name}.yaml`, pod('v1', 60));
     expect((await world.cli('apply', '--timeout', '20s', file)).code).toBe(0);
     world.write(`${name}.yaml`, pod('v2', 3));
@@ -226,7 +268,9 @@ describe('the spec in force after a container-only update', () => {
     // The replaced v1 container ran its own (v1) preStop.
     expect(readFileSync(join(out, 'prestop'), 'utf8').trim()).toBe('v1');
 
-    const g = JSON.parse((await world.cli('get', 'pods', '-n', ns, '-o', 'json')).out) as { items: { metadata: { name: string }; spec: { terminationGracePeriodSeconds: number; containers: { env: { value: string }[] }[] } }[] };
+    const g = JSON.parse((await world.cli('get', 'pods', '-n', ns, '-o', 'json')).out) as {
+      items: { metadata: { name: string }; spec: { terminationGracePeriodSeconds: number; containers: { env: { value: string }[] }[] } }[];
+    };
     const shown = g.items.find((p) => p.metadata.name === name)!;
     expect([shown.spec.terminationGracePeriodSeconds, shown.spec.containers[0]!.env[0]!.value]).toEqual([3, 'v2']);
 
@@ -242,7 +286,10 @@ describe('the spec in force after a container-only update', () => {
     const name = unique('floor');
     const out = join(world.dir, unique('term'));
     mkdirSync(out);
-    const file = world.write(`${name}.yaml`, observedPod(name, out, 0, `[sh, -c, 'trap "sleep 0.5; echo term > /out/got; exit 0" TERM; while :; do sleep 0.1; done']`));
+    const file = world.write(
+      `${name}.yaml`,
+      observedPod(name, out, 0, `[sh, -c, 'trap "sleep 0.5; echo term > /out/got; exit 0" TERM; while :; do sleep 0.1; done']`),
+    );
     expect((await world.cli('apply', '--timeout', '20s', file)).code).toBe(0);
     expect((await world.cli('delete', '-n', ns, name)).code).toBe(0);
     expect(readFileSync(join(out, 'got'), 'utf8').trim()).toBe('term');
@@ -252,7 +299,10 @@ describe('the spec in force after a container-only update', () => {
     const name = unique('grace0');
     const out = join(world.dir, unique('nohook'));
     mkdirSync(out);
-    const file = world.write(`${name}.yaml`, observedPod(name, out, 60, STUBBORN, `    lifecycle: {preStop: {exec: {command: [sh, -c, 'echo ran > /out/prestop; sleep 5']}}}\n`));
+    const file = world.write(
+      `${name}.yaml`,
+      observedPod(name, out, 60, STUBBORN, `    lifecycle: {preStop: {exec: {command: [sh, -c, 'echo ran > /out/prestop; sleep 5']}}}\n`),
+    );
     expect((await world.cli('apply', '--timeout', '20s', file)).code).toBe(0);
     const started = Date.now();
     expect((await world.cli('delete', '--grace-period', '0', '-n', ns, name)).code).toBe(0);
@@ -264,9 +314,11 @@ describe('the spec in force after a container-only update', () => {
 });
 
 describe('termination messages', () => {
-  it('reads terminationMessagePath into the terminated state, and the log\'s tail under FallbackToLogsOnError', async () => {
+  it("reads terminationMessagePath into the terminated state, and the log's tail under FallbackToLogsOnError", async () => {
     const name = unique('termmsg');
-    const file = world.write(`${name}.yaml`, `apiVersion: v1
+    const file = world.write(
+      `${name}.yaml`,
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
@@ -278,11 +330,14 @@ spec:
   - {name: custom, image: ${TEST_IMAGE}, terminationMessagePath: /tmp/why, command: [sh, -c, 'printf done > /tmp/why']}
   - {name: fallback, image: ${TEST_IMAGE}, terminationMessagePolicy: FallbackToLogsOnError, command: [sh, -c, 'echo starting; echo "cannot bind :80"; exit 1']}
   - {name: long, image: ${TEST_IMAGE}, command: [sh, -c, 'head -c 10240 /dev/zero | tr "\\0" x > /dev/termination-log; printf panic-at-the-end >> /dev/termination-log; exit 2']}
-`);
+`,
+    );
     await world.cli('apply', '--timeout', '20s', file);
     type Status = { name: string; state: { terminated?: { exitCode: number; message?: string } } };
     const statuses = await until('all four to finish', async () => {
-      const g = JSON.parse((await world.cli('get', 'pods', '-n', ns, '-o', 'json')).out) as { items: { metadata: { name: string }; status: { containerStatuses: Status[] } }[] };
+      const g = JSON.parse((await world.cli('get', 'pods', '-n', ns, '-o', 'json')).out) as {
+        items: { metadata: { name: string }; status: { containerStatuses: Status[] } }[];
+      };
       const s = g.items.find((p) => p.metadata.name === name)?.status.containerStatuses ?? [];
       return s.length === 4 && s.every((c) => c.state.terminated) ? s : undefined;
     });

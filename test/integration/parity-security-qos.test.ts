@@ -10,7 +10,10 @@ const ns = unique('parity-sq');
 const USER_IMAGE = `podrun-test/busybox-user:${ns}`;
 afterAll(async () => {
   await world.cleanup();
-  await docker.getImage(USER_IMAGE).remove({ force: true }).catch(() => undefined);
+  await docker
+    .getImage(USER_IMAGE)
+    .remove({ force: true })
+    .catch(() => undefined);
 });
 
 beforeAll(async () => {
@@ -34,8 +37,13 @@ ${spec}  containers:
 ${container}`;
 }
 
-async function container(name: string, c = 'c'): Promise<{ id: string; pid: number; hostConfig: { OomScoreAdj?: number; CpuShares?: number; SecurityOpt?: string[] | null } }> {
-  const found = await until(`${name}/${c} to run`, async () => (await podContainers(ns, name)).find((x) => x.Labels[LABEL.containerName] === c && x.State === 'running'));
+async function container(
+  name: string,
+  c = 'c',
+): Promise<{ id: string; pid: number; hostConfig: { OomScoreAdj?: number; CpuShares?: number; SecurityOpt?: string[] | null } }> {
+  const found = await until(`${name}/${c} to run`, async () =>
+    (await podContainers(ns, name)).find((x) => x.Labels[LABEL.containerName] === c && x.State === 'running'),
+  );
   const info = await docker.getContainer(found.Id).inspect();
   return { id: found.Id, pid: info.State.Pid, hostConfig: info.HostConfig as never };
 }
@@ -43,7 +51,7 @@ async function container(name: string, c = 'c'): Promise<{ id: string; pid: numb
 const procField = (pid: number, file: string): string => readFileSync(`/proc/${pid}/${file}`, 'utf8');
 
 describe('security context as the kubelet enforces it', () => {
-  it('refuses to run an image as root under runAsNonRoot, with CreateContainerConfigError and the kubelet\'s message', async () => {
+  it("refuses to run an image as root under runAsNonRoot, with CreateContainerConfigError and the kubelet's message", async () => {
     const name = unique('nonroot');
     const r = await world.cli('apply', '--timeout', '5s', world.write(`${name}.yaml`, pod(name, '  securityContext: {runAsNonRoot: true}\n', '')));
     expect(r.code).toBe(1);
@@ -51,24 +59,37 @@ describe('security context as the kubelet enforces it', () => {
     expect((await podContainers(ns, name)).filter((c) => c.Labels[LABEL.containerName] === 'c' && c.State === 'running')).toEqual([]);
     // With a non-root user it runs.
     const ok = unique('nonroot-ok');
-    const r2 = await world.cli('apply', '--timeout', '20s', world.write(`${ok}.yaml`, pod(ok, '  securityContext: {runAsNonRoot: true, runAsUser: 1000}\n', '')));
+    const r2 = await world.cli(
+      'apply',
+      '--timeout',
+      '20s',
+      world.write(`${ok}.yaml`, pod(ok, '  securityContext: {runAsNonRoot: true, runAsUser: 1000}\n', '')),
+    );
     expect(r2.code, r2.err).toBe(0);
   });
 
-  it('keeps the image\'s user when only runAsGroup is set, instead of root', async () => {
+  it("keeps the image's user when only runAsGroup is set, instead of root", async () => {
     const name = unique('grouponly');
-    const r = await world.cli('apply', '--timeout', '20s', world.write(`${name}.yaml`, pod(name, '  securityContext: {runAsGroup: 4321}\n', '', undefined, USER_IMAGE)));
+    const r = await world.cli(
+      'apply',
+      '--timeout',
+      '20s',
+      world.write(`${name}.yaml`, pod(name, '  securityContext: {runAsGroup: 4321}\n', '', undefined, USER_IMAGE)),
+    );
     expect(r.code, r.err).toBe(0);
     const c = await container(name);
     await until('id to print', async () => ((await logsOf(c.id)).includes('uid=') ? true : undefined));
     expect((await logsOf(c.id)).trim()).toMatch(/^uid=1234 gid=4321/);
   });
 
-  it('runs without a seccomp profile as the kubelet does (Unconfined), and RuntimeDefault under the engine\'s', async () => {
+  it("runs without a seccomp profile as the kubelet does (Unconfined), and RuntimeDefault under the engine's", async () => {
     const plain = unique('seccomp-none');
     const rd = unique('seccomp-rd');
     expect((await world.cli('apply', '--timeout', '20s', world.write(`${plain}.yaml`, pod(plain, '', '')))).code).toBe(0);
-    expect((await world.cli('apply', '--timeout', '20s', world.write(`${rd}.yaml`, pod(rd, '  securityContext: {seccompProfile: {type: RuntimeDefault}}\n', '')))).code).toBe(0);
+    expect(
+      (await world.cli('apply', '--timeout', '20s', world.write(`${rd}.yaml`, pod(rd, '  securityContext: {seccompProfile: {type: RuntimeDefault}}\n', ''))))
+        .code,
+    ).toBe(0);
     const seccomp = (pid: number): string => /^Seccomp:\s+(\d)/m.exec(procField(pid, 'status'))?.[1] ?? '?';
     expect(seccomp((await container(plain)).pid)).toBe('0');
     expect(seccomp((await container(rd)).pid)).toBe('2');
@@ -104,7 +125,9 @@ describe('QoS and OOM protection', () => {
     expect(await adj(besteffort, 'POD')).toBe(floor(-998));
     // Burstable: 1000 - 1000 * 64 MiB / node memory.
     const burstable = unique('burstable');
-    expect((await world.cli('apply', '--timeout', '20s', world.write(`${burstable}.yaml`, pod(burstable, '', '    resources: {requests: {memory: 1Gi}}\n')))).code).toBe(0);
+    expect(
+      (await world.cli('apply', '--timeout', '20s', world.write(`${burstable}.yaml`, pod(burstable, '', '    resources: {requests: {memory: 1Gi}}\n')))).code,
+    ).toBe(0);
     expect(await adj(burstable)).toBe(1000 - Math.floor((1000 * 1024 ** 3) / totalmem()));
   });
 });
@@ -114,7 +137,10 @@ describe("the kubelet's podPidsLimit (--pod-max-pids)", () => {
     const name = unique('forks');
     // A bounded fork loop (200 sleeps) in a subshell that dies at the first failed fork; the
     // container's main process then says so and lives on to be counted.
-    const file = world.write(`${name}.yaml`, pod(name, '', '', "[sh, -c, '(i=0; while [ $i -lt 200 ]; do sleep 3600 & i=$((i+1)); done); echo loop-done; exec sleep 3600']"));
+    const file = world.write(
+      `${name}.yaml`,
+      pod(name, '', '', "[sh, -c, '(i=0; while [ $i -lt 200 ]; do sleep 3600 & i=$((i+1)); done); echo loop-done; exec sleep 3600']"),
+    );
     const r = await world.cli('--pod-max-pids', '20', 'apply', '--timeout', '30s', file);
     expect(r.code, r.err).toBe(0);
     const c = await container(name);

@@ -12,7 +12,13 @@ const { world, ns } = suite;
 describe('volumes as the kubelet makes them', () => {
   it('makes an emptyDir on disk 0777, so a non-root container can write to it', async () => {
     const name = unique('nonroot');
-    const r = await world.cli('apply', '--timeout', '20s', world.write(`${name}.yaml`, `apiVersion: v1
+    const r = await world.cli(
+      'apply',
+      '--timeout',
+      '20s',
+      world.write(
+        `${name}.yaml`,
+        `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
@@ -24,7 +30,9 @@ spec:
     command: [sh, -c, 'touch /d/ok && exec sleep 3600']
     volumeMounts: [{name: d, mountPath: /d}]
   volumes: [{name: d, emptyDir: {}}]
-`));
+`,
+      ),
+    );
     expect(r.code, r.err).toBe(0);
     const uid = (await podContainers(ns, name))[0]!.Labels[LABEL.podUid]!;
     const dir = join(world.stateDir, 'pods', uid, 'volumes', 'empty-dir', 'd');
@@ -37,7 +45,9 @@ spec:
     const dir = join(world.dir, unique('mem'));
     const name = unique('memvol');
     mkdirSync(dir);
-    writeFileSync(join(dir, 'pod.yaml'), `apiVersion: v1
+    writeFileSync(
+      join(dir, 'pod.yaml'),
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
@@ -48,14 +58,15 @@ spec:
     command: [sh, -c, 'if [ -f /m/x ]; then echo "found $(cat /m/x)"; exec sleep 3600; fi; echo kept > /m/x; exit 1']
     volumeMounts: [{name: m, mountPath: /m}]
   volumes: [{name: m, emptyDir: {medium: Memory}}]
-`);
+`,
+    );
     const agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
     const second = await until('the restarted instance to run', async () =>
       (await podContainers(ns, name)).find((c) => c.Labels[LABEL.containerName] === 'c' && c.Labels[LABEL.restartCount] === '1' && c.State === 'running'),
     );
     // The instance may be running a moment before it has written its line.
-    expect(await until('the restarted instance to say what it found', async () => ((await logsOf(second.Id)).trim() || undefined))).toBe('found kept');
+    expect(await until('the restarted instance to say what it found', async () => (await logsOf(second.Id)).trim() || undefined)).toBe('found kept');
   });
 });
 
@@ -63,7 +74,9 @@ describe('the node IP', () => {
   it('probes a hostNetwork pod at --node-ip (its pod IP), and reports it as hostIP and podIP', async () => {
     const name = unique('nodeip');
     const port = await freePort();
-    const file = world.write(`${name}.yaml`, `apiVersion: v1
+    const file = world.write(
+      `${name}.yaml`,
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
@@ -76,11 +89,14 @@ spec:
     command: [sh, -c, 'mkdir -p /tmp/www && echo ok > /tmp/www/index.html && exec httpd -f -p 127.0.0.2:${port} -h /tmp/www']
     env: [{name: MY_IP, valueFrom: {fieldRef: {fieldPath: status.podIP}}}]
     readinessProbe: {httpGet: {port: ${port}}, periodSeconds: 1}
-`);
+`,
+    );
     const r = await world.cli('--node-ip', '127.0.0.2', 'apply', '--timeout', '20s', file);
     expect(r.code, r.err).toBe(0);
     const g = await world.cli('--node-ip', '127.0.0.2', 'get', 'pods', '-n', ns, '-o', 'json');
-    const pod = (JSON.parse(g.out) as { items: { metadata: { name: string }; status: { hostIP: string; podIP: string } }[] }).items.find((p) => p.metadata.name === name);
+    const pod = (JSON.parse(g.out) as { items: { metadata: { name: string }; status: { hostIP: string; podIP: string } }[] }).items.find(
+      (p) => p.metadata.name === name,
+    );
     expect([pod?.status.hostIP, pod?.status.podIP]).toEqual(['127.0.0.2', '127.0.0.2']);
     const web = (await podContainers(ns, name)).find((c) => c.Labels[LABEL.containerName] === 'web')!;
     expect((await docker.getContainer(web.Id).inspect()).Config.Env).toContain('MY_IP=127.0.0.2');
@@ -88,9 +104,15 @@ spec:
 });
 
 describe('DNS', () => {
-  it('gives a dnsPolicy None pod its dnsConfig and nothing of the host\'s', async () => {
+  it("gives a dnsPolicy None pod its dnsConfig and nothing of the host's", async () => {
     const name = unique('dnsnone');
-    const r = await world.cli('apply', '--timeout', '20s', world.write(`${name}.yaml`, `apiVersion: v1
+    const r = await world.cli(
+      'apply',
+      '--timeout',
+      '20s',
+      world.write(
+        `${name}.yaml`,
+        `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
@@ -98,7 +120,9 @@ spec:
   dnsPolicy: None
   dnsConfig: {nameservers: [192.0.2.53], options: [{name: ndots, value: '2'}]}
   containers: [{name: c, image: ${TEST_IMAGE}, command: [sh, -c, 'cat /etc/resolv.conf; exec sleep 3600']}]
-`));
+`,
+      ),
+    );
     expect(r.code, r.err).toBe(0);
     const c = (await podContainers(ns, name)).find((x) => x.Labels[LABEL.containerName] === 'c')!;
     const conf = await until('resolv.conf to be printed', async () => {

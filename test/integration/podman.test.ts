@@ -20,7 +20,15 @@ afterAll(async () => {
   await agent?.stop();
   const mine = await podman.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL.instance}=${world.instance}`] }) }).catch(() => []);
   // Sandboxes last: Podman refuses to remove one that others joined.
-  const remove = (list: typeof mine): Promise<unknown> => Promise.all(list.map((c) => podman.docker.getContainer(c.Id).remove({ force: true }).catch(() => undefined)));
+  const remove = (list: typeof mine): Promise<unknown> =>
+    Promise.all(
+      list.map((c) =>
+        podman.docker
+          .getContainer(c.Id)
+          .remove({ force: true })
+          .catch(() => undefined),
+      ),
+    );
   await remove(mine.filter((c) => c.Labels[LABEL.containerType] !== 'sandbox'));
   await remove(mine.filter((c) => c.Labels[LABEL.containerType] === 'sandbox'));
   await podman.stop();
@@ -34,7 +42,9 @@ describe('podrun on Podman', () => {
     const env = { DOCKER_HOST: podman.host, ...podman.env };
     const name = unique('pm');
     const file = join(world.dir, 'pod.yaml');
-    writeFileSync(file, `apiVersion: v1
+    writeFileSync(
+      file,
+      `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
@@ -42,19 +52,30 @@ spec:
   containers:
   - {name: web, image: ${TEST_IMAGE}, command: [sh, -c, 'mkdir -p /www && echo ok > /www/index.html && exec httpd -f -p 8080 -h /www'], readinessProbe: {tcpSocket: {port: 8080}, periodSeconds: 1}}
   - {name: side, image: ${TEST_IMAGE}, command: [sh, -c, 'while [ ! -f /tmp/stop ]; do sleep 0.2; done; rm /tmp/stop; exit 1']}
-`);
+`,
+    );
     const applied = await world.bin(['apply', '-f', file], { env });
     expect(applied.err).toBe('');
     expect(applied.code).toBe(0);
     const ours = async (): Promise<{ Id: string; name: string; count: number; state: string; type: string }[]> =>
-      (await podman.docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${LABEL.instance}=${world.instance}`, `${LABEL.podName}=${name}`] }) })).map((c) => ({
+      (
+        await podman.docker.listContainers({
+          all: true,
+          filters: JSON.stringify({ label: [`${LABEL.instance}=${world.instance}`, `${LABEL.podName}=${name}`] }),
+        })
+      ).map((c) => ({
         Id: c.Id,
         name: c.Labels[LABEL.containerName] ?? '',
         count: Number(c.Labels[LABEL.restartCount]),
         state: c.State,
         type: c.Labels[LABEL.containerType] ?? '',
       }));
-    expect((await ours()).filter((c) => c.state === 'running').map((c) => c.name).sort()).toEqual(['POD', 'side', 'web']);
+    expect(
+      (await ours())
+        .filter((c) => c.state === 'running')
+        .map((c) => c.name)
+        .sort(),
+    ).toEqual(['POD', 'side', 'web']);
 
     // The agent adopts the pod as it is: nothing replaced.
     const before = (await ours()).map((c) => c.Id).sort();
@@ -71,19 +92,30 @@ spec:
     await podman.docker.getContainer(web.Id).kill();
     // A new instance, not the killed one: under load Podman can still list the killed container
     // as running for a moment after the kill returned.
-    await until('a new web to run', async () => ((await ours()).some((c) => c.name === 'web' && c.state === 'running' && c.Id !== web.Id) ? true : undefined), 30_000).catch((e: Error) => {
+    await until(
+      'a new web to run',
+      async () => ((await ours()).some((c) => c.name === 'web' && c.state === 'running' && c.Id !== web.Id) ? true : undefined),
+      30_000,
+    ).catch((e: Error) => {
       throw new Error(`${e.message}\n${agent?.logs() ?? ''}`);
     });
     const after = await ours();
-    expect(after.filter((c) => c.name === 'web' && c.state === 'running').map((c) => c.count), `${JSON.stringify(after)}\n${agent.logs()}`).toEqual([1]);
+    expect(
+      after.filter((c) => c.name === 'web' && c.state === 'running').map((c) => c.count),
+      `${JSON.stringify(after)}\n${agent.logs()}`,
+    ).toEqual([1]);
     // Ready again once its readiness probe passes.
     let shown = '';
-    await until('the pod to be 2/2 with one restart', async () => {
-      shown = (await world.bin(['get', 'pods', '-n', ns, name, '--no-headers'], { env })).out;
-      return new RegExp(`^${name}\\s+2/2\\s+Running\\s+1\\s`).test(shown) ? true : undefined;
-      // Ready only once the new container's first readiness probe passed (no longer assumed at
-      // once): beside the whole suite that has taken over 20 s.
-    }, 45_000).catch(async (e: Error) => {
+    await until(
+      'the pod to be 2/2 with one restart',
+      async () => {
+        shown = (await world.bin(['get', 'pods', '-n', ns, name, '--no-headers'], { env })).out;
+        return new RegExp(`^${name}\\s+2/2\\s+Running\\s+1\\s`).test(shown) ? true : undefined;
+        // Ready only once the new container's first readiness probe passed (no longer assumed at
+        // once): beside the whole suite that has taken over 20 s.
+      },
+      45_000,
+    ).catch(async (e: Error) => {
       const pod = (await world.bin(['get', 'pods', '-n', ns, name, '-o', 'json'], { env })).out;
       throw new Error(`${e.message}\nlast: ${shown}\n${pod}\n${agent?.logs() ?? ''}`);
     });
@@ -99,13 +131,19 @@ spec:
     }
     expect(exec.code, `${exec.err}\n${JSON.stringify(await ours())}`).toBe(0);
     let listed = '';
-    await until('the pod to be 2/2 with two restarts', async () => {
-      listed = (await world.bin(['get', 'pods', '-n', ns, name, '--no-headers'], { env })).out;
-      return new RegExp(`^${name}\\s+2/2\\s+Running\\s+2\\s`).test(listed) ? true : undefined;
-    }, 20_000).catch(async (e: Error) => {
+    await until(
+      'the pod to be 2/2 with two restarts',
+      async () => {
+        listed = (await world.bin(['get', 'pods', '-n', ns, name, '--no-headers'], { env })).out;
+        return new RegExp(`^${name}\\s+2/2\\s+Running\\s+2\\s`).test(listed) ? true : undefined;
+      },
+      20_000,
+    ).catch(async (e: Error) => {
       const side = (await ours()).find((c) => c.name === 'side');
       const inspected = side ? await podman.docker.getContainer(side.Id).inspect() : undefined;
-      throw new Error(`${e.message}\nlast: ${listed}\nside: ${JSON.stringify({ restarts: inspected?.RestartCount, state: inspected?.State.Status })}\n${agent?.logs() ?? ''}`);
+      throw new Error(
+        `${e.message}\nlast: ${listed}\nside: ${JSON.stringify({ restarts: inspected?.RestartCount, state: inspected?.State.Status })}\n${agent?.logs() ?? ''}`,
+      );
     });
 
     // Deleted whole, sandbox included (Podman refuses to remove a sandbox others joined), and the
@@ -113,14 +151,22 @@ spec:
     const deleted = await world.bin(['delete', 'pod', name, '-n', ns], { env });
     expect(deleted, deleted.err).toMatchObject({ code: 0, err: '' });
     expect(await ours()).toEqual([]);
-    await until('the pod to be gone from the agent', async () => ((await world.bin(['get', 'pods', '-n', ns, name], { env })).code === 1 ? true : undefined), 10_000).catch((e: Error) => {
+    await until(
+      'the pod to be gone from the agent',
+      async () => ((await world.bin(['get', 'pods', '-n', ns, name], { env })).code === 1 ? true : undefined),
+      10_000,
+    ).catch((e: Error) => {
       throw new Error(`${e.message}\n${agent?.logs() ?? ''}`);
     });
   });
 
-  it('ends an exec and the children it started, as on Docker: Podman reports the exec\'s pid, its cgroup names the container', async () => {
+  it("ends an exec and the children it started, as on Docker: Podman reports the exec's pid, its cgroup names the container", async () => {
     // The service was started by the test above.
-    const c = await podman.docker.createContainer({ name: unique('pm-exec'), Image: TEST_IMAGE, Cmd: ['sh', '-c', 'trap "exit 0" TERM; while :; do sleep 1; done'] });
+    const c = await podman.docker.createContainer({
+      name: unique('pm-exec'),
+      Image: TEST_IMAGE,
+      Cmd: ['sh', '-c', 'trap "exit 0" TERM; while :; do sleep 1; done'],
+    });
     const left = async (): Promise<string[][]> => {
       const top = (await c.top({ ps_args: '-o pid,stat,args' })) as { Processes?: string[][] };
       // Podman answers each process as one string of the columns ("7 S    sleep 1001"), Docker as an array.
@@ -137,7 +183,12 @@ spec:
       // The kill itself, on an exec still attached (what a dead `podrun exec`'s guard does).
       let ref: ExecRef | undefined;
       const out = new PassThrough().resume();
-      const session = rt.execAttached(c.id, ['sh', '-c', 'sleep 1002 & sleep 1003'], { tty: false, stdin: false, onCreated: (r) => (ref = r) }, { stdin: new PassThrough(), stdout: out, stderr: out });
+      const session = rt.execAttached(
+        c.id,
+        ['sh', '-c', 'sleep 1002 & sleep 1003'],
+        { tty: false, stdin: false, onCreated: (r) => (ref = r) },
+        { stdin: new PassThrough(), stdout: out, stderr: out },
+      );
       await until('the exec to run', async () => ((await left()).length === 2 ? true : undefined), 10_000);
       expect(await rt.endAbandonedExec(ref!)).toEqual({ killed: 2 });
       await session;

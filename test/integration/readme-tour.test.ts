@@ -21,7 +21,8 @@ afterAll(() => world.cleanup());
 const SKIPPED: Record<string, string> = {
   'export PATH="$PWD/bin:$PATH"': 'the test puts its own podrun (the same binary, with its state directory) on the PATH',
   'podrun apply https://example.com/pods.yaml --timeout 2m': 'needs the network',
-  'podrun run --manifest-dir /etc/podrun/manifests --manifest-url https://cfg.example/node1.yaml': 'the agent is a service (and the URL needs the network); agent-*.test.ts run it',
+  'podrun run --manifest-dir /etc/podrun/manifests --manifest-url https://cfg.example/node1.yaml':
+    'the agent is a service (and the URL needs the network); agent-*.test.ts run it',
   'podrun pull -f ./manifests': 'pulls from registries: needs the network (registry.test.ts pulls from a local one)',
 };
 
@@ -53,7 +54,10 @@ describe("README.md's tour", () => {
     for (const text of copySampleManifests(join(work, 'manifests'), { demo, system, web, etcd, data })) {
       expect(text, 'a sample still names what the test replaces').not.toMatch(/18080|18081|\/var\/lib\/podrun-examples|namespace: (demo|kube-system)\b/);
     }
-    writeFileSync(join(work, 'pod.yaml'), `apiVersion: v1\nkind: Pod\nmetadata: {name: ${unique('mine')}, namespace: ${demo}}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers: [{name: main, image: ${TEST_IMAGE}, command: [sleep, '3600']}]\n`);
+    writeFileSync(
+      join(work, 'pod.yaml'),
+      `apiVersion: v1\nkind: Pod\nmetadata: {name: ${unique('mine')}, namespace: ${demo}}\nspec:\n  terminationGracePeriodSeconds: 1\n  containers: [{name: main, image: ${TEST_IMAGE}, command: [sleep, '3600']}]\n`,
+    );
     const bin = join(world.dir, 'tour-bin');
     mkdirSync(bin);
     writeFileSync(join(bin, 'podrun'), `#!/bin/sh\nexec '${BIN}' --state-dir '${world.stateDir}' --node-ip 127.0.0.1 "$@"\n`);
@@ -63,7 +67,13 @@ describe("README.md's tour", () => {
     for (const written of commands) {
       if (SKIPPED[written]) continue;
       const line = written.replace(/\bdemo\b/g, demo);
-      const r = spawnSync('bash', ['-c', line], { cwd: work, encoding: 'utf8', input: '', timeout: 180_000, env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` } });
+      const r = spawnSync('bash', ['-c', line], {
+        cwd: work,
+        encoding: 'utf8',
+        input: '',
+        timeout: 180_000,
+        env: { ...process.env, PATH: `${bin}:${process.env.PATH ?? ''}` },
+      });
       expect(r.status, `\`${written}\` exited ${String(r.status)}:\n${r.stdout}\n${r.stderr}`).toBe(0);
       ran.push(written);
       if (written.startsWith('podrun logs')) {

@@ -31,7 +31,20 @@ export class LocalRegistry {
   async start(port?: number): Promise<this> {
     const p = port ?? (await freePort());
     this.host = `127.0.0.1:${p}`;
-    const lines = ['version: 0.1', 'log:', '  level: warn', '  accesslog:', '    disabled: true', 'storage:', `  filesystem:`, `    rootdirectory: ${join(this.dir, 'data')}`, '  delete:', '    enabled: true', 'http:', `  addr: ${this.host}`];
+    const lines = [
+      'version: 0.1',
+      'log:',
+      '  level: warn',
+      '  accesslog:',
+      '    disabled: true',
+      'storage:',
+      `  filesystem:`,
+      `    rootdirectory: ${join(this.dir, 'data')}`,
+      '  delete:',
+      '    enabled: true',
+      'http:',
+      `  addr: ${this.host}`,
+    ];
     if (this.o.tls) {
       this.makeCertificates();
       lines.push('  tls:', `    certificate: ${join(this.dir, 'server.crt')}`, `    key: ${join(this.dir, 'server.key')}`);
@@ -87,7 +100,9 @@ export class LocalRegistry {
     const [name, tag] = splitRef(ref);
     await docker.getImage(local).tag({ repo: name, tag });
     // The engine wants an auth header on every push, empty or not.
-    const auth = this.o.auth ? { username: this.o.auth.username, password: this.o.auth.password, serveraddress: this.host } : { username: '', password: '', serveraddress: this.host };
+    const auth = this.o.auth
+      ? { username: this.o.auth.username, password: this.o.auth.password, serveraddress: this.host }
+      : { username: '', password: '', serveraddress: this.host };
     const stream = await docker.getImage(ref).push({ authconfig: auth });
     await finished(stream, `push ${ref}`);
     this.pushed.add(ref);
@@ -109,10 +124,42 @@ export class LocalRegistry {
       const r = spawnSync('openssl', args, { cwd: d, encoding: 'utf8' });
       if (r.status !== 0) throw new Error(`openssl ${args.join(' ')}: ${r.stderr}`);
     };
-    ssl(['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'ca.key', '-out', 'ca.crt', '-days', '2', '-subj', '/CN=podrun test CA']);
+    ssl([
+      'req',
+      '-x509',
+      '-newkey',
+      'ec',
+      '-pkeyopt',
+      'ec_paramgen_curve:P-256',
+      '-nodes',
+      '-keyout',
+      'ca.key',
+      '-out',
+      'ca.crt',
+      '-days',
+      '2',
+      '-subj',
+      '/CN=podrun test CA',
+    ]);
     ssl(['req', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-keyout', 'server.key', '-out', 'server.csr', '-subj', '/CN=127.0.0.1']);
     writeFileSync(join(d, 'ext.cnf'), 'subjectAltName=IP:127.0.0.1\n');
-    ssl(['x509', '-req', '-in', 'server.csr', '-CA', 'ca.crt', '-CAkey', 'ca.key', '-CAcreateserial', '-out', 'server.crt', '-days', '2', '-extfile', 'ext.cnf']);
+    ssl([
+      'x509',
+      '-req',
+      '-in',
+      'server.csr',
+      '-CA',
+      'ca.crt',
+      '-CAkey',
+      'ca.key',
+      '-CAcreateserial',
+      '-out',
+      'server.crt',
+      '-days',
+      '2',
+      '-extfile',
+      'ext.cnf',
+    ]);
     this.ca = readFileSync(join(d, 'ca.crt'), 'utf8');
     // The engine trusts a registry's CA from certs.d/<host:port>/ (this port is the test's own).
     mkdirSync(certsDir(this.host), { recursive: true });
@@ -169,7 +216,10 @@ export async function buildLayeredImage(tag: string, layers: number, mbPerLayer:
       lines.push(`COPY layer${i} /data/layer${i}`);
     }
     writeFileSync(join(dir, 'Dockerfile'), `${lines.join('\n')}\n`);
-    const stream = await docker.buildImage({ context: dir, src: ['Dockerfile', ...Array.from({ length: layers }, (_, i) => `layer${i}`)] }, { t: tag, rm: true, forcerm: true });
+    const stream = await docker.buildImage(
+      { context: dir, src: ['Dockerfile', ...Array.from({ length: layers }, (_, i) => `layer${i}`)] },
+      { t: tag, rm: true, forcerm: true },
+    );
     await finished(stream, `build ${tag}`);
   } finally {
     rmSync(dir, { recursive: true, force: true });

@@ -42,7 +42,7 @@ function credentials(auths: Record<string, { username: string; password: string 
 }
 
 describe('pulls from a registry with TLS and basic auth', () => {
-  it('wrong credentials: apply fails with the registry\'s reason, get says ErrImagePull, describe has the events, the secret is never printed', async () => {
+  it("wrong credentials: apply fails with the registry's reason, get says ErrImagePull, describe has the events, the secret is never printed", async () => {
     const ref = await secure.push(TEST_IMAGE, 'team/wrong:1');
     const creds = credentials({ [secure.host]: { username: USER.username, password: 'not-the-password' } });
     const file = world.write('wrong.yaml', podYaml('wrong', ref));
@@ -57,7 +57,7 @@ describe('pulls from a registry with TLS and basic auth', () => {
     for (const text of [r.out, r.err, get.out, desc.out]) expect(text).not.toContain('not-the-password');
   }, 60_000);
 
-  it('credentials scoped to a repository path (registry:port/team) pull that path only; the state dir\'s config.json is read with no flag', async () => {
+  it("credentials scoped to a repository path (registry:port/team) pull that path only; the state dir's config.json is read with no flag", async () => {
     const ok = await secure.push(TEST_IMAGE, 'team/app:1');
     const other = await secure.push(TEST_IMAGE, 'elsewhere/app:1');
     // The node's credentials, where the kubelet keeps them (<root-dir>/config.json): team only.
@@ -75,7 +75,9 @@ describe('pulls from a registry with TLS and basic auth', () => {
       expect(denied.code).toBe(1);
       // Without credentials the engine tries HTTPS (401), then, loopback being an insecure registry
       // to it, plain HTTP: its message is about the latter. What matters: no pull, and the reason.
-      expect(denied.err).toMatch(/failed to pull image .*elsewhere\/app:1: .*(unauthorized|authentication required|no basic auth|HTTP request to an HTTPS server)/i);
+      expect(denied.err).toMatch(
+        /failed to pull image .*elsewhere\/app:1: .*(unauthorized|authentication required|no basic auth|HTTP request to an HTTPS server)/i,
+      );
       expect(denied.err).not.toContain(USER.password);
     } finally {
       await w.cleanup();
@@ -134,10 +136,22 @@ describe('pulls from a registry with TLS and basic auth', () => {
       expect(failed.out).toContain('2 of 3 images present');
       // The policies as the kubelet reads them, with no registry: Always must reach it even for an
       // image the node has; Never never does, and says so for one it lacks.
-      const always = await world.cli('apply', '-f', world.write('always.yaml', podYaml('always', a).replace(`image: ${a}`, `image: ${a}\n    imagePullPolicy: Always`)), '--timeout', '20s');
+      const always = await world.cli(
+        'apply',
+        '-f',
+        world.write('always.yaml', podYaml('always', a).replace(`image: ${a}`, `image: ${a}\n    imagePullPolicy: Always`)),
+        '--timeout',
+        '20s',
+      );
       expect(always.code).toBe(1);
       expect((await world.cli('get', 'pods', '-n', ns, 'always')).out).toMatch(/always\s+0\/1\s+ErrImagePull/);
-      const never = await world.cli('apply', '-f', world.write('never.yaml', podYaml('never', b).replace(`image: ${b}`, `image: ${b}\n    imagePullPolicy: Never`)), '--timeout', '20s');
+      const never = await world.cli(
+        'apply',
+        '-f',
+        world.write('never.yaml', podYaml('never', b).replace(`image: ${b}`, `image: ${b}\n    imagePullPolicy: Never`)),
+        '--timeout',
+        '20s',
+      );
       expect(never.code).toBe(1);
       expect(never.err).toContain('is not present and its imagePullPolicy is Never');
       expect((await world.cli('get', 'pods', '-n', ns, 'never')).out).toMatch(/never\s+0\/1\s+ErrImageNeverPull/);
@@ -148,7 +162,7 @@ describe('pulls from a registry with TLS and basic auth', () => {
 });
 
 describe('the pause image', () => {
-  it('one the engine lacks is pulled (with the node\'s credentials) when the sandbox is made, and the pod runs', async () => {
+  it("one the engine lacks is pulled (with the node's credentials) when the sandbox is made, and the pod runs", async () => {
     const pause = await secure.push(PAUSE_IMAGE, `infra/pause-${ns}:1`);
     await untag(pause);
     expect(await hasImage(pause)).toBe(false);
@@ -169,7 +183,7 @@ describe('the pause image', () => {
 });
 
 describe('pull progress', () => {
-  it('on a terminal, apply redraws each pull\'s layers and bytes in place and ends with its total; off a terminal, plain lines', async () => {
+  it("on a terminal, apply redraws each pull's layers and bytes in place and ends with its total; off a terminal, plain lines", async () => {
     const local = `podrun-test/layered-${ns}:1`;
     await buildLayeredImage(local, 4, 12);
     const plain = new LocalRegistry();
@@ -180,7 +194,11 @@ describe('pull progress', () => {
       const file = world.write('layers.yaml', podYaml('layers', ref));
       // `script` gives podrun a pseudo-terminal, as a user's shell would.
       const tty = await new Promise<string>((resolve) => {
-        const p = spawn('script', ['-qfec', `${BIN} --state-dir ${world.stateDir} --pause-image ${PAUSE_IMAGE} --node-ip 127.0.0.1 apply -f ${file} --timeout 60s`, '/dev/null'], { stdio: ['ignore', 'pipe', 'pipe'] });
+        const p = spawn(
+          'script',
+          ['-qfec', `${BIN} --state-dir ${world.stateDir} --pause-image ${PAUSE_IMAGE} --node-ip 127.0.0.1 apply -f ${file} --timeout 60s`, '/dev/null'],
+          { stdio: ['ignore', 'pipe', 'pipe'] },
+        );
         let out = '';
         p.stdout.on('data', (c: Buffer) => (out += c.toString()));
         p.on('close', () => resolve(out));
@@ -227,7 +245,14 @@ describe('the agent and a registry that goes away', () => {
       // A new pod from the same registry has nothing to keep running: kubectl's reasons show.
       writeFileSync(join(w.manifests, 'new.yaml'), podYaml('fresh', `${reg.host}/outage/fresh:1`));
       await agent.waitForLog(/failed to pull image .*outage\/app:2/, 20_000);
-      const fresh = await untilPod(w, ns, 'fresh', 'ImagePullBackOff', (p) => p.status.containerStatuses?.[0]?.state.waiting?.reason === 'ImagePullBackOff', 15_000);
+      const fresh = await untilPod(
+        w,
+        ns,
+        'fresh',
+        'ImagePullBackOff',
+        (p) => p.status.containerStatuses?.[0]?.state.waiting?.reason === 'ImagePullBackOff',
+        15_000,
+      );
       expect(fresh.status.containerStatuses?.[0]?.state.waiting?.message).toMatch(/Back-off pulling image .*outage\/fresh:1.*connection refused/);
       const freshEvents = (await w.cli('describe', 'pod', 'fresh', '-n', ns)).out;
       expect(freshEvents).toMatch(/Warning\s+Failed\s+.*Failed to pull image/);
@@ -255,7 +280,14 @@ describe('the agent and a registry that goes away', () => {
       expect(gap2).toBeGreaterThanOrEqual(19.5);
       expect(gap2).toBeLessThan(24);
       expect(pulledAt).toBeGreaterThan(upAt);
-      await untilPod(w, ns, 'outage', 'v2 running', (p) => p.status.containerStatuses?.[0]?.image === v2 && p.status.containerStatuses?.[0]?.state.running !== undefined, 20_000);
+      await untilPod(
+        w,
+        ns,
+        'outage',
+        'v2 running',
+        (p) => p.status.containerStatuses?.[0]?.image === v2 && p.status.containerStatuses?.[0]?.state.running !== undefined,
+        20_000,
+      );
       const pod = await agentPod(w, ns, 'outage');
       expect(pod?.status.containerStatuses?.[0]?.restartCount).toBeGreaterThanOrEqual(0);
       expect(agent.logs()).not.toContain(USER.password);
@@ -269,10 +301,11 @@ describe('the agent and a registry that goes away', () => {
 });
 
 function failedAttempts(log: string, image: string): number[] {
-  return log
-    .split('\n')
-    // The pull's own record (one per attempt), not the pod worker's line about it.
-    .filter((l) => /^\S+ WARN\s+failed to pull image /.test(l) && l.includes(image))
-    .map((l) => Date.parse(l.slice(0, 24)));
+  return (
+    log
+      .split('\n')
+      // The pull's own record (one per attempt), not the pod worker's line about it.
+      .filter((l) => /^\S+ WARN\s+failed to pull image /.test(l) && l.includes(image))
+      .map((l) => Date.parse(l.slice(0, 24)))
+  );
 }
-

@@ -19,7 +19,10 @@ export function makeKeyPair(dir: string, name: string): SigningKey {
     pub: `${key}.pub`,
     // The form the README gives: the file on stdin, the signature on stdout (no overwrite prompt).
     sign: (file, namespace = 'podrun') => {
-      const sig = execFileSync('ssh-keygen', ['-Y', 'sign', '-n', namespace, '-f', key], { input: readFileSync(file), stdio: ['pipe', 'pipe', 'ignore'] }).toString();
+      const sig = execFileSync('ssh-keygen', ['-Y', 'sign', '-n', namespace, '-f', key], {
+        input: readFileSync(file),
+        stdio: ['pipe', 'pipe', 'ignore'],
+      }).toString();
       writeFileSync(`${file}.sig`, sig);
       return sig;
     },
@@ -56,10 +59,14 @@ export class SignedServer {
 
 /** The id of the pod's container `a` once it runs with env V=`env` (the signed-set tests' pods). */
 export async function runningWith(ns: string, name: string, env: string, timeoutMs = 20_000): Promise<string> {
-  return until(`pod ${name} to run with V=${env}`, async () => {
-    const c = (await podContainers(ns, name)).find((x) => x.Labels[LABEL.containerName] === 'a' && x.State === 'running');
-    if (!c) return undefined;
-    const vars = (await docker.getContainer(c.Id).inspect()).Config.Env ?? [];
-    return vars.includes(`V=${env}`) ? c.Id : undefined;
-  }, timeoutMs);
+  return until(
+    `pod ${name} to run with V=${env}`,
+    async () => {
+      const c = (await podContainers(ns, name)).find((x) => x.Labels[LABEL.containerName] === 'a' && x.State === 'running');
+      if (!c) return undefined;
+      const vars = (await docker.getContainer(c.Id).inspect()).Config.Env ?? [];
+      return vars.includes(`V=${env}`) ? c.Id : undefined;
+    },
+    timeoutMs,
+  );
 }

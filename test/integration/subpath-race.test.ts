@@ -58,57 +58,61 @@ function startRacer(parent: string, name: string, holdDir: string, target: strin
 }
 
 describe('a volume writer racing podrun', () => {
-  it(`makes nothing outside the volume while an ancestor of the subPath flips to a host symlink for ${RACE_MS / 1000} s`, { timeout: RACE_MS + 60_000 }, async () => {
-    root = realpathSync(mkdtempSync(join(tmpdir(), 'podrun-race-')));
-    const vol = join(root, 'vol');
-    const outside = join(root, 'host');
-    mkdirSync(join(vol, 'a'), { recursive: true });
-    mkdirSync(join(vol, 'hold'));
-    mkdirSync(outside);
-    const race = startRacer(vol, 'a', join(vol, 'hold'), outside);
-    let made = 0;
-    let refused = 0;
-    let failed = 0;
-    const escaped: string[] = [];
-    const until = Date.now() + RACE_MS;
-    for (let i = 0; Date.now() < until; i++) {
-      try {
-        const fd = openSubPath(vol, `a/b${i}/c`, 'volume "v" of container app');
-        const where = fdPath(fd);
-        closeSync(fd);
-        made++;
-        if (!where.startsWith(`${vol}/`)) escaped.push(where);
-        // What was made goes again (wherever the racer has moved it), so the volume stays small.
-        else {
-          for (const dir of [where, dirname(where)]) {
-            try {
-              rmdirSync(dir);
-            } catch {
-              // Moved by the racer meanwhile: left, it is inside the volume.
+  it(
+    `makes nothing outside the volume while an ancestor of the subPath flips to a host symlink for ${RACE_MS / 1000} s`,
+    { timeout: RACE_MS + 60_000 },
+    async () => {
+      root = realpathSync(mkdtempSync(join(tmpdir(), 'podrun-race-')));
+      const vol = join(root, 'vol');
+      const outside = join(root, 'host');
+      mkdirSync(join(vol, 'a'), { recursive: true });
+      mkdirSync(join(vol, 'hold'));
+      mkdirSync(outside);
+      const race = startRacer(vol, 'a', join(vol, 'hold'), outside);
+      let made = 0;
+      let refused = 0;
+      let failed = 0;
+      const escaped: string[] = [];
+      const until = Date.now() + RACE_MS;
+      for (let i = 0; Date.now() < until; i++) {
+        try {
+          const fd = openSubPath(vol, `a/b${i}/c`, 'volume "v" of container app');
+          const where = fdPath(fd);
+          closeSync(fd);
+          made++;
+          if (!where.startsWith(`${vol}/`)) escaped.push(where);
+          // What was made goes again (wherever the racer has moved it), so the volume stays small.
+          else {
+            for (const dir of [where, dirname(where)]) {
+              try {
+                rmdirSync(dir);
+              } catch {
+                // Moved by the racer meanwhile: left, it is inside the volume.
+              }
             }
           }
+        } catch (err) {
+          // Refusals are right (the symlink was seen, or the directory was mid-flip); what counts
+          // is where directories were made.
+          if (err instanceof MountRefused) refused++;
+          else if ((err as NodeJS.ErrnoException).code !== undefined) failed++;
+          else throw err;
         }
-      } catch (err) {
-        // Refusals are right (the symlink was seen, or the directory was mid-flip); what counts
-        // is where directories were made.
-        if (err instanceof MountRefused) refused++;
-        else if ((err as NodeJS.ErrnoException).code !== undefined) failed++;
-        else throw err;
+        if (i % 200 === 0) {
+          expect(readdirSync(outside)).toEqual([]);
+          await yieldToLoop();
+        }
       }
-      if (i % 200 === 0) {
-        expect(readdirSync(outside)).toEqual([]);
-        await yieldToLoop();
-      }
-    }
-    const flips = await race.flips();
-    console.log(`subPath race: ${made} made, ${refused} refused, ${failed} failed, ${flips} flips to the symlink in ${RACE_MS} ms`);
-    expect(escaped).toEqual([]);
-    expect(readdirSync(outside)).toEqual([]);
-    // The race was run both ways: some walks met the symlink, some got through.
-    expect(made).toBeGreaterThan(0);
-    expect(refused).toBeGreaterThan(0);
-    expect(flips).toBeGreaterThan(1000);
-  });
+      const flips = await race.flips();
+      console.log(`subPath race: ${made} made, ${refused} refused, ${failed} failed, ${flips} flips to the symlink in ${RACE_MS} ms`);
+      expect(escaped).toEqual([]);
+      expect(readdirSync(outside)).toEqual([]);
+      // The race was run both ways: some walks met the symlink, some got through.
+      expect(made).toBeGreaterThan(0);
+      expect(refused).toBeGreaterThan(0);
+      expect(flips).toBeGreaterThan(1000);
+    },
+  );
 
   it('removes a pod directory without deleting anything a swapped-in symlink points to', { timeout: 60_000 }, async () => {
     root = realpathSync(mkdtempSync(join(tmpdir(), 'podrun-race-')));

@@ -103,7 +103,14 @@ async function containersNow(): Promise<Map<string, Seen>> {
   const out = new Map<string, Seen>();
   for (const c of list) {
     const i = await docker.getContainer(c.Id).inspect();
-    out.set(c.Id, { id: c.Id, name: i.Name, startedAt: i.State.StartedAt, engineRestarts: i.RestartCount, restartCount: c.Labels[LABEL.restartCount] ?? '', hash: c.Labels[LABEL.hash] ?? '' });
+    out.set(c.Id, {
+      id: c.Id,
+      name: i.Name,
+      startedAt: i.State.StartedAt,
+      engineRestarts: i.RestartCount,
+      restartCount: c.Labels[LABEL.restartCount] ?? '',
+      hash: c.Labels[LABEL.hash] ?? '',
+    });
   }
   return out;
 }
@@ -134,14 +141,22 @@ describe('an upgrade from the previous release', () => {
     prevAgent = new AgentProcess(world.stateDir, ['--manifest-dir', manifests], {}, prevBin);
     await prevAgent.started();
     let restartsBefore: string[] = [];
-    const before = await until('the previous agent to run both pods, main restarted once', async () => {
-      const now = await containersNow();
-      const started = [...now.values()].filter((c) => c.startedAt && !c.startedAt.startsWith('0001-'));
-      // web: sandbox, setup (exited), app, side; host: sandbox, main's failed first instance and its second.
-      const get = await runBin(prevBin, ['get', 'pods', '-n', ns]);
-      restartsBefore = restartsOf(get.out);
-      return started.length === 7 && [...now.values()].some((c) => c.restartCount === '1') && get.out.split('\n').filter((l) => /\b1\/1|2\/2\b/.test(l)).length === 2 ? now : undefined;
-    }, 40_000);
+    const before = await until(
+      'the previous agent to run both pods, main restarted once',
+      async () => {
+        const now = await containersNow();
+        const started = [...now.values()].filter((c) => c.startedAt && !c.startedAt.startsWith('0001-'));
+        // web: sandbox, setup (exited), app, side; host: sandbox, main's failed first instance and its second.
+        const get = await runBin(prevBin, ['get', 'pods', '-n', ns]);
+        restartsBefore = restartsOf(get.out);
+        return started.length === 7 &&
+          [...now.values()].some((c) => c.restartCount === '1') &&
+          get.out.split('\n').filter((l) => /\b1\/1|2\/2\b/.test(l)).length === 2
+          ? now
+          : undefined;
+      },
+      40_000,
+    );
     expect(restartsBefore).toEqual(['host 1', 'web 0']);
     expect(await prevAgent.stop()).toBe(0);
     prevAgent = undefined;
@@ -166,7 +181,13 @@ describe('an upgrade from the previous release', () => {
     for (const [id, b] of before) {
       const a = after.get(id)!;
       // 0 restarts: not by podrun (no new instance), not by the engine (in place), not stopped and started.
-      expect({ id, startedAt: a.startedAt, engineRestarts: a.engineRestarts, restartCount: a.restartCount, hash: a.hash }).toEqual({ id, startedAt: b.startedAt, engineRestarts: 0, restartCount: b.restartCount, hash: b.hash });
+      expect({ id, startedAt: a.startedAt, engineRestarts: a.engineRestarts, restartCount: a.restartCount, hash: a.hash }).toEqual({
+        id,
+        startedAt: b.startedAt,
+        engineRestarts: 0,
+        restartCount: b.restartCount,
+        hash: b.hash,
+      });
     }
     // RESTARTS as the previous release counted them: none added.
     expect(restartsOf((await runBin(BIN, ['get', 'pods', '-n', ns])).out)).toEqual(restartsBefore);

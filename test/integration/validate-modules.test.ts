@@ -13,7 +13,10 @@ afterAll(() => rmSync(dir, { recursive: true, force: true }));
 describe('validate loads only what it uses', () => {
   it('never loads node:crypto for pods that name no uid', () => {
     const preload = join(dir, 'loaded.cjs');
-    writeFileSync(preload, "process.on('exit', () => process.stderr.write(`\\nloaded: ${process.moduleLoadList.filter((m) => / crypto$/.test(m)).join(',')}\\n`));\n");
+    writeFileSync(
+      preload,
+      "process.on('exit', () => process.stderr.write(`\\nloaded: ${process.moduleLoadList.filter((m) => / crypto$/.test(m)).join(',')}\\n`));\n",
+    );
     const pod = join(dir, 'p.yaml');
     writeFileSync(pod, 'apiVersion: v1\nkind: Pod\nmetadata: {name: p, namespace: modules}\nspec:\n  containers: [{name: c, image: busybox:1}]\n');
     const r = spawnSync(process.execPath, ['--require', preload, BIN, '--state-dir', join(dir, 'state'), 'validate', pod], { encoding: 'utf8' });
@@ -29,11 +32,19 @@ describe('get and apply load no HTTP stack, logger or timing module they do not 
   // engine is asked only to list: no pod of this state dir exists.
   it('lists and plans without node:http, worker_threads or perf_hooks', () => {
     const preload = join(dir, 'loaded-engine.cjs');
-    writeFileSync(preload, "process.on('exit', () => process.stderr.write(`\\nloaded: ${process.moduleLoadList.filter((m) => / (http|https|worker_threads|perf_hooks)$/.test(m)).join(',')}\\n`));\n");
+    writeFileSync(
+      preload,
+      "process.on('exit', () => process.stderr.write(`\\nloaded: ${process.moduleLoadList.filter((m) => / (http|https|worker_threads|perf_hooks)$/.test(m)).join(',')}\\n`));\n",
+    );
     const ns = unique('modules');
     const pod = join(dir, 'q.yaml');
     writeFileSync(pod, `apiVersion: v1\nkind: Pod\nmetadata: {name: q, namespace: ${ns}}\nspec:\n  containers: [{name: c, image: ${TEST_IMAGE}}]\n`);
-    const run = (...args: string[]) => spawnSync(process.execPath, ['--require', preload, BIN, '--state-dir', join(dir, 'state-engine'), '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', ...args], { encoding: 'utf8' });
+    const run = (...args: string[]) =>
+      spawnSync(
+        process.execPath,
+        ['--require', preload, BIN, '--state-dir', join(dir, 'state-engine'), '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', ...args],
+        { encoding: 'utf8' },
+      );
     const got = run('get', 'pods', '-n', ns);
     expect(got.status, got.stderr).toBe(0);
     expect(got.stderr).toMatch(/\nloaded: \n/);
@@ -43,4 +54,3 @@ describe('get and apply load no HTTP stack, logger or timing module they do not 
     expect(planned.stderr).toMatch(/\nloaded: \n/);
   });
 });
-

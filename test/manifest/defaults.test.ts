@@ -25,8 +25,17 @@ describe('defaults, as the apiserver and kubelet apply them', () => {
     expect(c.imagePullPolicy).toBe('Always');
     expect(c.terminationMessagePath).toBe('/dev/termination-log');
     expect(c.ports).toEqual([{ containerPort: 2379, hostPort: 2379, protocol: 'TCP' }]);
-    expect(c.livenessProbe).toEqual({ httpGet: { port: 2381, path: '/', scheme: 'HTTP' }, timeoutSeconds: 1, periodSeconds: 10, successThreshold: 1, failureThreshold: 3 });
-    expect(d.spec.volumes).toEqual([{ name: 'v', emptyDir: {} }, { name: 'h', hostPath: { path: '/x', type: '' } }]);
+    expect(c.livenessProbe).toEqual({
+      httpGet: { port: 2381, path: '/', scheme: 'HTTP' },
+      timeoutSeconds: 1,
+      periodSeconds: 10,
+      successThreshold: 1,
+      failureThreshold: 3,
+    });
+    expect(d.spec.volumes).toEqual([
+      { name: 'v', emptyDir: {} },
+      { name: 'h', hostPath: { path: '/x', type: '' } },
+    ]);
   });
 
   it('pulls always for :latest or no tag, else if not present', () => {

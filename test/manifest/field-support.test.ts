@@ -15,7 +15,9 @@ interface Schema {
   properties?: Record<string, Schema>;
   patternProperties?: Record<string, Schema>;
 }
-const schema = JSON.parse(readFileSync(fileURLToPath(new URL('../../schemas/pod.schema.json', import.meta.url)), 'utf8')) as Schema & { $defs: Record<string, Schema> };
+const schema = JSON.parse(readFileSync(fileURLToPath(new URL('../../schemas/pod.schema.json', import.meta.url)), 'utf8')) as Schema & {
+  $defs: Record<string, Schema>;
+};
 const parity = readFileSync(fileURLToPath(new URL('../../docs/kubelet-parity.md', import.meta.url)), 'utf8');
 
 const SPECIAL = new Set(['ignored', 'unsupported', 'staticRule', 'serverSet']);
@@ -70,16 +72,202 @@ const G = {
 
 /** Each honoured field and the row of docs/kubelet-parity.md that says how. */
 const HONOURED: Record<string, string> = {
-  ...Object.fromEntries(['Pod.apiVersion', 'Pod.kind', 'Pod.metadata', 'Pod.spec', 'ObjectMeta.name', 'ObjectMeta.namespace', 'ObjectMeta.uid', 'ObjectMeta.labels', 'ObjectMeta.annotations'].map((k) => [k, G.identity])),
-  ...Object.fromEntries(['PodSpec.containers', 'Container.name', 'Container.image', 'Container.imagePullPolicy', 'Container.command', 'Container.args', 'Container.workingDir', 'Container.stdin', 'Container.stdinOnce', 'Container.tty', 'Container.terminationMessagePath', 'Container.terminationMessagePolicy'].map((k) => [k, G.containers])),
-  ...Object.fromEntries(['Container.env', 'EnvVar.name', 'EnvVar.value', 'EnvVar.valueFrom', 'EnvVar.valueFrom.fieldRef', 'EnvVar.valueFrom.fieldRef.apiVersion', 'EnvVar.valueFrom.fieldRef.fieldPath', 'EnvVar.valueFrom.resourceFieldRef', 'EnvVar.valueFrom.resourceFieldRef.containerName', 'EnvVar.valueFrom.resourceFieldRef.resource', 'EnvVar.valueFrom.resourceFieldRef.divisor'].map((k) => [k, G.env])),
-  ...Object.fromEntries(['Container.ports', 'ContainerPort.name', 'ContainerPort.containerPort', 'ContainerPort.hostPort', 'ContainerPort.hostIP', 'ContainerPort.protocol', 'PodSpec.hostNetwork', 'PodSpec.hostname', 'PodSpec.subdomain', 'PodSpec.hostAliases', 'PodSpec.hostAliases.ip', 'PodSpec.hostAliases.hostnames', 'PodSpec.dnsPolicy', 'PodSpec.dnsConfig', 'PodSpec.dnsConfig.nameservers', 'PodSpec.dnsConfig.searches', 'PodSpec.dnsConfig.options', 'PodSpec.dnsConfig.options.name', 'PodSpec.dnsConfig.options.value'].map((k) => [k, G.network])),
-  ...Object.fromEntries(['Container.resources', 'ResourceRequirements.limits', 'ResourceRequirements.requests', 'ResourceList.cpu', 'ResourceList.memory', 'ResourceList.ephemeral-storage', 'PodSpec.priorityClassName'].map((k) => [k, G.resources])),
-  ...Object.fromEntries(['Container.volumeMounts', 'VolumeMount.name', 'VolumeMount.mountPath', 'VolumeMount.readOnly', 'VolumeMount.subPath', 'VolumeMount.mountPropagation', 'PodSpec.volumes', 'Volume.name', 'Volume.hostPath', 'Volume.hostPath.path', 'Volume.hostPath.type', 'Volume.emptyDir', 'Volume.emptyDir.medium', 'Volume.emptyDir.sizeLimit', 'Volume.downwardAPI', 'Volume.downwardAPI.items', 'Volume.downwardAPI.defaultMode', 'Volume.projected', 'Volume.projected.sources', 'Volume.projected.sources.downwardAPI', 'Volume.projected.defaultMode', 'DownwardAPIProjection.items', 'DownwardAPIVolumeFile.path', 'DownwardAPIVolumeFile.fieldRef', 'DownwardAPIVolumeFile.fieldRef.apiVersion', 'DownwardAPIVolumeFile.fieldRef.fieldPath', 'DownwardAPIVolumeFile.resourceFieldRef', 'DownwardAPIVolumeFile.resourceFieldRef.containerName', 'DownwardAPIVolumeFile.resourceFieldRef.resource', 'DownwardAPIVolumeFile.resourceFieldRef.divisor', 'DownwardAPIVolumeFile.mode'].map((k) => [k, G.volumes])),
-  ...Object.fromEntries(['Container.livenessProbe', 'Container.readinessProbe', 'Container.startupProbe', 'Probe.exec', 'Probe.httpGet', 'Probe.tcpSocket', 'Probe.grpc', 'Probe.initialDelaySeconds', 'Probe.timeoutSeconds', 'Probe.periodSeconds', 'Probe.successThreshold', 'Probe.failureThreshold', 'Probe.terminationGracePeriodSeconds', 'ExecAction.command', 'HTTPGetAction.path', 'HTTPGetAction.port', 'HTTPGetAction.host', 'HTTPGetAction.scheme', 'HTTPGetAction.httpHeaders', 'HTTPGetAction.httpHeaders.name', 'HTTPGetAction.httpHeaders.value', 'TCPSocketAction.port', 'TCPSocketAction.host', 'GRPCAction.port', 'GRPCAction.service'].map((k) => [k, G.probes])),
-  ...Object.fromEntries(['Container.lifecycle', 'Container.lifecycle.postStart', 'Container.lifecycle.preStop', 'LifecycleHandler.exec', 'LifecycleHandler.httpGet', 'LifecycleHandler.tcpSocket', 'LifecycleHandler.sleep', 'LifecycleHandler.sleep.seconds'].map((k) => [k, G.hooks])),
-  ...Object.fromEntries(['Container.securityContext', 'SecurityContext.privileged', 'SecurityContext.runAsUser', 'SecurityContext.runAsGroup', 'SecurityContext.runAsNonRoot', 'SecurityContext.readOnlyRootFilesystem', 'SecurityContext.allowPrivilegeEscalation', 'SecurityContext.capabilities', 'SecurityContext.capabilities.add', 'SecurityContext.capabilities.drop', 'SecurityContext.seccompProfile', 'SecurityContext.procMount', 'SeccompProfile.type', 'PodSpec.securityContext', 'PodSecurityContext.runAsUser', 'PodSecurityContext.runAsGroup', 'PodSecurityContext.runAsNonRoot', 'PodSecurityContext.supplementalGroups', 'PodSecurityContext.seccompProfile', 'PodSecurityContext.sysctls', 'PodSecurityContext.sysctls.name', 'PodSecurityContext.sysctls.value', 'PodSpec.hostPID', 'PodSpec.hostIPC', 'PodSpec.shareProcessNamespace', 'PodSpec.hostUsers', 'PodSpec.os', 'PodSpec.os.name'].map((k) => [k, G.security])),
-  ...Object.fromEntries(['Container.restartPolicy', 'PodSpec.initContainers', 'PodSpec.restartPolicy', 'PodSpec.terminationGracePeriodSeconds', 'PodSpec.readinessGates', 'PodSpec.readinessGates.conditionType'].map((k) => [k, G.restart])),
+  ...Object.fromEntries(
+    [
+      'Pod.apiVersion',
+      'Pod.kind',
+      'Pod.metadata',
+      'Pod.spec',
+      'ObjectMeta.name',
+      'ObjectMeta.namespace',
+      'ObjectMeta.uid',
+      'ObjectMeta.labels',
+      'ObjectMeta.annotations',
+    ].map((k) => [k, G.identity]),
+  ),
+  ...Object.fromEntries(
+    [
+      'PodSpec.containers',
+      'Container.name',
+      'Container.image',
+      'Container.imagePullPolicy',
+      'Container.command',
+      'Container.args',
+      'Container.workingDir',
+      'Container.stdin',
+      'Container.stdinOnce',
+      'Container.tty',
+      'Container.terminationMessagePath',
+      'Container.terminationMessagePolicy',
+    ].map((k) => [k, G.containers]),
+  ),
+  ...Object.fromEntries(
+    [
+      'Container.env',
+      'EnvVar.name',
+      'EnvVar.value',
+      'EnvVar.valueFrom',
+      'EnvVar.valueFrom.fieldRef',
+      'EnvVar.valueFrom.fieldRef.apiVersion',
+      'EnvVar.valueFrom.fieldRef.fieldPath',
+      'EnvVar.valueFrom.resourceFieldRef',
+      'EnvVar.valueFrom.resourceFieldRef.containerName',
+      'EnvVar.valueFrom.resourceFieldRef.resource',
+      'EnvVar.valueFrom.resourceFieldRef.divisor',
+    ].map((k) => [k, G.env]),
+  ),
+  ...Object.fromEntries(
+    [
+      'Container.ports',
+      'ContainerPort.name',
+      'ContainerPort.containerPort',
+      'ContainerPort.hostPort',
+      'ContainerPort.hostIP',
+      'ContainerPort.protocol',
+      'PodSpec.hostNetwork',
+      'PodSpec.hostname',
+      'PodSpec.subdomain',
+      'PodSpec.hostAliases',
+      'PodSpec.hostAliases.ip',
+      'PodSpec.hostAliases.hostnames',
+      'PodSpec.dnsPolicy',
+      'PodSpec.dnsConfig',
+      'PodSpec.dnsConfig.nameservers',
+      'PodSpec.dnsConfig.searches',
+      'PodSpec.dnsConfig.options',
+      'PodSpec.dnsConfig.options.name',
+      'PodSpec.dnsConfig.options.value',
+    ].map((k) => [k, G.network]),
+  ),
+  ...Object.fromEntries(
+    [
+      'Container.resources',
+      'ResourceRequirements.limits',
+      'ResourceRequirements.requests',
+      'ResourceList.cpu',
+      'ResourceList.memory',
+      'ResourceList.ephemeral-storage',
+      'PodSpec.priorityClassName',
+    ].map((k) => [k, G.resources]),
+  ),
+  ...Object.fromEntries(
+    [
+      'Container.volumeMounts',
+      'VolumeMount.name',
+      'VolumeMount.mountPath',
+      'VolumeMount.readOnly',
+      'VolumeMount.subPath',
+      'VolumeMount.mountPropagation',
+      'PodSpec.volumes',
+      'Volume.name',
+      'Volume.hostPath',
+      'Volume.hostPath.path',
+      'Volume.hostPath.type',
+      'Volume.emptyDir',
+      'Volume.emptyDir.medium',
+      'Volume.emptyDir.sizeLimit',
+      'Volume.downwardAPI',
+      'Volume.downwardAPI.items',
+      'Volume.downwardAPI.defaultMode',
+      'Volume.projected',
+      'Volume.projected.sources',
+      'Volume.projected.sources.downwardAPI',
+      'Volume.projected.defaultMode',
+      'DownwardAPIProjection.items',
+      'DownwardAPIVolumeFile.path',
+      'DownwardAPIVolumeFile.fieldRef',
+      'DownwardAPIVolumeFile.fieldRef.apiVersion',
+      'DownwardAPIVolumeFile.fieldRef.fieldPath',
+      'DownwardAPIVolumeFile.resourceFieldRef',
+      'DownwardAPIVolumeFile.resourceFieldRef.containerName',
+      'DownwardAPIVolumeFile.resourceFieldRef.resource',
+      'DownwardAPIVolumeFile.resourceFieldRef.divisor',
+      'DownwardAPIVolumeFile.mode',
+    ].map((k) => [k, G.volumes]),
+  ),
+  ...Object.fromEntries(
+    [
+      'Container.livenessProbe',
+      'Container.readinessProbe',
+      'Container.startupProbe',
+      'Probe.exec',
+      'Probe.httpGet',
+      'Probe.tcpSocket',
+      'Probe.grpc',
+      'Probe.initialDelaySeconds',
+      'Probe.timeoutSeconds',
+      'Probe.periodSeconds',
+      'Probe.successThreshold',
+      'Probe.failureThreshold',
+      'Probe.terminationGracePeriodSeconds',
+      'ExecAction.command',
+      'HTTPGetAction.path',
+      'HTTPGetAction.port',
+      'HTTPGetAction.host',
+      'HTTPGetAction.scheme',
+      'HTTPGetAction.httpHeaders',
+      'HTTPGetAction.httpHeaders.name',
+      'HTTPGetAction.httpHeaders.value',
+      'TCPSocketAction.port',
+      'TCPSocketAction.host',
+      'GRPCAction.port',
+      'GRPCAction.service',
+    ].map((k) => [k, G.probes]),
+  ),
+  ...Object.fromEntries(
+    [
+      'Container.lifecycle',
+      'Container.lifecycle.postStart',
+      'Container.lifecycle.preStop',
+      'LifecycleHandler.exec',
+      'LifecycleHandler.httpGet',
+      'LifecycleHandler.tcpSocket',
+      'LifecycleHandler.sleep',
+      'LifecycleHandler.sleep.seconds',
+    ].map((k) => [k, G.hooks]),
+  ),
+  ...Object.fromEntries(
+    [
+      'Container.securityContext',
+      'SecurityContext.privileged',
+      'SecurityContext.runAsUser',
+      'SecurityContext.runAsGroup',
+      'SecurityContext.runAsNonRoot',
+      'SecurityContext.readOnlyRootFilesystem',
+      'SecurityContext.allowPrivilegeEscalation',
+      'SecurityContext.capabilities',
+      'SecurityContext.capabilities.add',
+      'SecurityContext.capabilities.drop',
+      'SecurityContext.seccompProfile',
+      'SecurityContext.procMount',
+      'SeccompProfile.type',
+      'PodSpec.securityContext',
+      'PodSecurityContext.runAsUser',
+      'PodSecurityContext.runAsGroup',
+      'PodSecurityContext.runAsNonRoot',
+      'PodSecurityContext.supplementalGroups',
+      'PodSecurityContext.seccompProfile',
+      'PodSecurityContext.sysctls',
+      'PodSecurityContext.sysctls.name',
+      'PodSecurityContext.sysctls.value',
+      'PodSpec.hostPID',
+      'PodSpec.hostIPC',
+      'PodSpec.shareProcessNamespace',
+      'PodSpec.hostUsers',
+      'PodSpec.os',
+      'PodSpec.os.name',
+    ].map((k) => [k, G.security]),
+  ),
+  ...Object.fromEntries(
+    [
+      'Container.restartPolicy',
+      'PodSpec.initContainers',
+      'PodSpec.restartPolicy',
+      'PodSpec.terminationGracePeriodSeconds',
+      'PodSpec.readinessGates',
+      'PodSpec.readinessGates.conditionType',
+    ].map((k) => [k, G.restart]),
+  ),
 };
 
 /** A pod with `path` set to `value`; list elements get the least they need to be valid. */
@@ -88,9 +276,17 @@ function podWith(path: string[], value: unknown): string {
     apiVersion: 'v1',
     kind: 'Pod',
     metadata: { name: 'p' },
-    spec: { containers: [{ name: 'c', image: 'busybox:1.36', volumeMounts: [{ name: 'v', mountPath: '/v' }], env: [{ name: 'E' }] }], volumes: [{ name: 'v' }] },
+    spec: {
+      containers: [{ name: 'c', image: 'busybox:1.36', volumeMounts: [{ name: 'v', mountPath: '/v' }], env: [{ name: 'E' }] }],
+      volumes: [{ name: 'v' }],
+    },
   };
-  const fresh: Record<string, () => Record<string, unknown>> = { containers: () => ({ name: 'c', image: 'busybox:1.36' }), initContainers: () => ({ name: 'i', image: 'busybox:1.36' }), volumes: () => ({ name: 'w' }), sources: () => ({}) };
+  const fresh: Record<string, () => Record<string, unknown>> = {
+    containers: () => ({ name: 'c', image: 'busybox:1.36' }),
+    initContainers: () => ({ name: 'i', image: 'busybox:1.36' }),
+    volumes: () => ({ name: 'w' }),
+    sources: () => ({}),
+  };
   let cur: Record<string, unknown> = pod;
   path.forEach((seg, i) => {
     if (seg === '[]') return;
@@ -114,7 +310,10 @@ function issuesAt(path: string[], value: unknown): { errors: string[]; warnings:
 
 /** How a path prints in an issue: spec.containers[0].resizePolicy. */
 function printed(path: string[]): string {
-  return path.join('.').replace(/\.\[\]/g, '[0]').replace(/\.(hugepages-2Mi)/, '["$1"]');
+  return path
+    .join('.')
+    .replace(/\.\[\]/g, '[0]')
+    .replace(/\.(hugepages-2Mi)/, '["$1"]');
 }
 
 const fields = walk();
@@ -136,7 +335,10 @@ describe('every Pod field has a behaviour', () => {
     for (const f of fields.filter((x) => x.support === 'ignored')) {
       const { errors, warnings } = issuesAt(f.path, 'x');
       expect(errors, f.key).toEqual([]);
-      expect(warnings.find((w) => w.startsWith(`${printed(f.path)}: ignored: `)), `${f.key}: ${warnings.join('; ')}`).toBeDefined();
+      expect(
+        warnings.find((w) => w.startsWith(`${printed(f.path)}: ignored: `)),
+        `${f.key}: ${warnings.join('; ')}`,
+      ).toBeDefined();
     }
   });
 
@@ -151,7 +353,10 @@ describe('every Pod field has a behaviour', () => {
     expect(refused.length).toBeGreaterThan(30);
     for (const f of refused) {
       const { errors } = issuesAt(f.path, f.support === 'staticRule' ? { name: 'x' } : 'x');
-      expect(errors.find((e) => e.startsWith(`${printed(f.path)}: `)), `${f.key}: ${errors.join('; ')}`).toBeDefined();
+      expect(
+        errors.find((e) => e.startsWith(`${printed(f.path)}: `)),
+        `${f.key}: ${errors.join('; ')}`,
+      ).toBeDefined();
     }
   });
 });

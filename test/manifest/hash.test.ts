@@ -51,7 +51,10 @@ describe('spec hashes', () => {
   it('ignore spelling: key order, explicit defaults, empty lists and objects', () => {
     const a = desired(POD).pod;
     const b = desired(
-      POD.replace('  - name: side\n    image: busybox:1.36\n', '  - image: busybox:1.36\n    name: side\n    imagePullPolicy: IfNotPresent\n    args: []\n    securityContext: {}\n    terminationMessagePath: /dev/termination-log\n'),
+      POD.replace(
+        '  - name: side\n    image: busybox:1.36\n',
+        '  - image: busybox:1.36\n    name: side\n    imagePullPolicy: IfNotPresent\n    args: []\n    securityContext: {}\n    terminationMessagePath: /dev/termination-log\n',
+      ),
     ).pod;
     expect(containerHash(b, b.spec.containers[1]!)).toBe(containerHash(a, a.spec.containers[1]!));
     expect(sandboxHash(b)).toBe(sandboxHash(a));

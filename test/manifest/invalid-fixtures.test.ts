@@ -16,7 +16,9 @@ const scratch = mkdtempSync(join(tmpdir(), 'podrun-invalid-'));
 afterAll(() => rmSync(scratch, { recursive: true, force: true }));
 
 describe('every invalid manifest gets its one clear line', () => {
-  const names = readdirSync(INVALID_DIR).filter((n) => n !== 'expected.json').sort();
+  const names = readdirSync(INVALID_DIR)
+    .filter((n) => n !== 'expected.json')
+    .sort();
 
   it('has at least 150 committed cases, each with an expectation', () => {
     expect(names.length).toBeGreaterThanOrEqual(150);
@@ -50,7 +52,11 @@ describe('every invalid manifest gets its one clear line', () => {
       const r = await validate(all);
       expect(r.code).toBe(1);
       const want = { ...EXPECTED, ...specials, 'special-dangling.yaml': ' cannot read: no such file or directory' };
-      expect(r.lines.filter((l) => !l.includes('warning:')).sort()).toEqual(Object.entries(want).map(([n, l]) => `${join(all, n)}:${l}`).sort());
+      expect(r.lines.filter((l) => !l.includes('warning:')).sort()).toEqual(
+        Object.entries(want)
+          .map(([n, l]) => `${join(all, n)}:${l}`)
+          .sort(),
+      );
     } finally {
       rmSync(all, { recursive: true, force: true });
     }

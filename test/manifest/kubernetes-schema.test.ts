@@ -23,6 +23,8 @@ describe('accepted pods are valid Kubernetes v1 Pods', () => {
   }
 
   it('the official schema does reject a broken pod (the check can fail)', () => {
-    expect(() => new K8sPod({ metadata: { name: 'x' }, spec: { containers: [{ name: 'c', image: 'i', ports: [{ containerPort: 'eighty' }] }] } } as never).validate()).toThrow();
+    expect(() =>
+      new K8sPod({ metadata: { name: 'x' }, spec: { containers: [{ name: 'c', image: 'i', ports: [{ containerPort: 'eighty' }] }] } } as never).validate(),
+    ).toThrow();
   });
 });

@@ -15,7 +15,9 @@ const STATIC = fileURLToPath(new URL('../fixtures/static-pods/', import.meta.url
 const EXAMPLES = fileURLToPath(new URL('../../manifests/', import.meta.url));
 /** Every field podrun honours at least once, so a mutation can reach each rule. */
 const KITCHEN_SINK = readFileSync(fileURLToPath(new URL('../fixtures/kitchen-sink.yaml', import.meta.url)), 'utf8');
-const seeds = [...readdirSync(STATIC).map((n) => join(STATIC, n)), ...readdirSync(EXAMPLES).map((n) => join(EXAMPLES, n))].map((p) => readFileSync(p, 'utf8')).concat(KITCHEN_SINK);
+const seeds = [...readdirSync(STATIC).map((n) => join(STATIC, n)), ...readdirSync(EXAMPLES).map((n) => join(EXAMPLES, n))]
+  .map((p) => readFileSync(p, 'utf8'))
+  .concat(KITCHEN_SINK);
 
 const RUNS = Number(process.env.PODRUN_PROPERTY_RUNS ?? 400);
 

@@ -7,7 +7,9 @@ import { loadManifestSet, loadManifestText } from '../../src/manifest/load.js';
 const FIXTURES = new URL('../fixtures/static-pods/', import.meta.url).pathname;
 
 function errorsOf(text: string, file = 'web.yaml'): string[] {
-  return loadManifestText({ file, source: `file:${file}`, text }).issues.filter((i) => i.severity === 'error').map(formatIssue);
+  return loadManifestText({ file, source: `file:${file}`, text })
+    .issues.filter((i) => i.severity === 'error')
+    .map(formatIssue);
 }
 
 const WEB = `apiVersion: v1
@@ -126,8 +128,15 @@ items:
   it('reads several documents from one file, and JSON', () => {
     const two = `${WEB.replace('70000', '81')}---\n${WEB.replace('name: web', 'name: web2').replace('70000', '82')}`;
     const r = loadManifestText({ file: 'w.yaml', source: 'file:w.yaml', text: two });
-    expect(r.pods.map((p) => [p.key, p.origin.line])).toEqual([['default/web', 1], ['default/web2', 16]]);
-    const json = JSON.stringify({ apiVersion: 'v1', kind: 'Pod', metadata: { name: 'j' }, spec: { containers: [{ name: 'a', image: 'busybox:1.36', ports: [{ containerPort: 0 }] }] } }, null, 2);
+    expect(r.pods.map((p) => [p.key, p.origin.line])).toEqual([
+      ['default/web', 1],
+      ['default/web2', 16],
+    ]);
+    const json = JSON.stringify(
+      { apiVersion: 'v1', kind: 'Pod', metadata: { name: 'j' }, spec: { containers: [{ name: 'a', image: 'busybox:1.36', ports: [{ containerPort: 0 }] }] } },
+      null,
+      2,
+    );
     expect(errorsOf(json, 'j.json')).toEqual(['j.json:14:30 spec.containers[0].ports[0].containerPort: must be >= 1']);
   });
 
@@ -150,8 +159,6 @@ describe('real static-pod manifests validate unchanged', () => {
 
   it('warns about scheduling fields instead of refusing them (priorityClassName counts: it sets OOM protection)', () => {
     const r = loadManifestText({ file: 'etcd.yaml', source: 'file:etcd.yaml', text: readFileSync(join(FIXTURES, 'etcd.yaml'), 'utf8') });
-    expect(r.issues.map(formatIssue)).toEqual([
-      'etcd.yaml:56:3 warning: spec.priority: ignored: it has no meaning on a single node',
-    ]);
+    expect(r.issues.map(formatIssue)).toEqual(['etcd.yaml:56:3 warning: spec.priority: ignored: it has no meaning on a single node']);
   });
 });

@@ -35,7 +35,7 @@ describe('ProbeMetrics', () => {
     expect(r.status).toBe(0);
   });
 
-  it('drops a removed pod\'s series and keeps the others', () => {
+  it("drops a removed pod's series and keeps the others", () => {
     const m = new ProbeMetrics();
     m.observe(web, 'liveness', 'successful', 0.01);
     m.observe(web, 'readiness', 'successful', 0.01);

@@ -38,7 +38,14 @@ function setup(): { engine: FakeEngine; cache: PodCache; changed: string[] } {
 async function run(engine: FakeEngine): Promise<{ sandbox: string; container: string }> {
   const id = identityOf(POD.pod, POD.origin.source);
   const sb = await engine.createSandbox(POD.pod, id, 0, 'h', false);
-  const container = await engine.startContainer(POD.pod, id, POD.pod.spec.containers[0]!, { type: 'app', restartCount: 0, hash: 'x', sandbox: sb, volumes: new Map(), engineRestarts: false });
+  const container = await engine.startContainer(POD.pod, id, POD.pod.spec.containers[0]!, {
+    type: 'app',
+    restartCount: 0,
+    hash: 'x',
+    sandbox: sb,
+    volumes: new Map(),
+    engineRestarts: false,
+  });
   return { sandbox: sb.id, container };
 }
 

@@ -6,8 +6,14 @@ import type { EngineContainer } from '../../src/runtime/observed.js';
 // The cache's records indexed by pod: what one pod's look reads must be exactly its containers,
 // through replacements, removals and a relist's clear.
 
-const rec = (id: string, uid?: string): EngineContainer =>
-  ({ id, name: id, image: 'i', created: 0, labels: uid ? { [LABEL.podUid]: uid, [LABEL.managedBy]: MANAGED_BY, [LABEL.containerType]: 'app', [LABEL.containerName]: id } : {}, state: 'running' });
+const rec = (id: string, uid?: string): EngineContainer => ({
+  id,
+  name: id,
+  image: 'i',
+  created: 0,
+  labels: uid ? { [LABEL.podUid]: uid, [LABEL.managedBy]: MANAGED_BY, [LABEL.containerType]: 'app', [LABEL.containerName]: id } : {},
+  state: 'running',
+});
 
 const ids = (rs: EngineContainer[]): string[] => rs.map((r) => r.id).sort();
 
@@ -24,7 +30,12 @@ describe('ContainerRecords', () => {
 
     // The same id again (a fresh inspect) replaces, never doubles.
     r.set('a1', { ...rec('a1', 'A'), state: 'exited' });
-    expect(r.ofPod('A').map((x) => x.state).sort()).toEqual(['exited', 'running']);
+    expect(
+      r
+        .ofPod('A')
+        .map((x) => x.state)
+        .sort(),
+    ).toEqual(['exited', 'running']);
     expect(r.size).toBe(4);
 
     r.delete('a2');
@@ -43,7 +54,7 @@ describe('ContainerRecords', () => {
     expect(r.uids()).toEqual([]);
   });
 
-  it('keeps a pod\'s grouped view until one of its records changes, in place or by replacement', () => {
+  it("keeps a pod's grouped view until one of its records changes, in place or by replacement", () => {
     const r = new ContainerRecords();
     r.set('a1', rec('a1', 'A'));
     r.set('b1', rec('b1', 'B'));

@@ -35,7 +35,7 @@ describe('the relist health check', () => {
     expect(goDuration(3_725_500)).toBe('1h2m5.5s');
   });
 
-  it('keeps the kubelet\'s 3 min, or more when podrun relists more seldom than that', () => {
+  it("keeps the kubelet's 3 min, or more when podrun relists more seldom than that", () => {
     expect(relistThresholdFor(1000)).toBe(RELIST_THRESHOLD_MS);
     expect(relistThresholdFor(60_000)).toBe(RELIST_THRESHOLD_MS);
     expect(relistThresholdFor(10 * 60_000)).toBeGreaterThan(2 * 10 * 60_000);

@@ -99,8 +99,15 @@ describe('probe handlers', () => {
     const run = (exitCode: number, output: string): HandlerContext => ctx({ exec: async () => ({ exitCode, output }) });
     expect(await execHandler({ command: ['true'] }, run(0, ''))).toEqual({ ok: true });
     expect(await execHandler({ command: ['false'] }, run(1, 'no\n'))).toEqual({ ok: false, message: 'command exited with 1: no' });
-    expect(await execHandler({ command: ['nope'] }, run(126, 'OCI runtime exec failed: exec failed: unable to start container process: exec: "nope": executable file not found in $PATH: unknown'))).toMatchObject({ ok: false });
-    await expect(execHandler({ command: ['true'] }, run(126, 'OCI runtime exec failed: exec failed: cannot exec in a stopped container: unknown'))).rejects.toThrow('cannot run the command');
+    expect(
+      await execHandler(
+        { command: ['nope'] },
+        run(126, 'OCI runtime exec failed: exec failed: unable to start container process: exec: "nope": executable file not found in $PATH: unknown'),
+      ),
+    ).toMatchObject({ ok: false });
+    await expect(
+      execHandler({ command: ['true'] }, run(126, 'OCI runtime exec failed: exec failed: cannot exec in a stopped container: unknown')),
+    ).rejects.toThrow('cannot run the command');
   });
 
   it('a hook that never returns is let go when its pod is deleted: the exec and the connection are told, the result comes at once', async () => {
@@ -123,7 +130,9 @@ describe('probe handlers', () => {
     expect(await open()).toBe(0);
     // Already cancelled: nothing is run.
     let ran = false;
-    expect(await runHook({ exec: { command: ['true'] } }, ctx({ signal: ac.signal, exec: async () => ((ran = true), { exitCode: 0, output: '' }) }))).toEqual(cancelled);
+    expect(await runHook({ exec: { command: ['true'] } }, ctx({ signal: ac.signal, exec: async () => ((ran = true), { exitCode: 0, output: '' }) }))).toEqual(
+      cancelled,
+    );
     expect(ran).toBe(false);
   });
 

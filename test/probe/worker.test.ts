@@ -22,13 +22,15 @@ describe('the probe worker', () => {
       return { exitCode: 0, output: '' };
     };
     const m = new ProbeManager(exec, () => undefined);
-    m.sync('u', [{ uid: 'u', namespace: 'n', pod: 'p', containerId: 'x', defaultHost: '127.0.0.1', container: container({ periodSeconds: 1, timeoutSeconds: 5 }) }]);
+    m.sync('u', [
+      { uid: 'u', namespace: 'n', pod: 'p', containerId: 'x', defaultHost: '127.0.0.1', container: container({ periodSeconds: 1, timeoutSeconds: 5 }) },
+    ]);
     await vi.advanceTimersByTimeAsync(3500);
     m.stop();
     expect(starts).toEqual([0, 1000, 2000, 3000]);
   });
 
-  it('counts initialDelaySeconds from the container\'s start, not from when the worker was made', async () => {
+  it("counts initialDelaySeconds from the container's start, not from when the worker was made", async () => {
     const starts: number[] = [];
     const exec = async (): Promise<{ exitCode: number; output: string }> => {
       starts.push(Date.now() - 1_000_000);
@@ -36,7 +38,17 @@ describe('the probe worker', () => {
     };
     const m = new ProbeManager(exec, () => undefined);
     // Started 8 s ago (an agent restart adopting it), initial delay 10 s: first probe in 2 s.
-    m.sync('u', [{ uid: 'u', namespace: 'n', pod: 'p', containerId: 'x', defaultHost: '127.0.0.1', startedAt: 1_000_000 - 8000, container: container({ periodSeconds: 5, initialDelaySeconds: 10 }) }]);
+    m.sync('u', [
+      {
+        uid: 'u',
+        namespace: 'n',
+        pod: 'p',
+        containerId: 'x',
+        defaultHost: '127.0.0.1',
+        startedAt: 1_000_000 - 8000,
+        container: container({ periodSeconds: 5, initialDelaySeconds: 10 }),
+      },
+    ]);
     await vi.advanceTimersByTimeAsync(8000);
     m.stop();
     expect(starts).toEqual([2000, 7000]);
@@ -50,7 +62,9 @@ describe('the probe worker', () => {
       throw new Error('engine: exec create: 500');
     };
     const m = new ProbeManager(exec, (e) => events.push(e));
-    m.sync('u', [{ uid: 'u', namespace: 'n', pod: 'p', containerId: 'x', defaultHost: '127.0.0.1', container: container({ periodSeconds: 1, failureThreshold: 1 }) }]);
+    m.sync('u', [
+      { uid: 'u', namespace: 'n', pod: 'p', containerId: 'x', defaultHost: '127.0.0.1', container: container({ periodSeconds: 1, failureThreshold: 1 }) },
+    ]);
     await vi.advanceTimersByTimeAsync(3500);
     expect(m.state('x')?.failed).toBeUndefined();
     m.stop();
@@ -66,10 +80,24 @@ describe('the probe worker', () => {
       return { exitCode: 1, output: 'down' };
     };
     const log = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: (m: string) => errors.push(m) };
-    const m = new ProbeManager(exec, () => {
-      throw new Error('the agent broke');
-    }, undefined, log);
-    m.sync('u', [{ uid: 'u', namespace: 'n', pod: 'p', containerId: 'x', defaultHost: '127.0.0.1', container: { name: 'c', image: 'i', readinessProbe: { exec: { command: ['check'] }, periodSeconds: 1, failureThreshold: 1 } } as Container }]);
+    const m = new ProbeManager(
+      exec,
+      () => {
+        throw new Error('the agent broke');
+      },
+      undefined,
+      log,
+    );
+    m.sync('u', [
+      {
+        uid: 'u',
+        namespace: 'n',
+        pod: 'p',
+        containerId: 'x',
+        defaultHost: '127.0.0.1',
+        container: { name: 'c', image: 'i', readinessProbe: { exec: { command: ['check'] }, periodSeconds: 1, failureThreshold: 1 } } as Container,
+      },
+    ]);
     await vi.advanceTimersByTimeAsync(3500);
     m.stop();
     expect(calls).toBe(4);

@@ -56,7 +56,13 @@ describe('gateStarts', () => {
     expect(again.actions.containersToKill.map((k) => k.id)).toEqual([running.id]);
     expect(again.held).toEqual([{ name: 'a', reason: 'CrashLoopBackOff', waitMs: 4000 }]);
     // Without an exited instance before it (the first liveness kill), nothing to count from: at once.
-    const alone = gateStarts(POD, base, computePodActions(POD, base, { probeFailure: (id) => (id === running.id ? { kind: 'liveness' } : undefined) }), view({ crash }), NOW + 6000);
+    const alone = gateStarts(
+      POD,
+      base,
+      computePodActions(POD, base, { probeFailure: (id) => (id === running.id ? { kind: 'liveness' } : undefined) }),
+      view({ crash }),
+      NOW + 6000,
+    );
     expect(alone.actions.containersToStart.map((s) => s.name)).toEqual(['a']);
   });
 

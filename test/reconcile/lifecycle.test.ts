@@ -31,7 +31,15 @@ async function stubborn(): Promise<{ engine: FakeEngine; id: string }> {
   engine.behaviour = () => ({ ignoresTerm: true });
   const ident = { uid: d.uid, name: 'stubborn', namespace: 'ns', source: d.origin.source };
   const sandbox = await engine.createSandbox(d.pod, ident, 0, 'h', false);
-  const id = await engine.startContainer(d.pod, ident, d.pod.spec.containers[0]!, { type: 'app', restartCount: 0, hash: 'h', sandbox, volumes: new Map(), engineRestarts: false, imageReady: true });
+  const id = await engine.startContainer(d.pod, ident, d.pod.spec.containers[0]!, {
+    type: 'app',
+    restartCount: 0,
+    hash: 'h',
+    sandbox,
+    volumes: new Map(),
+    engineRestarts: false,
+    imageReady: true,
+  });
   return { engine, id };
 }
 
@@ -49,7 +57,7 @@ async function killed(exact: boolean): Promise<{ at1999: string; at2000: string;
 }
 
 describe('killContainer on a container that ignores SIGTERM', () => {
-  it('gives it the kubelet\'s minimum of 2 s for a grace period of 0, then kills it (137)', async () => {
+  it("gives it the kubelet's minimum of 2 s for a grace period of 0, then kills it (137)", async () => {
     expect(await killed(false)).toEqual({ at1999: 'running', at2000: 'exited', exitCode: 137 });
   });
 

@@ -29,7 +29,10 @@ describe('computePodActions', () => {
   it('creates the sandbox and every container for a new pod', () => {
     const a = computePodActions(desired(TWO()), undefined);
     expect(a).toMatchObject({ killPod: false, createSandbox: true, sandboxAttempt: 0, containersToKill: [] });
-    expect(a.containersToStart.map((s) => [s.name, s.type, s.restartCount])).toEqual([['a', 'app', 0], ['b', 'app', 0]]);
+    expect(a.containersToStart.map((s) => [s.name, s.type, s.restartCount])).toEqual([
+      ['a', 'app', 0],
+      ['b', 'app', 0],
+    ]);
   });
 
   it('does nothing at all for a pod running as specified', () => {
@@ -53,7 +56,10 @@ describe('computePodActions', () => {
     const a = computePodActions(after, observedFor(before));
     expect(a).toMatchObject({ killPod: true, createSandbox: true, sandboxAttempt: 1 });
     expect(a.reason).toMatch(/pod-level spec changed/);
-    expect(a.containersToStart.map((s) => [s.name, s.restartCount])).toEqual([['a', 1], ['b', 1]]);
+    expect(a.containersToStart.map((s) => [s.name, s.restartCount])).toEqual([
+      ['a', 1],
+      ['b', 1],
+    ]);
   });
 
   it('recreates the pod when its sandbox died', () => {
@@ -64,14 +70,21 @@ describe('computePodActions', () => {
 
   it('restarts exited containers by restartPolicy, as the kubelet does', () => {
     const cases: [string, number, boolean][] = [
-      ['Always', 0, true], ['Always', 1, true],
-      ['OnFailure', 0, false], ['OnFailure', 1, true],
-      ['Never', 0, false], ['Never', 1, false],
+      ['Always', 0, true],
+      ['Always', 1, true],
+      ['OnFailure', 0, false],
+      ['OnFailure', 1, true],
+      ['Never', 0, false],
+      ['Never', 1, false],
     ];
     for (const [policy, exitCode, restarts] of cases) {
       const d = desired(TWO(policy));
       const a = computePodActions(d, observedFor(d, { b: { state: 'exited', exitCode, restartCount: 2 } }));
-      expect([policy, exitCode, a.containersToStart]).toEqual([policy, exitCode, restarts ? [{ name: 'b', type: 'app', restartCount: 3, reason: `exited with code ${exitCode}` }] : []]);
+      expect([policy, exitCode, a.containersToStart]).toEqual([
+        policy,
+        exitCode,
+        restarts ? [{ name: 'b', type: 'app', restartCount: 3, reason: `exited with code ${exitCode}` }] : [],
+      ]);
     }
   });
 
@@ -86,7 +99,6 @@ describe('computePodActions', () => {
       { id: 'gone', name: 'c', reason: 'not in the pod spec any more' },
     ]);
   });
-
 
   it('runs init containers one at a time, keeps sidecars running, then starts the app', () => {
     const d = desired(INIT('Always'));
@@ -112,7 +124,9 @@ describe('computePodActions', () => {
     const retry = desired(INIT('OnFailure'));
     const obs = observedFor(retry);
     const failed = { ...obs, containers: [{ ...obs.containers[0]!, exitCode: 1 }] };
-    expect(computePodActions(retry, failed).containersToStart).toEqual([{ name: 'first', type: 'init', restartCount: 1, reason: 'init container failed; retrying' }]);
+    expect(computePodActions(retry, failed).containersToStart).toEqual([
+      { name: 'first', type: 'init', restartCount: 1, reason: 'init container failed; retrying' },
+    ]);
     const never = desired(INIT('Never'));
     const obsN = observedFor(never);
     const a = computePodActions(never, { ...obsN, containers: [{ ...obsN.containers[0]!, exitCode: 1 }] });
@@ -121,7 +135,7 @@ describe('computePodActions', () => {
   });
 });
 
-describe('computePodActions: the kubelet\'s corners (kuberuntime_manager.go)', () => {
+describe("computePodActions: the kubelet's corners (kuberuntime_manager.go)", () => {
   const ONE = (policy: string, extra = '') => `apiVersion: v1
 kind: Pod
 metadata: {name: one}
@@ -133,11 +147,26 @@ spec:
   const failedLiveness = (id: string) => (x: string) => (x === id ? { kind: 'liveness' as const, graceSeconds: 7 } : undefined);
 
   it('kills a container that failed its liveness probe and restarts it unless Never, whatever the exit code', () => {
-    for (const [policy, restarts] of [['Always', true], ['OnFailure', true], ['Never', false]] as const) {
+    for (const [policy, restarts] of [
+      ['Always', true],
+      ['OnFailure', true],
+      ['Never', false],
+    ] as const) {
       const d = desired(TWO(policy));
       const obs = observedFor(d);
       const a = computePodActions(d, obs, { probeFailure: failedLiveness(obs.containers[0]!.id) });
-      expect([policy, a.containersToKill]).toEqual([policy, [{ id: obs.containers[0]!.id, name: 'a', probe: 'liveness', reason: `failed liveness probe, will be ${restarts ? 'restarted' : 'left stopped'}`, graceSeconds: 7 }]]);
+      expect([policy, a.containersToKill]).toEqual([
+        policy,
+        [
+          {
+            id: obs.containers[0]!.id,
+            name: 'a',
+            probe: 'liveness',
+            reason: `failed liveness probe, will be ${restarts ? 'restarted' : 'left stopped'}`,
+            graceSeconds: 7,
+          },
+        ],
+      ]);
       expect([policy, a.containersToStart.map((x) => x.name)]).toEqual([policy, restarts ? ['a'] : []]);
       expect(a.killPod).toBe(false);
     }
@@ -146,14 +175,24 @@ spec:
   it('stops a finished pod (nothing runs, nothing will): its sandbox and sidecars go, its ports are freed', () => {
     const never = desired(ONE('Never'));
     const done = observedFor(never, { a: { state: 'exited', exitCode: 1 } });
-    expect(computePodActions(never, done)).toMatchObject({ killPod: true, createSandbox: false, containersToStart: [], reason: 'all containers have terminated' });
+    expect(computePodActions(never, done)).toMatchObject({
+      killPod: true,
+      createSandbox: false,
+      containersToStart: [],
+      reason: 'all containers have terminated',
+    });
     // Once stopped it stays so: no new sandbox for a Never pod that ran.
     const stopped = observedFor(never, { a: { state: 'exited', exitCode: 1 }, POD: { state: 'exited', exitCode: 0 } });
     expect(hasActions(computePodActions(never, stopped))).toBe(false);
     // OnFailure, all succeeded: the same, and no sandbox is made again for nothing.
     const onFailure = desired(ONE('OnFailure'));
-    expect(computePodActions(onFailure, observedFor(onFailure, { a: { state: 'exited', exitCode: 0 } }))).toMatchObject({ killPod: true, createSandbox: false });
-    expect(hasActions(computePodActions(onFailure, observedFor(onFailure, { a: { state: 'exited', exitCode: 0 }, POD: { state: 'exited', exitCode: 0 } })))).toBe(false);
+    expect(computePodActions(onFailure, observedFor(onFailure, { a: { state: 'exited', exitCode: 0 } }))).toMatchObject({
+      killPod: true,
+      createSandbox: false,
+    });
+    expect(
+      hasActions(computePodActions(onFailure, observedFor(onFailure, { a: { state: 'exited', exitCode: 0 }, POD: { state: 'exited', exitCode: 0 } }))),
+    ).toBe(false);
   });
 
   it('stops what is left of a Never pod whose sandbox died, and makes it no new sandbox', () => {
@@ -183,7 +222,10 @@ spec:
     const d = desired(INIT('Always'));
     const obs = observedFor(d, { sidecar: { state: 'exited', exitCode: 1, restartCount: 4 }, app: { state: 'exited', exitCode: 137, restartCount: 1 } });
     const a = computePodActions(d, obs);
-    expect(a.containersToStart.map((s) => [s.name, s.type, s.restartCount])).toEqual([['sidecar', 'init', 5], ['app', 'app', 2]]);
+    expect(a.containersToStart.map((s) => [s.name, s.type, s.restartCount])).toEqual([
+      ['sidecar', 'init', 5],
+      ['app', 'app', 2],
+    ]);
   });
 
   it('runs the init containers again in a new sandbox: instances of the old one do not count', () => {
@@ -192,7 +234,11 @@ spec:
     const obs = observedFor(d, { POD: { created: 2000, restartCount: 1 }, setup: { created: 1000 }, app: { state: 'exited', exitCode: 137, created: 1000 } });
     expect(computePodActions(d, obs).containersToStart).toEqual([{ name: 'setup', type: 'init', restartCount: 1, reason: 'init container' }]);
     // Once it has run in the new sandbox, the app follows.
-    const ran = observedFor(d, { POD: { created: 2000, restartCount: 1 }, setup: { created: 2001, restartCount: 1 }, app: { state: 'exited', exitCode: 137, created: 1000 } });
+    const ran = observedFor(d, {
+      POD: { created: 2000, restartCount: 1 },
+      setup: { created: 2001, restartCount: 1 },
+      app: { state: 'exited', exitCode: 137, created: 1000 },
+    });
     expect(computePodActions(d, ran).containersToStart.map((s) => s.name)).toEqual(['app']);
   });
 

@@ -25,7 +25,15 @@ const id = { uid: d.uid, name: 'web', namespace: 'ns', source: d.origin.source }
 
 /** Starts (another instance of) the pod's container; its id. */
 function start(engine: FakeEngine, sandbox: { id: string; ip: string }, restartCount: number): Promise<string> {
-  return engine.startContainer(d.pod, id, d.pod.spec.containers[0]!, { type: 'app', restartCount, hash: 'h', sandbox, volumes: new Map(), engineRestarts: false, imageReady: true });
+  return engine.startContainer(d.pod, id, d.pod.spec.containers[0]!, {
+    type: 'app',
+    restartCount,
+    hash: 'h',
+    sandbox,
+    volumes: new Map(),
+    engineRestarts: false,
+    imageReady: true,
+  });
 }
 
 /** The pod running on a fake engine: its sandbox and its container. */

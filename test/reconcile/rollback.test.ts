@@ -36,7 +36,17 @@ describe('health-gated updates (the rollback decision)', () => {
     expect(before.checkAt).toBe(T0 + MIN2);
     const due = decideRollback(before.record, { declared: v2, deadlineMs: MIN2, observed: { version: 'v2', readiness: failing }, now: T0 + MIN2 });
     expect(due).toEqual({
-      record: { ...goodV1, failed: { version: 'v2', reason: failing.reason, since: new Date(T0).toISOString(), at: new Date(T0 + MIN2).toISOString(), deadlineMs: MIN2, rolledBackTo: 'v1' } },
+      record: {
+        ...goodV1,
+        failed: {
+          version: 'v2',
+          reason: failing.reason,
+          since: new Date(T0).toISOString(),
+          at: new Date(T0 + MIN2).toISOString(),
+          deadlineMs: MIN2,
+          rolledBackTo: 'v1',
+        },
+      },
       run: 'good',
       rolledBack: failing.reason,
     });
@@ -45,14 +55,20 @@ describe('health-gated updates (the rollback decision)', () => {
     expect(later).toEqual({ record: due.record, run: 'good' });
     // ...and is, as a new attempt, once the source changes again.
     const next = decideRollback(later.record, { declared: v3, deadlineMs: MIN2, now: T0 + 11 * MIN2 });
-    expect(next).toEqual({ record: { ...goodV1, trying: { version: 'v3', since: new Date(T0 + 11 * MIN2).toISOString() } }, run: 'declared', checkAt: T0 + 12 * MIN2 });
+    expect(next).toEqual({
+      record: { ...goodV1, trying: { version: 'v3', since: new Date(T0 + 11 * MIN2).toISOString() } },
+      run: 'declared',
+      checkAt: T0 + 12 * MIN2,
+    });
   });
 
   it('an update that becomes Ready stays, and becomes the version to go back to', () => {
     const start = decideRollback(goodV1, { declared: v2, deadlineMs: MIN2, now: T0 });
     const ok = decideRollback(start.record, { declared: v2, deadlineMs: MIN2, observed: { version: 'v2', readiness: ready }, now: T0 + 5000 });
     expect(ok).toEqual({ record: { good: { version: 'v2', pod: v2.pod, at: new Date(T0 + 5000).toISOString() } }, run: 'declared' });
-    expect(decideRollback(ok.record, { declared: v2, deadlineMs: MIN2, observed: { version: 'v2', readiness: failing }, now: T0 + 10 * MIN2 }).run).toBe('declared');
+    expect(decideRollback(ok.record, { declared: v2, deadlineMs: MIN2, observed: { version: 'v2', readiness: failing }, now: T0 + 10 * MIN2 }).run).toBe(
+      'declared',
+    );
   });
 
   it('the deadline starts only once the engine can be reached', () => {
@@ -74,9 +90,15 @@ describe('health-gated updates (the rollback decision)', () => {
   });
 
   it('pods without the annotation, without a Ready version, or back at it, are left as the kubelet leaves them', () => {
-    const failedV2: RollbackRecord = { ...goodV1, failed: { version: 'v2', reason: 'x', since: new Date(T0).toISOString(), at: new Date(T0).toISOString(), deadlineMs: MIN2, rolledBackTo: 'v1' } };
+    const failedV2: RollbackRecord = {
+      ...goodV1,
+      failed: { version: 'v2', reason: 'x', since: new Date(T0).toISOString(), at: new Date(T0).toISOString(), deadlineMs: MIN2, rolledBackTo: 'v1' },
+    };
     expect(decideRollback(failedV2, { declared: v2, deadlineMs: undefined, now: T0 })).toEqual({ record: goodV1, run: 'declared' });
-    expect(decideRollback({}, { declared: v2, deadlineMs: MIN2, observed: { version: 'v2', readiness: failing }, now: T0 + 10 * MIN2 })).toEqual({ record: {}, run: 'declared' });
+    expect(decideRollback({}, { declared: v2, deadlineMs: MIN2, observed: { version: 'v2', readiness: failing }, now: T0 + 10 * MIN2 })).toEqual({
+      record: {},
+      run: 'declared',
+    });
     expect(decideRollback(failedV2, { declared: v1, deadlineMs: MIN2, now: T0 })).toEqual({ record: goodV1, run: 'declared' });
   });
 
@@ -88,7 +110,16 @@ describe('health-gated updates (the rollback decision)', () => {
   });
 });
 
-const app = (c: Partial<ContainerStatusSummary>): ContainerStatusSummary => ({ name: 'app', type: 'app', state: 'running', restartCount: 0, image: 'busybox', ready: true, started: true, ...c });
+const app = (c: Partial<ContainerStatusSummary>): ContainerStatusSummary => ({
+  name: 'app',
+  type: 'app',
+  state: 'running',
+  restartCount: 0,
+  image: 'busybox',
+  ready: true,
+  started: true,
+  ...c,
+});
 const status = (containers: ContainerStatusSummary[], extra: Partial<PodStatusSummary> = {}): PodStatusSummary => ({
   phase: 'Running',
   initialized: true,
@@ -102,18 +133,48 @@ const status = (containers: ContainerStatusSummary[], extra: Partial<PodStatusSu
 describe('why a pod is not Ready', () => {
   const none = (): undefined => undefined;
   it('names the container and its probe, exit code or waiting reason', () => {
-    expect(notReadyReason(status([app({ ready: false })]), true, () => ({ kind: 'readiness', ok: false, message: 'HTTP probe failed with statuscode: 500' }), () => true)).toBe(
-      'container app: readiness probe failed: HTTP probe failed with statuscode: 500',
+    expect(
+      notReadyReason(
+        status([app({ ready: false })]),
+        true,
+        () => ({ kind: 'readiness', ok: false, message: 'HTTP probe failed with statuscode: 500' }),
+        () => true,
+      ),
+    ).toBe('container app: readiness probe failed: HTTP probe failed with statuscode: 500');
+    const looping = app({
+      state: 'waiting',
+      reason: 'CrashLoopBackOff',
+      message: 'back-off 10s',
+      ready: false,
+      started: false,
+      lastTerminated: { exitCode: 3, reason: 'Error', containerID: 'x' },
+    });
+    expect(notReadyReason(status([looping]), true, none, () => false)).toBe(
+      'container app is waiting: CrashLoopBackOff: back-off 10s, last exit code 3 (Error)',
     );
-    const looping = app({ state: 'waiting', reason: 'CrashLoopBackOff', message: 'back-off 10s', ready: false, started: false, lastTerminated: { exitCode: 3, reason: 'Error', containerID: 'x' } });
-    expect(notReadyReason(status([looping]), true, none, () => false)).toBe('container app is waiting: CrashLoopBackOff: back-off 10s, last exit code 3 (Error)');
-    expect(notReadyReason(status([app({ state: 'terminated', exitCode: 1, reason: 'Error', ready: false })]), true, none, () => false)).toBe('container app exited with code 1 (Error)');
-    expect(notReadyReason(status([app({ ready: false, started: false })]), true, () => ({ kind: 'startup', ok: false, message: 'timeout' }), () => true)).toBe('container app: startup probe failed: timeout');
+    expect(notReadyReason(status([app({ state: 'terminated', exitCode: 1, reason: 'Error', ready: false })]), true, none, () => false)).toBe(
+      'container app exited with code 1 (Error)',
+    );
+    expect(
+      notReadyReason(
+        status([app({ ready: false, started: false })]),
+        true,
+        () => ({ kind: 'startup', ok: false, message: 'timeout' }),
+        () => true,
+      ),
+    ).toBe('container app: startup probe failed: timeout');
   });
 
   it('is unknown while a probed container has no probe result yet, and says what is left otherwise', () => {
     expect(notReadyReason(status([app({ ready: false })]), true, none, () => true)).toBeUndefined();
-    expect(notReadyReason(status([app({ ready: false })]), true, () => ({ kind: 'readiness', ok: true, message: '' }), () => true)).toBe('container app: readiness probe has not passed yet');
+    expect(
+      notReadyReason(
+        status([app({ ready: false })]),
+        true,
+        () => ({ kind: 'readiness', ok: true, message: '' }),
+        () => true,
+      ),
+    ).toBe('container app: readiness probe has not passed yet');
     expect(notReadyReason(status([app({})], { ready: false }), true, none, () => false)).toBe('a readiness gate is not True');
     expect(notReadyReason(status([app({})]), false, none, () => false)).toBe('the update has not finished (containers still to stop or start)');
   });

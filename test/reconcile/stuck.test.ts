@@ -3,7 +3,8 @@ import { heldSince, instancesMark, stuckContainer, stuckText } from '../../src/r
 import type { V1ContainerStatus, V1Pod } from '../../src/status/v1.js';
 import { desired, observedFor } from '../fixtures/pods.js';
 
-const POD = (image = 'busybox:1.36') => desired(`apiVersion: v1
+const POD = (image = 'busybox:1.36') =>
+  desired(`apiVersion: v1
 kind: Pod
 metadata: {name: p}
 spec:
@@ -17,7 +18,12 @@ const status = (c: Partial<V1ContainerStatus>): V1Pod['status'] => ({
 });
 
 const crashLoop = (restartCount: number): V1Pod['status'] =>
-  status({ restartCount, containerID: 'docker://new', state: { waiting: { reason: 'CrashLoopBackOff' } }, lastState: { terminated: { exitCode: 3, reason: 'Error', containerID: 'docker://dead' } } });
+  status({
+    restartCount,
+    containerID: 'docker://new',
+    state: { waiting: { reason: 'CrashLoopBackOff' } },
+    lastState: { terminated: { exitCode: 3, reason: 'Error', containerID: 'docker://dead' } },
+  });
 
 describe('stuckContainer: when apply stops waiting for a pod', () => {
   it('a crash loop, from its second death: the exit code and the instance whose log tells why', () => {
@@ -50,7 +56,8 @@ describe('stuckContainer: when apply stops waiting for a pod', () => {
 
 describe('instancesMark', () => {
   it('changes when a container restarts, anew or in place', () => {
-    const running = (id: string, restarts: number, at: string): V1Pod['status'] => status({ containerID: id, restartCount: restarts, ready: true, state: { running: { startedAt: at } } });
+    const running = (id: string, restarts: number, at: string): V1Pod['status'] =>
+      status({ containerID: id, restartCount: restarts, ready: true, state: { running: { startedAt: at } } });
     const a = instancesMark(running('docker://a', 0, 't1'));
     expect(instancesMark(running('docker://a', 0, 't1'))).toBe(a);
     expect(instancesMark(running('docker://b', 1, 't2'))).not.toBe(a);

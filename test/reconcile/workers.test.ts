@@ -23,25 +23,34 @@ describe('the pod workers', () => {
   });
 
   it('timer delays are clamped to what Node can hold', () => {
-    expect([timerDelay(-5), timerDelay(1500), timerDelay(MAX_TIMER_MS + 1), timerDelay(Number.POSITIVE_INFINITY)]).toEqual([0, 1500, MAX_TIMER_MS, MAX_TIMER_MS]);
+    expect([timerDelay(-5), timerDelay(1500), timerDelay(MAX_TIMER_MS + 1), timerDelay(Number.POSITIVE_INFINITY)]).toEqual([
+      0,
+      1500,
+      MAX_TIMER_MS,
+      MAX_TIMER_MS,
+    ]);
   });
 
   it('a kill while the pod syncs aborts that sync, and the next run (the deletion) follows it at once', async () => {
     const runs: string[] = [];
     const errors: string[] = [];
     let release = (): void => undefined;
-    const w = new PodWorkers(async (uid, signal) => {
-      runs.push(`${uid} start`);
-      if (runs.length === 1) {
-        // A create that would wait a long time for its turn; it gives up when the signal aborts.
-        await new Promise<void>((resolve, reject) => {
-          release = resolve;
-          signal.addEventListener('abort', () => reject(new Error('cancelled')), { once: true });
-        });
-      }
-      runs.push(`${uid} end${signal.aborted ? ' (aborted)' : ''}`);
-      return undefined;
-    }, Number.POSITIVE_INFINITY, (uid, err) => errors.push(`${uid}: ${err.message}`));
+    const w = new PodWorkers(
+      async (uid, signal) => {
+        runs.push(`${uid} start`);
+        if (runs.length === 1) {
+          // A create that would wait a long time for its turn; it gives up when the signal aborts.
+          await new Promise<void>((resolve, reject) => {
+            release = resolve;
+            signal.addEventListener('abort', () => reject(new Error('cancelled')), { once: true });
+          });
+        }
+        runs.push(`${uid} end${signal.aborted ? ' (aborted)' : ''}`);
+        return undefined;
+      },
+      Number.POSITIVE_INFINITY,
+      (uid, err) => errors.push(`${uid}: ${err.message}`),
+    );
     w.enqueue('a');
     await new Promise((r) => setImmediate(r));
     w.enqueue('a'); // a change: coalesces, does not cancel

@@ -2,7 +2,16 @@ import { chmodSync, mkdtempSync, readFileSync, rmSync, writeFileSync } from 'nod
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { authFor, authFromFiles, authsFor, credentialFiles, EveryCredentialRefused, pullWithEachCredential, registryOf, type DockerConfig } from '../../src/runtime/auth.js';
+import {
+  authFor,
+  authFromFiles,
+  authsFor,
+  credentialFiles,
+  EveryCredentialRefused,
+  pullWithEachCredential,
+  registryOf,
+  type DockerConfig,
+} from '../../src/runtime/auth.js';
 
 const b64 = (s: string): string => Buffer.from(s).toString('base64');
 
@@ -120,14 +129,20 @@ describe('a pull tried with each credential in turn, as the kubelet does', () =>
   const other = join(dir, 'other.json');
   writeFileSync(
     file,
-    JSON.stringify({ auths: { '127.0.0.1:5000/team': { auth: b64('team:wrong') }, '127.0.0.1:5000': { auth: b64('whole:right') }, '127.0.0.1:5001': { auth: b64('x:y') } } }),
+    JSON.stringify({
+      auths: { '127.0.0.1:5000/team': { auth: b64('team:wrong') }, '127.0.0.1:5000': { auth: b64('whole:right') }, '127.0.0.1:5001': { auth: b64('x:y') } },
+    }),
   );
   // The same credential in a second file is not sent twice.
   writeFileSync(other, JSON.stringify({ auths: { '127.0.0.1:5000': { auth: b64('whole:right') } } }));
 
   it('offers every matching credential, the most specific first, each once', async () => {
     const seen: string[] = [];
-    for await (const a of authsFor('127.0.0.1:5000/team/app:1', [JSON.parse(readFileSync(file, 'utf8')) as DockerConfig, JSON.parse(readFileSync(other, 'utf8')) as DockerConfig])) seen.push(`${a.username}:${a.password}`);
+    for await (const a of authsFor('127.0.0.1:5000/team/app:1', [
+      JSON.parse(readFileSync(file, 'utf8')) as DockerConfig,
+      JSON.parse(readFileSync(other, 'utf8')) as DockerConfig,
+    ]))
+      seen.push(`${a.username}:${a.password}`);
     expect(seen).toEqual(['team:wrong', 'whole:right']);
   });
 
@@ -149,9 +164,19 @@ describe('a pull tried with each credential in turn, as the kubelet does', () =>
 
   it('with no credential pulls once without; every refusal is named; an engine that is gone ends it at once', async () => {
     const none: string[] = [];
-    await pullWithEachCredential('quay.io/x', [file], async (auth) => void none.push(auth ? 'auth' : 'none'), () => true);
+    await pullWithEachCredential(
+      'quay.io/x',
+      [file],
+      async (auth) => void none.push(auth ? 'auth' : 'none'),
+      () => true,
+    );
     expect(none).toEqual(['none']);
-    const all = pullWithEachCredential('127.0.0.1:5000/team/app:1', [file], async (auth) => Promise.reject(new Error(`denied ${auth?.username}`)), () => true);
+    const all = pullWithEachCredential(
+      '127.0.0.1:5000/team/app:1',
+      [file],
+      async (auth) => Promise.reject(new Error(`denied ${auth?.username}`)),
+      () => true,
+    );
     await expect(all).rejects.toBeInstanceOf(EveryCredentialRefused);
     await expect(all).rejects.toThrow('denied team; denied whole');
     let calls = 0;

@@ -4,7 +4,16 @@ import type { EngineContainer } from '../../src/runtime/observed.js';
 import type { EngineEvent } from '../../src/runtime/runtime-types.js';
 import { followContainerEvents, foldContainerEvent, type EventFollowOptions } from '../../src/runtime/cri/container-events.js';
 import { CriNotSupportedError, CriUnreachableError } from '../../src/runtime/cri/errors.js';
-import { codec, ContainerEventResponse, ContainerEventType, ContainerState, PodSandboxState, type ContainerEvent, type ContainerStatusInfo, type PodSandboxStatusInfo } from '../../src/runtime/cri/messages.js';
+import {
+  codec,
+  ContainerEventResponse,
+  ContainerEventType,
+  ContainerState,
+  PodSandboxState,
+  type ContainerEvent,
+  type ContainerStatusInfo,
+  type PodSandboxStatusInfo,
+} from '../../src/runtime/cri/messages.js';
 import { relistWatch } from '../../src/runtime/cri/relist.js';
 
 // The runtime's container events (GetContainerEvents) folded into the relist's record, on plain
@@ -15,11 +24,37 @@ const INSTANCE = 'inst-1';
 const ids = { [LABEL.instance]: INSTANCE, [LABEL.podUid]: 'uid-1', [LABEL.podName]: 'p', [LABEL.podNamespace]: 'ns' };
 
 function sandbox(state: number, instance = INSTANCE): PodSandboxStatusInfo {
-  return { id: 'sb1', metadata: { name: 'p', uid: 'uid-1', namespace: 'ns', attempt: 0 }, state, createdAt: 1_000_000_000n, network: { ip: '10.0.0.5', additionalIps: [] }, labels: { ...ids, [LABEL.instance]: instance }, annotations: {}, runtimeHandler: '' };
+  return {
+    id: 'sb1',
+    metadata: { name: 'p', uid: 'uid-1', namespace: 'ns', attempt: 0 },
+    state,
+    createdAt: 1_000_000_000n,
+    network: { ip: '10.0.0.5', additionalIps: [] },
+    labels: { ...ids, [LABEL.instance]: instance },
+    annotations: {},
+    runtimeHandler: '',
+  };
 }
 
 function container(state: number, exitCode = 0): ContainerStatusInfo {
-  return { id: 'c1', metadata: { name: 'a', attempt: 0 }, state, createdAt: 2_000_000_000n, startedAt: 0n, finishedAt: 0n, exitCode, image: { image: 'busybox' }, imageRef: 'sha256:x', reason: '', message: '', labels: { ...ids, [LABEL.containerName]: 'a' }, annotations: {}, mounts: [], logPath: '', imageId: '' };
+  return {
+    id: 'c1',
+    metadata: { name: 'a', attempt: 0 },
+    state,
+    createdAt: 2_000_000_000n,
+    startedAt: 0n,
+    finishedAt: 0n,
+    exitCode,
+    image: { image: 'busybox' },
+    imageRef: 'sha256:x',
+    reason: '',
+    message: '',
+    labels: { ...ids, [LABEL.containerName]: 'a' },
+    annotations: {},
+    mounts: [],
+    logPath: '',
+    imageId: '',
+  };
 }
 
 function event(type: number, containerId: string, sb: PodSandboxStatusInfo | undefined, cs: ContainerStatusInfo[] = []): ContainerEvent {
@@ -39,7 +74,14 @@ async function* stream(events: ContainerEvent[], end?: Error): AsyncGenerator<Co
 }
 
 function options(said: string[]): EventFollowOptions {
-  return { instance: INSTANCE, pauseImage: 'pause', slowPeriodMs: 60_000, fastPeriodMs: 1000, notice: (m) => said.push(m), known: { unsupported: false, followed: false } };
+  return {
+    instance: INSTANCE,
+    pauseImage: 'pause',
+    slowPeriodMs: 60_000,
+    fastPeriodMs: 1000,
+    notice: (m) => said.push(m),
+    known: { unsupported: false, followed: false },
+  };
 }
 
 describe('the runtime container events', () => {
@@ -48,16 +90,27 @@ describe('the runtime container events', () => {
     const cs = Buffer.from([0x0a, 0x02, 0x63, 0x31, 0x18, 0x02, 0x38, 0x03]); // ContainerStatus{id: "c1", state: EXITED, exit_code: 3}
     const bytes = Buffer.concat([Buffer.from([0x0a, 0x02, 0x63, 0x31, 0x10, 0x02, 0x18, 0x05, 0x22, sb.length]), sb, Buffer.from([0x2a, cs.length]), cs]);
     const ev = codec<never, ContainerEvent>(ContainerEventResponse).deserialize(bytes);
-    expect(ev).toMatchObject({ containerId: 'c1', containerEventType: ContainerEventType.STOPPED, createdAt: 5n, podSandboxStatus: { id: 'sb1', state: PodSandboxState.NOTREADY } });
+    expect(ev).toMatchObject({
+      containerId: 'c1',
+      containerEventType: ContainerEventType.STOPPED,
+      createdAt: 5n,
+      podSandboxStatus: { id: 'sb1', state: PodSandboxState.NOTREADY },
+    });
     expect(ev.containersStatuses.map((c) => [c.id, c.state, c.exitCode])).toEqual([['c1', ContainerState.EXITED, 3]]);
   });
 
-  it('folds an event to the record it names: a sandbox, a container with its exit code, a deletion; drops others\' and sandbox-less ones', () => {
+  it("folds an event to the record it names: a sandbox, a container with its exit code, a deletion; drops others' and sandbox-less ones", () => {
     const o = { instance: INSTANCE, pauseImage: 'pause' };
-    expect(foldContainerEvent(event(ContainerEventType.STARTED, 'sb1', sandbox(PodSandboxState.READY)), o)).toMatchObject({ record: { id: 'sb1', state: 'running', ip: '10.0.0.5' } });
-    expect(foldContainerEvent(event(ContainerEventType.STOPPED, 'c1', sandbox(PodSandboxState.READY), [container(ContainerState.EXITED, 3)]), o)).toMatchObject({ record: { id: 'c1', state: 'exited', exitCode: 3 } });
+    expect(foldContainerEvent(event(ContainerEventType.STARTED, 'sb1', sandbox(PodSandboxState.READY)), o)).toMatchObject({
+      record: { id: 'sb1', state: 'running', ip: '10.0.0.5' },
+    });
+    expect(foldContainerEvent(event(ContainerEventType.STOPPED, 'c1', sandbox(PodSandboxState.READY), [container(ContainerState.EXITED, 3)]), o)).toMatchObject(
+      { record: { id: 'c1', state: 'exited', exitCode: 3 } },
+    );
     expect(foldContainerEvent(event(ContainerEventType.DELETED, 'c1', sandbox(PodSandboxState.READY)), o)).toEqual({ removedId: 'c1', podUid: 'uid-1' });
-    expect(foldContainerEvent(event(ContainerEventType.STARTED, 'c1', sandbox(PodSandboxState.READY, 'someone-else'), [container(ContainerState.RUNNING)]), o)).toBeUndefined();
+    expect(
+      foldContainerEvent(event(ContainerEventType.STARTED, 'c1', sandbox(PodSandboxState.READY, 'someone-else'), [container(ContainerState.RUNNING)]), o),
+    ).toBeUndefined();
     expect(foldContainerEvent(event(ContainerEventType.STARTED, 'c1', undefined, [container(ContainerState.RUNNING)]), o)).toBeUndefined();
     // An event whose statuses do not hold the container it names says nothing of it.
     expect(foldContainerEvent(event(ContainerEventType.STARTED, 'c9', sandbox(PodSandboxState.READY), [container(ContainerState.RUNNING)]), o)).toBeUndefined();
@@ -66,7 +119,12 @@ describe('the runtime container events', () => {
   it('tells each change once, whether the stream or the relist saw it first; an event older than the relist is dropped', async () => {
     let listed: EngineContainer[] = [];
     const told: EngineEvent[] = [];
-    const watch = await relistWatch(async () => listed, (e) => told.push(e), () => undefined, 3_600_000);
+    const watch = await relistWatch(
+      async () => listed,
+      (e) => told.push(e),
+      () => undefined,
+      3_600_000,
+    );
     const said: string[] = [];
     const evs = [
       event(ContainerEventType.STARTED, 'sb1', sandbox(PodSandboxState.READY)),

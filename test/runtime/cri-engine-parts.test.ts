@@ -24,7 +24,18 @@ const pod: Pod = {
   spec: {
     hostPID: true,
     terminationGracePeriodSeconds: 7,
-    containers: [{ name: 'c', image: 'busybox', command: ['sh'], args: ['-c', 'echo $(X)'], env: [{ name: 'X', value: 'y' }], ports: [{ containerPort: 80, hostPort: 8080 }], resources: { limits: { cpu: '500m', memory: '64Mi' } }, securityContext: { runAsUser: 1000, capabilities: { drop: ['ALL'] } } }],
+    containers: [
+      {
+        name: 'c',
+        image: 'busybox',
+        command: ['sh'],
+        args: ['-c', 'echo $(X)'],
+        env: [{ name: 'X', value: 'y' }],
+        ports: [{ containerPort: 80, hostPort: 8080 }],
+        resources: { limits: { cpu: '500m', memory: '64Mi' } },
+        securityContext: { runAsUser: 1000, capabilities: { drop: ['ALL'] } },
+      },
+    ],
   },
 };
 const id = { uid: 'u-1', name: 'p', namespace: 'ns', source: 'file:/x' };
@@ -50,7 +61,17 @@ describe('pod-config: a pod in runtime.v1 words', () => {
 
   it('makes the container config from what spec.ts decided: command, args, env, limits, user, log path', () => {
     const c = pod.spec.containers[0]!;
-    const d = containerCreateOptions(pod, { ...id, instance: 'inst' }, c, startOptions(pod, c, { type: 'app', restartCount: 3, hash: 'h', sandbox: { id: 'sb', ip: '10.0.0.2' }, volumes: new Map(), engineRestarts: false }, { hostIP: '127.0.0.1', nodeName: 'n', oomScoreFloor: 0 }));
+    const d = containerCreateOptions(
+      pod,
+      { ...id, instance: 'inst' },
+      c,
+      startOptions(
+        pod,
+        c,
+        { type: 'app', restartCount: 3, hash: 'h', sandbox: { id: 'sb', ip: '10.0.0.2' }, volumes: new Map(), engineRestarts: false },
+        { hostIP: '127.0.0.1', nodeName: 'n', oomScoreFloor: 0 },
+      ),
+    );
     const cc = containerConfig(pod, c, d, { instance: 'inst', restartCount: 3 });
     expect(cc.metadata).toEqual({ name: 'c', attempt: 3 });
     expect(cc.command).toEqual(['sh']);
@@ -73,17 +94,47 @@ describe('records: the runtime answers as podrun records', () => {
   });
 
   it('reads identity from labels and annotations together, and an exit code only for an exited container', () => {
-    const item = { id: 'c1', podSandboxId: 's', metadata: { name: 'c', attempt: 1 }, image: { image: 'busybox' }, imageRef: 'sha256:x', state: ContainerState.EXITED, createdAt: 5_000_000_000n, labels: { [LABEL.podName]: 'p' }, annotations: { [LABEL.containerSpec]: '{}' }, imageId: '' };
+    const item = {
+      id: 'c1',
+      podSandboxId: 's',
+      metadata: { name: 'c', attempt: 1 },
+      image: { image: 'busybox' },
+      imageRef: 'sha256:x',
+      state: ContainerState.EXITED,
+      createdAt: 5_000_000_000n,
+      labels: { [LABEL.podName]: 'p' },
+      annotations: { [LABEL.containerSpec]: '{}' },
+      imageId: '',
+    };
     const r = recordFromContainer(item, 2);
     expect(r).toMatchObject({ id: 'c1', state: 'exited', exitCode: 2, created: 5, labels: { [LABEL.podName]: 'p', [LABEL.containerSpec]: '{}' } });
     expect(recordFromContainer({ ...item, state: ContainerState.RUNNING }, 2).exitCode).toBeUndefined();
-    const sb = recordFromSandbox({ id: 's', metadata: { name: 'p', uid: 'u', namespace: 'ns', attempt: 0 }, state: PodSandboxState.NOTREADY, createdAt: 0n, labels: {}, annotations: {}, runtimeHandler: '' }, 'pause');
+    const sb = recordFromSandbox(
+      {
+        id: 's',
+        metadata: { name: 'p', uid: 'u', namespace: 'ns', attempt: 0 },
+        state: PodSandboxState.NOTREADY,
+        createdAt: 0n,
+        labels: {},
+        annotations: {},
+        runtimeHandler: '',
+      },
+      'pause',
+    );
     expect(sb.state).toBe('exited');
   });
 });
 
 describe('relist: events from successive lists', () => {
-  const c = (state: 'created' | 'running' | 'exited', exitCode?: number) => ({ id: 'x', name: 'n', image: 'i', labels: {}, state, created: 1, ...(exitCode !== undefined ? { exitCode } : {}) });
+  const c = (state: 'created' | 'running' | 'exited', exitCode?: number) => ({
+    id: 'x',
+    name: 'n',
+    image: 'i',
+    labels: {},
+    state,
+    created: 1,
+    ...(exitCode !== undefined ? { exitCode } : {}),
+  });
   it('turns changes of state into lifecycle events, a crash between two lists included', () => {
     // First seen: its present state only (a `created` for a running one would show it not started for a moment).
     expect(transitions(undefined, c('running'), 1).map((e) => e.kind)).toEqual(['started']);
@@ -97,7 +148,11 @@ describe('relist: events from successive lists', () => {
 
 describe('CRI log files', () => {
   it('parses the CRI format: full and partial lines, streams, an empty line', () => {
-    expect(parseCriLine('2024-01-01T00:00:00.000000001Z stdout F hello')).toEqual({ time: '2024-01-01T00:00:00.000000001Z', stream: 'stdout', text: 'hello\n' });
+    expect(parseCriLine('2024-01-01T00:00:00.000000001Z stdout F hello')).toEqual({
+      time: '2024-01-01T00:00:00.000000001Z',
+      stream: 'stdout',
+      text: 'hello\n',
+    });
     expect(parseCriLine('2024-01-01T00:00:00Z stderr P par')?.text).toBe('par');
     expect(parseCriLine('2024-01-01T00:00:00Z stdout F')?.text).toBe('\n');
     expect(parseCriLine('garbage')).toBeUndefined();
@@ -108,7 +163,17 @@ describe('CRI log files', () => {
 
   it('writes stdout and stderr apart, with --tail counting whole lines and --since by time', async () => {
     const file = join(dir, '0.log');
-    writeFileSync(file, ['1970-01-01T00:00:01Z stdout F one', '1970-01-01T00:00:02Z stderr F two', '1970-01-01T00:00:03Z stdout P thr', '1970-01-01T00:00:03Z stdout F ee', 'not a line', ''].join('\n'));
+    writeFileSync(
+      file,
+      [
+        '1970-01-01T00:00:01Z stdout F one',
+        '1970-01-01T00:00:02Z stderr F two',
+        '1970-01-01T00:00:03Z stdout P thr',
+        '1970-01-01T00:00:03Z stdout F ee',
+        'not a line',
+        '',
+      ].join('\n'),
+    );
     const read = async (o: Parameters<typeof writeCriLog>[1]): Promise<{ out: string; err: string }> => {
       let out = '';
       let err = '';
@@ -133,6 +198,8 @@ describe('engine choice and errors', () => {
   });
 
   it('names the fix for a missing sandbox image', () => {
-    expect(sandboxProblem('failed to get sandbox image "registry.k8s.io/pause:3.6": failed to pull')).toMatch(/sandbox \(pause\) image registry\.k8s\.io\/pause:3\.6 is missing.*sandbox_image/);
+    expect(sandboxProblem('failed to get sandbox image "registry.k8s.io/pause:3.6": failed to pull')).toMatch(
+      /sandbox \(pause\) image registry\.k8s\.io\/pause:3\.6 is missing.*sandbox_image/,
+    );
   });
 });

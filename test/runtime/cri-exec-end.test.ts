@@ -62,9 +62,15 @@ describe('the process of an abandoned exec on a CRI runtime', () => {
     expect(findExecLeader(v, where, ['sh'], 1000, argv)).toBe('ambiguous');
   });
 
-  it('takes an exec that replaced its command (sh -c \'a & b\' runs b in its own process) only when its call is in flight and it is the only exec since', () => {
+  it("takes an exec that replaced its command (sh -c 'a & b' runs b in its own process) only when its call is in flight and it is the only exec since", () => {
     const it1 = { pid: 230, ppid: 40, start: 1300, argv: ['sleep', '1001'] };
-    const { view: v, argv } = view([SHIM, INIT, { pid: 210, ppid: 100, start: 1100, argv: ['sleep', '9'] }, it1, { pid: 231, ppid: 100, start: 1310, argv: ['sleep', '1000'] }]);
+    const { view: v, argv } = view([
+      SHIM,
+      INIT,
+      { pid: 210, ppid: 100, start: 1100, argv: ['sleep', '9'] },
+      it1,
+      { pid: 231, ppid: 100, start: 1310, argv: ['sleep', '1000'] },
+    ]);
     expect(findExecLeader(v, where, ['sh', '-c', 'sleep 1000 & sleep 1001'], 1000, argv)).toBe('none');
     expect(findExecLeader(v, where, ['sh', '-c', 'sleep 1000 & sleep 1001'], 1000, argv, true)).toBe(230);
     // Another exec of the container since: neither is guessed at.

@@ -36,7 +36,10 @@ function clientData(raw: Buffer): { id: number; flags: number; data: string }[] 
 }
 
 /** A server answering the upgrade with `head` (101 and v4 by default), then running `script`. */
-async function server(script: (sock: Socket, received: () => Buffer) => void, head = 'HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n'): Promise<string> {
+async function server(
+  script: (sock: Socket, received: () => Buffer) => void,
+  head = 'HTTP/1.1 101 Switching Protocols\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\n\r\n',
+): Promise<string> {
   const s = createServer((sock) => {
     let raw = Buffer.alloc(0);
     let upgraded = false;
@@ -66,7 +69,8 @@ function streams(): { stdin: PassThrough; stdout: PassThrough; stderr: PassThrou
   return { stdin, stdout, stderr, text: () => ({ out, err }) };
 }
 
-const exit = (code: string): string => JSON.stringify({ status: 'Failure', reason: 'NonZeroExitCode', details: { causes: [{ reason: 'ExitCode', message: code }] } });
+const exit = (code: string): string =>
+  JSON.stringify({ status: 'Failure', reason: 'NonZeroExitCode', details: { causes: [{ reason: 'ExitCode', message: code }] } });
 
 describe('podrun exec -i over SPDY against a misbehaving server', () => {
   it('sends stdin and its end (FIN), answers a ping, drops streams it did not open, exits with the status', async () => {
@@ -89,7 +93,10 @@ describe('podrun exec -i over SPDY against a misbehaving server', () => {
     expect(await run).toBe(9);
     expect(s.text()).toEqual({ out: 'out\n', err: 'err\n' });
     expect(pong).toBe(true);
-    expect(got.filter((f) => f.id === 3)).toEqual([{ id: 3, flags: 0, data: 'typed' }, { id: 3, flags: 1, data: '' }]);
+    expect(got.filter((f) => f.id === 3)).toEqual([
+      { id: 3, flags: 0, data: 'typed' },
+      { id: 3, flags: 1, data: '' },
+    ]);
   });
 
   it('refuses an upgrade refused, a protocol not agreed, an endless head', async () => {

@@ -11,7 +11,12 @@ import { exitCodeOf, streamExec, streamingUrl } from '../../src/runtime/cri/exec
 /** A WebSocket frame from the server (unmasked, one frame). */
 function frame(payload: Buffer, opcode = 2): Buffer {
   const n = payload.length;
-  const head = n < 126 ? Buffer.from([0x80 | opcode, n]) : n < 65536 ? Buffer.from([0x80 | opcode, 126, n >> 8, n & 255]) : Buffer.concat([Buffer.from([0x80 | opcode, 127, 0, 0, 0, 0]), Buffer.from([(n >>> 24) & 255, (n >>> 16) & 255, (n >>> 8) & 255, n & 255])]);
+  const head =
+    n < 126
+      ? Buffer.from([0x80 | opcode, n])
+      : n < 65536
+        ? Buffer.from([0x80 | opcode, 126, n >> 8, n & 255])
+        : Buffer.concat([Buffer.from([0x80 | opcode, 127, 0, 0, 0, 0]), Buffer.from([(n >>> 24) & 255, (n >>> 16) & 255, (n >>> 8) & 255, n & 255])]);
   return Buffer.concat([head, payload]);
 }
 
@@ -44,16 +49,33 @@ afterEach(() => {
 });
 
 /** A streaming server answering with `protocol`, then running `script` on the connection. */
-async function server(protocol: string | undefined, script: (send: (channel: number, data: string | Buffer) => void, sock: Socket, received: () => Buffer[]) => void): Promise<string> {
+async function server(
+  protocol: string | undefined,
+  script: (send: (channel: number, data: string | Buffer) => void, sock: Socket, received: () => Buffer[]) => void,
+): Promise<string> {
   const s = createServer();
   servers.push(s);
   s.on('upgrade', (req, sock: Socket) => {
     const accept = createHash('sha1').update(`${req.headers['sec-websocket-key']}258EAFA5-E914-47DA-95CA-C5AB0DC85B11`).digest('base64');
-    sock.write(['HTTP/1.1 101 Switching Protocols', 'Upgrade: websocket', 'Connection: Upgrade', `Sec-WebSocket-Accept: ${accept}`, ...(protocol ? [`Sec-WebSocket-Protocol: ${protocol}`] : []), '', ''].join('\r\n'));
+    sock.write(
+      [
+        'HTTP/1.1 101 Switching Protocols',
+        'Upgrade: websocket',
+        'Connection: Upgrade',
+        `Sec-WebSocket-Accept: ${accept}`,
+        ...(protocol ? [`Sec-WebSocket-Protocol: ${protocol}`] : []),
+        '',
+        '',
+      ].join('\r\n'),
+    );
     let raw = Buffer.alloc(0);
     sock.on('data', (c: Buffer) => (raw = Buffer.concat([raw, c])));
     sock.on('error', () => undefined);
-    script((channel, data) => sock.write(frame(Buffer.concat([Buffer.from([channel]), Buffer.from(data)]))), sock, () => clientMessages(raw));
+    script(
+      (channel, data) => sock.write(frame(Buffer.concat([Buffer.from([channel]), Buffer.from(data)]))),
+      sock,
+      () => clientMessages(raw),
+    );
   });
   await new Promise<void>((r) => s.listen(0, '127.0.0.1', r));
   return `http://127.0.0.1:${(s.address() as AddressInfo).port}/exec/token`;
@@ -71,7 +93,13 @@ function streams(): { stdin: PassThrough; stdout: PassThrough; stderr: PassThrou
 }
 
 const SUCCESS = JSON.stringify({ metadata: {}, status: 'Success' });
-const exit = (code: string): string => JSON.stringify({ status: 'Failure', reason: 'NonZeroExitCode', message: `command terminated with non-zero exit code: ${code}`, details: { causes: [{ reason: 'ExitCode', message: code }] } });
+const exit = (code: string): string =>
+  JSON.stringify({
+    status: 'Failure',
+    reason: 'NonZeroExitCode',
+    message: `command terminated with non-zero exit code: ${code}`,
+    details: { causes: [{ reason: 'ExitCode', message: code }] },
+  });
 const bye = (sock: Socket): void => void sock.end(frame(Buffer.from([3, 232]), 8));
 
 describe('the exec streaming URL', () => {
@@ -93,7 +121,9 @@ describe('the exit status (v4: a metav1.Status on channel 3)', () => {
     expect(exitCodeOf(Buffer.from(exit('255')))).toBe(255);
     expect(() => exitCodeOf(Buffer.from(exit('256')))).toThrow(/could not run/);
     expect(() => exitCodeOf(Buffer.from(exit('-1')))).toThrow(/could not run/);
-    expect(() => exitCodeOf(Buffer.from(JSON.stringify({ status: 'Failure', reason: 'InternalError', message: 'OCI runtime exec failed' })))).toThrow(/could not run the command: OCI runtime exec failed/);
+    expect(() => exitCodeOf(Buffer.from(JSON.stringify({ status: 'Failure', reason: 'InternalError', message: 'OCI runtime exec failed' })))).toThrow(
+      /could not run the command: OCI runtime exec failed/,
+    );
     expect(() => exitCodeOf(Buffer.from('{nope'))).toThrow(/not JSON/);
     expect(() => exitCodeOf(undefined)).toThrow(/without the command's exit status/);
   });
@@ -173,6 +203,8 @@ describe('output the caller does not take', () => {
     const s = streams();
     // A reader that never reads: everything written waits in the stream.
     const stuck = new PassThrough({ highWaterMark: 1 });
-    await expect(streamExec(url, { tty: false, stdin: false }, { ...s, stdout: stuck }, { maxPendingOutput: 16 * 1024 })).rejects.toThrow(/more than 16384 bytes ahead of its reader/);
+    await expect(streamExec(url, { tty: false, stdin: false }, { ...s, stdout: stuck }, { maxPendingOutput: 16 * 1024 })).rejects.toThrow(
+      /more than 16384 bytes ahead of its reader/,
+    );
   });
 });

@@ -21,7 +21,14 @@ describe('CRI log rotation', () => {
   });
 
   it('renames the current log, reopens it, compresses the older rotated ones and keeps maxFiles in all', async () => {
-    const d = dirWith({ '0.log': 'now\n', '0.log.20260101-000001.gz': 'x', '0.log.20260101-000002.gz': 'y', '0.log.20260101-000003': 'three\n', '0.log.20260101-000003.gz.tmp': 'half', 'other.log': 'keep' });
+    const d = dirWith({
+      '0.log': 'now\n',
+      '0.log.20260101-000001.gz': 'x',
+      '0.log.20260101-000002.gz': 'y',
+      '0.log.20260101-000003': 'three\n',
+      '0.log.20260101-000003.gz.tmp': 'half',
+      'other.log': 'keep',
+    });
     const reopened: string[] = [];
     const client = { reopenContainerLog: async (id: string): Promise<void> => void reopened.push(id) };
     await rotateLog(client, 'c1', join(d, '0.log'), { maxBytes: 1, maxFiles: 4 }, new Date(Date.UTC(2026, 0, 1, 0, 0, 9)));
@@ -43,7 +50,13 @@ describe('CRI log rotation', () => {
   it('two rotations in one second: the second waits (the names would collide)', async () => {
     const d = dirWith({ '0.log': 'b\n', '0.log.20260101-000009': 'a\n' });
     let reopens = 0;
-    await rotateLog({ reopenContainerLog: async () => void reopens++ }, 'c1', join(d, '0.log'), { maxBytes: 1, maxFiles: 5 }, new Date(Date.UTC(2026, 0, 1, 0, 0, 9)));
+    await rotateLog(
+      { reopenContainerLog: async () => void reopens++ },
+      'c1',
+      join(d, '0.log'),
+      { maxBytes: 1, maxFiles: 5 },
+      new Date(Date.UTC(2026, 0, 1, 0, 0, 9)),
+    );
     expect(reopens).toBe(0);
     expect(existsSync(join(d, '0.log'))).toBe(true);
   });

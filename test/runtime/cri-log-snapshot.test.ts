@@ -42,7 +42,11 @@ class RotatingLog {
 
   /** One rotation as podrun's rotateLog does it, step by step (the file names decided when each step runs). */
   rotationSteps(): (() => void)[] {
-    const rotatedNow = (): string[] => readdirSync(this.dir).filter((n) => n !== '0.log' && !n.endsWith('.tmp')).sort().map((n) => join(this.dir, n));
+    const rotatedNow = (): string[] =>
+      readdirSync(this.dir)
+        .filter((n) => n !== '0.log' && !n.endsWith('.tmp'))
+        .sort()
+        .map((n) => join(this.dir, n));
     let victim: string | undefined;
     let newest: string | undefined;
     let stampName = '';
@@ -69,7 +73,7 @@ class RotatingLog {
 
   /** The numbers of the lines the files hold now. */
   held(): number[] {
-    const names = readdirSync(this.dir).filter((n) => !n.endsWith('.tmp') && !(readdirSync(this.dir).includes(`${n}.gz`)));
+    const names = readdirSync(this.dir).filter((n) => !n.endsWith('.tmp') && !readdirSync(this.dir).includes(`${n}.gz`));
     const text = names
       .filter((n) => n !== '0.log')
       .sort()

@@ -30,17 +30,29 @@ describe('where a CRI runtime put a container', () => {
   });
 });
 
-describe('the runtime\'s ContainerStats as a reading', () => {
+describe("the runtime's ContainerStats as a reading", () => {
   it('decodes the published field numbers and keeps what the runtime said', () => {
     const c = codec<ContainerStatsInfo, { stats: ContainerStatsInfo | undefined }>(ContainerStatsResponse);
     const stats = {
       cpu: { timestamp: 1_700_000_000_000_000_000n, usageCoreNanoSeconds: { value: 5_000_000_000n }, usageNanoCores: { value: 250_000_000n } },
-      memory: { timestamp: 1n, workingSetBytes: { value: 41_000_000n }, availableBytes: undefined, usageBytes: { value: 50_000_000n }, rssBytes: { value: 1000n }, pageFaults: { value: 7n }, majorPageFaults: { value: 1n } },
+      memory: {
+        timestamp: 1n,
+        workingSetBytes: { value: 41_000_000n },
+        availableBytes: undefined,
+        usageBytes: { value: 50_000_000n },
+        rssBytes: { value: 1000n },
+        pageFaults: { value: 7n },
+        majorPageFaults: { value: 1n },
+      },
     };
     const wire = codec<{ stats: typeof stats }, never>(ContainerStatsResponse).serialize({ stats });
     const back = c.deserialize(wire).stats!;
     const r = readingFromCriStats(back)!;
-    expect(r).toMatchObject({ source: 'engine', cpu: { usageNs: 5e9 }, memory: { workingSetBytes: 41e6, usageBytes: 50e6, rssBytes: 1000, pageFaults: 7, majorPageFaults: 1 } });
+    expect(r).toMatchObject({
+      source: 'engine',
+      cpu: { usageNs: 5e9 },
+      memory: { workingSetBytes: 41e6, usageBytes: 50e6, rssBytes: 1000, pageFaults: 7, majorPageFaults: 1 },
+    });
     expect(r.time).toBe(new Date(1_700_000_000_000).toISOString());
     expect(readingFromCriStats({})).toBeUndefined();
   });

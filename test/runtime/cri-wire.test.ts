@@ -22,7 +22,9 @@ const Nums: MessageSpec = {
 
 describe('CRI wire codec', () => {
   it('writes the bytes of the published encoding (tags, varints, length-delimited strings)', () => {
-    expect(hex(encode(M.PortMapping, { protocol: 1, containerPort: 80, hostPort: 8080, hostIp: '127.0.0.1' }))).toBe('0801' + '1050' + '18903f' + '2209' + Buffer.from('127.0.0.1').toString('hex'));
+    expect(hex(encode(M.PortMapping, { protocol: 1, containerPort: 80, hostPort: 8080, hostIp: '127.0.0.1' }))).toBe(
+      '0801' + '1050' + '18903f' + '2209' + Buffer.from('127.0.0.1').toString('hex'),
+    );
     // Field 18 needs a two-byte tag: (18 << 3 | 2) = 146 = 0x92 0x01.
     expect(hex(encode(M.ImageSpec, { image: 'a', userSpecifiedImage: 'b' }))).toBe('0a0161' + '92010162');
     // Defaults are left out, as protoc's code does.
@@ -46,7 +48,12 @@ describe('CRI wire codec', () => {
       logPath: 'main/3.log',
       linux: {
         resources: { memoryLimitInBytes: 2n ** 40n, cpuQuota: -1, oomScoreAdj: -998, unified: { 'memory.high': 'max' } },
-        securityContext: { runAsUser: { value: 65534 }, supplementalGroups: [1, 2n ** 33n, -5], capabilities: { dropCapabilities: ['ALL'] }, readonlyRootfs: true },
+        securityContext: {
+          runAsUser: { value: 65534 },
+          supplementalGroups: [1, 2n ** 33n, -5],
+          capabilities: { dropCapabilities: ['ALL'] },
+          readonlyRootfs: true,
+        },
       },
     };
     const back = decode(M.ContainerConfig, encode(M.ContainerConfig, config));
@@ -57,7 +64,9 @@ describe('CRI wire codec', () => {
       { key: 'A', value: '1' },
       { key: 'B', value: '' },
     ]);
-    expect(back.mounts).toEqual([{ containerPath: '/data', hostPath: '/srv/data', readonly: true, selinuxRelabel: false, propagation: 1, recursiveReadOnly: false }]);
+    expect(back.mounts).toEqual([
+      { containerPath: '/data', hostPath: '/srv/data', readonly: true, selinuxRelabel: false, propagation: 1, recursiveReadOnly: false },
+    ]);
     expect({ ...(back.labels as object) }).toEqual({ 'io.kubernetes.pod.uid': 'u-1', empty: '' });
     expect({ ...(back.annotations as object) }).toEqual({ 'podrun.io/hash': 'x'.repeat(300) });
     const linux = back.linux as { resources: Record<string, unknown>; securityContext: Record<string, unknown> };
@@ -92,7 +101,10 @@ describe('CRI wire codec', () => {
       [{ flag: true }, '2801'],
     ];
     for (const [v, h] of cases) {
-      expect(hex(encode(Nums, v)), JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? `${x}n` : x))).toBe(h.replace(/\s+/g, ''));
+      expect(
+        hex(encode(Nums, v)),
+        JSON.stringify(v, (_k, x: unknown) => (typeof x === 'bigint' ? `${x}n` : x)),
+      ).toBe(h.replace(/\s+/g, ''));
       const back = decode(Nums, bytes(h));
       const [k, want] = Object.entries(v)[0] as [string, number | bigint | boolean];
       expect(back[k]).toBe(typeof want === 'number' && (k === 'i64' || k === 'u64') ? BigInt(want) : want);

@@ -2,7 +2,14 @@ import type Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
 import { LABEL, MANAGED_BY } from '../../src/runtime/labels.js';
 import { groupObserved } from '../../src/runtime/observed.js';
-import { eventFromDocker, recordFromInspect, recordFromListed, readingFromDocker, statusFromInspect, type DockerStats } from '../../src/runtime/docker/records.js';
+import {
+  eventFromDocker,
+  recordFromInspect,
+  recordFromListed,
+  readingFromDocker,
+  statusFromInspect,
+  type DockerStats,
+} from '../../src/runtime/docker/records.js';
 import { cpuOf } from '../../src/stats/summary.js';
 
 // Docker's answers in podrun's words: what the cache, status and logs read must not depend on
@@ -18,7 +25,16 @@ function inspected(status: string, exitCode: number): Docker.ContainerInspectInf
     Path: 'sleep',
     Args: ['60'],
     Image: 'sha256:img',
-    State: { Status: status, ExitCode: exitCode, Running: status === 'running', StartedAt: '2026-11-30T09:00:01.123456789Z', FinishedAt: '0001-01-01T00:00:00Z', OOMKilled: false, Restarting: false, Error: '' },
+    State: {
+      Status: status,
+      ExitCode: exitCode,
+      Running: status === 'running',
+      StartedAt: '2026-11-30T09:00:01.123456789Z',
+      FinishedAt: '0001-01-01T00:00:00Z',
+      OOMKilled: false,
+      Restarting: false,
+      Error: '',
+    },
     Config: { Image: 'busybox:1', Labels: LABELS },
     HostConfig: { NetworkMode: 'container:s1' },
     NetworkSettings: { Networks: {} },
@@ -28,8 +44,25 @@ function inspected(status: string, exitCode: number): Docker.ContainerInspectInf
 describe('recordFromInspect', () => {
   it('reads as the list entry of the same container', () => {
     const [pod] = groupObserved([recordFromInspect(inspected('exited', 137))]);
-    expect(pod?.containers[0]).toMatchObject({ id: 'c1', engineName: 'podrun_web_app_default_abc_000000_2', state: 'exited', exitCode: 137, restartCount: 2, created: Date.parse('2026-11-30T09:00:00Z') / 1000, image: 'busybox:1' });
-    const listed = recordFromListed({ Id: 'c1', Names: ['/podrun_web_app_default_abc_000000_2'], Image: 'busybox:1', Created: Date.parse('2026-11-30T09:00:00Z') / 1000, Labels: LABELS, State: 'exited', Status: 'Exited (137) 3 seconds ago', NetworkSettings: { Networks: {} } } as unknown as Docker.ContainerInfo);
+    expect(pod?.containers[0]).toMatchObject({
+      id: 'c1',
+      engineName: 'podrun_web_app_default_abc_000000_2',
+      state: 'exited',
+      exitCode: 137,
+      restartCount: 2,
+      created: Date.parse('2026-11-30T09:00:00Z') / 1000,
+      image: 'busybox:1',
+    });
+    const listed = recordFromListed({
+      Id: 'c1',
+      Names: ['/podrun_web_app_default_abc_000000_2'],
+      Image: 'busybox:1',
+      Created: Date.parse('2026-11-30T09:00:00Z') / 1000,
+      Labels: LABELS,
+      State: 'exited',
+      Status: 'Exited (137) 3 seconds ago',
+      NetworkSettings: { Networks: {} },
+    } as unknown as Docker.ContainerInfo);
     expect(recordFromInspect(inspected('exited', 137))).toEqual(listed);
   });
 
@@ -42,13 +75,22 @@ describe('recordFromInspect', () => {
 
 describe('recordFromListed', () => {
   it('takes the exit code from the status text only when exited, and the IP from the first network that has one', () => {
-    const r = recordFromListed({ Id: 'x', Names: ['/n'], Image: 'i', Created: 5, Labels: {}, State: 'restarting', Status: 'Restarting (1) 2 seconds ago', NetworkSettings: { Networks: { a: { IPAddress: '' }, b: { IPAddress: '10.0.0.9' } } } } as unknown as Docker.ContainerInfo);
+    const r = recordFromListed({
+      Id: 'x',
+      Names: ['/n'],
+      Image: 'i',
+      Created: 5,
+      Labels: {},
+      State: 'restarting',
+      Status: 'Restarting (1) 2 seconds ago',
+      NetworkSettings: { Networks: { a: { IPAddress: '' }, b: { IPAddress: '10.0.0.9' } } },
+    } as unknown as Docker.ContainerInfo);
     expect(r).toEqual({ id: 'x', name: 'n', image: 'i', labels: {}, state: 'restarting', created: 5, ip: '10.0.0.9' });
   });
 });
 
 describe('statusFromInspect', () => {
-  it('reads the zero time as never, and keeps the engine\'s nanoseconds', () => {
+  it("reads the zero time as never, and keeps the engine's nanoseconds", () => {
     const s = statusFromInspect(inspected('running', 0).State, 3);
     expect(s).toEqual({ state: 'running', exitCode: 0, startedAt: '2026-11-30T09:00:01.123456789Z', oomKilled: false, engineRestarts: 3, restarting: false });
   });
@@ -57,20 +99,37 @@ describe('statusFromInspect', () => {
 describe('eventFromDocker', () => {
   const actor = (attrs: Record<string, string>) => ({ ID: 'c1', Attributes: { ...LABELS, name: 'podrun_x', image: 'busybox:1', ...attrs } });
 
-  it('turns the life events into one kind each, the exit code a number, Docker\'s own attributes out of the labels', () => {
-    expect(eventFromDocker({ Action: 'die', Actor: actor({ exitCode: '137' }), timeNano: 1_700_000_000_123_456_789 })).toEqual({ kind: 'exited', id: 'c1', labels: LABELS, name: 'podrun_x', image: 'busybox:1', exitCode: 137, timeMs: 1_700_000_000_123 });
-    expect(['create', 'start', 'unpause', 'restart', 'pause', 'destroy', 'remove'].map((a) => eventFromDocker({ Action: a, Actor: actor({}), time: 1 })?.kind)).toEqual(['created', 'started', 'started', 'started', 'paused', 'removed', 'removed']);
+  it("turns the life events into one kind each, the exit code a number, Docker's own attributes out of the labels", () => {
+    expect(eventFromDocker({ Action: 'die', Actor: actor({ exitCode: '137' }), timeNano: 1_700_000_000_123_456_789 })).toEqual({
+      kind: 'exited',
+      id: 'c1',
+      labels: LABELS,
+      name: 'podrun_x',
+      image: 'busybox:1',
+      exitCode: 137,
+      timeMs: 1_700_000_000_123,
+    });
+    expect(
+      ['create', 'start', 'unpause', 'restart', 'pause', 'destroy', 'remove'].map((a) => eventFromDocker({ Action: a, Actor: actor({}), time: 1 })?.kind),
+    ).toEqual(['created', 'started', 'started', 'started', 'paused', 'removed', 'removed']);
   });
 
-  it('is no event for news that changes no container\'s life, nor for what names no container', () => {
-    for (const a of ['exec_start: sh', 'exec_die', 'kill', 'rename', 'update', 'oom', 'toString', '__proto__', '']) expect(eventFromDocker({ Action: a, Actor: actor({}) })).toBeUndefined();
+  it("is no event for news that changes no container's life, nor for what names no container", () => {
+    for (const a of ['exec_start: sh', 'exec_die', 'kill', 'rename', 'update', 'oom', 'toString', '__proto__', ''])
+      expect(eventFromDocker({ Action: a, Actor: actor({}) })).toBeUndefined();
     expect(eventFromDocker({ Action: 'die', Actor: { Attributes: {} } })).toBeUndefined();
     expect(eventFromDocker({ Action: 'die', Actor: actor({ exitCode: 'x' }) })?.exitCode).toBeUndefined();
   });
 });
 
 describe('readingFromDocker', () => {
-  const reading = (preread: string): DockerStats => ({ read: '2026-11-30T10:00:10Z', cpu_stats: { cpu_usage: { total_usage: 3e9 } }, memory_stats: {}, preread, precpu_stats: { cpu_usage: { total_usage: 0 } } });
+  const reading = (preread: string): DockerStats => ({
+    read: '2026-11-30T10:00:10Z',
+    cpu_stats: { cpu_usage: { total_usage: 3e9 } },
+    memory_stats: {},
+    preread,
+    precpu_stats: { cpu_usage: { total_usage: 0 } },
+  });
 
   it('drops a previous sample Docker gives as the zero time, so no rate is made from zero counters', () => {
     const one = readingFromDocker(reading('0001-01-01T00:00:00Z'));
@@ -79,7 +138,7 @@ describe('readingFromDocker', () => {
     expect(cpuOf(readingFromDocker({ ...reading('2026-11-30T10:00:09Z'), precpu_stats: { cpu_usage: { total_usage: 2.5e9 } } })).usageNanoCores).toBe(5e8);
   });
 
-  it('reads Docker\'s names as podrun\'s: CPU, memory with the working set, network, processes', () => {
+  it("reads Docker's names as podrun's: CPU, memory with the working set, network, processes", () => {
     const r = readingFromDocker({
       read: '2026-11-30T10:00:10Z',
       cpu_stats: { cpu_usage: { total_usage: 3e9, usage_in_usermode: 2e9, usage_in_kernelmode: 1e9 } },

@@ -17,8 +17,7 @@ const CONSTRUCTION_POINTS: Record<string, string[]> = {
 };
 
 /** Docker facts still read outside the runtime, by file. */
-const FACTS_LEFT: Record<string, string[]> = {
-};
+const FACTS_LEFT: Record<string, string[]> = {};
 
 /** Each fact by name, and how it is written in source (a cgroup's `.scope` suffix, not `x.scope`). */
 const FACTS: ReadonlyArray<readonly [string, RegExp]> = [
@@ -61,11 +60,12 @@ const scanned = [...files('src').filter((f) => !f.startsWith('src/runtime/')), .
 
 describe('the engine boundary', () => {
   it('reads import lines as the compiler does', () => {
-    expect(importsOf('src/agent/x.ts', "import type Docker from 'dockerode';\nimport { a } from '../runtime/docker/engine.js';\nconst m = await import('../runtime/docker/x.js');")).toEqual([
-      'dockerode',
-      'src/runtime/docker/engine.ts',
-      'src/runtime/docker/x.ts',
-    ]);
+    expect(
+      importsOf(
+        'src/agent/x.ts',
+        "import type Docker from 'dockerode';\nimport { a } from '../runtime/docker/engine.js';\nconst m = await import('../runtime/docker/x.js');",
+      ),
+    ).toEqual(['dockerode', 'src/runtime/docker/engine.ts', 'src/runtime/docker/x.ts']);
     expect(isDockerImport('src/runtime/roles.ts')).toBe(false);
   });
 

@@ -14,7 +14,13 @@ function engine(endpoint: string, exec: { Running: boolean; Pid: number }): Engi
     getContainer: () => ({ inspect: async () => ({ Id: ID, State: { Pid: 50 } }) }),
   };
   // Only the two inspects endExec makes are faked, not the whole client.
-  return { calls, endpoint, options: { stateDir: '/x', pauseImage: 'p' }, docker: docker as unknown as EngineCalls['docker'], call: (what, fn) => (calls.push(what), fn()) } as EngineCalls & { calls: string[] };
+  return {
+    calls,
+    endpoint,
+    options: { stateDir: '/x', pauseImage: 'p' },
+    docker: docker as unknown as EngineCalls['docker'],
+    call: (what, fn) => (calls.push(what), fn()),
+  } as EngineCalls & { calls: string[] };
 }
 
 /** A /proc with the container's first process (50) and the exec's (100) in it; every signal noted. */

@@ -11,7 +11,8 @@ function engine(events: object[]): EngineCalls {
   const docker = { getEvents: async () => Readable.from(events.map((e) => `${JSON.stringify(e)}\n`)) } as unknown as Docker;
   return { docker, endpoint: 'unix:///fake', options: {} as EngineCalls['options'], call: (_what, fn) => fn() };
 }
-const gone = (status: number, message: string): Docker.Exec => ({ inspect: async () => Promise.reject(new EngineRequestError(message, status)) }) as unknown as Docker.Exec;
+const gone = (status: number, message: string): Docker.Exec =>
+  ({ inspect: async () => Promise.reject(new EngineRequestError(message, status)) }) as unknown as Docker.Exec;
 const died = (code: number): object => ({ Action: 'exec_died', Actor: { Attributes: { containerExitCode: String(code) } } });
 
 describe('the exit code of an attached exec whose session is gone', () => {
@@ -20,7 +21,7 @@ describe('the exit code of an attached exec whose session is gone', () => {
     expect(await attachedExitCode(engine([died(7), died(3)]), gone(500, 'retrieving exec session x from container c1: no exec session'), 'c1', 0)).toBe(3);
   });
 
-  it('keeps the engine\'s own error when the events tell nothing', async () => {
+  it("keeps the engine's own error when the events tell nothing", async () => {
     await expect(attachedExitCode(engine([]), gone(500, 'engine on fire'), 'c1', 0)).rejects.toThrow('engine on fire');
     await expect(attachedExitCode(engine([]), gone(404, 'no such exec'), 'c1', 0)).rejects.toThrow('kept no exit code');
   });

@@ -44,10 +44,11 @@ afterAll(() => roots.forEach((r) => rmSync(r, { recursive: true, force: true }))
 const container = { id: ID, initPid: 50 };
 
 /** The fake /proc, with no cgroupfs (every process is looked at) unless `cgroups` names one. */
-const at = (root: string, kill: (pid: number, sig: NodeJS.Signals) => void = () => undefined, cgroups = join(root, 'no-cgroupfs')): ProcView => procView(root, kill, cgroups);
+const at = (root: string, kill: (pid: number, sig: NodeJS.Signals) => void = () => undefined, cgroups = join(root, 'no-cgroupfs')): ProcView =>
+  procView(root, kill, cgroups);
 const SINCE = 1000;
 
-describe('which processes are an exec\'s', () => {
+describe("which processes are an exec's", () => {
   const layout: FakeProc[] = [
     { pid: 50, ppid: 40, session: 50, start: 10 }, // the container's first process
     { pid: 60, ppid: 50, session: 50, start: 20 }, // the container's own work
@@ -64,12 +65,12 @@ describe('which processes are an exec\'s', () => {
     { pid: 204, ppid: 100, session: 100, start: 1300, cgroup: `0::/system.slice/docker-${ID}0.scope\n` }, // an id that only starts alike
   ];
 
-  it('the exec\'s process, its session, its descendants; nothing outside the container, older, or dead', () => {
+  it("the exec's process, its session, its descendants; nothing outside the container, older, or dead", () => {
     const view = at(fakeProc(layout));
     expect(execProcesses(view, container, 100, SINCE).sort()).toEqual([100, 101, 102, 103, 104]);
   });
 
-  it('looks only at the processes of the container\'s cgroup (and its children) when cgroupfs can be read', () => {
+  it("looks only at the processes of the container's cgroup (and its children) when cgroupfs can be read", () => {
     const root = fakeProc(layout);
     const dir = join(root, 'cg', 'pids', 'docker', ID);
     mkdirSync(join(dir, 'nested'), { recursive: true });
@@ -89,33 +90,43 @@ describe('which processes are an exec\'s', () => {
     expect(parseStat(undefined)).toBeUndefined();
   });
 
-  it('an exec\'s pid given out again to a process of another container: nothing is the exec\'s', () => {
-    const view = at(fakeProc([
-      { pid: 50, ppid: 40, session: 50, start: 10 },
-      { pid: 100, ppid: 41, session: 100, start: 1500, cgroup: CG(OTHER) },
-      { pid: 110, ppid: 100, session: 100, start: 1510, cgroup: CG(OTHER) },
-    ]));
+  it("an exec's pid given out again to a process of another container: nothing is the exec's", () => {
+    const view = at(
+      fakeProc([
+        { pid: 50, ppid: 40, session: 50, start: 10 },
+        { pid: 100, ppid: 41, session: 100, start: 1500, cgroup: CG(OTHER) },
+        { pid: 110, ppid: 100, session: 100, start: 1510, cgroup: CG(OTHER) },
+      ]),
+    );
     expect(execProcesses(view, container, 100, SINCE)).toEqual([]);
   });
 
-  it('a /proc that is not the engine\'s (podrun in a pid namespace of its own) shows no process of the container', async () => {
+  it("a /proc that is not the engine's (podrun in a pid namespace of its own) shows no process of the container", async () => {
     // The container's first pid names some other process here.
     const signals: string[] = [];
-    const view = at(fakeProc([
-      { pid: 50, ppid: 1, session: 50, start: 10, cgroup: '0::/\n' },
-      { pid: 100, ppid: 1, session: 100, start: 1200, cgroup: '0::/\n' },
-    ]), (pid, sig) => signals.push(`${sig} ${pid}`));
+    const view = at(
+      fakeProc([
+        { pid: 50, ppid: 1, session: 50, start: 10, cgroup: '0::/\n' },
+        { pid: 100, ppid: 1, session: 100, start: 1200, cgroup: '0::/\n' },
+      ]),
+      (pid, sig) => signals.push(`${sig} ${pid}`),
+    );
     expect(execProcesses(view, container, 100, SINCE)).toEqual([]);
     expect(await killExec(view, container, 100, SINCE, async () => undefined)).toBe(0);
     expect(signals).toEqual([]);
   });
 
-  it('the container\'s first process is never the exec\'s, even in its session', () => {
-    const view = at(fakeProc([{ pid: 50, ppid: 40, session: 100, start: 1200 }, { pid: 100, ppid: 41, session: 100, start: 1200 }]));
+  it("the container's first process is never the exec's, even in its session", () => {
+    const view = at(
+      fakeProc([
+        { pid: 50, ppid: 40, session: 100, start: 1200 },
+        { pid: 100, ppid: 41, session: 100, start: 1200 },
+      ]),
+    );
     expect(execProcesses(view, container, 100, SINCE)).toEqual([100]);
   });
 
-  it('signals only the exec\'s processes of a real /proc layout: stopped first, then killed', async () => {
+  it("signals only the exec's processes of a real /proc layout: stopped first, then killed", async () => {
     const signals: string[] = [];
     const view = at(fakeProc(layout), (pid, sig) => signals.push(`${sig} ${pid}`));
     // The files do not change when signalled: every round finds the same five, still "running".
@@ -163,7 +174,13 @@ function liveView(procs: FakeProc[], forker?: number): ProcView & { log: string[
 
 describe('killing an exec', () => {
   it('a process that forks as fast as it is looked at is stopped, then killed with every child it made', async () => {
-    const view = liveView([{ pid: 50, ppid: 40, session: 50, start: 10 }, { pid: 100, ppid: 41, session: 100, start: 1200 }], 100);
+    const view = liveView(
+      [
+        { pid: 50, ppid: 40, session: 50, start: 10 },
+        { pid: 100, ppid: 41, session: 100, start: 1200 },
+      ],
+      100,
+    );
     const killed = await killExec(view, container, 100, SINCE, async () => undefined);
     expect([...view.table.keys()]).toEqual([50]);
     expect(killed).toBeGreaterThanOrEqual(2);
@@ -178,7 +195,7 @@ describe('killing an exec', () => {
 });
 
 describe('exec output', () => {
-  it('keeps the kubelet\'s 10 KiB, counted in bytes, of any amount offered', () => {
+  it("keeps the kubelet's 10 KiB, counted in bytes, of any amount offered", () => {
     const out = new CappedBytes(MAX_EXEC_OUTPUT);
     const chunk = Buffer.from('é'.repeat(1000)); // 2,000 bytes, 1,000 characters
     for (let i = 0; i < 50_000; i++) out.add(chunk); // 100 MB

@@ -45,7 +45,13 @@ describe('plain reads of the engine', () => {
 
   it("fails as dockerode did: the engine's 404 is not found, with its message", async () => {
     const url = await endpoint((s) => s.end('HTTP/1.0 404 Not Found\r\n\r\n{"message":"No such container: gone"}'));
-    const err = engineError(await reads(url).inspect('gone').catch((e: unknown) => e), 'inspect container', url);
+    const err = engineError(
+      await reads(url)
+        .inspect('gone')
+        .catch((e: unknown) => e),
+      'inspect container',
+      url,
+    );
     expect(isNotFound(err)).toBe(true);
     expect(err.message).toBe('inspect container: No such container: gone');
   });

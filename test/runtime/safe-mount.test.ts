@@ -1,4 +1,17 @@
-import { closeSync, constants, existsSync, openSync, mkdirSync, mkdtempSync, readdirSync, realpathSync, renameSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import {
+  closeSync,
+  constants,
+  existsSync,
+  openSync,
+  mkdirSync,
+  mkdtempSync,
+  readdirSync,
+  realpathSync,
+  renameSync,
+  rmSync,
+  symlinkSync,
+  writeFileSync,
+} from 'node:fs';
 import { execFileSync } from 'node:child_process';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
@@ -127,7 +140,9 @@ describe('prepareHostPath under --allowed-host-paths', () => {
     prepareHostPath('h', join(vol, 'a/b'), 'DirectoryOrCreate', [vol]);
     prepareHostPath('h', join(vol, 'a/f'), 'FileOrCreate', [vol]);
     expect(readdirSync(join(vol, 'a')).sort()).toEqual(['b', 'f']);
-    expect(() => prepareHostPath('h', join(vol, 'missing/f'), 'FileOrCreate', [vol])).toThrow(`hostPath volume "h": ${vol}/missing/f cannot be created: its parent directory does not exist`);
+    expect(() => prepareHostPath('h', join(vol, 'missing/f'), 'FileOrCreate', [vol])).toThrow(
+      `hostPath volume "h": ${vol}/missing/f cannot be created: its parent directory does not exist`,
+    );
   });
 
   it('creates nothing through a symlink a pod planted under the allowed path, dangling or not', () => {

@@ -22,10 +22,15 @@ describe('engine slots', () => {
     const waitingCreate = slots.run(async () => void order.push('create 1'));
     // Every ordinary slot is a create's: removals do not wait for it, four at once (4 × the limit).
     const removals = [held(), held(), held(), held()];
-    const removing = removals.map((r, i) => slots.run(async () => {
-      order.push(`remove ${i}`);
-      await r.promise;
-    }, { urgent: true }));
+    const removing = removals.map((r, i) =>
+      slots.run(
+        async () => {
+          order.push(`remove ${i}`);
+          await r.promise;
+        },
+        { urgent: true },
+      ),
+    );
     const fifth = slots.run(async () => void order.push('remove 4'), { urgent: true });
     await tick();
     expect(order).toEqual(['create 0', 'remove 0', 'remove 1', 'remove 2', 'remove 3']);
@@ -49,11 +54,15 @@ describe('engine slots', () => {
     const slots = new Slots(3);
     let now = 0;
     let most = 0;
-    await Promise.all(Array.from({ length: 20 }, () => slots.run(async () => {
-      most = Math.max(most, ++now);
-      await tick();
-      now--;
-    })));
+    await Promise.all(
+      Array.from({ length: 20 }, () =>
+        slots.run(async () => {
+          most = Math.max(most, ++now);
+          await tick();
+          now--;
+        }),
+      ),
+    );
     expect(most).toBe(3);
   });
 

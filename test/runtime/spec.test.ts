@@ -47,7 +47,11 @@ describe('translation to Docker create options', () => {
     expect(o.name).toBe(`podrun_web_POD_prod_${d.uid.replace(/-/g, '').slice(0, 8)}_2`);
     expect(o.Hostname).toBe('www');
     // Two podrun instances on one engine may run the same pod: the instance keeps names apart.
-    const scoped = sandboxCreateOptions(d.pod, { ...id, instance: 'abcdef123456' }, { pauseImage: 'pause:1', attempt: 2, hash: 'h', network: 'bridge', restartPolicy: 'always' });
+    const scoped = sandboxCreateOptions(
+      d.pod,
+      { ...id, instance: 'abcdef123456' },
+      { pauseImage: 'pause:1', attempt: 2, hash: 'h', network: 'bridge', restartPolicy: 'always' },
+    );
     expect(scoped.name).toBe(`podrun_web_POD_prod_${d.uid.replace(/-/g, '').slice(0, 8)}_abcdef_2`);
     expect(o.ExposedPorts).toEqual({ '80/tcp': {}, '53/udp': {} });
     expect(o.HostConfig?.PortBindings).toEqual({ '80/tcp': [{ HostIp: '127.0.0.1', HostPort: '8080' }] });
@@ -57,7 +61,7 @@ describe('translation to Docker create options', () => {
     expect(JSON.parse(o.Labels?.[LABEL.podSpec] ?? '')).toEqual(d.pod);
   });
 
-  it('adds the pod\'s dnsConfig to the node\'s resolver, as the kubelet\'s appendDNSConfig; dnsPolicy None has the pod\'s alone', () => {
+  it("adds the pod's dnsConfig to the node's resolver, as the kubelet's appendDNSConfig; dnsPolicy None has the pod's alone", () => {
     const node = parseResolvConf('# node\nnameserver 10.0.0.2\nnameserver 127.0.0.53\nsearch node.example\noptions ndots:2 edns0\n');
     const mk = (policy: string, config = '{nameservers: [192.0.2.53]}', hostNetwork = false): Record<string, unknown> => {
       const p = desired(`apiVersion: v1
@@ -70,20 +74,40 @@ spec:
   containers: [{name: c, image: busybox}]
 `);
       const dns = podDns(p.pod.spec.dnsPolicy, p.pod.spec.dnsConfig, node, hostNetwork);
-      const h = sandboxCreateOptions(p.pod, identityOf(p.pod, 's'), { pauseImage: 'p', attempt: 0, hash: 'h', network: 'bridge', restartPolicy: 'always', ...(dns ? { dns } : {}) }).HostConfig ?? {};
+      const h =
+        sandboxCreateOptions(p.pod, identityOf(p.pod, 's'), {
+          pauseImage: 'p',
+          attempt: 0,
+          hash: 'h',
+          network: 'bridge',
+          restartPolicy: 'always',
+          ...(dns ? { dns } : {}),
+        }).HostConfig ?? {};
       return { Dns: h.Dns, DnsSearch: h.DnsSearch, DnsOptions: h.DnsOptions };
     };
     expect(mk('None')).toEqual({ Dns: ['192.0.2.53'], DnsSearch: ['.'], DnsOptions: undefined });
-    expect(mk('None', '{nameservers: [192.0.2.53], searches: [corp.example]}')).toEqual({ Dns: ['192.0.2.53'], DnsSearch: ['corp.example'], DnsOptions: undefined });
+    expect(mk('None', '{nameservers: [192.0.2.53], searches: [corp.example]}')).toEqual({
+      Dns: ['192.0.2.53'],
+      DnsSearch: ['corp.example'],
+      DnsOptions: undefined,
+    });
     // The node's servers first, the pod's after; the node's loopback cache is the pod's own loopback on a bridge.
     expect(mk('ClusterFirst')).toEqual({ Dns: ['10.0.0.2', '192.0.2.53'], DnsSearch: ['node.example'], DnsOptions: ['ndots:2', 'edns0'] });
-    expect(mk('Default', '{searches: [corp.example], options: [{name: ndots, value: "5"}, {name: rotate}]}')).toEqual({ Dns: ['10.0.0.2'], DnsSearch: ['node.example', 'corp.example'], DnsOptions: ['ndots:5', 'edns0', 'rotate'] });
-    expect(mk('ClusterFirstWithHostNet', '{nameservers: [192.0.2.53, 192.0.2.54]}', true)).toEqual({ Dns: ['10.0.0.2', '127.0.0.53', '192.0.2.53'], DnsSearch: ['node.example'], DnsOptions: ['ndots:2', 'edns0'] });
+    expect(mk('Default', '{searches: [corp.example], options: [{name: ndots, value: "5"}, {name: rotate}]}')).toEqual({
+      Dns: ['10.0.0.2'],
+      DnsSearch: ['node.example', 'corp.example'],
+      DnsOptions: ['ndots:5', 'edns0', 'rotate'],
+    });
+    expect(mk('ClusterFirstWithHostNet', '{nameservers: [192.0.2.53, 192.0.2.54]}', true)).toEqual({
+      Dns: ['10.0.0.2', '127.0.0.53', '192.0.2.53'],
+      DnsSearch: ['node.example'],
+      DnsOptions: ['ndots:2', 'edns0'],
+    });
     // No dnsConfig: the node's file as it is, copied by the engine.
     expect(mk('ClusterFirst', '')).toEqual({ Dns: undefined, DnsSearch: undefined, DnsOptions: undefined });
   });
 
-  it('keeps the kubelet\'s resolver limits: 3 servers, 32 search paths, 2048 characters of them', () => {
+  it("keeps the kubelet's resolver limits: 3 servers, 32 search paths, 2048 characters of them", () => {
     const node = parseResolvConf(`search ${Array.from({ length: 30 }, (_, i) => `n${i}.example`).join(' ')}\n`);
     const many = { nameservers: ['192.0.2.1', '192.0.2.2', '192.0.2.3', '192.0.2.4'], searches: Array.from({ length: 10 }, (_, i) => `p${i}.example`) };
     const r = podDns('ClusterFirst', many, node, false);
@@ -104,18 +128,35 @@ spec:
 `);
     const opts = (floor: number): number | undefined =>
       containerCreateOptions(critical.pod, identityOf(critical.pod, 's'), critical.pod.spec.containers[0]!, {
-        type: 'app', restartCount: 0, hash: 'h', sandboxId: 'sb', restartPolicy: 'no', volumes: new Map(),
+        type: 'app',
+        restartCount: 0,
+        hash: 'h',
+        sandboxId: 'sb',
+        restartPolicy: 'no',
+        volumes: new Map(),
         runtime: { podIP: '', hostIP: '', nodeName: 'n', oomScoreFloor: floor },
       }).HostConfig?.OomScoreAdj;
     expect(opts(-1000)).toBe(-997);
     expect(opts(0)).toBe(0);
-    const sandbox = (floor: number): number | undefined => sandboxCreateOptions(critical.pod, identityOf(critical.pod, 's'), { pauseImage: 'p', attempt: 0, hash: 'h', network: 'bridge', restartPolicy: 'always', oomScoreFloor: floor }).HostConfig?.OomScoreAdj;
+    const sandbox = (floor: number): number | undefined =>
+      sandboxCreateOptions(critical.pod, identityOf(critical.pod, 's'), {
+        pauseImage: 'p',
+        attempt: 0,
+        hash: 'h',
+        network: 'bridge',
+        restartPolicy: 'always',
+        oomScoreFloor: floor,
+      }).HostConfig?.OomScoreAdj;
     expect([sandbox(-1000), sandbox(0)]).toEqual([-998, 0]);
   });
 
   it('joins containers to the sandbox with env, limits and security translated', () => {
     const o = containerCreateOptions(d.pod, id, d.pod.spec.containers[0]!, {
-      type: 'app', restartCount: 3, hash: 'h1', sandboxId: 'sb', restartPolicy: 'always',
+      type: 'app',
+      restartCount: 3,
+      hash: 'h1',
+      sandboxId: 'sb',
+      restartPolicy: 'always',
       volumes: new Map([['data', { kind: 'bind', path: '/srv' }]]),
       pinned: new Map([[0, '/state/pods/u/volume-subpaths/data/app/0']]),
       runtime: { podIP: '172.17.0.9', hostIP: '192.0.2.1', nodeName: 'node-1' },
@@ -147,7 +188,11 @@ spec:
   it('never hands the engine a subPath it was not given pinned: the check cannot be skipped', () => {
     expect(() =>
       containerCreateOptions(d.pod, id, d.pod.spec.containers[0]!, {
-        type: 'app', restartCount: 0, hash: 'h', sandboxId: 'sb', restartPolicy: 'always',
+        type: 'app',
+        restartCount: 0,
+        hash: 'h',
+        sandboxId: 'sb',
+        restartPolicy: 'always',
         volumes: new Map([['data', { kind: 'bind', path: '/srv' }]]),
         runtime: { podIP: '', hostIP: '', nodeName: 'n' },
       }),
@@ -163,32 +208,64 @@ spec:
 describe('groupObserved', () => {
   it('rebuilds pods from labels alone, newest first, ignoring foreign containers', () => {
     const labels = (name: string, type: string, count: number): Record<string, string> => ({
-      [LABEL.managedBy]: 'podrun', [LABEL.podUid]: 'u1', [LABEL.podName]: 'p', [LABEL.podNamespace]: 'ns',
-      [LABEL.containerName]: name, [LABEL.containerType]: type, [LABEL.hash]: 'h', [LABEL.restartCount]: String(count), [LABEL.source]: 'file:/x',
+      [LABEL.managedBy]: 'podrun',
+      [LABEL.podUid]: 'u1',
+      [LABEL.podName]: 'p',
+      [LABEL.podNamespace]: 'ns',
+      [LABEL.containerName]: name,
+      [LABEL.containerType]: type,
+      [LABEL.hash]: 'h',
+      [LABEL.restartCount]: String(count),
+      [LABEL.source]: 'file:/x',
     });
     const info = (id: string, l: Record<string, string>, state: string, status: string) =>
-      ({ Id: id, Names: [`/${id}`], Image: 'i', ImageID: '', Command: '', Created: 1, Ports: [], Labels: l, State: state, Status: status, HostConfig: { NetworkMode: '' }, NetworkSettings: { Networks: {} }, Mounts: [] }) as never;
-    const pods = groupObserved([
-      info('a0', labels('a', 'app', 0), 'exited', 'Exited (2) 5 seconds ago'),
-      info('a1', labels('a', 'app', 1), 'running', 'Up 3 seconds'),
-      info('s0', labels('POD', 'sandbox', 0), 'running', 'Up 9 seconds'),
-      info('foreign', { 'com.example': 'x' }, 'running', 'Up'),
-    ].map(recordFromListed));
+      ({
+        Id: id,
+        Names: [`/${id}`],
+        Image: 'i',
+        ImageID: '',
+        Command: '',
+        Created: 1,
+        Ports: [],
+        Labels: l,
+        State: state,
+        Status: status,
+        HostConfig: { NetworkMode: '' },
+        NetworkSettings: { Networks: {} },
+        Mounts: [],
+      }) as never;
+    const pods = groupObserved(
+      [
+        info('a0', labels('a', 'app', 0), 'exited', 'Exited (2) 5 seconds ago'),
+        info('a1', labels('a', 'app', 1), 'running', 'Up 3 seconds'),
+        info('s0', labels('POD', 'sandbox', 0), 'running', 'Up 9 seconds'),
+        info('foreign', { 'com.example': 'x' }, 'running', 'Up'),
+      ].map(recordFromListed),
+    );
     expect(pods).toHaveLength(1);
-    expect(pods[0]!.containers.map((c) => [c.id, c.state, c.exitCode])).toEqual([['a1', 'running', undefined], ['a0', 'exited', 2]]);
+    expect(pods[0]!.containers.map((c) => [c.id, c.state, c.exitCode])).toEqual([
+      ['a1', 'running', undefined],
+      ['a0', 'exited', 2],
+    ]);
     expect(pods[0]!.sandboxes.map((s) => s.id)).toEqual(['s0']);
   });
 });
 
 describe('the pod spec in force', () => {
-  it('takes each container from its newest instance\'s own label, and the newest grace period', () => {
+  it("takes each container from its newest instance's own label, and the newest grace period", () => {
     const v1 = desired(POD);
     const v2 = desired(POD.replace('image: nginx:1.27', 'image: nginx:1.28'));
     const id = identityOf(v1.pod, 'file:/p.yaml');
     const sandbox = sandboxCreateOptions(v1.pod, id, { pauseImage: 'p', attempt: 0, hash: 'sh', network: 'bridge', restartPolicy: 'always' });
     const newer = { ...v2.pod, spec: { ...v2.pod.spec, terminationGracePeriodSeconds: 3 } };
     const c = containerCreateOptions(newer, id, newer.spec.containers[0]!, {
-      type: 'app', restartCount: 1, hash: 'h2', sandboxId: 'sb', restartPolicy: 'no', volumes: new Map([['data', { kind: 'bind', path: '/srv' }]]), pinned: new Map([[0, '/pinned']]),
+      type: 'app',
+      restartCount: 1,
+      hash: 'h2',
+      sandboxId: 'sb',
+      restartPolicy: 'no',
+      volumes: new Map([['data', { kind: 'bind', path: '/srv' }]]),
+      pinned: new Map([[0, '/pinned']]),
       runtime: { podIP: '', hostIP: '', nodeName: 'n' },
     });
     const list = [
@@ -202,4 +279,3 @@ describe('the pod spec in force', () => {
     expect(o!.containers[0]!.spec).toEqual(newer.spec.containers[0]);
   });
 });
-

@@ -42,6 +42,7 @@ describe('the TCP port token', () => {
     const t = 'abcdefghijklmnopqrstuvwxyz012345';
     expect(bearerMatches(`Bearer ${t}`, t)).toBe(true);
     expect(bearerMatches(`bearer ${t}`, t)).toBe(true);
-    for (const h of [undefined, '', t, `Bearer ${t}x`, `Bearer ${t.slice(1)}`, `Basic ${t}`, `Bearer ${t} ${t}`, 'Bearer ', `Token ${t}`]) expect(bearerMatches(h, t), String(h)).toBe(false);
+    for (const h of [undefined, '', t, `Bearer ${t}x`, `Bearer ${t.slice(1)}`, `Basic ${t}`, `Bearer ${t} ${t}`, 'Bearer ', `Token ${t}`])
+      expect(bearerMatches(h, t), String(h)).toBe(false);
   });
 });

@@ -33,7 +33,11 @@ async function watched(files: Record<string, string>, removeGraceMs = 200): Prom
   return { dir, source, changes: () => n };
 }
 
-const declared = (s: DirectorySource): string[] => s.snapshot().flatMap((o) => o.pods.map((d) => `${d.pod.metadata.name}:${d.pod.spec.containers[0]!.image}`)).sort();
+const declared = (s: DirectorySource): string[] =>
+  s
+    .snapshot()
+    .flatMap((o) => o.pods.map((d) => `${d.pod.metadata.name}:${d.pod.spec.containers[0]!.image}`))
+    .sort();
 const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
 
 async function until(what: string, ok: () => boolean, timeoutMs = 5000): Promise<void> {
@@ -69,7 +73,7 @@ describe('DirectorySource', () => {
     await until('busybox:2', () => declared(source).includes('a:busybox:2'));
   });
 
-  it('keeps a file\'s pods through an editor\'s rename dance, and drops them once the file stays gone', async () => {
+  it("keeps a file's pods through an editor's rename dance, and drops them once the file stays gone", async () => {
     const { dir, source, changes } = await watched({ 'a.yaml': POD('a') }, 300);
     const before = changes();
     unlinkSync(join(dir, 'a.yaml'));

@@ -39,7 +39,11 @@ afterAll(() => server.close());
 describe('fetching a manifest URL', () => {
   it('offers and decodes gzip, deflate and br, and names an encoding it cannot decode', async () => {
     let seen = '';
-    for (const [enc, encode] of [['gzip', gzipSync], ['deflate', deflateSync], ['br', brotliCompressSync]] as const) {
+    for (const [enc, encode] of [
+      ['gzip', gzipSync],
+      ['deflate', deflateSync],
+      ['br', brotliCompressSync],
+    ] as const) {
       handler = (req, res) => {
         seen = String(req.headers['accept-encoding']);
         res.writeHead(200, { 'content-encoding': enc }).end(encode(Buffer.from(POD)));
@@ -98,7 +102,7 @@ describe('a URL source', () => {
 });
 
 describe('a URL source polled by its timer', () => {
-  it('a poll that throws (here the agent\'s callback) is logged and retried, not an unhandled rejection', async () => {
+  it("a poll that throws (here the agent's callback) is logged and retried, not an unhandled rejection", async () => {
     const stateDir = mkdtempSync(join(tmpdir(), 'podrun-url-'));
     const lines: string[] = [];
     const log: Logger = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: (m) => lines.push(m) };
@@ -122,17 +126,23 @@ describe('a URL source polled by its timer', () => {
 describe('what a fetch says about where it went and how it ended', () => {
   it('names the timeout that ended a fetch, what it was doing, and its value', async () => {
     handler = () => undefined; // never answers
-    await expect(httpGet(`${base}/h`, { timeoutMs: 300 })).rejects.toThrow(`total timeout (300ms for the whole fetch) ran out while waiting for the response headers from ${base}`);
+    await expect(httpGet(`${base}/h`, { timeoutMs: 300 })).rejects.toThrow(
+      `total timeout (300ms for the whole fetch) ran out while waiting for the response headers from ${base}`,
+    );
     handler = (_q, res) => {
       res.writeHead(200);
       res.write('kind: ');
     };
-    await expect(httpGet(`${base}/b`, { timeoutMs: 300 })).rejects.toThrow(`total timeout (300ms for the whole fetch) ran out while reading the body from ${base}, 6 bytes of the body read`);
+    await expect(httpGet(`${base}/b`, { timeoutMs: 300 })).rejects.toThrow(
+      `total timeout (300ms for the whole fetch) ran out while reading the body from ${base}, 6 bytes of the body read`,
+    );
     // A listener whose backlog is full: the SYN is dropped and the connection never completes.
     const py = spawn('python3', ['-c', FULL_BACKLOG], { stdio: ['ignore', 'pipe', 'inherit'] });
     try {
       const port = await new Promise<string>((r) => py.stdout.once('data', (d: Buffer) => r(d.toString().trim())));
-      await expect(httpGet(`http://127.0.0.1:${port}/c`, { timeoutMs: 300 })).rejects.toThrow(`total timeout (300ms for the whole fetch) ran out while connecting to http://127.0.0.1:${port}`);
+      await expect(httpGet(`http://127.0.0.1:${port}/c`, { timeoutMs: 300 })).rejects.toThrow(
+        `total timeout (300ms for the whole fetch) ran out while connecting to http://127.0.0.1:${port}`,
+      );
     } finally {
       py.kill();
     }
@@ -143,7 +153,12 @@ describe('what a fetch says about where it went and how it ended', () => {
     await new Promise<void>((r) => other.listen(0, '127.0.0.1', r));
     const otherBase = `http://127.0.0.1:${(other.address() as AddressInfo).port}`;
     const lines: string[] = [];
-    const log: Logger = { debug: () => undefined, info: (m) => lines.push(`info ${m}`), warn: (m) => lines.push(`warn ${m}`), error: (m) => lines.push(`error ${m}`) };
+    const log: Logger = {
+      debug: () => undefined,
+      info: (m) => lines.push(`info ${m}`),
+      warn: (m) => lines.push(`warn ${m}`),
+      error: (m) => lines.push(`error ${m}`),
+    };
     const stateDir = mkdtempSync(join(tmpdir(), 'podrun-url-'));
     const src = new UrlSource(`${base}/moved`, { stateDir, periodMs: 3_600_000, log });
     try {
@@ -167,18 +182,54 @@ describe('what a fetch says about where it went and how it ended', () => {
 describe('a URL source redirected from https to plain http', () => {
   it('warns: the set can be read and changed on the way', async () => {
     const dir = mkdtempSync(join(tmpdir(), 'podrun-tls-'));
-    const made = spawnSync('openssl', ['req', '-x509', '-newkey', 'ec', '-pkeyopt', 'ec_paramgen_curve:P-256', '-nodes', '-days', '1', '-subj', '/CN=127.0.0.1', '-addext', 'subjectAltName=IP:127.0.0.1', '-keyout', 'key.pem', '-out', 'cert.pem'], { cwd: dir, encoding: 'utf8' });
+    const made = spawnSync(
+      'openssl',
+      [
+        'req',
+        '-x509',
+        '-newkey',
+        'ec',
+        '-pkeyopt',
+        'ec_paramgen_curve:P-256',
+        '-nodes',
+        '-days',
+        '1',
+        '-subj',
+        '/CN=127.0.0.1',
+        '-addext',
+        'subjectAltName=IP:127.0.0.1',
+        '-keyout',
+        'key.pem',
+        '-out',
+        'cert.pem',
+      ],
+      { cwd: dir, encoding: 'utf8' },
+    );
     expect(made.stderr).not.toContain('error');
-    const tls = createHttpsServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (_q, res) => res.writeHead(301, { location: `${base}/plain` }).end());
+    const tls = createHttpsServer({ key: readFileSync(join(dir, 'key.pem')), cert: readFileSync(join(dir, 'cert.pem')) }, (_q, res) =>
+      res.writeHead(301, { location: `${base}/plain` }).end(),
+    );
     await new Promise<void>((r) => tls.listen(0, '127.0.0.1', r));
     const lines: string[] = [];
-    const log: Logger = { debug: () => undefined, info: (m) => lines.push(`info ${m}`), warn: (m) => lines.push(`warn ${m}`), error: (m) => lines.push(`error ${m}`) };
+    const log: Logger = {
+      debug: () => undefined,
+      info: (m) => lines.push(`info ${m}`),
+      warn: (m) => lines.push(`warn ${m}`),
+      error: (m) => lines.push(`error ${m}`),
+    };
     handler = (_q, res) => res.end(POD);
-    const src = new UrlSource(`https://127.0.0.1:${(tls.address() as AddressInfo).port}/pods`, { stateDir: dir, periodMs: 3_600_000, caFile: join(dir, 'cert.pem'), log });
+    const src = new UrlSource(`https://127.0.0.1:${(tls.address() as AddressInfo).port}/pods`, {
+      stateDir: dir,
+      periodMs: 3_600_000,
+      caFile: join(dir, 'cert.pem'),
+      log,
+    });
     try {
       await src.start(() => undefined);
       expect(src.errors()).toEqual([]);
-      expect(lines.filter((l) => l.includes('origin'))).toEqual([`warn ${src.name}: redirected to another origin: ${base} (from https to plain http: the set can be read and changed on the way)`]);
+      expect(lines.filter((l) => l.includes('origin'))).toEqual([
+        `warn ${src.name}: redirected to another origin: ${base} (from https to plain http: the set can be read and changed on the way)`,
+      ]);
     } finally {
       await src.stop();
       tls.close();

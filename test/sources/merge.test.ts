@@ -3,7 +3,8 @@ import { mergeOrigins } from '../../src/sources/merge.js';
 import { isManifestFileName } from '../../src/manifest/files.js';
 import { desired } from '../fixtures/pods.js';
 
-const pod = (name: string, image = 'busybox:1.36') => desired(`apiVersion: v1
+const pod = (name: string, image = 'busybox:1.36') =>
+  desired(`apiVersion: v1
 kind: Pod
 metadata: {name: ${name}}
 spec: {containers: [{name: c, image: ${image}}]}
@@ -11,7 +12,13 @@ spec: {containers: [{name: c, image: ${image}}]}
 
 describe('mergeOrigins', () => {
   it('unions origins into one set keyed by namespace/name', () => {
-    const r = mergeOrigins([{ origin: 'file:/a.yaml', pods: [pod('a')] }, { origin: 'url:http://x', pods: [pod('b')] }], new Map());
+    const r = mergeOrigins(
+      [
+        { origin: 'file:/a.yaml', pods: [pod('a')] },
+        { origin: 'url:http://x', pods: [pod('b')] },
+      ],
+      new Map(),
+    );
     expect([...r.pods.keys()].sort()).toEqual(['default/a', 'default/b']);
     expect(r.conflicts).toEqual([]);
   });

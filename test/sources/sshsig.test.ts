@@ -47,9 +47,15 @@ describe('SSH signatures (SSHSIG)', () => {
     expect(verifySignature(message, fixture('message.yaml.rsa.sig'), s).ok).toBe(true);
 
     const gitOnly = parseSigners(`ops@example.com namespaces="git" ${ed}`, 'a');
-    expect(verifySignature(message, fixture('message.yaml.ed25519.sig'), gitOnly)).toEqual({ ok: false, reason: expect.stringContaining('may sign only for namespaces git') });
+    expect(verifySignature(message, fixture('message.yaml.ed25519.sig'), gitOnly)).toEqual({
+      ok: false,
+      reason: expect.stringContaining('may sign only for namespaces git'),
+    });
     const expired = parseSigners(`ops@example.com valid-before="20200101Z" ${ed}`, 'a');
-    expect(verifySignature(message, fixture('message.yaml.ed25519.sig'), expired)).toEqual({ ok: false, reason: expect.stringContaining('expired at 2020-01-01T00:00:00.000Z') });
+    expect(verifySignature(message, fixture('message.yaml.ed25519.sig'), expired)).toEqual({
+      ok: false,
+      reason: expect.stringContaining('expired at 2020-01-01T00:00:00.000Z'),
+    });
     const notYet = parseSigners(`ops@example.com valid-after="20991231235959Z" ${ed}`, 'a');
     expect(verifySignature(message, fixture('message.yaml.ed25519.sig'), notYet).ok).toBe(false);
     const window = parseSigners(`ops@example.com valid-after="20200101",valid-before="20991231" ${ed}`, 'a');
@@ -64,8 +70,12 @@ describe('SSH signatures (SSHSIG)', () => {
     expect(() => parseSigners(`ops bogus=1 ${ed}`, 'keys')).toThrow('keys:1: unknown allowed-signers option "bogus"');
     expect(() => parseSigners('ssh-ed25519 AAAAC3NzaC1lZDI1NTE5', 'keys')).toThrow('keys:1: the key is truncated');
     expect(() => parseSigners(`ssh-rsa ${ed.split(' ')[1]}`, 'keys')).toThrow('keys:1: the key says ssh-ed25519, the line says ssh-rsa');
-    expect(() => parseSigners(fixture('rsa1024.pub'), 'keys')).toThrow('keys:1: an RSA key of 1024 bits is too weak (podrun requires 2048 bits, as NIST SP 800-131A does)');
-    expect(() => parseSigners(fixture('ed25519-cert.pub'), 'keys')).toThrow('keys:1: certificates (ssh-ed25519-cert-v01@openssh.com) are not supported; pin the signing key itself');
+    expect(() => parseSigners(fixture('rsa1024.pub'), 'keys')).toThrow(
+      'keys:1: an RSA key of 1024 bits is too weak (podrun requires 2048 bits, as NIST SP 800-131A does)',
+    );
+    expect(() => parseSigners(fixture('ed25519-cert.pub'), 'keys')).toThrow(
+      'keys:1: certificates (ssh-ed25519-cert-v01@openssh.com) are not supported; pin the signing key itself',
+    );
     expect(() => parseSigners('sk-ssh-ed25519@openssh.com AAAAGnNrLXNzaC1lZDI1NTE5QG9wZW5zc2guY29tAAAAIA==', 'keys')).toThrow(/security-key types/);
   });
 });

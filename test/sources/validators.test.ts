@@ -15,7 +15,9 @@ describe('which validators can tell two versions apart', () => {
 
   it('trusts a Last-Modified a minute or more before the Date, with its ETag', () => {
     expect(judgeValidators({ lastModified: at(-60), date: DATE })).toEqual({ trusted: { lastModified: at(-60) } });
-    expect(judgeValidators({ etag: '"6b0f5398-9"', lastModified: at(-3600), date: DATE })).toEqual({ trusted: { etag: '"6b0f5398-9"', lastModified: at(-3600) } });
+    expect(judgeValidators({ etag: '"6b0f5398-9"', lastModified: at(-3600), date: DATE })).toEqual({
+      trusted: { etag: '"6b0f5398-9"', lastModified: at(-3600) },
+    });
   });
 
   it('distrusts what it cannot judge: no Date, dates that do not parse, a Last-Modified after the Date', () => {
@@ -41,7 +43,9 @@ describe('what a poll sends', () => {
   });
 
   it('is conditional on trusted validators, and a plain GET every FULL_GET_EVERY-th poll', () => {
-    const plans = Array.from({ length: FULL_GET_EVERY * 2 }, (_, n) => planPoll({ validators: settled, fullSinceStart: true, notModifiedInARow: n % FULL_GET_EVERY }));
+    const plans = Array.from({ length: FULL_GET_EVERY * 2 }, (_, n) =>
+      planPoll({ validators: settled, fullSinceStart: true, notModifiedInARow: n % FULL_GET_EVERY }),
+    );
     expect(plans.filter((p) => p.full).length).toBe(2);
     expect(plans[0]).toEqual({ conditional: { etag: '"abc"', lastModified: at(-3600) } });
     expect(plans[FULL_GET_EVERY - 1]).toEqual({ conditional: {}, full: `one poll in ${FULL_GET_EVERY}` });

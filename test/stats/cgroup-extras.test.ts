@@ -27,7 +27,15 @@ function promtool(text: string): string {
 }
 
 const pod = { name: 'web', namespace: 'demo', uid: 'u-1' };
-const sample = (id: string, name: string, type: ContainerSample['type'], stats: ContainerReading): ContainerSample => ({ id, name, type, pod, image: 'busybox', engineName: name, stats });
+const sample = (id: string, name: string, type: ContainerSample['type'], stats: ContainerReading): ContainerSample => ({
+  id,
+  name,
+  type,
+  pod,
+  image: 'busybox',
+  engineName: name,
+  stats,
+});
 const app = (labels = ''): string => `{container="app",id="/docker/${ID}",image="busybox",name="app",namespace="demo",pod="web"${labels}}`;
 
 describe('cgroup v1: the recorded container under a quota, killed for memory, written to disk', () => {
@@ -50,9 +58,12 @@ describe('cgroup v1: the recorded container under a quota, killed for memory, wr
     });
   });
 
-  it('writes them under cAdvisor\'s names for the container, and the pod\'s sums', () => {
+  it("writes them under cAdvisor's names for the container, and the pod's sums", () => {
     const sb = readCgroup(v1, SANDBOX, tree(recorded('v1-docker-cgroupfs-extras.txt', { ID: SANDBOX })), at)!;
-    const text = cadvisorMetrics([sample(SANDBOX, 'POD', 'sandbox', sb), sample(ID, 'app', 'app', { ...s, cgroup: { ...s.cgroup, fds: 5, sockets: 1, maxOpenFiles: 1048576 } })], { cgroupOf: (id) => `/docker/${id}` });
+    const text = cadvisorMetrics(
+      [sample(SANDBOX, 'POD', 'sandbox', sb), sample(ID, 'app', 'app', { ...s, cgroup: { ...s.cgroup, fds: 5, sockets: 1, maxOpenFiles: 1048576 } })],
+      { cgroupOf: (id) => `/docker/${id}` },
+    );
     const t = at.getTime();
     expect(text).toContain(`# TYPE container_cpu_cfs_throttled_periods_total counter`);
     expect(text).toContain(`container_cpu_cfs_periods_total${app()} 50 ${t}`);
@@ -86,15 +97,39 @@ describe('cgroup v1: the recorded container under a quota, killed for memory, wr
   });
 
   it('leaves out what a tree does not have: no quota, no swap accounting, no blkio, an older kernel', () => {
-    const without = (...names: string[]): ReadFile => (p) => (names.some((n) => p.endsWith(n)) ? undefined : V1[p]);
-    const bare = readCgroup(v1, ID, without('cpu.cfs_quota_us', 'memory.oom_control', 'blkio.throttle.io_service_bytes_recursive', 'blkio.throttle.io_serviced_recursive', 'memory.failcnt', 'pids.max'), at)!;
+    const without =
+      (...names: string[]): ReadFile =>
+      (p) =>
+        names.some((n) => p.endsWith(n)) ? undefined : V1[p];
+    const bare = readCgroup(
+      v1,
+      ID,
+      without(
+        'cpu.cfs_quota_us',
+        'memory.oom_control',
+        'blkio.throttle.io_service_bytes_recursive',
+        'blkio.throttle.io_serviced_recursive',
+        'memory.failcnt',
+        'pids.max',
+      ),
+      at,
+    )!;
     const noSwap = { ...bare, memory: { ...bare.memory } };
     expect(bare.cgroup).not.toHaveProperty('cpuQuotaUs');
     expect(bare.cgroup).not.toHaveProperty('oomKills');
     expect(bare.cgroup).not.toHaveProperty('io');
     const text = cadvisorMetrics([sample(ID, 'app', 'app', noSwap)], { cgroupOf: (id) => `/docker/${id}` });
     // A container without a quota has no throttling series (cAdvisor's condition), nor a quota.
-    for (const name of ['container_cpu_cfs_periods_total', 'container_spec_cpu_quota', 'container_oom_events_total', 'container_fs_writes_bytes_total', 'container_memory_failcnt', 'container_threads_max', 'container_file_descriptors', 'container_ulimits_soft']) {
+    for (const name of [
+      'container_cpu_cfs_periods_total',
+      'container_spec_cpu_quota',
+      'container_oom_events_total',
+      'container_fs_writes_bytes_total',
+      'container_memory_failcnt',
+      'container_threads_max',
+      'container_file_descriptors',
+      'container_ulimits_soft',
+    ]) {
       expect(text).not.toMatch(new RegExp(`^${name}\\{`, 'm'));
     }
     // cgroup v1 says "no quota" with -1: no quota, no throttling series.
@@ -116,7 +151,7 @@ describe('cgroup v2: the recorded pair a second apart, the app under cpu.max, it
   const first = readCgroup(v2, ID, tree(recorded('v2-docker-systemd-extras-1.txt', ids)), at)!;
   const later = readCgroup(v2, ID, tree(recorded('v2-docker-systemd-extras-2.txt', ids)), at)!;
 
-  it('reads cpu.stat\'s throttling, cpu.max, cpu.weight as shares, memory.events, swap, io.stat and the pids', () => {
+  it("reads cpu.stat's throttling, cpu.max, cpu.weight as shares, memory.events, swap, io.stat and the pids", () => {
     expect(later.cgroup).toEqual({
       cfs: { periods: 3289, throttledPeriods: 3121, throttledNs: 249116762000 },
       cpuQuotaUs: 20000,
@@ -140,7 +175,18 @@ describe('cgroup v2: the recorded pair a second apart, the app under cpu.max, it
 
   it('the sandbox: no quota ("max"), no limit on pids (0, as cAdvisor says it), an empty io.stat', () => {
     const sb = readCgroup(v2, SANDBOX, tree(recorded('v2-docker-systemd-extras-2.txt', ids)), at)!;
-    expect(sb.cgroup).toEqual({ cfs: { periods: 0, throttledPeriods: 0, throttledNs: 0 }, cpuPeriodUs: 100000, cpuShares: 2597, swapBytes: 0, failcnt: 0, oomKills: 0, io: [], processes: 0, threadsMax: 0, pids: [] });
+    expect(sb.cgroup).toEqual({
+      cfs: { periods: 0, throttledPeriods: 0, throttledNs: 0 },
+      cpuPeriodUs: 100000,
+      cpuShares: 2597,
+      swapBytes: 0,
+      failcnt: 0,
+      oomKills: 0,
+      io: [],
+      processes: 0,
+      threadsMax: 0,
+      pids: [],
+    });
     const text = cadvisorMetrics([sample(SANDBOX, 'POD', 'sandbox', sb), sample(ID, 'app', 'app', later)], { cgroupOf: (id) => `/docker/${id}` });
     expect(text).not.toMatch(/^container_cpu_cfs_periods_total\{container="POD"/m);
     expect(text).toMatch(/^container_oom_events_total\{container="POD",[^}]*\} 0 /m);
@@ -159,7 +205,7 @@ describe('what the processes hold, from /proc', () => {
     read: (p) => (p === '/proc/7/limits' ? limits : undefined),
   });
 
-  it('counts descriptors and sockets over the processes, and the first process\'s open-files limit', () => {
+  it("counts descriptors and sockets over the processes, and the first process's open-files limit", () => {
     expect(processFigures([9, 7], fs({ 7: ['0', '1', '2', '3'], 9: ['0', '3', '4'] }))).toEqual({ fds: 7, sockets: 2, maxOpenFiles: 1024 });
     expect(processFigures([7], fs({ 7: ['0'] }, 'Max open files            unlimited            unlimited            files\n')).maxOpenFiles).toBe(-1);
   });
@@ -186,7 +232,7 @@ describe('settings', () => {
 });
 
 describe('devices, the machine and the resource endpoint', () => {
-  it('has the machine\'s cores and memory with cAdvisor\'s labels, none for a figure not known', () => {
+  it("has the machine's cores and memory with cAdvisor's labels, none for a figure not known", () => {
     const machine = { cores: 2, memoryBytes: 25275990016, machineId: 'm1', systemUuid: '', bootId: 'b1' };
     const text = cadvisorMetrics([], { cgroupOf: (id) => id, machine });
     expect(text).toContain('# TYPE machine_cpu_cores gauge\nmachine_cpu_cores{boot_id="b1",machine_id="m1",system_uuid=""} 2\n');
@@ -200,14 +246,18 @@ describe('devices, the machine and the resource endpoint', () => {
     expect(deviceName('9:99', () => undefined)).toBe('/dev/block/9:99');
   });
 
-  it('has the kubelet\'s swap series for node, pod and container, and both scrape error gauges', () => {
+  it("has the kubelet's swap series for node, pod and container, and both scrape error gauges", () => {
     const s = readCgroup(v1, ID, tree(V1), at)!;
-    const text = resourceMetrics([sample(ID, 'app', 'app', s)], { time: at.toISOString(), usageCoreNanoSeconds: 1e9, workingSetBytes: 1e6, swapUsageBytes: 4096 }, false);
+    const text = resourceMetrics(
+      [sample(ID, 'app', 'app', s)],
+      { time: at.toISOString(), usageCoreNanoSeconds: 1e9, workingSetBytes: 1e6, swapUsageBytes: 4096 },
+      false,
+    );
     expect(text).toContain(`node_swap_usage_bytes{} 4096 ${at.getTime()}`);
     expect(text).toContain(`container_swap_usage_bytes{container="app",namespace="demo",pod="web"} 0 ${at.getTime()}`);
     expect(text).toContain(`pod_swap_usage_bytes{namespace="demo",pod="web"} 0 ${at.getTime()}`);
     expect(text).toContain('# TYPE resource_scrape_error gauge\nresource_scrape_error{} 0');
-    expect(text).toContain("scrape_error{} 0");
+    expect(text).toContain('scrape_error{} 0');
     // The Summary API's container and pod swap, the same figures.
     const [summary] = podStats([sample(ID, 'app', 'app', s)]);
     expect(summary!.containers[0]!.swap).toEqual({ time: at.toISOString(), swapUsageBytes: 0 });
@@ -216,7 +266,7 @@ describe('devices, the machine and the resource endpoint', () => {
     // No swap reading: no swap series.
     const bare = resourceMetrics([sample(ID, 'app', 'app', { ...s, cgroup: {} })], undefined, true);
     expect(bare).not.toMatch(/^(container|pod)_swap_usage_bytes\{/m);
-    expect(bare).toContain("resource_scrape_error{} 1");
+    expect(bare).toContain('resource_scrape_error{} 1');
     expect(promtool(text)).toBe('0');
   });
 });

@@ -54,9 +54,12 @@ describe('readings from cgroupfs', () => {
   });
 
   it('cgroup v2, cgroupfs driver (docker/<id>) and Podman (machine.slice/libpod-<id>.scope) read the same files', () => {
-    const moved = (to: string): Record<string, string> => Object.fromEntries(Object.entries(V2).map(([k, v]) => [k.replace(`system.slice/docker-${ID}.scope`, to), v]));
+    const moved = (to: string): Record<string, string> =>
+      Object.fromEntries(Object.entries(V2).map(([k, v]) => [k.replace(`system.slice/docker-${ID}.scope`, to), v]));
     expect(readCgroup({ version: 2, driver: 'cgroupfs', root: '/sys/fs/cgroup' }, ID, tree(moved(`docker/${ID}`)), at)?.memory.usageBytes).toBe(15409152);
-    expect(readCgroup({ version: 2, driver: 'systemd', root: '/sys/fs/cgroup' }, ID, tree(moved(`machine.slice/libpod-${ID}.scope`)), at)?.memory.usageBytes).toBe(15409152);
+    expect(
+      readCgroup({ version: 2, driver: 'systemd', root: '/sys/fs/cgroup' }, ID, tree(moved(`machine.slice/libpod-${ID}.scope`)), at)?.memory.usageBytes,
+    ).toBe(15409152);
   });
 
   it('finds nothing where there is no cgroup (the caller asks the engine)', () => {
@@ -71,7 +74,16 @@ describe('readings from cgroupfs', () => {
     const text = cadvisorMetrics(
       [
         { id: SANDBOX, name: 'POD', type: 'sandbox', pod, image: 'pause', engineName: 'sb', stats: readCgroup(layout, SANDBOX, tree(V2_LATER), at)! },
-        { id: ID, name: 'app', type: 'app', pod, image: 'busybox', engineName: 'app', stats: readCgroup(layout, ID, tree(V2_LATER), at)!, previous: readCgroup(layout, ID, tree(V2), at)! },
+        {
+          id: ID,
+          name: 'app',
+          type: 'app',
+          pod,
+          image: 'busybox',
+          engineName: 'app',
+          stats: readCgroup(layout, ID, tree(V2_LATER), at)!,
+          previous: readCgroup(layout, ID, tree(V2), at)!,
+        },
       ],
       { cgroupOf: (id) => `/system.slice/docker-${id}.scope` },
     );
@@ -79,16 +91,20 @@ describe('readings from cgroupfs', () => {
     expect(text).toContain(`container_cpu_usage_seconds_total${app} 10.572222 `);
     expect(text).toContain(`container_memory_working_set_bytes${app} ${15319040 - 6291456} `);
     expect(text).toContain(`container_spec_memory_limit_bytes${app} 67108864 `);
-    expect(text).toContain(`container_spec_memory_limit_bytes{container="POD",id="/system.slice/docker-${SANDBOX}.scope",image="pause",name="sb",namespace="v2",pod="rec"} 0 `);
+    expect(text).toContain(
+      `container_spec_memory_limit_bytes{container="POD",id="/system.slice/docker-${SANDBOX}.scope",image="pause",name="sb",namespace="v2",pod="rec"} 0 `,
+    );
   });
 
-  it('reads a namespace\'s interfaces from /proc/<pid>/net/dev, loopback left out', () => {
+  it("reads a namespace's interfaces from /proc/<pid>/net/dev, loopback left out", () => {
     const text = `Inter-|   Receive                                                |  Transmit
  face |bytes    packets errs drop fifo frame compressed multicast|bytes    packets errs drop fifo colls carrier compressed
     lo:     840      10    0    0    0     0          0         0      840      10    0    0    0     0       0          0
   eth0: 1234567    4321    1    2    0     0          0         0   765432    2345    3    4    0     0       0          0
 `;
-    expect(netDev(text)).toEqual({ eth0: { rxBytes: 1234567, rxPackets: 4321, rxErrors: 1, rxDropped: 2, txBytes: 765432, txPackets: 2345, txErrors: 3, txDropped: 4 } });
+    expect(netDev(text)).toEqual({
+      eth0: { rxBytes: 1234567, rxPackets: 4321, rxErrors: 1, rxDropped: 2, txBytes: 765432, txPackets: 2345, txErrors: 3, txDropped: 4 },
+    });
     expect(netDev(undefined)).toBeUndefined();
   });
 });

@@ -5,7 +5,10 @@ import type { ReadFile } from '../../src/runtime/cgroup-stats.js';
 
 // The cgroup trees recorded from real kernels (test/fixtures/cgroup), as the readers see them.
 
-export const tree = (files: Record<string, string>): ReadFile => (p) => files[p];
+export const tree =
+  (files: Record<string, string>): ReadFile =>
+  (p) =>
+    files[p];
 
 /** A recorded tree, `== path` then the file; the placeholders in its paths become these ids. */
 export function recorded(name: string, ids: Record<string, string>): Record<string, string> {

@@ -11,10 +11,24 @@ describe('StatsCollector', () => {
     const t0 = Date.now();
     // A container burning one core: its counter is the nanoseconds since t0.
     const rt = {
-      containerStats: async (): Promise<ContainerReading> => ({ time: new Date().toISOString(), source: 'cgroup', cpu: { usageNs: (Date.now() - t0) * 1e6 }, memory: { workingSetBytes: 0 } }),
+      containerStats: async (): Promise<ContainerReading> => ({
+        time: new Date().toISOString(),
+        source: 'cgroup',
+        cpu: { usageNs: (Date.now() - t0) * 1e6 },
+        memory: { workingSetBytes: 0 },
+      }),
       containerDisk: async () => ({}),
     } as unknown as PodEngine;
-    const pods = (): ObservedPod[] => [{ uid: 'u', name: 'p', namespace: 'n', source: 's', sandboxes: [], containers: [{ id: 'c1', engineName: 'x', name: 'c', type: 'app', hash: '', restartCount: 0, state: 'running', created: 0, image: 'i' }] }];
+    const pods = (): ObservedPod[] => [
+      {
+        uid: 'u',
+        name: 'p',
+        namespace: 'n',
+        source: 's',
+        sandboxes: [],
+        containers: [{ id: 'c1', engineName: 'x', name: 'c', type: 'app', hash: '', restartCount: 0, state: 'running', created: 0, image: 'i' }],
+      },
+    ];
     const c = new StatsCollector(rt, pods, { periodMs: 10_000 });
     try {
       const [pod] = await c.summary();
@@ -39,7 +53,16 @@ describe('StatsCollector', () => {
       },
       containerDisk: async () => ({}),
     } as unknown as PodEngine;
-    const pods = (): ObservedPod[] => [{ uid: 'u', name: 'p', namespace: 'n', source: 's', sandboxes: [], containers: [{ id: 'c1', engineName: 'x', name: 'c', type: 'app', hash: '', restartCount: 0, state: 'running', created: 0, image: 'i' }] }];
+    const pods = (): ObservedPod[] => [
+      {
+        uid: 'u',
+        name: 'p',
+        namespace: 'n',
+        source: 's',
+        sandboxes: [],
+        containers: [{ id: 'c1', engineName: 'x', name: 'c', type: 'app', hash: '', restartCount: 0, state: 'running', created: 0, image: 'i' }],
+      },
+    ];
     const c = new StatsCollector(rt, pods, { periodMs: 1500, idleMs: 4000 });
     const sleep = (ms: number): Promise<unknown> => new Promise((r) => setTimeout(r, ms));
     try {

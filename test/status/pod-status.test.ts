@@ -27,11 +27,17 @@ describe('podStatus', () => {
     expect([s.phase, s.ready, s.containers.map((c) => c.ready)]).toEqual(['Running', false, [false, true]]);
   });
 
-  it('holds Ready for a probed container the prober has no result for yet, as the kubelet\'s initial results; no prober: as the engine has it', () => {
+  it("holds Ready for a probed container the prober has no result for yet, as the kubelet's initial results; no prober: as the engine has it", () => {
     const d = desired(POD('Always'));
     const o = observedFor(d);
     const s = podStatus(d.pod, o, { probes: () => undefined });
-    expect([s.ready, s.containers.map((c) => [c.ready, c.started])]).toEqual([false, [[false, true], [true, true]]]);
+    expect([s.ready, s.containers.map((c) => [c.ready, c.started])]).toEqual([
+      false,
+      [
+        [false, true],
+        [true, true],
+      ],
+    ]);
     const cli = podStatus(d.pod, o, {});
     expect([cli.ready, cli.containers.map((c) => c.ready)]).toEqual([true, [true, true]]);
   });
@@ -51,7 +57,13 @@ describe('podStatus', () => {
   });
 
   it('derives Succeeded, Failed and Running for finished containers by policy', () => {
-    const cases: [string, number, string][] = [['Never', 0, 'Succeeded'], ['Never', 1, 'Failed'], ['OnFailure', 0, 'Succeeded'], ['OnFailure', 1, 'Running'], ['Always', 0, 'Running']];
+    const cases: [string, number, string][] = [
+      ['Never', 0, 'Succeeded'],
+      ['Never', 1, 'Failed'],
+      ['OnFailure', 0, 'Succeeded'],
+      ['OnFailure', 1, 'Running'],
+      ['Always', 0, 'Running'],
+    ];
     for (const [policy, code, phase] of cases) {
       const d = desired(POD(policy));
       const s = podStatus(d.pod, observedFor(d, { a: { state: 'exited', exitCode: code }, b: { state: 'exited', exitCode: 0 } }));
@@ -72,7 +84,7 @@ describe('podStatus', () => {
     expect(b.lastTerminated).toMatchObject({ exitCode: 137, reason: 'OOMKilled' });
   });
 
-  it('counts restarts the engine made in place (its own restart policy) with podrun\'s own', () => {
+  it("counts restarts the engine made in place (its own restart policy) with podrun's own", () => {
     const d = desired(POD('Always'));
     const o = observedFor(d, { a: { state: 'restarting', restartCount: 1 } });
     const s = podStatus(d.pod, o, { details: (id) => (id === o.containers[0]!.id ? { exitCode: 1, engineRestarts: 5 } : {}) });
@@ -83,8 +95,16 @@ describe('podStatus', () => {
     const d = desired(POD('Always'));
     const o = observedFor(d, { a: { state: 'restarting' } });
     const id = o.containers[0]!.id;
-    const waiting = podStatus(d.pod, o, { runtimeName: 'docker', details: (x) => (x === id ? { exitCode: 3, restarting: true, engineRestarts: 2 } : undefined) }).containers[0]!;
-    expect(waiting).toMatchObject({ state: 'waiting', reason: 'CrashLoopBackOff', restartCount: 2, lastTerminated: { exitCode: 3, reason: 'Error', containerID: `docker://${id}` } });
+    const waiting = podStatus(d.pod, o, {
+      runtimeName: 'docker',
+      details: (x) => (x === id ? { exitCode: 3, restarting: true, engineRestarts: 2 } : undefined),
+    }).containers[0]!;
+    expect(waiting).toMatchObject({
+      state: 'waiting',
+      reason: 'CrashLoopBackOff',
+      restartCount: 2,
+      lastTerminated: { exitCode: 3, reason: 'Error', containerID: `docker://${id}` },
+    });
     // Inspected a moment later, running again: its exit code says 0, which is no run's end.
     const raced = podStatus(d.pod, o, { details: (x) => (x === id ? { exitCode: 0, engineRestarts: 3 } : undefined) }).containers[0]!;
     expect(raced.lastTerminated).toBeUndefined();

@@ -5,7 +5,17 @@
 import { lstat } from 'node:fs/promises';
 import { connect } from 'node:net';
 import { Client, credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
-import { CriDeadlineError, CriError, CriExecTimeoutError, CriNotFoundError, CriNotRuntimeError, CriNotSupportedError, CriPluginDisabledError, CriRequestError, CriUnreachableError } from './errors.js';
+import {
+  CriDeadlineError,
+  CriError,
+  CriExecTimeoutError,
+  CriNotFoundError,
+  CriNotRuntimeError,
+  CriNotSupportedError,
+  CriPluginDisabledError,
+  CriRequestError,
+  CriUnreachableError,
+} from './errors.js';
 import * as M from './messages.js';
 import { WireError } from './wire.js';
 
@@ -107,7 +117,12 @@ export class Channel {
       });
       s.once('error', (e: NodeJS.ErrnoException) => resolve(e.code ?? 'error'));
     });
-    if (probe !== undefined) return new CriUnreachableError(this.endpoint, probe === 'ECONNREFUSED' ? `nothing listens on ${this.socket} (is the runtime running?)` : `${probe} connecting to ${this.socket}`, probe);
+    if (probe !== undefined)
+      return new CriUnreachableError(
+        this.endpoint,
+        probe === 'ECONNREFUSED' ? `nothing listens on ${this.socket} (is the runtime running?)` : `${probe} connecting to ${this.socket}`,
+        probe,
+      );
     return new CriNotRuntimeError(this.endpoint, `it accepts connections but does not answer gRPC (${details})`, status.UNAVAILABLE);
   }
 

@@ -206,7 +206,14 @@ export class CriClient {
    */
   async *containerEvents(signal?: AbortSignal): AsyncGenerator<M.ContainerEvent> {
     const path = RUNTIME + 'GetContainerEvents';
-    const stream: ClientReadableStream<M.ContainerEvent> = this.runtime.client.makeServerStreamRequest(path, EventsReq.serialize, EventRes.deserialize, {}, new Metadata(), {});
+    const stream: ClientReadableStream<M.ContainerEvent> = this.runtime.client.makeServerStreamRequest(
+      path,
+      EventsReq.serialize,
+      EventRes.deserialize,
+      {},
+      new Metadata(),
+      {},
+    );
     const abort = (): void => stream.cancel();
     signal?.addEventListener('abort', abort, { once: true });
     try {

@@ -69,7 +69,9 @@ export async function followContainerEvents(events: AsyncIterable<ContainerEvent
     watch.setPeriod(o.fastPeriodMs);
     if (err instanceof CriNotSupportedError) {
       o.known.unsupported = true;
-      o.notice(`the runtime does not serve GetContainerEvents (Unimplemented: containerd before 1.7): relisting every ${Math.round(o.fastPeriodMs / 1000)} s instead, as the kubelet's generic PLEG`);
+      o.notice(
+        `the runtime does not serve GetContainerEvents (Unimplemented: containerd before 1.7): relisting every ${Math.round(o.fastPeriodMs / 1000)} s instead, as the kubelet's generic PLEG`,
+      );
     }
     // Any other failure: the relist goes on at the fast period, and its own failure (the runtime
     // gone) is what ends the watch.

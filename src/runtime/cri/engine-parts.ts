@@ -46,7 +46,12 @@ export async function removeCriPodVolumes(stateDir: string, uid: string): Promis
 }
 
 /** The container's checked and pinned mounts (safe-mount.ts), its termination-log file and a hostNetwork pod's hosts file. */
-export async function pinCriMounts(o: RuntimeOptions, pod: Pod, c: Container, r: StartRequest): Promise<{ pinned: Map<number, string>; terminationLog: string; hostsFile?: string }> {
+export async function pinCriMounts(
+  o: RuntimeOptions,
+  pod: Pod,
+  c: Container,
+  r: StartRequest,
+): Promise<{ pinned: Map<number, string>; terminationLog: string; hostsFile?: string }> {
   const uid = pod.metadata.uid ?? '';
   const terminationLog = terminationLogPath(o.stateDir, uid, c.name, r.restartCount);
   prepareTerminationLog(terminationLog);
@@ -54,7 +59,10 @@ export async function pinCriMounts(o: RuntimeOptions, pod: Pod, c: Container, r:
   const allowed = o.allowedHostPaths;
   for (const { index, mount: m, backing: b } of mountsToPin(c, r.volumes, allowed !== undefined)) {
     const staging = stagingPath(o.stateDir, uid, m.name, c.name, index);
-    await pinMount({ base: b.path, ...(m.subPath ? { subPath: m.subPath } : {}), ...(b.hostPath && allowed ? { allowed } : {}), what: `volume "${m.name}"` }, staging);
+    await pinMount(
+      { base: b.path, ...(m.subPath ? { subPath: m.subPath } : {}), ...(b.hostPath && allowed ? { allowed } : {}), what: `volume "${m.name}"` },
+      staging,
+    );
     pinned.set(index, staging);
   }
   const hostsFile = pod.spec.hostNetwork && pod.spec.hostAliases?.length ? writeHostNetworkHosts(o.stateDir, pod) : undefined;
@@ -79,7 +87,14 @@ export const EXEC_SYNC_MARGIN_MS = 5000;
  * be found (by its command, or as the only exec process since: the command may have replaced
  * itself with another program).
  */
-export async function criExec(client: CriClient, containerId: string, command: string[], timeoutMs: number, view: ProcView, signal?: AbortSignal): Promise<{ exitCode: number; output: string } | 'timeout'> {
+export async function criExec(
+  client: CriClient,
+  containerId: string,
+  command: string[],
+  timeoutMs: number,
+  view: ProcView,
+  signal?: AbortSignal,
+): Promise<{ exitCode: number; output: string } | 'timeout'> {
   // Given up already: no exec is started that nobody would wait for (nor could find to kill yet).
   if (signal?.aborted) return 'timeout';
   const since = view.now();
@@ -115,7 +130,14 @@ export async function criExec(client: CriClient, containerId: string, command: s
  * (exec-stream.ts), attached to the caller's streams. With a TTY the runtime joins stderr to
  * stdout (it refuses both), as kubectl asks.
  */
-export async function criExecAttached(client: CriClient, containerId: string, command: string[], o: ExecAttachOptions, streams: ExecStreams, since: number): Promise<number> {
+export async function criExecAttached(
+  client: CriClient,
+  containerId: string,
+  command: string[],
+  o: ExecAttachOptions,
+  streams: ExecStreams,
+  since: number,
+): Promise<number> {
   const url = await client.exec(containerId, command, { tty: o.tty, stdin: o.stdin, stdout: true, stderr: !o.tty });
   o.onCreated?.({ containerId, execId: criExecId(command), since });
   // Input without a terminal may end, and only SPDY can say so to the command on every runtime
@@ -134,7 +156,9 @@ function osName(): string {
 }
 
 /** What the node status says of the runtime: its version from Version, the rest of the node itself (the runtime is local). */
-export async function criEngineFacts(client: CriClient): Promise<{ version: string; rootDir: string; cpus: number; memoryBytes: number; operatingSystem: string; kernelVersion: string; architecture: string }> {
+export async function criEngineFacts(
+  client: CriClient,
+): Promise<{ version: string; rootDir: string; cpus: number; memoryBytes: number; operatingSystem: string; kernelVersion: string; architecture: string }> {
   const [v, fs] = await Promise.all([client.version(), client.imageFsInfo().catch(() => undefined)]);
   const a = arch();
   return {

@@ -72,7 +72,11 @@ export abstract class CriRuntimeView {
 
   constructor(readonly options: CriEngineOptions) {
     this.endpoint = options.runtimeEndpoint;
-    this.client = new CriClient({ endpoint: options.runtimeEndpoint, ...(options.imageEndpoint ? { imageEndpoint: options.imageEndpoint } : {}), ...(options.requestTimeoutMs ? { timeoutMs: options.requestTimeoutMs } : {}) });
+    this.client = new CriClient({
+      endpoint: options.runtimeEndpoint,
+      ...(options.imageEndpoint ? { imageEndpoint: options.imageEndpoint } : {}),
+      ...(options.requestTimeoutMs ? { timeoutMs: options.requestTimeoutMs } : {}),
+    });
     this.images = new CriImages(this.client, options);
     this.presence = new ImagePresence((image) => this.images.present(image));
     this.nodeName = options.nodeName ?? hostname();
@@ -142,24 +146,33 @@ export abstract class CriRuntimeView {
     const labelSelector = this.selector(uid);
     // Asked together (a round trip less for a command's first look); Version's failure is the one told.
     const identified = this.identify();
-    const listed = this.call('list containers', () => Promise.all([this.client.listPodSandbox({ labelSelector }), this.client.listContainers({ labelSelector })]));
+    const listed = this.call('list containers', () =>
+      Promise.all([this.client.listPodSandbox({ labelSelector }), this.client.listContainers({ labelSelector })]),
+    );
     listed.catch(() => undefined);
     await identified;
     const [sandboxes, containers] = await listed;
     await Promise.all([
-      ...containers.filter((c) => c.state === ContainerState.EXITED && !this.exits.has(c.id)).map(async (c) => {
-        const s = await this.client.containerStatus(c.id).catch(() => undefined);
-        if (s) this.exits.set(c.id, s.exitCode);
-      }),
-      ...sandboxes.filter((s) => s.state === PodSandboxState.READY && !this.ips.has(s.id)).map(async (s) => {
-        const st = await this.client.podSandboxStatus(s.id).catch(() => undefined);
-        if (st) this.ips.set(s.id, st.network?.ip ?? '');
-      }),
+      ...containers
+        .filter((c) => c.state === ContainerState.EXITED && !this.exits.has(c.id))
+        .map(async (c) => {
+          const s = await this.client.containerStatus(c.id).catch(() => undefined);
+          if (s) this.exits.set(c.id, s.exitCode);
+        }),
+      ...sandboxes
+        .filter((s) => s.state === PodSandboxState.READY && !this.ips.has(s.id))
+        .map(async (s) => {
+          const st = await this.client.podSandboxStatus(s.id).catch(() => undefined);
+          if (st) this.ips.set(s.id, st.network?.ip ?? '');
+        }),
     ]);
     const live = new Set([...sandboxes.map((s) => s.id), ...containers.map((c) => c.id)]);
     for (const s of sandboxes) this.sandboxIds.add(s.id);
     for (const m of [this.exits, this.ips, this.sandboxIds]) for (const id of m.keys()) if (!live.has(id)) m.delete(id);
-    return [...sandboxes.map((s) => recordFromSandbox(s, this.options.pauseImage, this.ips.get(s.id))), ...containers.map((c) => recordFromContainer(c, this.exits.get(c.id)))];
+    return [
+      ...sandboxes.map((s) => recordFromSandbox(s, this.options.pauseImage, this.ips.get(s.id))),
+      ...containers.map((c) => recordFromContainer(c, this.exits.get(c.id))),
+    ];
   }
 
   async listPods(uid?: string): Promise<ObservedPod[]> {
@@ -190,10 +203,15 @@ export abstract class CriRuntimeView {
     const signals = criExitSignals(this.client, this.instance, () => relisting, this.options.observer ? { observer: this.options.observer } : {});
     this.exitSignals = signals;
     const taps = exitSignalTaps(signals, () => this.listContainers(), onEvent);
-    const watch = await relistWatch(taps.list, taps.onEvent, (err) => {
-      signals?.stop();
-      onEnd(err);
-    }, fastPeriodMs);
+    const watch = await relistWatch(
+      taps.list,
+      taps.onEvent,
+      (err) => {
+        signals?.stop();
+        onEnd(err);
+      },
+      fastPeriodMs,
+    );
     relisting = watch;
     const abort = new AbortController();
     if (!this.eventsKnown.unsupported) {
@@ -207,7 +225,15 @@ export abstract class CriRuntimeView {
       });
     }
     const policy = this.options.containerLog;
-    this.stopRotation ??= policy ? startLogRotation(this.client, this.selector(), policy, () => this.options.observer?.call?.('rotate container log', 0, true), this.options.logRotationPeriodMs) : undefined;
+    this.stopRotation ??= policy
+      ? startLogRotation(
+          this.client,
+          this.selector(),
+          policy,
+          () => this.options.observer?.call?.('rotate container log', 0, true),
+          this.options.logRotationPeriodMs,
+        )
+      : undefined;
     return () => {
       abort.abort();
       watch.stop();

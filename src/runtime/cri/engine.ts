@@ -5,7 +5,16 @@ import type { Container, Pod } from '../../manifest/types.js';
 import { podDns } from '../dns.js';
 import { nodeResolvConf } from '../host.js';
 import type { PodEngine } from '../roles.js';
-import { ContainerStartError, ImageError, SandboxError, type EngineRestartOn, type ExecEnd, type ExecRef, type SandboxInfo, type StartRequest } from '../runtime-types.js';
+import {
+  ContainerStartError,
+  ImageError,
+  SandboxError,
+  type EngineRestartOn,
+  type ExecEnd,
+  type ExecRef,
+  type SandboxInfo,
+  type StartRequest,
+} from '../runtime-types.js';
 import { containerCreateOptions, needsImageUser, startOptions, type PodIdentity, type VolumeBacking } from '../docker/spec.js';
 import { criEngineError, isCriNotFound } from './engine-errors.js';
 import { CriExecTimeoutError } from './errors.js';
@@ -49,7 +58,14 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
 
   private sandboxConfigOf(pod: Pod, id: PodIdentity, attempt: number, hash: string): PodSandboxConfigInput {
     const dns = podDns(pod.spec.dnsPolicy, pod.spec.dnsConfig, nodeResolvConf(this.options.resolvConf ?? '/etc/resolv.conf'), pod.spec.hostNetwork === true);
-    const config = sandboxConfig(pod, id, { instance: this.instance, attempt, hash, pauseImage: this.options.pauseImage, logRoot: this.logRoot, ...(dns ? { dns } : {}) });
+    const config = sandboxConfig(pod, id, {
+      instance: this.instance,
+      attempt,
+      hash,
+      pauseImage: this.options.pauseImage,
+      logRoot: this.logRoot,
+      ...(dns ? { dns } : {}),
+    });
     // The same parent in RunPodSandbox and in each CreateContainer's sandbox config: the runtime
     // puts a container's cgroup below the parent the latter names.
     return this.pidsLimited ? { ...config, linux: { ...config.linux, cgroupParent: podCgroupParent(this.instance, id.uid) } } : config;
@@ -64,7 +80,15 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
    * RunPodSandbox, as the kubelet's createPodSandbox: the pod's log directory first, then the
    * sandbox (the runtime's own pause image: its sandbox_image, not podrun's --pause-image).
    */
-  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, _engineRestarts: boolean, _volumes?: ReadonlyMap<string, VolumeBacking>, signal?: AbortSignal): Promise<SandboxInfo> {
+  async createSandbox(
+    pod: Pod,
+    id: PodIdentity,
+    attempt: number,
+    hash: string,
+    _engineRestarts: boolean,
+    _volumes?: ReadonlyMap<string, VolumeBacking>,
+    signal?: AbortSignal,
+  ): Promise<SandboxInfo> {
     const config = this.sandboxConfigOf(pod, id, attempt, hash);
     mkdirSync(config.logDirectory ?? '', { recursive: true, mode: 0o755 });
     const cgroupParent = config.linux?.cgroupParent;
@@ -187,7 +211,9 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
     const { readdirSync } = await import('node:fs');
     try {
       // `<ns>_<name>_<uid>`: a uid is the name's last part, and names cannot hold `_`.
-      return readdirSync(this.logRoot).filter((n) => n.endsWith(`_${uid}`)).map((n) => join(this.logRoot, n));
+      return readdirSync(this.logRoot)
+        .filter((n) => n.endsWith(`_${uid}`))
+        .map((n) => join(this.logRoot, n));
     } catch {
       return [];
     }
@@ -220,7 +246,12 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
     });
   }
 
-  execAttached(containerId: string, command: string[], o: Parameters<PodEngine['execAttached']>[2], streams: Parameters<PodEngine['execAttached']>[3]): Promise<number> {
+  execAttached(
+    containerId: string,
+    command: string[],
+    o: Parameters<PodEngine['execAttached']>[2],
+    streams: Parameters<PodEngine['execAttached']>[3],
+  ): Promise<number> {
     // The /proc clock before the exec is asked for: nothing it starts can be older (exec-end.ts).
     const since = (this.procView ??= procView()).now();
     return criExecAttached(this.client, containerId, command, o, streams, since).catch((err: unknown) => {
@@ -251,7 +282,12 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
     const s = await this.client.containerStatus(id).catch(() => undefined);
     if (!s) return undefined;
     // The runtime's writable layer is its own to tell (ContainerStats); the log is podrun's file.
-    const logBytes = s.logPath ? await stat(s.logPath).then((st) => st.size, () => undefined) : undefined;
+    const logBytes = s.logPath
+      ? await stat(s.logPath).then(
+          (st) => st.size,
+          () => undefined,
+        )
+      : undefined;
     const rwBytes = await this.readings.writableLayerBytes(id);
     return { ...(rwBytes !== undefined ? { rwBytes } : {}), ...(logBytes !== undefined ? { logBytes } : {}) };
   }
@@ -278,7 +314,8 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
 /** The runtime's refusal of a sandbox, with the fix for the one a new node meets first: no pause image. */
 export function sandboxProblem(message: string, cgroupParent?: string): string {
   const m = /failed to get sandbox image "([^"]+)"/.exec(message);
-  if (m) return `the runtime's sandbox (pause) image ${m[1]} is missing and could not be pulled: pull or import it into the runtime (ctr -n k8s.io images import), or point sandbox_image in /etc/containerd/config.toml at one it has (${message})`;
+  if (m)
+    return `the runtime's sandbox (pause) image ${m[1]} is missing and could not be pulled: pull or import it into the runtime (ctr -n k8s.io images import), or point sandbox_image in /etc/containerd/config.toml at one it has (${message})`;
   // Whatever the refusal, the cgroup parent is podrun's doing: a runtime on the systemd cgroup
   // driver wants a slice, not the cgroupfs path podrun made for the limit.
   if (cgroupParent)

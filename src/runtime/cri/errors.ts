@@ -3,7 +3,11 @@
 
 /** Every CRI failure: the endpoint and the gRPC status code (when the runtime answered with one). */
 export class CriError extends Error {
-  constructor(message: string, readonly endpoint: string, readonly grpcCode?: number) {
+  constructor(
+    message: string,
+    readonly endpoint: string,
+    readonly grpcCode?: number,
+  ) {
     super(message);
     this.name = 'CriError';
   }
@@ -12,7 +16,11 @@ export class CriError extends Error {
 /** Nothing answers at the endpoint: no socket, nobody listening, no permission. */
 export class CriUnreachableError extends CriError {
   /** `code`: the connection's error code (ENOENT, ECONNREFUSED, EACCES, ENOTSOCK…). */
-  constructor(endpoint: string, cause: string, readonly code?: string) {
+  constructor(
+    endpoint: string,
+    cause: string,
+    readonly code?: string,
+  ) {
     super(`cannot reach the container runtime at ${endpoint}: ${cause}`, endpoint);
     this.name = 'CriUnreachableError';
   }
@@ -31,7 +39,10 @@ export class CriNotRuntimeError extends CriError {
  * Docker's packages install (`disabled_plugins = ["cri"]`), the most common way to meet this.
  */
 export class CriPluginDisabledError extends CriNotRuntimeError {
-  constructor(endpoint: string, readonly containerdVersion: string) {
+  constructor(
+    endpoint: string,
+    readonly containerdVersion: string,
+  ) {
     super(
       endpoint,
       `containerd ${containerdVersion} answers there, but its CRI plugin is disabled ("unknown service runtime.v1.RuntimeService"): ` +
@@ -44,7 +55,11 @@ export class CriPluginDisabledError extends CriNotRuntimeError {
 
 /** The sandbox, container or image named in the call does not exist (gRPC NotFound). */
 export class CriNotFoundError extends CriError {
-  constructor(endpoint: string, readonly method: string, readonly detail: string) {
+  constructor(
+    endpoint: string,
+    readonly method: string,
+    readonly detail: string,
+  ) {
     super(`${method}: not found: ${detail}`, endpoint, 5);
     this.name = 'CriNotFoundError';
   }
@@ -52,7 +67,11 @@ export class CriNotFoundError extends CriError {
 
 /** The runtime did not answer within the call's deadline. */
 export class CriDeadlineError extends CriError {
-  constructor(endpoint: string, readonly method: string, readonly timeoutMs: number) {
+  constructor(
+    endpoint: string,
+    readonly method: string,
+    readonly timeoutMs: number,
+  ) {
     super(`the container runtime at ${endpoint} did not answer ${method} within ${timeoutMs} ms (the runtime may be stuck; see its log)`, endpoint, 4);
     this.name = 'CriDeadlineError';
   }
@@ -68,7 +87,11 @@ export class CriExecTimeoutError extends CriError {
 
 /** The runtime does not serve this call (gRPC Unimplemented), e.g. GetContainerEvents before containerd 1.7. */
 export class CriNotSupportedError extends CriError {
-  constructor(endpoint: string, readonly method: string, detail: string) {
+  constructor(
+    endpoint: string,
+    readonly method: string,
+    detail: string,
+  ) {
     super(`the container runtime at ${endpoint} does not support ${method}: ${detail}`, endpoint, 12);
     this.name = 'CriNotSupportedError';
   }
@@ -76,7 +99,12 @@ export class CriNotSupportedError extends CriError {
 
 /** The runtime refused the request (any other gRPC status) or sent an answer that does not decode. */
 export class CriRequestError extends CriError {
-  constructor(endpoint: string, readonly method: string, readonly detail: string, grpcCode?: number) {
+  constructor(
+    endpoint: string,
+    readonly method: string,
+    readonly detail: string,
+    grpcCode?: number,
+  ) {
     super(`${method}: ${detail}`, endpoint, grpcCode);
     this.name = 'CriRequestError';
   }

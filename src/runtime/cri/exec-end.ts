@@ -58,7 +58,14 @@ async function initPidOf(client: CriClient, containerId: string): Promise<number
  * answered), a command that replaced itself with another program (`sh -c 'a & b'` runs `b` in the
  * shell's own process; `exec b`) is found too, when it is the only exec process since `since`.
  */
-export function findExecLeader(view: ProcView, where: { id: string; initPid: number }, command: readonly string[], since: number, argv: (pid: number) => string[] | undefined = (p) => readArgv(p), inFlight = false): number | 'none' | 'ambiguous' {
+export function findExecLeader(
+  view: ProcView,
+  where: { id: string; initPid: number },
+  command: readonly string[],
+  since: number,
+  argv: (pid: number) => string[] | undefined = (p) => readArgv(p),
+  inFlight = false,
+): number | 'none' | 'ambiguous' {
   const want = JSON.stringify(command);
   const execs: number[] = [];
   for (const pid of view.pids(where)) {
@@ -87,7 +94,14 @@ export async function endCriExec(client: CriClient, ref: ExecRef, view: ProcView
  * process, keeps the exec's session) and their descendants (exec-reaper.ts). Needs the exec's own
  * process alive, to be told from the container's: one that exited by itself leaves its children.
  */
-export async function killCriExec(client: CriClient, containerId: string, command: readonly string[], since: number, view: ProcView, inFlight = false): Promise<ExecEnd> {
+export async function killCriExec(
+  client: CriClient,
+  containerId: string,
+  command: readonly string[],
+  since: number,
+  view: ProcView,
+  inFlight = false,
+): Promise<ExecEnd> {
   const initPid = await initPidOf(client, containerId).catch(() => undefined);
   if (!initPid) return 'finished';
   const where = { id: containerId, initPid };

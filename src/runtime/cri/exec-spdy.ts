@@ -160,14 +160,17 @@ export async function spdyExec(url: string, streams: ExecStreams, limits: Stream
           }
         } else if (id === ID.error) {
           statusBytes += body.length;
-          if (statusBytes > maxStatus) return fail(new ExecStreamError(`the runtime's streaming server sent a status of more than ${maxStatus} bytes: refused`));
+          if (statusBytes > maxStatus)
+            return fail(new ExecStreamError(`the runtime's streaming server sent a status of more than ${maxStatus} bytes: refused`));
           status.push(body);
         }
         // Data on any other stream (one podrun did not open) is dropped.
       }
     };
     sock.on('connect', () => {
-      sock.write(`POST ${target.pathname}${target.search} HTTP/1.1\r\nHost: ${target.host}\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\nContent-Length: 0\r\n\r\n`);
+      sock.write(
+        `POST ${target.pathname}${target.search} HTTP/1.1\r\nHost: ${target.host}\r\nConnection: Upgrade\r\nUpgrade: SPDY/3.1\r\nX-Stream-Protocol-Version: v4.channel.k8s.io\r\nContent-Length: 0\r\n\r\n`,
+      );
     });
     sock.on('data', (chunk: Buffer) => {
       if (upgraded) {
@@ -182,8 +185,10 @@ export async function spdyExec(url: string, streams: ExecStreams, limits: Stream
       }
       const text = head.subarray(0, end).toString('latin1');
       const statusLine = text.split('\r\n')[0] ?? '';
-      if (!/^HTTP\/1\.1 101 /.test(statusLine)) return fail(new ExecStreamError(`the runtime's streaming server refused the session: ${statusLine.slice(0, 200)}`));
-      if (!/^x-stream-protocol-version:\s*v4\.channel\.k8s\.io\s*$/im.test(text)) return fail(new ExecStreamError("the runtime's streaming server did not agree to v4.channel.k8s.io over SPDY"));
+      if (!/^HTTP\/1\.1 101 /.test(statusLine))
+        return fail(new ExecStreamError(`the runtime's streaming server refused the session: ${statusLine.slice(0, 200)}`));
+      if (!/^x-stream-protocol-version:\s*v4\.channel\.k8s\.io\s*$/im.test(text))
+        return fail(new ExecStreamError("the runtime's streaming server did not agree to v4.channel.k8s.io over SPDY"));
       buf = head.subarray(end + 4);
       open();
       frames();
@@ -192,7 +197,11 @@ export async function spdyExec(url: string, streams: ExecStreams, limits: Stream
     // the session as sessions end: the status stands.
     let broken: ExecStreamError | undefined;
     sock.on('error', (err) => {
-      broken ??= new ExecStreamError(upgraded ? `the runtime's streaming server ended the session without the command's exit status (${err.message})` : `the runtime's streaming server refused the session: ${err.message}`);
+      broken ??= new ExecStreamError(
+        upgraded
+          ? `the runtime's streaming server ended the session without the command's exit status (${err.message})`
+          : `the runtime's streaming server refused the session: ${err.message}`,
+      );
     });
     sock.on('close', () => {
       if (settled) return;

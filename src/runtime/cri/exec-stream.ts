@@ -51,7 +51,10 @@ export function streamingUrl(raw: string): URL {
   }
   if (u.protocol !== 'http:' && u.protocol !== 'https:') throw new ExecStreamError(`the runtime's exec URL is ${u.protocol}, not http(s): refused`);
   if (u.username || u.password) throw new ExecStreamError("the runtime's exec URL carries credentials: refused");
-  if (!ownAddress(u.hostname)) throw new ExecStreamError(`the runtime's exec URL is on ${u.hostname}, not this host: refused (podrun reaches a runtime's streaming server only where the runtime runs)`);
+  if (!ownAddress(u.hostname))
+    throw new ExecStreamError(
+      `the runtime's exec URL is on ${u.hostname}, not this host: refused (podrun reaches a runtime's streaming server only where the runtime runs)`,
+    );
   u.protocol = u.protocol === 'https:' ? 'wss:' : 'ws:';
   return u;
 }
@@ -106,7 +109,12 @@ export interface StreamLimits {
  * resized with the terminal when asked). Resolves with the command's exit code; rejects with
  * ExecStreamError when the server refuses, breaks the protocol, or hangs up without a status.
  */
-export async function streamExec(url: string, o: Pick<ExecAttachOptions, 'tty' | 'stdin' | 'size' | 'onResize'>, streams: ExecStreams, limits: StreamLimits = {}): Promise<number> {
+export async function streamExec(
+  url: string,
+  o: Pick<ExecAttachOptions, 'tty' | 'stdin' | 'size' | 'onResize'>,
+  streams: ExecStreams,
+  limits: StreamLimits = {},
+): Promise<number> {
   const target = streamingUrl(url);
   const maxStatus = limits.maxStatusBytes ?? MAX_STATUS_BYTES;
   const maxPending = limits.maxPendingOutput ?? MAX_PENDING_OUTPUT;
@@ -197,7 +205,8 @@ export async function streamExec(url: string, o: Pick<ExecAttachOptions, 'tty' |
         }
         case CHANNEL.status:
           statusBytes += data.length;
-          if (statusBytes > maxStatus) return fail(new ExecStreamError(`the runtime's streaming server sent a status of more than ${maxStatus} bytes: refused`));
+          if (statusBytes > maxStatus)
+            return fail(new ExecStreamError(`the runtime's streaming server sent a status of more than ${maxStatus} bytes: refused`));
           status.push(data);
           return;
         default:
@@ -210,7 +219,9 @@ export async function streamExec(url: string, o: Pick<ExecAttachOptions, 'tty' |
       const e = ev as { error?: unknown; message?: unknown };
       const why = e.error instanceof Error ? e.error.message : typeof e.message === 'string' && e.message ? e.message : 'the connection failed';
       broken ??= new ExecStreamError(
-        opened ? `the runtime's streaming server ended the session without the command's exit status (${why})` : `the runtime's streaming server refused the session: ${why}`,
+        opened
+          ? `the runtime's streaming server ended the session without the command's exit status (${why})`
+          : `the runtime's streaming server refused the session: ${why}`,
       );
     });
     ws.addEventListener('close', () => {

@@ -16,7 +16,10 @@ export type { PullListener };
 export class CriImages {
   private readonly queue: PullQueue<number>;
 
-  constructor(private readonly client: CriClient, private readonly options: RuntimeOptions) {
+  constructor(
+    private readonly client: CriClient,
+    private readonly options: RuntimeOptions,
+  ) {
     this.queue = new PullQueue(options.pullSlots ?? 1);
   }
 
@@ -134,7 +137,12 @@ function imageIds(list: readonly ImageInfo[]): Map<string, string> {
 /** A node credential as the CRI's AuthConfig. */
 function authConfig(found: RegistryAuth | undefined): { serverAddress: string; username?: string; password?: string; identityToken?: string } | undefined {
   if (!found) return undefined;
-  return { serverAddress: found.serveraddress, ...(found.username ? { username: found.username } : {}), ...(found.password ? { password: found.password } : {}), ...(found.identitytoken ? { identityToken: found.identitytoken } : {}) };
+  return {
+    serverAddress: found.serveraddress,
+    ...(found.username ? { username: found.username } : {}),
+    ...(found.password ? { password: found.password } : {}),
+    ...(found.identitytoken ? { identityToken: found.identitytoken } : {}),
+  };
 }
 
 /** The runtime's words for a refused pull, without the method's name. */

@@ -76,7 +76,13 @@ async function compress(log: string): Promise<void> {
  * the runtime reopen it. A refused reopen renames it back, so nothing is lost and the next round
  * tries again.
  */
-export async function rotateLog(client: Pick<CriClient, 'reopenContainerLog'>, id: string, log: string, policy: LogRotationPolicy, now = new Date()): Promise<void> {
+export async function rotateLog(
+  client: Pick<CriClient, 'reopenContainerLog'>,
+  id: string,
+  log: string,
+  policy: LogRotationPolicy,
+  now = new Date(),
+): Promise<void> {
   const { inUse, unused } = splitUnused(await rotatedLogs(log));
   for (const l of unused) await rm(l, { force: true });
   const keep = Math.max(0, policy.maxFiles - 2);
@@ -85,8 +91,20 @@ export async function rotateLog(client: Pick<CriClient, 'reopenContainerLog'>, i
   for (const l of inUse.slice(excess.length)) if (!l.endsWith(GZ)) await compress(l);
   const rotated = `${log}.${rotationStamp(now)}`;
   // Two rotations within one second would share a name: the second waits for the next round.
-  if (await stat(rotated).then(() => true, () => false)) return;
-  if (await stat(`${rotated}${GZ}`).then(() => true, () => false)) return;
+  if (
+    await stat(rotated).then(
+      () => true,
+      () => false,
+    )
+  )
+    return;
+  if (
+    await stat(`${rotated}${GZ}`).then(
+      () => true,
+      () => false,
+    )
+  )
+    return;
   await rename(log, rotated);
   try {
     await client.reopenContainerLog(id);
@@ -103,14 +121,22 @@ export type RotationClient = Pick<CriClient, 'listContainers' | 'containerStatus
  * containers on a shared runtime are that client's to rotate). A failure with one container is
  * reported and the others still rotate.
  */
-export async function rotateRound(client: RotationClient, labelSelector: Record<string, string>, policy: LogRotationPolicy, onError: (id: string, err: Error) => void): Promise<void> {
+export async function rotateRound(
+  client: RotationClient,
+  labelSelector: Record<string, string>,
+  policy: LogRotationPolicy,
+  onError: (id: string, err: Error) => void,
+): Promise<void> {
   const containers = await client.listContainers({ labelSelector });
   for (const c of containers) {
     if (c.state !== ContainerState.RUNNING) continue;
     try {
       const s = await client.containerStatus(c.id);
       if (!s.logPath) continue;
-      let size = await stat(s.logPath).then((st) => st.size, (e: NodeJS.ErrnoException) => (e.code === 'ENOENT' ? undefined : Promise.reject(e)));
+      let size = await stat(s.logPath).then(
+        (st) => st.size,
+        (e: NodeJS.ErrnoException) => (e.code === 'ENOENT' ? undefined : Promise.reject(e)),
+      );
       if (size === undefined) {
         // Gone (a rotation the runtime never reopened after, or removed by hand): reopen makes it anew.
         await client.reopenContainerLog(c.id);
@@ -125,7 +151,13 @@ export async function rotateRound(client: RotationClient, labelSelector: Record<
 }
 
 /** Rounds every `periodMs` (the kubelet's containerLogMonitorInterval, 10 s) until the returned stop. */
-export function startLogRotation(client: RotationClient, labelSelector: Record<string, string>, policy: LogRotationPolicy, onError: (id: string, err: Error) => void, periodMs = 10_000): () => void {
+export function startLogRotation(
+  client: RotationClient,
+  labelSelector: Record<string, string>,
+  policy: LogRotationPolicy,
+  onError: (id: string, err: Error) => void,
+  periodMs = 10_000,
+): () => void {
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
   const tick = async (): Promise<void> => {

@@ -60,7 +60,11 @@ export interface LogReadOptions {
  * rotation renamed it are read from the same file (the runtime reopens a new one by the old name).
  */
 export class OpenLog {
-  private constructor(private fd: number, readonly ino: number, private offset: number) {}
+  private constructor(
+    private fd: number,
+    readonly ino: number,
+    private offset: number,
+  ) {}
 
   static open(path: string): OpenLog | undefined {
     let fd: number;
@@ -140,7 +144,8 @@ export function readLogSnapshot(path: string, step: (at: SnapshotStep) => void =
       const plain = OpenLog.open(f);
       const log = plain ?? OpenLog.open(`${f}.gz`);
       if (!log) complete = false;
-      else if (current && plain && log.ino === current.ino) log.close(); // the current file, renamed since it was opened
+      else if (current && plain && log.ino === current.ino)
+        log.close(); // the current file, renamed since it was opened
       else held.push({ log, gz: !plain });
       step('opened-rotated');
     }
@@ -186,7 +191,14 @@ function write(to: NodeJS.WritableStream, text: string): Promise<void> {
  * lines, `--since`/`until` bound by each line's time); with `follow`, new lines as they come until
  * `running()` says the container stopped and nothing more was written.
  */
-export async function writeCriLog(path: string, o: LogReadOptions, out: NodeJS.WritableStream, err: NodeJS.WritableStream, running: () => Promise<boolean>, pollMs = 200): Promise<void> {
+export async function writeCriLog(
+  path: string,
+  o: LogReadOptions,
+  out: NodeJS.WritableStream,
+  err: NodeJS.WritableStream,
+  running: () => Promise<boolean>,
+  pollMs = 200,
+): Promise<void> {
   const since = boundNs(o.since);
   const until = boundNs(o.until);
   const snapshot = readLogSnapshot(path);

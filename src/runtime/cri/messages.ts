@@ -225,7 +225,11 @@ export const MemoryUsage = spec('MemoryUsage', {
   pageFaults: msg(6, () => UInt64Value),
   majorPageFaults: msg(7, () => UInt64Value),
 });
-export const ContainerStatsSpec = spec('ContainerStats', { cpu: msg(2, () => CpuUsage), memory: msg(3, () => MemoryUsage), writableLayer: msg(4, () => FilesystemUsage) });
+export const ContainerStatsSpec = spec('ContainerStats', {
+  cpu: msg(2, () => CpuUsage),
+  memory: msg(3, () => MemoryUsage),
+  writableLayer: msg(4, () => FilesystemUsage),
+});
 export const ContainerStatsResponse = spec('ContainerStatsResponse', { stats: msg(1, () => ContainerStatsSpec) });
 export const ContainerEventResponse = spec('ContainerEventResponse', {
   containerId: str(1),
@@ -251,8 +255,19 @@ export const Image = spec('Image', {
 export const ListImagesResponse = spec('ListImagesResponse', { images: msgs(1, () => Image) });
 export const ImageStatusRequest = spec('ImageStatusRequest', { image: msg(1, () => ImageSpec), verbose: bool(2) });
 export const ImageStatusResponse = spec('ImageStatusResponse', { image: msg(1, () => Image), info: map(2) });
-export const AuthConfig = spec('AuthConfig', { username: str(1), password: str(2), auth: str(3), serverAddress: str(4), identityToken: str(5), registryToken: str(6) });
-export const PullImageRequest = spec('PullImageRequest', { image: msg(1, () => ImageSpec), auth: msg(2, () => AuthConfig), sandboxConfig: msg(3, () => PodSandboxConfig) });
+export const AuthConfig = spec('AuthConfig', {
+  username: str(1),
+  password: str(2),
+  auth: str(3),
+  serverAddress: str(4),
+  identityToken: str(5),
+  registryToken: str(6),
+});
+export const PullImageRequest = spec('PullImageRequest', {
+  image: msg(1, () => ImageSpec),
+  auth: msg(2, () => AuthConfig),
+  sandboxConfig: msg(3, () => PodSandboxConfig),
+});
 export const PullImageResponse = spec('PullImageResponse', { imageRef: str(1) });
 export const RemoveImageRequest = spec('RemoveImageRequest', { image: msg(1, () => ImageSpec) });
 export const FilesystemUsage = spec('FilesystemUsage', {
@@ -264,7 +279,10 @@ export const FilesystemUsage = spec('FilesystemUsage', {
 // RuntimeService.Status: only its verbose `info` is read (containerd: its CRI config as JSON under `config`).
 export const StatusRequest = spec('StatusRequest', { verbose: bool(1) });
 export const StatusResponse = spec('StatusResponse', { info: map(2) });
-export const ImageFsInfoResponse = spec('ImageFsInfoResponse', { imageFilesystems: msgs(1, () => FilesystemUsage), containerFilesystems: msgs(2, () => FilesystemUsage) });
+export const ImageFsInfoResponse = spec('ImageFsInfoResponse', {
+  imageFilesystems: msgs(1, () => FilesystemUsage),
+  containerFilesystems: msgs(2, () => FilesystemUsage),
+});
 
 /** A message's serializer and deserializer for gRPC, typed by the shape podrun gives it. */
 export interface Codec<In, Out> {

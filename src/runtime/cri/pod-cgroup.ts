@@ -14,7 +14,8 @@ const CGROUP_ROOT = '/sys/fs/cgroup';
 /** `/podrun/<instance>/pod<uid>`: the instance keeps two podruns' pods of one uid apart. */
 export function podCgroupParent(instance: string, uid: string): string {
   // Both go into a path under /sys/fs/cgroup: nothing but what podrun itself makes them of.
-  if (!/^[0-9a-f]{1,64}$/.test(instance) || !/^[A-Za-z0-9-]{1,128}$/.test(uid)) throw new Error(`no pod cgroup for pod uid ${JSON.stringify(uid)}: not a plain uid`);
+  if (!/^[0-9a-f]{1,64}$/.test(instance) || !/^[A-Za-z0-9-]{1,128}$/.test(uid))
+    throw new Error(`no pod cgroup for pod uid ${JSON.stringify(uid)}: not a plain uid`);
   return `/podrun/${instance}/pod${uid}`;
 }
 
@@ -32,7 +33,10 @@ function layout(root: string): 'v2' | 'v1' | undefined {
  */
 export function ensurePodCgroup(parent: string, maxPids: number, root = CGROUP_ROOT): void {
   const kind = layout(root);
-  if (!kind) throw new Error(`--pod-max-pids on CRI needs the pids cgroup controller: neither ${join(root, 'cgroup.controllers')} (v2) nor ${join(root, 'pids')} (v1) is there`);
+  if (!kind)
+    throw new Error(
+      `--pod-max-pids on CRI needs the pids cgroup controller: neither ${join(root, 'cgroup.controllers')} (v2) nor ${join(root, 'pids')} (v1) is there`,
+    );
   const base = kind === 'v2' ? root : join(root, 'pids');
   const parts = parent.split('/').filter(Boolean);
   let dir = base;
@@ -58,7 +62,12 @@ function enablePids(dir: string): void {
 export function removePodCgroup(parent: string, root = CGROUP_ROOT): void {
   const kind = layout(root);
   if (!kind) return;
-  const bases = kind === 'v2' ? [root] : readdirSync(root, { withFileTypes: true }).filter((d) => d.isDirectory()).map((d) => join(root, d.name));
+  const bases =
+    kind === 'v2'
+      ? [root]
+      : readdirSync(root, { withFileTypes: true })
+          .filter((d) => d.isDirectory())
+          .map((d) => join(root, d.name));
   const parts = parent.split('/').filter(Boolean);
   for (const base of bases) {
     for (let n = parts.length; n > 0; n--) {

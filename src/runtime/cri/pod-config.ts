@@ -4,7 +4,17 @@ import type { Container, Pod } from '../../manifest/types.js';
 import type { ResolvConf } from '../dns.js';
 import { LABEL } from '../labels.js';
 import { sandboxCreateOptions, type PodIdentity } from '../docker/spec.js';
-import { NamespaceMode, ProfileType, Protocol, MountPropagation, type ContainerConfigInput, type Labels, type MountSpec, type NamespaceOptionInput, type PodSandboxConfigInput } from './messages.js';
+import {
+  NamespaceMode,
+  ProfileType,
+  Protocol,
+  MountPropagation,
+  type ContainerConfigInput,
+  type Labels,
+  type MountSpec,
+  type NamespaceOptionInput,
+  type PodSandboxConfigInput,
+} from './messages.js';
 
 // A pod as the kubelet hands it to a CRI runtime (kuberuntime_sandbox.go generatePodSandboxConfig,
 // kuberuntime_container.go generateContainerConfig). What a container is made of (labels, env,
@@ -12,7 +22,12 @@ import { NamespaceMode, ProfileType, Protocol, MountPropagation, type ContainerC
 // only says it in runtime.v1's words, so identity and spec hashes are the same on both engines.
 
 /** Labels the kubelet sets on every sandbox and container (kuberuntime/labels.go): crictl and node tools read them. */
-const KUBE = { podName: 'io.kubernetes.pod.name', podNamespace: 'io.kubernetes.pod.namespace', podUid: 'io.kubernetes.pod.uid', containerName: 'io.kubernetes.container.name' } as const;
+const KUBE = {
+  podName: 'io.kubernetes.pod.name',
+  podNamespace: 'io.kubernetes.pod.namespace',
+  podUid: 'io.kubernetes.pod.uid',
+  containerName: 'io.kubernetes.container.name',
+} as const;
 
 /**
  * What goes in annotations rather than labels: specs as JSON. containerd stores a sandbox's and a
@@ -61,12 +76,21 @@ export interface SandboxConfigOptions {
 export function sandboxConfig(pod: Pod, id: PodIdentity, o: SandboxConfigOptions): PodSandboxConfigInput {
   const s = pod.spec;
   // The labels (pod spec included) exactly as on Docker: adoption reads the same identity.
-  const docker = sandboxCreateOptions(pod, { ...id, instance: o.instance }, { pauseImage: o.pauseImage, attempt: o.attempt, hash: o.hash, network: 'cri', restartPolicy: 'no' });
+  const docker = sandboxCreateOptions(
+    pod,
+    { ...id, instance: o.instance },
+    { pauseImage: o.pauseImage, attempt: o.attempt, hash: o.hash, network: 'cri', restartPolicy: 'no' },
+  );
   const { labels, annotations } = splitLabels({ ...docker.Labels, [LABEL.instance]: o.instance });
   const ports = s.hostNetwork
     ? []
     : [...(s.initContainers ?? []), ...s.containers].flatMap((c) =>
-        (c.ports ?? []).map((p) => ({ protocol: Protocol[p.protocol ?? 'TCP'], containerPort: p.containerPort, ...(p.hostPort ? { hostPort: p.hostPort } : {}), ...(p.hostIP ? { hostIp: p.hostIP } : {}) })),
+        (c.ports ?? []).map((p) => ({
+          protocol: Protocol[p.protocol ?? 'TCP'],
+          containerPort: p.containerPort,
+          ...(p.hostPort ? { hostPort: p.hostPort } : {}),
+          ...(p.hostIP ? { hostIp: p.hostIP } : {}),
+        })),
       );
   const privileged = [...(s.initContainers ?? []), ...s.containers].some((c) => c.securityContext?.privileged === true);
   const sysctls = Object.fromEntries((s.securityContext?.sysctls ?? []).map((x) => [x.name, x.value]));
@@ -85,7 +109,11 @@ export function sandboxConfig(pod: Pod, id: PodIdentity, o: SandboxConfigOptions
   };
 }
 
-const PROPAGATION: Record<string, number> = { rprivate: MountPropagation.PRIVATE, rslave: MountPropagation.HOST_TO_CONTAINER, rshared: MountPropagation.BIDIRECTIONAL };
+const PROPAGATION: Record<string, number> = {
+  rprivate: MountPropagation.PRIVATE,
+  rslave: MountPropagation.HOST_TO_CONTAINER,
+  rshared: MountPropagation.BIDIRECTIONAL,
+};
 /** The CFS period the kubelet uses for a CPU limit (100 ms). */
 const CPU_PERIOD = 100_000;
 
@@ -102,7 +130,12 @@ export function containerConfig(pod: Pod, c: Container, d: Docker.ContainerCreat
   const mounts: MountSpec[] = (h.Mounts ?? []).map((m) => {
     // Memory emptyDirs are host directories on CRI (CriEngine.prepareVolumes): never an engine volume here.
     if (m.Type !== 'bind') throw new Error(`mount ${m.Target}: a ${m.Type} mount cannot be made on a CRI runtime`);
-    return { containerPath: m.Target, hostPath: m.Source, readonly: m.ReadOnly === true, propagation: PROPAGATION[m.BindOptions?.Propagation ?? 'rprivate'] ?? MountPropagation.PRIVATE };
+    return {
+      containerPath: m.Target,
+      hostPath: m.Source,
+      readonly: m.ReadOnly === true,
+      propagation: PROPAGATION[m.BindOptions?.Propagation ?? 'rprivate'] ?? MountPropagation.PRIVATE,
+    };
   });
   const { labels, annotations } = splitLabels({ ...d.Labels, [LABEL.instance]: o.instance });
   const [user = '', group = ''] = (d.User ?? '').split(':');
@@ -124,7 +157,13 @@ export function containerConfig(pod: Pod, c: Container, d: Docker.ContainerCreat
     ...(d.WorkingDir ? { workingDir: d.WorkingDir } : {}),
     envs: env,
     mounts,
-    labels: { ...labels, [KUBE.podName]: pod.metadata.name, [KUBE.podNamespace]: pod.metadata.namespace ?? 'default', [KUBE.podUid]: pod.metadata.uid ?? '', [KUBE.containerName]: c.name },
+    labels: {
+      ...labels,
+      [KUBE.podName]: pod.metadata.name,
+      [KUBE.podNamespace]: pod.metadata.namespace ?? 'default',
+      [KUBE.podUid]: pod.metadata.uid ?? '',
+      [KUBE.containerName]: c.name,
+    },
     annotations,
     logPath: containerLogPath(c.name, o.restartCount),
     tty: d.Tty === true,

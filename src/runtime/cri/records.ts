@@ -34,7 +34,16 @@ function identity(labels: Record<string, string>, annotations: Record<string, st
 }
 
 function nameFrom(l: Record<string, string>, container: string, attempt: number): string {
-  return engineName({ name: l[LABEL.podName] ?? '', namespace: l[LABEL.podNamespace] ?? '', uid: l[LABEL.podUid] ?? '', ...(l[LABEL.instance] ? { instance: l[LABEL.instance] } : {}) }, container, attempt);
+  return engineName(
+    {
+      name: l[LABEL.podName] ?? '',
+      namespace: l[LABEL.podNamespace] ?? '',
+      uid: l[LABEL.podUid] ?? '',
+      ...(l[LABEL.instance] ? { instance: l[LABEL.instance] } : {}),
+    },
+    container,
+    attempt,
+  );
 }
 
 /** A listed container; `exitCode` from its status (the list does not carry it). */
@@ -87,5 +96,19 @@ export function statusFromCri(s: ContainerStatusInfo): ContainerStatus {
 
 /** A container's status as a listed record (inspectContainers). */
 export function recordFromStatus(s: ContainerStatusInfo): EngineContainer {
-  return recordFromContainer({ id: s.id, podSandboxId: '', metadata: s.metadata, image: s.image, imageRef: s.imageRef, state: s.state, createdAt: s.createdAt, labels: s.labels, annotations: s.annotations, imageId: s.imageId }, s.exitCode);
+  return recordFromContainer(
+    {
+      id: s.id,
+      podSandboxId: '',
+      metadata: s.metadata,
+      image: s.image,
+      imageRef: s.imageRef,
+      state: s.state,
+      createdAt: s.createdAt,
+      labels: s.labels,
+      annotations: s.annotations,
+      imageId: s.imageId,
+    },
+    s.exitCode,
+  );
 }

@@ -14,7 +14,8 @@ import type { EngineEvent } from '../runtime-types.js';
 export function transitions(before: EngineContainer | undefined, now: EngineContainer, timeMs: number): EngineEvent[] {
   const base = { id: now.id, labels: now.labels, name: now.name, image: now.image, timeMs };
   const exited = (): EngineEvent => ({ ...base, kind: 'exited', ...(now.exitCode !== undefined ? { exitCode: now.exitCode } : {}) });
-  if (!before) return [now.state === 'running' ? { ...base, kind: 'started' } : now.state === 'exited' || now.state === 'dead' ? exited() : { ...base, kind: 'created' }];
+  if (!before)
+    return [now.state === 'running' ? { ...base, kind: 'started' } : now.state === 'exited' || now.state === 'dead' ? exited() : { ...base, kind: 'created' }];
   const out: EngineEvent[] = [];
   const was = before.state;
   if (was === now.state) return out;
@@ -44,7 +45,12 @@ export interface RelistWatch {
  * reports what happens after it starts, as Docker's event stream does). A failed list ends the
  * watch with the error, so the caller reconnects as it does when an event stream breaks.
  */
-export async function relistWatch(list: () => Promise<EngineContainer[]>, onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void, periodMs = 1000): Promise<RelistWatch> {
+export async function relistWatch(
+  list: () => Promise<EngineContainer[]>,
+  onEvent: (e: EngineEvent) => void,
+  onEnd: (err?: Error) => void,
+  periodMs = 1000,
+): Promise<RelistWatch> {
   let known = new Map((await list()).map((c) => [c.id, c]));
   let stopped = false;
   let timer: NodeJS.Timeout | undefined;
@@ -120,6 +126,11 @@ export async function relistWatch(list: () => Promise<EngineContainer[]>, onEven
 }
 
 /** relistWatch without the other source: the stop function alone. */
-export async function watchByRelist(list: () => Promise<EngineContainer[]>, onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void, periodMs = 1000): Promise<() => void> {
+export async function watchByRelist(
+  list: () => Promise<EngineContainer[]>,
+  onEvent: (e: EngineEvent) => void,
+  onEnd: (err?: Error) => void,
+  periodMs = 1000,
+): Promise<() => void> {
   return (await relistWatch(list, onEvent, onEnd, periodMs)).stop;
 }

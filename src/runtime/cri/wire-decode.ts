@@ -1,4 +1,20 @@
-import { END_GROUP, FIXED32, FIXED64, LEN, MAX_VARINT_BYTES, START_GROUP, UINT64_MASK, VARINT, WireError, wireTypeOf, type FieldSpec, type MessageSpec, type ScalarKind, type WireObject, type WireValue } from './wire.js';
+import {
+  END_GROUP,
+  FIXED32,
+  FIXED64,
+  LEN,
+  MAX_VARINT_BYTES,
+  START_GROUP,
+  UINT64_MASK,
+  VARINT,
+  WireError,
+  wireTypeOf,
+  type FieldSpec,
+  type MessageSpec,
+  type ScalarKind,
+  type WireObject,
+  type WireValue,
+} from './wire.js';
 
 // Reading the runtime's answers: the bytes come from another process and are not trusted, so
 // every length is checked against what is there, and nesting goes only as deep as podrun's own
@@ -6,7 +22,11 @@ import { END_GROUP, FIXED32, FIXED64, LEN, MAX_VARINT_BYTES, START_GROUP, UINT64
 
 class Reader {
   pos: number;
-  constructor(readonly buf: Uint8Array, start: number, readonly end: number) {
+  constructor(
+    readonly buf: Uint8Array,
+    start: number,
+    readonly end: number,
+  ) {
     this.pos = start;
   }
 

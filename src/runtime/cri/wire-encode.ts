@@ -1,4 +1,15 @@
-import { LEN, MAX_VARINT_BYTES, VARINT, WireError, wireTypeOf, type FieldSpec, type MessageSpec, type ScalarKind, type WireObject, type WireValue } from './wire.js';
+import {
+  LEN,
+  MAX_VARINT_BYTES,
+  VARINT,
+  WireError,
+  wireTypeOf,
+  type FieldSpec,
+  type MessageSpec,
+  type ScalarKind,
+  type WireObject,
+  type WireValue,
+} from './wire.js';
 
 // Writing CRI requests: podrun's own objects checked against the field tables as they are
 // written, so a wrong shape is a WireError here rather than bytes a runtime misreads.

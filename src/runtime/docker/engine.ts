@@ -68,7 +68,13 @@ export function isNotFound(err: unknown): boolean {
  * One engine call as the runtime makes every one: bounded by `timeoutMs`, its failure one of the
  * two error kinds above, and the observer told how long it took.
  */
-export async function boundedCall<T>(what: string, fn: () => Promise<T>, timeoutMs: number, endpoint: string, observer: RuntimeOptions['observer']): Promise<T> {
+export async function boundedCall<T>(
+  what: string,
+  fn: () => Promise<T>,
+  timeoutMs: number,
+  endpoint: string,
+  observer: RuntimeOptions['observer'],
+): Promise<T> {
   const t0 = observer ? performance.now() : 0;
   let failed = false;
   let timer: NodeJS.Timeout | undefined;
@@ -113,7 +119,11 @@ export function plainReads(endpoint: string, timeoutMs: number): PlainReads | un
     } catch {
       parsed = undefined;
     }
-    throw Object.assign(new Error(`(HTTP code ${a.status}) ${a.reason} - ${parsed?.message ?? text}`), { statusCode: a.status, reason: a.reason, json: parsed });
+    throw Object.assign(new Error(`(HTTP code ${a.status}) ${a.reason} - ${parsed?.message ?? text}`), {
+      statusCode: a.status,
+      reason: a.reason,
+      json: parsed,
+    });
   };
   return {
     inspect: async (id) => (await json(`/containers/${encodeURIComponent(id)}/json`)) as Docker.ContainerInspectInfo,

@@ -6,7 +6,11 @@ import type { EngineEvent } from '../runtime-types.js';
 // the watch.
 
 /** Reads `stream` into events; `onEnd` is called once when it ends or fails. Returns the stop. */
-export function followEventStream(stream: NodeJS.ReadableStream & { destroy?: () => void }, onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void): () => void {
+export function followEventStream(
+  stream: NodeJS.ReadableStream & { destroy?: () => void },
+  onEvent: (e: EngineEvent) => void,
+  onEnd: (err?: Error) => void,
+): () => void {
   let buffered = '';
   let ended = false;
   const end = (err?: Error): void => {

@@ -33,7 +33,8 @@ export class PullTally {
   add(e: LayerEvent): void {
     const status = e.status ?? '';
     // Image-level lines ("Pulling from x", "Digest: ...", "Status: ...") carry the tag or nothing as id.
-    if (!e.id || !/^(Pulling fs layer|Waiting|Downloading|Verifying Checksum|Download complete|Extracting|Pull complete|Already exists|Retrying)/.test(status)) return;
+    if (!e.id || !/^(Pulling fs layer|Waiting|Downloading|Verifying Checksum|Download complete|Extracting|Pull complete|Already exists|Retrying)/.test(status))
+      return;
     const l = this.layers.get(e.id) ?? { current: 0, total: 0, done: false };
     if (status.startsWith('Downloading')) {
       l.current = e.progressDetail?.current ?? l.current;
@@ -70,21 +71,29 @@ export class ImageStore {
   }
 
   async ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener, signal?: AbortSignal): Promise<void> {
-    await ensureByPolicy(image, policy, await this.present(image), async () => {
-      // A pod no longer wanted stops waiting; the pull goes on for whoever else needs the image.
-      const r = await unlessAborted(this.pull(image), signal);
-      return `in ${r.seconds.toFixed(1)}s${r.bytes ? ` (${formatBytes(r.bytes)}, ${r.layers} layer${r.layers === 1 ? '' : 's'})` : ''}`;
-    }, onPull);
+    await ensureByPolicy(
+      image,
+      policy,
+      await this.present(image),
+      async () => {
+        // A pod no longer wanted stops waiting; the pull goes on for whoever else needs the image.
+        const r = await unlessAborted(this.pull(image), signal);
+        return `in ${r.seconds.toFixed(1)}s${r.bytes ? ` (${formatBytes(r.bytes)}, ${r.layers} layer${r.layers === 1 ? '' : 's'})` : ''}`;
+      },
+      onPull,
+    );
   }
 
   async present(image: string): Promise<boolean> {
-    return this.e.call(`inspect image ${image}`, () => this.e.docker.getImage(image).inspect()).then(
-      () => true,
-      (err: unknown) => {
-        if (isNotFound(err)) return false;
-        throw err;
-      },
-    );
+    return this.e
+      .call(`inspect image ${image}`, () => this.e.docker.getImage(image).inspect())
+      .then(
+        () => true,
+        (err: unknown) => {
+          if (isNotFound(err)) return false;
+          throw err;
+        },
+      );
   }
 
   /** Pulls `image` now; one pull per image at a time, however many containers (or commands) want it. */
@@ -128,7 +137,8 @@ export class ImageStore {
       const each = err instanceof EveryCredentialRefused ? err.failures : [err];
       const errors = each.map((f) => engineError(f, `pull ${image}`, this.e.endpoint));
       failure = errors.map((e) => e.message).join('; ');
-      if (errors.every((e) => e instanceof EngineRequestError)) throw new ImageError(`failed to pull image ${image}: ${errors.map((e) => (e as EngineRequestError).detail).join('; ')}`, 'ErrImagePull');
+      if (errors.every((e) => e instanceof EngineRequestError))
+        throw new ImageError(`failed to pull image ${image}: ${errors.map((e) => (e as EngineRequestError).detail).join('; ')}`, 'ErrImagePull');
       throw errors[0];
     } finally {
       const seconds = (performance.now() - t0) / 1000;
@@ -147,7 +157,12 @@ export class ImageStore {
   async inventory(pinned: string): Promise<ImageInventory> {
     const info = await this.e.call('engine info', () => this.e.docker.info());
     const inUse = new Set((await this.e.call('list containers', () => this.e.docker.listContainers({ all: true }))).map((c) => c.ImageID));
-    const pinnedId = await this.e.call(`inspect image ${pinned}`, () => this.e.docker.getImage(pinned).inspect()).then((i) => i.Id, () => '');
+    const pinnedId = await this.e
+      .call(`inspect image ${pinned}`, () => this.e.docker.getImage(pinned).inspect())
+      .then(
+        (i) => i.Id,
+        () => '',
+      );
     const images = await this.e.call('list images', () => this.e.docker.listImages());
     return { rootDir: String(info.DockerRootDir ?? '/var/lib/docker'), images: images.map(imageFromDocker), inUse, pinnedId };
   }
@@ -158,13 +173,17 @@ export class ImageStore {
    */
   async remove(id: string, tags: readonly string[]): Promise<void> {
     for (const tag of tags) {
-      await this.e.call(`untag image ${tag}`, () => this.e.docker.getImage(tag).remove({ force: false, noprune: false })).catch((err: unknown) => {
+      await this.e
+        .call(`untag image ${tag}`, () => this.e.docker.getImage(tag).remove({ force: false, noprune: false }))
+        .catch((err: unknown) => {
+          if (!isNotFound(err)) throw err;
+        });
+    }
+    await this.e
+      .call(`remove image ${id}`, () => this.e.docker.getImage(id).remove({ force: false }))
+      .catch((err: unknown) => {
         if (!isNotFound(err)) throw err;
       });
-    }
-    await this.e.call(`remove image ${id}`, () => this.e.docker.getImage(id).remove({ force: false })).catch((err: unknown) => {
-      if (!isNotFound(err)) throw err;
-    });
   }
 }
 

@@ -28,7 +28,8 @@ export class LocalReadings {
     this.layout ??= (async () => {
       if (this.e.options.cgroupReadings === false) return undefined;
       if (!this.e.endpoint.startsWith('unix://') && !this.e.endpoint.startsWith('/')) return undefined;
-      const info = (await this.e.call('engine info', () => this.e.docker.info()).catch(() => undefined)) as { CgroupDriver?: string; CgroupVersion?: string } | undefined;
+      const info = (await this.e.call('engine info', () => this.e.docker.info()).catch(() => undefined)) as
+        { CgroupDriver?: string; CgroupVersion?: string } | undefined;
       const driver = info?.CgroupDriver === 'systemd' ? 'systemd' : info?.CgroupDriver === 'cgroupfs' ? 'cgroupfs' : undefined;
       if (!driver) return undefined;
       return { version: info?.CgroupVersion === '2' ? 2 : 1, driver, root: '/sys/fs/cgroup' } satisfies CgroupLayout;

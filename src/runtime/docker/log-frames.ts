@@ -12,7 +12,11 @@ export class FollowedFrames extends Writable {
   private last: [string, string] = ['', ''];
   private lastPayload: Buffer = Buffer.alloc(0);
 
-  constructor(private readonly out: NodeJS.WritableStream, private readonly err: NodeJS.WritableStream, private readonly keepTimestamps: boolean) {
+  constructor(
+    private readonly out: NodeJS.WritableStream,
+    private readonly err: NodeJS.WritableStream,
+    private readonly keepTimestamps: boolean,
+  ) {
     super();
   }
 
@@ -66,4 +70,3 @@ export class Paced extends Writable {
     afterDrain(this.out.write(chunk) ? [] : [this.out], done);
   }
 }
-

@@ -1,11 +1,29 @@
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../../manifest/types.js';
 import { EngineRequestError, type EngineCalls } from './engine.js';
-import { ContainerStartError, isPodrunBug, SandboxError, type PullListener, type RuntimeOptions, type SandboxInfo, type StartRequest } from '../runtime-types.js';
+import {
+  ContainerStartError,
+  isPodrunBug,
+  SandboxError,
+  type PullListener,
+  type RuntimeOptions,
+  type SandboxInfo,
+  type StartRequest,
+} from '../runtime-types.js';
 import type { ImageStore } from './images.js';
 import type { ImagePresence } from '../image-presence.js';
 import { nodeResolvConf } from '../host.js';
-import { containerCreateOptions, engineRestartPolicy, mountsToPin, needsImageUser, sandboxCreateOptions, startOptions, type ContainerOptions, type PodIdentity, type VolumeBacking } from './spec.js';
+import {
+  containerCreateOptions,
+  engineRestartPolicy,
+  mountsToPin,
+  needsImageUser,
+  sandboxCreateOptions,
+  startOptions,
+  type ContainerOptions,
+  type PodIdentity,
+  type VolumeBacking,
+} from './spec.js';
 import { podDns } from '../dns.js';
 import type { SlotRequest } from '../slots.js';
 import { pinMount } from '../safe-mount.js';
@@ -42,7 +60,9 @@ export class PodMaker {
   /** The pod's volumes on the host; `medium: Memory` as an engine tmpfs volume (./volumes.ts). */
   async prepareVolumes(pod: Pod): Promise<Map<string, VolumeBacking>> {
     const uid = pod.metadata.uid ?? '';
-    return this.p.calls.call(`prepare volumes of ${pod.metadata.name}`, () => prepareVolumes(this.options.stateDir, pod, (v) => ensureMemoryVolume(this.p.calls.docker, uid, v, this.p.instance), this.options.allowedHostPaths));
+    return this.p.calls.call(`prepare volumes of ${pod.metadata.name}`, () =>
+      prepareVolumes(this.options.stateDir, pod, (v) => ensureMemoryVolume(this.p.calls.docker, uid, v, this.p.instance), this.options.allowedHostPaths),
+    );
   }
 
   /**
@@ -50,14 +70,36 @@ export class PodMaker {
    * keeps the sandbox up itself. Once `signal` is aborted (the pod is no longer wanted) no wait goes
    * on and nothing more is made: `Cancelled`, and what was made is the deletion's.
    */
-  async createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, engineRestarts: boolean, volumes?: ReadonlyMap<string, VolumeBacking>, signal?: AbortSignal): Promise<SandboxInfo> {
+  async createSandbox(
+    pod: Pod,
+    id: PodIdentity,
+    attempt: number,
+    hash: string,
+    engineRestarts: boolean,
+    volumes?: ReadonlyMap<string, VolumeBacking>,
+    signal?: AbortSignal,
+  ): Promise<SandboxInfo> {
     const restartPolicy = engineRestarts ? engineRestartPolicy(pod, 'sandbox') : 'no';
     // Asked early, awaited by logConfig(); it cannot reject (an engine error means json-file).
     if (this.options.containerLog) void this.defaultLogDriver();
     // The containers' image inspects while the sandbox is made: their starts find the answer.
     for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) if (c.imagePullPolicy !== 'Always') this.p.presence.lookAhead(c.image);
     const dns = podDns(pod.spec.dnsPolicy, pod.spec.dnsConfig, nodeResolvConf(this.options.resolvConf ?? '/etc/resolv.conf'), pod.spec.hostNetwork === true);
-    const opts = sandboxCreateOptions(pod, { ...id, instance: this.p.instance }, { pauseImage: this.options.pauseImage, attempt, hash, network: this.options.network ?? 'bridge', restartPolicy, oomScoreFloor: this.p.oomScoreFloor, ...(volumes ? { volumes } : {}), ...(dns ? { dns } : {}), ...(this.options.podPidsLimit ? { pidsLimit: this.options.podPidsLimit } : {}) });
+    const opts = sandboxCreateOptions(
+      pod,
+      { ...id, instance: this.p.instance },
+      {
+        pauseImage: this.options.pauseImage,
+        attempt,
+        hash,
+        network: this.options.network ?? 'bridge',
+        restartPolicy,
+        oomScoreFloor: this.p.oomScoreFloor,
+        ...(volumes ? { volumes } : {}),
+        ...(dns ? { dns } : {}),
+        ...(this.options.podPidsLimit ? { pidsLimit: this.options.podPidsLimit } : {}),
+      },
+    );
     const refused = (err: unknown): never => {
       throw err instanceof EngineRequestError ? new SandboxError(err.message) : err;
     };
@@ -66,7 +108,12 @@ export class PodMaker {
     // missing, it is pulled and the create tried again, as with a look first, a round trip less.
     const pause = this.options.pauseImage;
     const container = await this.p.presence
-      .create(pause, () => this.p.create(pod, `create sandbox for ${id.namespace}/${id.name}`, opts, signal), () => this.p.ensureImage(pause, 'IfNotPresent', undefined, signal), signal)
+      .create(
+        pause,
+        () => this.p.create(pod, `create sandbox for ${id.namespace}/${id.name}`, opts, signal),
+        () => this.p.ensureImage(pause, 'IfNotPresent', undefined, signal),
+        signal,
+      )
       .catch(refused);
     await this.p.work(`start sandbox for ${id.namespace}/${id.name}`, () => container.start(), slot).catch(refused);
     return this.sandboxInfo(container.id, pod);
@@ -79,12 +126,7 @@ export class PodMaker {
     return { id, ip };
   }
 
-  async startContainer(
-    pod: Pod,
-    id: PodIdentity,
-    c: Container,
-    o: StartRequest,
-  ): Promise<string> {
+  async startContainer(pod: Pod, id: PodIdentity, c: Container, o: StartRequest): Promise<string> {
     if (!o.imageReady) await this.p.ensureImage(c.image, c.imagePullPolicy, o.onPull, o.signal);
     const imageUser = needsImageUser(pod, c) ? await this.p.images.imageUser(c.image) : undefined;
     const terminationLog = terminationLogPath(this.options.stateDir, pod.metadata.uid ?? '', c.name, o.restartCount);
@@ -109,9 +151,11 @@ export class PodMaker {
       if (isPodrunBug(err)) throw err;
       throw new ContainerStartError((err as Error).message, 'CreateContainerConfigError', { cause: err });
     }
-    const refused = (reason: ContainerStartError['reason']) => (err: unknown): never => {
-      throw err instanceof EngineRequestError ? new ContainerStartError(err.message, reason, { cause: err }) : err;
-    };
+    const refused =
+      (reason: ContainerStartError['reason']) =>
+      (err: unknown): never => {
+        throw err instanceof EngineRequestError ? new ContainerStartError(err.message, reason, { cause: err }) : err;
+      };
     const slot = o.signal ? { signal: o.signal } : {};
     const container = await this.p.presence
       .create(
@@ -129,7 +173,12 @@ export class PodMaker {
 
   /** The engine's default log driver, asked once per runtime (first asked while the sandbox is made, off the critical path). */
   private defaultLogDriver(): Promise<string> {
-    this.logDriver ??= this.p.calls.call('engine info', () => this.p.calls.docker.info()).then((i) => String(i.LoggingDriver ?? 'json-file'), () => 'json-file');
+    this.logDriver ??= this.p.calls
+      .call('engine info', () => this.p.calls.docker.info())
+      .then(
+        (i) => String(i.LoggingDriver ?? 'json-file'),
+        () => 'json-file',
+      );
     return this.logDriver;
   }
 
@@ -151,7 +200,10 @@ export class PodMaker {
     const allowed = this.options.allowedHostPaths;
     for (const { index, mount: m, backing: b } of mountsToPin(c, volumes, allowed !== undefined)) {
       const staging = stagingPath(this.options.stateDir, pod.metadata.uid ?? '', m.name, c.name, index);
-      await pinMount({ base: b.path, ...(m.subPath ? { subPath: m.subPath } : {}), ...(b.hostPath && allowed ? { allowed } : {}), what: `volume "${m.name}"` }, staging);
+      await pinMount(
+        { base: b.path, ...(m.subPath ? { subPath: m.subPath } : {}), ...(b.hostPath && allowed ? { allowed } : {}), what: `volume "${m.name}"` },
+        staging,
+      );
       out.set(index, staging);
     }
     return out;

@@ -14,21 +14,25 @@ import { readingFromDocker, type DockerStats } from './records.js';
  */
 export async function containerStatsOf(e: EngineCalls, id: string, oneShot: boolean): Promise<ContainerReading | undefined> {
   const c = e.docker.getContainer(id);
-  return e.call('stats container', () => c.stats({ stream: false, ...(oneShot ? { 'one-shot': true } : {}) } as { stream: false })).then(
-    (s) => readingFromDocker(s as unknown as DockerStats),
-    (err: unknown) => {
-      if (isNotFound(err)) return undefined;
-      throw err;
-    },
-  );
+  return e
+    .call('stats container', () => c.stats({ stream: false, ...(oneShot ? { 'one-shot': true } : {}) } as { stream: false }))
+    .then(
+      (s) => readingFromDocker(s as unknown as DockerStats),
+      (err: unknown) => {
+        if (isNotFound(err)) return undefined;
+        throw err;
+      },
+    );
 }
 
 /** A container's writable layer size and log file, for filesystem usage (the engine sums the layer: call it seldom). */
 export async function containerDiskOf(e: EngineCalls, id: string): Promise<ContainerDisk | undefined> {
-  const info = await e.call('inspect container size', () => e.docker.getContainer(id).inspect({ size: true } as Docker.ContainerInspectOptions)).catch((err: unknown) => {
-    if (isNotFound(err)) return undefined;
-    throw err;
-  });
+  const info = await e
+    .call('inspect container size', () => e.docker.getContainer(id).inspect({ size: true } as Docker.ContainerInspectOptions))
+    .catch((err: unknown) => {
+      if (isNotFound(err)) return undefined;
+      throw err;
+    });
   if (!info) return undefined;
   const sized = info as Docker.ContainerInspectInfo & { SizeRw?: number };
   const logBytes = info.LogPath ? logFileBytes(info.LogPath) : undefined;
@@ -60,4 +64,3 @@ export async function engineFactsOf(e: EngineCalls): Promise<EngineFacts> {
     architecture: String(info.Architecture ?? ''),
   };
 }
-

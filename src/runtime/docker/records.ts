@@ -118,7 +118,19 @@ export interface DockerStats {
   cpu_stats: { cpu_usage: { total_usage: number; usage_in_usermode?: number; usage_in_kernelmode?: number }; system_cpu_usage?: number; online_cpus?: number };
   precpu_stats?: { cpu_usage?: { total_usage?: number }; system_cpu_usage?: number };
   memory_stats: { usage?: number; limit?: number; stats?: Record<string, number> };
-  networks?: Record<string, { rx_bytes: number; rx_errors: number; tx_bytes: number; tx_errors: number; rx_packets?: number; tx_packets?: number; rx_dropped?: number; tx_dropped?: number }>;
+  networks?: Record<
+    string,
+    {
+      rx_bytes: number;
+      rx_errors: number;
+      tx_bytes: number;
+      tx_errors: number;
+      rx_packets?: number;
+      tx_packets?: number;
+      rx_dropped?: number;
+      tx_dropped?: number;
+    }
+  >;
   pids_stats?: { current?: number };
   preread?: string;
 }
@@ -147,7 +159,11 @@ export function readingFromDocker(s: DockerStats): ContainerReading {
   return {
     time: s.read,
     source: 'engine',
-    cpu: { usageNs: u.total_usage, ...(u.usage_in_usermode !== undefined ? { userNs: u.usage_in_usermode } : {}), ...(u.usage_in_kernelmode !== undefined ? { systemNs: u.usage_in_kernelmode } : {}) },
+    cpu: {
+      usageNs: u.total_usage,
+      ...(u.usage_in_usermode !== undefined ? { userNs: u.usage_in_usermode } : {}),
+      ...(u.usage_in_kernelmode !== undefined ? { systemNs: u.usage_in_kernelmode } : {}),
+    },
     ...(earlier ? { earlier } : {}),
     memory: memoryReading(s.memory_stats.usage, s.memory_stats.limit, s.memory_stats.stats),
     ...(s.networks ? { networks: Object.fromEntries(Object.entries(s.networks).map(([name, n]) => [name, interfaceFromDocker(n)])) } : {}),

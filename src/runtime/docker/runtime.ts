@@ -2,7 +2,25 @@ import { hostname } from 'node:os';
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../../manifest/types.js';
 import { boundedCall, connect, engineCalls, engineEndpoint, EngineRequestError, isNotFound, type ReadingCalls } from './engine.js';
-import type { ContainerDisk, ContainerReading, ContainerStatus, EngineEvent, EngineFacts, EngineRestartOn, ExecAttachOptions, ExecEnd, ExecRef, ExecStreams, FinishedInstance, ImageInventory, LogRequest, PullListener, RuntimeOptions, SandboxInfo, StartRequest } from '../runtime-types.js';
+import type {
+  ContainerDisk,
+  ContainerReading,
+  ContainerStatus,
+  EngineEvent,
+  EngineFacts,
+  EngineRestartOn,
+  ExecAttachOptions,
+  ExecEnd,
+  ExecRef,
+  ExecStreams,
+  FinishedInstance,
+  ImageInventory,
+  LogRequest,
+  PullListener,
+  RuntimeOptions,
+  SandboxInfo,
+  StartRequest,
+} from '../runtime-types.js';
 import { ImageStore } from './images.js';
 import { ImagePresence } from '../image-presence.js';
 import { containerDiskOf, engineFactsOf } from './readings.js';
@@ -61,7 +79,13 @@ export class PodRuntime implements PodEngine {
     this.readings = new LocalReadings(this.calls);
     const hostIP = (): string => this.hostIP;
     this.maker = new PodMaker({
-      calls: this.calls, instance: this.instance, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor, hostIP, images: this.images, presence: this.presence,
+      calls: this.calls,
+      instance: this.instance,
+      nodeName: this.nodeName,
+      oomScoreFloor: this.oomScoreFloor,
+      hostIP,
+      images: this.images,
+      presence: this.presence,
       work: (what, fn, o) => this.work(what, fn, o),
       create: (pod, what, opts, signal) => this.create(pod, what, opts, signal),
       ensureImage: (image, policy, onPull, signal) => this.ensureImage(image, policy, onPull, signal),
@@ -113,7 +137,10 @@ export class PodRuntime implements PodEngine {
    * its slot until the engine answers, and whatever it made is the deletion's.
    */
   private work<T>(what: string, fn: () => Promise<T>, o?: SlotRequest): Promise<T> {
-    return unlessAborted(this.slots.run(() => this.call(what, fn), o), o?.signal);
+    return unlessAborted(
+      this.slots.run(() => this.call(what, fn), o),
+      o?.signal,
+    );
   }
 
   /**
@@ -123,7 +150,10 @@ export class PodRuntime implements PodEngine {
    */
   private create(pod: Pod, what: string, opts: Docker.ContainerCreateOptions, signal: AbortSignal | undefined): Promise<Docker.Container> {
     const made = this.slots.run(() => this.call(what, () => this.docker.createContainer(this.owned(opts))), signal ? { signal } : {});
-    void made.then((c) => this.created(pod, c.id), () => undefined);
+    void made.then(
+      (c) => this.created(pod, c.id),
+      () => undefined,
+    );
     return unlessAborted(made, signal);
   }
 
@@ -275,7 +305,15 @@ export class PodRuntime implements PodEngine {
    * Makes and starts the pod's sandbox (making.ts). `engineRestarts`: no agent supervises the pod,
    * so the engine keeps the sandbox up itself. Once `signal` is aborted nothing more is made.
    */
-  createSandbox(pod: Pod, id: PodIdentity, attempt: number, hash: string, engineRestarts: boolean, volumes?: ReadonlyMap<string, VolumeBacking>, signal?: AbortSignal): Promise<SandboxInfo> {
+  createSandbox(
+    pod: Pod,
+    id: PodIdentity,
+    attempt: number,
+    hash: string,
+    engineRestarts: boolean,
+    volumes?: ReadonlyMap<string, VolumeBacking>,
+    signal?: AbortSignal,
+  ): Promise<SandboxInfo> {
     return this.maker.createSandbox(pod, id, attempt, hash, engineRestarts, volumes, signal);
   }
 
@@ -289,22 +327,25 @@ export class PodRuntime implements PodEngine {
     return this.maker.startContainer(pod, id, c, o);
   }
 
-
   /** SIGTERM (or the image's stop signal), then SIGKILL after `graceSeconds`. Gone already is fine. */
   async stopContainer(id: string, graceSeconds: number): Promise<void> {
     const t = Math.max(0, Math.round(graceSeconds));
-    await this.call('stop container', () => this.docker.getContainer(id).stop({ t }), t * 1000 + (this.options.requestTimeoutMs ?? 120_000)).catch((err: unknown) => {
-      if (isNotFound(err) || (err instanceof EngineRequestError && err.statusCode === 304)) return;
-      throw err;
-    });
+    await this.call('stop container', () => this.docker.getContainer(id).stop({ t }), t * 1000 + (this.options.requestTimeoutMs ?? 120_000)).catch(
+      (err: unknown) => {
+        if (isNotFound(err) || (err instanceof EngineRequestError && err.statusCode === 304)) return;
+        throw err;
+      },
+    );
   }
 
   /** Removes a container (forced: a running one is killed). `urgent`: a pod's deletion (see SlotRequest). */
   async removeContainer(id: string, o: { urgent?: boolean } = {}): Promise<void> {
-    await this.work('remove container', () => this.docker.getContainer(id).remove({ force: true, v: true }), o.urgent ? { urgent: true } : {}).catch((err: unknown) => {
-      if (isNotFound(err) || (err instanceof EngineRequestError && err.statusCode === 409)) return;
-      throw err;
-    });
+    await this.work('remove container', () => this.docker.getContainer(id).remove({ force: true, v: true }), o.urgent ? { urgent: true } : {}).catch(
+      (err: unknown) => {
+        if (isNotFound(err) || (err instanceof EngineRequestError && err.statusCode === 409)) return;
+        throw err;
+      },
+    );
   }
 
   /**

@@ -57,9 +57,29 @@ export interface ContainerOptions {
 }
 
 /** What a start request and the node give every container's options (the runtime adds mounts, logs and the image's user). */
-export function startOptions(pod: Pod, c: Container, o: { type: 'init' | 'app'; restartCount: number; hash: string; sandbox: { id: string; ip: string }; volumes: ReadonlyMap<string, VolumeBacking>; engineRestarts: boolean }, node: Omit<PodRuntimeContext, 'podIP'>): ContainerOptions {
+export function startOptions(
+  pod: Pod,
+  c: Container,
+  o: {
+    type: 'init' | 'app';
+    restartCount: number;
+    hash: string;
+    sandbox: { id: string; ip: string };
+    volumes: ReadonlyMap<string, VolumeBacking>;
+    engineRestarts: boolean;
+  },
+  node: Omit<PodRuntimeContext, 'podIP'>,
+): ContainerOptions {
   const restartPolicy = o.engineRestarts ? engineRestartPolicy(pod, o.type, c) : 'no';
-  return { type: o.type, restartCount: o.restartCount, hash: o.hash, sandboxId: o.sandbox.id, volumes: o.volumes, runtime: { ...node, podIP: o.sandbox.ip }, restartPolicy };
+  return {
+    type: o.type,
+    restartCount: o.restartCount,
+    hash: o.hash,
+    sandboxId: o.sandbox.id,
+    volumes: o.volumes,
+    runtime: { ...node, podIP: o.sandbox.ip },
+    restartPolicy,
+  };
 }
 
 /** The engine restart policy that stands in for the agent when none runs (as compose does). */
@@ -67,9 +87,12 @@ export function engineRestartPolicy(pod: Pod, type: 'init' | 'app' | 'sandbox', 
   if (type === 'sandbox') return 'always';
   if (type === 'init') return c?.restartPolicy === 'Always' ? 'always' : 'no';
   switch (pod.spec.restartPolicy) {
-    case 'Never': return 'no';
-    case 'OnFailure': return 'on-failure';
-    default: return 'always';
+    case 'Never':
+      return 'no';
+    case 'OnFailure':
+      return 'on-failure';
+    default:
+      return 'always';
   }
 }
 
@@ -106,7 +129,9 @@ export function sandboxCreateOptions(pod: Pod, id: PodIdentity, o: SandboxOption
     ...(s.securityContext?.sysctls?.length ? { Sysctls: Object.fromEntries(s.securityContext.sysctls.map((x) => [x.name, x.value])) } : {}),
     // The engine unmounts a tmpfs volume when its last container stops, which would empty a
     // `medium: Memory` emptyDir whenever its only container restarts; the sandbox holds it open.
-    Mounts: [...(o.volumes ?? new Map<string, VolumeBacking>())].flatMap(([name, b]) => (b.kind === 'volume' ? [{ Type: 'volume' as const, Source: b.name, Target: `/.podrun/volumes/${name}` }] : [])),
+    Mounts: [...(o.volumes ?? new Map<string, VolumeBacking>())].flatMap(([name, b]) =>
+      b.kind === 'volume' ? [{ Type: 'volume' as const, Source: b.name, Target: `/.podrun/volumes/${name}` }] : [],
+    ),
   };
   return {
     name: engineName(id, SANDBOX_NAME, o.attempt),
@@ -156,7 +181,11 @@ function securityOf(pod: Pod, sc: SecurityContext | undefined, imageUser?: strin
   const caps = (xs: string[] | undefined): string[] | undefined => xs?.map((x) => (x.toUpperCase() === 'ALL' ? 'ALL' : x.toUpperCase().replace(/^CAP_/, '')));
   return {
     // runAsGroup alone keeps the image's user (not root's uid 0, as `0:group` would).
-    ...(user !== undefined ? { User: group !== undefined ? `${user}:${group}` : String(user) } : group !== undefined ? { User: `${(imageUser ?? '').split(':')[0] || '0'}:${group}` } : {}),
+    ...(user !== undefined
+      ? { User: group !== undefined ? `${user}:${group}` : String(user) }
+      : group !== undefined
+        ? { User: `${(imageUser ?? '').split(':')[0] || '0'}:${group}` }
+        : {}),
     ...(sc?.privileged ? { Privileged: true } : {}),
     ...(sc?.readOnlyRootFilesystem ? { ReadonlyRootfs: true } : {}),
     ...(sc?.capabilities?.add?.length ? { CapAdd: caps(sc.capabilities.add) } : {}),
@@ -183,7 +212,11 @@ function resourcesOf(c: Container): Partial<Docker.HostConfig> {
 const PROPAGATION = { None: 'rprivate', HostToContainer: 'rslave', Bidirectional: 'rshared' } as const;
 
 /** The container's mounts that must be pinned before the engine sees them, with their index and host directory. */
-export function mountsToPin(c: Container, volumes: ReadonlyMap<string, VolumeBacking>, allowList: boolean): { index: number; mount: VolumeMount; backing: Extract<VolumeBacking, { kind: 'bind' }> }[] {
+export function mountsToPin(
+  c: Container,
+  volumes: ReadonlyMap<string, VolumeBacking>,
+  allowList: boolean,
+): { index: number; mount: VolumeMount; backing: Extract<VolumeBacking, { kind: 'bind' }> }[] {
   return (c.volumeMounts ?? []).flatMap((mount, index) => {
     const backing = volumes.get(mount.name);
     return backing?.kind === 'bind' && (mount.subPath || (backing.hostPath && allowList)) ? [{ index, mount, backing }] : [];
@@ -224,7 +257,9 @@ export function containerCreateOptions(pod: Pod, id: PodIdentity, c: Container, 
     ...(s.hostPID ? { PidMode: 'host' } : s.shareProcessNamespace ? { PidMode: sandbox } : {}),
     Mounts: [
       ...mountsOf(c, o.volumes, o.pinned ?? new Map()),
-      ...(o.terminationLog ? [{ Type: 'bind' as const, Source: o.terminationLog, Target: c.terminationMessagePath ?? '/dev/termination-log', ReadOnly: false }] : []),
+      ...(o.terminationLog
+        ? [{ Type: 'bind' as const, Source: o.terminationLog, Target: c.terminationMessagePath ?? '/dev/termination-log', ReadOnly: false }]
+        : []),
       ...(o.hostsFile ? [{ Type: 'bind' as const, Source: o.hostsFile, Target: '/etc/hosts', ReadOnly: false }] : []),
     ],
     ...(o.logConfig ? { LogConfig: o.logConfig } : {}),

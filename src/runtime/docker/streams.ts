@@ -43,7 +43,13 @@ export class CappedBytes {
  * kept up to the kubelet's 10 KiB, in bytes; the rest is read and dropped, as the kubelet's
  * limited writer does, so the command is never held up by a full pipe.
  */
-export async function execIn(e: EngineCalls, containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<{ exitCode: number; output: string } | 'timeout'> {
+export async function execIn(
+  e: EngineCalls,
+  containerId: string,
+  command: string[],
+  timeoutMs: number,
+  signal?: AbortSignal,
+): Promise<{ exitCode: number; output: string } | 'timeout'> {
   const container = e.docker.getContainer(containerId);
   const since = execClock(e);
   const exec = await e.call('exec create', () => container.exec({ Cmd: command, AttachStdout: true, AttachStderr: true }));
@@ -87,7 +93,10 @@ function settlesWithin(done: Promise<void>, ms: number, signal?: AbortSignal): P
     const timer = setTimeout(() => finish(false), timerDelay(ms));
     signal?.addEventListener('abort', abort, { once: true });
     // Settling is rejecting too; with no rejection handler it would be an unhandledRejection.
-    done.then(() => finish(true), () => finish(true));
+    done.then(
+      () => finish(true),
+      () => finish(true),
+    );
   });
 }
 
@@ -95,13 +104,7 @@ function settlesWithin(done: Promise<void>, ms: number, signal?: AbortSignal): P
  * `podrun exec`: a command in a running container, attached to the caller's streams, with a
  * TTY (resized with the terminal) when asked. Resolves with the command's exit code.
  */
-export async function execAttachedIn(
-  e: EngineCalls,
-  containerId: string,
-  command: string[],
-  o: ExecAttachOptions,
-  streams: ExecStreams,
-): Promise<number> {
+export async function execAttachedIn(e: EngineCalls, containerId: string, command: string[], o: ExecAttachOptions, streams: ExecStreams): Promise<number> {
   const container = e.docker.getContainer(containerId);
   const since = execClock(e);
   const exec = await e.call('exec create', () => container.exec({ Cmd: command, AttachStdin: o.stdin, AttachStdout: true, AttachStderr: true, Tty: o.tty }));
@@ -140,7 +143,14 @@ export async function execAttachedIn(
  */
 export async function writeLogsOf(e: EngineCalls, id: string, o: LogRequest, out: NodeJS.WritableStream, err: NodeJS.WritableStream): Promise<void> {
   const c = e.docker.getContainer(id);
-  const opts = { stdout: true, stderr: true, timestamps: o.timestamps, ...(o.tail !== undefined ? { tail: o.tail } : {}), ...(o.since !== undefined ? { since: o.since } : {}), ...(o.until !== undefined ? { until: o.until } : {}) };
+  const opts = {
+    stdout: true,
+    stderr: true,
+    timestamps: o.timestamps,
+    ...(o.tail !== undefined ? { tail: o.tail } : {}),
+    ...(o.since !== undefined ? { since: o.since } : {}),
+    ...(o.until !== undefined ? { until: o.until } : {}),
+  };
   const tty = (await e.call('inspect container', () => c.inspect())).Config.Tty;
   // Non-TTY: timestamps always, so a stretch the engine reads twice when a file rotates under a
   // follower (json-file re-reads part of the rotated file) is dropped rather than printed again.
@@ -160,7 +170,13 @@ export async function writeLogsOf(e: EngineCalls, id: string, o: LogRequest, out
 function logStream(e: EngineCalls, id: string, query: Record<string, unknown>): Promise<NodeJS.ReadableStream> {
   return new Promise((resolve, reject) => {
     e.docker.modem.dial(
-      { path: `/containers/${id}/logs?`, method: 'GET', options: query, isStream: true, statusCodes: { 200: true, 404: 'no such container', 500: 'server error' } } as Parameters<Docker['modem']['dial']>[0],
+      {
+        path: `/containers/${id}/logs?`,
+        method: 'GET',
+        options: query,
+        isStream: true,
+        statusCodes: { 200: true, 404: 'no such container', 500: 'server error' },
+      } as Parameters<Docker['modem']['dial']>[0],
       (err, result) => (err ? reject(err) : resolve(result as NodeJS.ReadableStream)),
     );
   });

@@ -30,8 +30,14 @@ export async function removePodVolumes(docker: Docker, stateDir: string, uid: st
   // The directory and the engine's volumes together: each is a wait on a loaded node.
   const engineVolumes = async (): Promise<void> => {
     const vols = await docker.listVolumes({ filters: JSON.stringify({ label: [`${LABEL.podUid}=${uid}`, `${LABEL.instance}=${instance}`] }) });
-    await Promise.all((vols.Volumes ?? []).map((v) => docker.getVolume(v.Name).remove().catch(() => undefined)));
+    await Promise.all(
+      (vols.Volumes ?? []).map((v) =>
+        docker
+          .getVolume(v.Name)
+          .remove()
+          .catch(() => undefined),
+      ),
+    );
   };
   await Promise.all([removeTree(podDir(stateDir, uid)), engineVolumes()]);
 }
-
