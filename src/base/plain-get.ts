@@ -48,7 +48,7 @@ export function plainGet(target: PlainTarget, path: string, o: { maxBytes: numbe
       reject(err);
     };
     socket.setTimeout(o.timeoutMs, () => fail(unreachable('ETIMEDOUT', `no answer from ${o.name} within ${o.timeoutMs / 1000}s`)));
-    socket.on('error', (err: NodeJS.ErrnoException) => fail(unreachable(err.code ?? 'ECONNRESET', err.code ?? err.message)));
+    socket.on('error', (err: NodeJS.ErrnoException) => fail(unreachable(err.code ?? 'ECONNRESET', err.message)));
     socket.on('data', (c: Buffer) => {
       size += c.length;
       if (size > o.maxBytes) return fail(new Error(`unexpected answer from ${o.name} (over ${o.maxBytes / 1024} KiB)`));

@@ -242,12 +242,16 @@ export abstract class CriRuntimeView {
   }
 
   protected async status(id: string): Promise<ContainerStatus | undefined> {
+    // A known sandbox is asked as one: asked as a container first, the runtime logs a NotFound each time.
+    const asSandbox = async (): Promise<ContainerStatus | undefined> => {
+      const sb = await this.client.podSandboxStatus(id).catch(() => undefined);
+      if (!sb) return undefined;
+      const ready = sb.state === PodSandboxState.READY;
+      return { state: ready ? 'running' : 'exited', exitCode: 0, oomKilled: false, engineRestarts: 0, restarting: false };
+    };
+    if (this.sandboxIds.has(id)) return (await asSandbox()) ?? (await this.client.containerStatus(id).then(statusFromCri, () => undefined));
     const s = await this.client.containerStatus(id).catch(() => undefined);
-    if (s) return statusFromCri(s);
-    const sb = await this.client.podSandboxStatus(id).catch(() => undefined);
-    if (!sb) return undefined;
-    const ready = sb.state === PodSandboxState.READY;
-    return { state: ready ? 'running' : 'exited', exitCode: 0, oomKilled: false, engineRestarts: 0, restarting: false };
+    return s ? statusFromCri(s) : asSandbox();
   }
 
   async containerState(id: string): Promise<ContainerStatus | undefined> {
