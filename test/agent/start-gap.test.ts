@@ -1,8 +1,4 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { Agent } from '../../src/agent/agent.js';
+import { describe, expect, it } from 'vitest';
 import { DesiredSet } from '../../src/agent/desired-set.js';
 import { silentLogger } from '../../src/log/silent.js';
 import type { ObservedPod } from '../../src/runtime/observed.js';
@@ -10,6 +6,7 @@ import { LABEL } from '../../src/runtime/labels.js';
 import { EventRecorder } from '../../src/status/events.js';
 import { FakeEngine } from '../fakes/fake-engine.js';
 import { MemorySource } from '../fakes/memory-source.js';
+import { fakeAgents, until } from '../fakes/fake-agents.js';
 
 // The kubelet removes nothing as "no longer declared" until every source has reported and that
 // report is merged (kubelet.go: sourcesReady.AllReady() before HandlePodCleanups / deletePod). A
@@ -40,52 +37,21 @@ class HeldSource extends MemorySource {
   }
 }
 
-const dirs: string[] = [];
-const agents: Agent[] = [];
-afterEach(async () => {
-  for (const a of agents.splice(0)) await a.stop();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-function newAgent(stateDir: string, engine: FakeEngine, sources: MemorySource[]): Agent {
-  const agent = new Agent({
-    runtime: { stateDir, pauseImage: 'pause:fake' },
-    engine,
-    manifestDirs: [],
-    manifestUrls: [],
-    sources,
-    statsPeriodMs: 0,
-    relistMs: 3_600_000,
-    resyncMs: 3_600_000,
-    gc: { imageGc: false, periodMs: 3_600_000 },
-  });
-  agents.push(agent);
-  return agent;
-}
-
-async function until(what: string, ok: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
+const { stateDir: newStateDir, newAgent, stopped } = fakeAgents();
 
 const appContainer = (engine: FakeEngine): string | undefined =>
   [...engine.containers.values()].find((c) => c.state === 'running' && c.labels[LABEL.containerName] === 'c')?.id;
 
 describe('no pod is deleted before every source is seen and merged', () => {
   it('an engine event between a source being ready and the first merge leaves the adopted pod running', async () => {
-    const stateDir = mkdtempSync(join(tmpdir(), 'podrun-startgap-'));
-    dirs.push(stateDir);
+    const stateDir = newStateDir();
     const engine = new FakeEngine({ stateDir });
     const before = new MemorySource('memory:a');
     const first = newAgent(stateDir, engine, [before]);
     await first.start();
     before.declare(POD('kept'));
     await until('the pod', () => appContainer(engine) !== undefined);
-    await first.stop();
-    agents.splice(agents.indexOf(first), 1);
+    await stopped(first);
     const running = appContainer(engine) as string;
     const stops = (): number => (engine.calls.get('stop') ?? 0) + (engine.calls.get('stop sandbox') ?? 0) + (engine.calls.get('remove sandbox') ?? 0);
     const stopsBefore = stops();
@@ -114,8 +80,7 @@ describe('no pod is deleted before every source is seen and merged', () => {
   });
 
   it('the desired set lets nothing be deleted until a merge has read every source ready, nor while a change waits to be merged', async () => {
-    const stateDir = mkdtempSync(join(tmpdir(), 'podrun-startgap-'));
-    dirs.push(stateDir);
+    const stateDir = newStateDir();
     const a = new MemorySource('memory:a');
     const b = new MemorySource('memory:b', true);
     const set = new DesiredSet([a, b], { stateDir, log: silentLogger, events: new EventRecorder(), run: (d) => d });
