@@ -177,7 +177,12 @@ export class Agent {
     mkdirSync(appliedDir(this.o.runtime.stateDir), { recursive: true });
     this.gate.load();
     await this.cache.start();
-    await Promise.all(this.set.sources.map((s) => s.start(() => this.merges.poke())));
+    // A change waits for its (paced) merge: until then no deletion is decided from the set.
+    const changed = (): void => {
+      this.set.sourcesChanged();
+      this.merges.poke();
+    };
+    await Promise.all(this.set.sources.map((s) => s.start(changed)));
     this.loaded = true;
     this.merges.run();
     this.closeServer = await startServer(this, {

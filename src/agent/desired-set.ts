@@ -56,6 +56,10 @@ export class DesiredSet {
   private readonly reported = new Set<string>();
   /** The status file as last written. */
   private lastStatus = '';
+  /** Sources that were ready when a merge read them (the kubelet's seen sources). */
+  private readonly seen = new Set<PodSource>();
+  /** A source told of a change the set has not merged yet (the merge is paced). */
+  private unmerged = true;
 
   constructor(
     readonly sources: PodSource[],
@@ -100,6 +104,8 @@ export class DesiredSet {
       const key = `${o.namespace}/${o.name}`;
       if (!holders.has(key) && o.source) holders.set(key, originOf(o));
     }
+    for (const s of this.sources) if (s.ready) this.seen.add(s);
+    this.unmerged = false;
     const snapshot = this.sources.flatMap((s) => s.snapshot());
     // What each origin declared at the last merge: where an apply is involved, a declaration that
     // changed since is the latest word on its pod (an apply updates a pod by name; so does editing
@@ -146,15 +152,27 @@ export class DesiredSet {
     return change;
   }
 
+  /** A source told of a change: until it is merged, the set is not the sources' last word. */
+  sourcesChanged(): void {
+    this.unmerged = true;
+  }
+
+  /** Every source has loaded and a merge has read it (the kubelet's sourcesReady.AllReady()). */
+  get sourcesReady(): boolean {
+    return this.sources.every((s) => this.seen.has(s));
+  }
+
   /**
    * A pod not declared anywhere is deleted only once whoever made it has loaded and could read
    * what it made it from (a corrupt or unreadable file protects its pods, as a URL that never
-   * answered does).
+   * answered does), and only from a set that has merged what its sources said: a source ready but
+   * not merged yet (at start, or while the merge is paced) may be about to declare the pod.
    */
   mayDelete(o: ObservedPod): boolean {
+    if (this.unmerged) return false;
     const origin = originOf(o);
     const owner = this.sources.find((s) => s.owns(origin));
-    return owner ? owner.canForget(origin) : this.sources.every((s) => s.ready);
+    return owner ? this.seen.has(owner) && owner.canForget(origin) : this.sourcesReady;
   }
 
   /** Conflicts told and still standing. */
@@ -162,8 +180,9 @@ export class DesiredSet {
     return { conflictsReported: this.reported.size };
   }
 
+  /** Every source loaded and merged: what the set leaves out is not wanted (health gate and GC prune by it). */
   get loaded(): boolean {
-    return this.sources.every((s) => s.ready);
+    return this.sourcesReady;
   }
 
   /** The expiry of every signed set in force that has one. */

@@ -1,11 +1,8 @@
-import { mkdtempSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
-import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { Agent } from '../../src/agent/agent.js';
+import { describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
 import { FakeEngine } from '../fakes/fake-engine.js';
 import { MemorySource } from '../fakes/memory-source.js';
+import { fakeAgents, until } from '../fakes/fake-agents.js';
 
 // The agent on the in-memory engine: sources in, the engine converged to them, nothing deleted
 // that no loaded source can speak for.
@@ -19,36 +16,7 @@ spec:
   - {name: c, image: ${image}}
 `;
 
-const dirs: string[] = [];
-const agents: Agent[] = [];
-afterEach(async () => {
-  for (const a of agents.splice(0)) await a.stop();
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-
-function newAgent(stateDir: string, engine: FakeEngine, sources: MemorySource[]): Agent {
-  const agent = new Agent({
-    runtime: { stateDir, pauseImage: 'pause:fake' },
-    engine,
-    manifestDirs: [],
-    manifestUrls: [],
-    sources,
-    statsPeriodMs: 0,
-    relistMs: 3_600_000,
-    resyncMs: 3_600_000,
-    gc: { imageGc: false, periodMs: 3_600_000 },
-  });
-  agents.push(agent);
-  return agent;
-}
-
-async function until(what: string, ok: () => boolean, timeoutMs = 10_000): Promise<void> {
-  const end = Date.now() + timeoutMs;
-  while (!ok()) {
-    if (Date.now() > end) throw new Error(`timed out waiting for ${what}`);
-    await new Promise((r) => setTimeout(r, 2));
-  }
-}
+const { stateDir: newStateDir, newAgent, stopped } = fakeAgents();
 
 const runningPods = (engine: FakeEngine): string[] =>
   [
@@ -61,8 +29,7 @@ const runningPods = (engine: FakeEngine): string[] =>
 
 describe('Agent on the fake engine', () => {
   it('runs what its sources declare, replaces what changed, deletes what went, and converges once', async () => {
-    const stateDir = mkdtempSync(join(tmpdir(), 'podrun-agent-'));
-    dirs.push(stateDir);
+    const stateDir = newStateDir();
     const engine = new FakeEngine({ stateDir });
     const source = new MemorySource();
     const agent = newAgent(stateDir, engine, [source]);
@@ -81,16 +48,14 @@ describe('Agent on the fake engine', () => {
   });
 
   it('never deletes a pod whose source has not loaded yet; deletes it once that source says it is gone', async () => {
-    const stateDir = mkdtempSync(join(tmpdir(), 'podrun-agent-'));
-    dirs.push(stateDir);
+    const stateDir = newStateDir();
     const engine = new FakeEngine({ stateDir });
     const declaring = new MemorySource('memory:slow');
     const first = newAgent(stateDir, engine, [declaring]);
     await first.start();
     declaring.declare(POD('kept'));
     await until('the pod', () => runningPods(engine).length === 1);
-    await first.stop();
-    agents.splice(agents.indexOf(first), 1);
+    await stopped(first);
 
     // The next agent's source answers late: until it has, the pod it made stays.
     const slow = new MemorySource('memory:slow', true);

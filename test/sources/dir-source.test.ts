@@ -1,4 +1,4 @@
-import { mkdtempSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
+import { chmodSync, mkdtempSync, renameSync, rmSync, unlinkSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
@@ -97,5 +97,22 @@ describe('DirectorySource', () => {
     await until('the warning', () => source.errors().some((e) => e.severity === 'warning'));
     expect(declared(source)).toEqual(['a:busybox:1']);
     expect(source.canForget(source.snapshot()[0]!.origin)).toBe(true);
+  });
+  it('keeps what it declared once the directory turns unsafe to read, or goes away: a failing source is no word that its pods are unwanted', async () => {
+    const { dir, source } = await watched({ 'a.yaml': POD('a') });
+    chmodSync(dir, 0o777);
+    source.resync();
+    expect(source.errors()[0]?.message).toContain('writable by everyone');
+    expect(declared(source)).toEqual(['a:busybox:1']);
+    chmodSync(dir, 0o700);
+    source.resync();
+    expect(source.errors()).toEqual([]);
+    // Watched again, then removed whole (its files' unlink events come too).
+    rmSync(dir, { recursive: true, force: true });
+    // Past the removal grace a vanished file's pods would go: the directory's removal is not that.
+    await sleep(400);
+    source.resync();
+    expect(source.ready).toBe(true);
+    expect(declared(source)).toEqual(['a:busybox:1']);
   });
 });
