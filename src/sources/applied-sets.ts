@@ -26,6 +26,28 @@ interface SetFile {
   pods: Pod[];
   /** namespace/name → where it was applied from. */
   sources: Map<string, string>;
+  /**
+   * namespace/name → when it was applied, as a count above every stamp on disk then: of two sets
+   * that hold a pod (a move caught between its two writes), the higher stamp is the latest word.
+   * A set written before stamps has none: 0, older than any apply since.
+   */
+  stamps: Map<string, number>;
+}
+
+function isNamed(p: unknown): boolean {
+  const m = (p as { metadata?: { name?: unknown; namespace?: unknown } } | null)?.metadata;
+  return typeof m?.name === 'string' && (m.namespace === undefined || typeof m.namespace === 'string');
+}
+
+/** A stamp as written; anything else (hand-edited, absurd) counts as none. */
+function stampOfValue(v: unknown): number | undefined {
+  return typeof v === 'number' && Number.isSafeInteger(v) && v > 0 ? v : undefined;
+}
+
+function stampsOf(list: { stamps?: unknown }): Map<string, number> {
+  const s = list.stamps;
+  if (!s || typeof s !== 'object' || Array.isArray(s)) return new Map();
+  return new Map(Object.entries(s).flatMap(([k, v]) => (stampOfValue(v) === undefined ? [] : [[k, v as number] as const])));
 }
 
 /** `sources` of a set file's text: what each pod was applied from (a set written before it has none). */
@@ -45,11 +67,13 @@ function readSet(path: string): SetFile | undefined {
   try {
     text = readFileSync(path, 'utf8');
   } catch (err) {
-    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? { pods: [], sources: new Map() } : undefined;
+    return (err as NodeJS.ErrnoException).code === 'ENOENT' ? { pods: [], sources: new Map(), stamps: new Map() } : undefined;
   }
   try {
-    const list = JSON.parse(text) as { items?: unknown };
-    return Array.isArray(list.items) ? { pods: list.items as Pod[], sources: appliedSources(text) } : undefined;
+    const list = JSON.parse(text) as { items?: unknown; stamps?: unknown };
+    // Hand-edited items that are no pods make the set unreadable, not the reader crash.
+    if (!Array.isArray(list.items) || !list.items.every(isNamed)) return undefined;
+    return { pods: list.items as Pod[], sources: appliedSources(text), stamps: stampsOf(list) };
   } catch {
     return undefined;
   }
@@ -69,13 +93,16 @@ function writeSet(path: string, set: SetFile): void {
     rmSync(path, { force: true });
     return;
   }
-  const sources = Object.fromEntries(
-    set.pods.flatMap((p) => {
-      const s = set.sources.get(keyOf(p));
-      return s ? [[keyOf(p), s]] : [];
-    }),
-  );
-  writeFileAtomic(path, `${JSON.stringify({ apiVersion: 'v1', kind: 'PodList', sources, items: set.pods }, null, 2)}\n`);
+  const byKey = <T>(m: Map<string, T>): Record<string, T> =>
+    Object.fromEntries(
+      set.pods.flatMap((p) => {
+        const v = m.get(keyOf(p));
+        return v === undefined ? [] : [[keyOf(p), v]];
+      }),
+    );
+  const sources = byKey(set.sources);
+  const stamps = byKey(set.stamps);
+  writeFileAtomic(path, `${JSON.stringify({ apiVersion: 'v1', kind: 'PodList', sources, stamps, items: set.pods }, null, 2)}\n`);
 }
 
 const keyOf = (p: Pod): string => `${p.metadata.namespace ?? 'default'}/${p.metadata.name}`;
@@ -89,19 +116,23 @@ export function recordAppliedSet(stateDir: string, setId: string, pods: DesiredP
   const path = setPath(stateDir, setId);
   const next = new Map<string, Pod>();
   const sources = new Map<string, string>();
+  const stamps = new Map<string, number>();
   const previous = readSet(path);
   if (!previous) setAside(path);
   if (!prune) {
     for (const p of previous?.pods ?? []) next.set(keyOf(p), p);
     for (const [k, s] of previous?.sources ?? []) sources.set(k, s);
+    for (const [k, s] of previous?.stamps ?? []) stamps.set(k, s);
   }
+  const stamp = newestStamp(stateDir) + 1;
   for (const d of pods) {
     next.set(d.key, d.pod);
     sources.set(d.key, d.origin.source);
+    stamps.set(d.key, stamp);
   }
-  // Written first: a crash between the two writes leaves the pod in both sets (the same pod, so
-  // no conflict), never in neither.
-  writeSet(path, { pods: [...next.values()], sources });
+  // Written first: between the two writes (or after a crash there) the pod is in both sets, and
+  // the higher stamp says which is its set (applied-source.ts); it is never in neither.
+  writeSet(path, { pods: [...next.values()], sources, stamps });
   forgetApplied(stateDir, new Set(pods.map((d) => d.key)), `${setId}.json`);
 }
 
@@ -113,6 +144,34 @@ export function appliedElsewhere(stateDir: string, setId: string): Set<string> {
     for (const p of readSet(join(appliedDir(stateDir), n))?.pods ?? []) keys.add(keyOf(p));
   }
   return keys;
+}
+
+/** Every set on disk that can be read, by set id. */
+function readSets(stateDir: string): Map<string, SetFile> {
+  const sets = new Map<string, SetFile>();
+  for (const n of setNames(stateDir)) {
+    const set = readSet(join(appliedDir(stateDir), n));
+    if (set) sets.set(n.slice(0, -'.json'.length), set);
+  }
+  return sets;
+}
+
+function newestStamp(stateDir: string): number {
+  let newest = 0;
+  for (const set of readSets(stateDir).values()) for (const s of set.stamps.values()) newest = Math.max(newest, s);
+  return newest;
+}
+
+/** Which sets hold each pod on disk now, with its stamp there (0: written before stamps). */
+export function appliedHolders(stateDir: string): Map<string, { setId: string; stamp: number }[]> {
+  const holders = new Map<string, { setId: string; stamp: number }[]>();
+  for (const [setId, set] of readSets(stateDir)) {
+    for (const p of set.pods) {
+      const k = keyOf(p);
+      holders.set(k, [...(holders.get(k) ?? []), { setId, stamp: set.stamps.get(k) ?? 0 }]);
+    }
+  }
+  return holders;
 }
 
 function setNames(stateDir: string): string[] {
@@ -131,6 +190,6 @@ export function forgetApplied(stateDir: string, keys: Set<string>, except?: stri
     const set = readSet(path);
     if (!set) continue;
     const kept = set.pods.filter((p) => !keys.has(keyOf(p)));
-    if (kept.length !== set.pods.length) writeSet(path, { pods: kept, sources: set.sources });
+    if (kept.length !== set.pods.length) writeSet(path, { ...set, pods: kept });
   }
 }

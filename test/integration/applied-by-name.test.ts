@@ -70,6 +70,24 @@ describe('apply updates a pod by name, wherever it came from', () => {
     expect(agent.logs()).not.toContain('conflict');
   });
 
+  it('with an agent running, the same pod applied again from standard input moves to that set and keeps its containers (never declared nowhere meanwhile)', async () => {
+    const agent = suite.run([]);
+    await agent.started();
+    const name = unique('kept');
+    const file = world.write(`${name}.yaml`, pod(name));
+    expect((await world.cli('apply', '-f', file)).code).toBe(0);
+    await until('the pod to run', async () => ((await containerIds(ns, name)).a ? true : undefined));
+    const ids = await containerIds(ns, name);
+    // Its old set held only this pod: the file goes at once, while the new set waits to settle.
+    const again = await world.bin(['apply', '-f', '-'], { input: pod(name) });
+    expect(again.code, again.err).toBe(0);
+    await until('SOURCE to be stdin', async () => ((await sourceColumn(name)) === 'stdin' ? true : undefined));
+    await pastRelist();
+    expect(await containerIds(ns, name)).toEqual(ids);
+    expect(status().conflicts).toEqual([]);
+    expect(agent.logs()).not.toContain('conflict');
+  });
+
   it('a file the agent watches, applied by hand as well, is one pod; a different version applied by hand is the latest word, and says what it overrides', async () => {
     const dir = join(world.dir, 'watched');
     mkdirSync(dir, { recursive: true });
