@@ -49,7 +49,7 @@ export function loadManifestText(input: ManifestText, policy: PodPolicy = OPEN_P
   if (!parsed.ok) return { pods: [], issues: [parsed.issue] };
   const pods: DesiredPod[] = [];
   const issues: ManifestIssue[] = [];
-  const seen = new Map<string, number>();
+  const seen = new Map<string, () => number>();
   for (const doc of parsed.documents) {
     const result = validateDocument(input.file, doc, policy);
     issues.push(...result.issues);
@@ -72,28 +72,38 @@ export function loadManifestText(input: ManifestText, policy: PodPolicy = OPEN_P
       identifyLazily(defaulted);
       const key = keyOf(defaulted);
       const first = seen.get(key);
-      // A duplicate is pointed at by its name, the line that makes it one.
-      const named = doc.positions.locate([...found.prefix, 'metadata', 'name'], true);
+      // A duplicate is pointed at by its name, the line that makes it one. Found only when asked
+      // for (a duplicate here or across the set): positions are indexed on the first question.
+      const namePath = [...found.prefix, 'metadata', 'name'];
+      let named: { line: number; column: number } | undefined;
+      const nameAt = (): { line: number; column: number } => (named ??= doc.positions.locate(namePath, true));
       if (first !== undefined) {
         // One file is one source: the same pod twice in it is a mistake, for apply and the agent alike.
         issues.push({
           file: input.file,
-          line: named.line,
-          column: named.column,
+          ...nameAt(),
           field: 'metadata.name',
           severity: 'error',
-          message: `pod ${key} is also declared at line ${first} of this file`,
+          message: `pod ${key} is also declared at line ${first()} of this file`,
         });
         continue;
       }
-      seen.set(key, named.line);
+      seen.set(key, () => nameAt().line);
       pods.push({
         key: keyOf(defaulted),
         get uid() {
           return defaulted.metadata.uid as string;
         },
         pod: defaulted,
-        origin: { source: input.source, file: input.file, line: found.line, name: { line: named.line, column: named.column } },
+        origin: {
+          source: input.source,
+          file: input.file,
+          line: found.line,
+          get name() {
+            const { line, column } = nameAt();
+            return { line, column };
+          },
+        },
       });
     }
   }
