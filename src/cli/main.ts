@@ -1,9 +1,9 @@
-import { CommanderError, type Command } from 'commander';
+import { CommanderError } from 'commander';
 import { podrunVersion } from '../status/version.js';
 import { EngineRequestError, EngineUnavailableError } from '../runtime/engine-errors.js';
 import { directLines, EXIT, processIo, type Io } from './context.js';
 import { normalizeArgv } from './argv.js';
-import { buildProgram } from './program.js';
+import { buildProgram, globalValueOptions } from './program.js';
 
 // Each command loads its own modules when it runs: start-up is mostly module loading, and a
 // command should pay only for what it uses (validate never loads the engine client).
@@ -54,17 +54,17 @@ export function engineAdvice(code: string | undefined, source: string | undefine
   return `${from}; ${fix}`;
 }
 
-/** Global options whose next word is their value, for normalizeArgv. */
-function globalValueOptions(program: Command): Set<string> {
-  return new Set(program.options.filter((o) => o.required || o.optional).flatMap((o) => [o.long, o.short].filter((f): f is string => f !== undefined)));
-}
-
 /** Runs the CLI; every expected failure becomes one line on stderr and an exit code. */
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
   let code: number = EXIT.ok;
-  const program = buildProgram(io, (c) => {
-    code = c;
-  });
+  const program = buildProgram(
+    io,
+    (c) => {
+      code = c;
+    },
+    // Completion asks about every verb.
+    argv[2] === '__complete' ? undefined : argv,
+  );
   // The shells' completion functions ask here, with the words typed so far (never parsed as options).
   if (argv[2] === '__complete') {
     const { completeCommand } = await import('./completion.js');

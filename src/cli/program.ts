@@ -28,7 +28,59 @@ class PodrunCommand extends Command {
   }
 }
 
-export function buildProgram(io: Io, setCode: (code: number) => void): Command {
+type AddVerb = (program: Command, io: Io, setCode: (code: number) => void) => void;
+
+const addImages: AddVerb = (program, io, setCode) => addImageCommands(program, io, setCode, globals);
+
+/** Each verb's registration, in the order help lists them; a verb's word is the one it answers to. */
+const VERBS: readonly (readonly [AddVerb, readonly string[]])[] = [
+  [addApply, ['apply']],
+  [addRun, ['run']],
+  [addGet, ['get']],
+  [addTop, ['top']],
+  [addDescribe, ['describe']],
+  [addLogs, ['logs']],
+  [addExplain, ['explain']],
+  [addCompletion, ['completion']],
+  [addWait, ['wait']],
+  [addExec, ['exec', 'exec-guard']],
+  [addDelete, ['delete']],
+  [addGc, ['gc']],
+  [addValidate, ['validate']],
+  [addImages, ['images', 'pull']],
+  [addVersion, ['version']],
+];
+
+/** The words of the verbs, for tests that hold this table to what the registrations add. */
+export const VERB_WORDS: readonly (readonly string[])[] = VERBS.map(([, words]) => words);
+
+/** podrun's own options whose next word is their value, for normalizeArgv and verbOf. */
+export function globalValueOptions(program: Command): Set<string> {
+  return new Set(program.options.filter((o) => o.required || o.optional).flatMap((o) => [o.long, o.short].filter((f): f is string => f !== undefined)));
+}
+
+/**
+ * The verb the words run, when they plainly run one: the first word after podrun's own options
+ * (and their values). Undefined when a help flag comes first (`podrun --help get` is podrun's
+ * help, which lists every verb), or when no verb is named.
+ */
+export function verbOf(argv: readonly string[], valueOptions: ReadonlySet<string>): string | undefined {
+  for (let i = 2; i < argv.length; i++) {
+    const word = argv[i]!;
+    if (word === '--' || word === '-h' || word === '--help') return undefined;
+    if (!word.startsWith('-')) return word;
+    if (valueOptions.has(word)) i++;
+  }
+  return undefined;
+}
+
+/**
+ * podrun's program. With `argv`, only the verb it runs is registered when it plainly runs one of
+ * podrun's (building commander's tree of every verb's options is a measurable part of each start,
+ * and a command's parse and help read only its own); otherwise every verb, so that podrun's help,
+ * a mistyped verb's suggestion and completion see them all.
+ */
+export function buildProgram(io: Io, setCode: (code: number) => void, argv?: readonly string[]): Command {
   const program = new PodrunCommand('podrun')
     .description('Run Kubernetes Pod manifests on one Docker engine, with no apiserver.')
     .addOption(new Option('--config <file>', 'a PodrunConfiguration file (schemas/config.schema.json); flags and PODRUN_* variables override it'))
@@ -107,11 +159,9 @@ logs keeps a container's stderr on stderr; there are no contexts or kubeconfig (
     .exitOverride()
     .configureOutput({ writeOut: (s) => io.out(s.trimEnd()), writeErr: (s) => io.err(s.trimEnd()) });
 
-  // The order help lists them in.
-  for (const add of [addApply, addRun, addGet, addTop, addDescribe, addLogs, addExplain, addCompletion, addWait, addExec, addDelete, addGc, addValidate])
-    add(program, io, setCode);
-  addImageCommands(program, io, setCode, globals);
-  addVersion(program, io, setCode);
+  const verb = argv && verbOf(argv, globalValueOptions(program));
+  const only = verb === undefined ? undefined : VERBS.find(([, words]) => words.includes(verb));
+  for (const [add] of only ? [only] : VERBS) add(program, io, setCode);
 
   program.hook('preAction', async (_self, action) => {
     const file = program.getOptionValue('config') as string | undefined;

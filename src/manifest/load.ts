@@ -2,7 +2,7 @@ import { applyDefaults } from './defaults.js';
 import { ManifestError, type ManifestIssue } from './errors.js';
 import { MAX_POD_BYTES, size } from './limits.js';
 import { derivedUid, keyOf } from './identity.js';
-import { parseManifestText } from './parse.js';
+import { parseManifestText, type Position } from './parse.js';
 import { OPEN_POLICY, type PodPolicy } from './policy.js';
 import type { DesiredPod, Pod } from './types.js';
 import { validateDocument } from './validate.js';
@@ -20,6 +20,15 @@ export interface LoadResult {
   pods: DesiredPod[];
   /** Errors and warnings, in file order. */
   issues: ManifestIssue[];
+}
+
+/** A text's result, and where each pod's metadata.name is, for an error about it across a set. */
+interface TextResult extends LoadResult {
+  /**
+   * Found when asked (positions are indexed on the first question). Not kept on the pods: the
+   * agent holds its pods for long, and this holds the file's text and parse.
+   */
+  nameAt: (key: string) => Position | undefined;
 }
 
 /**
@@ -45,11 +54,16 @@ function identifyLazily(pod: Pod): void {
 
 /** Parses, validates, defaults and identifies the pods in one text. Pure: no I/O. */
 export function loadManifestText(input: ManifestText, policy: PodPolicy = OPEN_POLICY): LoadResult {
+  const { pods, issues } = loadText(input, policy);
+  return { pods, issues };
+}
+
+function loadText(input: ManifestText, policy: PodPolicy): TextResult {
   const parsed = parseManifestText(input.text, input.file);
-  if (!parsed.ok) return { pods: [], issues: [parsed.issue] };
+  if (!parsed.ok) return { pods: [], issues: [parsed.issue], nameAt: () => undefined };
   const pods: DesiredPod[] = [];
   const issues: ManifestIssue[] = [];
-  const seen = new Map<string, number>();
+  const seen = new Map<string, () => Position>();
   for (const doc of parsed.documents) {
     const result = validateDocument(input.file, doc, policy);
     issues.push(...result.issues);
@@ -72,33 +86,36 @@ export function loadManifestText(input: ManifestText, policy: PodPolicy = OPEN_P
       identifyLazily(defaulted);
       const key = keyOf(defaulted);
       const first = seen.get(key);
-      // A duplicate is pointed at by its name, the line that makes it one.
-      const named = doc.positions.locate([...found.prefix, 'metadata', 'name'], true);
+      // A duplicate is pointed at by its name, the line that makes it one. Found only when asked
+      // for (a duplicate here or across the set): positions are indexed on the first question.
+      const namePath = [...found.prefix, 'metadata', 'name'];
+      let named: Position | undefined;
+      const nameAt = (): Position => (named ??= doc.positions.locate(namePath, true));
       if (first !== undefined) {
         // One file is one source: the same pod twice in it is a mistake, for apply and the agent alike.
         issues.push({
           file: input.file,
-          line: named.line,
-          column: named.column,
+          ...nameAt(),
           field: 'metadata.name',
           severity: 'error',
-          message: `pod ${key} is also declared at line ${first} of this file`,
+          message: `pod ${key} is also declared at line ${first().line} of this file`,
         });
         continue;
       }
-      seen.set(key, named.line);
+      seen.set(key, nameAt);
       pods.push({
         key: keyOf(defaulted),
         get uid() {
           return defaulted.metadata.uid as string;
         },
         pod: defaulted,
-        origin: { source: input.source, file: input.file, line: found.line, name: { line: named.line, column: named.column } },
+        origin: { source: input.source, file: input.file, line: found.line },
       });
     }
   }
-  if (issues.some((i) => i.severity === 'error')) return { pods: [], issues };
-  return { pods, issues };
+  const nameAt = (key: string): Position | undefined => seen.get(key)?.();
+  if (issues.some((i) => i.severity === 'error')) return { pods: [], issues, nameAt };
+  return { pods, issues, nameAt };
 }
 
 /**
@@ -108,24 +125,25 @@ export function loadManifestText(input: ManifestText, policy: PodPolicy = OPEN_P
 export function loadManifestSet(inputs: ManifestText[], policy: PodPolicy = OPEN_POLICY): LoadResult {
   const pods: DesiredPod[] = [];
   const issues: ManifestIssue[] = [];
-  const seen = new Map<string, DesiredPod>();
+  const seen = new Map<string, { pod: DesiredPod; nameAt: TextResult['nameAt'] }>();
   for (const input of inputs) {
-    const r = loadManifestText(input, policy);
+    const r = loadText(input, policy);
     issues.push(...r.issues);
     for (const p of r.pods) {
       const first = seen.get(p.key);
       if (first) {
+        const at = r.nameAt(p.key);
         issues.push({
           file: p.origin.file,
-          line: p.origin.name?.line ?? p.origin.line,
-          column: p.origin.name?.column ?? 1,
+          line: at?.line ?? p.origin.line,
+          column: at?.column ?? 1,
           field: 'metadata.name',
           severity: 'error',
-          message: `pod ${p.key} is also declared at ${first.origin.file}:${first.origin.name?.line ?? first.origin.line}`,
+          message: `pod ${p.key} is also declared at ${first.pod.origin.file}:${first.nameAt(p.key)?.line ?? first.pod.origin.line}`,
         });
         continue;
       }
-      seen.set(p.key, p);
+      seen.set(p.key, { pod: p, nameAt: r.nameAt });
       pods.push(p);
     }
   }

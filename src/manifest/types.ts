@@ -225,8 +225,6 @@ export interface PodOrigin {
   line: number;
   /** Where people gave it from, when `source` is podrun's own (an applied set): `file:/abs/path`, `url:…`, `stdin`. */
   shown?: string;
-  /** Where its metadata.name is: what an error about the pod as a whole (a duplicate) points at. */
-  name?: { line: number; column: number };
 }
 
 /** A validated, defaulted pod with its identity: what the desired set holds. */
