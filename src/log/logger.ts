@@ -65,8 +65,6 @@ export function createLogger(o: LoggerOptions): Logger {
   };
 }
 
-export { silentLogger } from './silent.js';
-
 /** Plain lines to a function, at every level: what embedders that passed `log(line)` used to get. */
 export function lineLogger(write: (line: string) => void): Logger {
   const at = (msg: string): void => write(msg);

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { PodWorker } from '../../src/agent/pod-worker.js';
 import { PodSupervisor } from '../../src/agent/supervisor.js';
-import { silentLogger } from '../../src/log/logger.js';
+import { silentLogger } from '../../src/log/silent.js';
 import { PodCache } from '../../src/pleg/cache.js';
 import type { ObservedPod } from '../../src/runtime/observed.js';
 import { LABEL } from '../../src/runtime/labels.js';
