@@ -5,6 +5,7 @@ import { groupObserved, type EngineContainer, type ObservedPod } from '../observ
 import type { ContainerStatus, EngineEvent, RuntimeOptions } from '../runtime-types.js';
 import { CriClient } from './client.js';
 import { criEngineError } from './engine-errors.js';
+import { observedCall } from './observed-call.js';
 import { CriImages } from './images.js';
 import { ImagePresence } from '../image-presence.js';
 import { ContainerState, PodSandboxState } from './messages.js';
@@ -88,18 +89,10 @@ export abstract class CriRuntimeView {
   }
 
   /** A CRI call with podrun's error kinds and the observer told of it. */
-  protected async call<T>(what: string, fn: () => Promise<T>): Promise<T> {
-    const observer = this.options.observer;
-    const t0 = observer ? performance.now() : 0;
-    let failed = false;
-    try {
-      return await fn();
-    } catch (err) {
-      failed = true;
+  protected call<T>(what: string, fn: () => Promise<T>): Promise<T> {
+    return observedCall(this.options.observer, what, fn).catch((err: unknown) => {
       throw criEngineError(err, what);
-    } finally {
-      observer?.call?.(what, (performance.now() - t0) / 1000, failed);
-    }
+    });
   }
 
   protected created(uid: string, id: string): void {

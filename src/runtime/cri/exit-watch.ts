@@ -1,6 +1,7 @@
 import { LABEL, SANDBOX_NAME } from '../labels.js';
 import type { EngineContainer } from '../observed.js';
 import type { EngineEvent, RuntimeObserver } from '../runtime-types.js';
+import { observedCall } from './observed-call.js';
 import { cgroupEventsPath, openCgroupSignal, unifiedRoot } from './cgroup-exit.js';
 import type { CriClient } from './client.js';
 import { isCriNotFound } from './engine-errors.js';
@@ -23,20 +24,6 @@ export interface CriExitSignalOptions extends ExitSignalOptions {
   observer?: RuntimeObserver;
 }
 
-/** `fn` timed and told to the observer under `what`. */
-async function told<T>(observer: RuntimeObserver | undefined, what: string, fn: () => Promise<T>): Promise<T> {
-  const t0 = performance.now();
-  let failed = false;
-  try {
-    return await fn();
-  } catch (err) {
-    failed = true;
-    throw err;
-  } finally {
-    observer?.call?.(what, (performance.now() - t0) / 1000, failed);
-  }
-}
-
 /** Signals for a local runtime's containers, or undefined where there can be none. */
 export function criExitSignals(
   client: CriClient,
@@ -51,7 +38,7 @@ export function criExitSignals(
   return new ExitSignals(
     {
       open: async (id, fire) => {
-        const { status, info } = await told(o.observer, 'container status', () => client.containerStatusVerbose(id));
+        const { status, info } = await observedCall(o.observer, 'container status', () => client.containerStatusVerbose(id));
         // Ended before its signal could open: a look at once (the runtime is asked by the round).
         if (status.state !== ContainerState.RUNNING) return { ended: () => true, close: () => undefined };
         const place = placeFromInfo(info, 2);
@@ -63,7 +50,7 @@ export function criExitSignals(
         if (!w) return false;
         let record: EngineContainer;
         try {
-          record = recordFromStatus(await told(o.observer, 'container status', () => client.containerStatus(id)));
+          record = recordFromStatus(await observedCall(o.observer, 'container status', () => client.containerStatus(id)));
         } catch (err) {
           if (!isCriNotFound(err)) return false;
           w.observe(undefined, id);
