@@ -198,6 +198,21 @@ await build({
   minifySyntax: true,
   logLevel: 'warning',
 });
+// `podrun version` on its own (src/cli/version-start.ts): bin/podrun runs this small file instead of
+// the whole bundle for the plain `version` and `version --client`.
+await build({
+  entryPoints: ['src/cli/version-start.ts'],
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node20',
+  outfile: 'dist/bundle/version.cjs',
+  define: { 'import.meta.url': '__podrunUrl' },
+  banner: { js: "var __podrunUrl = require('node:url').pathToFileURL(__filename).href;" },
+  minifyWhitespace: true,
+  minifySyntax: true,
+  logLevel: 'warning',
+});
 // The loader bin/podrun (CommonJS) runs it with.
 await build({
   entryPoints: ['src/base/cached-script.ts'],

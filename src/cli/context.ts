@@ -1,11 +1,13 @@
-import { writeSync } from 'node:fs';
 import { credentialFiles } from '../runtime/auth.js';
 import type { PodPolicy } from '../manifest/policy.js';
 import type { PodEngine } from '../runtime/roles.js';
 import type { EngineChoice } from '../runtime/open-engine.js';
 import type { RuntimeOptions } from '../runtime/runtime-types.js';
+import type { Io } from './process-io.js';
 
-export const EXIT = { ok: 0, failed: 1, usage: 2, engine: 3 } as const;
+// The exit codes, the Io and the process's own Io live in process-io.ts, which `podrun version`'s
+// own start (version-start.ts) uses without this module's engine door.
+export { EXIT, processIo, type Io } from './process-io.js';
 
 export interface GlobalOptions {
   /** What manifests may ask of this node: checked by validate, apply and the agent alike. */
@@ -56,65 +58,6 @@ export const DEFAULTS = {
   stateDir: '/var/lib/podrun',
   pauseImage: 'registry.k8s.io/pause:3.10',
   network: 'bridge',
-};
-
-/** Where command output goes; tests hand in their own. */
-export interface Io {
-  out: (line: string) => void;
-  err: (line: string) => void;
-  /** Raw streams, for output that is not line by line (logs). */
-  stdout: NodeJS.WritableStream;
-  stderr: NodeJS.WritableStream;
-  isTTY: boolean;
-}
-
-// A command's lines go to descriptors 1 and 2 with writeSync until something asks for Node's
-// stdout or stderr stream: making one loads Node's stream modules (and net or tty), a measurable
-// part of a start that only writes a few lines. Node's own writes to pipes, files and terminals
-// are synchronous on Linux, so lines come out where and when they did. Only bin/podrun's start()
-// turns this on (directLines), after it has made sure it learns when a stream is made: from then
-// on every line goes through the stream, so that nothing overtakes what the stream holds.
-let direct = false;
-const streamMade = { 1: false, 2: false };
-
-/** For start(): lines may go straight to the descriptors; a stream made later is reported here. */
-export function directLines(): (fd: 1 | 2) => void {
-  direct = true;
-  return (fd) => {
-    streamMade[fd] = true;
-  };
-}
-
-function writeLine(fd: 1 | 2, line: string): void {
-  const stream = (): NodeJS.WriteStream => (fd === 1 ? process.stdout : process.stderr);
-  if (!direct || streamMade[fd]) {
-    stream().write(`${line}\n`);
-    return;
-  }
-  const bytes = Buffer.from(`${line}\n`);
-  let done = 0;
-  try {
-    while (done < bytes.length) done += writeSync(fd, bytes, done);
-  } catch {
-    // A descriptor that is non-blocking and full (EAGAIN), a reader gone (EPIPE), or any other
-    // failure: the stream takes the rest and does what it always did (waits; or the EPIPE exit).
-    stream().write(bytes.subarray(done));
-  }
-}
-
-export const processIo: Io = {
-  out: (line) => writeLine(1, line),
-  err: (line) => writeLine(2, line),
-  get stdout() {
-    return process.stdout;
-  },
-  get stderr() {
-    return process.stderr;
-  },
-  // As process.stderr.isTTY, without making the stream.
-  get isTTY() {
-    return process.getBuiltinModule('node:tty').isatty(2);
-  },
 };
 
 /** The engine client, loaded only by the commands that talk to the engine (it is most of start-up). */

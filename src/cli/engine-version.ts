@@ -19,6 +19,17 @@ export async function engineVersion(endpoint: string, timeoutMs = 5000): Promise
   }
 }
 
+/**
+ * `podrun version`'s line for a Docker engine: at --docker-host's address, else DOCKER_HOST's, else
+ * the default socket. Never rejects: an engine that cannot be asked is a line too.
+ */
+export function dockerEngineLine(dockerHost: string | undefined): Promise<string> {
+  return engineVersion(dockerHost ?? process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock').then(
+    (v) => `engine ${v.version} (API ${v.apiVersion})`,
+    (err: unknown) => `engine unreachable (${(err as Error).message})`,
+  );
+}
+
 /** The two strings from an answer to GET /version; throws on anything else. */
 function versionOf(answer: PlainAnswer): { version: string; apiVersion: string } {
   if (answer.status !== 200) throw new Error(`status ${answer.status}`);

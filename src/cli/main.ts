@@ -1,9 +1,10 @@
 import { CommanderError } from 'commander';
 import { podrunVersion } from '../status/version.js';
 import { EngineRequestError, EngineUnavailableError } from '../runtime/engine-errors.js';
-import { directLines, EXIT, processIo, type Io } from './context.js';
+import { EXIT, processIo, type Io } from './context.js';
 import { normalizeArgv } from './argv.js';
 import { buildProgram, globalValueOptions } from './program.js';
+import { endWith, guardProcessStreams } from './process-start.js';
 
 // Each command loads its own modules when it runs: start-up is mostly module loading, and a
 // command should pay only for what it uses (validate never loads the engine client).
@@ -106,54 +107,11 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
   }
 }
 
-function onStreamError(err: NodeJS.ErrnoException): void {
-  if (err.code === 'EPIPE') process.exit(process.exitCode ?? 0);
-  throw err;
-}
-
 /**
- * What bin/podrun (and the single executable) runs: main() on the process's own arguments. Once
- * main() has answered, the process must end: a command that failed half way (an agent whose start
- * failed after its watchers or timers began) may not linger half alive. The timer is unref'd, so
- * a process with nothing left to do exits at once, as usual.
+ * What bin/podrun (and the single executable) runs: main() on the process's own arguments, with
+ * the process's streams and end as process-start.ts makes them.
  */
 export function start(): void {
-  const exit = (code: number): void => {
-    process.exitCode = code;
-    setTimeout(() => process.exit(code), 1000).unref();
-  };
-  // A reader that went away (`podrun logs | head`) ends the command as it ends cat: quietly.
-  // Each stream gets its handler when it is made (Node makes them on first use): a command that
-  // writes only lines never makes them (processIo writes those to the descriptors).
-  const made = directLines();
-  for (const [name, fd] of [
-    ['stdout', 1],
-    ['stderr', 2],
-  ] as const) {
-    const own = Object.getOwnPropertyDescriptor(process, name);
-    const get = own?.get;
-    if (!get || !own.configurable) {
-      process[name].on('error', onStreamError);
-      made(fd);
-      continue;
-    }
-    let stream: NodeJS.WriteStream | undefined;
-    Object.defineProperty(process, name, {
-      configurable: true,
-      enumerable: own.enumerable ?? true,
-      get: () => {
-        if (!stream) {
-          stream = get.call(process) as NodeJS.WriteStream;
-          stream.on('error', onStreamError);
-          made(fd);
-        }
-        return stream;
-      },
-    });
-  }
-  main(process.argv).then(exit, (err: unknown) => {
-    // main() turns every expected failure into a message and an exit code; reaching here is a bug.
-    process.stderr.write(`podrun: internal error: ${err instanceof Error ? err.stack : String(err)}\n`);
-    exit(70);
-  });
+  guardProcessStreams();
+  endWith(main(process.argv));
 }

@@ -187,9 +187,8 @@ export function addVersion(program: Command, io: Io, setCode: (code: number) => 
             setCode(EXIT.ok);
             return;
           }
-          const { engineVersion } = await import('./engine-version.js');
-          const v = await engineVersion(g.dockerHost ?? process.env.DOCKER_HOST ?? 'unix:///var/run/docker.sock');
-          io.out(`engine ${v.version} (API ${v.apiVersion})`);
+          // (version-start.ts answers the plain `podrun version` with this same line, without the program.)
+          io.out(await (await import('./engine-version.js')).dockerEngineLine(g.dockerHost));
         } catch (err) {
           io.out(`engine unreachable (${(err as Error).message})`);
         }

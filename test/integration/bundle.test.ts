@@ -73,6 +73,31 @@ describe('what podrun ships and loads', () => {
     }
   });
 
+  it('answers the plain `podrun version` from its own small file, with the whole program’s lines', () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'podrun-version-'));
+    try {
+      // A preload that lists, at exit, the files the process required.
+      const preload = join(tmp, 'required.cjs');
+      writeFileSync(preload, "process.on('exit', () => require('node:fs').writeFileSync(process.env.LOADS_OUT, Object.keys(require.cache).join('\\n')));");
+      const out = join(tmp, 'required.txt');
+      const env = Object.fromEntries(Object.entries(process.env).filter(([n]) => !n.startsWith('PODRUN_')));
+      env.DOCKER_HOST = `unix://${join(tmp, 'no-engine.sock')}`;
+      const dir = join(REPO, 'dist/bundle');
+      const program = `require(${JSON.stringify(join(dir, 'cached-script.cjs'))}).runCachedScript(${JSON.stringify(dir)}, 'podrun').exports.start()`;
+      for (const words of [['version'], ['version', '--client']]) {
+        const r = spawnSync(process.execPath, ['-r', preload, join(REPO, 'bin/podrun'), ...words], { env: { ...env, LOADS_OUT: out }, encoding: 'utf8' });
+        const required = readFileSync(out, 'utf8').split('\n');
+        expect(required).toContain(join(dir, 'version.cjs'));
+        expect(required).not.toContain(join(dir, 'cached-script.cjs'));
+        const whole = spawnSync(process.execPath, ['-e', program, '--', join(REPO, 'bin/podrun'), ...words], { env, encoding: 'utf8' });
+        expect(r.stdout).toContain('podrun ');
+        expect([r.status, r.stdout, r.stderr]).toEqual([whole.status, whole.stdout, whole.stderr]);
+      }
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
   it('ends quietly, with the exit code of cat, when its reader goes away', async () => {
     const tmp = mkdtempSync(join(tmpdir(), 'podrun-epipe-'));
     try {
