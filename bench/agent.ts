@@ -346,9 +346,10 @@ async function measureAgent(
 }
 
 /** Bare Node probing the same pods the same way (bench/probe-floor.ts) for `seconds`: the floor under the agent's CPU. */
-async function probeFloor(namespace: string, seconds: number): Promise<{ rss: Stat; cpu: number; pods: number }> {
+async function probeFloor(stateDir: string, seconds: number): Promise<{ rss: Stat; cpu: number; pods: number }> {
+  // This run's instance only: another run of the bench on the same engine uses the same namespace.
   const sandboxes = await docker.listContainers({
-    filters: JSON.stringify({ label: [`${LABEL.podNamespace}=${namespace}`, `${LABEL.containerType}=sandbox`], status: ['running'] }),
+    filters: JSON.stringify({ label: [`${LABEL.instance}=${instanceId(stateDir)}`, `${LABEL.containerType}=sandbox`], status: ['running'] }),
   });
   const ips = sandboxes.map((c) => Object.values(c.NetworkSettings?.Networks ?? {}).find((n) => n.IPAddress)?.IPAddress).filter((ip): ip is string => !!ip);
   const proc = spawn(process.execPath, [join(import.meta.dirname, 'probe-floor.js'), '8080', ...ips], { stdio: 'ignore' });
@@ -381,7 +382,7 @@ async function footprint(root: string): Promise<string> {
     const on = await measureAgent(stateDir, dir, pods, seconds, false);
     const read = await measureAgent(stateDir, dir, pods, offSeconds, true);
     // The agent leaves its pods running when it stops: the floor probes the same ones.
-    const floor = await probeFloor('bench-footprint', offSeconds);
+    const floor = await probeFloor(stateDir, offSeconds);
     const restarts = (
       await docker.listContainers({
         all: true,

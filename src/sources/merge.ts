@@ -1,3 +1,4 @@
+import { localeOrder } from '../base/locale-order.js';
 import type { DesiredPod } from '../manifest/types.js';
 
 /** The pods one origin (a file, a URL, an applied set) currently contributes: its last good set. */
@@ -48,7 +49,7 @@ export function mergeOrigins(
   takesOver: (origin: string, d: DesiredPod, holder: string | undefined) => boolean = () => false,
 ): MergeResult {
   const byKey = new Map<string, { origin: string; pod: DesiredPod }[]>();
-  for (const o of [...origins].sort((a, b) => a.origin.localeCompare(b.origin))) {
+  for (const o of [...origins].sort((a, b) => localeOrder(a.origin, b.origin))) {
     for (const pod of o.pods) {
       const list = byKey.get(pod.key) ?? [];
       list.push({ origin: o.origin, pod });

@@ -1,4 +1,5 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
+import { rootOrderLocale } from '../../src/base/locale-order.js';
 import { mergeOrigins } from '../../src/sources/merge.js';
 import { isManifestFileName } from '../../src/manifest/files.js';
 import { desired } from '../fixtures/pods.js';
@@ -32,6 +33,20 @@ describe('mergeOrigins', () => {
     // Without history, the first origin in name order wins, whatever order the sources came in.
     expect(mergeOrigins([first, second], new Map()).conflicts[0]?.kept).toBe('file:/a.yaml');
     expect(mergeOrigins([second, first], new Map()).conflicts[0]?.kept).toBe('file:/a.yaml');
+  });
+
+  // ICU's collator, once used, keeps 2 MB of its data resident in the agent for good.
+  it.runIf(rootOrderLocale(process.env))('orders ASCII origins by name without ICU', () => {
+    const collate = vi.spyOn(String.prototype, 'localeCompare');
+    try {
+      const first = { origin: 'file:/etc/Web.yaml', pods: [pod('a')] };
+      const second = { origin: 'file:/etc/api.yaml', pods: [pod('a', 'busybox:9')] };
+      // Case is a lesser difference than the letter: api before Web.
+      expect(mergeOrigins([first, second], new Map()).conflicts[0]?.kept).toBe('file:/etc/api.yaml');
+      expect(collate).not.toHaveBeenCalled();
+    } finally {
+      collate.mockRestore();
+    }
   });
 
   it('takes the same pod declared alike by two origins as one pod, not a conflict', () => {
