@@ -91,10 +91,12 @@ export async function preparePodman(env: Record<string, string>): Promise<string
 export async function coldApply(root: string): Promise<string> {
   const configs: Config[] = [];
   // BENCH_COLD_PODS=1,10 and BENCH_COLD_CONTAINERS=1 for some shapes only; BENCH_COLD_RUNS=N runs each; BENCH_COLD_PEERS=0 without compose and podman.
+  // BENCH_COLD_NETWORK=bridge or host for one network only.
+  const networks = (process.env.BENCH_COLD_NETWORK?.split(',') ?? ['bridge', 'host']).map((n) => n === 'host');
   const sizes = process.env.BENCH_COLD_PODS?.split(',').map(Number) ?? (QUICK ? [1, 10] : [1, 10, 50]);
   for (const pods of sizes) {
     for (const containers of process.env.BENCH_COLD_CONTAINERS?.split(',').map(Number) ?? [1, 2]) {
-      for (const hostNetwork of [false, true])
+      for (const hostNetwork of networks)
         configs.push({
           pods,
           shape: { containers, hostNetwork },

@@ -21,7 +21,7 @@ let cpuRuns = 0;
  * `run`, with the CPU time (user+sys, ms) the process and its children used, from bash's `times`:
  * on a machine shared with other work, CPU time is what a busy neighbour does not inflate.
  */
-async function runCpu(cmd: string, args: string[], env: Record<string, string> = {}): Promise<Ran & { cpuMs: number }> {
+export async function runCpu(cmd: string, args: string[], env: Record<string, string> = {}): Promise<Ran & { cpuMs: number }> {
   const file = join(tmpdir(), `podrun-bench-cpu-${process.pid}-${cpuRuns++}`);
   try {
     const r = await run('bash', ['-c', '"$@"; rc=$?; times > "$PODRUN_BENCH_TIMES"; exit $rc', 'bash', cmd, ...args], {
