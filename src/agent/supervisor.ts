@@ -345,11 +345,14 @@ export class PodSupervisor {
     return podStatus(pod, o, statusInputs(this.rt, this.probes, r));
   }
 
-  /** Whether `apply` may stop waiting for the pod (reconcile/settled.ts), by the worker's status (`fresh`: see readDetails). */
-  async settled(d: DesiredPod, fresh = false): Promise<ReturnType<typeof settled>> {
+  /**
+   * Whether `apply` may stop waiting for the pod (reconcile/settled.ts), by the worker's status
+   * (`fresh`: see readDetails; `read` false: by what is known, no inspect).
+   */
+  async settled(d: DesiredPod, fresh = false, read = true): Promise<ReturnType<typeof settled>> {
     const o = this.cache.pod(d.uid);
     const r = this.peek(d.uid);
-    if (o) await readDetails(this.rt, (id) => this.cache.finishedAt(id), r, o, fresh);
+    if (o && read) await readDetails(this.rt, (id) => this.cache.finishedAt(id), r, o, fresh);
     return settled(d, o, statusInputs(this.rt, this.probes, r));
   }
 }
