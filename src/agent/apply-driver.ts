@@ -37,10 +37,26 @@ export class ApplyDriver implements PodLooker {
     private readonly rt: PodEngine,
     applySet: string,
     backoff: BackoffPolicy = DEFAULT_BACKOFF,
+    o: { lookAfter?: boolean } = {},
   ) {
     this.cache = new PodCache(rt, () => undefined);
     // Its wake-ups (a probe's result, a back-off's end) need no timer: apply looks every poll.
-    this.worker = new PodSupervisor(rt, this.cache, backoff, () => undefined, silentLogger, 1, undefined, {}, { engineRestarts: true, applySet });
+    this.worker = new PodSupervisor(
+      rt,
+      this.cache,
+      backoff,
+      () => undefined,
+      silentLogger,
+      1,
+      undefined,
+      {},
+      {
+        engineRestarts: true,
+        applySet,
+        // `apply --no-wait`: what a turn made is read by nobody after it.
+        ...(o.lookAfter === false ? { noLookAfter: true } : {}),
+      },
+    );
   }
 
   /**
