@@ -5,7 +5,7 @@ import { DEFAULT_BACKOFF, type BackoffPolicy } from '../reconcile/backoff.js';
 import { describeNotReady, type PodLook, type PodLooker, type Verdict } from '../reconcile/converge.js';
 import { specOf } from '../reconcile/lifecycle.js';
 import { hasActions, type PodPlan } from '../reconcile/plan.js';
-import { waitsStuck } from '../reconcile/stuck.js';
+import { heldSinceListed, waitsStuck } from '../reconcile/stuck.js';
 import { ContainerImageError, executeRemoval } from '../reconcile/sync.js';
 import { isActive, latestByName, type EngineContainer } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
@@ -37,10 +37,26 @@ export class ApplyDriver implements PodLooker {
     private readonly rt: PodEngine,
     applySet: string,
     backoff: BackoffPolicy = DEFAULT_BACKOFF,
+    o: { lookAfter?: boolean } = {},
   ) {
     this.cache = new PodCache(rt, () => undefined);
     // Its wake-ups (a probe's result, a back-off's end) need no timer: apply looks every poll.
-    this.worker = new PodSupervisor(rt, this.cache, backoff, () => undefined, silentLogger, 1, undefined, {}, { engineRestarts: true, applySet });
+    this.worker = new PodSupervisor(
+      rt,
+      this.cache,
+      backoff,
+      () => undefined,
+      silentLogger,
+      1,
+      undefined,
+      {},
+      {
+        engineRestarts: true,
+        applySet,
+        // `apply --no-wait`: what a turn made is read by nobody after it.
+        ...(o.lookAfter === false ? { noLookAfter: true } : {}),
+      },
+    );
   }
 
   /**
@@ -77,14 +93,14 @@ export class ApplyDriver implements PodLooker {
   }
 
   /** A turn of each pod's worker, then its verdict; a turn that throws (the engine, mid-turn) ends its wait. */
-  async look(pods: DesiredPod[]): Promise<Map<string, PodLook>> {
+  async look(pods: DesiredPod[], holdMs?: number): Promise<Map<string, PodLook>> {
     if (!this.listedNow) await this.cache.relist();
     this.listedNow = false;
     const looks = await Promise.all(
       pods.map(async (d): Promise<PodLook> => {
         try {
           await this.worker.turn(d);
-          return { verdict: await this.verdict(d), observed: this.cache.pod(d.uid) };
+          return { ...(await this.verdict(d, holdMs)), observed: this.cache.pod(d.uid) };
         } catch (err) {
           return { error: (err as Error).message };
         }
@@ -96,11 +112,12 @@ export class ApplyDriver implements PodLooker {
   /**
    * The worker's status of the pod, judged for apply. The engine's restarts in place and the exit
    * code of the run that ended are only in an inspect, which no event stream tells of here: read
-   * again when the pod looks Ready or stuck.
+   * again when the pod looks Ready or stuck. None is read when the list already shows every
+   * container running for longer than the hold (`heldSince`): the pod is Ready by its list alone.
    */
-  private async verdict(d: DesiredPod): Promise<Verdict> {
-    const judge = async (fresh: boolean): Promise<Verdict> => {
-      const s = await this.worker.settled(d, fresh);
+  private async verdict(d: DesiredPod, holdMs?: number): Promise<{ verdict: Verdict; heldSince?: number }> {
+    const judge = async (fresh: boolean, read = true): Promise<Verdict> => {
+      const s = await this.worker.settled(d, fresh, read);
       return {
         done: s.done,
         failed: s.failed,
@@ -111,12 +128,17 @@ export class ApplyDriver implements PodLooker {
     // Containers with no details yet are read by the first judgement itself: no second read of them.
     const o = this.cache.pod(d.uid);
     const readNow = !o || o.containers.filter(isActive).every((c) => this.worker.startedAt(d.uid, c.id) === undefined);
+    const listed = readNow && o && holdMs !== undefined ? heldSinceListed(d, o) : undefined;
+    if (listed !== undefined && Date.now() - listed >= holdMs!) {
+      const verdict = await judge(false, false);
+      if (verdict.done && !verdict.failed && verdict.status?.phase === 'Running') return { verdict, heldSince: listed };
+    }
     const first = await judge(false);
     const looksReady = first.done && !first.failed && first.status?.phase === 'Running';
     const looksStuck = !first.done && first.status !== undefined && waitsStuck(first.status);
-    if (!looksReady && !looksStuck) return first;
+    if (!looksReady && !looksStuck) return { verdict: first };
     const fresh = readNow ? first : await judge(true);
-    return this.firstRestartInPlace(d, fresh) ? { ...fresh, unjudged: true } : fresh;
+    return { verdict: this.firstRestartInPlace(d, fresh) ? { ...fresh, unjudged: true } : fresh };
   }
 
   /**

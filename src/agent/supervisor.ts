@@ -43,6 +43,8 @@ export interface WorkerMode {
   engineRestarts?: boolean;
   /** Label that lets `apply --prune` find the pods of the same set later. */
   applySet?: string;
+  /** Nothing reads the pod after its turn (`apply --no-wait`): no look at what the turn made, nor the prune and probes that follow it. */
+  noLookAfter?: boolean;
 }
 
 /** While someone else deletes a pod, the next look comes this soon. */
@@ -274,9 +276,10 @@ export class PodSupervisor {
       }
     } finally {
       if (r.inProgress === sync) delete r.inProgress;
-      await this.refresh(d.uid);
+      if (!this.mode.noLookAfter) await this.refresh(d.uid);
     }
     if (sync.aborted) return {};
+    if (this.mode.noLookAfter) return { again: wait ?? 0, ...(failed ? { failed } : {}) };
     const after = this.cache.pod(d.uid);
     if (after) {
       // Prune right after a death, as the kubelet does: the sweep is only the safety net.
@@ -345,11 +348,14 @@ export class PodSupervisor {
     return podStatus(pod, o, statusInputs(this.rt, this.probes, r));
   }
 
-  /** Whether `apply` may stop waiting for the pod (reconcile/settled.ts), by the worker's status (`fresh`: see readDetails). */
-  async settled(d: DesiredPod, fresh = false): Promise<ReturnType<typeof settled>> {
+  /**
+   * Whether `apply` may stop waiting for the pod (reconcile/settled.ts), by the worker's status
+   * (`fresh`: see readDetails; `read` false: by what is known, no inspect).
+   */
+  async settled(d: DesiredPod, fresh = false, read = true): Promise<ReturnType<typeof settled>> {
     const o = this.cache.pod(d.uid);
     const r = this.peek(d.uid);
-    if (o) await readDetails(this.rt, (id) => this.cache.finishedAt(id), r, o, fresh);
+    if (o && read) await readDetails(this.rt, (id) => this.cache.finishedAt(id), r, o, fresh);
     return settled(d, o, statusInputs(this.rt, this.probes, r));
   }
 }

@@ -87,7 +87,7 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
   }
 
   // No agent: the agent's pod worker, run here for one turn per pod and then while apply waits.
-  const driver = new ApplyDriver(rt, applySet);
+  const driver = new ApplyDriver(rt, applySet, undefined, { lookAfter: o.wait });
   try {
     return await applyAlone(rt, driver, plans, listed, loaded.pods, o, g, io);
   } finally {

@@ -145,6 +145,8 @@ export class PodCache {
       rec = { id: e.id, name: e.name ?? '', image: e.image ?? '', labels: { ...e.labels }, state: 'created', created: Math.floor(e.timeMs / 1000) };
       this.records.set(e.id, rec);
     }
+    // The list's uptime is of the instance it saw: any news since (a restart in place) and it is not known.
+    delete rec.startedBy;
     switch (e.kind) {
       case 'created':
         rec.state = 'created';

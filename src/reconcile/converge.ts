@@ -118,8 +118,12 @@ export interface Verdict {
   unjudged?: boolean;
 }
 
-/** One look at a pod: its verdict and the engine's view of it, or an error that ends its wait. */
-export type PodLook = { verdict: Verdict; observed: ObservedPod | undefined } | { error: string };
+/**
+ * One look at a pod: its verdict and the engine's view of it, or an error that ends its wait.
+ * `heldSince`: the looker knows, from the engine's list, that the pod has held since then at the
+ * latest, past the hold already (it read no container's start for it).
+ */
+export type PodLook = { verdict: Verdict; observed: ObservedPod | undefined; heldSince?: number } | { error: string };
 
 /**
  * Who `apply` asks how its pods do: the agent (its view over its API), or, with no agent, the
@@ -128,8 +132,8 @@ export type PodLook = { verdict: Verdict; observed: ObservedPod | undefined } | 
 export interface PodLooker {
   /** Whether `apply` drives the pods itself: a pod's Ready is then held since its containers started. */
   readonly drives: boolean;
-  /** A look at each pod; a pod left out is not to be judged now (its worker is acting on it). */
-  look(pods: DesiredPod[]): Promise<Map<string, PodLook>>;
+  /** A look at each pod; a pod left out is not to be judged now (its worker is acting on it). `holdMs`: the wait's hold. */
+  look(pods: DesiredPod[], holdMs?: number): Promise<Map<string, PodLook>>;
 }
 
 /** Readiness as the agent reports it over its API, for an apply that leaves the work to the agent. */
@@ -186,7 +190,7 @@ export async function waitForPods(
   /** Pods that look stuck: since when. */
   const stuckSince = new Map<string, number>();
   for (;;) {
-    const looks = await looker.look([...pending.values()]);
+    const looks = await looker.look([...pending.values()], holdMs);
     for (const d of [...pending.values()]) {
       const look = looks.get(d.uid);
       if (!look) continue;
@@ -222,7 +226,8 @@ export async function waitForPods(
         // Seen first now, or with other instances: when apply drives, held since they started (a
         // pod with no probe). With an agent, from now: its worker may still be on the pod, and a
         // command right after apply must find it done.
-        const held = seen && seen.mark === mark ? seen : { mark, since: drives ? heldSince(d, verdict.status, Date.now()) : Date.now() };
+        const since = drives ? (look.heldSince ?? heldSince(d, verdict.status, Date.now())) : Date.now();
+        const held = seen && seen.mark === mark ? seen : { mark, since };
         steady.set(d.uid, held);
         if (Date.now() - held.since < holdMs) verdict = { ...verdict, done: false };
       } else {

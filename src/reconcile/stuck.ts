@@ -139,6 +139,27 @@ export function instancesMark(status: V1Pod['status']): string {
   return all.map((c) => `${c.name}=${c.containerID ?? ''}/${c.restartCount}/${c.state.running?.startedAt ?? ''}`).join(',');
 }
 
+/** Whether a container of the pod has a readiness or startup probe: its Ready is then the prober's, not its containers' running. */
+function readinessProbed(d: DesiredPod): boolean {
+  return [...(d.pod.spec.initContainers ?? []), ...d.pod.spec.containers].some((c) => c.readinessProbe || c.startupProbe);
+}
+
+/**
+ * `heldSince` by the engine's list alone, with no inspect: the latest the newest of the pod's
+ * containers can have started, when every instance the engine has of the pod is running and the
+ * list told each one's uptime (Docker's status text, which a restart in place starts anew). Else
+ * (a probe, an instance that ended, an uptime not told) undefined: the starts are to be read.
+ */
+export function heldSinceListed(d: DesiredPod, o: ObservedPod): number | undefined {
+  if (readinessProbed(d) || o.containers.length === 0) return undefined;
+  let newest = Number.NEGATIVE_INFINITY;
+  for (const c of o.containers) {
+    if (c.state !== 'running' || c.startedBy === undefined) return undefined;
+    newest = Math.max(newest, c.startedBy);
+  }
+  return newest;
+}
+
 /**
  * Since when a Ready pod has held with the instances it has now, for apply's hold (READY_HOLD_MS):
  * a pod whose readiness is its containers running (no readiness or startup probe) has held since
@@ -147,8 +168,7 @@ export function instancesMark(status: V1Pod['status']): string {
  * than `now`: an engine clock ahead of this one only makes the hold longer.
  */
 export function heldSince(d: DesiredPod, status: V1Pod['status'], now: number): number {
-  const probed = [...(d.pod.spec.initContainers ?? []), ...d.pod.spec.containers].some((c) => c.readinessProbe || c.startupProbe);
-  if (probed) return now;
+  if (readinessProbed(d)) return now;
   let newest = Number.NEGATIVE_INFINITY;
   for (const c of [...(status.initContainerStatuses ?? []), ...(status.containerStatuses ?? [])]) {
     if (!c.state.running) continue;

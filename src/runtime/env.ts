@@ -91,3 +91,20 @@ export function resolveEnv(pod: Pod, c: Container, ctx: PodRuntimeContext): Map<
   }
   return vars;
 }
+
+/**
+ * Whether a new sandbox's IP must be known before its containers start: a container's env names
+ * `status.podIP(s)`, or a postStart hook reaches the pod over the network (an httpGet or
+ * tcpSocket with no host goes to the pod IP). The kubelet asks PodSandboxStatus after every
+ * RunPodSandbox (kuberuntime_manager.go SyncPod); for any other pod podrun asks when the IP is
+ * first wanted (probes, status), which spares a start one round trip (CRI: PodSandboxStatus;
+ * Docker: the sandbox's inspect).
+ */
+export function podIPNeededAtStart(pod: Pod): boolean {
+  if (pod.spec.hostNetwork) return false;
+  return [...(pod.spec.initContainers ?? []), ...pod.spec.containers].some((c) => {
+    if (c.env?.some((e) => /^status\.podIPs?$/.test(e.valueFrom?.fieldRef?.fieldPath ?? ''))) return true;
+    const hook = c.lifecycle?.postStart;
+    return hook !== undefined && !hook.exec && !hook.sleep;
+  });
+}

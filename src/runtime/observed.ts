@@ -18,6 +18,11 @@ export interface EngineContainer {
   created: number;
   /** Its IP on its network, when the engine's answer carried one (a list does; an event does not). */
   ip?: string;
+  /**
+   * Running: the latest time (ms, this machine's clock) its instance can have started, when the
+   * engine's list tells its uptime (Docker's "Up 5 minutes"). Gone with any news of it since.
+   */
+  startedBy?: number;
 }
 
 export type ContainerState = 'created' | 'running' | 'paused' | 'restarting' | 'exited' | 'removing' | 'dead';
@@ -41,6 +46,8 @@ export interface ObservedContainer {
   graceSeconds?: number;
   /** Its IP on its network, when the engine's answer carried one (a list does; an event does not). */
   ip?: string;
+  /** EngineContainer's: the latest its running instance can have started, by the list's uptime. */
+  startedBy?: number;
 }
 
 export interface ObservedPod {
@@ -97,6 +104,7 @@ export function groupObserved(list: readonly EngineContainer[]): ObservedPod[] {
       image: info.image,
     };
     if (info.ip) c.ip = info.ip;
+    if (info.startedBy !== undefined) c.startedBy = info.startedBy;
     const own = parseJson<Container>(l[LABEL.containerSpec]);
     if (own) c.spec = own;
     const grace = Number(l[LABEL.gracePeriod]);

@@ -127,4 +127,32 @@ spec:
     await pruneAfterApply(engine, new Set(pods.map((p) => p.uid)), seen);
     expect(Object.fromEntries(engine.calls)).toEqual({ list: 1, inspect: 3 });
   });
+
+  it('re-applies pods its list shows up for longer than the hold with that one list and no inspect; one up for less is read and held', async () => {
+    const { engine, driver } = setup();
+    engine.listsUptime = true;
+    const pods = ['l1', 'l2', 'l3'].map(onePod);
+    await driver.apply(planApply(pods, await engine.listPods()));
+    expect((await waitForPods(engine, pods, driver, { timeoutMs: 5_000, pollMs: 5, holdMs: 0 })).ok).toBe(true);
+    const reapply = async (holdMs: number): Promise<{ ok: boolean; calls: Record<string, number> }> => {
+      const again = new ApplyDriver(engine, 'set-1');
+      drivers.push(again);
+      engine.calls.clear();
+      const listed = await engine.listContainers();
+      await again.apply(planApply(pods, groupObserved(listed)), listed);
+      const seen = new Map<string, ObservedPod | undefined>();
+      const { ok } = await waitForPods(engine, pods, again, { timeoutMs: 5_000, pollMs: 5, holdMs, seen });
+      await pruneAfterApply(engine, new Set(pods.map((p) => p.uid)), seen);
+      return { ok, calls: Object.fromEntries(engine.calls) };
+    };
+    // Up "Less than a second" (0 s) proves a hold of 0 only.
+    expect(await reapply(0)).toEqual({ ok: true, calls: { list: 1 } });
+    // Just started (restarted in place, say): a hold the list cannot prove. Each container's start is
+    // read, as before, and the pods are held, looked at (listed) again until it is over.
+    for (const c of engine.containers.values()) if (c.state === 'running') c.startedAt = Date.now();
+    const held = await reapply(400);
+    expect(held.ok).toBe(true);
+    expect(held.calls.inspect).toBeGreaterThanOrEqual(3);
+    expect(held.calls.list).toBeGreaterThan(1);
+  });
 });

@@ -40,6 +40,8 @@ export class FakeEngine implements PodEngine {
   behaviour: (c: { pod: string; container: string }) => Behaviour = () => ({});
   /** Containers (and sandboxes) made with an engine restart policy (no agent: `apply` runs alone), by id. */
   readonly engineRestarting = new Set<string>();
+  /** Its list tells each running container's uptime, in whole seconds, as Docker's status text does (`startedBy`). */
+  listsUptime = false;
   /** Makes the engine refuse every call, as a dead engine would. */
   down = false;
   /** When set, every create waits for it first: an engine slow to answer. */
@@ -226,7 +228,14 @@ export class FakeEngine implements PodEngine {
   async listContainers(uid?: string): Promise<EngineContainer[]> {
     this.count('list');
     if (this.listHold) await this.listHold;
-    return [...this.containers.values()].filter((c) => !uid || c.labels[LABEL.podUid] === uid).map((c) => structuredClone(c));
+    const now = this.now();
+    return [...this.containers.values()]
+      .filter((c) => !uid || c.labels[LABEL.podUid] === uid)
+      .map((c) => {
+        const rec = structuredClone(c);
+        if (this.listsUptime && c.state === 'running' && c.startedAt !== undefined) rec.startedBy = now - Math.floor((now - c.startedAt) / 1000) * 1000;
+        return rec;
+      });
   }
 
   async listPods(uid?: string): Promise<ObservedPod[]> {

@@ -80,6 +80,20 @@ describe('PodCache', () => {
     expect(cache.pod(POD.uid)?.containers[0]).toMatchObject({ id: container, state: 'running', exitCode: undefined });
   });
 
+  it("keeps a list's uptime of a container only until news of it: a restart in place after the list starts it anew", async () => {
+    const { engine, cache } = setup();
+    engine.listsUptime = true;
+    await cache.start();
+    const { container } = await run(engine);
+    await cache.relist();
+    expect(cache.pod(POD.uid)?.containers[0]?.startedBy).toBeTypeOf('number');
+    engine.exit(container, 1);
+    engine.restartInPlace(container);
+    await tick();
+    expect(cache.pod(POD.uid)?.containers[0]).toMatchObject({ id: container, state: 'running' });
+    expect(cache.pod(POD.uid)?.containers[0]?.startedBy).toBeUndefined();
+  });
+
   it('sees what podrun made in a refresh even when no event came, and replaces everything on a relist', async () => {
     const { engine, cache } = setup();
     await cache.start();

@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { heldSince, instancesMark, stuckContainer, stuckText } from '../../src/reconcile/stuck.js';
+import { heldSince, heldSinceListed, instancesMark, stuckContainer, stuckText } from '../../src/reconcile/stuck.js';
 import type { V1ContainerStatus, V1Pod } from '../../src/status/v1.js';
 import { desired, observedFor } from '../fixtures/pods.js';
 
@@ -94,5 +94,44 @@ spec:
     expect(heldSince(POD(), status({ state: { running: {} } }), now)).toBe(now);
     expect(heldSince(POD(), running('2026-12-02T11:00:00Z'), now)).toBe(now);
     expect(heldSince(POD(), status({ state: { waiting: { reason: 'ContainerCreating' } } }), now)).toBe(now);
+  });
+});
+
+describe("heldSinceListed: the hold read from the engine's list alone (no inspect)", () => {
+  it("the latest start the list's uptimes allow, when every instance of the pod runs and told its uptime", () => {
+    const two = desired(`apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - {name: a, image: busybox:1.36}
+  - {name: b, image: busybox:1.36}
+`);
+    expect(heldSinceListed(two, observedFor(two, { a: { startedBy: 1_000 }, b: { startedBy: 5_000 } }))).toBe(5_000);
+  });
+
+  it('none for a readiness-probed pod, an uptime not told, an instance that ended or is restarting, or a pod with no container', () => {
+    const probed = desired(`apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  containers:
+  - {name: app, image: busybox:1.36, startupProbe: {tcpSocket: {port: 80}}}
+`);
+    expect(heldSinceListed(probed, observedFor(probed, { app: { startedBy: 1_000 } }))).toBeUndefined();
+    expect(heldSinceListed(POD(), observedFor(POD()))).toBeUndefined();
+    expect(heldSinceListed(POD(), observedFor(POD(), { app: { startedBy: 1_000, state: 'restarting' } }))).toBeUndefined();
+    const withDead = observedFor(POD(), { app: { startedBy: 1_000 } });
+    withDead.containers.push({ ...withDead.containers[0]!, id: 'dead', state: 'exited', exitCode: 1 });
+    expect(heldSinceListed(POD(), withDead)).toBeUndefined();
+    expect(heldSinceListed(POD(), { ...withDead, containers: [] })).toBeUndefined();
+    const inits = desired(`apiVersion: v1
+kind: Pod
+metadata: {name: p}
+spec:
+  initContainers: [{name: init, image: busybox:1.36}]
+  containers: [{name: app, image: busybox:1.36}]
+`);
+    expect(heldSinceListed(inits, observedFor(inits, { app: { startedBy: 1_000 } }))).toBeUndefined();
   });
 });

@@ -6,6 +6,7 @@ import {
   eventFromDocker,
   recordFromInspect,
   recordFromListed,
+  upAtLeastMs,
   readingFromDocker,
   statusFromInspect,
   type DockerStats,
@@ -86,6 +87,34 @@ describe('recordFromListed', () => {
       NetworkSettings: { Networks: { a: { IPAddress: '' }, b: { IPAddress: '10.0.0.9' } } },
     } as unknown as Docker.ContainerInfo);
     expect(r).toEqual({ id: 'x', name: 'n', image: 'i', labels: {}, state: 'restarting', created: 5, ip: '10.0.0.9' });
+  });
+});
+
+describe('upAtLeastMs: how long a running container has been up, at least, by the list', () => {
+  it("reads Docker's uptime text (go-units' HumanDuration) as a lower bound, a restart in place counting anew", () => {
+    expect(upAtLeastMs('Up Less than a second')).toBe(0);
+    expect(upAtLeastMs('Up 1 second')).toBe(1_000);
+    expect(upAtLeastMs('Up 42 seconds (healthy)')).toBe(42_000);
+    expect(upAtLeastMs('Up About a minute')).toBe(60_000);
+    expect(upAtLeastMs('Up 59 minutes')).toBe(3_540_000);
+    expect(upAtLeastMs('Up About an hour')).toBe(3_600_000);
+    // Hours are rounded to the nearest, days and longer counted from those: half an hour less.
+    expect(upAtLeastMs('Up 2 hours')).toBe(5_400_000);
+    expect(upAtLeastMs('Up 3 days (unhealthy)')).toBe((3 * 86_400 - 1_800) * 1000);
+    expect(upAtLeastMs('Up 2 years')).toBe((2 * 31_536_000 - 1_800) * 1000);
+  });
+
+  it('none for any other text', () => {
+    for (const t of ['Up', 'Up 5 parsecs', 'Restarting (1) 2 seconds ago', 'Exited (0) 5 seconds ago', 'Created', 'running', undefined])
+      expect(upAtLeastMs(t)).toBeUndefined();
+  });
+
+  it("a running list entry carries the latest its instance can have started, counted to the answer's arrival; a paused one none", () => {
+    const entry = (State: string, Status: string) =>
+      ({ Id: 'x', Names: ['/n'], Image: 'i', Created: 5, Labels: {}, State, Status }) as unknown as Docker.ContainerInfo;
+    expect(recordFromListed(entry('running', 'Up 5 seconds'), 100_000).startedBy).toBe(95_000);
+    expect(recordFromListed(entry('paused', 'Up 5 seconds (Paused)'), 100_000).startedBy).toBeUndefined();
+    expect(recordFromListed(entry('running', 'Up'), 100_000)).not.toHaveProperty('startedBy');
   });
 });
 

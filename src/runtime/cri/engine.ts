@@ -29,7 +29,7 @@ import { endCriExec } from './exec-end.js';
 import { ExecStreamError } from './exec-stream-error.js';
 import { criEngineFacts, criExecAttached, criExec, prepareCriVolumes, removeCriPodVolumes, pinCriMounts } from './engine-parts.js';
 import { CriRuntimeView } from './engine-view.js';
-import { podIPNeededAtStart } from './sandbox-lookups.js';
+import { podIPNeededAtStart } from '../env.js';
 
 export { DEFAULT_POD_LOGS_DIR, type CriEngineOptions } from './engine-view.js';
 

@@ -1,4 +1,3 @@
-import type { Pod } from '../../manifest/types.js';
 import type { EngineContainer } from '../observed.js';
 import type { CriClient } from './client.js';
 import { isCriNotFound } from './engine-errors.js';
@@ -6,22 +5,6 @@ import { recordFromSandbox, recordFromStatus } from './records.js';
 
 // The CRI engine's lookups of sandboxes, made with what it already knows, so that a pod's start
 // and the look after it each cost one round trip to the runtime and not two in a row.
-
-/**
- * Whether a new sandbox's IP must be known before its containers start: a container's env names
- * `status.podIP(s)`, or a postStart hook reaches the pod over the network (an httpGet or
- * tcpSocket with no host goes to the pod IP). The kubelet asks PodSandboxStatus after every
- * RunPodSandbox (kuberuntime_manager.go SyncPod); for any other pod podrun asks when the IP is
- * first wanted (probes, status), which spares a start one round trip.
- */
-export function podIPNeededAtStart(pod: Pod): boolean {
-  if (pod.spec.hostNetwork) return false;
-  return [...(pod.spec.initContainers ?? []), ...pod.spec.containers].some((c) => {
-    if (c.env?.some((e) => /^status\.podIPs?$/.test(e.valueFrom?.fieldRef?.fieldPath ?? ''))) return true;
-    const hook = c.lifecycle?.postStart;
-    return hook !== undefined && !hook.exec && !hook.sleep;
-  });
-}
 
 /**
  * A container or sandbox by id as a record, or undefined when the runtime has neither. The CRI

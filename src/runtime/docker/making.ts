@@ -25,6 +25,7 @@ import {
   type VolumeBacking,
 } from './spec.js';
 import { podDns } from '../dns.js';
+import { podIPNeededAtStart } from '../env.js';
 import type { SlotRequest } from '../slots.js';
 import { pinMount } from '../safe-mount.js';
 import { prepareTerminationLog, prepareVolumes, stagingPath, terminationLogPath, writeHostNetworkHosts } from '../volumes.js';
@@ -116,7 +117,8 @@ export class PodMaker {
       )
       .catch(refused);
     await this.p.work(`start sandbox for ${id.namespace}/${id.name}`, () => container.start(), slot).catch(refused);
-    return this.sandboxInfo(container.id, pod);
+    // The IP is asked now only if a start needs it (an env var, a postStart hook); else on first use.
+    return podIPNeededAtStart(pod) ? this.sandboxInfo(container.id, pod) : { id: container.id, ip: pod.spec.hostNetwork ? this.p.hostIP() : '' };
   }
 
   async sandboxInfo(id: string, pod: Pod): Promise<SandboxInfo> {

@@ -37,10 +37,33 @@ function ipOf(networks: Record<string, { IPAddress?: string }> | undefined): str
   return Object.values(networks ?? {}).find((n) => n.IPAddress)?.IPAddress || undefined;
 }
 
-/** A list entry as podrun's record. */
-export function recordFromListed(info: Docker.ContainerInfo): EngineContainer {
+/** Seconds in each unit of Docker's uptime text (go-units' HumanDuration). */
+const UNIT_S: Readonly<Record<string, number>> = { second: 1, minute: 60, hour: 3600, day: 86_400, week: 604_800, month: 2_592_000, year: 31_536_000 };
+
+/**
+ * How long a running container has been up at least, in ms, by its list entry's status text
+ * ("Up 5 seconds", "Up About a minute (healthy)", "Up Less than a second"), which Docker writes
+ * from its instance's start (a restart in place starts it anew), on its own clock. Undefined for
+ * any other text. Seconds and minutes are rounded down; hours are rounded to the nearest, and days
+ * and longer counted from those, so from an hour on, half an hour less (and never under an hour).
+ */
+export function upAtLeastMs(status: string | undefined): number | undefined {
+  const m = /^Up (Less than a second|About a minute|About an hour|(\d+) (second|minute|hour|day|week|month|year)s?)(?: \(|$)/.exec(status ?? '');
+  if (!m) return undefined;
+  if (m[1] === 'Less than a second') return 0;
+  if (m[1] === 'About a minute') return 60_000;
+  if (m[1] === 'About an hour') return 3_600_000;
+  const n = Number(m[2]);
+  const unit = UNIT_S[m[3] ?? ''] ?? 0;
+  const s = unit < 3600 ? n * unit : Math.max(3600, n * unit - 1800);
+  return s * 1000;
+}
+
+/** A list entry as podrun's record; `now`: when the answer came (its uptime counts to then at most). */
+export function recordFromListed(info: Docker.ContainerInfo, now = Date.now()): EngineContainer {
   const exitCode = exitCodeOf(info.Status);
   const ip = ipOf(info.NetworkSettings?.Networks);
+  const up = info.State === 'running' ? upAtLeastMs(info.Status) : undefined;
   return {
     id: info.Id,
     name: (info.Names?.[0] ?? '').replace(/^\//, ''),
@@ -50,6 +73,7 @@ export function recordFromListed(info: Docker.ContainerInfo): EngineContainer {
     ...(exitCode !== undefined ? { exitCode } : {}),
     created: info.Created,
     ...(ip ? { ip } : {}),
+    ...(up !== undefined ? { startedBy: now - up } : {}),
   };
 }
 

@@ -181,7 +181,8 @@ export class PodRuntime implements PodEngine {
   async listContainers(uid?: string): Promise<EngineContainer[]> {
     const label = [`${LABEL.instance}=${this.instance}`, ...(uid ? [`${LABEL.podUid}=${uid}`] : [`${LABEL.managedBy}=${MANAGED_BY}`])];
     const list = await this.work('list containers', () => this.calls.list(label), uid ? { urgent: true } : {});
-    return list.map(recordFromListed);
+    const now = Date.now();
+    return list.map((info) => recordFromListed(info, now));
   }
 
   /**
