@@ -46,9 +46,10 @@ export class ApplyDriver implements PodLooker {
   /**
    * The plan carried out once: a turn of each pod's worker, and the deletions of a prune, all at
    * once. Errors stay per pod. `listed`: the engine's list the plan was made from, taken as the
-   * cache's (a list costs the engine O(every container it holds)).
+   * cache's (a list costs the engine O(every container it holds)). `lookAfter: false` when no wait
+   * follows (`apply --no-wait`): no turn looks at its pod after its actions (a round trip a pod).
    */
-  async apply(plans: PodPlan[], listed?: readonly EngineContainer[]): Promise<PodOutcome[]> {
+  async apply(plans: PodPlan[], listed?: readonly EngineContainer[], o: { lookAfter?: boolean } = {}): Promise<PodOutcome[]> {
     await this.cache.relist(listed);
     const outcomes = await Promise.all(
       plans.map(async (p): Promise<PodOutcome> => {
@@ -58,7 +59,7 @@ export class ApplyDriver implements PodLooker {
             return { key: p.key };
           }
           if (!p.desired) return { key: p.key };
-          const { failed } = await this.worker.turn(p.desired);
+          const { failed } = await this.worker.turn(p.desired, undefined, o);
           if (failed) throw failed;
           return { key: p.key };
         } catch (err) {

@@ -224,9 +224,11 @@ export class PodSupervisor {
    * restarts itself), decide (the plan, then the back-off gate: pure), execute (sync.ts), record
    * (back-off, waiting reasons, pruning, probes, the record trimmed). `signal` is aborted when the
    * pod is to be deleted: the turn then makes nothing more and ends, for the deletion to follow.
-   * `failed`: the step failure this turn recorded (for `apply`, which reports it).
+   * `failed`: the step failure this turn recorded (for `apply`, which reports it). `lookAfter:
+   * false` (`apply --no-wait`, which exits next): no look at the pod after its actions, so no
+   * pruning or probes either; what it made is the engine's to keep.
    */
-  async turn(d: DesiredPod, signal?: AbortSignal): Promise<{ again?: number; failed?: Error }> {
+  async turn(d: DesiredPod, signal?: AbortSignal, how: { lookAfter?: boolean } = {}): Promise<{ again?: number; failed?: Error }> {
     const seen = await this.gather(d);
     if (!seen.r) return { again: seen.again };
     const { r, o } = seen;
@@ -274,9 +276,10 @@ export class PodSupervisor {
       }
     } finally {
       if (r.inProgress === sync) delete r.inProgress;
-      await this.refresh(d.uid);
+      if (how.lookAfter !== false) await this.refresh(d.uid);
     }
     if (sync.aborted) return {};
+    if (how.lookAfter === false) return failed ? { failed } : {};
     const after = this.cache.pod(d.uid);
     if (after) {
       // Prune right after a death, as the kubelet does: the sweep is only the safety net.

@@ -105,7 +105,7 @@ async function applyAlone(
   g: GlobalOptions,
   io: Io,
 ): Promise<number> {
-  const outcomes = await driver.apply(plans, listed);
+  const outcomes = await driver.apply(plans, listed, { lookAfter: o.wait });
   const failures = outcomes.filter((x) => x.error);
   const at = new Date().toISOString();
   for (const [i, p] of plans.entries()) {
