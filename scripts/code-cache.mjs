@@ -8,6 +8,7 @@ import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { createRequire } from 'node:module';
+import { criStandIn } from './cri-stand-in.mjs';
 
 const scripts = new Map();
 globalThis[Symbol.for('podrun.code-cache.warm-up')] = scripts;
@@ -20,6 +21,14 @@ const io = { out: () => undefined, err: () => undefined, stdout: sink(), stderr:
 const state = mkdtempSync(join(tmpdir(), 'podrun-code-cache-'));
 const nowhere = `unix://${join(state, 'no-engine.sock')}`;
 const nowhereCri = `unix://${join(state, 'no-runtime.sock')}`;
+// A CRI apply of a new pod to its end, against a stand-in runtime (scripts/cri-stand-in.mjs).
+const standInSocket = join(state, 'stand-in.sock');
+const stopStandIn = await criStandIn(standInSocket);
+const standInPod = join(state, 'warm-up-pod.yaml');
+writeFileSync(
+  standInPod,
+  'apiVersion: v1\nkind: Pod\nmetadata: {name: warm-up, namespace: warm-up}\nspec:\n  containers:\n  - {name: c0, image: warm-up:1, command: [sh, -c, exec sleep 3600]}\n',
+);
 const runs = [
   ['version', '--client'],
   ['version'],
@@ -40,8 +49,21 @@ try {
       ['apply', '--dry-run', 'manifests'],
     ])
       await main(['node', 'podrun', '--state-dir', state, '--container-runtime-endpoint', nowhereCri, '--node-ip', '127.0.0.1', ...args], io);
+    const cri = [
+      '--state-dir',
+      state,
+      '--container-runtime-endpoint',
+      `unix://${standInSocket}`,
+      '--pod-logs-dir',
+      join(state, 'pod-logs'),
+      '--node-ip',
+      '127.0.0.1',
+    ];
+    if ((await main(['node', 'podrun', ...cri, 'apply', '--no-wait', standInPod], io)) !== 0)
+      throw new Error('the warm-up apply on the stand-in CRI runtime failed');
   }
 } finally {
+  stopStandIn();
   rmSync(state, { recursive: true, force: true });
 }
 for (const name of ['podrun', 'commander', 'js-yaml', 'dockerode', 'pod-validator']) {

@@ -37,7 +37,7 @@ describe('what podrun ships and loads', () => {
   it('runs the CLI as one CommonJS file whose V8 code cache, written at build, V8 takes', () => {
     const dir = join(REPO, 'dist/bundle');
     const { runCachedScript } = createRequire(import.meta.url)(join(dir, 'cached-script.cjs')) as typeof import('../../src/base/cached-script.js');
-    for (const name of ['podrun', 'commander', 'js-yaml', 'dockerode', 'pod-validator']) {
+    for (const name of ['podrun', 'commander', 'js-yaml', 'dockerode', 'pod-validator', 'grpc-grpc-js']) {
       const loaded = runCachedScript(dir, name);
       expect(loaded.cacheRejected, name).toBe(false);
     }
