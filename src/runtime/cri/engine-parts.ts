@@ -76,16 +76,29 @@ const MAX_EXEC_OUTPUT = 10 * 1024;
 export const EXEC_SYNC_MARGIN_MS = 5000;
 
 /**
- * A probe's or hook's command through ExecSync. The runtime ends it at the timeout (whole
- * seconds, at least 1, as the kubelet rounds), but containerd 1.6 kills the exec's process alone
+ * Seconds the runtime's own timeout for an ExecSync runs past podrun's. containerd kills the exec's
+ * process at its timeout, and a child the command left is then an orphan of the container with
+ * nothing to tell it by: podrun's kill must come first, while the exec's process is there to be found.
+ * With the same deadline on both sides the runtime won under load, and a probe's `yes` outlived it.
+ */
+export const RUNTIME_EXEC_SLACK_S = 2;
+
+/** The timeout to hand the runtime for an exec podrun times out itself at `timeoutMs`. */
+export function runtimeExecTimeoutS(timeoutMs: number): number {
+  return Math.max(1, Math.ceil(timeoutMs / 1000)) + RUNTIME_EXEC_SLACK_S;
+}
+
+/**
+ * A probe's or hook's command through ExecSync. The runtime would end it at the timeout (whole
+ * seconds, at least 1, as the kubelet rounds; podrun gives it RUNTIME_EXEC_SLACK_S more), but containerd 1.6 kills the exec's process alone
  * and then waits for its output pipes to close: a child that the command left holds them, and the
  * call would answer only at its deadline (measured: 118 s for a 1 s timeout). So podrun keeps the
  * timeout itself, as on Docker: at the timeout, or when the caller gives up (the pod is going), it
  * kills the exec's processes from the runtime's /proc (exec-end.ts) and answers 'timeout' without
  * waiting for the call, whose own deadline is the timeout plus a short margin. Its timer starts
- * before the runtime's (which starts with the process), so the exec's process is still there to
- * be found (by its command, or as the only exec process since: the command may have replaced
- * itself with another program).
+ * before the runtime's and ends seconds before it, so the exec's process is still there to be
+ * found (by its command, or as the only exec process since: the command may have replaced itself
+ * with another program).
  */
 export async function criExec(
   client: CriClient,
@@ -98,7 +111,7 @@ export async function criExec(
   // Given up already: no exec is started that nobody would wait for (nor could find to kill yet).
   if (signal?.aborted) return 'timeout';
   const since = view.now();
-  const call = client.execSync(containerId, command, Math.max(1, Math.ceil(timeoutMs / 1000)), EXEC_SYNC_MARGIN_MS);
+  const call = client.execSync(containerId, command, runtimeExecTimeoutS(timeoutMs), EXEC_SYNC_MARGIN_MS);
   call.catch(() => undefined);
   let timer: NodeJS.Timeout | undefined;
   let onAbort: (() => void) | undefined;
