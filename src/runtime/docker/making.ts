@@ -118,7 +118,8 @@ export class PodMaker {
       .catch(refused);
     await this.p.work(`start sandbox for ${id.namespace}/${id.name}`, () => container.start(), slot).catch(refused);
     // The IP is asked now only if a start needs it (an env var, a postStart hook); else on first use.
-    return podIPNeededAtStart(pod) ? this.sandboxInfo(container.id, pod) : { id: container.id, ip: pod.spec.hostNetwork ? this.p.hostIP() : '' };
+    // sandboxInfo asks the engine nothing on the host network.
+    return podIPNeededAtStart(pod) || pod.spec.hostNetwork ? this.sandboxInfo(container.id, pod) : { id: container.id, ip: '' };
   }
 
   async sandboxInfo(id: string, pod: Pod): Promise<SandboxInfo> {
