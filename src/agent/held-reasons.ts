@@ -18,9 +18,12 @@ export function noteHeld(
     const before = r.waiting.get(h.name);
     if (h.reason === 'ImagePullBackOff') {
       const image = specOf(d.pod, h.name)?.image ?? '';
-      if (before?.reason !== 'ImagePullBackOff') backOff('Normal', `Back-off pulling image "${image}"`, h.name);
+      // A later turn in the same stretch (another event, a refresh) keeps the message it has: it
+      // alone still holds the failed attempt's own answer, which only the first turn saw.
+      if (before?.reason === 'ImagePullBackOff') continue;
+      backOff('Normal', `Back-off pulling image "${image}"`, h.name);
       // The failed attempt's own message (the registry's answer) stays readable behind it.
-      const why = before && before.reason !== 'ImagePullBackOff' ? `: ${before.message}` : '';
+      const why = before ? `: ${before.message}` : '';
       r.waiting.set(h.name, { reason: 'ImagePullBackOff', message: `Back-off pulling image "${image}"${why}` });
       continue;
     }
