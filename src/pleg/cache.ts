@@ -144,6 +144,12 @@ export class PodCache {
     if (!rec) {
       rec = { id: e.id, name: e.name ?? '', image: e.image ?? '', labels: { ...e.labels }, state: 'created', created: Math.floor(e.timeMs / 1000) };
       this.records.set(e.id, rec);
+    } else if (e.kind === 'created') {
+      // A create is the first thing that happens to a container: one already known was seen at it
+      // or later (the worker's own look after it started it, before a slow stream or the CRI
+      // relist told the create). Taken as news it showed a running instance "never started", and
+      // the worker replaced it under the same attempt, its log file shared with the next.
+      return undefined;
     }
     // The list's uptime is of the instance it saw: any news since (a restart in place) and it is not known.
     delete rec.startedBy;

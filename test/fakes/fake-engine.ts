@@ -120,8 +120,28 @@ export class FakeEngine implements PodEngine {
       ...(kind === 'exited' ? { exitCode: c.exitCode ?? 0 } : {}),
       timeMs: this.now(),
     };
-    for (const w of [...this.watchers]) w.onEvent(e);
+    if (this.held) this.held.push(e);
+    else for (const w of [...this.watchers]) w.onEvent(e);
     for (const fn of this.activity) fn();
+  }
+
+  private held: EngineEvent[] | undefined;
+
+  /**
+   * Events are kept back until the returned function tells them, in order: an event stream (or the
+   * CRI relist that stands in for one) that is slower than podrun's own look at what it made.
+   * `after` runs after each event is told.
+   */
+  holdEvents(): (after?: () => void) => void {
+    this.held = [];
+    return (after) => {
+      const late = this.held ?? [];
+      this.held = undefined;
+      for (const e of late) {
+        for (const w of [...this.watchers]) w.onEvent(e);
+        after?.();
+      }
+    };
   }
 
   /** `byPodrun`: podrun's own create, told to its listeners as the runtime tells them (not someone else's). */

@@ -114,6 +114,24 @@ describe('PodCache', () => {
     expect(cache.stateSize()).toEqual({ cacheRecords: 0, cacheViews: 0, cacheByPod: 0, cacheFinished: 0 });
   });
 
+  it('takes a late create of a container it already saw started for what it is: old news, the container stays as last seen', async () => {
+    const { engine, cache } = setup();
+    await cache.start();
+    // The CRI relist saw the new instance between its create and start, and tells that after the
+    // worker's own look read it running: a worker woken then must not see it "never started".
+    const release = engine.holdEvents();
+    const made: string[] = [];
+    engine.onCreated((_uid, id) => made.push(id));
+    const { container } = await run(engine);
+    await cache.refreshPod(POD.uid, made);
+    expect(cache.pod(POD.uid)?.containers[0]).toMatchObject({ id: container, state: 'running' });
+    const seen: string[] = [];
+    const stateOf = (): string => cache.pod(POD.uid)?.containers.find((c) => c.id === container)?.state ?? 'gone';
+    release(() => seen.push(stateOf()));
+    expect(stateOf()).toBe('running');
+    expect([...new Set(seen)]).toEqual(['running']);
+  });
+
   it('reconnects after the engine went away, and lists again what changed meanwhile', async () => {
     const { engine } = setup();
     let connects = 0;
