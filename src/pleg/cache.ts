@@ -20,10 +20,8 @@ export interface PodCacheOptions {
   clock?: () => number;
 }
 
-interface Recent {
-  seq: number;
-  event: EngineEvent;
-}
+/** What the cache learned, in order: an engine event, or its own look at one container (undefined: gone). */
+type Recent = { seq: number; event: EngineEvent } | { seq: number; looked: string; info: EngineContainer | undefined };
 
 const RECENT_LIMIT = 2000;
 
@@ -114,8 +112,7 @@ export class PodCache {
   }
 
   private onEvent(e: EngineEvent): void {
-    this.recent.push({ seq: ++this.seq, event: e });
-    if (this.recent.length > RECENT_LIMIT) this.recent.splice(0, this.recent.length - RECENT_LIMIT);
+    this.remember({ seq: ++this.seq, event: e });
     const uid = this.apply(e);
     if (uid) {
       const a = e.labels;
@@ -129,6 +126,11 @@ export class PodCache {
       );
       this.onPodChange(uid);
     }
+  }
+
+  private remember(r: Recent): void {
+    this.recent.push(r);
+    if (this.recent.length > RECENT_LIMIT) this.recent.splice(0, this.recent.length - RECENT_LIMIT);
   }
 
   /** Folds one event into the records; returns the pod it concerns. */
@@ -184,7 +186,15 @@ export class PodCache {
       this.records.set(info.id, info);
       touched.add(info.labels[LABEL.podUid] ?? '');
     }
-    for (const r of this.recent) if (r.seq > startSeq) this.apply(r.event);
+    for (const r of this.recent) {
+      if (r.seq <= startSeq) continue;
+      if ('event' in r) this.apply(r.event);
+      // A look since the list began: one that found a container gone stands; one that found a
+      // container the list lacks was made after the list was read (seen missing, a worker would
+      // make it again). One the list holds keeps the list's word, as fresh as the look's.
+      else if (!r.info) this.records.delete(r.looked);
+      else if (!this.records.get(r.looked)) this.records.set(r.looked, r.info);
+    }
     // A container destroyed while the event stream was down never sends its 'removed': the list is
     // the word on what exists, and a finish time of a container that does not is dropped with it.
     for (const id of this.finished.keys()) if (!this.records.get(id)) this.finished.delete(id);
@@ -241,8 +251,10 @@ export class PodCache {
       }
     }
     for (const r of this.recent) {
-      if (r.seq > startSeq && r.event.labels[LABEL.podUid] === uid) this.apply(r.event);
+      if (r.seq > startSeq && 'event' in r && r.event.labels[LABEL.podUid] === uid) this.apply(r.event);
     }
+    // Kept in order with the events, for a relist whose list was read before this look.
+    for (const [id, info] of seen) this.remember({ seq: ++this.seq, looked: id, info });
   }
 
   pod(uid: string): ObservedPod | undefined {

@@ -48,6 +48,8 @@ export class FakeEngine implements PodEngine {
   hold: Promise<void> | undefined;
   /** When set, every list waits for it first: a relist that takes long (an engine holding many dead containers). */
   listHold: Promise<void> | undefined;
+  /** When set, a list is read at once but answered only once it resolves: a list in flight while podrun acts. */
+  listAnswerHold: Promise<void> | undefined;
   /** When set, the engine refuses to create a container of this name (a bad mount, a missing binary): CreateContainerError. */
   refuseCreate: (c: { pod: string; container: string; image: string }) => string | undefined = () => undefined;
   /** The event stream is cut and cannot be followed again until `restoreEvents` (an engine whose events API hangs). */
@@ -249,13 +251,15 @@ export class FakeEngine implements PodEngine {
     this.count('list');
     if (this.listHold) await this.listHold;
     const now = this.now();
-    return [...this.containers.values()]
+    const list = [...this.containers.values()]
       .filter((c) => !uid || c.labels[LABEL.podUid] === uid)
       .map((c) => {
         const rec = structuredClone(c);
         if (this.listsUptime && c.state === 'running' && c.startedAt !== undefined) rec.startedBy = now - Math.floor((now - c.startedAt) / 1000) * 1000;
         return rec;
       });
+    if (this.listAnswerHold) await this.listAnswerHold;
+    return list;
   }
 
   async listPods(uid?: string): Promise<ObservedPod[]> {

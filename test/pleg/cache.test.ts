@@ -132,6 +132,34 @@ describe('PodCache', () => {
     expect([...new Set(seen)]).toEqual(['running']);
   });
 
+  it('keeps what its own look saw made while a relist was in flight: the older list does not take it away', async () => {
+    const { engine, cache } = setup();
+    await cache.start();
+    // The periodic relist reads the engine, then podrun makes an instance and looks at it, then the
+    // relist's answer lands; the runtime's word of the new instance comes later still (the CRI relist).
+    const release = engine.holdEvents();
+    let answer: () => void = () => undefined;
+    engine.listAnswerHold = new Promise<void>((r) => (answer = r));
+    const relisting = cache.relist();
+    await tick();
+    engine.listAnswerHold = undefined;
+    const made: string[] = [];
+    engine.onCreated((_uid, id) => made.push(id));
+    const { container } = await run(engine);
+    await cache.refreshPod(POD.uid, made);
+    answer();
+    await relisting;
+    // Seen missing, a worker would make the container again: two instances of one.
+    expect(cache.pod(POD.uid)?.containers.map((c) => [c.id, c.state])).toEqual([[container, 'running']]);
+    expect(cache.pod(POD.uid)?.sandboxes).toHaveLength(1);
+    release();
+    expect(cache.pod(POD.uid)?.containers.map((c) => [c.id, c.state])).toEqual([[container, 'running']]);
+    // What the engine removed meanwhile goes on the next relist as before.
+    await engine.removeContainer(container);
+    await cache.relist();
+    expect(cache.pod(POD.uid)?.containers ?? []).toEqual([]);
+  });
+
   it('reconnects after the engine went away, and lists again what changed meanwhile', async () => {
     const { engine } = setup();
     let connects = 0;
