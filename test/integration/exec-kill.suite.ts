@@ -174,7 +174,13 @@ export function execKillSuite(bed: EngineBed): void {
       // `podrun exec ... | head -1`: the reader went away.
       const piped = bed.spawnBin(['exec', '-n', ns, name, '-c', 'quiet', '--', 'sh', '-c', 'while :; do echo 1004; sleep 0.1; done']);
       await new Promise<void>((r) => piped.stdout.once('data', () => r()));
-      expect(matching(await top(id), 'sh -c while :; do echo 1004; sleep 0.1; done')).toHaveLength(1);
+      // One session: read until the loop's shell is alone, since for the instant between a fork and
+      // its exec the child of each `sleep 0.1` shows the shell's own command line.
+      await until(
+        'one piped session',
+        async () => (matching(await top(id), 'sh -c while :; do echo 1004; sleep 0.1; done').length === 1 ? true : undefined),
+        5_000,
+      );
       piped.stdout.destroy();
       await until(
         'the piped exec to be killed',
