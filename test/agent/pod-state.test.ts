@@ -9,11 +9,17 @@ import { LABEL } from '../../src/runtime/labels.js';
 import { FakeEngine } from '../fakes/fake-engine.js';
 import { MemorySource } from '../fakes/memory-source.js';
 
-// The agent over years, on the in-memory engine: one pod crash-looping for 10,000 restarts, 1,000
-// pods added and removed, one pod updated 10,000 times, 10,000 questions about pods that do not
+// The agent over years, on the in-memory engine: one pod crash-looping for 1,000 restarts, 200
+// pods added and removed, one pod updated 1,000 times, 10,000 questions about pods that do not
 // exist, 1,000 destroys the event stream never told, 1,000 images pulled and collected. What the
 // agent keeps per pod, container and image (`Agent.podState()` counts every such map) stays
 // bounded while a pod lives, comes back to what it was, and is nothing once the pod is gone.
+//
+// The counts are what a leak needs to show, not years: every check is exact (the same size, or
+// nothing), so one entry kept per restart, pod or version shows as hundreds, and a ring or cap that
+// should hold is passed many times over (the events' 100 by 1,000 restarts). The loops are CPU on
+// the fake engine: 10,000 updates, 10,000 restarts and 1,000 pods cost ~170 s of the suite's run
+// and slowed every file beside them, for nothing more proven.
 
 const POD = (name: string, more = ''): string => `apiVersion: v1
 kind: Pod
@@ -82,15 +88,15 @@ const starts = (engine: FakeEngine): number =>
   [...engine.containers.values()].filter((c) => c.labels[LABEL.containerName] === 'c').reduce((n, c) => Math.max(n, Number(c.labels[LABEL.restartCount])), 0);
 
 describe("the agent's state per pod", () => {
-  it('stays bounded through 10,000 crash/restart cycles of one pod, and is nothing once the pod is gone', { timeout: 120_000 }, async () => {
+  it('stays bounded through 1,000 crash/restart cycles of one pod, and is nothing once the pod is gone', { timeout: 120_000 }, async () => {
     const { agent, engine, source } = await agentOnFake();
     engine.behaviour = ({ container }) => (container === 'c' ? { exitCode: 1 } : {});
     source.declare(POD('crashy'));
     await until('a few restarts', () => starts(engine) >= 100);
     const early = agent.podState();
-    await until('10,000 restarts', () => starts(engine) >= 10_000, 110_000);
+    await until('1,000 restarts', () => starts(engine) >= 1_000, 110_000);
     const late = agent.podState();
-    // The same size after 100 restarts and after 10,000: nothing grows with the instances.
+    // The same size after 100 restarts and after 1,000: nothing grows with the instances.
     expect(total(late)).toBeLessThanOrEqual(total(early) + 2);
     expect(late.records).toBeLessThanOrEqual(8);
     expect(late.cacheRecords).toBeLessThanOrEqual(4);
@@ -105,9 +111,9 @@ describe("the agent's state per pod", () => {
     expect(agent.podState()).toEqual(Object.fromEntries(Object.keys(late).map((k) => [k, 0])));
   });
 
-  it('is nothing after 1,000 pods were added and removed', { timeout: 120_000 }, async () => {
+  it('is nothing after 200 pods were added and removed', { timeout: 120_000 }, async () => {
     const { agent, engine, source } = await agentOnFake();
-    for (let i = 0; i < 1000; i++) {
+    for (let i = 0; i < 200; i++) {
       source.declare(PROBED(`p${i}`));
       await until(`pod p${i} to run`, () =>
         [...engine.containers.values()].some((c) => c.state === 'running' && c.labels[LABEL.podName] === `p${i}` && c.labels[LABEL.containerName] === 'c'),
@@ -147,17 +153,18 @@ function version(base: DesiredPod, i: number, image: string): DesiredPod {
   return { ...base, pod };
 }
 
-// Issue 31's 10,000 updates, each a new spec. Every tenth version crashes once, is refused by the
+// Issue 31's updates, each a new spec (1,000 here; issue 31 asked 10,000, which cost ~100 s of CPU
+// and proves no more: the check is exact). Every tenth version crashes once, is refused by the
 // engine, or fails its pull (each leaves back-off keyed by its spec hash or image), and its status is
-// asked every tenth (the inspect details kept): a leak of one entry per such version shows as 1,000.
-const UPDATES = 10_000;
+// asked every tenth (the inspect details kept): a leak of one entry per such version shows as 100.
+const UPDATES = 1_000;
 
 const called = (engine: FakeEngine, what: string): number => engine.calls.get(what) ?? 0;
 const running = (engine: FakeEngine, pod: string): boolean =>
   [...engine.containers.values()].some((c) => c.state === 'running' && c.labels[LABEL.podName] === pod && c.labels[LABEL.containerName] === 'c');
 
 describe("the agent's state comes back to what it was", () => {
-  it('after 10,000 updates of one pod, some crashing, refused by the engine or failing their pull once', { timeout: 300_000 }, async () => {
+  it('after 1,000 updates of one pod, some crashing, refused by the engine or failing their pull once', { timeout: 120_000 }, async () => {
     const { agent, engine, source } = await agentOnFake();
     const base = loadManifestText({ file: 'updated.yaml', source: source.origin, text: UPDATED }).pods[0]!;
     let crashing = false;

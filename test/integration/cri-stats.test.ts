@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { AgentProcess } from './agent-helpers.js';
 import { CriEngine } from '../../src/runtime/cri/engine.js';
+import { ContainerState } from '../../src/runtime/cri/messages.js';
 import { LABEL } from '../../src/runtime/labels.js';
 import { CRI_PAUSE_IMAGE, criTestBed } from './cri-engine.js';
 import { agentGetText, busyPodYaml, unique, until } from './helpers.js';
@@ -32,9 +33,22 @@ describe('readings on containerd (CRI)', () => {
     mkdirSync(dir, { recursive: true });
     writeFileSync(join(dir, 'pod.yaml'), busyPodYaml(name, ns));
     const env = { ...NO_DOCKER, PODRUN_CONTAINER_RUNTIME_ENDPOINT: ctrd.endpoint, PODRUN_POD_LOGS_DIR: podLogs };
-    const agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir], env);
+    // Readings every second (the documented knob; the default is cAdvisor's 10 s): a rate needs two
+    // readings, and the hog's must come from a window after its fill; what is read, and how, is the
+    // same at any period.
+    const agent = new AgentProcess(world.stateDir, ['--manifest-dir', dir, '--housekeeping-interval', '1s'], env);
     try {
       await agent.started();
+      // Readings start at the first request, and their disk pass (every 60 s) reads what runs then:
+      // asked while the pod was half started, the burner's rootfs came a minute later (75 s in a full run).
+      await until(
+        'both containers running',
+        async () =>
+          (await ctrd.client.listContainers({ labelSelector: { [LABEL.podName]: name }, state: { state: ContainerState.RUNNING } })).length === 2
+            ? true
+            : undefined,
+        90_000,
+      );
       const summary = await until(
         "a CPU rate and the hog's memory in /stats/summary",
         async () => {

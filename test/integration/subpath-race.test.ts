@@ -11,7 +11,12 @@ import { MountRefused, openSubPath, removeTree } from '../../src/runtime/safe-mo
 // with what a container that can write the volume can do: swap a directory inside the volume for
 // a symlink to a host directory and back, as fast as it can, while podrun works below it.
 
-const RACE_MS = 60_000;
+// How long each race runs. Against a walk that follows the symlink, a mkdir by path after the walk
+// (a microsecond window), or a removal that opens a swapped-in symlink, each race failed within 3 s
+// under load, at its first look: 10 s and 5 s keep a margin, where 60 s and 20 s held both cores
+// (podrun's loop and the racer) for 80 s of the suite.
+const RACE_MS = 10_000;
+const REMOVAL_RACE_MS = 5_000;
 
 let root: string | undefined;
 let racer: ChildProcess | undefined;
@@ -126,7 +131,7 @@ describe('a volume writer racing podrun', () => {
     const race = startRacer(join(tree, 'vol'), 'a', hold, outside);
     let removed = 0;
     let failed = 0;
-    const until = Date.now() + 20_000;
+    const until = Date.now() + REMOVAL_RACE_MS;
     while (Date.now() < until) {
       // A pod directory with a volume, made aside and moved in whole, then removed under the racer.
       const build = join(root, 'build');
