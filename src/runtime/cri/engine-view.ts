@@ -15,7 +15,6 @@ import { relistWatch, type RelistWatch } from './relist.js';
 import { followContainerEvents } from './container-events.js';
 import { criExitSignals, exitSignalTaps } from './exit-watch.js';
 import type { ExitSignals } from './exit-signals.js';
-import { startLogRotation } from './log-rotation.js';
 import { CriReadings } from './readings.js';
 import type { ProcView } from '../exec-reaper.js';
 
@@ -218,15 +217,17 @@ export abstract class CriRuntimeView {
       });
     }
     const policy = this.options.containerLog;
-    this.stopRotation ??= policy
-      ? startLogRotation(
-          this.client,
-          this.selector(),
-          policy,
-          () => this.options.observer?.call?.('rotate container log', 0, true),
-          this.options.logRotationPeriodMs,
-        )
-      : undefined;
+    if (policy && !this.stopRotation) {
+      // The log manager (gzip, streams, fs/promises) loaded by the agent that rotates, not by every command.
+      const { startLogRotation } = await import('./log-rotation.js');
+      this.stopRotation ??= startLogRotation(
+        this.client,
+        this.selector(),
+        policy,
+        () => this.options.observer?.call?.('rotate container log', 0, true),
+        this.options.logRotationPeriodMs,
+      );
+    }
     return () => {
       abort.abort();
       watch.stop();
