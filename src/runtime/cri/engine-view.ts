@@ -119,6 +119,15 @@ export abstract class CriRuntimeView {
     return this.identified;
   }
 
+  /**
+   * Once the runtime's connection is up and what was asked of it so far has gone out (at most a
+   * quarter of a second: a runtime slow to accept holds nothing up), so that a command's own work
+   * (`apply` parsing its manifests) runs while the runtime answers, not before the asking.
+   */
+  requestsSent(): Promise<void> {
+    return this.client.sent(250);
+  }
+
   async ping(): Promise<void> {
     this.identified = undefined;
     await this.identify();
