@@ -1,4 +1,4 @@
-import { closeSync, fsyncSync, mkdirSync, openSync, renameSync, rmSync, writeSync } from 'node:fs';
+import { close, closeSync, fsync, fsyncSync, mkdirSync, open, openSync, renameSync, rmSync, writeSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
 
 /**
@@ -41,5 +41,91 @@ export function writeFileAtomic(path: string, data: string, o: { durable?: boole
     }
   } catch {
     // Some filesystems cannot fsync a directory; the rename itself is still atomic.
+  }
+}
+
+/** A file's new content written aside, its fsync under way (stageFileAtomic). */
+export interface StagedFile {
+  /**
+   * Waits for the content's fsync, then renames it into place: from then on readers, and a kill -9,
+   * see the new content. Returns the directory's fsync still running (it never rejects), which makes
+   * the rename survive a power loss; until it ends, a power loss brings the old content back whole.
+   * A failed write or fsync throws here, and leaves the old content and no temp file.
+   */
+  commit(): Promise<{ durable: Promise<void> }>;
+  /** Leaves the old content in place and removes the staged one. */
+  discard(): void;
+}
+
+/**
+ * writeFileAtomic in two steps, for a caller with a round trip to wait for meanwhile: the file's
+ * content is written aside now and its fsync run in Node's thread pool, so that neither holds up
+ * what the caller does next; commit() puts it in place, with the same guarantees.
+ */
+export function stageFileAtomic(path: string, data: string): StagedFile {
+  const dir = dirname(path);
+  const tmp = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
+  let synced: Promise<void>;
+  try {
+    mkdirSync(dir, { recursive: true, mode: 0o700 });
+    const fd = openSync(tmp, 'w', 0o600);
+    try {
+      const buf = Buffer.from(data, 'utf8');
+      let off = 0;
+      while (off < buf.length) off += writeSync(fd, buf, off);
+    } catch (err) {
+      closeSync(fd);
+      throw err;
+    }
+    synced = new Promise<void>((resolve, reject) =>
+      fsync(fd, (err) => {
+        closeSync(fd);
+        if (err) reject(err);
+        else resolve();
+      }),
+    );
+  } catch (err) {
+    removeQuietly(tmp);
+    synced = Promise.reject(err as Error);
+  }
+  synced.catch(() => undefined);
+  let settled = false;
+  return {
+    async commit() {
+      settled = true;
+      try {
+        await synced;
+        renameSync(tmp, path);
+      } catch (err) {
+        removeQuietly(tmp);
+        throw err;
+      }
+      return { durable: syncDirectory(dir) };
+    },
+    discard() {
+      if (settled) return;
+      settled = true;
+      removeQuietly(tmp);
+    },
+  };
+}
+
+/** The directory's fsync (what makes a rename in it durable), in the thread pool; never rejects. */
+function syncDirectory(dir: string): Promise<void> {
+  return new Promise((resolve) =>
+    open(dir, 'r', (err, d) => {
+      // Some filesystems cannot fsync a directory; the rename itself is still atomic.
+      if (err) return resolve();
+      fsync(d, () => close(d, () => resolve()));
+    }),
+  );
+}
+
+/** A temp file removed if it is there; a directory that is not one (the failure being told) is no second failure. */
+function removeQuietly(path: string): void {
+  try {
+    rmSync(path, { force: true });
+  } catch {
+    // Nothing was made there.
   }
 }

@@ -8,7 +8,7 @@ import { planApply, type PodPlan } from '../reconcile/plan.js';
 import type { DesiredPod } from '../manifest/types.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { agentRunning } from '../agent/lock.js';
-import { appliedDir, appliedElsewhere, recordAppliedSet } from '../sources/applied-sets.js';
+import { appliedDir, appliedElsewhere, stageAppliedSet } from '../sources/applied-sets.js';
 import { canonicalSource } from '../sources/read.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { printPlan } from './print.js';
@@ -34,18 +34,23 @@ export function applySetId(paths: string[]): string {
  * what a failed apply tells (the engine's own failure then goes unsaid). The connection's setup and
  * the list's round trip run behind the parse instead of after it.
  */
-function engineAhead(g: GlobalOptions, io: Io): { rt: Promise<PodEngine>; listed: Promise<EngineContainer[]>; drop: () => void } {
+function engineAhead(g: GlobalOptions, io: Io): { rt: Promise<PodEngine>; listed: Promise<EngineContainer[]>; sent: Promise<void>; drop: () => void } {
   const rt = makeRuntime(g, io);
   // One list for the plan and for the driver's first look (a list costs the engine O(every container it holds)).
   const listed = rt.then((r) => r.listContainers());
   listed.catch(() => undefined);
+  // The list on its way before the parse, which is synchronous: else its request (on a CRI runtime,
+  // the connection's setup too) waits for the parse to end, and the round trip follows the parse.
+  const ignore = (): void => undefined;
+  const sent = rt.then((r) => Promise.race([r.requestsSent?.(), listed]).then(ignore, ignore), ignore);
   // Nothing to apply: the engine's connection must not keep the process alive.
   const drop = (): void => void listed.finally(() => rt.then((r) => (r as { close?: () => void }).close?.())).catch(() => undefined);
-  return { rt, listed, drop };
+  return { rt, listed, sent, drop };
 }
 
 export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOptions, io: Io): Promise<number> {
   const engine = engineAhead(g, io);
+  await engine.sent;
   // Everything is read and validated before the engine is changed: one bad file changes nothing.
   const loaded = await loadManifestArgs(paths, io, g.policy).catch((err: unknown) => {
     engine.drop();
@@ -63,33 +68,56 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
     if (lost) io.err(`warning: pod/${p.key}: ${lost}`);
   }
   const applySet = applySetId(paths);
-  const listed = await engine.listed;
-  const plans = planApply(loaded.pods, groupObserved(listed), o.prune ? { applySet, keep: appliedElsewhere(g.stateDir, applySet) } : undefined);
-  printPlan(io, plans, o.dryRun);
-  if (o.dryRun) return EXIT.ok;
-
-  // Recorded first, so an agent (now or later) supervises exactly what was applied. A state dir
-  // that cannot take it (full, read-only) stops the apply before the engine is touched.
+  // The set's record written aside while the engine's list comes, its fsync off the engine's path;
+  // put in place below, at the same point as ever (a dry run writes nothing).
+  const staged = o.dryRun ? undefined : stageAppliedSet(g.stateDir, applySet, loaded.pods, o.prune);
+  let durable: Promise<void> = Promise.resolve();
   try {
-    recordAppliedSet(g.stateDir, applySet, loaded.pods, o.prune);
-  } catch (err) {
-    io.err(`podrun: cannot record the applied set in ${appliedDir(g.stateDir)}: ${(err as Error).message}`);
-    io.err('podrun: nothing was applied');
-    return EXIT.failed;
+    const listed = await engine.listed;
+    const plans = planApply(loaded.pods, groupObserved(listed), o.prune ? { applySet, keep: appliedElsewhere(g.stateDir, applySet) } : undefined);
+    printPlan(io, plans, o.dryRun);
+    if (!staged) return EXIT.ok;
+
+    // Recorded first, so an agent (now or later) supervises exactly what was applied. A state dir
+    // that cannot take it (full, read-only) stops the apply before the engine is touched.
+    try {
+      ({ durable } = await staged.commit());
+    } catch (err) {
+      io.err(`podrun: cannot record the applied set in ${appliedDir(g.stateDir)}: ${(err as Error).message}`);
+      io.err('podrun: nothing was applied');
+      return EXIT.failed;
+    }
+    return await carryOut(rt, plans, listed, loaded.pods, applySet, o, g, io);
+  } finally {
+    staged?.discard();
+    // The record's directory fsync ran beside the engine's calls: the apply ends once it is durable.
+    await durable;
   }
+}
+
+async function carryOut(
+  rt: PodEngine,
+  plans: PodPlan[],
+  listed: readonly EngineContainer[],
+  pods: DesiredPod[],
+  applySet: string,
+  o: ApplyOptions,
+  g: GlobalOptions,
+  io: Io,
+): Promise<number> {
   if (await agentRunning(g.stateDir)) {
     io.err(`podrun: the agent supervising ${g.stateDir} carries out the plan`);
-    if (!o.wait || loaded.pods.length === 0) return EXIT.ok;
-    const result = await waitForPods(rt, loaded.pods, agentLooker(rt, g.stateDir), { timeoutMs: o.timeoutMs });
+    if (!o.wait || pods.length === 0) return EXIT.ok;
+    const result = await waitForPods(rt, pods, agentLooker(rt, g.stateDir), { timeoutMs: o.timeoutMs });
     for (const p of result.problems) io.err(`podrun: pod/${p.key}: ${p.message}`);
-    if (result.ok) io.out(`${loaded.pods.length} pod${loaded.pods.length === 1 ? '' : 's'} ready`);
+    if (result.ok) io.out(`${pods.length} pod${pods.length === 1 ? '' : 's'} ready`);
     return result.ok ? EXIT.ok : EXIT.failed;
   }
 
   // No agent: the agent's pod worker, run here for one turn per pod and then while apply waits.
   const driver = new ApplyDriver(rt, applySet, undefined, { lookAfter: o.wait });
   try {
-    return await applyAlone(rt, driver, plans, listed, loaded.pods, o, g, io);
+    return await applyAlone(rt, driver, plans, listed, pods, o, g, io);
   } finally {
     driver.stop();
   }

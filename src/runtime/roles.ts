@@ -51,6 +51,12 @@ export interface EngineLifecycle extends EngineIdentity {
   /** Answers once the engine does (fails with EngineUnavailableError otherwise). */
   ping(): Promise<void>;
   /**
+   * Resolves once what was asked of the engine so far has left for it (never rejects): work of the
+   * caller's own done after it overlaps the engine's answer. Without it, a request leaves at the
+   * event loop's next turn, which synchronous work holds back.
+   */
+  requestsSent?(): Promise<void>;
+  /**
    * Tells `fn` of every sandbox and container this engine creates, before it starts, so the pod
    * cache can look at it by id before the engine's event for it arrives. Returns the unsubscribe.
    */

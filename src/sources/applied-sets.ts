@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DesiredPod, Pod } from '../manifest/types.js';
-import { writeFileAtomic } from '../base/atomic-file.js';
+import { stageFileAtomic, writeFileAtomic } from '../base/atomic-file.js';
 
 // What `podrun apply` applied is kept as one PodList file per set in <state-dir>/applied, so an
 // agent on the same state directory takes it as one more source and supervises those pods.
@@ -88,11 +88,9 @@ function setAside(path: string): void {
   }
 }
 
-function writeSet(path: string, set: SetFile): void {
-  if (set.pods.length === 0) {
-    rmSync(path, { force: true });
-    return;
-  }
+/** A set file's text; undefined for a set of no pods, which has no file. */
+function setText(set: SetFile): string | undefined {
+  if (set.pods.length === 0) return undefined;
   const byKey = <T>(m: Map<string, T>): Record<string, T> =>
     Object.fromEntries(
       set.pods.flatMap((p) => {
@@ -102,7 +100,13 @@ function writeSet(path: string, set: SetFile): void {
     );
   const sources = byKey(set.sources);
   const stamps = byKey(set.stamps);
-  writeFileAtomic(path, `${JSON.stringify({ apiVersion: 'v1', kind: 'PodList', sources, stamps, items: set.pods }, null, 2)}\n`);
+  return `${JSON.stringify({ apiVersion: 'v1', kind: 'PodList', sources, stamps, items: set.pods }, null, 2)}\n`;
+}
+
+function writeSet(path: string, set: SetFile): void {
+  const text = setText(set);
+  if (text === undefined) rmSync(path, { force: true });
+  else writeFileAtomic(path, text);
 }
 
 const keyOf = (p: Pod): string => `${p.metadata.namespace ?? 'default'}/${p.metadata.name}`;
@@ -113,12 +117,57 @@ const keyOf = (p: Pod): string => `${p.metadata.namespace ?? 'default'}/${p.meta
  * apply of the set recorded stay (they are still wanted); with prune they go.
  */
 export function recordAppliedSet(stateDir: string, setId: string, pods: DesiredPod[], prune: boolean): void {
+  const next = nextSet(stateDir, setId, pods, prune);
+  if (!next.previous) setAside(next.path);
+  // Written first: between the two writes (or after a crash there) the pod is in both sets, and
+  // the higher stamp says which is its set (applied-source.ts); it is never in neither.
+  writeSet(next.path, next.set);
+  forgetApplied(stateDir, new Set(pods.map((d) => d.key)), `${setId}.json`);
+}
+
+/** An apply's record made ready (stageAppliedSet): nothing on disk has changed yet. */
+export interface StagedAppliedSet {
+  /**
+   * Records it, as recordAppliedSet: once this returns, the set is in place for every reader (an
+   * agent, a kill -9 after it). The directory's fsync that makes it survive a power loss may still
+   * run: `durable` ends with it (never rejects). Throws what a write that failed threw, having
+   * changed nothing.
+   */
+  commit(): Promise<{ durable: Promise<void> }>;
+  /** Nothing is recorded (the apply stopped before the engine). */
+  discard(): void;
+}
+
+/**
+ * recordAppliedSet in two steps, for `apply`, which waits for the engine's list between them: the
+ * new set file is worked out and written aside now, its fsync running in the thread pool while the
+ * list comes, so neither fsync holds the engine's changes up. The sets on disk are read now.
+ */
+export function stageAppliedSet(stateDir: string, setId: string, pods: DesiredPod[], prune: boolean): StagedAppliedSet {
+  const next = nextSet(stateDir, setId, pods, prune);
+  const text = setText(next.set);
+  const staged = text === undefined ? undefined : stageFileAtomic(next.path, text);
+  const keys = new Set(pods.map((d) => d.key));
+  return {
+    async commit() {
+      if (!next.previous) setAside(next.path);
+      let durable: Promise<void> = Promise.resolve();
+      if (staged) ({ durable } = await staged.commit());
+      else rmSync(next.path, { force: true });
+      forgetApplied(stateDir, keys, `${setId}.json`);
+      return { durable };
+    },
+    discard: () => staged?.discard(),
+  };
+}
+
+/** What an apply makes of the set's file: its pods, their sources and stamps. `previous` undefined: the file on disk is corrupt. */
+function nextSet(stateDir: string, setId: string, pods: DesiredPod[], prune: boolean): { path: string; set: SetFile; previous: SetFile | undefined } {
   const path = setPath(stateDir, setId);
   const next = new Map<string, Pod>();
   const sources = new Map<string, string>();
   const stamps = new Map<string, number>();
   const previous = readSet(path);
-  if (!previous) setAside(path);
   if (!prune) {
     for (const p of previous?.pods ?? []) next.set(keyOf(p), p);
     for (const [k, s] of previous?.sources ?? []) sources.set(k, s);
@@ -130,10 +179,7 @@ export function recordAppliedSet(stateDir: string, setId: string, pods: DesiredP
     sources.set(d.key, d.origin.source);
     stamps.set(d.key, stamp);
   }
-  // Written first: between the two writes (or after a crash there) the pod is in both sets, and
-  // the higher stamp says which is its set (applied-source.ts); it is never in neither.
-  writeSet(path, { pods: [...next.values()], sources, stamps });
-  forgetApplied(stateDir, new Set(pods.map((d) => d.key)), `${setId}.json`);
+  return { path, set: { pods: [...next.values()], sources, stamps }, previous };
 }
 
 /** The pods every set but `setId` records, by namespace/name: what a prune of `setId` must leave alone. */

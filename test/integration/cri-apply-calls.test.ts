@@ -8,8 +8,8 @@ import { TEST_IMAGE, unique } from './helpers.js';
 // from gRPC's own trace of the built binary on a real containerd: the calls, and the round trips
 // one after another that a start waits for. The CRI floor (bench/cri-floor.ts) makes 3 calls in 3
 // rounds (RunPodSandbox, CreateContainer, StartContainer); podrun adds the plan's look at what
-// runs (with Version, in the same round) and ImageStatus beside RunPodSandbox; no look after the
-// start, which nobody reads. A call that comes back, or that stops running beside another, fails here.
+// runs (with Version, in the same round, sent before the manifests are parsed) and ImageStatus
+// beside RunPodSandbox; no look after the start, which nobody reads. A call that comes back, or that stops running beside another, fails here.
 const { world, criArgs, noDocker } = criTestBed();
 
 /** Each test on a state directory of its own: the list sees no other test's pods (each a PodSandboxStatus). */
@@ -17,11 +17,16 @@ function podrunOn(stateDir: string): (args: string[], env?: Record<string, strin
   return (args, env = {}) => world.bin(['--state-dir', stateDir, ...criArgs(), ...args], { env: { ...noDocker, ...env } });
 }
 
-async function applyTraced(cri: ReturnType<typeof podrunOn>, manifest: string): Promise<{ code: number; calls: ReturnType<typeof tracedCalls>; err: string }> {
-  const r = await cri(['apply', '--no-wait', manifest], GRPC_TRACE_ENV);
+async function applyTraced(
+  cri: ReturnType<typeof podrunOn>,
+  manifest: string,
+): Promise<{ code: number; calls: ReturnType<typeof tracedCalls>; err: string; stderr: string }> {
+  // subchannel_call: when each call's frames are handed to its HTTP/2 stream.
+  const r = await cri(['apply', '--no-wait', manifest], { ...GRPC_TRACE_ENV, GRPC_TRACE: `${GRPC_TRACE_ENV.GRPC_TRACE},subchannel_call` });
   return {
     code: r.code,
     calls: tracedCalls(r.err),
+    stderr: r.err,
     err: r.err
       .split('\n')
       .filter((l) => l.startsWith('podrun'))
@@ -29,11 +34,11 @@ async function applyTraced(cri: ReturnType<typeof podrunOn>, manifest: string): 
   };
 }
 
-function podYaml(ns: string, name: string, env = ''): string {
+function podYaml(ns: string, name: string, env = '', spec = ''): string {
   return `apiVersion: v1
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
-spec:
+spec:${spec}
   terminationGracePeriodSeconds: 1
   containers:
   - name: c0
@@ -46,13 +51,22 @@ describe('engine calls of a CRI apply', () => {
   it('a new pod of one container: 7 calls in 4 rounds', async () => {
     const ns = unique('calls');
     const name = unique('one');
-    const manifest = world.write(`${name}.yaml`, podYaml(ns, name));
+    // A field podrun ignores: the parse warns of it, which tells when the parse ran.
+    const manifest = world.write(`${name}.yaml`, podYaml(ns, name, '', '\n  nodeSelector: {}'));
     const cri = podrunOn(join(world.dir, name));
     const r = await applyTraced(cri, manifest);
     expect(r.err).toBe('');
     expect(r.code).toBe(0);
     expect(rounds(r.calls)).toBe('ListContainers ‖ ListPodSandbox ‖ Version; ImageStatus ‖ RunPodSandbox; CreateContainer; StartContainer');
     expect(r.calls).toHaveLength(7);
+    // The first round is on the wire before the manifests are parsed: its round trip runs beside
+    // the parse (the YAML parser's and the validator's loading), not after it.
+    const lines = r.stderr.split('\n');
+    const warned = lines.findIndex((l) => l.includes('warning: spec.nodeSelector'));
+    const sent = lines.flatMap((l, i) => (/\[\d+\] calling end\(\) on HTTP\/2 stream/.test(l) ? [i] : []));
+    expect(warned).toBeGreaterThanOrEqual(0);
+    expect(sent.length).toBe(7);
+    expect(sent.slice(0, 3).every((i) => i < warned)).toBe(true);
     // And it runs: what the calls were for.
     const got = await cri(['get', 'pods', '-n', ns, name, '-o', 'jsonpath={.status.phase}']);
     expect(got.out.trim()).toBe('Running');

@@ -2,9 +2,8 @@
 // failure turned into the typed error that says what is wrong (errors.ts), the endpoint probed when
 // the answer alone cannot tell (nothing there, not gRPC, containerd with its CRI plugin off).
 
-import { lstat } from 'node:fs/promises';
 import { connect } from 'node:net';
-import { Client, credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import { Client, connectivityState, credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
 import {
   CriDeadlineError,
   CriError,
@@ -103,7 +102,7 @@ export class Channel {
   /** Unavailable: either nothing listens (unreachable) or the peer does not speak HTTP/2 gRPC. */
   private async unavailable(details: string): Promise<CriError> {
     try {
-      const st = await lstat(this.socket);
+      const st = await (await import('node:fs/promises')).lstat(this.socket);
       if (!st.isSocket()) return new CriUnreachableError(this.endpoint, `${this.socket} is not a socket`, 'ENOTSOCK');
     } catch (e) {
       const code = (e as NodeJS.ErrnoException).code;
@@ -141,6 +140,26 @@ export class Channel {
     });
     if (v) return new CriPluginDisabledError(this.endpoint, v.version || 'unknown version');
     return new CriNotRuntimeError(this.endpoint, `it serves gRPC without the runtime.v1 services (${details})`, status.UNIMPLEMENTED);
+  }
+
+  /**
+   * Resolves once the connection is up and the calls made so far have gone out on it (gRPC starts
+   * a queued call when the connection is ready, and HTTP/2 writes its frames at the next turn), at
+   * once when it has failed (the calls fail on their own), or after `timeoutMs`. Never rejects,
+   * asks for no connection of its own, and holds no timer that keeps the process alive.
+   */
+  sent(timeoutMs: number): Promise<void> {
+    const channel = this.client.getChannel();
+    return new Promise<void>((resolve) => {
+      setTimeout(resolve, timeoutMs).unref();
+      const check = (): void => {
+        const state = channel.getConnectivityState(false);
+        if (state === connectivityState.READY) setImmediate(resolve);
+        else if (state === connectivityState.TRANSIENT_FAILURE || state === connectivityState.SHUTDOWN) resolve();
+        else channel.watchConnectivityState(state, Infinity, check);
+      };
+      check();
+    });
   }
 
   close(): void {

@@ -258,6 +258,11 @@ export class CriClient {
     return (await this.rt('Status', RuntimeStatusReq, RuntimeStatusRes, { verbose: true })).info;
   }
 
+  /** The runtime's connection up and the calls made so far on their way (Channel.sent), or `timeoutMs` past. */
+  sent(timeoutMs: number): Promise<void> {
+    return this.runtime.sent(timeoutMs);
+  }
+
   close(): void {
     this.runtime.close();
     if (this.images !== this.runtime) this.images.close();

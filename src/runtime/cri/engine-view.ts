@@ -15,7 +15,6 @@ import { relistWatch, type RelistWatch } from './relist.js';
 import { followContainerEvents } from './container-events.js';
 import { criExitSignals, exitSignalTaps } from './exit-watch.js';
 import type { ExitSignals } from './exit-signals.js';
-import { startLogRotation } from './log-rotation.js';
 import { CriReadings } from './readings.js';
 import type { ProcView } from '../exec-reaper.js';
 
@@ -120,6 +119,15 @@ export abstract class CriRuntimeView {
     return this.identified;
   }
 
+  /**
+   * Once the runtime's connection is up and what was asked of it so far has gone out (at most a
+   * quarter of a second: a runtime slow to accept holds nothing up), so that a command's own work
+   * (`apply` parsing its manifests) runs while the runtime answers, not before the asking.
+   */
+  requestsSent(): Promise<void> {
+    return this.client.sent(250);
+  }
+
   async ping(): Promise<void> {
     this.identified = undefined;
     await this.identify();
@@ -218,15 +226,17 @@ export abstract class CriRuntimeView {
       });
     }
     const policy = this.options.containerLog;
-    this.stopRotation ??= policy
-      ? startLogRotation(
-          this.client,
-          this.selector(),
-          policy,
-          () => this.options.observer?.call?.('rotate container log', 0, true),
-          this.options.logRotationPeriodMs,
-        )
-      : undefined;
+    if (policy && !this.stopRotation) {
+      // The log manager (gzip, streams, fs/promises) loaded by the agent that rotates, not by every command.
+      const { startLogRotation } = await import('./log-rotation.js');
+      this.stopRotation ??= startLogRotation(
+        this.client,
+        this.selector(),
+        policy,
+        () => this.options.observer?.call?.('rotate container log', 0, true),
+        this.options.logRotationPeriodMs,
+      );
+    }
     return () => {
       abort.abort();
       watch.stop();

@@ -1,5 +1,4 @@
 import { mkdirSync, rmSync } from 'node:fs';
-import { stat } from 'node:fs/promises';
 import { join } from 'node:path';
 import type { Container, Pod } from '../../manifest/types.js';
 import { podDns } from '../dns.js';
@@ -283,7 +282,7 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
     if (!s) return undefined;
     // The runtime's writable layer is its own to tell (ContainerStats); the log is podrun's file.
     const logBytes = s.logPath
-      ? await stat(s.logPath).then(
+      ? await (await import('node:fs/promises')).stat(s.logPath).then(
           (st) => st.size,
           () => undefined,
         )

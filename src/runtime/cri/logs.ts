@@ -1,6 +1,5 @@
 import { closeSync, fstatSync, openSync, readdirSync, readSync, statSync } from 'node:fs';
 import { basename, dirname, join } from 'node:path';
-import { gunzipSync } from 'node:zlib';
 
 // Containers' logs as a CRI runtime writes them (the kubelet reads them itself, pkg/kubelet/kuberuntime/logs):
 // one line per write, `<RFC3339Nano> <stdout|stderr> <F|P> <text>`; P is a part of a line the
@@ -161,7 +160,8 @@ export function readLogSnapshot(path: string, step: (at: SnapshotStep) => void =
     for (const { log, gz } of held) {
       try {
         const data = log.read();
-        text += (gz ? gunzipSync(data, { maxOutputLength: 1 << 30 }) : data).toString('utf8');
+        // zlib loaded only for a rotated file: not by every command on a CRI runtime.
+        text += (gz ? process.getBuiltinModule('node:zlib').gunzipSync(data, { maxOutputLength: 1 << 30 }) : data).toString('utf8');
       } catch {
         // Damaged: the kubelet skips what it cannot read.
       } finally {

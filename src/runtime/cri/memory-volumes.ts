@@ -1,4 +1,3 @@
-import { execFile } from 'node:child_process';
 import { promisify } from 'node:util';
 import { parseQuantity } from '../../manifest/quantity.js';
 import type { Volume } from '../../manifest/types.js';
@@ -22,6 +21,8 @@ export function tmpfsOptions(v: Volume): string {
 export async function mountMemoryVolume(dir: string, v: Volume): Promise<void> {
   if (mountsUnder(dir).includes(dir)) return;
   try {
+    // Node's process spawning loaded only for such a volume: not by every command on a CRI runtime.
+    const { execFile } = await import('node:child_process');
     await promisify(execFile)('mount', ['-t', 'tmpfs', '-o', tmpfsOptions(v), 'tmpfs', dir]);
   } catch (err) {
     const e = err as { stderr?: string; message: string };
