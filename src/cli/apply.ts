@@ -34,18 +34,26 @@ export function applySetId(paths: string[]): string {
  * what a failed apply tells (the engine's own failure then goes unsaid). The connection's setup and
  * the list's round trip run behind the parse instead of after it.
  */
-function engineAhead(g: GlobalOptions, io: Io): { rt: Promise<PodEngine>; listed: Promise<EngineContainer[]>; drop: () => void } {
+function engineAhead(g: GlobalOptions, io: Io): { rt: Promise<PodEngine>; listed: Promise<EngineContainer[]>; asked: Promise<void>; drop: () => void } {
   const rt = makeRuntime(g, io);
   // One list for the plan and for the driver's first look (a list costs the engine O(every container it holds)).
   const listed = rt.then((r) => r.listContainers());
   listed.catch(() => undefined);
+  // The list's connection completes, and its request is written, on the event loop's next turn:
+  // the parse, which is synchronous, waits for that turn so that the engine's answer is made while
+  // it parses, not after (the client's load and the connect are microtasks and one turn).
+  const asked = rt.then(
+    () => new Promise<void>((resolve) => setImmediate(resolve)),
+    () => undefined,
+  );
   // Nothing to apply: the engine's connection must not keep the process alive.
   const drop = (): void => void listed.finally(() => rt.then((r) => (r as { close?: () => void }).close?.())).catch(() => undefined);
-  return { rt, listed, drop };
+  return { rt, listed, asked, drop };
 }
 
 export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOptions, io: Io): Promise<number> {
   const engine = engineAhead(g, io);
+  await engine.asked;
   // Everything is read and validated before the engine is changed: one bad file changes nothing.
   const loaded = await loadManifestArgs(paths, io, g.policy).catch((err: unknown) => {
     engine.drop();
