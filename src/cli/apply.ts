@@ -12,7 +12,7 @@ import { appliedDir, appliedElsewhere, recordAppliedSet } from '../sources/appli
 import { canonicalSource } from '../sources/read.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { printPlan } from './print.js';
-import { recordPullFailures } from './pull-failures.js';
+import { anyPullFailures, recordPullFailures } from './pull-failures.js';
 import { loadManifestArgs } from './validate.js';
 
 export interface ApplyOptions {
@@ -66,8 +66,9 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
   }
 
   const rt = await engine.rt;
+  const memory = totalmem();
   for (const p of loaded.pods) {
-    const lost = oomProtectionLost(p.pod, rt.oomScoreFloor, totalmem());
+    const lost = oomProtectionLost(p.pod, rt.oomScoreFloor, memory);
     if (lost) io.err(`warning: pod/${p.key}: ${lost}`);
   }
   const applySet = applySetId(paths);
@@ -116,9 +117,12 @@ async function applyAlone(
   const outcomes = await driver.apply(plans, listed);
   const failures = outcomes.filter((x) => x.error);
   const at = new Date().toISOString();
+  // With no pod's failed pull on record, a pod without one has no record to remove.
+  const recorded = anyPullFailures(g.stateDir);
   for (const [i, p] of plans.entries()) {
     if (!p.desired) continue;
     const img = outcomes[i]?.image;
+    if (!img && !recorded) continue;
     try {
       recordPullFailures(g.stateDir, p.desired.uid, p.key, img ? [{ ...img, at }] : []);
     } catch (err) {
