@@ -116,9 +116,14 @@ const codeCached = {
         a.path === 'pod-validator'
           ? // Loaded on first use: a command that validates nothing does not pay for it.
             `${head} let validate; export function podValidator() { return (validate ??= runCachedScript(here, 'pod-validator').exports); }`
-          : `${head} const m = runCachedScript(here, ${JSON.stringify(fileOf(a.path))}).exports; export default m;\n${exportsOf(a.path)
-              .map((n) => `export const ${n} = m.${n};`)
-              .join('\n')}`,
+          : a.path === 'dockerode'
+            ? // Run when the first client is made (src/runtime/docker/engine.ts makes it on its first call):
+              // a command that only reads the engine over a plain socket never runs it. Only the client's
+              // constructor is podrun's to import; a named export would fail the build here, not lie.
+              `${head} let D; export default function Docker(...a) { return new (D ??= runCachedScript(here, 'dockerode').exports)(...a); }`
+            : `${head} const m = runCachedScript(here, ${JSON.stringify(fileOf(a.path))}).exports; export default m;\n${exportsOf(a.path)
+                .map((n) => `export const ${n} = m.${n};`)
+                .join('\n')}`,
       loader: 'js',
       resolveDir: process.cwd(),
     }));

@@ -9,6 +9,7 @@ import { join, resolve } from 'node:path';
 import { Writable } from 'node:stream';
 import { createRequire } from 'node:module';
 import { criStandIn } from './cri-stand-in.mjs';
+import { dockerStandIn } from './docker-stand-in.mjs';
 
 const scripts = new Map();
 globalThis[Symbol.for('podrun.code-cache.warm-up')] = scripts;
@@ -17,13 +18,18 @@ const dir = resolve('dist/bundle');
 const { runCachedScript } = createRequire(import.meta.url)(join(dir, 'cached-script.cjs'));
 const { main } = runCachedScript(dir, 'podrun').exports;
 const sink = () => new Writable({ write: (_c, _e, done) => done() });
-const io = { out: () => undefined, err: () => undefined, stdout: sink(), stderr: sink(), isTTY: false };
+// What the warm-up's commands told on stderr, said when a warm-up apply that must succeed fails.
+const told = [];
+const io = { out: () => undefined, err: (s) => void told.push(s), stdout: sink(), stderr: sink(), isTTY: false };
 const state = mkdtempSync(join(tmpdir(), 'podrun-code-cache-'));
 const nowhere = `unix://${join(state, 'no-engine.sock')}`;
 const nowhereCri = `unix://${join(state, 'no-runtime.sock')}`;
 // A CRI apply of a new pod to its end, against a stand-in runtime (scripts/cri-stand-in.mjs).
 const standInSocket = join(state, 'stand-in.sock');
 const stopStandIn = await criStandIn(standInSocket);
+// A Docker apply of the same pod to its end, against a stand-in engine (scripts/docker-stand-in.mjs).
+const dockerSocket = join(state, 'docker-stand-in.sock');
+const stopDocker = await dockerStandIn(dockerSocket);
 const standInPod = join(state, 'warm-up-pod.yaml');
 writeFileSync(
   standInPod,
@@ -40,6 +46,9 @@ const runs = [
   ['run', '--print-config'],
   ['get', 'pods'],
   ['apply', '--dry-run', 'manifests'],
+  // The engine client (dockerode, run on its first call): a cold apply's image inspects and
+  // creates go through it, and get and apply's reads do not (plain GETs).
+  ['pull', '-f', standInPod],
 ];
 try {
   for (let round = 0; round < 2; round++) {
@@ -61,9 +70,14 @@ try {
     ];
     if ((await main(['node', 'podrun', ...cri, 'apply', '--no-wait', standInPod], io)) !== 0)
       throw new Error('the warm-up apply on the stand-in CRI runtime failed');
+    // A state dir of its own each round: the pod is new to it, as in a cold apply.
+    const docker = ['--state-dir', join(state, `docker-${round}`), '--docker-host', `unix://${dockerSocket}`, '--node-ip', '127.0.0.1'];
+    if ((await main(['node', 'podrun', ...docker, 'apply', '--no-wait', standInPod], io)) !== 0)
+      throw new Error(`the warm-up apply on the stand-in Docker engine failed: ${told.slice(-5).join('; ')}`);
   }
 } finally {
   stopStandIn();
+  stopDocker();
   rmSync(state, { recursive: true, force: true });
 }
 for (const name of ['podrun', 'commander', 'js-yaml', 'dockerode', 'pod-validator']) {

@@ -12,7 +12,7 @@ import { appliedDir, appliedElsewhere, stageAppliedSet } from '../sources/applie
 import { canonicalSource } from '../sources/read.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { printPlan } from './print.js';
-import { recordPullFailures } from './pull-failures.js';
+import { anyPullFailures, recordPullFailures } from './pull-failures.js';
 import { loadManifestArgs } from './validate.js';
 
 export interface ApplyOptions {
@@ -40,9 +40,12 @@ function engineAhead(g: GlobalOptions, io: Io): { rt: Promise<PodEngine>; listed
   const listed = rt.then((r) => r.listContainers());
   listed.catch(() => undefined);
   // The list on its way before the parse, which is synchronous: else its request (on a CRI runtime,
-  // the connection's setup too) waits for the parse to end, and the round trip follows the parse.
+  // the connection's setup too) waits for the parse to end, and the round trip follows the parse. A
+  // runtime that cannot say when its requests left (Docker's client) is given the event loop's next
+  // turn, in which its connection completes and the request is written.
   const ignore = (): void => undefined;
-  const sent = rt.then((r) => Promise.race([r.requestsSent?.(), listed]).then(ignore, ignore), ignore);
+  const nextTurn = (): Promise<void> => new Promise<void>((resolve) => setImmediate(resolve));
+  const sent = rt.then((r) => (r.requestsSent ? Promise.race([r.requestsSent(), listed]).then(ignore, ignore) : nextTurn()), ignore);
   // Nothing to apply: the engine's connection must not keep the process alive.
   const drop = (): void => void listed.finally(() => rt.then((r) => (r as { close?: () => void }).close?.())).catch(() => undefined);
   return { rt, listed, sent, drop };
@@ -63,8 +66,9 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
   }
 
   const rt = await engine.rt;
+  const memory = totalmem();
   for (const p of loaded.pods) {
-    const lost = oomProtectionLost(p.pod, rt.oomScoreFloor, totalmem());
+    const lost = oomProtectionLost(p.pod, rt.oomScoreFloor, memory);
     if (lost) io.err(`warning: pod/${p.key}: ${lost}`);
   }
   const applySet = applySetId(paths);
@@ -136,9 +140,12 @@ async function applyAlone(
   const outcomes = await driver.apply(plans, listed);
   const failures = outcomes.filter((x) => x.error);
   const at = new Date().toISOString();
+  // With no pod's failed pull on record, a pod without one has no record to remove.
+  const recorded = anyPullFailures(g.stateDir);
   for (const [i, p] of plans.entries()) {
     if (!p.desired) continue;
     const img = outcomes[i]?.image;
+    if (!img && !recorded) continue;
     try {
       recordPullFailures(g.stateDir, p.desired.uid, p.key, img ? [{ ...img, at }] : []);
     } catch (err) {

@@ -37,6 +37,18 @@ export function recordPullFailures(stateDir: string, uid: string, key: string, f
   writeFileAtomic(path, `${JSON.stringify({ uid, key, failures } satisfies Stored, null, 2)}\n`);
 }
 
+/**
+ * Whether any pod's failed pulls may be on record: a missing directory holds none; one that cannot
+ * be read may (each pod's record is then removed as before, and a failure to do so told).
+ */
+export function anyPullFailures(stateDir: string): boolean {
+  try {
+    return readdirSync(dirOf(stateDir)).some((n) => n.endsWith('.json'));
+  } catch (err) {
+    return (err as NodeJS.ErrnoException).code !== 'ENOENT';
+  }
+}
+
 /** Every pod's recorded failures by uid; a file that cannot be read is skipped (it only informs). */
 export function loadPullFailures(stateDir: string): Map<string, PullFailure[]> {
   const out = new Map<string, PullFailure[]>();

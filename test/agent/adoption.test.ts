@@ -34,8 +34,9 @@ function dockerWith(policy: string, refusal?: number): PodRuntime {
       policy = o.RestartPolicy.Name;
     },
   };
-  // A stand-in for dockerode: only the two calls adoption makes, on the client the role modules share (engine.ts: EngineCalls).
-  (rt as unknown as { calls: { docker: { getContainer: () => typeof container } } }).calls.docker = { getContainer: () => container };
+  // A stand-in for dockerode: only the two calls adoption makes, on the client the role modules share
+  // (engine.ts: EngineCalls, whose `docker` makes the real client on first use: replaced, not set).
+  Object.defineProperty((rt as unknown as { calls: object }).calls, 'docker', { value: { getContainer: () => container } });
   return rt;
 }
 

@@ -28,13 +28,21 @@ describe('validate loads only what it uses', () => {
 
 describe('get and apply load no HTTP stack, logger or timing module they do not use', () => {
   // They read the engine over a plain socket (src/base/plain-get.ts); apply's driver logs nothing
-  // (pino brought worker_threads), and its relist clock is not performance.now() (perf_hooks). The
-  // engine is asked only to list: no pod of this state dir exists.
-  it('lists and plans without node:http, worker_threads or perf_hooks', () => {
+  // (pino brought worker_threads), and its relist clock is not performance.now() (perf_hooks); the
+  // engine client (dockerode) is run on its first call, which a read never makes. The engine is
+  // asked only to list: no pod of this state dir exists. Apply's list is on its way (connected, so
+  // its request written) before the manifests are read, so the engine answers while they are parsed.
+  it('lists and plans without node:http, worker_threads, perf_hooks or dockerode, and lists before it reads', () => {
     const preload = join(dir, 'loaded-engine.cjs');
     writeFileSync(
       preload,
-      "process.on('exit', () => process.stderr.write(`\\nloaded: ${process.moduleLoadList.filter((m) => / (http|https|worker_threads|perf_hooks)$/.test(m)).join(',')}\\n`));\n",
+      [
+        "const fs = require('node:fs'); const net = require('node:net'); const seen = [];",
+        'const read = fs.readFileSync; fs.readFileSync = function (p, ...a) { if (String(p).endsWith("/dockerode.cjs")) seen.push("dockerode"); return read.call(this, p, ...a); };',
+        'const open = fs.openSync; fs.openSync = function (p, ...a) { if (String(p).endsWith(".yaml") && !seen.includes("manifest")) seen.push("manifest"); return open.call(this, p, ...a); };',
+        'const connect = net.Socket.prototype.connect; net.Socket.prototype.connect = function (...a) { this.once("connect", () => seen.push("connected")); return connect.apply(this, a); };',
+        "process.on('exit', () => process.stderr.write(`\\nloaded: ${process.moduleLoadList.filter((m) => / (http|https|worker_threads|perf_hooks)$/.test(m)).join(',')}\\nseen: ${seen.join(',')}\\n`));",
+      ].join('\n'),
     );
     const ns = unique('modules');
     const pod = join(dir, 'q.yaml');
@@ -47,10 +55,10 @@ describe('get and apply load no HTTP stack, logger or timing module they do not 
       );
     const got = run('get', 'pods', '-n', ns);
     expect(got.status, got.stderr).toBe(0);
-    expect(got.stderr).toMatch(/\nloaded: \n/);
+    expect(got.stderr).toMatch(/\nloaded: \nseen: connected\n/);
     const planned = run('apply', '--dry-run', pod);
     expect(planned.status, planned.stderr).toBe(0);
     expect(planned.stdout).toContain('q');
-    expect(planned.stderr).toMatch(/\nloaded: \n/);
+    expect(planned.stderr).toMatch(/\nloaded: \nseen: connected,manifest\n/);
   });
 });

@@ -25,16 +25,24 @@ export interface ReadingCalls extends EngineCalls {
   list(label: string[]): Promise<Docker.ContainerInfo[]>;
 }
 
-/** The calls, reading without Node's HTTP client where the engine takes plain HTTP (plain-get.ts), else through dockerode. */
-export function engineCalls(docker: Docker, endpoint: string, options: RuntimeOptions, call: EngineCalls['call']): ReadingCalls {
+/**
+ * The calls, reading without Node's HTTP client where the engine takes plain HTTP (plain-get.ts), else
+ * through dockerode. The client is made on its first call (`docker`): a command that only reads (`get`,
+ * an `apply` of unchanged pods) never loads dockerode, which is the largest file such a start ran.
+ */
+export function engineCalls(docker: () => Docker, endpoint: string, options: RuntimeOptions, call: EngineCalls['call']): ReadingCalls {
   const reads = plainReads(endpoint, options.requestTimeoutMs ?? 120_000);
+  let client: Docker | undefined;
+  const made = (): Docker => (client ??= docker());
   return {
-    docker,
+    get docker() {
+      return made();
+    },
     endpoint,
     options,
     call,
-    inspect: (id) => (reads ? reads.inspect(id) : docker.getContainer(id).inspect()),
-    list: (label) => (reads ? reads.list(label) : docker.listContainers({ all: true, filters: JSON.stringify({ label }) })),
+    inspect: (id) => (reads ? reads.inspect(id) : made().getContainer(id).inspect()),
+    list: (label) => (reads ? reads.list(label) : made().listContainers({ all: true, filters: JSON.stringify({ label }) })),
   };
 }
 

@@ -45,7 +45,6 @@ import type { PodEngine } from '../roles.js';
  * labels carrying identity. Also reaches Podman's Docker-compatible socket.
  */
 export class PodRuntime implements PodEngine {
-  private readonly docker: Docker;
   readonly endpoint: string;
   /** The kubelet's runtime type: the scheme of container IDs (`docker://<id>`) and of the node's runtime version. */
   readonly runtimeName: string = 'docker';
@@ -67,13 +66,17 @@ export class PodRuntime implements PodEngine {
   private readonly createdListeners = new Set<(podUid: string, id: string) => void>();
 
   constructor(readonly options: RuntimeOptions) {
-    this.docker = connect(options);
     this.endpoint = engineEndpoint(options);
     this.nodeName = options.nodeName ?? hostname();
     this.instance = instanceId(options.stateDir);
     this.oomScoreFloor = oomScoreFloor(this.endpoint);
     this.slots = new Slots(options.engineSlots ?? 4);
-    this.calls = engineCalls(this.docker, this.endpoint, options, (what, fn, timeoutMs) => this.call(what, fn, timeoutMs));
+    this.calls = engineCalls(
+      () => connect(options),
+      this.endpoint,
+      options,
+      (what, fn, timeoutMs) => this.call(what, fn, timeoutMs),
+    );
     this.images = new ImageStore(this.calls);
     this.presence = new ImagePresence((image) => this.images.present(image));
     this.readings = new LocalReadings(this.calls);
@@ -90,6 +93,11 @@ export class PodRuntime implements PodEngine {
       create: (pod, what, opts, signal) => this.create(pod, what, opts, signal),
       ensureImage: (image, policy, onPull, signal) => this.ensureImage(image, policy, onPull, signal),
     });
+  }
+
+  /** The engine's client, made on first use (engineCalls). */
+  private get docker(): Docker {
+    return this.calls.docker;
   }
 
   /**
