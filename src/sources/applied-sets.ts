@@ -111,27 +111,12 @@ function writeSet(path: string, set: SetFile): void {
 
 const keyOf = (p: Pod): string => `${p.metadata.namespace ?? 'default'}/${p.metadata.name}`;
 
-/**
- * Records an apply: the set's pods become these, and leave every other set (the pod was
- * re-applied from elsewhere: it moves, it is not declared twice). Without prune, pods an earlier
- * apply of the set recorded stay (they are still wanted); with prune they go.
- */
-export function recordAppliedSet(stateDir: string, setId: string, pods: DesiredPod[], prune: boolean): void {
-  const next = nextSet(stateDir, setId, pods, prune);
-  if (!next.previous) setAside(next.path);
-  // Written first: between the two writes (or after a crash there) the pod is in both sets, and
-  // the higher stamp says which is its set (applied-source.ts); it is never in neither.
-  writeSet(next.path, next.set);
-  forgetApplied(stateDir, new Set(pods.map((d) => d.key)), `${setId}.json`);
-}
-
 /** An apply's record made ready (stageAppliedSet): nothing on disk has changed yet. */
 export interface StagedAppliedSet {
   /**
-   * Records it, as recordAppliedSet: once this returns, the set is in place for every reader (an
-   * agent, a kill -9 after it). The directory's fsync that makes it survive a power loss may still
-   * run: `durable` ends with it (never rejects). Throws what a write that failed threw, having
-   * changed nothing.
+   * Records it: once this returns, the set is in place for every reader (an agent, a kill -9 after
+   * it). The directory's fsync that makes it survive a power loss may still run: `durable` ends
+   * with it (never rejects). Throws what a write that failed threw, having changed nothing.
    */
   commit(): Promise<{ durable: Promise<void> }>;
   /** Nothing is recorded (the apply stopped before the engine). */
@@ -139,9 +124,12 @@ export interface StagedAppliedSet {
 }
 
 /**
- * recordAppliedSet in two steps, for `apply`, which waits for the engine's list between them: the
- * new set file is worked out and written aside now, its fsync running in the thread pool while the
- * list comes, so neither fsync holds the engine's changes up. The sets on disk are read now.
+ * Records an apply: the set's pods become these, and leave every other set (the pod was
+ * re-applied from elsewhere: it moves, it is not declared twice). Without prune, pods an earlier
+ * apply of the set recorded stay (they are still wanted); with prune they go. In two steps, for
+ * `apply`, which waits for the engine's list between them: the new set file is worked out and
+ * written aside now, its fsync running in the thread pool while the list comes, so neither fsync
+ * holds the engine's changes up. The sets on disk are read now.
  */
 export function stageAppliedSet(stateDir: string, setId: string, pods: DesiredPod[], prune: boolean): StagedAppliedSet {
   const next = nextSet(stateDir, setId, pods, prune);
@@ -151,6 +139,8 @@ export function stageAppliedSet(stateDir: string, setId: string, pods: DesiredPo
   return {
     async commit() {
       if (!next.previous) setAside(next.path);
+      // Written first: between the two writes (or after a crash there) the pod is in both sets, and
+      // the higher stamp says which is its set (applied-source.ts); it is never in neither.
       let durable: Promise<void> = Promise.resolve();
       if (staged) ({ durable } = await staged.commit());
       else rmSync(next.path, { force: true });

@@ -1,40 +1,19 @@
-import { afterEach, describe, expect, it } from 'vitest';
-import { cpSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { describe, expect, it } from 'vitest';
+import { cpSync, mkdirSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { AppliedSource, appliedFiles, resolveMoves } from '../../src/sources/applied-source.js';
-import { appliedDir, appliedHolders, forgetApplied, recordAppliedSet } from '../../src/sources/applied-sets.js';
+import { appliedDir, appliedHolders, forgetApplied } from '../../src/sources/applied-sets.js';
 import { mergeOrigins, type OriginPods } from '../../src/sources/merge.js';
 import type { PodSource } from '../../src/sources/source.js';
-import type { DesiredPod } from '../../src/manifest/types.js';
-import { desired } from '../fixtures/pods.js';
+import { pod, recordSet, stateDir } from './applied-fixtures.js';
 
 // A pod applied again from elsewhere moves between two set files in two writes. Whatever mix of
 // old and new files the agent's source holds, the pod is declared once: never twice (a conflict),
 // never nowhere (a deletion).
 
-const pod = (name: string, image = 'busybox:1.36', source = 'file:/a.yaml'): DesiredPod => ({
-  ...desired(`apiVersion: v1
-kind: Pod
-metadata: {name: ${name}}
-spec: {containers: [{name: c, image: ${image}}]}
-`),
-  origin: { source, file: source, line: 1 },
-});
-
-const dirs: string[] = [];
-afterEach(() => {
-  for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
-});
-function stateDir(): string {
-  const d = mkdtempSync(join(tmpdir(), 'podrun-moves-'));
-  dirs.push(d);
-  return d;
-}
-
 /** A copy of a state directory's applied sets, `replaced` taken from `from` instead. */
 function copyOf(state: string, from?: string, replaced?: string): string {
-  const d = stateDir();
+  const d = stateDir('podrun-moves-');
   cpSync(appliedDir(state), appliedDir(d), { recursive: true });
   if (from && replaced) cpSync(join(appliedDir(from), replaced), join(appliedDir(d), replaced));
   return d;
@@ -65,10 +44,10 @@ const declared = (view: OriginPods[], key: string): string[] => view.flatMap((o)
 
 describe('a pod applied again from elsewhere, as the agent reads the sets', () => {
   it('is declared once, with no conflict, whichever of the two writes the source has read', async () => {
-    const disk = stateDir();
-    recordAppliedSet(disk, 'aaaa', [pod('web', 'busybox:1', 'file:/a.yaml'), pod('db', 'busybox:1', 'file:/a.yaml')], false);
+    const disk = stateDir('podrun-moves-');
+    await recordSet(disk, 'aaaa', [pod('web', 'busybox:1', 'file:/a.yaml'), pod('db', 'busybox:1', 'file:/a.yaml')], false);
     const before = copyOf(disk);
-    recordAppliedSet(disk, 'bbbb', [pod('web', 'busybox:2', 'stdin')], false);
+    await recordSet(disk, 'bbbb', [pod('web', 'busybox:2', 'stdin')], false);
     expect(readdirSync(appliedDir(disk)).sort()).toEqual(['aaaa.json', 'bbbb.json']);
     // The disk between the two writes: the new set written, the old one not yet changed.
     const between = copyOf(before, disk, 'bbbb.json');
@@ -101,9 +80,9 @@ describe('a pod applied again from elsewhere, as the agent reads the sets', () =
     expect(declared(source.snapshot(), 'default/web')).toEqual(['apply:bbbb']);
   });
 
-  it('a pod deleted is gone at once, and a pod held by no set on disk is not kept', () => {
-    const disk = stateDir();
-    recordAppliedSet(disk, 'aaaa', [pod('web'), pod('db')], false);
+  it('a pod deleted is gone at once, and a pod held by no set on disk is not kept', async () => {
+    const disk = stateDir('podrun-moves-');
+    await recordSet(disk, 'aaaa', [pod('web'), pod('db')], false);
     const hand = new HandView();
     const source = new AppliedSource(hand, disk);
     hand.view = [{ origin: 'apply:aaaa', pods: [pod('web'), pod('db')] }];
@@ -133,8 +112,8 @@ describe('a pod applied again from elsewhere, as the agent reads the sets', () =
     expect(declared(resolveMoves([a, b], new Map(), onlyB), 'default/web')).toEqual(['apply:bbbb']);
   });
 
-  it('a move stamps the new set above every set on disk, and reads a set written before stamps', () => {
-    const disk = stateDir();
+  it('a move stamps the new set above every set on disk, and reads a set written before stamps', async () => {
+    const disk = stateDir('podrun-moves-');
     // As the previous release wrote it: no stamps.
     mkdirSync(appliedDir(disk));
     writeFileSync(
@@ -142,23 +121,23 @@ describe('a pod applied again from elsewhere, as the agent reads the sets', () =
       JSON.stringify({ apiVersion: 'v1', kind: 'PodList', sources: { 'default/web': 'file:/a.yaml' }, items: [pod('web').pod, pod('db').pod] }),
       { flag: 'w' },
     );
-    recordAppliedSet(disk, 'bbbb', [pod('web', 'busybox:2', 'stdin')], false);
+    await recordSet(disk, 'bbbb', [pod('web', 'busybox:2', 'stdin')], false);
     const h = appliedHolders(disk);
     expect(h.get('default/web')).toEqual([{ setId: 'bbbb', stamp: 1 }]);
     expect(h.get('default/db')).toEqual([{ setId: 'aaaa', stamp: 0 }]);
-    recordAppliedSet(disk, 'aaaa', [pod('web', 'busybox:3')], false);
+    await recordSet(disk, 'aaaa', [pod('web', 'busybox:3')], false);
     expect(appliedHolders(disk).get('default/web')).toEqual([{ setId: 'aaaa', stamp: 2 }]);
     expect(JSON.parse(readFileSync(join(appliedDir(disk), 'aaaa.json'), 'utf8')).sources).toEqual({ 'default/web': 'file:/a.yaml' });
   });
 
-  it('a hand-edited set whose items are no pods is refused by every reader, which go on, and is kept', () => {
-    const disk = stateDir();
-    recordAppliedSet(disk, 'aaaa', [pod('web')], false);
+  it('a hand-edited set whose items are no pods is refused by every reader, which go on, and is kept', async () => {
+    const disk = stateDir('podrun-moves-');
+    await recordSet(disk, 'aaaa', [pod('web')], false);
     const bad = JSON.stringify({ apiVersion: 'v1', kind: 'PodList', stamps: { 'default/x': 'soon' }, items: [42, { metadata: null }] });
     writeFileSync(join(appliedDir(disk), 'cccc.json'), bad);
     expect(() => appliedHolders(disk)).not.toThrow();
     expect(() => forgetApplied(disk, new Set(['default/web']))).not.toThrow();
-    recordAppliedSet(disk, 'bbbb', [pod('db')], false);
+    await recordSet(disk, 'bbbb', [pod('db')], false);
     expect(readFileSync(join(appliedDir(disk), 'cccc.json'), 'utf8')).toBe(bad);
     expect([...appliedHolders(disk).keys()]).toEqual(['default/db']);
   });
