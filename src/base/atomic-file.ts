@@ -14,21 +14,16 @@ import { basename, dirname, join } from 'node:path';
 export function writeFileAtomic(path: string, data: string, o: { durable?: boolean } = {}): void {
   const durable = o.durable ?? true;
   const dir = dirname(path);
-  mkdirSync(dir, { recursive: true, mode: 0o700 });
-  const tmp = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
-  let fd: number | undefined;
+  const { tmp, fd } = writeAside(path, data);
+  let open: number | undefined = fd;
   try {
-    fd = openSync(tmp, 'w', 0o600);
-    const buf = Buffer.from(data, 'utf8');
-    let off = 0;
-    while (off < buf.length) off += writeSync(fd, buf, off);
     if (durable) fsyncSync(fd);
     closeSync(fd);
-    fd = undefined;
+    open = undefined;
     renameSync(tmp, path);
   } catch (err) {
-    if (fd !== undefined) closeSync(fd);
-    rmSync(tmp, { force: true });
+    if (open !== undefined) closeSync(open);
+    removeQuietly(tmp);
     throw err;
   }
   if (!durable) return;
@@ -64,28 +59,20 @@ export interface StagedFile {
  */
 export function stageFileAtomic(path: string, data: string): StagedFile {
   const dir = dirname(path);
-  const tmp = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
+  // Empty when nothing was written aside (writeAside removes what it made when it fails).
+  let tmp = '';
   let synced: Promise<void>;
   try {
-    mkdirSync(dir, { recursive: true, mode: 0o700 });
-    const fd = openSync(tmp, 'w', 0o600);
-    try {
-      const buf = Buffer.from(data, 'utf8');
-      let off = 0;
-      while (off < buf.length) off += writeSync(fd, buf, off);
-    } catch (err) {
-      closeSync(fd);
-      throw err;
-    }
+    const aside = writeAside(path, data);
+    tmp = aside.tmp;
     synced = new Promise<void>((resolve, reject) =>
-      fsync(fd, (err) => {
-        closeSync(fd);
+      fsync(aside.fd, (err) => {
+        closeSync(aside.fd);
         if (err) reject(err);
         else resolve();
       }),
     );
   } catch (err) {
-    removeQuietly(tmp);
     synced = Promise.reject(err as Error);
   }
   synced.catch(() => undefined);
@@ -97,7 +84,7 @@ export function stageFileAtomic(path: string, data: string): StagedFile {
         await synced;
         renameSync(tmp, path);
       } catch (err) {
-        removeQuietly(tmp);
+        if (tmp) removeQuietly(tmp);
         throw err;
       }
       return { durable: syncDirectory(dir) };
@@ -105,9 +92,30 @@ export function stageFileAtomic(path: string, data: string): StagedFile {
     discard() {
       if (settled) return;
       settled = true;
-      removeQuietly(tmp);
+      if (tmp) removeQuietly(tmp);
     },
   };
+}
+
+/**
+ * The new content written to a private temp file beside `path` (its directory made if missing),
+ * still open for the caller's fsync and close. A failed write leaves no temp file.
+ */
+function writeAside(path: string, data: string): { tmp: string; fd: number } {
+  const dir = dirname(path);
+  mkdirSync(dir, { recursive: true, mode: 0o700 });
+  const tmp = join(dir, `.${basename(path)}.${process.pid}.${Date.now()}.tmp`);
+  const fd = openSync(tmp, 'w', 0o600);
+  try {
+    const buf = Buffer.from(data, 'utf8');
+    let off = 0;
+    while (off < buf.length) off += writeSync(fd, buf, off);
+  } catch (err) {
+    closeSync(fd);
+    removeQuietly(tmp);
+    throw err;
+  }
+  return { tmp, fd };
 }
 
 /** The directory's fsync (what makes a rename in it durable), in the thread pool; never rejects. */
