@@ -34,6 +34,8 @@ export class PodCache {
   private readonly records = new ContainerRecords();
   private readonly finished = new Map<string, number>();
   private readonly recent: Recent[] = [];
+  /** Lists in flight: while one is, the worker's looks are kept for its replay. */
+  private listing = 0;
   private seq = 0;
   private unsubscribe: (() => void) | undefined;
   private relistTimer: NodeJS.Timeout | undefined;
@@ -179,7 +181,15 @@ export class PodCache {
   /** Replaces every record with a fresh list, then replays newer events. */
   private async replaceAll(given?: readonly EngineContainer[]): Promise<Set<string>> {
     const startSeq = this.seq;
-    const list = given ?? (await this.rt.listContainers());
+    let list = given;
+    if (!list) {
+      this.listing++;
+      try {
+        list = await this.rt.listContainers();
+      } finally {
+        this.listing--;
+      }
+    }
     const touched = new Set<string>(this.records.uids());
     this.records.clear();
     for (const info of list) {
@@ -253,8 +263,9 @@ export class PodCache {
     for (const r of this.recent) {
       if (r.seq > startSeq && 'event' in r && r.event.labels[LABEL.podUid] === uid) this.apply(r.event);
     }
-    // Kept in order with the events, for a relist whose list was read before this look.
-    for (const [id, info] of seen) this.remember({ seq: ++this.seq, looked: id, info });
+    // Kept in order with the events for a relist whose list is in flight, the one reader of them
+    // (else each sync's looks would crowd the events out of the replay's window).
+    if (this.listing > 0) for (const [id, info] of seen) this.remember({ seq: ++this.seq, looked: id, info });
   }
 
   pod(uid: string): ObservedPod | undefined {
