@@ -69,7 +69,7 @@ try {
       '127.0.0.1',
     ];
     if ((await main(['node', 'podrun', ...cri, 'apply', '--no-wait', standInPod], io)) !== 0)
-      throw new Error('the warm-up apply on the stand-in CRI runtime failed');
+      throw new Error(`the warm-up apply on the stand-in CRI runtime failed: ${told.slice(-5).join('; ')}`);
     // A state dir of its own each round: the pod is new to it, as in a cold apply.
     const docker = ['--state-dir', join(state, `docker-${round}`), '--docker-host', `unix://${dockerSocket}`, '--node-ip', '127.0.0.1'];
     if ((await main(['node', 'podrun', ...docker, 'apply', '--no-wait', standInPod], io)) !== 0)
