@@ -15,6 +15,13 @@ export interface SlotRequest {
    * pod without queueing behind others.
    */
   urgent?: boolean;
+  /**
+   * With `urgent`: a deletion's read (its last list, is anything of the pod left?), not a removal.
+   * It never waits for the lane: a wave's removals fill it for seconds on a loaded engine, and a
+   * list behind them held each pod's "deleted" back by up to a second (issue 28's churn, measured).
+   * It holds new ordinary work back while it runs, as the removals do.
+   */
+  look?: boolean;
   /** Gives up the wait (not a call already running) once aborted: the caller gets `Cancelled`. */
   signal?: AbortSignal;
 }
@@ -73,33 +80,43 @@ export class Slots {
   async run<T>(fn: () => Promise<T>, o: SlotRequest = {}): Promise<T> {
     const urgent = o.urgent === true;
     if (o.signal?.aborted) throw new Cancelled();
-    if (this.mayRun(urgent)) this.active++;
-    else await this.wait(urgent, o.signal);
-    // An urgent call holds other work back only for so long: one the engine is wedged on (Docker
-    // 20.10 hangs on a container now and then, until the request times out) must not stop every
-    // other pod's creates with it.
-    let fresh = urgent;
-    const stale = urgent
-      ? setTimeout(() => {
-          fresh = false;
-          this.urgentFresh--;
-          this.pump();
-        }, HOLD_BACK_MS)
-      : undefined;
-    stale?.unref();
-    if (urgent) {
-      this.urgentFresh++;
-      this.urgentActive++;
+    // A deletion's read runs at once, outside every lane.
+    const lane = !(urgent && o.look);
+    if (lane) {
+      if (this.mayRun(urgent)) this.active++;
+      else await this.wait(urgent, o.signal);
     }
+    const release = urgent ? this.holdBack() : undefined;
+    if (urgent && lane) this.urgentActive++;
     try {
       return await fn();
     } finally {
-      this.active--;
-      if (urgent) this.urgentActive--;
-      clearTimeout(stale);
-      if (fresh) this.urgentFresh--;
+      if (lane) this.active--;
+      if (urgent && lane) this.urgentActive--;
+      release?.();
       this.pump();
     }
+  }
+
+  /**
+   * Holds new ordinary work back until the returned release is called, or HOLD_BACK_MS at most: a
+   * call the engine is wedged on (Docker 20.10 hangs on a container now and then, until the request
+   * times out) must not stop every other pod's creates with it.
+   */
+  private holdBack(): () => void {
+    let fresh = true;
+    this.urgentFresh++;
+    const stale = setTimeout(() => {
+      fresh = false;
+      this.urgentFresh--;
+      this.pump();
+    }, HOLD_BACK_MS);
+    stale.unref();
+    return () => {
+      clearTimeout(stale);
+      if (fresh) this.urgentFresh--;
+      fresh = false;
+    };
   }
 
   private wait(urgent: boolean, signal: AbortSignal | undefined): Promise<void> {

@@ -50,6 +50,36 @@ describe('engine slots', () => {
     expect(slots.state).toEqual({ active: 0, waiting: 0 });
   });
 
+  it("a deletion's last look runs while removals fill their lane, and holds new creates back while it runs", async () => {
+    const slots = new Slots(1);
+    const order: string[] = [];
+    const removals = [held(), held(), held(), held()];
+    const removing = removals.map((r) => slots.run(() => r.promise, { urgent: true }));
+    // The lane (4 × the limit) is full: a fifth removal waits, a look does not.
+    const fifth = slots.run(async () => void order.push('remove 4'), { urgent: true });
+    const look = held();
+    const looking = slots.run(
+      async () => {
+        order.push('look');
+        await look.promise;
+      },
+      { urgent: true, look: true },
+    );
+    await tick();
+    expect(order).toEqual(['look']);
+    // The removals end; the create waits for the look, the fifth removal does not.
+    for (const r of removals) r.end();
+    const create = slots.run(async () => void order.push('create'));
+    await Promise.all(removing);
+    await tick();
+    await tick();
+    expect(order).toEqual(['look', 'remove 4']);
+    look.end();
+    await Promise.all([looking, fifth, create]);
+    expect(order).toEqual(['look', 'remove 4', 'create']);
+    expect(slots.state).toEqual({ active: 0, waiting: 0 });
+  });
+
   it('never runs more than the limit of ordinary work', async () => {
     const slots = new Slots(3);
     let now = 0;

@@ -184,11 +184,11 @@ export class PodRuntime implements PodEngine {
 
   /**
    * podrun's containers (all of them, or one pod's), as the engine lists them. One pod's list is a
-   * deletion's last look (is anything of it left?): it goes before creates, as removals do.
+   * deletion's last look (is anything of it left?): it goes before creates and waits for no removal.
    */
   async listContainers(uid?: string): Promise<EngineContainer[]> {
     const label = [`${LABEL.instance}=${this.instance}`, ...(uid ? [`${LABEL.podUid}=${uid}`] : [`${LABEL.managedBy}=${MANAGED_BY}`])];
-    const list = await this.work('list containers', () => this.calls.list(label), uid ? { urgent: true } : {});
+    const list = await this.work('list containers', () => this.calls.list(label), uid ? { urgent: true, look: true } : {});
     const now = Date.now();
     return list.map((info) => recordFromListed(info, now));
   }
