@@ -144,18 +144,28 @@ export class StatsCollector {
     // The first disk reading is waited for (the answer has it); later ones run beside the readings.
     if (Date.now() - this.lastDisk >= (this.o.diskPeriodMs ?? 60_000) && live.length) {
       this.lastDisk = Date.now();
-      const disk = this.collectDisk().catch(() => undefined);
-      if (this.disk.size === 0) await disk;
+      const first = this.disk.size === 0;
+      const disk = this.collectDisk(live).catch(() => undefined);
+      if (first) await disk;
+    } else {
+      // A container started since the last pass is read now, not up to a period later: cAdvisor
+      // starts each container's own disk housekeeping when it sees the container. Waited for, as
+      // the first pass is, so the answer that first shows the container has its layer.
+      const newcomers = live.filter((c) => !this.disk.has(c.id));
+      if (newcomers.length) await this.collectDisk(newcomers).catch(() => undefined);
     }
     this.o.onCollected?.((performance.now() - t0) / 1000, engineCalls);
   }
 
-  private async collectDisk(): Promise<void> {
+  /** The writable layer and log sizes of `live`; a container the engine has no answer for is kept as read (nothing), not asked again until the next pass. */
+  private async collectDisk(live: { id: string }[]): Promise<void> {
+    // Asked for: a collection while this pass runs does not ask again.
+    for (const c of live) if (!this.disk.has(c.id)) this.disk.set(c.id, {});
     await Promise.all(
-      this.liveContainers().map((c) =>
+      live.map((c) =>
         this.slots.run(async () => {
           const d = await this.rt.containerDisk(c.id).catch(() => undefined);
-          if (!d) return;
+          if (!d) return void this.disk.set(c.id, {});
           this.disk.set(c.id, { ...(d.rwBytes !== undefined ? { rwBytes: d.rwBytes } : {}), ...(d.logBytes !== undefined ? { logsBytes: d.logBytes } : {}) });
         }),
       ),

@@ -89,4 +89,49 @@ describe('StatsCollector', () => {
       c.stop();
     }
   }, 20_000);
+
+  it("reads a container's writable layer when it first shows, not only at the next disk pass", async () => {
+    const diskAsked: string[] = [];
+    const rt = {
+      containerStats: async (): Promise<ContainerReading> => ({
+        time: new Date().toISOString(),
+        source: 'cgroup',
+        cpu: { usageNs: 0 },
+        memory: { workingSetBytes: 0 },
+      }),
+      containerDisk: async (id: string) => {
+        diskAsked.push(id);
+        return { rwBytes: id === 'c1' ? 100 : 200 };
+      },
+    } as unknown as PodEngine;
+    const container = (id: string): ObservedPod['containers'][number] => ({
+      id,
+      engineName: id,
+      name: id,
+      type: 'app',
+      hash: '',
+      restartCount: 0,
+      state: 'running',
+      created: 0,
+      image: 'i',
+    });
+    const live = [container('c1')];
+    const pods = (): ObservedPod[] => [{ uid: 'u', name: 'p', namespace: 'n', source: 's', sandboxes: [], containers: [...live] }];
+    // Readings every 10 ms, the disk pass once an hour.
+    const c = new StatsCollector(rt, pods, { periodMs: 10, diskPeriodMs: 3_600_000 });
+    const rootfs = async (id: string): Promise<number | undefined> => (await c.samples()).find((s) => s.id === id)?.rootfsBytes;
+    try {
+      expect(await rootfs('c1')).toBe(100);
+      // A second container starts after the pass: its layer is in the first answer that shows it.
+      live.push(container('c2'));
+      await new Promise((r) => setTimeout(r, 20));
+      expect(await rootfs('c2')).toBe(200);
+      // Each asked once: known containers wait for the next pass.
+      await new Promise((r) => setTimeout(r, 20));
+      await c.samples();
+      expect(diskAsked.sort()).toEqual(['c1', 'c2']);
+    } finally {
+      c.stop();
+    }
+  });
 });
