@@ -17,6 +17,8 @@ export interface PlainAnswer {
   /** The status line's words after the code ("Not Found"). */
   reason: string;
   body: Buffer;
+  /** Header values by lower-cased name (the first of a name). */
+  headers: Record<string, string>;
 }
 
 /** The engine's address for plain requests, or undefined for an endpoint that needs TLS. */
@@ -76,7 +78,13 @@ export function answerOf(raw: Buffer): PlainAnswer {
   const body = raw.subarray(split + 4);
   // An HTTP/1.0 answer has no chunks; a proxy in between might still send them.
   const chunked = headers.some((h) => /^transfer-encoding:\s*chunked/i.test(h));
-  return { status: Number(m[1]), reason: m[2] ?? '', body: chunked ? unchunk(body) : body };
+  const named: Record<string, string> = {};
+  for (const h of headers) {
+    const colon = h.indexOf(':');
+    const name = h.slice(0, colon).trim().toLowerCase();
+    if (colon > 0 && !(name in named)) named[name] = h.slice(colon + 1).trim();
+  }
+  return { status: Number(m[1]), reason: m[2] ?? '', body: chunked ? unchunk(body) : body, headers: named };
 }
 
 function unchunk(body: Buffer): Buffer {

@@ -11,7 +11,12 @@ const MAX_ANSWER = 64 * 1024;
 export async function engineVersion(endpoint: string, timeoutMs = 5000): Promise<{ version: string; apiVersion: string }> {
   const target = plainTarget(endpoint);
   if (!target) throw new Error(`${endpoint}: podrun version asks the engine without TLS`);
-  const answer = await plainGet(target, '/version', { maxBytes: MAX_ANSWER, timeoutMs, name: endpoint });
+  const o = { maxBytes: MAX_ANSWER, timeoutMs, name: endpoint };
+  // GET /_ping's headers say both, answered at once; /version runs `runc --version` and
+  // `docker-init --version` for its Components (6-26 ms on this machine, against 0.5 ms).
+  const ping = pingVersion(await plainGet(target, '/_ping', o));
+  if (ping) return ping;
+  const answer = await plainGet(target, '/version', o);
   try {
     return versionOf(answer);
   } catch {
@@ -28,6 +33,17 @@ export function dockerEngineLine(dockerHost: string | undefined): Promise<string
     (v) => `engine ${v.version} (API ${v.apiVersion})`,
     (err: unknown) => `engine unreachable (${(err as Error).message})`,
   );
+}
+
+/**
+ * The two strings from an answer to GET /_ping: `Server: Docker/27.1.0 (linux)` (Podman's
+ * compatible API: `Libpod/4.3.1 (linux)`) and `Api-Version`; undefined when it lacks either (an
+ * older engine, a proxy in between), for /version to say.
+ */
+function pingVersion(answer: PlainAnswer): { version: string; apiVersion: string } | undefined {
+  const version = /^[^/\s]+\/(\S+)/.exec(answer.headers.server ?? '')?.[1];
+  const apiVersion = answer.headers['api-version'];
+  return answer.status === 200 && version && apiVersion ? { version, apiVersion } : undefined;
 }
 
 /** The two strings from an answer to GET /version; throws on anything else. */

@@ -11,14 +11,27 @@ const endpoint = sockets.endpoint;
 afterEach(() => sockets.close());
 
 describe('engineVersion', () => {
-  it('reads the version and API version of a plain answer, asking GET /version', async () => {
-    let asked = '';
+  it("reads the version and API version from GET /_ping's headers, in one request", async () => {
+    const asked: string[] = [];
     const url = await endpoint((s, request) => {
-      asked = request.split('\r\n')[0] ?? '';
+      asked.push(request.split('\r\n')[0] ?? '');
+      s.end('HTTP/1.1 200 OK\r\nApi-Version: 1.41\r\nServer: Docker/20.10.24+dfsg1 (linux)\r\nContent-Length: 2\r\n\r\nOK');
+    });
+    expect(await engineVersion(url)).toEqual({ version: '20.10.24+dfsg1', apiVersion: '1.41' });
+    expect(asked).toEqual(['GET /_ping HTTP/1.0']);
+    // Podman's compatible API names itself Libpod.
+    const podman = await endpoint((s) => s.end('HTTP/1.1 200 OK\r\nAPI-Version: 1.41\r\nLibpod-API-Version: 4.3.1\r\nServer: Libpod/4.3.1 (linux)\r\n\r\nOK'));
+    expect(await engineVersion(podman)).toEqual({ version: '4.3.1', apiVersion: '1.41' });
+  });
+
+  it('asks GET /version when the ping does not say (an older engine, a proxy that drops the headers)', async () => {
+    const asked: string[] = [];
+    const url = await endpoint((s, request) => {
+      asked.push(request.split('\r\n')[0] ?? '');
       s.end('HTTP/1.0 200 OK\r\nContent-Type: application/json\r\n\r\n{"Version":"27.1.0","ApiVersion":"1.46","Os":"linux"}');
     });
     expect(await engineVersion(url)).toEqual({ version: '27.1.0', apiVersion: '1.46' });
-    expect(asked).toBe('GET /version HTTP/1.0');
+    expect(asked).toEqual(['GET /_ping HTTP/1.0', 'GET /version HTTP/1.0']);
   });
 
   it('reads a chunked answer, counting chunk sizes in bytes', async () => {
