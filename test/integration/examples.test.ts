@@ -70,7 +70,7 @@ describe('the examples in manifests/', () => {
     expect(list.items.map((p) => [p.metadata.name, p.status.phase])).toEqual([['web', 'Running']]);
     expect(list.items[0]!.status.podIP).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
 
-    const d = await world.cli('delete', '--grace-period', '1', '-f', dir);
+    const d = await world.cli('delete', '-f', dir);
     expect(d.code, d.err).toBe(0);
     expect(d.out.split('\n').sort()).toEqual(['pod/demo/web deleted', 'pod/kube-system/etcd-lite deleted']);
     expect((await world.cli('get', 'pods', '-A')).out).not.toMatch(/etcd-lite|\bweb\b/);
@@ -97,7 +97,9 @@ describe('the examples in manifests/', () => {
         return deaths.length >= 3 ? deaths : undefined;
       });
       const signals = (pod: string, c: string): string[] =>
-        ev.events.filter((e) => e.action === 'kill' && e.attributes[LABEL.podName] === pod && e.attributes[LABEL.containerName] === c).map((e) => e.attributes.signal ?? '');
+        ev.events
+          .filter((e) => e.action === 'kill' && e.attributes[LABEL.podName] === pod && e.attributes[LABEL.containerName] === c)
+          .map((e) => e.attributes.signal ?? '');
       // 0 (a trap that exits) or 143 (ended by SIGTERM) both mean the stop signal ended it; 137 is the SIGKILL.
       const how = Object.fromEntries(
         ended.map((e) => {
