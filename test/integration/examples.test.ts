@@ -4,7 +4,8 @@ import { mkdirSync, readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { request } from 'undici';
-import { containerIds, docker, freePort, until, World } from './helpers.js';
+import { LABEL } from '../../src/runtime/labels.js';
+import { containerIds, copySampleManifests, docker, followEvents, freePort, unique, until, World } from './helpers.js';
 
 const EXAMPLES = fileURLToPath(new URL('../../manifests/', import.meta.url));
 const BIN = fileURLToPath(new URL('../../bin/podrun', import.meta.url));
@@ -69,11 +70,53 @@ describe('the examples in manifests/', () => {
     expect(list.items.map((p) => [p.metadata.name, p.status.phase])).toEqual([['web', 'Running']]);
     expect(list.items[0]!.status.podIP).toMatch(/^\d+\.\d+\.\d+\.\d+$/);
 
-    const d = await world.cli('delete', '--grace-period', '1', '-f', dir);
+    const d = await world.cli('delete', '-f', dir);
     expect(d.code, d.err).toBe(0);
     expect(d.out.split('\n').sort()).toEqual(['pod/demo/web deleted', 'pod/kube-system/etcd-lite deleted']);
     expect((await world.cli('get', 'pods', '-A')).out).not.toMatch(/etcd-lite|\bweb\b/);
   });
+
+  it("end on SIGTERM when deleted with the default grace period, never by the grace period's SIGKILL", async () => {
+    // The samples made this test's own (namespaces, ports, hostPath), grace period as shipped.
+    const demo = unique('ex-demo');
+    const system = unique('ex-sys');
+    const dir = join(world.dir, 'sigterm');
+    mkdirSync(dir);
+    const texts = copySampleManifests(dir, { demo, system, web: await freePort(), etcd: await freePort(), data: join(world.dir, 'podrun-examples') });
+    for (const t of texts) expect(t, 'a sample sets a grace period of its own').not.toContain('terminationGracePeriodSeconds');
+    const a = await world.cli('apply', dir);
+    expect(a.code, a.err).toBe(0);
+
+    // Followed live: the engine's record of each death (its exit code) and of each signal sent.
+    const ev = await followEvents([`${LABEL.instance}=${world.instance}`, `${LABEL.containerType}=app`]);
+    try {
+      const d = await world.cli('delete', '-f', dir);
+      expect(d.code, d.err).toBe(0);
+      const ended = await until('a death for each sample container', async () => {
+        const deaths = ev.events.filter((e) => e.action === 'die' && [demo, system].includes(e.attributes[LABEL.podNamespace] ?? ''));
+        return deaths.length >= 3 ? deaths : undefined;
+      });
+      const signals = (pod: string, c: string): string[] =>
+        ev.events
+          .filter((e) => e.action === 'kill' && e.attributes[LABEL.podName] === pod && e.attributes[LABEL.containerName] === c)
+          .map((e) => e.attributes.signal ?? '');
+      // 0 (a trap that exits) or 143 (ended by SIGTERM) both mean the stop signal ended it; 137 is the SIGKILL.
+      const how = Object.fromEntries(
+        ended.map((e) => {
+          const [pod, c] = [e.attributes[LABEL.podName] ?? '', e.attributes[LABEL.containerName] ?? ''];
+          const code = e.attributes.exitCode ?? '';
+          return [`${pod}/${c}`, `${['0', '143'].includes(code) ? 'ended on its stop signal' : `exit ${code}`}, signals ${signals(pod, c).join(',')}`];
+        }),
+      );
+      expect(how).toEqual({
+        'web/httpd': 'ended on its stop signal, signals 15',
+        'web/content': 'ended on its stop signal, signals 15',
+        'etcd-lite/server': 'ended on its stop signal, signals 15',
+      });
+    } finally {
+      ev.stop();
+    }
+  }, 120_000);
 });
 
 describe('the podrun binary', () => {
