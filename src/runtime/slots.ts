@@ -81,21 +81,29 @@ export class Slots {
     const urgent = o.urgent === true;
     if (o.signal?.aborted) throw new Cancelled();
     // A deletion's read runs at once, outside every lane.
-    const lane = !(urgent && o.look);
-    if (lane) {
-      if (this.mayRun(urgent)) this.active++;
-      else await this.wait(urgent, o.signal);
-    }
-    const release = urgent ? this.holdBack() : undefined;
-    if (urgent && lane) this.urgentActive++;
+    const release = urgent && o.look ? this.holdBack() : this.mayRun(urgent) ? this.take(urgent) : await this.wait(urgent, o.signal);
     try {
       return await fn();
     } finally {
-      if (lane) this.active--;
-      if (urgent && lane) this.urgentActive--;
-      release?.();
+      release();
       this.pump();
     }
+  }
+
+  /**
+   * A slot taken, at once (also when granted to a waiter, before anything else is granted: a lane
+   * counted only once its waiter ran would let the queue's next ones through too); its release.
+   */
+  private take(urgent: boolean): () => void {
+    this.active++;
+    if (!urgent) return () => void this.active--;
+    this.urgentActive++;
+    const held = this.holdBack();
+    return () => {
+      this.active--;
+      this.urgentActive--;
+      held();
+    };
   }
 
   /**
@@ -119,8 +127,8 @@ export class Slots {
     };
   }
 
-  private wait(urgent: boolean, signal: AbortSignal | undefined): Promise<void> {
-    return new Promise<void>((resolve, reject) => {
+  private wait(urgent: boolean, signal: AbortSignal | undefined): Promise<() => void> {
+    return new Promise<() => void>((resolve, reject) => {
       const onAbort = (): void => {
         const i = this.waiting.indexOf(w);
         if (i >= 0) this.waiting.splice(i, 1);
@@ -130,7 +138,7 @@ export class Slots {
         urgent,
         grant: () => {
           signal?.removeEventListener('abort', onAbort);
-          resolve();
+          resolve(this.take(urgent));
         },
       };
       // Urgent waiters go after the urgent ones already waiting, before every other.
@@ -149,7 +157,6 @@ export class Slots {
         return;
       }
       this.waiting.shift();
-      this.active++;
       next.grant();
     }
   }

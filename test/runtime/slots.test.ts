@@ -80,6 +80,41 @@ describe('engine slots', () => {
     expect(slots.state).toEqual({ active: 0, waiting: 0 });
   });
 
+  it('counts a slot granted from the queue at once: the lane holds 4 × the limit, and no create slips in beside the removals', async () => {
+    const slots = new Slots(1);
+    let now = 0;
+    let most = 0;
+    const create = held();
+    const creating = slots.run(() => create.promise);
+    const removals = Array.from({ length: 12 }, () => held());
+    const removing = removals.map((r) =>
+      slots.run(
+        async () => {
+          most = Math.max(most, ++now);
+          await r.promise;
+          now--;
+        },
+        { urgent: true },
+      ),
+    );
+    let created = false;
+    const waitingCreate = slots.run(async () => void (created = true));
+    await tick();
+    expect(now).toBe(4);
+    // Four removals and the create end together: four more removals begin, not all eight, and the
+    // waiting create does not begin while they run.
+    for (const r of removals.slice(0, 4)) r.end();
+    create.end();
+    for (let i = 0; i < 5; i++) await tick();
+    expect(now).toBe(4);
+    expect(created).toBe(false);
+    for (const r of removals) r.end();
+    await Promise.all([creating, ...removing, waitingCreate]);
+    expect(most).toBe(4);
+    expect(created).toBe(true);
+    expect(slots.state).toEqual({ active: 0, waiting: 0 });
+  });
+
   it('never runs more than the limit of ordinary work', async () => {
     const slots = new Slots(3);
     let now = 0;
