@@ -57,6 +57,9 @@ spec:
     const applied = await world.bin(['apply', '-f', file], { env });
     expect(applied.err).toBe('');
     expect(applied.code).toBe(0);
+    // `podrun version` names Podman's version and API version as its /version does (read from its ping).
+    const v = await podman.docker.version();
+    expect((await world.bin(['version'], { env })).out).toContain(`engine ${v.Version} (API ${v.ApiVersion})`);
     const ours = async (): Promise<{ Id: string; name: string; count: number; state: string; type: string }[]> =>
       (
         await podman.docker.listContainers({
