@@ -25,7 +25,7 @@ afterAll(async () => {
   rmSync(dir, { recursive: true, force: true });
 });
 
-function start(args: string[], env: Record<string, string>): { proc: ChildProcess; out: () => string } {
+function start(args: string[], env: NodeJS.ProcessEnv): { proc: ChildProcess; out: () => string } {
   let out = '';
   const proc = spawn(BIN, args, { stdio: ['ignore', 'pipe', 'pipe'], env: { ...process.env, ...env } });
   proc.stdout?.on('data', (c: Buffer) => (out += c.toString()));
@@ -68,9 +68,9 @@ describe('bin/podrun', () => {
     silent = createServer((c) => connections.push(c));
     await new Promise<void>((r) => silent!.listen(sock, r));
     const accepted = new Promise((r) => silent!.once('connection', r));
-    const env = { ...process.env, DOCKER_HOST: `unix://${sock}` };
+    const env: NodeJS.ProcessEnv = { ...process.env, DOCKER_HOST: `unix://${sock}` };
     delete env.MALLOC_ARENA_MAX;
-    const cli = start(['--state-dir', join(dir, 'state-cli'), 'get', 'pods'], env as Record<string, string>);
+    const cli = start(['--state-dir', join(dir, 'state-cli'), 'get', 'pods'], env);
     // It asked the engine, so it runs podrun's code, and waits for an answer that never comes.
     await accepted;
     const argv = cmdline(cli.proc.pid!);
