@@ -1,4 +1,5 @@
 import { defineConfig } from 'vitest/config';
+import LongFirstSequencer from './test/long-first-sequencer.js';
 
 export default defineConfig({
   test: {
@@ -10,6 +11,7 @@ export default defineConfig({
     maxWorkers: 4,
     testTimeout: 60_000,
     hookTimeout: 120_000,
+    sequence: { sequencer: LongFirstSequencer },
     globalSetup: ['test/integration/global-setup.ts'],
     reporters: ['default', './test/summary-reporter.ts'],
   },

@@ -78,7 +78,7 @@ describe('apply and the agent on the same state directory', () => {
 
     const d = await world.cli('delete', '-n', ns, name);
     expect(d.code, d.err).toBe(0);
-    await pastRelist();
+    await pastRelist(agent);
     expect(await podContainers(ns, name)).toEqual([]);
   });
 
@@ -104,7 +104,7 @@ spec:
     expect(d.code, d.err).toBe(0);
     // Stopped with the deletion's 1 s, not the pod's 60 s, and not brought back.
     expect(Date.now() - t0).toBeLessThan(30_000);
-    await pastRelist();
+    await pastRelist(agent);
     expect(await podContainers(ns, name)).toEqual([]);
     expect(agent.logs()).toContain(`pod ${ns}/${name}: deleted`);
   });
@@ -124,7 +124,7 @@ spec:
     await agent.waitForLog(
       `conflict: pod ${ns}/${name} is also declared, differently, by ${join(dir, 'a.yaml')}; running the one from ${join(dir, 'b.yaml')} (remove the others, or make them alike, to end this)`,
     );
-    await pastRelist();
+    await pastRelist(agent);
     expect(await containerIds(ns, name)).toEqual(first);
   });
 });

@@ -73,11 +73,11 @@ describe('the agent with a watched directory', () => {
     );
     const status = JSON.parse(readFileSync(join(world.stateDir, 'agent-status.json'), 'utf8')) as { sources: { name: string; errors: string[] }[] };
     expect(status.sources.find((s) => s.name === `dir:${dir}`)?.errors[0]).toContain('containerPort: must be <= 65535');
-    await pastRelist(); // past a rescan and a relist: still untouched
+    await pastRelist(agent); // past a rescan and a relist: still untouched
     expect(await containerIds(ns, name)).toEqual(second);
     // Emptied (as a write caught between truncate and write looks): the pod stays too.
     writeFileSync(join(dir, `${name}.yaml`), '');
-    await pastRelist();
+    await pastRelist(agent);
     expect(await containerIds(ns, name)).toEqual(second);
 
     unlinkSync(join(dir, `${name}.yaml`));
@@ -113,7 +113,7 @@ describe('the agent with a watched directory', () => {
       return ids.moving !== first.moving ? ids : undefined;
     });
     expect(saved.POD).toBe(first.POD);
-    await pastRelist();
+    await pastRelist(agent);
     // Applied once: the engine made exactly one new container for the save (pruning cannot hide a second).
     const vimUid = (await podContainers(ns, name))[0]!.Labels[LABEL.podUid]!;
     expect((await podEvents(vimUid, savedSince)).filter((a) => a === 'create')).toHaveLength(1);
@@ -134,7 +134,7 @@ describe('the agent with a watched directory', () => {
     writeSync(fd, text.slice(text.indexOf('  - name: moving')));
     closeSync(fd);
     await running(half);
-    await pastRelist();
+    await pastRelist(agent);
     expect(await instances(half, 'moving')).toBe(1);
     expect(await instances(half, 'POD')).toBe(1);
     // The engine saw one sandbox and one of each container made, nothing else.
@@ -155,7 +155,7 @@ describe('the agent with a watched directory', () => {
 
     agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
-    await pastRelist();
+    await pastRelist(agent);
     expect(await containerIds(ns, name)).toEqual(before);
     expect(await agent.stop()).toBe(0);
     agent = undefined;
@@ -181,7 +181,7 @@ describe('the agent with a watched directory', () => {
     await agent.started();
     const ids = await running(name);
     expect(ids.POD).toBe(sandbox.id);
-    await pastRelist();
+    await pastRelist(agent);
     const all = await podContainers(ns, name);
     expect(all.map((c) => c.Labels[LABEL.containerName]).sort()).toEqual(['POD', 'moving', 'steady']);
     expect(all.every((c) => c.State === 'running')).toBe(true);

@@ -107,7 +107,7 @@ describe('signed sets that cannot be replayed or moved to another box', () => {
       agent = suite.run(args);
       await agent.waitForLog(/the cached copy is not used: set refused: replay: this exact set was superseded/);
       await agent.waitForLog('set refused: replay: this exact set was superseded');
-      await pastRelist();
+      await pastRelist(agent);
       expect((await containerIds(ns, name)).a).toBe(v3);
       expect(b).not.toBe(v3);
 
@@ -131,7 +131,7 @@ describe('signed sets that cannot be replayed or moved to another box', () => {
       const expiredLine = `(version 4) expired at ${new Date(soon).toISOString()}: its pods keep running`;
       const escaped = expiredLine.replace(/[.*+?^${}()|[\]\\]/g, '\\$&');
       await agent.waitForLog(new RegExp(`signed set url:http://127\\.0\\.0\\.1:\\d+/\\S+ ${escaped}`));
-      await pastRelist();
+      await pastRelist(agent);
       expect((await containerIds(ns, name)).a).toBe(d);
       expect(agent.logs().split(expiredLine).length - 1).toBe(1);
       await server.close();
@@ -165,7 +165,7 @@ describe('signed sets that cannot be replayed or moved to another box', () => {
     writeFileSync(`${file}.sig`, v1.sig);
     writeFileSync(file, v1.body);
     await agent.waitForLog('set refused: replay: this exact set was superseded by a newer one (version 2 is in force)');
-    await pastRelist();
+    await pastRelist(agent);
     expect(await containerIds(ns, name)).toEqual(good);
     place(pod(name, 'three', 'version=3'), 'v3');
     await runningWith(name, 'three');

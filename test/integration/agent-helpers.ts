@@ -2,9 +2,12 @@ import { spawn, type ChildProcess } from 'node:child_process';
 import { fileURLToPath } from 'node:url';
 import { afterAll, afterEach } from 'vitest';
 import type { EngineBed } from './engine-beds.js';
-import { PAUSE_IMAGE, TEST_IMAGE, unique, until, World } from './helpers.js';
+import { agentGetText, PAUSE_IMAGE, TEST_IMAGE, unique, until, World } from './helpers.js';
 
 const BIN = fileURLToPath(new URL('../../bin/podrun', import.meta.url));
+// The test agents' relist and resync period, and their directory rescan's (`--resync-period`).
+const RELIST_PERIOD = '1s';
+const RESCAN_MS = 2000;
 
 /** A `podrun run` process, as systemd would run it, with its log captured. */
 export class AgentProcess {
@@ -13,7 +16,12 @@ export class AgentProcess {
   private exited: Promise<number | null>;
 
   /** `bin`: another build's bin/podrun (the upgrade test runs the previous release's). */
-  constructor(stateDir: string, args: string[], env: Record<string, string> = {}, bin = BIN) {
+  constructor(
+    readonly stateDir: string,
+    args: string[],
+    env: Record<string, string> = {},
+    bin = BIN,
+  ) {
     this.proc = spawn(
       bin,
       // The node IP is loopback: hostNetwork probes never reach the machine's own addresses.
@@ -28,9 +36,10 @@ export class AgentProcess {
         '--log-format',
         'text',
         '--resync-period',
-        '2s',
+        `${RESCAN_MS / 1000}s`,
+        // Short, so that a wait past a relist (pastRelist) is short; a test about the event stream sets its own.
         '--relist-period',
-        '5s',
+        RELIST_PERIOD,
         '--url-period',
         '1s',
         ...args,
@@ -107,9 +116,26 @@ export class AgentSuite {
   }
 }
 
-/** Waits past a relist of the test agents (every 5 s): a window in which "nothing happened" means something. */
-export function pastRelist(): Promise<void> {
-  return new Promise((r) => setTimeout(r, 5500));
+/**
+ * Waits until the agent has relisted, resynced every pod and rescanned its directories since the
+ * call: a window in which "nothing happened" means something. Seen, not slept: the relist count
+ * (its metric) grows by two, so a whole relist began after the call and ended, and at least one
+ * resync and rescan period (RESCAN_MS) has passed, so each of those timers fired in the window.
+ */
+export async function pastRelist(agent: AgentProcess): Promise<void> {
+  const since = Date.now();
+  const first = await relists(agent.stateDir);
+  await until(
+    'two relists and a rescan',
+    async () => ((await relists(agent.stateDir)) >= first + 2 && Date.now() - since >= RESCAN_MS + 500 ? true : undefined),
+    30_000,
+  );
+}
+
+/** The agent's relists so far (0 before its socket answers). */
+async function relists(stateDir: string): Promise<number> {
+  const text = (await agentGetText(stateDir, '/metrics')) ?? '';
+  return Number(/^podrun_pleg_relist_duration_seconds_count (\d+)$/m.exec(text)?.[1] ?? 0);
 }
 
 /** A pod of one sleeping container whose env V is `v`: a new `v` is an update that replaces the container. */

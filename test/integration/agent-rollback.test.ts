@@ -161,7 +161,7 @@ describe('health-gated updates', () => {
     // Not retried while the source declares it: past a rescan and a relist, and a rewrite of the same bytes.
     const instances = await allInstances(name);
     writeFileSync(file, pod(name, 'bad'));
-    await pastRelist();
+    await pastRelist(agent);
     expect(await createdSince(name, instances)).toEqual([]);
     expect((await running(name)).ids).toEqual(back);
 
@@ -205,7 +205,7 @@ describe('health-gated updates', () => {
     agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
     await runningVersion(name, 'two');
-    await pastRelist();
+    await pastRelist(agent);
     expect((await running(name)).v).toEqual({ app: 'two', side: 'two' });
 
     // And once back, a restart does not try the failed version again.
@@ -213,7 +213,7 @@ describe('health-gated updates', () => {
     await agent.stop();
     agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
-    await pastRelist();
+    await pastRelist(agent);
     expect(await createdSince(name, instances)).toEqual([]);
   });
 

@@ -122,7 +122,7 @@ describe('signed manifest sets', () => {
     await server.close();
     agent = suite.run(['--manifest-url', server.url, '--manifest-url-verify-key', trusted.pub]);
     await agent.waitForLog('using the cached copy until the URL answers');
-    await pastRelist();
+    await pastRelist(agent);
     expect(await runningWith(name, 'two')).toBe(second);
     await agent.stop();
 
@@ -133,7 +133,7 @@ describe('signed manifest sets', () => {
     writeFileSync(cacheFile, JSON.stringify(tampered));
     agent = suite.run(['--manifest-url', server.url, '--manifest-url-verify-key', trusted.pub]);
     await agent.waitForLog(/the cached copy is not used: signature refused: the signature by SHA256:\S+ does not match the content .*\(waiting for the URL\)/);
-    await pastRelist();
+    await pastRelist(agent);
     expect(await runningWith(name, 'two')).toBe(second);
     expect(agent.logs()).not.toContain('using the cached copy');
   });
@@ -160,7 +160,7 @@ describe('signed manifest sets', () => {
     // Altered in place (the old signature beside it): refused, the pod untouched.
     writeFileSync(signedFile, pod(signedName, 'evil'));
     await agent.waitForLog(/signed-\S+\.yaml:1:1 signature refused: the signature by SHA256:\S+ does not match the content/);
-    await pastRelist();
+    await pastRelist(agent);
     expect(await runningWith(signedName, 'one')).toBe(first);
 
     // Signed again (as an OTA image brings the pair): the change runs.

@@ -122,7 +122,7 @@ describe('the agent with a polled URL', () => {
 
     server.mode = 'ok';
     await server.close();
-    await pastRelist(); // the server down past a relist: still untouched
+    await pastRelist(agent); // the server down past a relist: still untouched
     expect(await containerIds(ns, name)).toEqual(second);
 
     // An explicit empty PodList does delete.

@@ -47,7 +47,7 @@ describe('apply updates a pod by name, wherever it came from', () => {
 
     const agent = suite.run([]);
     await agent.started();
-    await pastRelist();
+    await pastRelist(agent);
     expect(status().conflicts).toEqual([]);
     expect(agent.logs()).not.toContain('conflict');
     // Still the same containers: nothing was recreated for being applied twice.
@@ -82,7 +82,7 @@ describe('apply updates a pod by name, wherever it came from', () => {
     const again = await world.bin(['apply', '-f', '-'], { input: pod(name) });
     expect(again.code, again.err).toBe(0);
     await until('SOURCE to be stdin', async () => ((await sourceColumn(name)) === 'stdin' ? true : undefined));
-    await pastRelist();
+    await pastRelist(agent);
     expect(await containerIds(ns, name)).toEqual(ids);
     expect(status().conflicts).toEqual([]);
     expect(agent.logs()).not.toContain('conflict');
@@ -101,7 +101,7 @@ describe('apply updates a pod by name, wherever it came from', () => {
 
     const same = await world.cli('apply', '-f', file);
     expect(same.code, same.err).toBe(0);
-    await pastRelist();
+    await pastRelist(agent);
     expect(status().conflicts).toEqual([]);
     expect(agent.logs()).not.toContain('conflict');
     expect(await sourceColumn(name)).toBe(file);

@@ -31,7 +31,7 @@ spec:
       writeFileSync(file, version('one'));
       await new Promise((r) => setTimeout(r, 20));
     }
-    await pastRelist();
+    await pastRelist(agent);
     // Version two never stayed 300 ms: it was never applied.
     expect((await containerIds(ns, name)).a).toBe(first);
     expect(agent.logs()).not.toMatch(/starting container a \(.*spec changed/);

@@ -169,11 +169,11 @@ describe('an upgrade from the previous release', () => {
     // This build's agent on the same state directory.
     agent = new AgentProcess(world.stateDir, ['--manifest-dir', manifests]);
     await agent.started();
-    await pastRelist();
+    await pastRelist(agent);
     const again = await runBin(BIN, ['apply', '-f', appliedFile, '--timeout', '20s']);
     expect(again.code, again.out + again.err).toBe(0);
     expect(again.out).toContain(`pod/${ns}/web unchanged`);
-    await pastRelist();
+    await pastRelist(agent);
 
     const after = await containersNow();
     // 0 containers recreated: the same engine containers, no new one.
