@@ -157,15 +157,15 @@ export class StatsCollector {
     this.o.onCollected?.((performance.now() - t0) / 1000, engineCalls);
   }
 
-  /** The writable layer and log sizes of `live`; a container the engine has no answer for is kept as read (nothing), not asked again until the next pass. */
+  /** The writable layer and log sizes of `live`; a container the engine has no answer for keeps its last reading (none for a new one), asked again at the next pass. */
   private async collectDisk(live: { id: string }[]): Promise<void> {
-    // Asked for: a collection while this pass runs does not ask again.
+    // A new container is marked asked for: a collection while this pass runs does not ask again.
     for (const c of live) if (!this.disk.has(c.id)) this.disk.set(c.id, {});
     await Promise.all(
       live.map((c) =>
         this.slots.run(async () => {
           const d = await this.rt.containerDisk(c.id).catch(() => undefined);
-          if (!d) return void this.disk.set(c.id, {});
+          if (!d) return;
           this.disk.set(c.id, { ...(d.rwBytes !== undefined ? { rwBytes: d.rwBytes } : {}), ...(d.logBytes !== undefined ? { logsBytes: d.logBytes } : {}) });
         }),
       ),

@@ -134,4 +134,41 @@ describe('StatsCollector', () => {
       c.stop();
     }
   });
+
+  it('keeps the last writable-layer reading of a container the engine did not answer for at the next pass', async () => {
+    let answer: { rwBytes: number } | undefined = { rwBytes: 100 };
+    const rt = {
+      containerStats: async (): Promise<ContainerReading> => ({
+        time: new Date().toISOString(),
+        source: 'cgroup',
+        cpu: { usageNs: 0 },
+        memory: { workingSetBytes: 0 },
+      }),
+      containerDisk: async () => answer,
+    } as unknown as PodEngine;
+    const c1: ObservedPod['containers'][number] = {
+      id: 'c1',
+      engineName: 'c1',
+      name: 'c1',
+      type: 'app',
+      hash: '',
+      restartCount: 0,
+      state: 'running',
+      created: 0,
+      image: 'i',
+    };
+    const pods = (): ObservedPod[] => [{ uid: 'u', name: 'p', namespace: 'n', source: 's', sandboxes: [], containers: [c1] }];
+    const c = new StatsCollector(rt, pods, { periodMs: 10, diskPeriodMs: 10 });
+    try {
+      expect((await c.samples())[0]?.rootfsBytes).toBe(100);
+      answer = undefined;
+      // Past both periods: a new pass, which gets no answer (run beside the readings: looked at twice).
+      await new Promise((r) => setTimeout(r, 30));
+      await c.samples();
+      await new Promise((r) => setTimeout(r, 30));
+      expect((await c.samples())[0]?.rootfsBytes).toBe(100);
+    } finally {
+      c.stop();
+    }
+  });
 });
