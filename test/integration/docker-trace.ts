@@ -16,6 +16,9 @@ export interface DockerCall {
 
 const ID = /\/[0-9a-f]{64}(?=\/|$)/;
 
+/** How late the proxy hands podrun each answer (see dockerTrace). */
+const ANSWER_DELAY_MS = 50;
+
 /** A request line shortened to what it asks: the method and the path, the API version, the query and ids left out. */
 function callOf(method: string, path: string): string {
   const bare = (path.split('?')[0] ?? '').replace(/^\/v[0-9.]+(?=\/)/, '').replace(ID, '/{id}');
@@ -48,15 +51,21 @@ export async function dockerTrace(engine = '/var/run/docker.sock'): Promise<Dock
       }
       upstream.write(chunk);
     });
+    // Each answer reaches podrun ANSWER_DELAY_MS late, and counts as answered from then: a request
+    // podrun sends beside another, without waiting for it, leaves before it could have read that
+    // one's answer even when the scheduler holds it a few milliseconds between the two writes (on a
+    // loaded machine the engine's answer to GET /info came first, and the create read a round late).
     upstream.on('data', (chunk: Buffer) => {
-      for (const _ of chunk.toString('latin1').matchAll(/(?:^|\r\n)HTTP\/1\.[01] \d{3} /g)) {
-        const c = open.shift();
-        if (c) c.answered = true;
-      }
-      client.write(chunk);
+      setTimeout(() => {
+        for (const _ of chunk.toString('latin1').matchAll(/(?:^|\r\n)HTTP\/1\.[01] \d{3} /g)) {
+          const c = open.shift();
+          if (c) c.answered = true;
+        }
+        client.write(chunk);
+      }, ANSWER_DELAY_MS);
     });
     client.on('end', () => upstream.end());
-    upstream.on('end', () => client.end());
+    upstream.on('end', () => setTimeout(() => client.end(), ANSWER_DELAY_MS));
     client.on('error', () => upstream.destroy());
     upstream.on('error', () => client.destroy());
   });
