@@ -1,8 +1,8 @@
 // Bundles the CLI for bin/podrun: start-up is mostly module loading, and a few files load faster
 // than hundreds. The Docker engine client's gRPC, protobuf, ssh and tar code (BuildKit
 // sessions, ssh:// engines, build contexts) is never used by podrun, which speaks to engines over unix and tcp
-// sockets only, so it is left out: an inert stand-in takes its place. (gRPC itself is bundled
-// for podrun's CRI client, in a file of its own loaded only on a CRI runtime.)
+// sockets only, so it is left out: an inert stand-in takes its place. (podrun's CRI client speaks
+// gRPC on Node's own HTTP/2: src/runtime/cri/grpc-h2.ts.)
 import { readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { Ajv } from 'ajv';
 import standaloneCode from 'ajv/dist/standalone/index.js';
@@ -16,11 +16,7 @@ const UNUSED = /^(@grpc\/grpc-js|@grpc\/proto-loader|protobufjs|ssh2|cpu-feature
 const leaveOut = {
   name: 'leave-out-unused',
   setup(b) {
-    // podrun's own CRI client (src/runtime/cri) needs gRPC: only the dependencies' imports of it
-    // are left out. It is a file of its own (APART_PACKAGES), loaded only with a CRI endpoint.
-    b.onResolve({ filter: UNUSED }, (a) =>
-      a.path === '@grpc/grpc-js' && !a.importer.includes('/node_modules/') ? undefined : { path: a.path, namespace: 'unused' },
-    );
+    b.onResolve({ filter: UNUSED }, (a) => ({ path: a.path, namespace: 'unused' }));
     // docker-modem's streams, from Node itself (readable-stream is a copy of Node's stream module
     // for old Nodes and browsers): 80 KiB less to parse whenever the engine client loads.
     b.onResolve({ filter: /^readable-stream$/ }, () => ({ path: 'node:stream', external: true }));
@@ -100,8 +96,8 @@ const require = createRequire(import.meta.url);
 const CACHED_PACKAGES = ['commander', 'js-yaml', 'dockerode'];
 // Packages only some commands load (URL sources, --config, the agent's log and metrics), each a
 // file of its own so that no start reads them for nothing: undici alone was 46 % of podrun.cjs.
-const APART_PACKAGES = ['undici', 'ajv', 'pino', 'prom-client', '@grpc/grpc-js'];
-// A package's file in dist/bundle: a scoped name flat (@grpc/grpc-js → grpc-grpc-js.cjs).
+const APART_PACKAGES = ['undici', 'ajv', 'pino', 'prom-client'];
+// A package's file in dist/bundle: a scoped name flat (@scope/name → scope-name.cjs).
 const fileOf = (pkg) => pkg.replace(/^@/, '').replace(/\//g, '-');
 const exportsOf = (pkg) => Object.keys(require(pkg)).filter((n) => n !== 'default' && /^[A-Za-z_$][\w$]*$/.test(n));
 const cachedScript = JSON.stringify(`${process.cwd()}/src/base/cached-script.ts`);

@@ -87,7 +87,7 @@ for (const name of ['podrun', 'commander', 'js-yaml', 'dockerode', 'pod-validato
 }
 // The packages only some commands load (the agent's, --config's, URL sources'): a cache of what
 // the warm-up ran of them, if it ran any; without one they compile as any script does.
-for (const name of ['undici', 'ajv', 'pino', 'prom-client', 'grpc-grpc-js']) {
+for (const name of ['undici', 'ajv', 'pino', 'prom-client']) {
   const script = scripts.get(name);
   if (script) writeFileSync(join(dir, `${name}.cache`), script.createCachedData());
 }

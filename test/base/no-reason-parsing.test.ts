@@ -29,9 +29,7 @@ const FOREIGN_TEXT: Record<string, { line: string; why: string }[]> = {
   ],
   'runtime/cri/engine.ts': [{ line: '/failed to get sandbox image', why: "containerd names a missing sandbox image only in its error's text" }],
   'runtime/cri/channel.ts': [
-    { line: '/Received HTTP status code/.test(details)', why: "grpc-js gives a non-gRPC peer's answer only as text" },
     { line: '/unknown service runtime\\.v1\\./.test(details)', why: "the peer's UNIMPLEMENTED is only text" },
-    { line: '/WireError|wire type|runs past the end|varint/.test(details)', why: 'grpc-js drops the cause of a decode failure, keeping its text' },
   ],
 };
 

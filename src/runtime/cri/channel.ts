@@ -3,7 +3,7 @@
 // the answer alone cannot tell (nothing there, not gRPC, containerd with its CRI plugin off).
 
 import { connect } from 'node:net';
-import { Client, connectivityState, credentials, Metadata, status, type ServiceError } from '@grpc/grpc-js';
+import { Code as status, GrpcConnection, GrpcError } from './grpc-h2.js';
 import {
   CriDeadlineError,
   CriError,
@@ -35,47 +35,47 @@ export function socketPathOf(endpoint: string): string {
   return path;
 }
 
-type Call<Out> = (cb: (err: ServiceError | null, v?: Out) => void) => void;
+/** `PODRUN_GRPC_TRACE=1`: each CRI call's start, its frames' send and its status on stderr. */
+const trace = process.env.PODRUN_GRPC_TRACE === '1' ? (line: string): void => void process.stderr.write(`grpc-trace: ${line}\n`) : undefined;
 
 export class Channel {
   readonly socket: string;
-  readonly client: Client;
+  readonly connection: GrpcConnection;
 
   constructor(readonly endpoint: string) {
     this.socket = socketPathOf(endpoint);
-    this.client = new Client(`unix://${this.socket}`, credentials.createInsecure(), {
-      'grpc.max_receive_message_length': MAX_MESSAGE_BYTES,
-      'grpc.max_send_message_length': MAX_MESSAGE_BYTES,
-      // Reconnect soon after a runtime restart: the agent relists every second.
-      'grpc.initial_reconnect_backoff_ms': 200,
-      'grpc.max_reconnect_backoff_ms': 2000,
-    });
+    // A runtime that restarts is reached again by the next call (the agent relists every second).
+    this.connection = new GrpcConnection(this.socket, { maxMessageBytes: MAX_MESSAGE_BYTES, ...(trace ? { trace } : {}) });
   }
 
-  unary<In, Out>(path: string, c: M.Codec<In, unknown>, out: M.Codec<unknown, Out>, arg: In, timeoutMs: number): Promise<Out> {
+  async unary<In, Out>(path: string, c: M.Codec<In, unknown>, out: M.Codec<unknown, Out>, arg: In, timeoutMs: number): Promise<Out> {
     const deadline = Date.now() + timeoutMs;
-    const call: Call<Out> = (cb) => this.client.makeUnaryRequest(path, c.serialize, out.deserialize, arg, new Metadata(), { deadline }, (err, v) => cb(err, v));
-    return new Promise<Out>((resolve, reject) => {
-      call((err, v) => {
-        if (err) {
-          // DeadlineExceeded before our own deadline came from the runtime: the command's timeout in ExecSync.
-          const ours = Date.now() >= deadline - 50;
-          void this.translate(err, path, timeoutMs, ours).then(reject, reject);
-          return;
-        }
-        if (v === undefined) reject(new CriRequestError(this.endpoint, method(path), 'empty answer'));
-        else resolve(v);
-      });
-    });
+    try {
+      return await this.connection.unary(path, c.serialize(arg), out.deserialize, timeoutMs);
+    } catch (e) {
+      if (!(e instanceof GrpcError)) throw e;
+      // DeadlineExceeded before our own deadline came from the runtime: the command's timeout in ExecSync.
+      throw await this.translate(e, path, timeoutMs, Date.now() >= deadline - 50);
+    }
+  }
+
+  /** A server-streaming call's answers; a failure is the typed error, as a unary call's. */
+  async *serverStream<In, Out>(path: string, c: M.Codec<In, unknown>, out: M.Codec<unknown, Out>, arg: In, signal?: AbortSignal): AsyncGenerator<Out> {
+    try {
+      yield* this.connection.serverStream(path, c.serialize(arg), out.deserialize, signal);
+    } catch (e) {
+      if (e instanceof GrpcError) throw await this.translate(e, path, 0);
+      throw e;
+    }
   }
 
   /** A gRPC failure as the typed error that says what is wrong and what to do. */
-  async translate(err: ServiceError, path: string, timeoutMs: number, ourDeadline = true): Promise<CriError> {
+  async translate(err: GrpcError, path: string, timeoutMs: number, ourDeadline = true): Promise<CriError> {
     const m = method(path);
     const details = err.details || err.message;
     // An HTTP/2 peer that is not gRPC (a web server, a proxy): it answers an HTTP status, or a body
     // read as a frame of absurd length (Version's real answer is a few bytes).
-    if (/Received HTTP status code/.test(details) || (m === 'Version' && err.code === status.RESOURCE_EXHAUSTED))
+    if (err.httpStatus !== undefined || (m === 'Version' && err.code === status.RESOURCE_EXHAUSTED))
       return new CriNotRuntimeError(this.endpoint, `it answers HTTP/2 but not gRPC (${details})`, err.code);
     switch (err.code) {
       case status.DEADLINE_EXCEEDED:
@@ -91,7 +91,7 @@ export class Channel {
         return this.unavailable(details);
       case status.INTERNAL:
       case status.UNKNOWN:
-        if (err.cause instanceof WireError || /WireError|wire type|runs past the end|varint/.test(details))
+        if (err.cause instanceof WireError)
           return new CriRequestError(this.endpoint, m, `the runtime's answer does not decode as runtime.v1: ${details}`, err.code);
         return new CriRequestError(this.endpoint, m, details, err.code);
       default:
@@ -127,50 +127,21 @@ export class Channel {
 
   /** The endpoint speaks gRPC without runtime.v1: containerd with its CRI plugin off, or something else. */
   private async notARuntime(details: string): Promise<CriError> {
-    const v = await new Promise<{ version: string } | undefined>((resolve) => {
-      this.client.makeUnaryRequest(
-        CONTAINERD_VERSION,
-        () => Buffer.alloc(0),
-        ContainerdVersionResponse.deserialize,
-        {},
-        new Metadata(),
-        { deadline: Date.now() + 5000 },
-        (err, r) => resolve(err ? undefined : r),
-      );
-    });
+    const v = await this.connection.unary(CONTAINERD_VERSION, Buffer.alloc(0), ContainerdVersionResponse.deserialize, 5000).catch(() => undefined);
     if (v) return new CriPluginDisabledError(this.endpoint, v.version || 'unknown version');
     return new CriNotRuntimeError(this.endpoint, `it serves gRPC without the runtime.v1 services (${details})`, status.UNIMPLEMENTED);
   }
 
-  /**
-   * Resolves once the connection is up and the calls made so far have gone out on it (gRPC starts
-   * a queued call when the connection is ready, and HTTP/2 writes its frames at the next turn), at
-   * once when it has failed (the calls fail on their own), or after `timeoutMs`. Never rejects,
-   * asks for no connection of its own, and holds no timer that keeps the process alive.
-   */
+  /** The connection up and the calls made so far on their way (GrpcConnection.sent), or `timeoutMs` past. */
   sent(timeoutMs: number): Promise<void> {
-    const channel = this.client.getChannel();
-    return new Promise<void>((resolve) => {
-      setTimeout(resolve, timeoutMs).unref();
-      const check = (): void => {
-        const state = channel.getConnectivityState(false);
-        if (state === connectivityState.READY) setImmediate(resolve);
-        else if (state === connectivityState.TRANSIENT_FAILURE || state === connectivityState.SHUTDOWN) resolve();
-        else channel.watchConnectivityState(state, Infinity, check);
-      };
-      check();
-    });
+    return this.connection.sent(timeoutMs);
   }
 
   close(): void {
-    this.client.close();
+    this.connection.close();
   }
 }
 
 function method(path: string): string {
   return path.slice(path.lastIndexOf('/') + 1);
-}
-
-export function isServiceError(e: unknown): e is ServiceError {
-  return typeof e === 'object' && e !== null && 'code' in e && typeof (e as { code: unknown }).code === 'number' && 'details' in e;
 }

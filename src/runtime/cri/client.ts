@@ -2,8 +2,7 @@
 // and ImageService, each call with a deadline, each failure a typed error (errors.ts). The engine
 // built on it decides what a call means for a pod; this module only speaks the protocol.
 
-import { Metadata, type ClientReadableStream } from '@grpc/grpc-js';
-import { Channel, isServiceError } from './channel.js';
+import { Channel } from './channel.js';
 import { CriNotFoundError } from './errors.js';
 import * as M from './messages.js';
 
@@ -204,28 +203,8 @@ export class CriClient {
    * long as the agent; the relist covers a runtime that goes quiet). A runtime without the call
    * (containerd before 1.7) throws CriNotSupportedError from the first read.
    */
-  async *containerEvents(signal?: AbortSignal): AsyncGenerator<M.ContainerEvent> {
-    const path = RUNTIME + 'GetContainerEvents';
-    const stream: ClientReadableStream<M.ContainerEvent> = this.runtime.client.makeServerStreamRequest(
-      path,
-      EventsReq.serialize,
-      EventRes.deserialize,
-      {},
-      new Metadata(),
-      {},
-    );
-    const abort = (): void => stream.cancel();
-    signal?.addEventListener('abort', abort, { once: true });
-    try {
-      for await (const ev of stream as AsyncIterable<M.ContainerEvent>) yield ev;
-    } catch (e) {
-      if (signal?.aborted) return;
-      if (isServiceError(e)) throw await this.runtime.translate(e, path, 0);
-      throw e;
-    } finally {
-      signal?.removeEventListener('abort', abort);
-      stream.cancel();
-    }
+  containerEvents(signal?: AbortSignal): AsyncGenerator<M.ContainerEvent> {
+    return this.runtime.serverStream(RUNTIME + 'GetContainerEvents', EventsReq, EventRes, {}, signal);
   }
 
   async listImages(image?: string): Promise<M.ImageInfo[]> {
