@@ -195,6 +195,19 @@ describe('gRPC on HTTP/2 (the CRI transport)', () => {
     await expect.poll(() => cancelled).toBe(true);
   });
 
+  it('holds the process open while a call runs on the connection, and not while it is idle', async () => {
+    const p = await peer((s, h, b) => void setTimeout(() => echo(s, h, b), 200));
+    const c = client(p.socket);
+    // Node lists only the handles that keep the process alive: the peer's own two, and the client's.
+    const pipes = (): number => process.getActiveResourcesInfo().filter((r) => r === 'PipeWrap').length;
+    const call = c.unary('/a/B', Buffer.from('x'), text, 5000);
+    await new Promise((r) => setTimeout(r, 100));
+    const during = pipes();
+    expect(await call).toBe('x');
+    await new Promise((r) => setTimeout(r, 20));
+    expect(during - pipes()).toBe(1);
+  });
+
   it('a decode failure is INTERNAL with the decoder error as its cause; a second message in a unary answer fails it', async () => {
     const p = await peer((s, h) => {
       s.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
@@ -220,9 +233,15 @@ describe('gRPC on HTTP/2 (the CRI transport)', () => {
 
   it('a stream that ends without a status, or inside a message, is a failure, not an empty answer', async () => {
     const p = await peer((s, h) => {
+      if (h[':path'] === '/a/Cut') {
+        // Half a message, then an OK status.
+        s.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+        s.on('wantTrailers', () => s.sendTrailers({ 'grpc-status': '0' }));
+        s.end(framed(Buffer.from('whole')).subarray(0, 7));
+        return;
+      }
       s.respond({ ':status': 200, 'content-type': 'application/grpc' });
-      if (h[':path'] === '/a/Cut') s.end(framed(Buffer.from('whole')).subarray(0, 7));
-      else s.end(framed(Buffer.from('x')));
+      s.end(framed(Buffer.from('x')));
     });
     const c = client(p.socket);
     expect((await failure(c.unary('/a/NoStatus', Buffer.alloc(0), text, 5000))).code).toBe(Code.INTERNAL);
