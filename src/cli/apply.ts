@@ -10,7 +10,8 @@ import type { PodEngine } from '../runtime/roles.js';
 import { agentRunning } from '../agent/lock.js';
 import { appliedDir, appliedElsewhere, stageAppliedSet } from '../sources/applied-sets.js';
 import { canonicalSource } from '../sources/read.js';
-import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
+import { EXIT, type GlobalOptions, type Io } from './context.js';
+import { engineAhead, type EngineAhead } from './engine-ahead.js';
 import { printPlan } from './print.js';
 import { anyPullFailures, recordPullFailures } from './pull-failures.js';
 import { loadManifestArgs } from './validate.js';
@@ -28,31 +29,9 @@ export function applySetId(paths: string[]): string {
   return createHash('sha256').update(canonical.join('\n')).digest('hex').slice(0, 16);
 }
 
-/**
- * The engine's client loaded and its list asked while the manifests are read: the list changes
- * nothing, so the engine is still only changed once every file is valid, and a bad file is still
- * what a failed apply tells (the engine's own failure then goes unsaid). The connection's setup and
- * the list's round trip run behind the parse instead of after it.
- */
-function engineAhead(g: GlobalOptions, io: Io): { rt: Promise<PodEngine>; listed: Promise<EngineContainer[]>; sent: Promise<void>; drop: () => void } {
-  const rt = makeRuntime(g, io);
-  // One list for the plan and for the driver's first look (a list costs the engine O(every container it holds)).
-  const listed = rt.then((r) => r.listContainers());
-  listed.catch(() => undefined);
-  // The list on its way before the parse, which is synchronous: else its request (on a CRI runtime,
-  // the connection's setup too) waits for the parse to end, and the round trip follows the parse. A
-  // runtime that cannot say when its requests left (Docker's client) is given the event loop's next
-  // turn, in which its connection completes and the request is written.
-  const ignore = (): void => undefined;
-  const nextTurn = (): Promise<void> => new Promise<void>((resolve) => setImmediate(resolve));
-  const sent = rt.then((r) => (r.requestsSent ? Promise.race([r.requestsSent(), listed]).then(ignore, ignore) : nextTurn()), ignore);
-  // Nothing to apply: the engine's connection must not keep the process alive.
-  const drop = (): void => void listed.finally(() => rt.then((r) => (r as { close?: () => void }).close?.())).catch(() => undefined);
-  return { rt, listed, sent, drop };
-}
-
-export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOptions, io: Io): Promise<number> {
-  const engine = engineAhead(g, io);
+/** `ahead`: the engine already asked (engine-ahead.ts), before this module was loaded. */
+export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOptions, io: Io, ahead?: EngineAhead): Promise<number> {
+  const engine = ahead ?? engineAhead(g, io);
   await engine.sent;
   // Everything is read and validated before the engine is changed: one bad file changes nothing.
   const loaded = await loadManifestArgs(paths, io, g.policy).catch((err: unknown) => {

@@ -64,5 +64,14 @@ export const DEFAULTS = {
 export async function makeRuntime(g: GlobalOptions, io: Io): Promise<PodEngine> {
   const { openEngine } = await import('../runtime/open-engine.js');
   const { pullReporter } = await import('./pull-progress.js');
-  return openEngine({ ...runtimeOptionsOf(g), onPullProgress: pullReporter((s) => io.stderr.write(s), io.isTTY) }, g.engine ?? {});
+  return openEngine(
+    {
+      ...runtimeOptionsOf(g),
+      onPullProgress: pullReporter(
+        (s) => io.stderr.write(s),
+        () => io.isTTY,
+      ),
+    },
+    g.engine ?? {},
+  );
 }

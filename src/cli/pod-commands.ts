@@ -27,9 +27,12 @@ export function addApply(program: Command, io: Io, setCode: (code: number) => vo
         setCode(EXIT.usage);
         return;
       }
-      setCode(
-        await (await import('./apply.js')).applyCommand(paths, { dryRun: o.dryRun, prune: o.prune, wait: o.wait, timeoutMs: o.timeout }, globals(cmd), io),
-      );
+      const g = globals(cmd);
+      // The engine's loading and list first, on the wire before the apply module is evaluated: that
+      // evaluation (the plan, the driver, the applied sets) then runs beside the list's round trip.
+      const engine = (await import('./engine-ahead.js')).engineAhead(g, io);
+      await engine.sent;
+      setCode(await (await import('./apply.js')).applyCommand(paths, { dryRun: o.dryRun, prune: o.prune, wait: o.wait, timeoutMs: o.timeout }, g, io, engine));
     });
 }
 

@@ -16,12 +16,15 @@ function ended(p: PullProgress): string {
 /**
  * How a command shows pulls. On a terminal: one line per image at a time, redrawn in place (at
  * most 5 times a second), closed by its result. Off a terminal (a log, CI, a pipe): plain lines,
- * the start, a figure every 10 s, the end.
+ * the start, a figure every 10 s, the end. `isTTY` is asked at the first pull, not before: an
+ * apply that pulls nothing does not load Node's terminal module to learn it.
  */
-export function pullReporter(write: (s: string) => void, tty: boolean, nowMs: () => number = Date.now): (p: PullProgress) => void {
+export function pullReporter(write: (s: string) => void, isTTY: () => boolean, nowMs: () => number = Date.now): (p: PullProgress) => void {
   const last = new Map<string, number>();
   let drawn = false;
+  let terminal: boolean | undefined;
   return (p) => {
+    const tty = (terminal ??= isTTY());
     const now = nowMs();
     if (p.end) {
       last.delete(p.image);

@@ -131,7 +131,10 @@ describe('gRPC on HTTP/2 (the CRI transport)', () => {
   it("reads the peer's status and its percent-encoded message, from trailers and from a trailers-only answer", async () => {
     const p = await peer((s, h) => {
       if (h[':path'] === '/a/TrailersOnly') {
-        s.respond({ ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '5', 'grpc-message': 'container %22x%22 not found' }, { endStream: true });
+        s.respond(
+          { ':status': 200, 'content-type': 'application/grpc', 'grpc-status': '5', 'grpc-message': 'container %22x%22 not found' },
+          { endStream: true },
+        );
         return;
       }
       s.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
