@@ -28,9 +28,7 @@ const FOREIGN_TEXT: Record<string, { line: string; why: string }[]> = {
     { line: '/^\\d{1,3}$/.test(cause.message)', why: "the streaming server's v4 status carries the exit code only as the text of its ExitCode cause" },
   ],
   'runtime/cri/engine.ts': [{ line: '/failed to get sandbox image', why: "containerd names a missing sandbox image only in its error's text" }],
-  'runtime/cri/channel.ts': [
-    { line: '/unknown service runtime\\.v1\\./.test(details)', why: "the peer's UNIMPLEMENTED is only text" },
-  ],
+  'runtime/cri/channel.ts': [{ line: '/unknown service runtime\\.v1\\./.test(details)', why: "the peer's UNIMPLEMENTED is only text" }],
 };
 
 const PARSE = [
