@@ -2,8 +2,8 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { createServer, type Http2Server, type IncomingHttpHeaders, type ServerHttp2Session, type ServerHttp2Stream } from 'node:http2';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { Code, GrpcConnection, GrpcError, grpcTimeout } from '../../src/runtime/cri/grpc-h2.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { Code, GrpcConnection, GrpcError, grpcTimeout, MessageReader } from '../../src/runtime/cri/grpc-h2.js';
 
 // podrun's gRPC on Node's HTTP/2 (src/runtime/cri/grpc-h2.ts) against an HTTP/2 peer of the test's
 // own on a unix socket, one that answers as a runtime would and one that misbehaves on purpose:
@@ -308,5 +308,74 @@ describe('gRPC on HTTP/2 (the CRI transport)', () => {
     );
     expect(more).toEqual(['a', 'bb', 'ccc']);
     expect([e.code, e.details]).toEqual([Code.UNIMPLEMENTED, 'not here']);
+  });
+
+  it('reads a large answer that comes in 16 KB frames, each byte copied out once', async () => {
+    const big = Buffer.alloc(8 * 1024 * 1024 + 3, 7);
+    big.write('end', big.length - 3);
+    const p = await peer((s) => {
+      s.respond({ ':status': 200, 'content-type': 'application/grpc' }, { waitForTrailers: true });
+      s.on('wantTrailers', () => s.sendTrailers({ 'grpc-status': '0' }));
+      s.end(framed(big));
+    });
+    const c = client(p.socket, { maxMessageBytes: 16 * 1024 * 1024 });
+    const got = await c.unary('/a/BigList', Buffer.alloc(0), (b) => Buffer.from(b), 20_000);
+    expect(got.length).toBe(big.length);
+    expect(got.equals(big)).toBe(true);
+
+    // The reader alone, fed as HTTP/2 delivers: what it allocates for one message is that message.
+    const whole = framed(big);
+    const allocated = { bytes: 0 };
+    const alloc = vi.spyOn(Buffer, 'allocUnsafe');
+    const concat = vi.spyOn(Buffer, 'concat');
+    try {
+      alloc.mockImplementation((n: number) => {
+        allocated.bytes += n;
+        return Buffer.allocUnsafeSlow(n);
+      });
+      concat.mockImplementation((list: readonly Uint8Array[], total?: number) => {
+        const n = total ?? list.reduce((a, b) => a + b.length, 0);
+        allocated.bytes += n;
+        const out = Buffer.allocUnsafeSlow(n);
+        let at = 0;
+        for (const b of list) {
+          out.set(b.subarray(0, n - at), at);
+          at += Math.min(b.length, n - at);
+        }
+        return out;
+      });
+      const r = new MessageReader();
+      const out: Buffer[] = [];
+      let want: number | undefined;
+      for (let at = 0; at < whole.length; at += 16384) {
+        r.push(whole.subarray(at, at + 16384));
+        if (want === undefined && r.length >= 5) want = r.take(5).readUInt32BE(1);
+        if (want !== undefined && r.length >= want) out.push(r.take(want));
+      }
+      expect(out.length).toBe(1);
+      expect(out[0]!.equals(big)).toBe(true);
+      expect(allocated.bytes).toBeLessThanOrEqual(big.length + 5);
+    } finally {
+      alloc.mockRestore();
+      concat.mockRestore();
+    }
+  });
+
+  it('hands out a message that lies inside one chunk as a view of it, and a prefix split across chunks whole', () => {
+    const r = new MessageReader();
+    const chunk = framed(Buffer.from('inside'), Buffer.from('across'));
+    r.push(chunk.subarray(0, 13));
+    r.push(chunk.subarray(13, 15));
+    r.push(chunk.subarray(15));
+    const head = r.take(5);
+    expect(head.readUInt32BE(1)).toBe(6);
+    const m = r.take(6);
+    expect(m.toString()).toBe('inside');
+    // The same memory: the chunk's ArrayBuffer at the message's offset in it (small buffers share a pool).
+    expect([m.buffer, m.byteOffset]).toEqual([chunk.buffer, chunk.byteOffset + 5]);
+    expect(r.take(5).readUInt32BE(1)).toBe(6);
+    expect(r.take(6).toString()).toBe('across');
+    expect(r.length).toBe(0);
+    expect(() => r.take(1)).toThrow(RangeError);
   });
 });

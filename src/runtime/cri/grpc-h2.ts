@@ -1,9 +1,10 @@
 // The part of gRPC a CRI client needs, on Node's own HTTP/2 over a unix socket: unary calls with a
 // deadline and one server stream (GetContainerEvents); no TLS, compression, name resolution, load
-// balancing or retries. It replaced @grpc/grpc-js, whose loading (its resolvers, balancers and
-// channelz, 394 KB) and per-call machinery were the largest part of a CRI command's start beyond
-// Node's (docs/benchmarks.md, "gRPC on Node's HTTP/2"). The wire: gRPC's PROTOCOL-HTTP2.md, a
-// length-prefixed message on a POST, the status in trailers.
+// balancing or retry policy (only gRPC's transparent retry of a call refused unread). It replaced
+// @grpc/grpc-js, whose loading (its resolvers, balancers and channelz, 394 KB) and per-call
+// machinery were the largest part of a CRI command's start beyond Node's (docs/benchmarks.md,
+// "gRPC on Node's HTTP/2"). The wire: gRPC's PROTOCOL-HTTP2.md, a length-prefixed message on a
+// POST, the status in trailers.
 //
 // Failures carry what podrun decides on as values (the gRPC code, the HTTP status of a peer that
 // is not gRPC, the decode error as cause), so nothing above reads them back from text.
@@ -108,6 +109,47 @@ export function grpcTimeout(ms: number): string {
 }
 
 /** One HTTP/2 connection to a unix socket, opened on first call and again after it closes. */
+/**
+ * gRPC's length-prefixed messages out of a stream's chunks (HTTP/2 DATA frames, 16 KB each by
+ * default). Chunks are kept as they come and a message is copied out once, when all of it is in:
+ * joining them chunk by chunk would copy a 40 MB answer's first bytes 2,500 times.
+ */
+export class MessageReader {
+  private chunks: Buffer[] = [];
+  /** The bytes held, not yet taken. */
+  length = 0;
+
+  push(chunk: Buffer): void {
+    if (chunk.length === 0) return;
+    this.chunks.push(chunk);
+    this.length += chunk.length;
+  }
+
+  /** The next `n` bytes (at most `length`): a view of one chunk when they lie in it, else one copy. */
+  take(n: number): Buffer {
+    if (n > this.length) throw new RangeError(`${n} bytes asked of ${this.length}`);
+    const first = this.chunks[0];
+    if (n === 0 || !first) return Buffer.alloc(0);
+    this.length -= n;
+    if (first.length >= n) {
+      if (first.length === n) this.chunks.shift();
+      else this.chunks[0] = first.subarray(n);
+      return first.subarray(0, n);
+    }
+    const out = Buffer.allocUnsafe(n);
+    let at = 0;
+    while (at < n) {
+      const c = this.chunks[0]!;
+      const k = Math.min(c.length, n - at);
+      c.copy(out, at, 0, k);
+      at += k;
+      if (k === c.length) this.chunks.shift();
+      else this.chunks[0] = c.subarray(k);
+    }
+    return out;
+  }
+}
+
 export class GrpcConnection {
   private session: ClientHttp2Session | undefined;
   private running = 0;
@@ -200,7 +242,9 @@ export class GrpcConnection {
       let responded = false;
       let trailers: IncomingHttpHeaders | undefined;
       let failure: (Error & { code?: string }) | undefined;
-      let pending: Buffer = Buffer.alloc(0);
+      const reader = new MessageReader();
+      // The length of the message being read, once its prefix is in.
+      let want: number | undefined;
       s.on('response', (hd) => {
         responded = true;
         const status = Number(hd[constants.HTTP2_HEADER_STATUS]);
@@ -213,15 +257,19 @@ export class GrpcConnection {
       });
       s.on('data', (chunk: Buffer) => {
         if (finished) return;
-        pending = pending.length ? Buffer.concat([pending, chunk]) : chunk;
-        while (pending.length >= 5 && !finished) {
-          if (pending[0] !== 0) return finish(new GrpcError(Code.INTERNAL, 'the answer is compressed, and none was asked for'));
-          const len = pending.readUInt32BE(1);
-          if (len > this.o.maxMessageBytes)
-            return finish(new GrpcError(Code.RESOURCE_EXHAUSTED, `Received message larger than max (${len} vs. ${this.o.maxMessageBytes})`));
-          if (pending.length < 5 + len) return;
-          const m = pending.subarray(5, 5 + len);
-          pending = pending.subarray(5 + len);
+        reader.push(chunk);
+        while (!finished) {
+          if (want === undefined) {
+            if (reader.length < 5) return;
+            const prefix = reader.take(5);
+            if (prefix[0] !== 0) return finish(new GrpcError(Code.INTERNAL, 'the answer is compressed, and none was asked for'));
+            want = prefix.readUInt32BE(1);
+            if (want > this.o.maxMessageBytes)
+              return finish(new GrpcError(Code.RESOURCE_EXHAUSTED, `Received message larger than max (${want} vs. ${this.o.maxMessageBytes})`));
+          }
+          if (reader.length < want) return;
+          const m = reader.take(want);
+          want = undefined;
           h.message(m);
         }
       });
@@ -233,7 +281,7 @@ export class GrpcConnection {
         if (trailers) {
           const code = Number(trailers['grpc-status']);
           if (!Number.isInteger(code)) return finish(new GrpcError(Code.UNKNOWN, `the answer's status is not a number: ${String(trailers['grpc-status'])}`));
-          if (code === Code.OK && pending.length > 0) return finish(new GrpcError(Code.INTERNAL, 'the answer ends inside a message'));
+          if (code === Code.OK && (want !== undefined || reader.length > 0)) return finish(new GrpcError(Code.INTERNAL, 'the answer ends inside a message'));
           return finish(code === Code.OK ? undefined : new GrpcError(code, statusMessage(trailers['grpc-message'])));
         }
         const rst = s.rstCode ?? constants.NGHTTP2_NO_ERROR;
