@@ -53,7 +53,9 @@ export function pointer(path: readonly PathSegment[]): string {
 class LineMap {
   private readonly starts: number[] = [0];
   constructor(text: string) {
-    for (let i = 0; i < text.length; i++) if (text.charCodeAt(i) === 10) this.starts.push(i + 1);
+    // indexOf runs natively; a loop over charCodeAt ran in the interpreter at every start (2-3 ms
+    // of a 20-file validate).
+    for (let i = text.indexOf('\n'); i >= 0; i = text.indexOf('\n', i + 1)) this.starts.push(i + 1);
   }
   position(offset: number): Position {
     let lo = 0;
