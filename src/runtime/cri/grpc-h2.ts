@@ -11,6 +11,7 @@
 
 import { connect, constants, type ClientHttp2Session, type ClientHttp2Stream, type IncomingHttpHeaders } from 'node:http2';
 import { connect as netConnect } from 'node:net';
+import { MessageReader } from './grpc-messages.js';
 
 /** gRPC's status codes (the protocol's numbers). */
 export const Code = {
@@ -109,47 +110,6 @@ export function grpcTimeout(ms: number): string {
 }
 
 /** One HTTP/2 connection to a unix socket, opened on first call and again after it closes. */
-/**
- * gRPC's length-prefixed messages out of a stream's chunks (HTTP/2 DATA frames, 16 KB each by
- * default). Chunks are kept as they come and a message is copied out once, when all of it is in:
- * joining them chunk by chunk would copy a 40 MB answer's first bytes 2,500 times.
- */
-export class MessageReader {
-  private chunks: Buffer[] = [];
-  /** The bytes held, not yet taken. */
-  length = 0;
-
-  push(chunk: Buffer): void {
-    if (chunk.length === 0) return;
-    this.chunks.push(chunk);
-    this.length += chunk.length;
-  }
-
-  /** The next `n` bytes (at most `length`): a view of one chunk when they lie in it, else one copy. */
-  take(n: number): Buffer {
-    if (n > this.length) throw new RangeError(`${n} bytes asked of ${this.length}`);
-    const first = this.chunks[0];
-    if (n === 0 || !first) return Buffer.alloc(0);
-    this.length -= n;
-    if (first.length >= n) {
-      if (first.length === n) this.chunks.shift();
-      else this.chunks[0] = first.subarray(n);
-      return first.subarray(0, n);
-    }
-    const out = Buffer.allocUnsafe(n);
-    let at = 0;
-    while (at < n) {
-      const c = this.chunks[0]!;
-      const k = Math.min(c.length, n - at);
-      c.copy(out, at, 0, k);
-      at += k;
-      if (k === c.length) this.chunks.shift();
-      else this.chunks[0] = c.subarray(k);
-    }
-    return out;
-  }
-}
-
 export class GrpcConnection {
   private session: ClientHttp2Session | undefined;
   private running = 0;
@@ -242,9 +202,7 @@ export class GrpcConnection {
       let responded = false;
       let trailers: IncomingHttpHeaders | undefined;
       let failure: (Error & { code?: string }) | undefined;
-      const reader = new MessageReader();
-      // The length of the message being read, once its prefix is in.
-      let want: number | undefined;
+      const reader = new MessageReader(this.o.maxMessageBytes);
       s.on('response', (hd) => {
         responded = true;
         const status = Number(hd[constants.HTTP2_HEADER_STATUS]);
@@ -259,17 +217,11 @@ export class GrpcConnection {
         if (finished) return;
         reader.push(chunk);
         while (!finished) {
-          if (want === undefined) {
-            if (reader.length < 5) return;
-            const prefix = reader.take(5);
-            if (prefix[0] !== 0) return finish(new GrpcError(Code.INTERNAL, 'the answer is compressed, and none was asked for'));
-            want = prefix.readUInt32BE(1);
-            if (want > this.o.maxMessageBytes)
-              return finish(new GrpcError(Code.RESOURCE_EXHAUSTED, `Received message larger than max (${want} vs. ${this.o.maxMessageBytes})`));
-          }
-          if (reader.length < want) return;
-          const m = reader.take(want);
-          want = undefined;
+          const m = reader.next();
+          if (m === undefined) return;
+          if (m === 'compressed') return finish(new GrpcError(Code.INTERNAL, 'the answer is compressed, and none was asked for'));
+          if (typeof m === 'number')
+            return finish(new GrpcError(Code.RESOURCE_EXHAUSTED, `Received message larger than max (${m} vs. ${this.o.maxMessageBytes})`));
           h.message(m);
         }
       });
@@ -281,7 +233,7 @@ export class GrpcConnection {
         if (trailers) {
           const code = Number(trailers['grpc-status']);
           if (!Number.isInteger(code)) return finish(new GrpcError(Code.UNKNOWN, `the answer's status is not a number: ${String(trailers['grpc-status'])}`));
-          if (code === Code.OK && (want !== undefined || reader.length > 0)) return finish(new GrpcError(Code.INTERNAL, 'the answer ends inside a message'));
+          if (code === Code.OK && reader.partial) return finish(new GrpcError(Code.INTERNAL, 'the answer ends inside a message'));
           return finish(code === Code.OK ? undefined : new GrpcError(code, statusMessage(trailers['grpc-message'])));
         }
         const rst = s.rstCode ?? constants.NGHTTP2_NO_ERROR;
