@@ -11,47 +11,24 @@
  *     its next attempt; prints `seen <epoch ms>` when it saw the death, then the new container's id
  *     once started (the caller times it).
  */
-import { join } from 'node:path';
 import { CriClient } from '../src/runtime/cri/client.js';
-import { ContainerState, type ContainerConfigInput, type PodSandboxConfigInput } from '../src/runtime/cri/messages.js';
-import { Slots } from '../src/runtime/slots.js';
+import { ContainerState } from '../src/runtime/cri/messages.js';
 import { CRI_TEST_IMAGE } from '../test/integration/cri-engine.js';
+import { coldCalls, floorContainer, floorSandbox } from './cri-floor-calls.js';
 
 const [mode, endpoint, arg, label, logDir] = process.argv.slice(2) as [string, string, string, string, string];
 const client = new CriClient({ endpoint, timeoutMs: 60_000 });
-const [key, value] = label.split('=') as [string, string];
-
-export function floorSandbox(name: string, uid: string): PodSandboxConfigInput {
-  return {
-    metadata: { name, uid, namespace: 'bench-floor', attempt: 0 },
-    hostname: name,
-    logDirectory: join(logDir, `bench-floor_${name}_${uid}`),
-    labels: { [key]: value },
-    linux: { securityContext: { namespaceOptions: { pid: 1 } } },
-  };
-}
-
-function floorContainer(attempt: number): ContainerConfigInput {
-  return {
-    metadata: { name: 'c0', attempt },
-    image: { image: CRI_TEST_IMAGE },
-    command: ['sh', '-c', 'exec sleep 3600'],
-    labels: { [key]: value },
-    logPath: `c0/${attempt}.log`,
-  };
-}
+const value = label.split('=')[1] ?? '';
 
 async function cold(pods: number): Promise<void> {
-  const slots = new Slots(4);
   const cpu0 = process.cpuUsage();
   const t0 = performance.now();
-  await Promise.all(
-    Array.from({ length: pods }, async (_, i) => {
-      const cfg = floorSandbox(`floor-${value}-${i}`, `${value}-${i}-${Date.now()}`);
-      const sb = await slots.run(() => client.runPodSandbox(cfg));
-      const id = await slots.run(() => client.createContainer(sb, floorContainer(0), cfg));
-      await slots.run(() => client.startContainer(id));
-    }),
+  await coldCalls(
+    client,
+    Array.from({ length: pods }, (_, i) => `floor-${value}-${i}`),
+    label,
+    logDir,
+    CRI_TEST_IMAGE,
   );
   const wall = performance.now() - t0;
   const cpu = process.cpuUsage(cpu0);
@@ -60,7 +37,7 @@ async function cold(pods: number): Promise<void> {
 
 async function restart(sandbox: string): Promise<void> {
   const st = await client.podSandboxStatus(sandbox);
-  const cfg = floorSandbox(st.metadata!.name, st.metadata!.uid);
+  const cfg = floorSandbox(st.metadata!.name, st.metadata!.uid, label, logDir);
   process.stdout.write('ready\n');
   for (;;) {
     await new Promise((r) => setTimeout(r, 1000));
@@ -69,7 +46,7 @@ async function restart(sandbox: string): Promise<void> {
     // When the relist saw the death: the caller times what follows it apart from the relist's phase.
     process.stdout.write(`seen ${Date.now()}\n`);
     const last = Math.max(...cs.map((c) => c.metadata?.attempt ?? 0));
-    const id = await client.createContainer(sandbox, floorContainer(last + 1), cfg);
+    const id = await client.createContainer(sandbox, floorContainer(last + 1, label, CRI_TEST_IMAGE), cfg);
     await client.startContainer(id);
     process.stdout.write(`${id}\n`);
     return;

@@ -5,16 +5,24 @@
  * container's process killed → the agent's next container running; the floor relists at the same
  * 1 s and recreates). Every figure is paired with its floor in the same run.
  */
+import { build } from 'esbuild';
 import { spawn } from 'node:child_process';
 import { mkdirSync, readFileSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { LABEL } from '../src/runtime/labels.js';
 import { ContainerState } from '../src/runtime/cri/messages.js';
-import { PrivateContainerd } from '../test/integration/cri-engine.js';
+import { CRI_TEST_IMAGE, PrivateContainerd } from '../test/integration/cri-engine.js';
 import { BIN, log, must, ms, pairwise, PAUSE_IMAGE, QUICK, ratio, REPO, run, sleep, stat, table, TEST_IMAGE, writePods, type Ran, type Stat } from './lib.js';
 
 const FLOOR = join(REPO, '.bench-build/bench/cri-floor.js');
+
+/** bench/cri-tool.ts bundled into one CommonJS file under `root`, as podrun's own code is. */
+async function bundleTool(root: string): Promise<string> {
+  const outfile = join(root, 'cri-tool.cjs');
+  await build({ entryPoints: [join(REPO, 'bench/cri-tool.ts')], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile, logLevel: 'error' });
+  return outfile;
+}
 
 let cpuRuns = 0;
 /**
@@ -74,9 +82,15 @@ interface ColdRow {
   podrunCpu: Stat;
   strictCpu: Stat;
   vsStrictCpu: Stat;
+  /** The Node tool (bench/cri-tool.ts) as a whole process: the floor's calls, then also checking its files first. */
+  tool: Stat;
+  vsTool: Stat;
+  checkingTool: Stat;
+  vsCheckingTool: Stat;
+  vsCheckingStrict: Stat;
 }
 
-async function cold(ctrd: PrivateContainerd, root: string, logs: string, pods: number, runs: number): Promise<ColdRow> {
+async function cold(ctrd: PrivateContainerd, root: string, logs: string, tool: string, pods: number, runs: number): Promise<ColdRow> {
   const dir = join(root, `cri-cold-${pods}`);
   writePods(dir, `cri-cold-${pods}`, 'bench-cri', pods, { containers: 1, hostNetwork: false });
   const stateDir = join(root, `cri-cold-${pods}-state`);
@@ -103,6 +117,15 @@ async function cold(ctrd: PrivateContainerd, root: string, logs: string, pods: n
     applied: [] as number[],
     podrunCpu: [] as number[],
     strictCpu: [] as number[],
+    tool: [] as number[],
+    checkingTool: [] as number[],
+  };
+  const removeLabelled = async (label: string): Promise<void> => {
+    const [k, v] = label.split('=') as [string, string];
+    for (const sb of await ctrd.client.listPodSandbox({ labelSelector: { [k]: v } })) {
+      await ctrd.client.stopPodSandbox(sb.id);
+      await ctrd.client.removePodSandbox(sb.id);
+    }
   };
   for (let r = 0; r < runs; r++) {
     // Like with like: create and start, as the floor and `docker compose up -d` (the ratio);
@@ -124,10 +147,17 @@ async function cold(ctrd: PrivateContainerd, root: string, logs: string, pods: n
     t.floor.push(floorMs);
     t.strict.push(floorMs + bare.ms);
     t.strictCpu.push(floorCpuMs + bare.cpuMs);
-    const [k, v] = label.split('=') as [string, string];
-    for (const sb of await ctrd.client.listPodSandbox({ labelSelector: { [k]: v } })) {
-      await ctrd.client.stopPodSandbox(sb.id);
-      await ctrd.client.removePodSandbox(sb.id);
+    await removeLabelled(label);
+
+    // The same calls from a Node tool as a whole process, then from one that checks its files first.
+    for (const [k, checking] of [
+      ['tool', false],
+      ['checkingTool', true],
+    ] as const) {
+      const toolLabel = `podrun-bench.cri-tool=p${pods}r${r}${checking ? 'c' : ''}`;
+      const args = [tool, ctrd.endpoint, dir, toolLabel, logs, CRI_TEST_IMAGE, ...(checking ? [join(REPO, 'dist/bundle')] : [])];
+      t[k].push((await must('node', args)).ms);
+      await removeLabelled(toolLabel);
     }
   }
   const row = {
@@ -141,9 +171,14 @@ async function cold(ctrd: PrivateContainerd, root: string, logs: string, pods: n
     podrunCpu: stat(t.podrunCpu),
     strictCpu: stat(t.strictCpu),
     vsStrictCpu: pairwise(t.podrunCpu, t.strictCpu),
+    tool: stat(t.tool),
+    vsTool: pairwise(t.podrun, t.tool),
+    checkingTool: stat(t.checkingTool),
+    vsCheckingTool: pairwise(t.podrun, t.checkingTool),
+    vsCheckingStrict: pairwise(t.checkingTool, t.strict),
   };
   log(
-    `CRI cold apply ${pods}: --no-wait ${ms(row.podrun)}, floor engine ${ms(row.floorEngine)}, strict ${ms(row.strict)}, ratio ${ratio(row.vsStrict)}; CPU ${ms(row.podrunCpu)} against ${ms(row.strictCpu)}, ratio ${ratio(row.vsStrictCpu)}; apply ${ms(row.applied)}, beyond the strict floor ${ms(row.beyond)}`,
+    `CRI cold apply ${pods}: --no-wait ${ms(row.podrun)}, floor engine ${ms(row.floorEngine)}, strict ${ms(row.strict)}, ratio ${ratio(row.vsStrict)}; CPU ${ms(row.podrunCpu)} against ${ms(row.strictCpu)}, ratio ${ratio(row.vsStrictCpu)}; apply ${ms(row.applied)}, beyond the strict floor ${ms(row.beyond)}; Node tool ${ms(row.tool)} (podrun / tool ${ratio(row.vsTool)}), checking its files ${ms(row.checkingTool)} (${ratio(row.vsCheckingTool)})`,
   );
   return row;
 }
@@ -273,7 +308,8 @@ export async function criScenarios(root: string): Promise<string> {
   try {
     const out: string[] = [];
     if (PARTS.includes('cold')) {
-      const rows = [await cold(ctrd, root, logs, 1, RUNS || (QUICK ? 2 : 7)), await cold(ctrd, root, logs, 10, RUNS || (QUICK ? 1 : 5))];
+      const tool = await bundleTool(root);
+      const rows = [await cold(ctrd, root, logs, tool, 1, RUNS || (QUICK ? 2 : 7)), await cold(ctrd, root, logs, tool, 10, RUNS || (QUICK ? 1 : 5))];
       out.push(`### On a CRI runtime (containerd 1.6, private, CNI bridge)
 
 podrun with \`--container-runtime-endpoint\` on a containerd of the bench's own, beside the CRI
@@ -310,6 +346,26 @@ ${table(
     `**${ratio(r.vsStrictCpu)}**`,
     ms(r.applied),
     ms(r.beyond),
+  ]),
+)}
+
+The strict floor counts none of a tool's own start beyond \`node -e 0\`: no code of its own, no
+\`node:http2\`, no connection. Beside it, the same calls from a hand-written Node tool timed as a whole
+process (\`bench/cri-tool.ts\`, bundled into one file as podrun is), and from the same tool checking
+its files first with podrun's own YAML reader and Pod schema validator, loaded from their code caches
+as podrun loads them: the least a Node tool can take that, like podrun, changes nothing until its
+input is known good. Run by run, in the same runs as the table above.
+
+${table(
+  ['pods', 'podrun apply --no-wait', 'Node tool', 'podrun / tool', 'tool checking its files', 'podrun / checking tool', 'checking tool / strict floor'],
+  rows.map((r) => [
+    String(r.pods),
+    ms(r.podrun),
+    ms(r.tool),
+    `**${ratio(r.vsTool)}**`,
+    ms(r.checkingTool),
+    `**${ratio(r.vsCheckingTool)}**`,
+    ratio(r.vsCheckingStrict),
   ]),
 )}`);
     }
