@@ -12,6 +12,7 @@ import {
   onPath,
   pairwise,
   podrun,
+  forgetManifests,
   QUICK,
   ratio,
   ms,
@@ -141,11 +142,13 @@ export async function coldApply(root: string): Promise<string> {
       // Interleaved, so drift in the machine's load hits every contender alike. Like with like
       // for the ratios: create and start (--no-wait), as the floor and `docker-compose up -d`;
       // then the default apply, which waits until each pod held Ready 1 s (issue 29).
+      forgetManifests(stateDir);
       const started = await cli(['apply', '--no-wait', dir]);
       if (started.code !== 0) throw new Error(`podrun apply --no-wait failed: ${started.err}`);
       t.podrun.push(started.ms);
       await cli(['delete', '-f', dir, '--grace-period', '0']);
       await removeInstance(stateDir);
+      forgetManifests(stateDir);
       const applied = await cli(['apply', dir]);
       if (applied.code !== 0) throw new Error(`podrun apply failed: ${applied.err}`);
       t.applied.push(applied.ms);

@@ -13,7 +13,26 @@ import { join } from 'node:path';
 import { LABEL } from '../src/runtime/labels.js';
 import { ContainerState } from '../src/runtime/cri/messages.js';
 import { CRI_TEST_IMAGE, PrivateContainerd } from '../test/integration/cri-engine.js';
-import { BIN, log, must, ms, pairwise, PAUSE_IMAGE, QUICK, ratio, REPO, run, sleep, stat, table, TEST_IMAGE, writePods, type Ran, type Stat } from './lib.js';
+import {
+  BIN,
+  forgetManifests,
+  log,
+  must,
+  ms,
+  pairwise,
+  PAUSE_IMAGE,
+  QUICK,
+  ratio,
+  REPO,
+  run,
+  sleep,
+  stat,
+  table,
+  TEST_IMAGE,
+  writePods,
+  type Ran,
+  type Stat,
+} from './lib.js';
 
 const FLOOR = join(REPO, '.bench-build/bench/cri-floor.js');
 
@@ -130,11 +149,13 @@ async function cold(ctrd: PrivateContainerd, root: string, logs: string, tool: s
   for (let r = 0; r < runs; r++) {
     // Like with like: create and start, as the floor and `docker compose up -d` (the ratio);
     // then the default apply with its Ready wait and hold (reported as time beyond the floor).
+    forgetManifests(stateDir);
     const started = await runCpu(BIN, argv(['apply', '--no-wait', dir]), env);
     if (started.code !== 0) throw new Error(`podrun apply --no-wait on CRI failed: ${started.err}`);
     t.podrun.push(started.ms);
     t.podrunCpu.push(started.cpuMs);
     await cli(['delete', '-f', dir, '--grace-period', '0']);
+    forgetManifests(stateDir);
     const applied = await cli(['apply', dir]);
     if (applied.code !== 0) throw new Error(`podrun apply on CRI failed: ${applied.err}`);
     t.applied.push(applied.ms);

@@ -3,7 +3,7 @@
  * binary as users run it, and cleanup that touches only what the benchmark made.
  */
 import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
@@ -141,6 +141,14 @@ export function writePods(dir: string, prefix: string, namespace: string, n: num
     names.push(name);
   }
   return names;
+}
+
+/**
+ * A cold apply's files are new to podrun: the manifests a run before applied are forgotten
+ * (`apply` keeps what it loaded, src/cli/manifest-cache.ts), so each run parses and checks them.
+ */
+export function forgetManifests(stateDir: string): void {
+  rmSync(join(stateDir, 'manifest-cache.json'), { force: true });
 }
 
 /** `podrun` as users run it, on a state dir of the benchmark's own (so its own instance). */

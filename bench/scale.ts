@@ -8,7 +8,23 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { runCpu } from './cri.js';
-import { log, ms, pairwise, podrun, PAUSE_IMAGE, BIN, podYaml, QUICK, ratio, removeInstance, removeLabelled, REPO, stat, table } from './lib.js';
+import {
+  forgetManifests,
+  log,
+  ms,
+  pairwise,
+  podrun,
+  PAUSE_IMAGE,
+  BIN,
+  podYaml,
+  QUICK,
+  ratio,
+  removeInstance,
+  removeLabelled,
+  REPO,
+  stat,
+  table,
+} from './lib.js';
 
 const PODS = Number(process.env.BENCH_SCALE_PODS ?? (QUICK ? 50 : 300));
 const RUNS = Number(process.env.BENCH_SCALE_RUNS ?? (QUICK ? 1 : 3));
@@ -39,11 +55,13 @@ export async function scaleApply(root: string): Promise<string> {
   try {
     for (let r = 0; r < RUNS; r++) {
       const args = ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', 'apply'];
+      forgetManifests(stateDir);
       const started = await runCpu(BIN, [...args, '--no-wait', '-f', file]);
       if (started.code !== 0) throw new Error(`podrun apply --no-wait failed: ${started.err}`);
       t.nowait.push(started.ms);
       t.nowaitCpu.push(started.cpuMs);
       await clean();
+      forgetManifests(stateDir);
       const applied = await cli(['apply', '-f', file]);
       if (applied.code !== 0) throw new Error(`podrun apply failed: ${applied.err}`);
       t.applied.push(applied.ms);

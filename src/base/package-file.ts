@@ -1,4 +1,5 @@
-import { readFileSync } from 'node:fs';
+import { readFileSync, statSync } from 'node:fs';
+import { fileURLToPath } from 'node:url';
 import { getAsset, isSea } from 'node:sea';
 
 /**
@@ -10,4 +11,22 @@ import { getAsset, isSea } from 'node:sea';
 export function readPackageFile(path: string): string {
   if (isSea()) return getAsset(path, 'utf8');
   return readFileSync(new URL(`../../${path}`, import.meta.url), 'utf8');
+}
+
+/**
+ * Which build of podrun is running, as its file system knows it: every build writes
+ * dist/build-info.json anew (a new inode and time), and an upgrade replaces it or the executable.
+ * Undefined when run from source (tests, a checkout's src/), where what runs changes with no build.
+ */
+export function buildStamp(): string | undefined {
+  try {
+    const s = isSea()
+      ? statSync(process.execPath)
+      : /[\\/]dist[\\/]/.test(fileURLToPath(import.meta.url))
+        ? statSync(new URL('../../dist/build-info.json', import.meta.url))
+        : undefined;
+    return s && `${s.dev}:${s.ino}:${s.size}:${s.mtimeMs}`;
+  } catch {
+    return undefined;
+  }
 }

@@ -15,6 +15,8 @@ import { engineAhead, type EngineAhead } from './engine-ahead.js';
 import { printPlan } from './print.js';
 import { anyPullFailures, recordPullFailures } from './pull-failures.js';
 import { loadManifestArgs } from './validate.js';
+import { openManifestCache } from './manifest-cache.js';
+import { buildStamp } from '../base/package-file.js';
 
 export interface ApplyOptions {
   dryRun: boolean;
@@ -34,7 +36,8 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
   const engine = ahead ?? engineAhead(g, io);
   await engine.sent;
   // Everything is read and validated before the engine is changed: one bad file changes nothing.
-  const loaded = await loadManifestArgs(paths, io, g.policy).catch((err: unknown) => {
+  const known = openManifestCache(g.stateDir, buildStamp(), g.policy);
+  const loaded = await loadManifestArgs(paths, io, g.policy, known).catch((err: unknown) => {
     engine.drop();
     throw err;
   });
@@ -75,6 +78,8 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
     staged?.discard();
     // The record's directory fsync ran beside the engine's calls: the apply ends once it is durable.
     await durable;
+    // Last, off the engine's path: a dry run writes nothing.
+    if (!o.dryRun) known.save();
   }
 }
 

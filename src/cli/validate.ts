@@ -1,5 +1,5 @@
 import { ManifestError } from '../manifest/errors.js';
-import { loadManifestSet } from '../manifest/load.js';
+import { loadManifestSet, type TextCache } from '../manifest/load.js';
 import type { PodPolicy } from '../manifest/policy.js';
 import type { DesiredPod } from '../manifest/types.js';
 import { readManifestInputs } from '../sources/read.js';
@@ -10,10 +10,16 @@ import { printIssues } from './print.js';
  * Reads and checks the manifests a command was given, printing every issue; undefined when any is
  * an error (one bad file and the command does nothing).
  */
-export async function loadManifestArgs(paths: string[], io: Io, policy?: PodPolicy): Promise<{ pods: DesiredPod[]; files: number } | undefined> {
+/** `cache`: the texts loaded before (apply's, manifest-cache.ts). */
+export async function loadManifestArgs(
+  paths: string[],
+  io: Io,
+  policy?: PodPolicy,
+  cache?: TextCache,
+): Promise<{ pods: DesiredPod[]; files: number } | undefined> {
   const read = await readManifestInputs(paths);
   try {
-    const loaded = loadManifestSet(read.texts, policy);
+    const loaded = loadManifestSet(read.texts, policy, cache);
     printIssues(io, [...read.issues, ...loaded.issues]);
     return read.issues.some((i) => i.severity === 'error') ? undefined : { pods: loaded.pods, files: read.texts.length };
   } catch (err) {

@@ -31,6 +31,21 @@ interface TextResult extends LoadResult {
   nameAt: (key: string) => Position | undefined;
 }
 
+/** What one text loaded to, as a cache keeps it: its pods (defaulted, with their uids) and its warnings. */
+export interface LoadedText {
+  pods: { pod: Pod; line: number }[];
+  issues: ManifestIssue[];
+}
+
+/**
+ * Texts already loaded by this build under this policy (src/cli/manifest-cache.ts): a text it
+ * knows is not parsed or validated again. Only texts with no error are put in it.
+ */
+export interface TextCache {
+  get(input: ManifestText): LoadedText | undefined;
+  put(input: ManifestText, loaded: LoadedText): void;
+}
+
 /**
  * Gives the pod its uid (metadata.uid, where every reader finds it), derived on first read: the
  * derivation hashes, and `validate`, which reads no uid, then never loads `node:crypto` (3-4 ms of
@@ -122,12 +137,17 @@ function loadText(input: ManifestText, policy: PodPolicy): TextResult {
  * Loads a whole set (what one `apply` names): every text must be valid and no pod may be declared
  * twice, else nothing is accepted. Throws ManifestError with every problem found.
  */
-export function loadManifestSet(inputs: ManifestText[], policy: PodPolicy = OPEN_POLICY): LoadResult {
+export function loadManifestSet(inputs: ManifestText[], policy: PodPolicy = OPEN_POLICY, cache?: TextCache): LoadResult {
   const pods: DesiredPod[] = [];
   const issues: ManifestIssue[] = [];
   const seen = new Map<string, { pod: DesiredPod; nameAt: TextResult['nameAt'] }>();
+  let hits = 0;
   for (const input of inputs) {
-    const r = loadText(input, policy);
+    const known = cache?.get(input);
+    if (known) hits++;
+    const r = known ? fromCache(input, known) : loadText(input, policy);
+    if (!known && cache && !r.issues.some((i) => i.severity === 'error'))
+      cache.put(input, { pods: r.pods.map((p) => ({ pod: p.pod, line: p.origin.line })), issues: r.issues });
     issues.push(...r.issues);
     for (const p of r.pods) {
       const first = seen.get(p.key);
@@ -147,6 +167,23 @@ export function loadManifestSet(inputs: ManifestText[], policy: PodPolicy = OPEN
       pods.push(p);
     }
   }
-  if (issues.some((i) => i.severity === 'error')) throw new ManifestError(issues);
+  if (issues.some((i) => i.severity === 'error')) {
+    // A known text keeps no positions: loaded again whole, every error points where it would have.
+    if (hits > 0) return loadManifestSet(inputs, policy);
+    throw new ManifestError(issues);
+  }
   return { pods, issues };
+}
+
+/** A known text's pods, as loadText would have made them (the uid is a plain value in the cache). */
+function fromCache(input: ManifestText, known: LoadedText): TextResult {
+  const pods = known.pods.map(({ pod, line }): DesiredPod => ({
+    key: keyOf(pod),
+    get uid() {
+      return pod.metadata.uid as string;
+    },
+    pod,
+    origin: { source: input.source, file: input.file, line },
+  }));
+  return { pods, issues: known.issues, nameAt: () => undefined };
 }

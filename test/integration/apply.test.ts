@@ -230,6 +230,40 @@ spec:
     expect(edited.Config.Labels[LABEL.restartCount]).toBe('1');
   });
 
+  it('the built podrun keeps the files it applied: applied again, edited, and put back, each runs as written', async () => {
+    const name = unique('known');
+    const manifest = (greeting: string): string => `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: c
+    image: ${TEST_IMAGE}
+    command: [sh, -c, 'echo $GREETING; exec sleep 3600']
+    env: [{name: GREETING, value: ${greeting}}]
+`;
+    const file = world.write(`${name}.yaml`, manifest('one'));
+    const greeting = async (): Promise<string> => {
+      const id = (await containerIds(ns, name)).c!;
+      return until(`${name}'s line`, async () => (await logsOf(id)) || undefined);
+    };
+    expect((await world.bin(['apply', '--no-wait', file])).code).toBe(0);
+    // The bundle knows its build: what it loaded is kept in the state dir, by the file's bytes.
+    const cache = JSON.parse(readFileSync(join(world.stateDir, 'manifest-cache.json'), 'utf8')) as { entries: object };
+    expect(Object.keys(cache.entries)).toHaveLength(1);
+    const again = await world.bin(['apply', '--no-wait', file]);
+    expect(again.out).toContain(`pod/${ns}/${name} unchanged`);
+    world.write(`${name}.yaml`, manifest('two'));
+    const edited = await world.bin(['apply', '--no-wait', file]);
+    expect(edited.out, edited.err).toContain(`pod/${ns}/${name} updated`);
+    expect(await greeting()).toBe('two\n');
+    world.write(`${name}.yaml`, manifest('one'));
+    const back = await world.bin(['apply', '--no-wait', file]);
+    expect(back.out, back.err).toContain(`pod/${ns}/${name} updated`);
+    expect(await greeting()).toBe('one\n');
+  });
+
   it('changes nothing when any manifest of the set is invalid', async () => {
     const good = unique('good');
     const running = unique('running');
