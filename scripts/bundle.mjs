@@ -214,6 +214,25 @@ await build({
   minifySyntax: true,
   logLevel: 'warning',
 });
+// `podrun validate PATH...` on its own (src/cli/validate-start.ts): bin/podrun runs this file, with a
+// code cache of its own, instead of the whole bundle; the YAML reader and the Pod validator are the
+// same code-cached files the bundle runs.
+await build({
+  entryPoints: ['src/cli/validate-start.ts'],
+  bundle: true,
+  platform: 'node',
+  format: 'cjs',
+  target: 'node20',
+  outfile: 'dist/bundle/validate.cjs',
+  plugins: [leaveOut, codeCached],
+  define: { 'import.meta.url': '__podrunUrl' },
+  // Run by node:vm as podrun.cjs is (a URL's client is loaded on use): each dynamic import a require.
+  supported: { 'dynamic-import': false },
+  banner: { js: "var __podrunUrl = require('node:url').pathToFileURL(__filename).href;" },
+  minifyWhitespace: true,
+  minifySyntax: true,
+  logLevel: 'warning',
+});
 // The loader bin/podrun (CommonJS) runs it with.
 await build({
   entryPoints: ['src/base/cached-script.ts'],

@@ -21,6 +21,13 @@ const sink = () => new Writable({ write: (_c, _e, done) => done() });
 // What the warm-up's commands told on stderr, said when a warm-up apply that must succeed fails.
 const told = [];
 const io = { out: () => undefined, err: (s) => void told.push(s), stdout: sink(), stderr: sink(), isTTY: false };
+// `podrun validate PATH...`'s own file (src/cli/validate-start.ts), as bin/podrun runs it: first, so that the
+// YAML reader's and the validator's caches are made from the bundle's own loading of them, below.
+const { validatePlain } = runCachedScript(dir, 'validate').exports;
+for (let round = 0; round < 2; round++) {
+  for (const paths of [['manifests', 'test/fixtures/static-pods', 'test/fixtures/kitchen-sink.yaml'], ['test/fixtures/invalid']])
+    await validatePlain(paths, io);
+}
 const state = mkdtempSync(join(tmpdir(), 'podrun-code-cache-'));
 const nowhere = `unix://${join(state, 'no-engine.sock')}`;
 const nowhereCri = `unix://${join(state, 'no-runtime.sock')}`;
@@ -80,7 +87,7 @@ try {
   stopDocker();
   rmSync(state, { recursive: true, force: true });
 }
-for (const name of ['podrun', 'commander', 'js-yaml', 'dockerode', 'pod-validator']) {
+for (const name of ['podrun', 'commander', 'js-yaml', 'dockerode', 'pod-validator', 'validate']) {
   const script = scripts.get(name);
   if (!script) throw new Error(`the warm-up did not load ${name}`);
   writeFileSync(join(dir, `${name}.cache`), script.createCachedData());

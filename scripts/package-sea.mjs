@@ -12,8 +12,8 @@ const OUT = 'dist/sea';
 const ASSETS = ['package.json', 'dist/build-info.json', 'schemas/pod.schema.json', 'schemas/config.schema.json', 'schemas/manifest.schema.json'];
 // The CommonJS files the bundle runs through src/base/cached-script.ts (commander, js-yaml, the
 // engine client, the Pod validator), read from the assets there; their V8 caches are not taken.
-// (podrun.cjs, its loader and version.cjs are bin/podrun's, not the executable's.)
-const BIN_ONLY = new Set(['podrun.cjs', 'cached-script.cjs', 'version.cjs']);
+// (podrun.cjs, its loader, version.cjs and validate.cjs are bin/podrun's, not the executable's.)
+const BIN_ONLY = new Set(['podrun.cjs', 'cached-script.cjs', 'version.cjs', 'validate.cjs']);
 ASSETS.push(
   ...readdirSync('dist/bundle')
     .filter((f) => f.endsWith('.cjs') && !BIN_ONLY.has(f))

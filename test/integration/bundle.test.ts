@@ -32,13 +32,13 @@ describe('what podrun ships and loads', () => {
   it('runs the CLI as one CommonJS file whose V8 code cache, written at build, V8 takes', () => {
     const dir = join(REPO, 'dist/bundle');
     const { runCachedScript } = createRequire(import.meta.url)(join(dir, 'cached-script.cjs')) as typeof import('../../src/base/cached-script.js');
-    for (const name of ['podrun', 'commander', 'js-yaml', 'dockerode', 'pod-validator']) {
+    for (const name of ['podrun', 'commander', 'js-yaml', 'dockerode', 'pod-validator', 'validate']) {
       const loaded = runCachedScript(dir, name);
       expect(loaded.cacheRejected, name).toBe(false);
     }
     // node:vm gives such a script no dynamic import(): each one (Node's modules loaded on use) must be a require.
-    expect(readFileSync(join(dir, 'podrun.cjs'), 'utf8')).not.toMatch(/\bimport\(/);
-    expect(readFileSync(join(REPO, 'bin/podrun'), 'utf8')).toContain("runCachedScript(require('node:path').join(__dirname, '../dist/bundle'), 'podrun')");
+    for (const name of ['podrun.cjs', 'validate.cjs']) expect(readFileSync(join(dir, name), 'utf8'), name).not.toMatch(/\bimport\(/);
+    expect(readFileSync(join(REPO, 'bin/podrun'), 'utf8')).toContain("runCachedScript(require('node:path').join(__dirname, '../dist/bundle'), name)");
   });
 
   it("writes a command's lines without loading Node's stream, net or tty modules, and the same lines", () => {
@@ -87,6 +87,43 @@ describe('what podrun ships and loads', () => {
         const whole = spawnSync(process.execPath, ['-e', program, '--', join(REPO, 'bin/podrun'), ...words], { env, encoding: 'utf8' });
         expect(r.stdout).toContain('podrun ');
         expect([r.status, r.stdout, r.stderr]).toEqual([whole.status, whole.stdout, whole.stderr]);
+      }
+    } finally {
+      rmSync(tmp, { recursive: true, force: true });
+    }
+  });
+
+  it('answers the plain `podrun validate PATH...` from its own file, with the whole program’s lines', () => {
+    const tmp = mkdtempSync(join(tmpdir(), 'podrun-validate-'));
+    try {
+      // A preload that lists, at exit, the scripts node:vm compiled (how bin/podrun runs its bundles).
+      const preload = join(tmp, 'scripts.cjs');
+      writeFileSync(
+        preload,
+        "const vm = require('node:vm'); const S = vm.Script; const seen = []; vm.Script = function (src, o) { seen.push(o.filename); return new S(src, o); }; process.on('exit', () => require('node:fs').writeFileSync(process.env.LOADS_OUT, seen.join('\\n')));",
+      );
+      const out = join(tmp, 'scripts.txt');
+      const env = Object.fromEntries(Object.entries(process.env).filter(([n]) => !n.startsWith('PODRUN_')));
+      const dir = join(REPO, 'dist/bundle');
+      const program = `require(${JSON.stringify(join(dir, 'cached-script.cjs'))}).runCachedScript(${JSON.stringify(dir)}, 'podrun').exports.start()`;
+      const pod = 'apiVersion: v1\nkind: Pod\nmetadata: {name: p}\nspec: {containers: [{name: c, image: busybox:1.36}]}\n';
+      for (const [words, input] of [
+        [['validate', join(REPO, 'manifests')], ''],
+        [['validate', join(REPO, 'test/fixtures/static-pods'), join(REPO, 'test/fixtures/invalid')], ''],
+        [['validate', join(tmp, 'missing.yaml')], ''],
+        [['validate', '-'], pod],
+      ] as const) {
+        const r = spawnSync(process.execPath, ['-r', preload, join(REPO, 'bin/podrun'), ...words], {
+          env: { ...env, LOADS_OUT: out },
+          input,
+          encoding: 'utf8',
+        });
+        const compiled = readFileSync(out, 'utf8').split('\n');
+        expect(compiled, words.join(' ')).toContain(join(dir, 'validate.cjs'));
+        expect(compiled, words.join(' ')).not.toContain(join(dir, 'podrun.cjs'));
+        const whole = spawnSync(process.execPath, ['-e', program, '--', join(REPO, 'bin/podrun'), ...words], { env, input, encoding: 'utf8' });
+        expect(r.stdout + r.stderr, words.join(' ')).not.toBe('');
+        expect([r.status, r.stdout, r.stderr], words.join(' ')).toEqual([whole.status, whole.stdout, whole.stderr]);
       }
     } finally {
       rmSync(tmp, { recursive: true, force: true });
