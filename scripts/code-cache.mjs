@@ -81,6 +81,11 @@ try {
     const docker = ['--state-dir', join(state, `docker-${round}`), '--docker-host', `unix://${dockerSocket}`, '--node-ip', '127.0.0.1'];
     if ((await main(['node', 'podrun', ...docker, 'apply', '--no-wait', standInPod], io)) !== 0)
       throw new Error(`the warm-up apply on the stand-in Docker engine failed: ${told.slice(-5).join('; ')}`);
+    // The pod just made, listed and inspected: get's views, which a list of nothing never runs.
+    let listedPods = '';
+    const getIo = { ...io, out: (l) => void (listedPods += `${l}\n`) };
+    if ((await main(['node', 'podrun', ...docker, 'get', 'pods', '-n', 'warm-up'], getIo)) !== 0 || !/^warm-up\s+1\/1\s+Running\b/m.test(listedPods))
+      throw new Error(`the warm-up get on the stand-in Docker engine did not list its pod: ${listedPods} ${told.slice(-5).join('; ')}`);
   }
 } finally {
   stopStandIn();
