@@ -199,40 +199,29 @@ await build({
   minifySyntax: true,
   logLevel: 'warning',
 });
-// `podrun version` on its own (src/cli/version-start.ts): bin/podrun runs this small file instead of
-// the whole bundle for the plain `version` and `version --client`.
-await build({
-  entryPoints: ['src/cli/version-start.ts'],
-  bundle: true,
-  platform: 'node',
-  format: 'cjs',
-  target: 'node20',
-  outfile: 'dist/bundle/version.cjs',
-  define: { 'import.meta.url': '__podrunUrl' },
-  banner: { js: "var __podrunUrl = require('node:url').pathToFileURL(__filename).href;" },
-  minifyWhitespace: true,
-  minifySyntax: true,
-  logLevel: 'warning',
-});
-// `podrun validate PATH...` on its own (src/cli/validate-start.ts): bin/podrun runs this file, with a
-// code cache of its own, instead of the whole bundle; the YAML reader and the Pod validator are the
-// same code-cached files the bundle runs.
-await build({
-  entryPoints: ['src/cli/validate-start.ts'],
-  bundle: true,
-  platform: 'node',
-  format: 'cjs',
-  target: 'node20',
-  outfile: 'dist/bundle/validate.cjs',
-  plugins: [leaveOut, codeCached],
-  define: { 'import.meta.url': '__podrunUrl' },
-  // Run by node:vm as podrun.cjs is (a URL's client is loaded on use): each dynamic import a require.
-  supported: { 'dynamic-import': false },
-  banner: { js: "var __podrunUrl = require('node:url').pathToFileURL(__filename).href;" },
-  minifyWhitespace: true,
-  minifySyntax: true,
-  logLevel: 'warning',
-});
+// A command's own start (bin/podrun runs it instead of the whole bundle for its plain words): one
+// CommonJS file, its import.meta.url its own path.
+const startFile = (entry, outfile, more = {}) =>
+  build({
+    entryPoints: [entry],
+    bundle: true,
+    platform: 'node',
+    format: 'cjs',
+    target: 'node20',
+    outfile,
+    define: { 'import.meta.url': '__podrunUrl' },
+    banner: { js: "var __podrunUrl = require('node:url').pathToFileURL(__filename).href;" },
+    minifyWhitespace: true,
+    minifySyntax: true,
+    logLevel: 'warning',
+    ...more,
+  });
+// `podrun version` (src/cli/version-start.ts): the plain `version` and `version --client`.
+await startFile('src/cli/version-start.ts', 'dist/bundle/version.cjs');
+// `podrun validate PATH...` (src/cli/validate-start.ts), with a code cache of its own; the YAML
+// reader and the Pod validator are the same code-cached files the bundle runs. Run by node:vm as
+// podrun.cjs is (a URL's client is loaded on use): each dynamic import a require.
+await startFile('src/cli/validate-start.ts', 'dist/bundle/validate.cjs', { plugins: [leaveOut, codeCached], supported: { 'dynamic-import': false } });
 // The loader bin/podrun (CommonJS) runs it with.
 await build({
   entryPoints: ['src/base/cached-script.ts'],

@@ -1,10 +1,10 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
 import { main } from '../../src/cli/main.js';
 import type { Io } from '../../src/cli/context.js';
+import { runWords } from './run-io.js';
 import { plainValidate, validatePlain } from '../../src/cli/validate-start.js';
 
 // bin/podrun answers a plain `podrun validate PATH...` with validate-start.ts instead of the
@@ -12,16 +12,7 @@ import { plainValidate, validatePlain } from '../../src/cli/validate-start.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'podrun-vds-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-const quiet = new PassThrough();
 const ROOT = join(import.meta.dirname, '../..');
-
-async function run(how: (argv: string[], io: Io) => Promise<number>, words: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const io: Io = { out: (l) => (out += `${l}\n`), err: (l) => (err += `${l}\n`), stdout: quiet, stderr: quiet, isTTY: false };
-  const code = await how(['node', 'podrun', ...words], io);
-  return { code, out, err };
-}
 
 /** As bin/podrun chooses: validate-start.ts when it takes the words, else the program. */
 const asBin = (argv: string[], io: Io): Promise<number> => {
@@ -73,8 +64,8 @@ describe("podrun validate's own start", () => {
     for (const paths of cases) {
       const words = ['validate', ...paths];
       expect(plainValidate(['node', 'podrun', ...words], {}), words.join(' ')).toEqual(paths);
-      const program = await run(main, words);
-      expect(await run(asBin, words), words.join(' ')).toEqual(program);
+      const program = await runWords(main, words);
+      expect(await runWords(asBin, words), words.join(' ')).toEqual(program);
     }
   });
 });

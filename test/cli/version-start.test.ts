@@ -1,11 +1,11 @@
 import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { PassThrough } from 'node:stream';
 import { afterAll, afterEach, describe, expect, it } from 'vitest';
 import { answeringEndpoints } from '../fakes/answering-endpoint.js';
 import { main } from '../../src/cli/main.js';
 import type { Io } from '../../src/cli/context.js';
+import { runWords } from './run-io.js';
 import { plainVersion, printVersion } from '../../src/cli/version-start.js';
 
 // bin/podrun answers the plain `podrun version` with version-start.ts instead of the program: for
@@ -15,16 +15,6 @@ const sockets = answeringEndpoints('podrun-vs-');
 const dir = mkdtempSync(join(tmpdir(), 'podrun-vs-'));
 afterEach(() => sockets.close());
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-const quiet = new PassThrough();
-
-async function run(how: (argv: string[], io: Io) => Promise<number>, words: string[]): Promise<{ code: number; out: string; err: string }> {
-  let out = '';
-  let err = '';
-  const io: Io = { out: (l) => (out += `${l}\n`), err: (l) => (err += `${l}\n`), stdout: quiet, stderr: quiet, isTTY: false };
-  const code = await how(['node', 'podrun', ...words], io);
-  return { code, out, err };
-}
 
 /** As bin/podrun chooses: version-start.ts when it takes the words, else the program. */
 const asBin = (argv: string[], io: Io): Promise<number> => {
@@ -96,7 +86,7 @@ describe("podrun version's own start", () => {
       await withEnv(c.env, async () => {
         const what = `${JSON.stringify(c.env)} ${c.words.join(' ')}`;
         expect(plainVersion(['node', 'podrun', ...c.words], process.env) !== undefined, what).toBe(c.plain);
-        expect(await run(asBin, c.words), what).toEqual(await run(main, c.words));
+        expect(await runWords(asBin, c.words), what).toEqual(await runWords(main, c.words));
       });
     }
   });

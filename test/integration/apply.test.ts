@@ -33,6 +33,24 @@ async function httpGet(url: string): Promise<string> {
   return body;
 }
 
+/** A pod with a container that says its greeting, and one beside it that an edit of the greeting leaves alone. */
+function greetingPod(name: string, greeting: string): string {
+  return `apiVersion: v1
+kind: Pod
+metadata: {name: ${name}, namespace: ${ns}}
+spec:
+  terminationGracePeriodSeconds: 1
+  containers:
+  - name: stable
+    image: ${TEST_IMAGE}
+    command: [sleep, '3600']
+  - name: edited
+    image: ${TEST_IMAGE}
+    command: [sh, -c, 'echo $GREETING; exec sleep 3600']
+    env: [{name: GREETING, value: ${greeting}}]
+`;
+}
+
 describe('podrun apply on the real engine', () => {
   it('runs a 2-container pod whose containers talk over localhost', async () => {
     const name = unique('duo');
@@ -187,20 +205,7 @@ spec:
 
   it('re-applies an unchanged pod with no mutating engine call, and replaces only an edited container', async () => {
     const name = unique('edit');
-    const manifest = (greeting: string): string => `apiVersion: v1
-kind: Pod
-metadata: {name: ${name}, namespace: ${ns}}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: stable
-    image: ${TEST_IMAGE}
-    command: [sleep, '3600']
-  - name: edited
-    image: ${TEST_IMAGE}
-    command: [sh, -c, 'echo $GREETING; exec sleep 3600']
-    env: [{name: GREETING, value: ${greeting}}]
-`;
+    const manifest = (greeting: string): string => greetingPod(name, greeting);
     const file = world.write(`${name}.yaml`, manifest('one'));
     expect((await world.cli('apply', file)).code).toBe(0);
     const before = await containerIds(ns, name);
@@ -232,26 +237,18 @@ spec:
 
   it('the built podrun keeps the files it applied: applied again, edited, and put back, each runs as written', async () => {
     const name = unique('known');
-    const manifest = (greeting: string): string => `apiVersion: v1
-kind: Pod
-metadata: {name: ${name}, namespace: ${ns}}
-spec:
-  terminationGracePeriodSeconds: 1
-  containers:
-  - name: c
-    image: ${TEST_IMAGE}
-    command: [sh, -c, 'echo $GREETING; exec sleep 3600']
-    env: [{name: GREETING, value: ${greeting}}]
-`;
+    const manifest = (greeting: string): string => greetingPod(name, greeting);
     const file = world.write(`${name}.yaml`, manifest('one'));
     const greeting = async (): Promise<string> => {
-      const id = (await containerIds(ns, name)).c!;
+      const id = (await containerIds(ns, name)).edited!;
       return until(`${name}'s line`, async () => (await logsOf(id)) || undefined);
     };
     expect((await world.bin(['apply', '--no-wait', file])).code).toBe(0);
     // The bundle knows its build: what it loaded is kept in the state dir, by the file's bytes.
-    const cache = JSON.parse(readFileSync(join(world.stateDir, 'manifest-cache.json'), 'utf8')) as { entries: object };
-    expect(Object.keys(cache.entries)).toHaveLength(1);
+    const cache = JSON.parse(readFileSync(join(world.stateDir, 'manifest-cache.json'), 'utf8')) as {
+      entries: Record<string, { pods: { pod: { metadata: { name: string } } }[] }>;
+    };
+    expect(Object.values(cache.entries).flatMap((e) => e.pods.map((p) => p.pod.metadata.name))).toContain(name);
     const again = await world.bin(['apply', '--no-wait', file]);
     expect(again.out).toContain(`pod/${ns}/${name} unchanged`);
     world.write(`${name}.yaml`, manifest('two'));
