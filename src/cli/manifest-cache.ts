@@ -12,10 +12,11 @@ import type { Pod } from '../manifest/types.js';
  * loads to depends on its bytes, its name and source, the policy and podrun's own code, and nothing
  * else (src/manifest/ is pure), so those are the key: another build of podrun, another policy, or one
  * changed byte is a miss. The file is a cache: unreadable, damaged or from another build, it is
- * ignored and made anew; it is never fsynced.
+ * ignored and made anew; it is never fsynced. Each entry is kept as its JSON text, parsed when
+ * asked: what an apply does with the pods it was given can never reach the file.
  */
 const FILE = 'manifest-cache.json';
-const VERSION = 1;
+const VERSION = 2;
 /** Entries kept: this apply's, then the most recent others, up to this many (a pod is 1-2 KB of JSON). */
 const KEEP = 256;
 /** A larger file is not read: no cache podrun writes grows to it. */
@@ -25,7 +26,8 @@ interface CacheFile {
   v: number;
   /** The build and policy the entries were made by. */
   made: string;
-  entries: Record<string, LoadedText>;
+  /** Each text's LoadedText, as JSON text. */
+  entries: Record<string, string>;
 }
 
 export interface ManifestCache extends TextCache {
@@ -51,18 +53,28 @@ function wellFormed(e: unknown): e is LoadedText {
   );
 }
 
-function readEntries(path: string, made: string): Map<string, LoadedText> {
+function readEntries(path: string, made: string): Map<string, string> {
   let fd: number | undefined;
   try {
     fd = openSync(path, 'r');
     if (fstatSync(fd).size > MAX_BYTES) return new Map();
     const file = JSON.parse(readFileSync(fd, 'utf8')) as Partial<CacheFile>;
     if (file.v !== VERSION || file.made !== made || typeof file.entries !== 'object' || file.entries === null) return new Map();
-    return new Map(Object.entries(file.entries).filter(([, e]) => wellFormed(e)));
+    return new Map(Object.entries(file.entries).filter((e): e is [string, string] => typeof e[1] === 'string'));
   } catch {
     return new Map();
   } finally {
     if (fd !== undefined) closeSync(fd);
+  }
+}
+
+/** An entry's text made a LoadedText again; undefined for one a damaged file holds. */
+function parsed(text: string): LoadedText | undefined {
+  try {
+    const e: unknown = JSON.parse(text);
+    return wellFormed(e) ? e : undefined;
+  } catch {
+    return undefined;
   }
 }
 
@@ -72,22 +84,24 @@ export function openManifestCache(stateDir: string, build: string | undefined, p
   const path = join(stateDir, FILE);
   const made = JSON.stringify([build, policy]);
   const old = readEntries(path, made);
-  const used = new Map<string, LoadedText>();
+  const used = new Map<string, string>();
   let added = false;
   return {
     get(input) {
       const key = keyOf(input);
-      const e = old.get(key);
-      if (e) used.set(key, e);
+      const text = old.get(key);
+      const e = text === undefined ? undefined : parsed(text);
+      if (text !== undefined && e) used.set(key, text);
+      else old.delete(key);
       return e;
     },
     put(input, loaded) {
-      used.set(keyOf(input), loaded);
+      used.set(keyOf(input), JSON.stringify(loaded));
       added = true;
     },
     save() {
       if (!added) return;
-      const entries: Record<string, LoadedText> = {};
+      const entries: Record<string, string> = {};
       let n = 0;
       for (const [k, e] of [...used, ...old]) {
         if (n >= KEEP) break;

@@ -87,11 +87,33 @@ describe("apply's cache of known manifests", () => {
     const dir = stateDir();
     applyOnce(dir, 'b1');
     const path = join(dir, 'manifest-cache.json');
-    const file = JSON.parse(readFileSync(path, 'utf8')) as { entries: Record<string, Record<string, unknown>> };
-    for (const e of Object.values(file.entries)) damage(e);
+    const file = JSON.parse(readFileSync(path, 'utf8')) as { entries: Record<string, string> };
+    for (const [k, text] of Object.entries(file.entries)) {
+      const e = JSON.parse(text) as Record<string, unknown>;
+      damage(e);
+      file.entries[k] = JSON.stringify(e);
+    }
     writeFileSync(path, JSON.stringify(file));
     expect(applyOnce(dir, 'b1')).toBe(false);
     expect(applyOnce(dir, 'b1')).toBe(true);
+  });
+
+  it('keeps what was loaded, whatever the apply then does with the pods it was given', () => {
+    const dir = stateDir();
+    const first = openManifestCache(dir, 'b1', OPEN_POLICY);
+    const loaded = loadManifestSet([web], OPEN_POLICY, first);
+    // The apply goes on with its pods (the cache is saved at its end).
+    loaded.pods[0]!.pod.spec.containers[0]!.image = 'changed-after-put:1';
+    first.save();
+    const second = openManifestCache(dir, 'b1', OPEN_POLICY);
+    const known = second.get(web);
+    expect(known?.pods[0]?.pod.spec.containers[0]?.image).not.toBe('changed-after-put:1');
+    known!.pods[0]!.pod.spec.containers[0]!.image = 'changed-after-get:1';
+    second.put({ ...web, file: 'other.yaml' }, { pods: [], issues: [] });
+    second.save();
+    expect(openManifestCache(dir, 'b1', OPEN_POLICY).get(web)?.pods[0]?.pod.spec.containers[0]?.image).toBe(
+      loadManifestSet([web], OPEN_POLICY).pods[0]!.pod.spec.containers[0]!.image,
+    );
   });
 
   it('keeps at most 256 texts, the latest apply first', () => {

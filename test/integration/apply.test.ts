@@ -245,10 +245,11 @@ spec:
     };
     expect((await world.bin(['apply', '--no-wait', file])).code).toBe(0);
     // The bundle knows its build: what it loaded is kept in the state dir, by the file's bytes.
-    const cache = JSON.parse(readFileSync(join(world.stateDir, 'manifest-cache.json'), 'utf8')) as {
-      entries: Record<string, { pods: { pod: { metadata: { name: string } } }[] }>;
-    };
-    expect(Object.values(cache.entries).flatMap((e) => e.pods.map((p) => p.pod.metadata.name))).toContain(name);
+    const cache = JSON.parse(readFileSync(join(world.stateDir, 'manifest-cache.json'), 'utf8')) as { entries: Record<string, string> };
+    const names = Object.values(cache.entries).flatMap((e) =>
+      (JSON.parse(e) as { pods: { pod: { metadata: { name: string } } }[] }).pods.map((p) => p.pod.metadata.name),
+    );
+    expect(names).toContain(name);
     const again = await world.bin(['apply', '--no-wait', file]);
     expect(again.out).toContain(`pod/${ns}/${name} unchanged`);
     world.write(`${name}.yaml`, manifest('two'));
