@@ -22,34 +22,21 @@ function labelled(c, query) {
   });
 }
 
-const state = (c) =>
-  c.started
-    ? {
-        Status: 'running',
-        Running: true,
-        Paused: false,
-        Restarting: false,
-        OOMKilled: false,
-        Dead: false,
-        Pid: 4242,
-        ExitCode: 0,
-        Error: '',
-        StartedAt: c.started,
-        FinishedAt: '0001-01-01T00:00:00Z',
-      }
-    : {
-        Status: 'created',
-        Running: false,
-        Paused: false,
-        Restarting: false,
-        OOMKilled: false,
-        Dead: false,
-        Pid: 0,
-        ExitCode: 0,
-        Error: '',
-        StartedAt: '0001-01-01T00:00:00Z',
-        FinishedAt: '0001-01-01T00:00:00Z',
-      };
+const NEVER = '0001-01-01T00:00:00Z';
+/** A container's State as the engine says it: created, or running since its start. */
+const state = (c) => ({
+  Status: c.started ? 'running' : 'created',
+  Running: Boolean(c.started),
+  Paused: false,
+  Restarting: false,
+  OOMKilled: false,
+  Dead: false,
+  Pid: c.started ? 4242 : 0,
+  ExitCode: 0,
+  Error: '',
+  StartedAt: c.started ?? NEVER,
+  FinishedAt: NEVER,
+});
 
 function listed(c) {
   return {

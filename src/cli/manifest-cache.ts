@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { writeFileAtomic } from '../base/atomic-file.js';
 import type { LoadedText, ManifestText, TextCache } from '../manifest/load.js';
 import type { PodPolicy } from '../manifest/policy.js';
-import type { Pod } from '../manifest/types.js';
+import { isNamed } from '../manifest/identity.js';
 
 /**
  * The manifests `apply` loaded before, in the state directory: a file applied again unchanged (the
@@ -47,9 +47,7 @@ function wellFormed(e: unknown): e is LoadedText {
     x !== null &&
     Array.isArray(x.issues) &&
     Array.isArray(x.pods) &&
-    x.pods.every(
-      (p) => typeof p === 'object' && p !== null && typeof p.line === 'number' && typeof (p.pod as Partial<Pod> | undefined)?.metadata?.name === 'string',
-    )
+    x.pods.every((p) => typeof p === 'object' && p !== null && typeof p.line === 'number' && isNamed(p.pod))
   );
 }
 

@@ -8,9 +8,9 @@ import { printIssues } from './print.js';
 
 /**
  * Reads and checks the manifests a command was given, printing every issue; undefined when any is
- * an error (one bad file and the command does nothing).
+ * an error (one bad file and the command does nothing). `cache`: the texts loaded before (apply's,
+ * manifest-cache.ts).
  */
-/** `cache`: the texts loaded before (apply's, manifest-cache.ts). */
 export async function loadManifestArgs(
   paths: string[],
   io: Io,

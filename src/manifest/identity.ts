@@ -9,6 +9,12 @@ export function keyOf(pod: Pod): string {
   return podKey(pod.metadata.namespace ?? DEFAULT_NAMESPACE, pod.metadata.name);
 }
 
+/** Whether a value read back from a file (an applied set, apply's cache) is named as a pod must be for keyOf. */
+export function isNamed(p: unknown): boolean {
+  const m = (p as { metadata?: { name?: unknown; namespace?: unknown } } | null)?.metadata;
+  return typeof m?.name === 'string' && (m.namespace === undefined || typeof m.namespace === 'string');
+}
+
 /**
  * The pod's UID: metadata.uid when given, else derived from namespace/name alone, so editing the
  * file, moving it, or serving it from a URL instead never changes who the pod is.

@@ -118,14 +118,7 @@ function loadText(input: ManifestText, policy: PodPolicy): TextResult {
         continue;
       }
       seen.set(key, nameAt);
-      pods.push({
-        key: keyOf(defaulted),
-        get uid() {
-          return defaulted.metadata.uid as string;
-        },
-        pod: defaulted,
-        origin: { source: input.source, file: input.file, line: found.line },
-      });
+      pods.push(desiredOf(input, defaulted, found.line));
     }
   }
   const nameAt = (key: string): Position | undefined => seen.get(key)?.();
@@ -177,13 +170,17 @@ export function loadManifestSet(inputs: ManifestText[], policy: PodPolicy = OPEN
 
 /** A known text's pods, as loadText would have made them (the uid is a plain value in the cache). */
 function fromCache(input: ManifestText, known: LoadedText): TextResult {
-  const pods = known.pods.map(({ pod, line }): DesiredPod => ({
+  return { pods: known.pods.map(({ pod, line }) => desiredOf(input, pod, line)), issues: known.issues, nameAt: () => undefined };
+}
+
+/** A loaded pod as the sources hand it on: its uid read from its metadata, where identifyLazily put it. */
+function desiredOf(input: ManifestText, pod: Pod, line: number): DesiredPod {
+  return {
     key: keyOf(pod),
     get uid() {
       return pod.metadata.uid as string;
     },
     pod,
     origin: { source: input.source, file: input.file, line },
-  }));
-  return { pods, issues: known.issues, nameAt: () => undefined };
+  };
 }

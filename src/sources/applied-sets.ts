@@ -1,6 +1,7 @@
 import { readdirSync, readFileSync, renameSync, rmSync } from 'node:fs';
 import { join } from 'node:path';
 import type { DesiredPod, Pod } from '../manifest/types.js';
+import { isNamed, keyOf } from '../manifest/identity.js';
 import { stageFileAtomic, writeFileAtomic } from '../base/atomic-file.js';
 
 // What `podrun apply` applied is kept as one PodList file per set in <state-dir>/applied, so an
@@ -32,11 +33,6 @@ interface SetFile {
    * A set written before stamps has none: 0, older than any apply since.
    */
   stamps: Map<string, number>;
-}
-
-function isNamed(p: unknown): boolean {
-  const m = (p as { metadata?: { name?: unknown; namespace?: unknown } } | null)?.metadata;
-  return typeof m?.name === 'string' && (m.namespace === undefined || typeof m.namespace === 'string');
 }
 
 /** A stamp as written; anything else (hand-edited, absurd) counts as none. */
@@ -108,8 +104,6 @@ function writeSet(path: string, set: SetFile): void {
   if (text === undefined) rmSync(path, { force: true });
   else writeFileAtomic(path, text);
 }
-
-const keyOf = (p: Pod): string => `${p.metadata.namespace ?? 'default'}/${p.metadata.name}`;
 
 /** An apply's record made ready (stageAppliedSet): nothing on disk has changed yet. */
 export interface StagedAppliedSet {
