@@ -98,6 +98,15 @@ describe("apply's cache of known manifests", () => {
     expect(applyOnce(dir, 'b1')).toBe(true);
   });
 
+  it('does not read a file larger than any it writes (16 MiB), even a valid one', () => {
+    const dir = stateDir();
+    applyOnce(dir, 'b1');
+    const path = join(dir, 'manifest-cache.json');
+    const file = JSON.parse(readFileSync(path, 'utf8')) as Record<string, unknown>;
+    writeFileSync(path, JSON.stringify({ ...file, pad: 'x'.repeat(16 * 1024 * 1024) }));
+    expect(applyOnce(dir, 'b1')).toBe(false);
+  });
+
   it('keeps what was loaded, whatever the apply then does with the pods it was given', () => {
     const dir = stateDir();
     const first = openManifestCache(dir, 'b1', OPEN_POLICY);
