@@ -8,6 +8,8 @@ describe('durations as Go writes them', () => {
     expect(parseDuration('1.5h')).toBe(5_400_000);
     expect(parseDuration('2h45m')).toBe(9_900_000);
     expect(parseDuration('1500us')).toBe(1.5);
+    expect(parseDuration('1500µs')).toBe(1.5);
+    expect(parseDuration('1ms500µs')).toBe(1.5);
     expect(parseDuration('0')).toBe(0);
     expect(parseDuration('0s')).toBe(0);
     expect(parseDuration('+20s')).toBe(20_000);

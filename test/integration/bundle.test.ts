@@ -35,6 +35,12 @@ describe('what podrun ships and loads', () => {
     for (const name of ['podrun', 'commander', 'js-yaml', 'dockerode', 'pod-validator', 'validate']) {
       const loaded = runCachedScript(dir, name);
       expect(loaded.cacheRejected, name).toBe(false);
+      // ASCII, so that a start reads its text as Latin-1, not through UTF-8's decoder (sourceText).
+      const bytes = readFileSync(join(dir, `${name}.cjs`));
+      expect(
+        bytes.findIndex((b) => b > 0x7f),
+        name,
+      ).toBe(-1);
     }
     // node:vm gives such a script no dynamic import(): each one (Node's modules loaded on use) must be a require.
     for (const name of ['podrun.cjs', 'validate.cjs']) expect(readFileSync(join(dir, name), 'utf8'), name).not.toMatch(/\bimport\(/);
