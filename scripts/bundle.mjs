@@ -106,20 +106,24 @@ const codeCached = {
   name: 'code-cached',
   setup(b) {
     b.onResolve({ filter: /\/pod-validator\.js$/ }, () => ({ path: 'pod-validator', namespace: 'code-cached' }));
+    b.onResolve({ filter: /\/yaml-lib\.js$/ }, () => ({ path: 'yaml-lib', namespace: 'code-cached' }));
     b.onResolve({ filter: new RegExp(`^(${[...CACHED_PACKAGES, ...APART_PACKAGES].join('|')})$`) }, (a) => ({ path: a.path, namespace: 'code-cached' }));
     b.onLoad({ filter: /.*/, namespace: 'code-cached' }, (a) => ({
       contents:
         a.path === 'pod-validator'
           ? // Loaded on first use: a command that validates nothing does not pay for it.
             `${head} let validate; export function podValidator() { return (validate ??= runCachedScript(here, 'pod-validator').exports); }`
-          : a.path === 'dockerode'
-            ? // Run when the first client is made (src/runtime/docker/engine.ts makes it on its first call):
-              // a command that only reads the engine over a plain socket never runs it. Only the client's
-              // constructor is podrun's to import; a named export would fail the build here, not lie.
-              `${head} let D; export default function Docker(...a) { return new (D ??= runCachedScript(here, 'dockerode').exports)(...a); }`
-            : `${head} const m = runCachedScript(here, ${JSON.stringify(fileOf(a.path))}).exports; export default m;\n${exportsOf(a.path)
-                .map((n) => `export const ${n} = m.${n};`)
-                .join('\n')}`,
+          : a.path === 'yaml-lib'
+            ? // js-yaml for src/manifest/yaml-lib.ts, run on first use: an apply of known files parses nothing.
+              `${head} let y; export function yamlLib() { return (y ??= runCachedScript(here, 'js-yaml').exports); }`
+            : a.path === 'dockerode'
+              ? // Run when the first client is made (src/runtime/docker/engine.ts makes it on its first call):
+                // a command that only reads the engine over a plain socket never runs it. Only the client's
+                // constructor is podrun's to import; a named export would fail the build here, not lie.
+                `${head} let D; export default function Docker(...a) { return new (D ??= runCachedScript(here, 'dockerode').exports)(...a); }`
+              : `${head} const m = runCachedScript(here, ${JSON.stringify(fileOf(a.path))}).exports; export default m;\n${exportsOf(a.path)
+                  .map((n) => `export const ${n} = m.${n};`)
+                  .join('\n')}`,
       loader: 'js',
       resolveDir: process.cwd(),
     }));

@@ -1,4 +1,5 @@
-import { dump, type DumpOptions } from 'js-yaml';
+import type { DumpOptions } from 'js-yaml';
+import { yamlLib } from '../manifest/yaml-lib.js';
 
 /**
  * YAML as podrun prints it: never with anchors and aliases (`&ref_0`, `*ref_0`), which js-yaml
@@ -6,5 +7,7 @@ import { dump, type DumpOptions } from 'js-yaml';
  * output never has. Every `-o yaml` and --print-config goes through here.
  */
 export function yamlText(doc: unknown, o: DumpOptions = {}): string {
-  return dump(doc, { ...o, noRefs: true }).trimEnd();
+  return yamlLib()
+    .dump(doc, { ...o, noRefs: true })
+    .trimEnd();
 }

@@ -1,4 +1,5 @@
-import { constructFromEvents, CORE_SCHEMA, EVENT_ID, getScalarValue, intYaml11Tag, parseEvents, YAMLException, type Event } from 'js-yaml';
+import type { Event, Schema } from 'js-yaml';
+import { yamlLib } from './yaml-lib.js';
 import type { ManifestIssue } from './errors.js';
 import { MAX_EXPANDED_DOCUMENT_BYTES, size } from './limits.js';
 
@@ -79,6 +80,7 @@ interface Frame {
 }
 
 function nodeOffset(e: Event): number {
+  const { EVENT_ID } = yamlLib();
   switch (e.type) {
     case EVENT_ID.MAPPING:
     case EVENT_ID.SEQUENCE:
@@ -94,6 +96,7 @@ function nodeOffset(e: Event): number {
 
 /** Every node's offset, one NodeOffsets per document, from the parser's event stream. */
 function indexDocuments(text: string, events: readonly Event[]): NodeOffsets[] {
+  const { EVENT_ID } = yamlLib();
   const out: NodeOffsets[] = [];
   const stack: Frame[] = [];
   let values = new Map<string, number>();
@@ -119,7 +122,7 @@ function indexDocuments(text: string, events: readonly Event[]): NodeOffsets[] {
     if (top.kind === 'map' && top.expectingKey) {
       top.expectingKey = false;
       if (e.type === EVENT_ID.SCALAR && top.path) {
-        top.key = getScalarValue(text, e);
+        top.key = yamlLib().getScalarValue(text, e);
         keys.set(pointer([...top.path, top.key]), offset);
       } else {
         top.key = null;
@@ -144,6 +147,7 @@ function indexDocuments(text: string, events: readonly Event[]): NodeOffsets[] {
 
 /** Where each document's content starts (its first placed node), one per document, in one cheap pass. */
 function documentOffsets(events: readonly Event[]): number[] {
+  const { EVENT_ID } = yamlLib();
   const out: number[] = [];
   let looking = false;
   for (const e of events) {
@@ -173,6 +177,7 @@ function anchorName(text: string, start: number, end: number): string {
  * bomb costs what its text costs. A node weighs its scalar text plus one per node.
  */
 function expansionOverflow(text: string, events: Event[]): number {
+  const { EVENT_ID } = yamlLib();
   const anchors = new Map<string, number>();
   const open: { weight: number; anchor: string | undefined }[] = [];
   let total = 0;
@@ -280,7 +285,8 @@ function firstInvalidUtf8(b: Uint8Array): number {
  * sigs.k8s.io/yaml): `defaultMode: 0644` is octal 420, not decimal 644 (0400 read as 400 would be
  * mode 0620, group-writable). Booleans stay 1.2's: `on` is the string it looks like.
  */
-const MANIFEST_SCHEMA = CORE_SCHEMA.withTags(intYaml11Tag);
+let manifestSchema: Schema | undefined;
+const MANIFEST_SCHEMA = (): Schema => (manifestSchema ??= yamlLib().CORE_SCHEMA.withTags(yamlLib().intYaml11Tag));
 
 /**
  * Parses YAML or JSON text (JSON is read as YAML 1.2) into documents with source positions.
@@ -288,6 +294,7 @@ const MANIFEST_SCHEMA = CORE_SCHEMA.withTags(intYaml11Tag);
  */
 export function parseManifestText(text: string, file: string): ParseResult {
   const lines = new LineMap(text);
+  const { parseEvents, constructFromEvents, YAMLException } = yamlLib();
   try {
     const events = parseEvents(text, { filename: file });
     const overflow = expansionOverflow(text, events);
@@ -305,7 +312,7 @@ export function parseManifestText(text: string, file: string): ParseResult {
         },
       };
     }
-    const values = constructFromEvents(events, { source: text, filename: file, schema: MANIFEST_SCHEMA });
+    const values = constructFromEvents(events, { source: text, filename: file, schema: MANIFEST_SCHEMA() });
     const starts = documentOffsets(events);
     // The events are kept only until the first question about any of the file's documents.
     let kept: Event[] | undefined = events;

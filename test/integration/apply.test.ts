@@ -243,15 +243,26 @@ spec:
       const id = (await containerIds(ns, name)).edited!;
       return until(`${name}'s line`, async () => (await logsOf(id)) || undefined);
     };
-    expect((await world.bin(['apply', '--no-wait', file])).code).toBe(0);
+    // Which of the bundle's code-cached files a run read (its YAML reader is js-yaml.cjs).
+    const preload = world.write(
+      `${name}-reads.cjs`,
+      "const fs = require('node:fs'); const read = fs.readFileSync; const seen = []; fs.readFileSync = function (p, ...a) { if (typeof p === 'string' && p.endsWith('.cjs')) seen.push(p); return read.call(this, p, ...a); }; process.on('exit', () => fs.writeFileSync(process.env.READS_OUT, seen.join('\\n')));",
+    );
+    const reads = join(world.dir, `${name}-reads.txt`);
+    const traced = { env: { NODE_OPTIONS: `--require ${preload}`, READS_OUT: reads } };
+    const first = await world.bin(['apply', '--no-wait', file], traced);
+    expect(first.code, first.err).toBe(0);
+    expect(readFileSync(reads, 'utf8')).toContain('/js-yaml.cjs');
     // The bundle knows its build: what it loaded is kept in the state dir, by the file's bytes.
     const cache = JSON.parse(readFileSync(join(world.stateDir, 'manifest-cache.json'), 'utf8')) as { entries: Record<string, string> };
     const names = Object.values(cache.entries).flatMap((e) =>
       (JSON.parse(e) as { pods: { pod: { metadata: { name: string } } }[] }).pods.map((p) => p.pod.metadata.name),
     );
     expect(names).toContain(name);
-    const again = await world.bin(['apply', '--no-wait', file]);
+    const again = await world.bin(['apply', '--no-wait', file], traced);
     expect(again.out).toContain(`pod/${ns}/${name} unchanged`);
+    // A file it knows is not parsed: the YAML reader is not even loaded.
+    expect(readFileSync(reads, 'utf8')).not.toContain('/js-yaml.cjs');
     world.write(`${name}.yaml`, manifest('two'));
     const edited = await world.bin(['apply', '--no-wait', file]);
     expect(edited.out, edited.err).toContain(`pod/${ns}/${name} updated`);
