@@ -1,5 +1,5 @@
 import type { Event, Schema } from 'js-yaml';
-import { yamlLib } from './yaml-lib.js';
+import { yamlLib, type YamlLib } from './yaml-lib.js';
 import type { ManifestIssue } from './errors.js';
 import { MAX_EXPANDED_DOCUMENT_BYTES, size } from './limits.js';
 
@@ -79,8 +79,10 @@ interface Frame {
   key: string | null;
 }
 
-function nodeOffset(e: Event): number {
-  const { EVENT_ID } = yamlLib();
+/** js-yaml's event kinds, asked of it once per pass: the parser is loaded on first use (yaml-lib.ts). */
+type EventIds = YamlLib['EVENT_ID'];
+
+function nodeOffset(e: Event, EVENT_ID: EventIds): number {
   switch (e.type) {
     case EVENT_ID.MAPPING:
     case EVENT_ID.SEQUENCE:
@@ -116,7 +118,7 @@ function indexDocuments(text: string, events: readonly Event[]): NodeOffsets[] {
     }
     const top = stack[stack.length - 1];
     if (!top) continue;
-    const offset = nodeOffset(e);
+    const offset = nodeOffset(e, EVENT_ID);
     const isCollection = e.type === EVENT_ID.MAPPING || e.type === EVENT_ID.SEQUENCE;
 
     if (top.kind === 'map' && top.expectingKey) {
@@ -155,7 +157,7 @@ function documentOffsets(events: readonly Event[]): number[] {
       out.push(0);
       looking = true;
     } else if (looking && e.type !== EVENT_ID.POP) {
-      const offset = nodeOffset(e);
+      const offset = nodeOffset(e, EVENT_ID);
       if (offset >= 0) {
         out[out.length - 1] = offset;
         looking = false;
@@ -219,7 +221,7 @@ function expansionOverflow(text: string, events: Event[]): number {
         break;
       }
     }
-    if (total > MAX_EXPANDED_DOCUMENT_BYTES) return nodeOffset(e);
+    if (total > MAX_EXPANDED_DOCUMENT_BYTES) return nodeOffset(e, EVENT_ID);
   }
   return -1;
 }
@@ -280,13 +282,18 @@ function firstInvalidUtf8(b: Uint8Array): number {
   return b.length;
 }
 
+let schema: Schema | undefined;
+
 /**
  * YAML 1.2's core schema with YAML 1.1 integers, as Kubernetes reads manifests (go-yaml v2 under
  * sigs.k8s.io/yaml): `defaultMode: 0644` is octal 420, not decimal 644 (0400 read as 400 would be
- * mode 0620, group-writable). Booleans stay 1.2's: `on` is the string it looks like.
+ * mode 0620, group-writable). Booleans stay 1.2's: `on` is the string it looks like. Made on the
+ * first parse, with the parser.
  */
-let manifestSchema: Schema | undefined;
-const MANIFEST_SCHEMA = (): Schema => (manifestSchema ??= yamlLib().CORE_SCHEMA.withTags(yamlLib().intYaml11Tag));
+function manifestSchema(): Schema {
+  const { CORE_SCHEMA, intYaml11Tag } = yamlLib();
+  return (schema ??= CORE_SCHEMA.withTags(intYaml11Tag));
+}
 
 /**
  * Parses YAML or JSON text (JSON is read as YAML 1.2) into documents with source positions.
@@ -312,7 +319,7 @@ export function parseManifestText(text: string, file: string): ParseResult {
         },
       };
     }
-    const values = constructFromEvents(events, { source: text, filename: file, schema: MANIFEST_SCHEMA() });
+    const values = constructFromEvents(events, { source: text, filename: file, schema: manifestSchema() });
     const starts = documentOffsets(events);
     // The events are kept only until the first question about any of the file's documents.
     let kept: Event[] | undefined = events;
