@@ -6,7 +6,8 @@
  * and so cannot refuse what Go refuses.
  */
 
-const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, µs: 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
+// Go's units: micro as `us`, the micro sign (U+00B5) and the Greek mu (U+03BC), as time.ParseDuration takes them.
+const UNIT_MS: Record<string, number> = { ns: 1e-6, us: 1e-3, '\u00b5s': 1e-3, '\u03bcs': 1e-3, ms: 1, s: 1000, m: 60_000, h: 3_600_000 };
 
 /** Milliseconds from a Go duration; throws a message that says what to write instead. */
 export function parseDuration(text: string): number {
@@ -14,8 +15,8 @@ export function parseDuration(text: string): number {
   if (s === '0') return 0;
   if (/^\d+(\.\d+)?$/.test(s)) throw new Error(`invalid duration "${text}": a number needs a unit, e.g. ${s}s or ${s}ms (units: ms, s, m, h)`);
   if (s.startsWith('-')) throw new Error(`invalid duration "${text}": must not be negative`);
-  // µ written as its escape: podrun's bundle stays ASCII, which its start reads fastest (cached-script.ts).
-  const part = /(\d+(?:\.\d*)?|\.\d+)(ns|us|\u00b5s|ms|s|m|h)/y;
+  // µ and μ written as escapes: podrun's bundle stays ASCII, which its start reads fastest (cached-script.ts).
+  const part = /(\d+(?:\.\d*)?|\.\d+)(ns|us|\u00b5s|\u03bcs|ms|s|m|h)/y;
   let total = 0;
   let i = s.startsWith('+') ? 1 : 0;
   if (i >= s.length) throw new Error(`invalid duration "${text}" (use e.g. 90s, 1m30s, 500ms)`);

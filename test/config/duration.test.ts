@@ -10,6 +10,8 @@ describe('durations as Go writes them', () => {
     expect(parseDuration('1500us')).toBe(1.5);
     expect(parseDuration('1500µs')).toBe(1.5);
     expect(parseDuration('1ms500µs')).toBe(1.5);
+    // Go takes the Greek mu too (U+03BC, beside the micro sign U+00B5).
+    expect(parseDuration('1500\u03bcs')).toBe(1.5);
     expect(parseDuration('0')).toBe(0);
     expect(parseDuration('0s')).toBe(0);
     expect(parseDuration('+20s')).toBe(20_000);
