@@ -48,7 +48,7 @@ export function runCachedScript(dir: string, name: string): CachedScript {
   } catch {
     cachedData = undefined;
   }
-  const source = sea ? getAsset(`dist/bundle/${name}.cjs`, 'utf8') : sourceText(readFileSync(file));
+  const source = sourceText(sea ? Buffer.from(getAsset(`dist/bundle/${name}.cjs`)) : readFileSync(file));
   const script = new Script(wrap(source), { filename: file, ...(cachedData ? { cachedData } : {}) });
   const module = { exports: {} as unknown };
   // The files require only Node's own modules (their packages are bundled in): one require, made
