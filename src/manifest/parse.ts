@@ -98,7 +98,7 @@ function nodeOffset(e: Event, EVENT_ID: EventIds): number {
 
 /** Every node's offset, one NodeOffsets per document, from the parser's event stream. */
 function indexDocuments(text: string, events: readonly Event[]): NodeOffsets[] {
-  const { EVENT_ID } = yamlLib();
+  const { EVENT_ID, getScalarValue } = yamlLib();
   const out: NodeOffsets[] = [];
   const stack: Frame[] = [];
   let values = new Map<string, number>();
@@ -124,7 +124,7 @@ function indexDocuments(text: string, events: readonly Event[]): NodeOffsets[] {
     if (top.kind === 'map' && top.expectingKey) {
       top.expectingKey = false;
       if (e.type === EVENT_ID.SCALAR && top.path) {
-        top.key = yamlLib().getScalarValue(text, e);
+        top.key = getScalarValue(text, e);
         keys.set(pointer([...top.path, top.key]), offset);
       } else {
         top.key = null;
