@@ -1,6 +1,7 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { dirname, join } from 'node:path';
 import { CriClient } from '../../src/runtime/cri/client.js';
 import { afterAll, beforeAll } from 'vitest';
@@ -43,7 +44,7 @@ export interface ContainerdOptions {
  *   // CRI_TEST_IMAGE / CRI_PAUSE_IMAGE for the images as containerd names them.
  */
 export class PrivateContainerd {
-  readonly dir = mkdtempSync('/tmp/podrun-ctrd-');
+  readonly dir = mkdtempSync(join(tmpdir(), 'podrun-ctrd-'));
   readonly socket = join(this.dir, 'containerd.sock');
   readonly logDir = join(this.dir, 'pod-logs');
   readonly bridge = `podcri${randomBytes(3).toString('hex')}`;
@@ -54,6 +55,11 @@ export class PrivateContainerd {
   private log = '';
 
   constructor(private readonly o: ContainerdOptions = {}) {}
+
+  /** containerd's pid while it runs. */
+  get pid(): number | undefined {
+    return this.proc?.pid;
+  }
 
   get endpoint(): string {
     return `unix://${this.socket}`;

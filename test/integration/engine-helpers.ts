@@ -39,6 +39,8 @@ export class PrivateEngine {
       ip('addr', 'add', `10.213.${randomBytes(1)[0]}.1/24`, 'dev', this.bridge);
       ip('link', 'set', this.bridge, 'up');
       this.bridgeMade = true;
+      // Named in the run's directory, so a sweep after a killed run deletes it (suite-run.ts).
+      writeFileSync(join(this.dir, 'bridge-name'), this.bridge);
     }
     this.proc = spawn(
       'dockerd',

@@ -4,6 +4,7 @@ import { fileURLToPath } from 'node:url';
 import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
 import { AgentProcess } from './agent-helpers.js';
+import { testRunLabels } from './suite-run.js';
 import { PodRuntime } from '../../src/runtime/docker/runtime.js';
 import { agentGetText, docker, PAUSE_IMAGE, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
 
@@ -38,7 +39,7 @@ spec:
     const foreign = await docker.createContainer({
       Image: TEST_IMAGE,
       Cmd: ['true'],
-      Labels: { 'com.example.owner': 'someone-else' },
+      Labels: { 'com.example.owner': 'someone-else', ...testRunLabels() },
       HostConfig: { NetworkMode: 'none' },
     });
     await foreign.start();
@@ -193,7 +194,7 @@ spec:
 
 describe('image removal', () => {
   it('removes an unused image that carries several tags (by tag, then by id)', async () => {
-    const c = await docker.createContainer({ Image: TEST_IMAGE, Cmd: ['true'] });
+    const c = await docker.createContainer({ Image: TEST_IMAGE, Cmd: ['true'], Labels: testRunLabels() });
     const repo = `podrun-test/gc-image-${ns}`;
     const image = (await c.commit({ repo, tag: 'a', changes: [`LABEL podrun-test-gc=${ns}`] })) as { Id: string };
     await c.remove({ force: true });

@@ -4,6 +4,7 @@ import { join } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { PAUSE_IMAGE, TEST_IMAGE, World, podContainers, unique, until } from './helpers.js';
+import { currentRunId, TEST_RUN_LABEL } from './suite-run.js';
 
 // podrun as a user installs it: `npm run package` in a clean clone makes the single executable
 // and the Debian package; a second clone makes them again (the same bytes, or the release cannot
@@ -102,6 +103,8 @@ spec:
     box,
     '--network',
     'none',
+    '--label',
+    `${TEST_RUN_LABEL}=${currentRunId()}`,
     '-v',
     '/var/run/docker.sock:/var/run/docker.sock',
     '-v',

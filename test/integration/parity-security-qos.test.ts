@@ -2,6 +2,7 @@ import { readFileSync } from 'node:fs';
 import { totalmem } from 'node:os';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
+import { testRunLabels } from './suite-run.js';
 import { docker, logsOf, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
 
 // Kubelet parity for the security context, QoS and OOM protection (issue 9, items 7, 8, seccomp).
@@ -18,7 +19,7 @@ afterAll(async () => {
 
 beforeAll(async () => {
   // An image that says USER 1234, as many do.
-  const c = await docker.createContainer({ Image: TEST_IMAGE, Cmd: ['true'] });
+  const c = await docker.createContainer({ Image: TEST_IMAGE, Cmd: ['true'], Labels: testRunLabels() });
   const [repo, tag] = USER_IMAGE.split(':') as [string, string];
   await c.commit({ repo, tag, changes: ['USER 1234'] });
   await c.remove({ force: true });

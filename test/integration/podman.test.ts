@@ -4,6 +4,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
 import { AgentProcess } from './agent-helpers.js';
 import { PodmanService } from './engine-helpers.js';
+import { testRunLabels } from './suite-run.js';
 import { PassThrough } from 'node:stream';
 import { PodRuntime } from '../../src/runtime/docker/runtime.js';
 import type { ExecRef } from '../../src/runtime/runtime-types.js';
@@ -168,6 +169,7 @@ spec:
     const c = await podman.docker.createContainer({
       name: unique('pm-exec'),
       Image: TEST_IMAGE,
+      Labels: testRunLabels(),
       Cmd: ['sh', '-c', 'trap "exit 0" TERM; while :; do sleep 1; done'],
     });
     const left = async (): Promise<string[][]> => {
