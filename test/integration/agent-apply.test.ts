@@ -93,17 +93,15 @@ describe('apply and the agent on the same state directory', () => {
 kind: Pod
 metadata: {name: ${name}, namespace: ${ns}}
 spec:
-  terminationGracePeriodSeconds: 60
+  terminationGracePeriodSeconds: 3600
   containers:
   - {name: a, image: ${TEST_IMAGE}, command: [sh, -c, 'trap "" TERM; while true; do sleep 1; done']}
 `,
     );
     expect((await world.cli('apply', file)).code).toBe(0);
-    const t0 = Date.now();
+    // Stopped with the deletion's 1 s (the pod's hour would outlast the test), and not brought back.
     const d = await world.cli('delete', '-n', ns, name, '--grace-period', '1');
     expect(d.code, d.err).toBe(0);
-    // Stopped with the deletion's 1 s, not the pod's 60 s, and not brought back.
-    expect(Date.now() - t0).toBeLessThan(30_000);
     await pastRelist(agent);
     expect(await podContainers(ns, name)).toEqual([]);
     expect(agent.logs()).toContain(`pod ${ns}/${name}: deleted`);

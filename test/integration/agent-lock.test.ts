@@ -53,11 +53,10 @@ spec:
   containers: [{name: c, image: ${TEST_IMAGE}, command: [sleep, '3600']}]
 `,
       );
-      const started = Date.now();
+      // Within its timeout: an apply that waited on an agent would fail at it.
       const r = await world.cli('--state-dir', stateDir, 'apply', '--timeout', '15s', file);
       expect(r.code, r.err).toBe(0);
       expect(r.err).not.toContain('agent supervising');
-      expect(Date.now() - started).toBeLessThan(15_000);
       const a = agent(stateDir);
       expect(await outcome(a)).toBe('started');
       expect(await agentRunning(stateDir)).toBe(true);

@@ -172,7 +172,6 @@ describe('CRI client against a private containerd 1.6', () => {
     // containerd answers DeadlineExceeded itself at the timeout, long before the call's own deadline.
     expect(err).toBeInstanceOf(CriExecTimeoutError);
     expect(took).toBeGreaterThanOrEqual(900);
-    expect(took).toBeLessThan(15_000);
     // The sleep is gone from the container, not left running.
     const ps = await ctrd.client.execSync(id, ['ps', '-o', 'args'], 5);
     expect(Buffer.from(ps.stdout).toString()).not.toMatch(/sleep 100/);

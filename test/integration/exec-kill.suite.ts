@@ -47,9 +47,8 @@ export function execKillSuite(bed: EngineBed): void {
     });
 
     it('a command past its timeout is killed with the children it started', async () => {
-      const t0 = performance.now();
+      // Ended by the timeout: the command itself would run for 1001 s.
       expect(await rt.exec(id, ['sh', '-c', 'sleep 1000 & yes >/dev/null & sleep 1001'], 1000)).toBe('timeout');
-      expect(performance.now() - t0).toBeLessThan(5000);
       const left = await top(id);
       expect(
         left.filter((p) => /^(sleep 100[01]|yes)$/.test(p.args) && !p.stat.startsWith('Z')),
@@ -78,9 +77,8 @@ export function execKillSuite(bed: EngineBed): void {
     it('a command whose caller gives up (a hook of a pod being deleted) is killed at once', async () => {
       const stop = new AbortController();
       setTimeout(() => stop.abort(), 500);
-      const t0 = performance.now();
+      // Its own timeout (120 s) is past the test's: only the abort can end it.
       expect(await rt.exec(id, ['sleep', '1002'], 120_000, stop.signal)).toBe('timeout');
-      expect(performance.now() - t0).toBeLessThan(5000);
       expect(matching(await top(id), 'sleep 1002')).toEqual([]);
     });
 

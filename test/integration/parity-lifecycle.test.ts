@@ -274,11 +274,9 @@ describe('the spec in force after a container-only update', () => {
     const shown = g.items.find((p) => p.metadata.name === name)!;
     expect([shown.spec.terminationGracePeriodSeconds, shown.spec.containers[0]!.env[0]!.value]).toEqual([3, 'v2']);
 
-    const started = Date.now();
+    // 3 s of grace: the 60 s the sandbox was made with would outlast the test.
     const d = await world.cli('delete', '-n', ns, name);
     expect(d.code, d.err).toBe(0);
-    // 3 s of grace, not the 60 s the sandbox was made with.
-    expect(Date.now() - started).toBeLessThan(30_000);
     expect(readFileSync(join(out, 'prestop'), 'utf8').trim()).toBe('v2');
   });
 
@@ -301,14 +299,11 @@ describe('the spec in force after a container-only update', () => {
     mkdirSync(out);
     const file = world.write(
       `${name}.yaml`,
-      observedPod(name, out, 60, STUBBORN, `    lifecycle: {preStop: {exec: {command: [sh, -c, 'echo ran > /out/prestop; sleep 5']}}}\n`),
+      observedPod(name, out, 3600, STUBBORN, `    lifecycle: {preStop: {exec: {command: [sh, -c, 'echo ran > /out/prestop; sleep 5']}}}\n`),
     );
     expect((await world.cli('apply', '--timeout', '20s', file)).code).toBe(0);
-    const started = Date.now();
+    // Not the pod's hour of grace (it would outlast the test), and no preStop (its file would be there).
     expect((await world.cli('delete', '--grace-period', '0', '-n', ns, name)).code).toBe(0);
-    // Neither the 60 s grace period nor the preStop's 5 s sleep: a kill and a removal (about 1 s
-    // alone, more while the whole suite shares the 2 cores).
-    expect(Date.now() - started).toBeLessThan(4000);
     expect(existsSync(join(out, 'prestop'))).toBe(false);
   });
 });
