@@ -19,7 +19,8 @@ afterAll(async () => {
   await world.cleanup();
 });
 
-const sleep = (ms: number): Promise<void> => new Promise((r) => setTimeout(r, ms));
+const LIST = /^GET \/(v[\d.]+\/)?containers\/json$/;
+const EVENTS = /^GET \/(v[\d.]+\/)?events$/;
 
 describe('the agent on a failing engine', () => {
   it('stays up through 500s and slow answers, backs off, and converges after', async () => {
@@ -53,6 +54,8 @@ spec:
     expect(steady).toHaveLength(1);
 
     // Sick: every call fails, and the event stream is cut.
+    const from = faulty.requests.length;
+    const since = (what: RegExp): number => faulty.requests.slice(from).filter((r) => what.test(r)).length;
     faulty.mode = { kind: 'fail', status: 500 };
     faulty.dropConnections();
     await agent.waitForLog('engine connection lost');
@@ -60,9 +63,13 @@ spec:
     expect(got.out).not.toContain('Running');
     expect(got.code).toBe(3);
     expect(got.err).toContain('podrun: the Docker engine is failing: list containers: injected fault');
-    await sleep(8000);
+    // Nine list calls since the fault: get's, and eight of the agent's relist timer (one a second,
+    // each refused), the agent's own clock. Meanwhile it kept reconnecting (a GET /events each),
+    // backing off (0.5 s doubling to 10 s: 4 in 8 s), not in a loop: a handful of calls.
+    await until('nine list calls on the sick engine', async () => (since(LIST) >= 9 ? true : undefined), 60_000);
     expect(agent.proc.exitCode).toBeNull();
-    // Backing off (0.5 s doubling to 10 s between reconnects), not a loop: a handful of calls.
+    expect(since(EVENTS)).toBeGreaterThanOrEqual(2);
+    expect(since(EVENTS)).toBeLessThanOrEqual(5);
     expect(faulty.faultedRequests).toBeLessThan(30);
 
     // Healed: the blinker, dead meanwhile, is restarted; the steady container was never touched.

@@ -149,3 +149,38 @@ spec:
   - {name: a, image: ${TEST_IMAGE}, command: [sleep, '3600'], env: [{name: V, value: ${v}}]}
 `;
 }
+
+/**
+ * An agent metric now: the sum of the samples named `name` (every label set, or those whose labels
+ * include `labels`, e.g. 'operation="sync"'); 0 before the agent's socket answers.
+ */
+export async function agentMetric(agent: AgentProcess, name: string, labels?: string): Promise<number> {
+  const text = (await agentGetText(agent.stateDir, '/metrics')) ?? '';
+  let sum = 0;
+  for (const m of text.matchAll(/^(\w+)(?:\{([^}]*)\})? (\S+)$/gm)) {
+    if (m[1] === name && (labels === undefined || (m[2] ?? '').includes(labels))) sum += Number(m[3]);
+  }
+  return sum;
+}
+
+/**
+ * Waits until an agent metric (a count: its relists, pod worker turns, engine calls) has grown by
+ * `by` since the call, and returns its value then: a stretch of the agent's own work, seen, not a
+ * duration slept.
+ */
+export async function metricGrown(agent: AgentProcess, name: string, by: number, labels?: string, timeoutMs = 30_000): Promise<number> {
+  const first = await agentMetric(agent, name, labels);
+  return until(
+    `${name}${labels ? `{${labels}}` : ''} to grow by ${by} from ${first}`,
+    async () => {
+      const now = await agentMetric(agent, name, labels);
+      return now >= first + by ? now : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/** Waits until the agent has made `n` more relists (its relist period each, at least) since the call. */
+export async function pastRelists(agent: AgentProcess, n: number): Promise<void> {
+  await metricGrown(agent, 'podrun_pleg_relist_duration_seconds_count', n);
+}

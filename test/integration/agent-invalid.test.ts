@@ -2,7 +2,7 @@ import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { copyCases, EXPECTED, makeSpecialCases } from '../fixtures/invalid-cases.js';
-import { AgentProcess } from './agent-helpers.js';
+import { AgentProcess, pastRelist } from './agent-helpers.js';
 import { agentGetText, containerIds, docker, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
 import { LABEL } from '../../src/runtime/labels.js';
 
@@ -59,8 +59,8 @@ spec:
     for (const line of want) expect(log, line).toContain(`${line} (keeping the last good version)`);
     expect(await agentGetText(world.stateDir, '/metrics')).toContain(`podrun_source_errors{source="dir:${dir}"} ${count}`);
 
-    // A rescan later (the test agent rescans every 2 s), still nothing else has happened.
-    await new Promise((r) => setTimeout(r, 2500));
+    // A rescan and relists later (pastRelist), still nothing else has happened.
+    await pastRelist(agent);
     expect(agent.proc.exitCode).toBeNull();
     expect(await containerIds(ns, name)).toEqual(before);
     expect((await podContainers(ns, name)).every((c) => c.State === 'running')).toBe(true);

@@ -6,7 +6,7 @@ import { join } from 'node:path';
 import { load as parse } from 'js-yaml';
 import { afterAll, describe, expect, it } from 'vitest';
 import { writeFileAtomic } from '../../src/base/atomic-file.js';
-import { AgentSuite, type AgentProcess } from './agent-helpers.js';
+import { AgentSuite, pastRelist, type AgentProcess } from './agent-helpers.js';
 import { containerIds, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
 
 // What the agent believes after a restart: a corrupt state file, a contested name, a pod no one
@@ -36,8 +36,11 @@ async function running(name: string): Promise<Record<string, string>> {
   });
 }
 
-/** Long enough for two directory rescans and a relist of the test agents (2 s and 5 s). */
-const settle = (): Promise<void> => new Promise((r) => setTimeout(r, 6000));
+/** Two directory rescans and relists of `a` since the call, seen on its relist count (pastRelist, twice). */
+async function settle(a: AgentProcess): Promise<void> {
+  await pastRelist(a);
+  await pastRelist(a);
+}
 
 describe('the agent after a restart', () => {
   it('keeps the pods of a corrupt applied set running, and says why', async () => {
@@ -52,7 +55,7 @@ describe('the agent after a restart', () => {
     agent = suite.run([]);
     await agent.started();
     await agent.waitForLog(`${join(applied, set!)}:`);
-    await settle();
+    await settle(agent);
     expect(agent.logs()).not.toContain('no longer declared');
     expect(await containerIds(ns, name)).toEqual(ids);
     const status = JSON.parse(readFileSync(join(world.stateDir, 'agent-status.json'), 'utf8')) as { sources: { errors: string[] }[] };
@@ -80,7 +83,7 @@ describe('the agent after a restart', () => {
     await agent.waitForLog(`running the one from ${join(dir, 'b.yaml')}`).catch((e: Error) => {
       throw new Error(`${e.message}\n${agent?.logs()}`);
     });
-    await settle();
+    await settle(agent);
     expect(await containerIds(ns, name)).toEqual(first);
   });
 

@@ -47,9 +47,13 @@ spec:
       throw new Error(`${e.message}\n${agent.logs()}`);
     });
     await docker.getContainer(first.Id).kill();
-    await until('the app to be restarted', async () => (await app()).find((c) => c.count === first.count + 1 && c.State === 'running'), 30_000);
-    // Past the refresh that follows the restart.
-    await new Promise((r) => setTimeout(r, 1000));
+    const second = await until('the app to be restarted', async () => (await app()).find((c) => c.count === first.count + 1 && c.State === 'running'), 30_000);
+    // Past the refresh that follows the restart: the agent's look at the new container, by id, after it started it.
+    const path = (verb: string, what: string): RegExp => new RegExp(`^${verb} /(v[\\d.]+/)?containers/${second.Id}/${what}$`);
+    await until('the look at the restarted app', async () => {
+      const started = proxy.requests.findIndex((r) => path('POST', 'start').test(r));
+      return started >= 0 && proxy.requests.slice(started).some((r) => path('GET', 'json').test(r)) ? true : undefined;
+    });
     expect(lists()).toBe(atStart);
 
     // Reading the pods through the agent again asks the engine nothing: what status shows of a

@@ -4,7 +4,7 @@ import type { AddressInfo } from 'node:net';
 import { join } from 'node:path';
 import { load as parse } from 'js-yaml';
 import { describe, expect, it } from 'vitest';
-import { AgentSuite, type AgentProcess } from './agent-helpers.js';
+import { AgentSuite, pastRelist, type AgentProcess } from './agent-helpers.js';
 import { freePort, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
 
 const suite = new AgentSuite('sec');
@@ -107,7 +107,8 @@ describe('secrets and doors', () => {
     await agent.waitForLog(`${dir}:1:1 directory is writable by everyone (mode 0777); refusing it (fix: chmod go-w ${dir})`);
     chmodSync(dir, 0o755);
     await agent.waitForLog(`${file}:1:1 file belongs to uid 65534, not root or the agent's user; refusing it (fix: chown root ${file})`);
-    await new Promise((r) => setTimeout(r, 2500));
+    // Past a rescan and relists: still refused, nothing made.
+    await pastRelist(agent);
     expect(await podContainers(ns, name)).toEqual([]);
     chownSync(file, 0, 0);
     chmodSync(file, 0o664);

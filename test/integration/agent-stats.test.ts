@@ -1,7 +1,7 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
-import { AgentSuite } from './agent-helpers.js';
+import { AgentSuite, pastRelist } from './agent-helpers.js';
 import { FaultyEngine } from './engine-helpers.js';
 import { agentGetText, busyPodYaml, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
 
@@ -59,8 +59,11 @@ spec:
       async () => ((await podContainers(suite.ns, name)).filter((c) => c.State === 'running').length === 3 ? true : undefined),
       30_000,
     );
-    await new Promise((r) => setTimeout(r, 1500));
-    expect(await agentGetText(suite.world.stateDir, '/metrics')).toMatch(/^podrun_stats_engine_calls_total 0$/m);
+    // Past relists and a resync of every pod: still no reading taken, no engine call made for one.
+    await pastRelist(agent);
+    const unasked = await agentGetText(suite.world.stateDir, '/metrics');
+    expect(unasked).toMatch(/^podrun_stats_engine_calls_total 0$/m);
+    expect(unasked).toMatch(/^podrun_stats_collection_duration_seconds_count 0$/m);
     const summary = await until(
       "a CPU rate and the hog's memory in /stats/summary",
       async () => {

@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterAll, beforeAll, describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
 import { ContainerState } from '../../src/runtime/cri/messages.js';
-import { AgentProcess } from './agent-helpers.js';
+import { AgentProcess, pastRelist } from './agent-helpers.js';
 import { CRI_PAUSE_IMAGE, PrivateContainerd } from './cri-engine.js';
 import { createServer } from 'node:http';
 import { copySampleManifests, freePort, TEST_IMAGE, unique, until, World } from './helpers.js';
@@ -177,7 +177,9 @@ spec:
       agent = start();
       await agent.started();
       await agent.waitForLog(/engine connected/);
-      await new Promise((r) => setTimeout(r, 6000));
+      // Past relists, resyncs and rescans of the new agent (twice): whatever it would do to the pods, it has done.
+      await pastRelist(agent);
+      await pastRelist(agent);
       const after = (await Promise.all(['web', 'etcd-lite'].map(containersOf))).flat().filter((c) => c.state === ContainerState.RUNNING);
       expect(after.map((c) => c.id).sort()).toEqual(held.map((c) => c.id).sort());
       expect((await cri(['get', 'pods', '-n', demo])).out).toMatch(/^web\s+2\/2\s+Running\s+1\s/m);

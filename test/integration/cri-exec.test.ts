@@ -1,6 +1,6 @@
 import { spawn, type ChildProcessWithoutNullStreams } from 'node:child_process';
 import { createHash } from 'node:crypto';
-import { writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { criTestBed } from './cri-engine.js';
 import { BIN, PAUSE_IMAGE, TEST_IMAGE, unique, until } from './helpers.js';
@@ -27,6 +27,22 @@ async function procs(): Promise<string[]> {
     .map((l) => l.trim())
     .filter((l) => l && !l.startsWith('Z'))
     .map((l) => l.replace(/^\S+\s+/, ''));
+}
+
+/** Whether a `podrun exec-guard` of an exec whose command has an argument holding `word` runs on this machine (a zombie's cmdline is empty). */
+function guardRuns(word: string): boolean {
+  return readdirSync('/proc').some((p) => {
+    if (!/^\d+$/.test(p)) return false;
+    try {
+      const argv = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
+      const at = argv.indexOf('exec-guard');
+      if (at < 0) return false;
+      const command = JSON.parse((JSON.parse(argv[at + 1] ?? '{}') as { execId?: string }).execId ?? '[]') as string[];
+      return command.some((a) => a.includes(word));
+    } catch {
+      return false; // gone meanwhile, or not a guard's argument
+    }
+  });
 }
 
 const podrunArgs = (): string[] => ['--state-dir', world.stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', ...criArgs()];
@@ -122,13 +138,15 @@ describe('podrun exec on containerd, through the runtime streaming server', () =
   it('a podrun exec killed with SIGKILL leaves nothing running; one that ends by itself leaves its background', { timeout: 60_000 }, async () => {
     const killed = execProc(['-i', '--', 'sleep', '1003']);
     await until('the exec to run', async () => ((await procs()).includes('sleep 1003') ? true : undefined), 15_000);
+    expect(guardRuns('1003')).toBe(true);
     killed.kill('SIGKILL');
     // Measured before the guard: containerd kept `sleep 1003` running after its client was gone.
     await until('the abandoned exec to be killed', async () => ((await procs()).includes('sleep 1003') ? undefined : true), 15_000);
 
     const done = await runExec(['--', 'sh', '-c', 'sleep 1005 >/dev/null 2>&1 & echo started'], '');
     expect(done.out).toContain('started');
-    await new Promise((r) => setTimeout(r, 2000));
+    // Its guard (started before the session, so already there) has had its say and exited.
+    await until('the exec guard to exit', async () => (guardRuns('sleep 1005') ? undefined : true), 15_000);
     expect(await procs()).toContain('sleep 1005');
   });
 });

@@ -1,4 +1,4 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { existsSync, mkdirSync, readdirSync, readFileSync, statSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
@@ -28,6 +28,26 @@ async function killMain(id: string): Promise<void> {
   const pid = (JSON.parse(info.info ?? '{}') as { pid?: number }).pid;
   if (!pid) throw new Error(`no pid for ${id}`);
   process.kill(pid, 'SIGKILL');
+}
+
+/** The cgroup v2 tree: /sys/fs/cgroup on a v2 host, its `unified` on a hybrid one. */
+const V2_ROOT = ['/sys/fs/cgroup', '/sys/fs/cgroup/unified'].find((d) => existsSync(join(d, 'cgroup.controllers')));
+
+/** Whether process `pid` holds an inotify watch on container `id`'s cgroup.events (its exit signal is open): /proc/<pid>/fdinfo names each watch's inode. */
+async function watching(pid: number, id: string): Promise<boolean> {
+  const { info } = await ctrd.client.containerStatusVerbose(id);
+  const main = (JSON.parse(info.info ?? '{}') as { pid?: number }).pid;
+  const rel = /^0::\/(.*)$/m.exec(readFileSync(`/proc/${main}/cgroup`, 'utf8'))?.[1];
+  if (!V2_ROOT || rel === undefined) throw new Error(`no cgroup v2 place for ${id}`);
+  const ino = statSync(join(V2_ROOT, rel, 'cgroup.events'), { bigint: true }).ino.toString(16);
+  const watch = new RegExp(`^inotify wd:\\d+ ino:${ino} `, 'm');
+  return readdirSync(`/proc/${pid}/fdinfo`).some((fd) => {
+    try {
+      return watch.test(readFileSync(`/proc/${pid}/fdinfo/${fd}`, 'utf8'));
+    } catch {
+      return false; // closed meanwhile
+    }
+  });
 }
 
 describe('a crash on a runtime without container events', () => {
@@ -72,8 +92,8 @@ spec:
       agent = start();
       await agent.started();
       await until('the adopted container to be listed', async () => ((await runningOf(name, []))?.id === seen[seen.length - 1] ? true : undefined));
-      // Its first list is what opens the watch: give it a moment past the start.
-      await new Promise((r) => setTimeout(r, 1500));
+      // Its first list is what opens the watch: seen in the agent's own inotify watches.
+      await until('the new agent to watch the adopted container', async () => ((await watching(agent.proc.pid!, seen[seen.length - 1]!)) ? true : undefined));
       await killMain(seen[seen.length - 1]!);
       const adopted = await until('the adopted one replaced', () => runningOf(name, seen), 8_000);
       expect(adopted.attempt).toBe(3);

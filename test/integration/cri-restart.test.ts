@@ -1,9 +1,9 @@
-import { mkdirSync, writeFileSync } from 'node:fs';
+import { mkdirSync, readFileSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
 import { ContainerState, PodSandboxState } from '../../src/runtime/cri/messages.js';
-import { AgentProcess } from './agent-helpers.js';
+import { AgentProcess, metricGrown, pastRelist } from './agent-helpers.js';
 import { criTestBed } from './cri-engine.js';
 import { freePort, TEST_IMAGE, unique, until } from './helpers.js';
 
@@ -73,7 +73,12 @@ describe('the agent when containerd restarts under it', () => {
       await until('healthz to fail', async () => ((await healthz()) === 503 ? true : undefined));
       // A pod wanted while the runtime is away waits for it, and the agent lives on meanwhile.
       writeFileSync(join(dir, 'late.yaml'), pod(late, ns));
-      await new Promise((r) => setTimeout(r, 3000));
+      await until('the agent to want the late pod', async () => {
+        const status = JSON.parse(readFileSync(join(world.stateDir, 'agent-status.json'), 'utf8')) as { desired: string[] };
+        return status.desired.includes(`${ns}/${late}`) ? true : undefined;
+      });
+      // Pod worker turns with the runtime away (each resync wakes both pods): the agent took them.
+      await metricGrown(agent, 'podrun_pod_worker_duration_seconds_count', 4, 'operation="sync"');
       expect(agent.proc.exitCode).toBeNull();
       expect(await healthz()).toBe(503);
       // get must not show what the cache last saw as if it were now.
@@ -85,8 +90,9 @@ describe('the agent when containerd restarts under it', () => {
       await ctrd.start();
       await until('the pod applied meanwhile to run', () => allRunning(late), 90_000);
       await until('healthz ok again', async () => ((await healthz()) === 200 ? true : undefined));
-      // Past a few relists and resyncs: whatever the agent would do to the old pod, it has done.
-      await new Promise((r) => setTimeout(r, 6000));
+      // Past a few relists and resyncs (pastRelist, twice): whatever the agent would do to the old pod, it has done.
+      await pastRelist(agent);
+      await pastRelist(agent);
       expect(agent.proc.exitCode).toBeNull();
       const after = await instancesOf(kept);
       // The same sandbox and containers, still running, attempt 0: 0 restarts, 0 recreations.

@@ -1,7 +1,8 @@
 import { describe, expect, it } from 'vitest';
 import { bareId, type EngineBed } from './engine-beds.js';
+import { pastRelist } from './agent-helpers.js';
 import { TEST_IMAGE, unique } from './helpers.js';
-import { container, sleep, supervisedDirectory, untilPod } from './lifecycle-helpers.js';
+import { container, supervisedDirectory, untilPod } from './lifecycle-helpers.js';
 
 /** Restarts by policy, crash-loop back-off, init containers, OOM, --previous and pull back-off, on one engine bed. */
 export function restartsSuite(bed: EngineBed): void {
@@ -44,7 +45,8 @@ export function restartsSuite(bed: EngineBed): void {
           expect(container(p, 'c')?.state.terminated?.reason).toBe(code === 0 ? 'Completed' : 'Error');
         }
       }
-      await sleep(2000);
+      // Past relists and resyncs of every pod (each a chance to restart one that must stay down).
+      await pastRelist(agent());
       for (const [i, [, , restarts]] of cases.entries()) {
         const p = await untilPod(world, ns, names[i]!, 'status', () => true);
         expect([names[i], (container(p, 'c')?.restartCount ?? 0) > 0]).toEqual([names[i], restarts]);
