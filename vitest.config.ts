@@ -8,7 +8,10 @@ export default defineConfig({
     // `npm test` runs agent-churn.test.ts alone after the rest: its 200 pods in 20 s take both cores
     // and the engine, which starved other files' timing (a CPU burner's reading) and its own bounds.
     fileParallelism: true,
-    maxWorkers: 4,
+    // Six, by measurement on the 2-core VM (docs/benchmarks.md, "The suite's time"): most files wait
+    // on the engine, probe periods and back-off, not the CPU, so six overlap more of that waiting
+    // than four (435 s → 377 s for the main run) and eight gained nothing more.
+    maxWorkers: 6,
     testTimeout: 60_000,
     hookTimeout: 120_000,
     sequence: { sequencer: LongFirstSequencer },
