@@ -39,7 +39,7 @@ export default async function setup(): Promise<() => Promise<void>> {
   return async () => {
     // A test that failed before its cleanup leaves its things here: they go with the run.
     await run.close();
-    said('removed what this run left', await reapRun(run.root, run.id, docker));
+    said('removed what this run left', await reapRun(run.root, run.id, docker, undefined, { dead: false }));
     process.env['TMPDIR'] = base;
   };
 }

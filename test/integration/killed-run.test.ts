@@ -27,6 +27,7 @@ interface Made {
   instances: string[];
   criInstance: string;
   raw: string;
+  stray: number;
 }
 
 function vitestRun(file: string, env: Record<string, string> = {}): { proc: ChildProcess; out: () => string; exited: Promise<number | null> } {
@@ -45,6 +46,16 @@ function vitestRun(file: string, env: Record<string, string> = {}): { proc: Chil
 async function running(instance: string): Promise<Record<string, string>> {
   const list = await docker.listContainers({ filters: JSON.stringify({ label: [`${LABEL.instance}=${instance}`] }) });
   return Object.fromEntries(list.map((c) => [c.Id, c.Labels[LABEL.restartCount] ?? '']));
+}
+
+/** Whether `pid` is still the run's stray `sleep 3600`, alive (not a zombie). */
+function strayRuns(pid: number, runMark: string): boolean {
+  try {
+    if (/^State:\s+Z/m.test(readFileSync(`/proc/${pid}/status`, 'utf8'))) return false;
+    return readFileSync(`/proc/${pid}/cmdline`, 'utf8') === 'sleep\u00003600\u0000' && readFileSync(`/proc/${pid}/environ`, 'latin1').includes(runMark);
+  } catch {
+    return false;
+  }
 }
 
 /** Processes whose command line names `root`. */
@@ -103,6 +114,8 @@ it('a killed run leaves things; the next run removes them and nothing else', { t
   expect((await docker.getContainer(made.raw).inspect()).State.Running).toBe(true);
   expect(namingProcesses(made.root).length, 'the shims of its containerd, at least').toBeGreaterThan(0);
   expect(linkExists(made.bridge)).toBe(true);
+  const runMark = `PODRUN_TEST_RUN=${made.root.slice(made.root.lastIndexOf('-') + 1)}\0`;
+  expect(strayRuns(made.stray, runMark), 'a process it started that names nothing of its directory').toBe(true);
 
   const next = vitestRun('next');
   expect(await next.exited, next.out()).toBe(0);
@@ -111,6 +124,7 @@ it('a killed run leaves things; the next run removes them and nothing else', { t
   expect(await byInstances(made.instances)).toEqual([]);
   await expect(docker.getContainer(made.raw).inspect()).rejects.toThrow(/no such container/i);
   expect(namingProcesses(made.root)).toEqual([]);
+  expect(strayRuns(made.stray, runMark)).toBe(false);
   expect(linkExists(made.bridge)).toBe(false);
   expect(existsSync(made.root)).toBe(false);
   for (const h of readdirSync('/sys/fs/cgroup')) expect(existsSync(join('/sys/fs/cgroup', h, 'podrun', made.criInstance)), h).toBe(false);

@@ -106,6 +106,8 @@ interface Proc {
   argv: string[];
   cwd: string;
   exe: string;
+  /** The environment it was started with (later changes are not in /proc). */
+  environ: string;
 }
 
 function processes(): Proc[] {
@@ -121,12 +123,21 @@ function processes(): Proc[] {
         argv: readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0'),
         cwd: safeReadlink(`/proc/${p}/cwd`),
         exe: safeReadlink(`/proc/${p}/exe`),
+        environ: safeRead(`/proc/${p}/environ`),
       });
     } catch {
       // gone meanwhile
     }
   }
   return out;
+}
+
+function safeRead(path: string): string {
+  try {
+    return readFileSync(path, 'latin1');
+  } catch {
+    return '';
+  }
 }
 
 function safeReadlink(path: string): string {
@@ -142,18 +153,21 @@ const under = (path: string, root: string): boolean => path === root || path.sta
 /**
  * The processes a run left: those that name its directory (agents by --state-dir, containerd by
  * its config, shims by containerd's socket, engines by their roots) or work in it, and every
- * descendant of those (a shim's sandboxes and containers).
+ * descendant of those (a shim's sandboxes and containers). With `runId`, also those started with
+ * the run's PODRUN_TEST_RUN (its workers, and all they started): only for a dead run, since a live
+ * run's workers carry it too.
  */
-function leftProcesses(root: string): { all: Proc[]; shimChildren: Proc[] } {
+function leftProcesses(root: string, runId?: string): { all: Proc[]; shimChildren: Proc[] } {
   const procs = processes();
   const self = new Set<number>();
   for (let p = process.pid; p > 1;) {
     self.add(p);
     p = procs.find((x) => x.pid === p)?.ppid ?? 0;
   }
-  const named = new Set(
-    procs.filter((p) => !self.has(p.pid) && (p.argv.some((a) => a.includes(`${root}/`)) || under(p.cwd, root) || under(p.exe, root))).map((p) => p.pid),
-  );
+  const mark = runId === undefined ? undefined : `\0PODRUN_TEST_RUN=${runId}\0`;
+  const names = (p: Proc): boolean =>
+    p.argv.some((a) => a.includes(`${root}/`)) || under(p.cwd, root) || under(p.exe, root) || (mark !== undefined && `\0${p.environ}`.includes(mark));
+  const named = new Set(procs.filter((p) => !self.has(p.pid) && names(p)).map((p) => p.pid));
   let grew = true;
   while (grew) {
     grew = false;
@@ -249,10 +263,16 @@ function podrunCgroups(instances: Set<string>): string[] {
  * (an agent would recreate a removed container), then containers, network, cgroups, mounts and
  * the directory.
  */
-export async function reapRun(root: string, runId: string, docker: Docker, report: SweepReport = emptyReport()): Promise<SweepReport> {
+export async function reapRun(
+  root: string,
+  runId: string,
+  docker: Docker,
+  report: SweepReport = emptyReport(),
+  o: { dead: boolean } = { dead: true },
+): Promise<SweepReport> {
   report.runs.push(root);
   // What a shim's children hold is read before they die: their network namespaces and cgroups.
-  const left = leftProcesses(root);
+  const left = leftProcesses(root, o.dead ? runId : undefined);
   const netnsInodes = new Set<number>();
   const cgroups = new Set<string>();
   for (const p of left.shimChildren) {
