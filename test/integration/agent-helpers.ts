@@ -184,3 +184,43 @@ export async function metricGrown(agent: AgentProcess, name: string, by: number,
 export async function pastRelists(agent: AgentProcess, n: number): Promise<void> {
   await metricGrown(agent, 'podrun_pleg_relist_duration_seconds_count', n);
 }
+
+/**
+ * The agent's probe count now: the sum of /metrics/probes' prober_probe_total samples whose labels
+ * include every one of `labels` (e.g. `container="web"`, `pod="p"`, `result="failed"`), every
+ * result counted; 0 before the agent's socket answers or the container's first probe.
+ */
+export async function probeCount(agent: AgentProcess, labels: string[] = []): Promise<number> {
+  const text = (await agentGetText(agent.stateDir, '/metrics/probes')) ?? '';
+  let sum = 0;
+  for (const m of text.matchAll(/^prober_probe_total\{([^}]*)\} (\S+)$/gm)) {
+    if (labels.every((l) => m[1]!.includes(l))) sum += Number(m[2]);
+  }
+  return sum;
+}
+
+/**
+ * Waits until the agent has made `by` more probes matching `labels` (probeCount) since the call,
+ * and returns the count then: probe periods, counted as the prober ran them, not slept.
+ */
+export async function probesGrown(agent: AgentProcess, by: number, labels: string[], timeoutMs = 60_000): Promise<number> {
+  const first = await probeCount(agent, labels);
+  return until(
+    `${by} more probes {${labels.join(',')}} from ${first}`,
+    async () => {
+      const now = await probeCount(agent, labels);
+      return now >= first + by ? now : undefined;
+    },
+    timeoutMs,
+  );
+}
+
+/**
+ * Waits until the agent has relisted twice and rescanned (pastRelist) and its pod workers have
+ * finished `turns` more sync turns of declared pods since the call: each declared pod has had its
+ * turns to act on what the engine shows, so a window in which a sync turn made nothing means
+ * something. Give `turns` as a few per declared pod (the resync enqueues every pod each period).
+ */
+export async function pastSyncTurns(agent: AgentProcess, turns: number): Promise<void> {
+  await Promise.all([pastRelist(agent), metricGrown(agent, 'podrun_pod_worker_duration_seconds_count', turns, 'operation="sync"')]);
+}

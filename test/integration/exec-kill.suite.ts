@@ -1,4 +1,4 @@
-import { rmSync, writeFileSync } from 'node:fs';
+import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
 import { PodRuntime } from '../../src/runtime/docker/runtime.js';
@@ -29,6 +29,22 @@ export function execKillSuite(bed: EngineBed): void {
   }
 
   const matching = (ps: Proc[], args: string): Proc[] => ps.filter((p) => p.args === args);
+
+  /** The `podrun exec-guard` processes on this machine that watch a session in container `id`. */
+  function guardsOf(id: string): number {
+    let n = 0;
+    for (const pid of readdirSync('/proc')) {
+      if (!/^\d+$/.test(pid)) continue;
+      let argv: string[];
+      try {
+        argv = readFileSync(`/proc/${pid}/cmdline`, 'utf8').split('\0');
+      } catch {
+        continue;
+      }
+      if (argv.includes('exec-guard') && argv.some((a) => a.includes(id))) n++;
+    }
+    return n;
+  }
 
   describe(`${bed.tag} exec deadlines, at the runtime (the path probes and hooks take)`, () => {
     let rt: PodEngine;
@@ -209,7 +225,9 @@ export function execKillSuite(bed: EngineBed): void {
       // A session that ends by itself leaves what it started in the background (as kubectl exec does).
       const done = await bed.bin(['exec', '-n', ns, name, '-c', 'quiet', '--', 'sh', '-c', 'sleep 1005 >/dev/null 2>&1 & echo started']);
       expect(done.out).toContain('started');
-      await sleep(2000);
+      // What could still end it is the session's guard (a podrun process that outlives `podrun
+      // exec`, cli/exec.ts): looked at once every guard of this container's sessions has exited.
+      await until("the sessions' guards to exit", async () => (guardsOf(id) === 0 ? true : undefined), 15_000);
       expect(matching(await top(id), 'sleep 1005')).toHaveLength(1);
     });
 

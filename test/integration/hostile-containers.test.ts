@@ -3,6 +3,7 @@ import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
 import type { V1Pod } from '../../src/status/v1.js';
+import { pastRelist, pastRelists, probesGrown } from './agent-helpers.js';
 import { docker, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
 import { agentPod, container, sleep, supervisedDirectory, untilPod } from './lifecycle-helpers.js';
 
@@ -97,13 +98,19 @@ ${server('fast', 8081, 'fast.sh', probe(8081))}${server('slow', 8082, 'slow.sh',
       // The fast one is Ready (a truncated body is no failure: the status decides); the slow one
       // never is: its probe fails at the deadline.
       const p = await untilPod(world, ns, name, 'fast Ready', (x) => ready(x, 'fast') === true && container(x, 'slow')?.state.running !== undefined, 60_000);
-      await sleep(3000);
+      // Periods counted by the prober's own metric, not slept: `fast` is probed once a period; `slow`
+      // every other one (its probe takes the whole 1 s period to time out, and the ticker's next
+      // tick is the period after).
+      const probesOf = (c: string): string[] => [`container="${c}"`, `namespace="${ns}"`, `pod="${name}"`];
+      // Past the pod's start (its Ready turn, its first connections): three periods and two relists.
+      await Promise.all([probesGrown(agent(), 3, probesOf('fast')), probesGrown(agent(), 1, probesOf('slow')), pastRelists(agent(), 2)]);
       const first = agentCost();
       const t0 = performance.now();
-      await sleep(20_000);
+      // 20 periods: 20 probes of `fast` and 10 of `slow`, each a connection opened and closed.
+      await Promise.all([probesGrown(agent(), 20, probesOf('fast'), 90_000), probesGrown(agent(), 10, probesOf('slow'), 90_000)]);
       const last = agentCost();
       const cores = (last.cpuS - first.cpuS) / ((performance.now() - t0) / 1000);
-      // One leaked socket per probe would be 40 more; reading the fast body to its end took ~65 % of a core.
+      // One leaked socket per probe would be 30 more; reading the fast body to its end took ~65 % of a core.
       expect(last.fds - first.fds).toBeLessThanOrEqual(4);
       expect(cores).toBeLessThan(0.25);
       const now = await agentPod(world, ns, name);
@@ -131,12 +138,22 @@ ${server('fast', 8081, 'fast.sh', probe(8081))}${server('slow', 8082, 'slow.sh',
     lifecycle: {postStart: {exec: {command: [sleep, '3600']}}}
 `,
       );
-      await until(
+      const id = await until(
         'the container to run',
-        async () => ((await podContainers(ns, name)).some((c) => c.State === 'running' && c.Labels[LABEL.containerName] === 'c') ? true : undefined),
+        async () => (await podContainers(ns, name)).find((c) => c.State === 'running' && c.Labels[LABEL.containerName] === 'c')?.Id,
         30_000,
       );
-      await sleep(2000);
+      // The hook runs (its sleep beside the container's own), and the agent has seen the container
+      // run since (two relists, its resync): what it reports now, it reports with the hook running.
+      await until(
+        'the hook to run',
+        async () => {
+          const top = (await docker.getContainer(id).top()) as { Processes?: string[][] };
+          return (top.Processes ?? []).filter((p) => p.at(-1) === 'sleep 3600').length === 2 ? true : undefined;
+        },
+        30_000,
+      );
+      await pastRelist(agent());
       // As the kubelet reports it until postStart returns: waiting, not Ready, the pod Pending.
       const p = await agentPod(world, ns, name);
       expect(container(p!, 'c')?.state.waiting?.reason).toBe('ContainerCreating');

@@ -58,7 +58,9 @@ describe('a local client that holds connections open', () => {
       s.write('GET /healthz HTTP/1.1\r\nHost: 127.0.0.1\r\n');
       sockets.push(s);
     }
-    await new Promise((r) => setTimeout(r, 1500));
+    // The agent has taken every one of them: each is an fd it holds or a socket it closed (past its
+    // 256 it closes at once; every connection it holds costs an fd until its 10 s headers timeout).
+    await until('the agent to take every connection', async () => (closed + Math.max(0, fds() - before) >= sockets.length ? true : undefined), 30_000);
     expect(fds() - before).toBeLessThanOrEqual(256 + 8);
     // The agent answers them 408 at its headers timeout and lets go of them, whatever the client does.
     await until('the agent to let go of the held connections', async () => (fds() - before <= 8 ? true : undefined), 30_000).catch((err: Error) => {

@@ -1,7 +1,8 @@
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
-import { AgentSuite } from './agent-helpers.js';
+import { AgentSuite, pastRelist } from './agent-helpers.js';
+import { dockerTrace } from './docker-trace.js';
 import { podContainers, TEST_IMAGE, unique, until } from './helpers.js';
 
 // The first ten minutes of a newcomer (issue 29): what apply, logs -p, get -w and delete answer
@@ -183,18 +184,39 @@ describe('get --watch', () => {
     const gone = unique('gone-with-a-longer-name');
     const spec = (name: string): string => pod(name, 'exec sleep 3600').replace(`namespace: ${ns}`, `namespace: ${wns}`);
     expect((await world.cli('apply', world.write(`${steady}.yaml`, spec(steady)), world.write(`${gone}.yaml`, spec(gone)))).code).toBe(0);
-    const w = world.spawnBin(['get', 'pods', '-n', wns, '-w']);
+    // The watch reaches the engine through a proxy that counts its polls (one container list each).
+    const trace = await dockerTrace();
+    const polls = (): number => trace.calls().filter((c) => c.call === 'GET /containers/json').length;
+    /** Until the watch has begun `n` more polls: the n-1 before the last have looked and printed. */
+    const pastPolls = async (n: number): Promise<void> => {
+      const since = polls();
+      await until(`${n} more polls of the watch`, async () => (polls() >= since + n ? true : undefined), 20_000);
+    };
+    const w = world.spawnBin(['--docker-host', trace.host, 'get', 'pods', '-n', wns, '-w']);
     let seen = '';
     w.stdout.on('data', (c: Buffer) => (seen += c.toString()));
     try {
       await until('the first table', async () => (seen.split('\n').length >= 4 ? true : undefined), 15_000);
       const first = seen;
-      await new Promise((r) => setTimeout(r, 10_000));
+      // The pods age: a get of its own shows each one's AGE past the first table's...
+      const ages = (table: string): Map<string, string> => new Map(table.split('\n').map((l) => [l.split(/\s+/)[0] ?? '', l.split(/\s+/)[4] ?? '']));
+      const firstAges = ages(first);
+      await until(
+        'the pods to age',
+        async () => {
+          const now = ages((await world.cli('get', 'pods', '-n', wns)).out);
+          return [steady, gone].every((n) => now.get(n) && now.get(n) !== firstAges.get(n)) ? true : undefined;
+        },
+        15_000,
+      );
+      // ...and the watch has looked at them, so aged, twice since: it had its chance to print.
+      await pastPolls(3);
       expect(seen).toBe(first);
       const header = first.split('\n')[0]!;
       expect((await world.cli('delete', '-n', wns, gone, '--grace-period', '0')).code).toBe(0);
       await until('the deleted pod on the watch', async () => (seen.length > first.length && seen.endsWith('\n') ? true : undefined), 10_000);
-      await new Promise((r) => setTimeout(r, 1500));
+      // Two whole polls after the pod's deletion was seen: all the watch prints of its going is in.
+      await pastPolls(3);
       const after = seen.slice(first.length).split('\n').filter(Boolean);
       expect(after.length).toBeGreaterThan(0);
       expect(after.every((l) => l.startsWith(gone))).toBe(true);
@@ -208,6 +230,7 @@ describe('get --watch', () => {
       }
     } finally {
       w.kill('SIGINT');
+      await trace.close();
     }
   }, 40_000);
 });
@@ -240,7 +263,8 @@ describe('delete of a pod the agent declares', () => {
       return ids && ids.split(',').every((id) => !before.includes(id)) ? ids : undefined;
     });
     expect(after).toBeDefined();
-    await new Promise((r) => setTimeout(r, 1000));
+    // Relists that saw it back and a resync of every pod since: what the agent says of it is said.
+    await pastRelist(agent);
     // (The earlier tests' applied pods run here too, crash-looping: only this pod's lines count.)
     const mine = agent
       .logs()

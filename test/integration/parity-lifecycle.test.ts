@@ -3,7 +3,7 @@ import { createServer } from 'node:net';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
-import { AgentSuite } from './agent-helpers.js';
+import { AgentSuite, pastSyncTurns } from './agent-helpers.js';
 import { docker, freePort, logsOf, podContainers, TEST_IMAGE, unique, until } from './helpers.js';
 
 // Kubelet parity for a pod's life under the agent (issue 9, items 2, 3 and 10).
@@ -67,8 +67,8 @@ ${extra}`;
       );
     }
     expect(await portFree(port)).toBe(true);
-    // And it stays so: no new sandbox for a finished pod.
-    await new Promise((r) => setTimeout(r, 3000));
+    // And it stays so: no new sandbox for a finished pod, over relists and three sync turns of each.
+    await pastSyncTurns(agent, 6);
     expect((await instances(never)).filter((c) => c.name === 'POD')).toHaveLength(1);
     expect((await instances(onfail)).filter((c) => c.name === 'POD')).toHaveLength(1);
     const g = await world.cli('get', 'pods', '-n', ns);
@@ -190,7 +190,8 @@ spec:
     });
     await docker.getContainer(sandbox!.id).kill();
     await until('its container to be stopped', async () => ((await instances(name)).every((c) => c.state === 'exited') ? true : undefined), 20_000);
-    await new Promise((r) => setTimeout(r, 3000));
+    // Relists and three sync turns of the pod since: none made a sandbox.
+    await pastSyncTurns(agent, 3);
     expect((await instances(name)).filter((c) => c.name === 'POD')).toHaveLength(1);
   });
 
@@ -219,7 +220,8 @@ spec:
       async () => ((await instances(name)).some((c) => c.name === 'app' && c.count === app.count + 1 && c.state === 'running') ? true : undefined),
       20_000,
     );
-    await new Promise((r) => setTimeout(r, 1500));
+    // Relists that saw the restarted app, and three sync turns of the pod since: none ran setup.
+    await pastSyncTurns(agent, 3);
     expect((await instances(name)).filter((c) => c.name === 'setup')).toEqual([]);
   });
 });

@@ -2,7 +2,7 @@ import { writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { afterAll, describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
-import { AgentProcess } from './agent-helpers.js';
+import { AgentProcess, agentMetric, probesGrown } from './agent-helpers.js';
 import { PodmanService } from './engine-helpers.js';
 import { testRunLabels } from './suite-run.js';
 import { PassThrough } from 'node:stream';
@@ -87,7 +87,17 @@ spec:
     // knows of deletions comes from Podman's events.
     agent = new AgentProcess(world.stateDir, ['--crash-backoff-initial', '1s', '--relist-period', '10m'], env);
     await agent.started();
-    await new Promise((r) => setTimeout(r, 3000));
+    // Its adoption turn is done: a sync turn of the declared pod ran to its end (a turn begun
+    // before the applied set loaded is a deletion's, and deletes nothing before it has)...
+    const adopter = agent;
+    await until(
+      'the adoption turn',
+      async () => ((await agentMetric(adopter, 'podrun_pod_worker_duration_seconds_count', 'operation="sync"')) >= 1 ? true : undefined),
+      30_000,
+    );
+    // ...and two probe periods of the adopted web since, counted by the prober: the turn its own
+    // calls brought about (Podman's events of them) has had its time too.
+    await probesGrown(agent, 2, ['container="web"', `namespace="${ns}"`, `pod="${name}"`]);
     expect((await ours()).map((c) => c.Id).sort()).toEqual(before);
     expect(agent.logs(), agent.logs()).not.toMatch(/no such container|not found|ERROR/i);
 
