@@ -29,7 +29,6 @@ import { ExecStreamError } from './exec-stream-error.js';
 import { criEngineFacts, criExecAttached, criExec, prepareCriVolumes, removeCriPodVolumes, pinCriMounts } from './engine-parts.js';
 import { CriRuntimeView } from './engine-view.js';
 import { podIPNeededAtStart } from '../env.js';
-import { retryingTeardown } from './teardown-retry.js';
 
 export { DEFAULT_POD_LOGS_DIR, type CriEngineOptions } from './engine-view.js';
 
@@ -179,7 +178,7 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
   /** StopPodSandbox: the runtime stops what still runs in it and tears its network down. */
   async stopSandbox(id: string): Promise<void> {
     this.ips.delete(id);
-    await retryingTeardown(() => this.call('stop sandbox', () => this.client.stopPodSandbox(id))).catch((err: unknown) => {
+    await this.call('stop sandbox', () => this.client.stopPodSandbox(id)).catch((err: unknown) => {
       if (!isCriNotFound(err)) throw err;
     });
   }
@@ -191,7 +190,7 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
    */
   async removeSandbox(id: string): Promise<void> {
     await this.stopSandbox(id);
-    await retryingTeardown(() => this.call('remove sandbox', () => this.client.removePodSandbox(id))).catch((err: unknown) => {
+    await this.call('remove sandbox', () => this.client.removePodSandbox(id)).catch((err: unknown) => {
       if (!isCriNotFound(err)) throw err;
     });
     this.ips.delete(id);
