@@ -2,7 +2,7 @@ import { spawnSync } from 'node:child_process';
 import { existsSync, mkdirSync, readdirSync, readFileSync, readlinkSync, renameSync, rmdirSync, rmSync, statSync } from 'node:fs';
 import { connect, createServer, type Server } from 'node:net';
 import { randomBytes } from 'node:crypto';
-import { dirname, join } from 'node:path';
+import { basename, dirname, join } from 'node:path';
 import Docker from 'dockerode';
 import { instanceId, LABEL } from '../../src/runtime/labels.js';
 
@@ -153,20 +153,20 @@ const under = (path: string, root: string): boolean => path === root || path.sta
 /**
  * The processes a run left: those that name its directory (agents by --state-dir, containerd by
  * its config, shims by containerd's socket, engines by their roots) or work in it, and every
- * descendant of those (a shim's sandboxes and containers). With `runId`, also those started with
- * the run's PODRUN_TEST_RUN (its workers, and all they started): only for a dead run, since a live
- * run's workers carry it too.
+ * descendant of those (a shim's sandboxes and containers). With `runIds`, also those started with
+ * one of them as PODRUN_TEST_RUN (a run's workers, and all they started): only for a dead run,
+ * since a live run's workers carry it too.
  */
-function leftProcesses(root: string, runId?: string): { all: Proc[]; shimChildren: Proc[] } {
+function leftProcesses(root: string, runIds?: Set<string>): { all: Proc[]; shimChildren: Proc[] } {
   const procs = processes();
   const self = new Set<number>();
   for (let p = process.pid; p > 1;) {
     self.add(p);
     p = procs.find((x) => x.pid === p)?.ppid ?? 0;
   }
-  const mark = runId === undefined ? undefined : `\0PODRUN_TEST_RUN=${runId}\0`;
+  const marks = [...(runIds ?? [])].map((id) => `\0PODRUN_TEST_RUN=${id}\0`);
   const names = (p: Proc): boolean =>
-    p.argv.some((a) => a.includes(`${root}/`)) || under(p.cwd, root) || under(p.exe, root) || (mark !== undefined && `\0${p.environ}`.includes(mark));
+    p.argv.some((a) => a.includes(`${root}/`)) || under(p.cwd, root) || under(p.exe, root) || marks.some((m) => `\0${p.environ}`.includes(m));
   const named = new Set(procs.filter((p) => !self.has(p.pid) && names(p)).map((p) => p.pid));
   let grew = true;
   while (grew) {
@@ -272,7 +272,10 @@ export async function reapRun(
 ): Promise<SweepReport> {
   report.runs.push(root);
   // What a shim's children hold is read before they die: their network namespaces and cgroups.
-  const left = leftProcesses(root, o.dead ? runId : undefined);
+  // The run, and the runs started inside it (a test of the sweep runs a suite of its own there).
+  const runIds = new Set([runId, ...dirsBelow(root, 2).flatMap((d) => (basename(d).startsWith(RUN_PREFIX) ? [basename(d).slice(RUN_PREFIX.length)] : []))]);
+  // A live run's own workers carry its id until its pool closes: only the runs inside it are known so.
+  const left = leftProcesses(root, o.dead ? runIds : new Set([...runIds].filter((id) => id !== runId)));
   const netnsInodes = new Set<number>();
   const cgroups = new Set<string>();
   for (const p of left.shimChildren) {
@@ -295,7 +298,9 @@ export async function reapRun(
   // Containers on the shared engine: those of the run's podrun instances, and those its tests made.
   const instances = new Set(dirsBelow(root, STATE_DIR_DEPTH).map((d) => instanceId(d)));
   const list = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [LABEL.instance] }) }).catch(() => []);
-  const made = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [`${TEST_RUN_LABEL}=${runId}`] }) }).catch(() => []);
+  const made = (await docker.listContainers({ all: true, filters: JSON.stringify({ label: [TEST_RUN_LABEL] }) }).catch(() => [])).filter((c) =>
+    runIds.has(c.Labels[TEST_RUN_LABEL] ?? ''),
+  );
   for (const c of [...list.filter((c) => instances.has(c.Labels[LABEL.instance] ?? '')), ...made]) {
     await docker
       .getContainer(c.Id)
@@ -315,7 +320,7 @@ export async function reapRun(
     const ps = spawnSync('podman', ['ps', '-a', '--format', format], { encoding: 'utf8' });
     for (const line of ps.stdout?.split('\n') ?? []) {
       const [id, inst, run] = line.split(' ');
-      if (!id || !(instances.has(inst ?? '') || run === runId)) continue;
+      if (!id || !(instances.has(inst ?? '') || runIds.has(run ?? ''))) continue;
       if (spawnSync('podman', ['rm', '-f', id], { stdio: 'ignore' }).status === 0) report.containers.push(`podman:${id}`);
     }
   }
