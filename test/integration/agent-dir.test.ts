@@ -194,7 +194,8 @@ describe('the agent with a watched directory', () => {
     const name = unique('late');
     agent = suite.run(['--manifest-dir', dir]);
     await agent.started();
-    await new Promise((r) => setTimeout(r, 500));
+    // Relists and a rescan of the missing directory, and it lives on.
+    await pastRelist(agent);
     expect(agent.proc.exitCode).toBeNull();
     mkdirSync(dir);
     writeFileSync(join(dir, 'pod.yaml'), pod(name));

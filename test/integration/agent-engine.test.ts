@@ -2,7 +2,7 @@ import { afterAll, describe, expect, it } from 'vitest';
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
-import { AgentProcess } from './agent-helpers.js';
+import { AgentProcess, metricGrown } from './agent-helpers.js';
 import { PrivateEngine } from './engine-helpers.js';
 import { TEST_IMAGE, unique, until, World } from './helpers.js';
 
@@ -44,7 +44,8 @@ spec:
 
     await engine.stop();
     await agent.waitForLog('engine connection lost');
-    await new Promise((r) => setTimeout(r, 1500));
+    // Two of its reconnects refused (failed engine calls, on its own metrics), and it lives on.
+    await metricGrown(agent, 'podrun_runtime_operations_errors_total', 2);
     expect(agent.proc.exitCode).toBeNull();
     // get pods must not show what the cache last saw as if it were now.
     const g = await world.cli('--docker-host', engine.host, 'get', 'pods');

@@ -211,8 +211,9 @@ spec:
     const before = await containerIds(ns, name);
     const uid = (await podContainers(ns, name))[0]!.Labels[LABEL.podUid]!;
 
-    await new Promise((r) => setTimeout(r, 1100));
-    const since = Math.floor(Date.now() / 1000);
+    // Events are asked by the whole second: the next one begins after the first apply's last.
+    const since = Math.floor(Date.now() / 1000) + 1;
+    await until('the next whole second', async () => (Date.now() >= since * 1000 ? true : undefined));
     const again = await world.cli('apply', file);
     expect(again.code).toBe(0);
     expect(again.out).toContain(`pod/${ns}/${name} unchanged`);

@@ -11,6 +11,7 @@ import Docker from 'dockerode';
 import { main } from '../../src/cli/main.js';
 import { instanceId, LABEL } from '../../src/runtime/labels.js';
 import { removeTree } from '../../src/runtime/safe-mount.js';
+import { testRunLabels } from './suite-run.js';
 
 export const docker = new Docker();
 export const TEST_IMAGE = 'podrun-test/busybox:1';
@@ -229,11 +230,29 @@ export function stopPodEvents(): void {
   recorder = undefined;
 }
 
+/**
+ * Until every event the engine sent before the call has reached `r`: the engine sends its events
+ * in order, so once a marker container's own create has arrived, all before it have. The marker
+ * has podrun's managed-by label (the recorder follows it) but no instance, so no podrun sees it.
+ */
+async function eventsCaughtUp(r: { events: EngineEventRecord[] }): Promise<void> {
+  const marker = await docker.createContainer({
+    Image: TEST_IMAGE,
+    Cmd: ['true'],
+    Labels: { [LABEL.managedBy]: 'test-events-marker', ...testRunLabels() },
+    HostConfig: { NetworkMode: 'none' },
+  });
+  try {
+    await until('the engine events to catch up', async () => (r.events.some((e) => e.id === marker.id) ? true : undefined), 30_000);
+  } finally {
+    await marker.remove({ force: true }).catch(() => undefined);
+  }
+}
+
 /** Engine events about a pod's containers since `since` (unix seconds): action, time (ms) and container name. */
 export async function podEventRecords(uid: string, since: number): Promise<{ action: string; ms: number; name: string }[]> {
   if (!recorder) throw new Error('podEvents reads what recordPodEvents() followed: call it in beforeAll');
-  // What the engine sent up to now has reached the stream.
-  await new Promise((r) => setTimeout(r, 500));
+  await eventsCaughtUp(recorder);
   return recorder.events
     .filter((e) => e.attributes[LABEL.podUid] === uid && e.timeMs >= since * 1000)
     .map((e) => ({ action: e.action, ms: e.timeMs, name: e.attributes[LABEL.containerName] ?? '' }));

@@ -1,4 +1,4 @@
-import { describe, expect, it } from 'vitest';
+import { describe, expect, it, vi } from 'vitest';
 import type { ObservedPod } from '../../src/runtime/observed.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
 import type { ContainerReading } from '../../src/runtime/runtime-types.js';
@@ -63,13 +63,22 @@ describe('StatsCollector', () => {
         containers: [{ id: 'c1', engineName: 'x', name: 'c', type: 'app', hash: '', restartCount: 0, state: 'running', created: 0, image: 'i' }],
       },
     ];
+    // On a fake clock: the period, the second between the first two readings and the idle time
+    // pass as the test says, however loaded the machine.
+    vi.useFakeTimers({ toFake: ['Date', 'setTimeout', 'clearTimeout'] });
     const c = new StatsCollector(rt, pods, { periodMs: 1500, idleMs: 4000 });
-    const sleep = (ms: number): Promise<unknown> => new Promise((r) => setTimeout(r, ms));
+    const sleep = (ms: number): Promise<unknown> => vi.advanceTimersByTimeAsync(ms);
+    /** A request, with the clock moved past the second its first answer waits between two readings. */
+    const asked = async (): Promise<Awaited<ReturnType<typeof c.samples>>> => {
+      const answer = c.samples();
+      await sleep(1000);
+      return answer;
+    };
     try {
       await sleep(1200);
       expect(reads).toBe(0);
       // The first request: two readings a second apart, so it has a rate.
-      await c.samples();
+      await asked();
       expect(reads).toBe(2);
       // Asked again within the period (three scrapers at once, say): the same readings.
       await Promise.all([c.samples(), c.samples(), c.samples()]);
@@ -83,10 +92,11 @@ describe('StatsCollector', () => {
       // Unasked past the idle time: nothing kept, and the next request starts afresh.
       await sleep(4300);
       expect(reads).toBe(3);
-      await c.samples();
+      await asked();
       expect(reads).toBe(5);
     } finally {
       c.stop();
+      vi.useRealTimers();
     }
   }, 20_000);
 
