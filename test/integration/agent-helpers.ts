@@ -8,6 +8,8 @@ const BIN = fileURLToPath(new URL('../../bin/podrun', import.meta.url));
 // The test agents' relist and resync period, and their directory rescan's (`--resync-period`).
 const RELIST_PERIOD = '1s';
 const RESCAN_MS = 2000;
+/** The agent's relists so far, as its metric counts them. */
+const RELISTS = 'podrun_pleg_relist_duration_seconds_count';
 
 /** A `podrun run` process, as systemd would run it, with its log captured. */
 export class AgentProcess {
@@ -124,18 +126,12 @@ export class AgentSuite {
  */
 export async function pastRelist(agent: AgentProcess): Promise<void> {
   const since = Date.now();
-  const first = await relists(agent.stateDir);
+  const first = await agentMetric(agent, RELISTS);
   await until(
     'two relists and a rescan',
-    async () => ((await relists(agent.stateDir)) >= first + 2 && Date.now() - since >= RESCAN_MS + 500 ? true : undefined),
+    async () => ((await agentMetric(agent, RELISTS)) >= first + 2 && Date.now() - since >= RESCAN_MS + 500 ? true : undefined),
     30_000,
   );
-}
-
-/** The agent's relists so far (0 before its socket answers). */
-async function relists(stateDir: string): Promise<number> {
-  const text = (await agentGetText(stateDir, '/metrics')) ?? '';
-  return Number(/^podrun_pleg_relist_duration_seconds_count (\d+)$/m.exec(text)?.[1] ?? 0);
 }
 
 /** A pod of one sleeping container whose env V is `v`: a new `v` is an update that replaces the container. */
@@ -150,69 +146,52 @@ spec:
 `;
 }
 
-/**
- * An agent metric now: the sum of the samples named `name` (every label set, or those whose labels
- * include `labels`, e.g. 'operation="sync"'); 0 before the agent's socket answers.
- */
-export async function agentMetric(agent: AgentProcess, name: string, labels?: string): Promise<number> {
-  const text = (await agentGetText(agent.stateDir, '/metrics')) ?? '';
+/** Which samples of an agent metric: those whose labels include every one of `labels`, on `path`. */
+export interface MetricSamples {
+  /** e.g. `operation="sync"`, `container="web"`; none: every label set. */
+  labels?: string[];
+  /** `/metrics`, or `/metrics/probes` for the kubelet's prober series. */
+  path?: string;
+}
+
+/** An agent metric now: the sum of the samples named `name` that `o` selects; 0 before the agent's socket answers. */
+export async function agentMetric(agent: AgentProcess, name: string, o: MetricSamples = {}): Promise<number> {
+  const text = (await agentGetText(agent.stateDir, o.path ?? '/metrics')) ?? '';
   let sum = 0;
   for (const m of text.matchAll(/^(\w+)(?:\{([^}]*)\})? (\S+)$/gm)) {
-    if (m[1] === name && (labels === undefined || (m[2] ?? '').includes(labels))) sum += Number(m[3]);
+    if (m[1] === name && (o.labels ?? []).every((l) => (m[2] ?? '').includes(l))) sum += Number(m[3]);
   }
   return sum;
 }
 
 /**
- * Waits until an agent metric (a count: its relists, pod worker turns, engine calls) has grown by
- * `by` since the call, and returns its value then: a stretch of the agent's own work, seen, not a
- * duration slept.
+ * Waits until an agent metric (a count: its relists, pod worker turns, engine calls, probes) has
+ * grown by `by` since the call, and returns its value then: a stretch of the agent's own work,
+ * seen, not a duration slept.
  */
-export async function metricGrown(agent: AgentProcess, name: string, by: number, labels?: string, timeoutMs = 30_000): Promise<number> {
-  const first = await agentMetric(agent, name, labels);
+export async function metricGrown(agent: AgentProcess, name: string, by: number, o: MetricSamples & { timeoutMs?: number } = {}): Promise<number> {
+  const first = await agentMetric(agent, name, o);
   return until(
-    `${name}${labels ? `{${labels}}` : ''} to grow by ${by} from ${first}`,
+    `${name}{${(o.labels ?? []).join(',')}} to grow by ${by} from ${first}`,
     async () => {
-      const now = await agentMetric(agent, name, labels);
+      const now = await agentMetric(agent, name, o);
       return now >= first + by ? now : undefined;
     },
-    timeoutMs,
+    o.timeoutMs ?? 30_000,
   );
 }
 
 /** Waits until the agent has made `n` more relists (its relist period each, at least) since the call. */
 export async function pastRelists(agent: AgentProcess, n: number): Promise<void> {
-  await metricGrown(agent, 'podrun_pleg_relist_duration_seconds_count', n);
+  await metricGrown(agent, RELISTS, n);
 }
 
 /**
- * The agent's probe count now: the sum of /metrics/probes' prober_probe_total samples whose labels
- * include every one of `labels` (e.g. `container="web"`, `pod="p"`, `result="failed"`), every
- * result counted; 0 before the agent's socket answers or the container's first probe.
+ * Waits until the agent has made `by` more probes whose labels include `labels` (every result
+ * counted) since the call: probe periods, counted as the prober ran them, not slept.
  */
-export async function probeCount(agent: AgentProcess, labels: string[] = []): Promise<number> {
-  const text = (await agentGetText(agent.stateDir, '/metrics/probes')) ?? '';
-  let sum = 0;
-  for (const m of text.matchAll(/^prober_probe_total\{([^}]*)\} (\S+)$/gm)) {
-    if (labels.every((l) => m[1]!.includes(l))) sum += Number(m[2]);
-  }
-  return sum;
-}
-
-/**
- * Waits until the agent has made `by` more probes matching `labels` (probeCount) since the call,
- * and returns the count then: probe periods, counted as the prober ran them, not slept.
- */
-export async function probesGrown(agent: AgentProcess, by: number, labels: string[], timeoutMs = 60_000): Promise<number> {
-  const first = await probeCount(agent, labels);
-  return until(
-    `${by} more probes {${labels.join(',')}} from ${first}`,
-    async () => {
-      const now = await probeCount(agent, labels);
-      return now >= first + by ? now : undefined;
-    },
-    timeoutMs,
-  );
+export function probesGrown(agent: AgentProcess, by: number, labels: string[], timeoutMs = 60_000): Promise<number> {
+  return metricGrown(agent, 'prober_probe_total', by, { labels, path: '/metrics/probes', timeoutMs });
 }
 
 /**
@@ -222,5 +201,5 @@ export async function probesGrown(agent: AgentProcess, by: number, labels: strin
  * something. Give `turns` as a few per declared pod (the resync enqueues every pod each period).
  */
 export async function pastSyncTurns(agent: AgentProcess, turns: number): Promise<void> {
-  await Promise.all([pastRelist(agent), metricGrown(agent, 'podrun_pod_worker_duration_seconds_count', turns, 'operation="sync"')]);
+  await Promise.all([pastRelist(agent), metricGrown(agent, 'podrun_pod_worker_duration_seconds_count', turns, { labels: ['operation="sync"'] })]);
 }

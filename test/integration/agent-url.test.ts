@@ -5,8 +5,8 @@ import { once } from 'node:events';
 import { mkdirSync, renameSync, statSync, utimesSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
-import { AgentSuite, pastRelist, type AgentProcess } from './agent-helpers.js';
-import { agentGetText, containerIds, docker, freePort, podContainers, serveLocal, TEST_IMAGE, unique, until } from './helpers.js';
+import { agentMetric, AgentSuite, pastRelist, type AgentProcess } from './agent-helpers.js';
+import { containerIds, docker, freePort, podContainers, serveLocal, TEST_IMAGE, unique, until } from './helpers.js';
 
 const suite = new AgentSuite('agenturl');
 const { ns } = suite;
@@ -208,15 +208,12 @@ async function runningWith(name: string, value: string): Promise<void> {
 }
 
 describe('the agent behind a static server whose validators have one-second resolution', () => {
-  // The agent polls every 1 s (10 % jitter); "two periods" with room for a loaded machine.
+  // The agent polls every 1 s (10 % jitter).
   // Polls, counted by the agent's own metric: the next one after a write takes it (a poll may be
   // under way as the file is written, and one may start before the count is read). An agent that
   // trusted the colliding validators would answer 304 until its one plain GET in fifteen.
   const WITHIN_POLLS = 3;
-  const polls = async (a: AgentProcess): Promise<number> => {
-    const text = (await agentGetText(a.stateDir, '/metrics')) ?? '';
-    return [...text.matchAll(/^podrun_url_fetches_total\{[^}]*\} (\d+)$/gm)].reduce((n, m) => n + Number(m[1]), 0);
-  };
+  const polls = (a: AgentProcess): Promise<number> => agentMetric(a, 'podrun_url_fetches_total');
 
   for (const kind of ['python', 'busybox'] as const) {
     it(`takes two same-second, same-length rewrites behind ${kind} within two periods, also across a restart`, async () => {

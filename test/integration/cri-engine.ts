@@ -2,10 +2,11 @@ import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
 import { existsSync, mkdirSync, mkdtempSync, readdirSync, readFileSync, readlinkSync, rmdirSync, rmSync, statSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
-import { dirname, join } from 'node:path';
+import { join } from 'node:path';
 import { CriClient } from '../../src/runtime/cri/client.js';
 import { afterAll, beforeAll } from 'vitest';
 import { PAUSE_IMAGE, TEST_IMAGE, until, World } from './helpers.js';
+import { cgroupDirs, CONTAINER_CGROUP, removeEmptyPodrunParents, rmdirRetrying, unmountUnder } from './suite-run.js';
 
 /** The test images as containerd names them once imported (Docker's short names are docker.io's). */
 export const CRI_TEST_IMAGE = `docker.io/${TEST_IMAGE}`;
@@ -206,15 +207,7 @@ export class PrivateContainerd {
         if (!shimPids.includes(ppid)) continue;
         pids.push(Number(p));
         netns.add(statSync(`/proc/${p}/ns/net`).ino);
-        for (const line of readFileSync(`/proc/${p}/cgroup`, 'utf8').split('\n')) {
-          // `N:controllers:/path` (v1, one per hierarchy) or `0::/path` (v2).
-          const m = /^\d+:([^:]*):(\/.+)$/.exec(line);
-          // containerd's default parent, or the pod cgroup podrun makes for --pod-max-pids (pod-cgroup.ts).
-          if (!m?.[2] || !/\/(k8s\.io|podrun\/[0-9a-f]+\/pod[A-Za-z0-9-]+)\/[0-9a-f]{64}$/.test(m[2])) continue;
-          // v2 lines name no controller: mounted at /sys/fs/cgroup, or at /sys/fs/cgroup/unified beside v1 (hybrid, as here).
-          const hierarchy = m[1] ? m[1].replace(/^name=/, '') : existsSync('/sys/fs/cgroup/unified/cgroup.procs') ? 'unified' : '';
-          cgroups.add(join('/sys/fs/cgroup', hierarchy, m[2]));
-        }
+        for (const c of cgroupDirs(Number(p))) if (CONTAINER_CGROUP.test(c)) cgroups.add(c);
       } catch {
         // gone meanwhile
       }
@@ -263,23 +256,9 @@ export class PrivateContainerd {
       }
     }
     for (const dir of left.cgroups) {
-      for (let i = 0; i < 20; i++) {
-        try {
-          rmdirSync(dir);
-          break;
-        } catch (e) {
-          if ((e as NodeJS.ErrnoException).code === 'ENOENT') break;
-          await new Promise((r) => setTimeout(r, 50));
-        }
-      }
+      await rmdirRetrying(dir);
       // A pod cgroup of podrun's, and the podrun directories above it, once empty.
-      for (let up = dirname(dir); /\/podrun(\/|$)/.test(up); up = dirname(up)) {
-        try {
-          rmdirSync(up);
-        } catch {
-          break;
-        }
-      }
+      removeEmptyPodrunParents(dir);
     }
     // A sandbox's netns is a bind mount under /run/netns: ours are those a shim's child was in.
     // CNI's cached results name the network or the sandbox id.
@@ -306,11 +285,7 @@ export class PrivateContainerd {
       }
     }
     spawnSync('ip', ['link', 'del', this.bridge]);
-    const mounts = readFileSync('/proc/mounts', 'utf8')
-      .split('\n')
-      .map((l) => l.split(' ')[1] ?? '')
-      .filter((m) => m.startsWith(this.dir));
-    for (const m of mounts.reverse()) spawnSync('umount', ['-l', m]);
+    unmountUnder(this.dir);
     rmSync(this.dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   }
 }

@@ -78,7 +78,7 @@ describe('the agent when containerd restarts under it', () => {
         return status.desired.includes(`${ns}/${late}`) ? true : undefined;
       });
       // Pod worker turns with the runtime away (each resync wakes both pods): the agent took them.
-      await metricGrown(agent, 'podrun_pod_worker_duration_seconds_count', 4, 'operation="sync"');
+      await metricGrown(agent, 'podrun_pod_worker_duration_seconds_count', 4, { labels: ['operation="sync"'] });
       expect(agent.proc.exitCode).toBeNull();
       expect(await healthz()).toBe(503);
       // get must not show what the cache last saw as if it were now.

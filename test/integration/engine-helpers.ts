@@ -1,12 +1,13 @@
 import { spawn, spawnSync, type ChildProcess } from 'node:child_process';
 import { randomBytes } from 'node:crypto';
-import { mkdtempSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { mkdtempSync, rmSync, writeFileSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { createServer as createHttpServer, request as httpRequest, type IncomingMessage, type ServerResponse } from 'node:http';
 import { connect, type Socket } from 'node:net';
 import { join } from 'node:path';
 import Docker from 'dockerode';
 import { PAUSE_IMAGE, TEST_IMAGE, until } from './helpers.js';
+import { unmountUnder } from './suite-run.js';
 
 function ip(...args: string[]): void {
   const r = spawnSync('ip', args, { encoding: 'utf8' });
@@ -93,11 +94,7 @@ export class PrivateEngine {
     await this.stop();
     if (this.bridgeMade) spawnSync('ip', ['link', 'del', this.bridge]);
     // Overlay mounts of the stopped engine can linger a moment; unmount them before removing.
-    const mounts = readFileSync('/proc/mounts', 'utf8')
-      .split('\n')
-      .map((l) => l.split(' ')[1] ?? '')
-      .filter((m) => m.startsWith(this.dir));
-    for (const m of mounts.reverse()) spawnSync('umount', ['-l', m]);
+    unmountUnder(this.dir);
     rmSync(this.dir, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
   }
 }

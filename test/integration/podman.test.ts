@@ -92,7 +92,7 @@ spec:
     const adopter = agent;
     await until(
       'the adoption turn',
-      async () => ((await agentMetric(adopter, 'podrun_pod_worker_duration_seconds_count', 'operation="sync"')) >= 1 ? true : undefined),
+      async () => ((await agentMetric(adopter, 'podrun_pod_worker_duration_seconds_count', { labels: ['operation="sync"'] })) >= 1 ? true : undefined),
       30_000,
     );
     // ...and two probe periods of the adopted web since, counted by the prober: the turn its own

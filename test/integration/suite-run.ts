@@ -197,10 +197,10 @@ function dirsBelow(root: string, depth: number, out: string[] = []): string[] {
   return out;
 }
 
-/** Files named `name` below `root` (a few levels). */
-function filesNamed(root: string, name: RegExp, depth = 3): string[] {
+/** Files named `name` in `dirs`. */
+function filesNamed(dirs: string[], name: RegExp): string[] {
   const out: string[] = [];
-  for (const d of dirsBelow(root, depth)) {
+  for (const d of dirs) {
     try {
       for (const f of readdirSync(d)) if (name.test(f)) out.push(join(d, f));
     } catch {
@@ -210,8 +210,11 @@ function filesNamed(root: string, name: RegExp, depth = 3): string[] {
   return out;
 }
 
+/** A container's own cgroup under containerd's default parent or a pod cgroup of podrun's (pod-cgroup.ts). */
+export const CONTAINER_CGROUP = /\/(k8s\.io|podrun\/[0-9a-f]+\/pod[A-Za-z0-9-]+)\/[0-9a-f]{64}$/;
+
 /** The cgroup directories a process is in, on every hierarchy (v1 per controller, v2 unified). */
-function cgroupDirs(pid: number): string[] {
+export function cgroupDirs(pid: number): string[] {
   const out: string[] = [];
   try {
     for (const line of readFileSync(`/proc/${pid}/cgroup`, 'utf8').split('\n')) {
@@ -226,7 +229,8 @@ function cgroupDirs(pid: number): string[] {
   return out;
 }
 
-async function rmdirRetrying(dir: string): Promise<boolean> {
+/** Removes a cgroup directory once its killed tasks are reaped; whether it was there to remove. */
+export async function rmdirRetrying(dir: string): Promise<boolean> {
   for (let i = 0; i < 40; i++) {
     try {
       rmdirSync(dir);
@@ -273,7 +277,8 @@ export async function reapRun(
   report.runs.push(root);
   // What a shim's children hold is read before they die: their network namespaces and cgroups.
   // The run, and the runs started inside it (a test of the sweep runs a suite of its own there).
-  const runIds = new Set([runId, ...dirsBelow(root, 2).flatMap((d) => (basename(d).startsWith(RUN_PREFIX) ? [basename(d).slice(RUN_PREFIX.length)] : []))]);
+  const dirs = dirsBelow(root, STATE_DIR_DEPTH);
+  const runIds = new Set([runId, ...dirs.flatMap((d) => (basename(d).startsWith(RUN_PREFIX) ? [basename(d).slice(RUN_PREFIX.length)] : []))]);
   // A live run's own workers carry its id until its pool closes: only the runs inside it are known so.
   const left = leftProcesses(root, o.dead ? runIds : new Set([...runIds].filter((id) => id !== runId)));
   const netnsInodes = new Set<number>();
@@ -284,7 +289,7 @@ export async function reapRun(
     } catch {
       // gone meanwhile
     }
-    for (const c of cgroupDirs(p.pid)) if (/\/(k8s\.io|podrun\/[0-9a-f]+\/pod[A-Za-z0-9-]+)\/[0-9a-f]{64}$/.test(c)) cgroups.add(c);
+    for (const c of cgroupDirs(p.pid)) if (CONTAINER_CGROUP.test(c)) cgroups.add(c);
   }
   for (const p of left.all) {
     try {
@@ -296,7 +301,7 @@ export async function reapRun(
   }
 
   // Containers on the shared engine: those of the run's podrun instances, and those its tests made.
-  const instances = new Set(dirsBelow(root, STATE_DIR_DEPTH).map((d) => instanceId(d)));
+  const instances = new Set(dirs.map((d) => instanceId(d)));
   const list = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [LABEL.instance] }) }).catch(() => []);
   const made = (await docker.listContainers({ all: true, filters: JSON.stringify({ label: [TEST_RUN_LABEL] }) }).catch(() => [])).filter((c) =>
     runIds.has(c.Labels[TEST_RUN_LABEL] ?? ''),
@@ -327,7 +332,7 @@ export async function reapRun(
 
   // Network: the bridges its engines made (named in the directory), their CNI results and netns.
   const networks: string[] = [];
-  for (const f of filesNamed(root, /\.conflist$/)) {
+  for (const f of filesNamed(dirs, /\.conflist$/)) {
     try {
       const conf = JSON.parse(readFileSync(f, 'utf8')) as { name?: string; plugins?: { bridge?: string }[] };
       if (conf.name) networks.push(conf.name);
@@ -336,7 +341,7 @@ export async function reapRun(
       // not one of ours
     }
   }
-  for (const f of filesNamed(root, /^bridge-name$/)) deleteLink(readFileSync(f, 'utf8').trim(), report);
+  for (const f of filesNamed(dirs, /^bridge-name$/)) deleteLink(readFileSync(f, 'utf8').trim(), report);
   for (const f of safeList('/run/netns')) {
     const path = join('/run/netns', f);
     try {
@@ -352,23 +357,31 @@ export async function reapRun(
 
   // cgroups: the containers' under a private containerd, then podrun's pod cgroups and their parents.
   for (const c of [...cgroups, ...podrunCgroups(instances)]) if (await rmdirRetrying(c)) report.cgroups.push(c);
-  for (const c of cgroups) {
-    for (let up = dirname(c); /\/podrun(\/|$)/.test(up); up = dirname(up)) {
-      try {
-        rmdirSync(up);
-      } catch {
-        break;
-      }
+  for (const c of cgroups) removeEmptyPodrunParents(c);
+
+  unmountUnder(root);
+  rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
+  return report;
+}
+
+/** The podrun directories above a pod's cgroup (`podrun/<instance>/pod<uid>`), those now empty. */
+export function removeEmptyPodrunParents(cgroup: string): void {
+  for (let up = dirname(cgroup); /\/podrun(\/|$)/.test(up); up = dirname(up)) {
+    try {
+      rmdirSync(up);
+    } catch {
+      break;
     }
   }
+}
 
+/** Lazily unmounts every mount at or below `dir`, deepest first (a stopped engine's overlays linger). */
+export function unmountUnder(dir: string): void {
   const mounts = readFileSync('/proc/mounts', 'utf8')
     .split('\n')
     .map((l) => (l.split(' ')[1] ?? '').replace(/\\040/g, ' '))
-    .filter((m) => under(m, root));
+    .filter((m) => under(m, dir));
   for (const m of mounts.reverse()) spawnSync('umount', ['-l', m]);
-  rmSync(root, { recursive: true, force: true, maxRetries: 5, retryDelay: 200 });
-  return report;
 }
 
 function safeList(dir: string): string[] {
