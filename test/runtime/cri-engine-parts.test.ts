@@ -3,89 +3,16 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import type { Pod } from '../../src/manifest/types.js';
 import { LABEL } from '../../src/runtime/labels.js';
 import { boundNs, parseCriLine, timeNs, writeCriLog } from '../../src/runtime/cri/logs.js';
-import { ContainerState, NamespaceMode, PodSandboxState } from '../../src/runtime/cri/messages.js';
-import { containerConfig, containerLogPath, sandboxConfig, splitLabels } from '../../src/runtime/cri/pod-config.js';
+import { ContainerState, PodSandboxState } from '../../src/runtime/cri/messages.js';
 import { recordFromContainer, recordFromSandbox, rfc3339 } from '../../src/runtime/cri/records.js';
 import { transitions } from '../../src/runtime/cri/relist.js';
 import { criEndpoint } from '../../src/runtime/open-engine.js';
 import { sandboxProblem } from '../../src/runtime/cri/engine.js';
-import { containerCreateOptions, startOptions } from '../../src/runtime/docker/spec.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'podrun-cri-unit-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
-
-const pod: Pod = {
-  apiVersion: 'v1',
-  kind: 'Pod',
-  metadata: { name: 'p', namespace: 'ns', uid: 'u-1' },
-  spec: {
-    hostPID: true,
-    terminationGracePeriodSeconds: 7,
-    containers: [
-      {
-        name: 'c',
-        image: 'busybox',
-        command: ['sh'],
-        args: ['-c', 'echo $(X)'],
-        env: [{ name: 'X', value: 'y' }],
-        ports: [{ containerPort: 80, hostPort: 8080 }],
-        resources: { limits: { cpu: '500m', memory: '64Mi' } },
-        securityContext: { runAsUser: 1000, capabilities: { drop: ['ALL'] } },
-      },
-    ],
-  },
-};
-const id = { uid: 'u-1', name: 'p', namespace: 'ns', source: 'file:/x' };
-
-describe('pod-config: a pod in runtime.v1 words', () => {
-  it('puts specs in annotations (containerd caps a label at 4096 bytes) and identity in labels', () => {
-    const s = splitLabels({ [LABEL.podUid]: 'u', [LABEL.podSpec]: '{}', [LABEL.containerSpec]: '{}' });
-    expect(s.labels).toEqual({ [LABEL.podUid]: 'u' });
-    expect(Object.keys(s.annotations).sort()).toEqual([LABEL.containerSpec, LABEL.podSpec].sort());
-  });
-
-  it('makes the sandbox config: metadata, log directory, ports, namespaces, identity', () => {
-    const c = sandboxConfig(pod, id, { instance: 'inst', attempt: 2, hash: 'h', pauseImage: 'pause', logRoot: '/logs' });
-    expect(c.metadata).toEqual({ name: 'p', uid: 'u-1', namespace: 'ns', attempt: 2 });
-    expect(c.logDirectory).toBe('/logs/ns_p_u-1');
-    expect(c.hostname).toBe('p');
-    expect(c.portMappings).toEqual([{ protocol: 0, containerPort: 80, hostPort: 8080 }]);
-    expect(c.linux?.securityContext?.namespaceOptions).toEqual({ network: NamespaceMode.POD, pid: NamespaceMode.NODE, ipc: NamespaceMode.POD });
-    expect(c.labels?.[LABEL.instance]).toBe('inst');
-    expect(c.labels?.['io.kubernetes.pod.uid']).toBe('u-1');
-    expect(JSON.parse(c.annotations?.[LABEL.podSpec] ?? '{}').metadata.name).toBe('p');
-  });
-
-  it('makes the container config from what spec.ts decided: command, args, env, limits, user, log path', () => {
-    const c = pod.spec.containers[0]!;
-    const d = containerCreateOptions(
-      pod,
-      { ...id, instance: 'inst' },
-      c,
-      startOptions(
-        pod,
-        c,
-        { type: 'app', restartCount: 3, hash: 'h', sandbox: { id: 'sb', ip: '10.0.0.2' }, volumes: new Map(), engineRestarts: false },
-        { hostIP: '127.0.0.1', nodeName: 'n', oomScoreFloor: 0 },
-      ),
-    );
-    const cc = containerConfig(pod, c, d, { instance: 'inst', restartCount: 3 });
-    expect(cc.metadata).toEqual({ name: 'c', attempt: 3 });
-    expect(cc.command).toEqual(['sh']);
-    expect(cc.args).toEqual(['-c', 'echo y']);
-    expect(cc.envs).toContainEqual({ key: 'X', value: 'y' });
-    expect(cc.logPath).toBe('c/3.log');
-    expect(containerLogPath('c', 0)).toBe('c/0.log');
-    expect(cc.linux?.resources).toMatchObject({ cpuPeriod: 100_000, cpuQuota: 50_000, memoryLimitInBytes: 64 * 1024 * 1024 });
-    expect(cc.linux?.securityContext?.runAsUser).toEqual({ value: 1000 });
-    expect(cc.linux?.securityContext?.capabilities).toEqual({ dropCapabilities: ['ALL'] });
-    expect(cc.labels?.[LABEL.restartCount]).toBe('3');
-    expect(cc.annotations?.[LABEL.gracePeriod]).toBe('7');
-  });
-});
 
 describe('records: the runtime answers as podrun records', () => {
   it('keeps a CRI time to the nanosecond', () => {

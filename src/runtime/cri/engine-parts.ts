@@ -1,13 +1,12 @@
 import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
 import { arch, cpus, release, totalmem } from 'node:os';
 import { join } from 'node:path';
-import type { Container, Pod } from '../../manifest/types.js';
-import { pinMount, removeTree } from '../safe-mount.js';
-import type { ExecAttachOptions, ExecStreams, RuntimeOptions, StartRequest } from '../runtime-types.js';
-import { mountsToPin, type VolumeBacking } from '../docker/spec.js';
+import type { Pod } from '../../manifest/types.js';
+import { removeTree } from '../safe-mount.js';
+import type { ExecAttachOptions, ExecStreams, RuntimeOptions, VolumeBacking } from '../runtime-types.js';
 import type { ProcView } from '../exec-reaper.js';
 import { timerDelay } from '../../base/duration.js';
-import { podDir, prepareHostPath, prepareTerminationLog, stagingPath, terminationLogPath, writeDownwardApiVolume, writeHostNetworkHosts } from '../volumes.js';
+import { podDir, prepareHostPath, writeDownwardApiVolume } from '../volumes.js';
 import type { CriClient } from './client.js';
 import { CriExecTimeoutError } from './errors.js';
 import { criExecId, killCriExec } from './exec-end.js';
@@ -43,30 +42,6 @@ export async function prepareCriVolumes(o: RuntimeOptions, pod: Pod): Promise<Ma
 
 export async function removeCriPodVolumes(stateDir: string, uid: string): Promise<void> {
   await removeTree(podDir(stateDir, uid));
-}
-
-/** The container's checked and pinned mounts (safe-mount.ts), its termination-log file and a hostNetwork pod's hosts file. */
-export async function pinCriMounts(
-  o: RuntimeOptions,
-  pod: Pod,
-  c: Container,
-  r: StartRequest,
-): Promise<{ pinned: Map<number, string>; terminationLog: string; hostsFile?: string }> {
-  const uid = pod.metadata.uid ?? '';
-  const terminationLog = terminationLogPath(o.stateDir, uid, c.name, r.restartCount);
-  prepareTerminationLog(terminationLog);
-  const pinned = new Map<number, string>();
-  const allowed = o.allowedHostPaths;
-  for (const { index, mount: m, backing: b } of mountsToPin(c, r.volumes, allowed !== undefined)) {
-    const staging = stagingPath(o.stateDir, uid, m.name, c.name, index);
-    await pinMount(
-      { base: b.path, ...(m.subPath ? { subPath: m.subPath } : {}), ...(b.hostPath && allowed ? { allowed } : {}), what: `volume "${m.name}"` },
-      staging,
-    );
-    pinned.set(index, staging);
-  }
-  const hostsFile = pod.spec.hostNetwork && pod.spec.hostAliases?.length ? writeHostNetworkHosts(o.stateDir, pod) : undefined;
-  return { pinned, terminationLog, ...(hostsFile ? { hostsFile } : {}) };
 }
 
 /** The kubelet's cap on a probe's or hook's output (10 KiB). */

@@ -14,19 +14,24 @@ import {
   type SandboxInfo,
   type StartRequest,
 } from '../runtime-types.js';
-import { containerCreateOptions, needsImageUser, startOptions, type PodIdentity, type VolumeBacking } from '../docker/spec.js';
+import type { PodIdentity } from '../labels.js';
+import type { VolumeBacking } from '../runtime-types.js';
+import { containerConfig, needsImageUser } from '../kuberuntime/container-config.js';
+import { prepareContainerFiles } from '../kuberuntime/container-files.js';
+import type { PodSandboxConfig } from '../kuberuntime/cri-types.js';
+import { podLogDirectory, podSandboxConfig } from '../kuberuntime/sandbox-config.js';
 import { criEngineError, isCriNotFound } from './engine-errors.js';
 import { CriExecTimeoutError } from './errors.js';
 import type { PullListener } from './images.js';
 import { writeCriLog, type LogReadOptions } from './logs.js';
-import { ContainerState, PodSandboxState, type PodSandboxConfigInput } from './messages.js';
-import { containerConfig, podLogDirectory, sandboxConfig } from './pod-config.js';
+import { ContainerState, PodSandboxState } from './messages.js';
+import { containerConfigMessage, sandboxConfigMessage } from './wire-config.js';
 import { ensurePodCgroup, podCgroupParent, removePodCgroup } from './pod-cgroup.js';
 import { terminationMessageFrom } from '../termination-message.js';
 import { procView } from '../exec-reaper.js';
 import { endCriExec } from './exec-end.js';
 import { ExecStreamError } from './exec-stream-error.js';
-import { criEngineFacts, criExecAttached, criExec, prepareCriVolumes, removeCriPodVolumes, pinCriMounts } from './engine-parts.js';
+import { criEngineFacts, criExecAttached, criExec, prepareCriVolumes, removeCriPodVolumes } from './engine-parts.js';
 import { CriRuntimeView } from './engine-view.js';
 import { podIPNeededAtStart } from '../env.js';
 
@@ -55,16 +60,9 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
     return prepareCriVolumes(this.options, pod);
   }
 
-  private sandboxConfigOf(pod: Pod, id: PodIdentity, attempt: number, hash: string): PodSandboxConfigInput {
+  private sandboxConfigOf(pod: Pod, id: PodIdentity, attempt: number, hash: string): PodSandboxConfig {
     const dns = podDns(pod.spec.dnsPolicy, pod.spec.dnsConfig, nodeResolvConf(this.options.resolvConf ?? '/etc/resolv.conf'), pod.spec.hostNetwork === true);
-    const config = sandboxConfig(pod, id, {
-      instance: this.instance,
-      attempt,
-      hash,
-      pauseImage: this.options.pauseImage,
-      logRoot: this.logRoot,
-      ...(dns ? { dns } : {}),
-    });
+    const config = podSandboxConfig(pod, id, { instance: this.instance, attempt, hash, logRoot: this.logRoot, ...(dns ? { dns } : {}) });
     // The same parent in RunPodSandbox and in each CreateContainer's sandbox config: the runtime
     // puts a container's cgroup below the parent the latter names.
     return this.pidsLimited ? { ...config, linux: { ...config.linux, cgroupParent: podCgroupParent(this.instance, id.uid) } } : config;
@@ -101,9 +99,11 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
     signal?.throwIfAborted();
     // The containers' ImageStatus while the runtime makes the sandbox: their starts find the answer.
     for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) if (c.imagePullPolicy !== 'Always') this.presence.lookAhead(c.image);
-    const sandboxId = await this.call(`run sandbox for ${id.namespace}/${id.name}`, () => this.client.runPodSandbox(config)).catch((err: unknown) => {
-      throw new SandboxError(sandboxProblem((err as Error).message, cgroupParent));
-    });
+    const sandboxId = await this.call(`run sandbox for ${id.namespace}/${id.name}`, () => this.client.runPodSandbox(sandboxConfigMessage(config))).catch(
+      (err: unknown) => {
+        throw new SandboxError(sandboxProblem((err as Error).message, cgroupParent));
+      },
+    );
     this.sandboxIds.add(sandboxId);
     this.created(id.uid, sandboxId);
     // The IP is asked now only if a start needs it; else on first use (sandbox-lookups.ts).
@@ -126,15 +126,17 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
     const imageUser = needsImageUser(pod, c) ? await this.call(`image status ${c.image}`, () => this.images.user(c.image)) : undefined;
     let config;
     try {
-      const { pinned, terminationLog, hostsFile } = await pinCriMounts(this.options, pod, c, o);
-      const d = containerCreateOptions(pod, { ...id, instance: this.instance }, c, {
-        pinned,
-        ...(hostsFile ? { hostsFile } : {}),
+      const files = await prepareContainerFiles(this.options, pod, c, o.volumes, o.restartCount);
+      config = containerConfig(pod, id, c, {
+        ...files,
+        instance: this.instance,
+        type: o.type,
+        restartCount: o.restartCount,
+        hash: o.hash,
+        volumes: o.volumes,
         ...(imageUser !== undefined ? { imageUser } : {}),
-        terminationLog,
-        ...startOptions(pod, c, o, { hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor }),
+        runtime: { podIP: o.sandbox.ip, hostIP: this.hostIP, nodeName: this.nodeName, oomScoreFloor: this.oomScoreFloor },
       });
-      config = containerConfig(pod, c, d, { instance: this.instance, restartCount: o.restartCount });
     } catch (err) {
       throw new ContainerStartError((err as Error).message, 'CreateContainerConfigError');
     }
@@ -145,7 +147,10 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
     const cid = await this.presence
       .create(
         c.image,
-        () => this.call(`create container ${what}`, () => this.client.createContainer(o.sandbox.id, config, sandboxConfig)),
+        () =>
+          this.call(`create container ${what}`, () =>
+            this.client.createContainer(o.sandbox.id, containerConfigMessage(config), sandboxConfigMessage(sandboxConfig)),
+          ),
         () => this.ensureImage(c.image, c.imagePullPolicy, o.onPull, o.signal),
         o.signal,
       )

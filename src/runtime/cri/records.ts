@@ -28,7 +28,7 @@ export function stateOf(state: number): PodrunState {
   }
 }
 
-/** Labels and annotations as one map: podrun's identity is split over both (pod-config.ts splitLabels). */
+/** Labels and annotations as one map: podrun's identity is split over both (kuberuntime/sandbox-config.ts splitLabels). */
 function identity(labels: Record<string, string>, annotations: Record<string, string>): Record<string, string> {
   return { ...labels, ...annotations };
 }

@@ -13,22 +13,16 @@ import {
 import type { ImageStore } from './images.js';
 import type { ImagePresence } from '../image-presence.js';
 import { nodeResolvConf } from '../host.js';
-import {
-  containerCreateOptions,
-  engineRestartPolicy,
-  mountsToPin,
-  needsImageUser,
-  sandboxCreateOptions,
-  startOptions,
-  type ContainerOptions,
-  type PodIdentity,
-  type VolumeBacking,
-} from './spec.js';
+import type { PodIdentity } from '../labels.js';
+import type { VolumeBacking } from '../runtime-types.js';
+import { containerConfig, needsImageUser } from '../kuberuntime/container-config.js';
+import { prepareContainerFiles } from '../kuberuntime/container-files.js';
+import { podSandboxConfig } from '../kuberuntime/sandbox-config.js';
+import { containerCreateOptions, engineRestartPolicy, sandboxCreateOptions, type DockerContainerExtras } from './translate.js';
 import { podDns } from '../dns.js';
 import { podIPNeededAtStart } from '../env.js';
 import type { SlotRequest } from '../slots.js';
-import { pinMount } from '../safe-mount.js';
-import { prepareTerminationLog, prepareVolumes, stagingPath, terminationLogPath, writeHostNetworkHosts } from '../volumes.js';
+import { prepareVolumes } from '../volumes.js';
 import { ensureMemoryVolume } from './volumes.js';
 
 /** What making a pod's objects needs of the runtime (runtime.ts): its client, identity, images and bounded calls. */
@@ -49,7 +43,7 @@ export interface MakerParts {
 
 /**
  * Makes a pod's objects on the Docker engine: its volumes, its sandbox (the pause container) and
- * its containers, from the pod spec (spec.ts) and the node's settings. PodRuntime is its one door.
+ * its containers, from their CRI configs (kuberuntime/) translated (translate.ts). PodRuntime is its one door.
  */
 export class PodMaker {
   constructor(private readonly p: MakerParts) {}
@@ -86,21 +80,18 @@ export class PodMaker {
     // The containers' image inspects while the sandbox is made: their starts find the answer.
     for (const c of [...(pod.spec.initContainers ?? []), ...pod.spec.containers]) if (c.imagePullPolicy !== 'Always') this.p.presence.lookAhead(c.image);
     const dns = podDns(pod.spec.dnsPolicy, pod.spec.dnsConfig, nodeResolvConf(this.options.resolvConf ?? '/etc/resolv.conf'), pod.spec.hostNetwork === true);
-    const opts = sandboxCreateOptions(
-      pod,
-      { ...id, instance: this.p.instance },
-      {
-        pauseImage: this.options.pauseImage,
-        attempt,
-        hash,
-        network: this.options.network ?? 'bridge',
-        restartPolicy,
-        oomScoreFloor: this.p.oomScoreFloor,
-        ...(volumes ? { volumes } : {}),
-        ...(dns ? { dns } : {}),
-        ...(this.options.podPidsLimit ? { pidsLimit: this.options.podPidsLimit } : {}),
-      },
-    );
+    const config = podSandboxConfig(pod, id, { instance: this.p.instance, attempt, hash, ...(dns ? { dns } : {}) });
+    const s = pod.spec;
+    const opts = sandboxCreateOptions(config, {
+      pauseImage: this.options.pauseImage,
+      network: this.options.network ?? 'bridge',
+      restartPolicy,
+      oomScoreFloor: this.p.oomScoreFloor,
+      extraHosts: (s.hostAliases ?? []).flatMap((a) => (a.hostnames ?? []).map((h) => `${h}:${a.ip}`)),
+      ...(s.subdomain ? { domainname: `${s.subdomain}.${id.namespace}.svc` } : {}),
+      heldVolumes: engineVolumes(volumes),
+      ...(this.options.podPidsLimit ? { pidsLimit: this.options.podPidsLimit } : {}),
+    });
     const refused = (err: unknown): never => {
       throw err instanceof EngineRequestError ? new SandboxError(err.message) : err;
     };
@@ -132,22 +123,30 @@ export class PodMaker {
   async startContainer(pod: Pod, id: PodIdentity, c: Container, o: StartRequest): Promise<string> {
     if (!o.imageReady) await this.p.ensureImage(c.image, c.imagePullPolicy, o.onPull, o.signal);
     const imageUser = needsImageUser(pod, c) ? await this.p.images.imageUser(c.image) : undefined;
-    const terminationLog = terminationLogPath(this.options.stateDir, pod.metadata.uid ?? '', c.name, o.restartCount);
     let opts: Docker.ContainerCreateOptions;
     try {
-      prepareTerminationLog(terminationLog);
-      const pinned = await this.pinMounts(pod, c, o.volumes);
-      const hostsFile = pod.spec.hostNetwork && pod.spec.hostAliases?.length ? writeHostNetworkHosts(this.options.stateDir, pod) : undefined;
+      const files = await prepareContainerFiles(this.options, pod, c, o.volumes, o.restartCount);
       const logConfig = await this.logConfig();
-      opts = containerCreateOptions(pod, { ...id, instance: this.p.instance }, c, {
-        pinned,
-        ...(hostsFile ? { hostsFile } : {}),
-        ...(logConfig ? { logConfig } : {}),
+      const config = containerConfig(pod, id, c, {
+        ...files,
+        instance: this.p.instance,
+        type: o.type,
+        restartCount: o.restartCount,
+        hash: o.hash,
+        volumes: o.volumes,
         ...(imageUser !== undefined ? { imageUser } : {}),
-        ...(this.options.podPidsLimit ? { pidsLimit: this.options.podPidsLimit } : {}),
-        terminationLog,
-        ...startOptions(pod, c, o, { hostIP: this.p.hostIP(), nodeName: this.p.nodeName, oomScoreFloor: this.p.oomScoreFloor }),
+        runtime: { podIP: o.sandbox.ip, hostIP: this.p.hostIP(), nodeName: this.p.nodeName, oomScoreFloor: this.p.oomScoreFloor },
       });
+      // The sandbox's config as CreateContainer carries it: what names the container is the pod's.
+      const sandbox = podSandboxConfig(pod, id, { instance: this.p.instance, attempt: 0, hash: '' });
+      const extras: DockerContainerExtras = {
+        sandboxId: o.sandbox.id,
+        restartPolicy: o.engineRestarts ? engineRestartPolicy(pod, o.type, c) : 'no',
+        engineVolumes: new Set(engineVolumes(o.volumes).values()),
+        ...(logConfig ? { logConfig } : {}),
+        ...(this.options.podPidsLimit ? { pidsLimit: this.options.podPidsLimit } : {}),
+      };
+      opts = containerCreateOptions(config, sandbox, extras);
     } catch (err) {
       // What the manifest asks that cannot be made (a mount refused, a user that cannot be
       // checked) is the user's to fix; a bug of podrun's is not, and goes up as it is.
@@ -189,26 +188,16 @@ export class PodMaker {
    * Rotation for the engine's own file drivers (json-file, local), as the kubelet rotates CRI
    * logs. A node whose engine sends logs elsewhere by default (journald, syslog) keeps that.
    */
-  private async logConfig(): Promise<ContainerOptions['logConfig']> {
+  private async logConfig(): Promise<DockerContainerExtras['logConfig']> {
     const limits = this.options.containerLog;
     if (!limits) return undefined;
     const driver = await this.defaultLogDriver();
     if (driver !== 'json-file' && driver !== 'local') return undefined;
     return { Type: driver, Config: { 'max-size': String(limits.maxBytes), 'max-file': String(limits.maxFiles) } };
   }
+}
 
-  /** Checks and pins the container's subPath and allow-listed hostPath mounts (safe-mount.ts). */
-  private async pinMounts(pod: Pod, c: Container, volumes: ReadonlyMap<string, VolumeBacking>): Promise<Map<number, string>> {
-    const out = new Map<number, string>();
-    const allowed = this.options.allowedHostPaths;
-    for (const { index, mount: m, backing: b } of mountsToPin(c, volumes, allowed !== undefined)) {
-      const staging = stagingPath(this.options.stateDir, pod.metadata.uid ?? '', m.name, c.name, index);
-      await pinMount(
-        { base: b.path, ...(m.subPath ? { subPath: m.subPath } : {}), ...(b.hostPath && allowed ? { allowed } : {}), what: `volume "${m.name}"` },
-        staging,
-      );
-      out.set(index, staging);
-    }
-    return out;
-  }
+/** The pod's engine volumes (its `medium: Memory` emptyDirs) by pod volume name. */
+function engineVolumes(volumes: ReadonlyMap<string, VolumeBacking> | undefined): Map<string, string> {
+  return new Map([...(volumes ?? [])].flatMap(([name, b]) => (b.kind === 'volume' ? [[name, b.name] as const] : [])));
 }

@@ -3,7 +3,12 @@ import { describe, expect, it } from 'vitest';
 import { identityOf, LABEL } from '../../src/runtime/labels.js';
 import { groupObserved } from '../../src/runtime/observed.js';
 import { recordFromListed } from '../../src/runtime/docker/records.js';
-import { containerCreateOptions, sandboxCreateOptions } from '../../src/runtime/docker/spec.js';
+import { containerCreateOptions, sandboxCreateOptions, type DockerContainerExtras, type DockerSandboxExtras } from '../../src/runtime/docker/translate.js';
+import { containerConfig, type ContainerConfigOptions } from '../../src/runtime/kuberuntime/container-config.js';
+import { podSandboxConfig } from '../../src/runtime/kuberuntime/sandbox-config.js';
+import type { Container, Pod } from '../../src/manifest/types.js';
+import type { PodIdentity } from '../../src/runtime/labels.js';
+import type { ResolvConf } from '../../src/runtime/dns.js';
 import { expandVars } from '../../src/runtime/env.js';
 import { parseResolvConf, podDns } from '../../src/runtime/dns.js';
 import { desired } from '../fixtures/pods.js';
@@ -38,20 +43,46 @@ spec:
   volumes: [{name: data, hostPath: {path: /srv}}]
 `;
 
+// The Docker engine's create options, as it makes them: the pod's CRI configs (kuberuntime/),
+// translated (docker/translate.ts) with what only Docker decides.
+
+function sandboxOptions(
+  pod: Pod,
+  id: PodIdentity,
+  o: { attempt: number; hash: string; dns?: ResolvConf; network?: string } & Partial<DockerSandboxExtras>,
+): ReturnType<typeof sandboxCreateOptions> {
+  const config = podSandboxConfig(pod, id, { instance: id.instance ?? '', attempt: o.attempt, hash: o.hash, ...(o.dns ? { dns: o.dns } : {}) });
+  const s = pod.spec;
+  return sandboxCreateOptions(config, {
+    pauseImage: 'pause:1',
+    network: 'bridge',
+    restartPolicy: 'always',
+    extraHosts: (s.hostAliases ?? []).flatMap((a) => (a.hostnames ?? []).map((h) => `${h}:${a.ip}`)),
+    ...o,
+  });
+}
+
+function containerOptions(
+  pod: Pod,
+  id: PodIdentity,
+  c: Container,
+  o: Omit<ContainerConfigOptions, 'instance'> & Partial<DockerContainerExtras>,
+): ReturnType<typeof containerCreateOptions> {
+  const config = containerConfig(pod, id, c, { ...o, instance: id.instance ?? '' });
+  const sandbox = podSandboxConfig(pod, id, { instance: id.instance ?? '', attempt: 0, hash: '' });
+  return containerCreateOptions(config, sandbox, { sandboxId: 'sb', restartPolicy: 'no', ...o });
+}
+
 describe('translation to Docker create options', () => {
   const d = desired(POD);
   const id = identityOf(d.pod, d.origin.source, 'set1');
 
   it('puts ports, hostname, hosts and the pod spec on the sandbox', () => {
-    const o = sandboxCreateOptions(d.pod, id, { pauseImage: 'pause:1', attempt: 2, hash: 'h', network: 'bridge', restartPolicy: 'always' });
+    const o = sandboxOptions(d.pod, id, { attempt: 2, hash: 'h' });
     expect(o.name).toBe(`podrun_web_POD_prod_${d.uid.replace(/-/g, '').slice(0, 8)}_2`);
     expect(o.Hostname).toBe('www');
     // Two podrun instances on one engine may run the same pod: the instance keeps names apart.
-    const scoped = sandboxCreateOptions(
-      d.pod,
-      { ...id, instance: 'abcdef123456' },
-      { pauseImage: 'pause:1', attempt: 2, hash: 'h', network: 'bridge', restartPolicy: 'always' },
-    );
+    const scoped = sandboxOptions(d.pod, { ...id, instance: 'abcdef123456' }, { attempt: 2, hash: 'h' });
     expect(scoped.name).toBe(`podrun_web_POD_prod_${d.uid.replace(/-/g, '').slice(0, 8)}_abcdef_2`);
     expect(o.ExposedPorts).toEqual({ '80/tcp': {}, '53/udp': {} });
     expect(o.HostConfig?.PortBindings).toEqual({ '80/tcp': [{ HostIp: '127.0.0.1', HostPort: '8080' }] });
@@ -74,15 +105,7 @@ spec:
   containers: [{name: c, image: busybox}]
 `);
       const dns = podDns(p.pod.spec.dnsPolicy, p.pod.spec.dnsConfig, node, hostNetwork);
-      const h =
-        sandboxCreateOptions(p.pod, identityOf(p.pod, 's'), {
-          pauseImage: 'p',
-          attempt: 0,
-          hash: 'h',
-          network: 'bridge',
-          restartPolicy: 'always',
-          ...(dns ? { dns } : {}),
-        }).HostConfig ?? {};
+      const h = sandboxOptions(p.pod, identityOf(p.pod, 's'), { attempt: 0, hash: 'h', ...(dns ? { dns } : {}) }).HostConfig ?? {};
       return { Dns: h.Dns, DnsSearch: h.DnsSearch, DnsOptions: h.DnsOptions };
     };
     expect(mk('None')).toEqual({ Dns: ['192.0.2.53'], DnsSearch: ['.'], DnsOptions: undefined });
@@ -127,35 +150,25 @@ spec:
   containers: [{name: c, image: busybox}]
 `);
     const opts = (floor: number): number | undefined =>
-      containerCreateOptions(critical.pod, identityOf(critical.pod, 's'), critical.pod.spec.containers[0]!, {
+      containerOptions(critical.pod, identityOf(critical.pod, 's'), critical.pod.spec.containers[0]!, {
         type: 'app',
         restartCount: 0,
         hash: 'h',
-        sandboxId: 'sb',
-        restartPolicy: 'no',
         volumes: new Map(),
         runtime: { podIP: '', hostIP: '', nodeName: 'n', oomScoreFloor: floor },
       }).HostConfig?.OomScoreAdj;
     expect(opts(-1000)).toBe(-997);
     expect(opts(0)).toBe(0);
     const sandbox = (floor: number): number | undefined =>
-      sandboxCreateOptions(critical.pod, identityOf(critical.pod, 's'), {
-        pauseImage: 'p',
-        attempt: 0,
-        hash: 'h',
-        network: 'bridge',
-        restartPolicy: 'always',
-        oomScoreFloor: floor,
-      }).HostConfig?.OomScoreAdj;
+      sandboxOptions(critical.pod, identityOf(critical.pod, 's'), { attempt: 0, hash: 'h', oomScoreFloor: floor }).HostConfig?.OomScoreAdj;
     expect([sandbox(-1000), sandbox(0)]).toEqual([-998, 0]);
   });
 
   it('joins containers to the sandbox with env, limits and security translated', () => {
-    const o = containerCreateOptions(d.pod, id, d.pod.spec.containers[0]!, {
+    const o = containerOptions(d.pod, id, d.pod.spec.containers[0]!, {
       type: 'app',
       restartCount: 3,
       hash: 'h1',
-      sandboxId: 'sb',
       restartPolicy: 'always',
       volumes: new Map([['data', { kind: 'bind', path: '/srv' }]]),
       pinned: new Map([[0, '/state/pods/u/volume-subpaths/data/app/0']]),
@@ -187,12 +200,10 @@ spec:
 
   it('never hands the engine a subPath it was not given pinned: the check cannot be skipped', () => {
     expect(() =>
-      containerCreateOptions(d.pod, id, d.pod.spec.containers[0]!, {
+      containerOptions(d.pod, id, d.pod.spec.containers[0]!, {
         type: 'app',
         restartCount: 0,
         hash: 'h',
-        sandboxId: 'sb',
-        restartPolicy: 'always',
         volumes: new Map([['data', { kind: 'bind', path: '/srv' }]]),
         runtime: { podIP: '', hostIP: '', nodeName: 'n' },
       }),
@@ -256,14 +267,12 @@ describe('the pod spec in force', () => {
     const v1 = desired(POD);
     const v2 = desired(POD.replace('image: nginx:1.27', 'image: nginx:1.28'));
     const id = identityOf(v1.pod, 'file:/p.yaml');
-    const sandbox = sandboxCreateOptions(v1.pod, id, { pauseImage: 'p', attempt: 0, hash: 'sh', network: 'bridge', restartPolicy: 'always' });
+    const sandbox = sandboxOptions(v1.pod, id, { attempt: 0, hash: 'sh' });
     const newer = { ...v2.pod, spec: { ...v2.pod.spec, terminationGracePeriodSeconds: 3 } };
-    const c = containerCreateOptions(newer, id, newer.spec.containers[0]!, {
+    const c = containerOptions(newer, id, newer.spec.containers[0]!, {
       type: 'app',
       restartCount: 1,
       hash: 'h2',
-      sandboxId: 'sb',
-      restartPolicy: 'no',
       volumes: new Map([['data', { kind: 'bind', path: '/srv' }]]),
       pinned: new Map([[0, '/pinned']]),
       runtime: { podIP: '', hostIP: '', nodeName: 'n' },
