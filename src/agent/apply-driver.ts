@@ -152,7 +152,7 @@ export class ApplyDriver implements PodLooker {
     return (
       !!o &&
       [...latestByName(o).values()].some(
-        (c) => c.state === 'restarting' && c.restartCount === 0 && (statuses.find((s) => s.name === c.name)?.restartCount ?? 0) <= 1,
+        (c) => c.engineRestarting === true && c.restartCount === 0 && (statuses.find((s) => s.name === c.name)?.restartCount ?? 0) <= 1,
       )
     );
   }

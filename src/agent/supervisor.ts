@@ -314,7 +314,7 @@ export class PodSupervisor {
     else await this.adoption.adopt(r, cached);
     const restarting = new Set([...cached.sandboxes, ...cached.containers].filter((c) => this.adoption.engineRestarts(r, c)));
     if (restarting.size === 0) return { r, o: cached, engineRestarting: false };
-    const mark = (c: ObservedContainer): ObservedContainer => (restarting.has(c) ? { ...c, state: 'restarting' } : c);
+    const mark = (c: ObservedContainer): ObservedContainer => (restarting.has(c) ? { ...c, state: 'unknown', engineRestarting: true } : c);
     return { r, o: { ...cached, containers: cached.containers.map(mark), sandboxes: cached.sandboxes.map(mark) }, engineRestarting: true };
   }
 

@@ -170,9 +170,6 @@ export class PodCache {
         rec.exitCode = e.exitCode ?? -1;
         this.finished.set(e.id, e.timeMs);
         break;
-      case 'paused':
-        rec.state = 'paused';
-        break;
     }
     this.records.changed(e.id);
     return uid;

@@ -142,7 +142,7 @@ export async function removePodDir(rt: PodEngine, uid: string): Promise<boolean>
     // Most often a create that was under way when the deletion began (the sync gave up waiting for
     // it) and landed since: never started, it has nothing to stop, and goes now, not a turn (a
     // second) later. A container that runs goes through the next turn, with its grace period.
-    if (round >= LEFTOVER_ROUNDS || left.some((c) => !NOTHING_TO_STOP.has(c.state))) return false;
+    if (round >= LEFTOVER_ROUNDS || left.some((c) => !NOTHING_TO_STOP.has(c.state) || c.engineRestarting)) return false;
     await Promise.all(
       left.map((c) => (c.labels[LABEL.containerType] === 'sandbox' ? rt.removeSandbox(c.id, { urgent: true }) : rt.removeContainer(c.id, { urgent: true }))),
     );
@@ -151,8 +151,8 @@ export async function removePodDir(rt: PodEngine, uid: string): Promise<boolean>
   return true;
 }
 
-/** States of a container whose removal stops nothing. */
-const NOTHING_TO_STOP: ReadonlySet<string> = new Set(['created', 'exited', 'dead', 'removing']);
+/** States of a container whose removal stops nothing (unless the engine is about to restart it). */
+const NOTHING_TO_STOP: ReadonlySet<string> = new Set(['created', 'exited', 'unknown']);
 
 /** How often one deletion removes what it had not seen before it leaves the rest to the next turn. */
 const LEFTOVER_ROUNDS = 2;

@@ -23,9 +23,19 @@ export interface EngineContainer {
    * engine's list tells its uptime (Docker's "Up 5 minutes"). Gone with any news of it since.
    */
   startedBy?: number;
+  /**
+   * The engine restarts it itself (Docker's restart policy: no agent supervised its pod, or an
+   * adopted container whose policy could not be taken over) and is between two runs: its state
+   * is `unknown` (cri-dockerd's word for Docker's restarting), and it is active, not finished.
+   */
+  engineRestarting?: true;
 }
 
-export type ContainerState = 'created' | 'running' | 'paused' | 'restarting' | 'exited' | 'removing' | 'dead';
+/**
+ * CRI's container states (ContainerState in api.proto). Each engine says its own in these words:
+ * Docker's paused is running, its dead and removing are unknown (as cri-dockerd says them).
+ */
+export type ContainerState = 'created' | 'running' | 'exited' | 'unknown';
 
 /** One engine container as podrun sees it: identity from labels, state from the list call. */
 export interface ObservedContainer {
@@ -48,6 +58,8 @@ export interface ObservedContainer {
   ip?: string;
   /** EngineContainer's: the latest its running instance can have started, by the list's uptime. */
   startedBy?: number;
+  /** EngineContainer's: the engine restarts it itself, between runs now. */
+  engineRestarting?: true;
 }
 
 export interface ObservedPod {
@@ -66,7 +78,7 @@ export interface ObservedPod {
 }
 
 export function isActive(c: ObservedContainer): boolean {
-  return c.state === 'running' || c.state === 'restarting' || c.state === 'paused';
+  return c.state === 'running' || c.engineRestarting === true;
 }
 
 /** Groups the engine's container list into pods. Pure, so it is tested with plain data. */
@@ -105,6 +117,7 @@ export function groupObserved(list: readonly EngineContainer[]): ObservedPod[] {
     };
     if (info.ip) c.ip = info.ip;
     if (info.startedBy !== undefined) c.startedBy = info.startedBy;
+    if (info.engineRestarting) c.engineRestarting = true;
     const own = parseJson<Container>(l[LABEL.containerSpec]);
     if (own) c.spec = own;
     const grace = Number(l[LABEL.gracePeriod]);

@@ -78,7 +78,7 @@ export interface RuntimeObserver {
  * create/start/die/destroy, the CRI's ContainerEventType. Other news (execs, renames) is no event.
  */
 export interface EngineEvent {
-  kind: 'created' | 'started' | 'paused' | 'exited' | 'removed';
+  kind: 'created' | 'started' | 'exited' | 'removed';
   id: string;
   /** The container's labels: podrun's identity (labels.ts). */
   labels: Record<string, string>;

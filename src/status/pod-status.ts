@@ -128,7 +128,7 @@ function containerStatus(
     containerID: containerID(c, inputs),
     ...(d?.startedAt ? { startedAt: d.startedAt } : {}),
   };
-  if (c.state === 'restarting') {
+  if (c.engineRestarting) {
     // The engine restarts it (no agent): it is crash-looping as far as anyone can tell, and the
     // run that just ended (the engine keeps its exit code) is its last state, as the kubelet's.
     const ended = d?.restarting && d.exitCode !== undefined ? { lastTerminated: terminated(c, d, inputs) } : {};

@@ -158,6 +158,7 @@ export class FakeEngine implements PodEngine {
 
   private run(c: FakeContainer): void {
     c.state = 'running';
+    delete c.engineRestarting;
     delete c.exitCode;
     c.startedAt = this.now();
     delete c.finishedAt;
@@ -180,19 +181,20 @@ export class FakeEngine implements PodEngine {
 
   /**
    * The engine decides to restart an exited container in place and waits before it does (Docker's
-   * restart manager): `restarting`, its restart counted already, as Docker raises RestartCount.
+   * restart manager): `unknown` and engine-restarting (cri-dockerd's words), its restart counted already, as Docker raises RestartCount.
    */
   restartPending(id: string): void {
     const c = this.containers.get(id);
     if (c?.state !== 'exited') return;
-    c.state = 'restarting';
+    c.state = 'unknown';
+    c.engineRestarting = true;
     c.engineRestarts = (c.engineRestarts ?? 0) + 1;
   }
 
   /** The engine restarts an exited container in place (its own restart policy): same id, running again. */
   restartInPlace(id: string): void {
     const c = this.containers.get(id);
-    if (c?.state === 'exited' || c?.state === 'restarting') this.run(c);
+    if (c?.state === 'exited' || c?.engineRestarting) this.run(c);
   }
 
   /** Cuts the event stream, as an engine restart does. */
@@ -290,7 +292,7 @@ export class FakeEngine implements PodEngine {
       ...(c.finishedAt ? { finishedAt: new Date(c.finishedAt).toISOString() } : {}),
       oomKilled: false,
       engineRestarts: c.engineRestarts ?? 0,
-      restarting: c.state === 'restarting',
+      restarting: c.engineRestarting === true,
     };
   }
 

@@ -120,7 +120,7 @@ spec:
 `);
     expect(heldSinceListed(probed, observedFor(probed, { app: { startedBy: 1_000 } }))).toBeUndefined();
     expect(heldSinceListed(POD(), observedFor(POD()))).toBeUndefined();
-    expect(heldSinceListed(POD(), observedFor(POD(), { app: { startedBy: 1_000, state: 'restarting' } }))).toBeUndefined();
+    expect(heldSinceListed(POD(), observedFor(POD(), { app: { startedBy: 1_000, state: 'unknown', engineRestarting: true } }))).toBeUndefined();
     const withDead = observedFor(POD(), { app: { startedBy: 1_000 } });
     withDead.containers.push({ ...withDead.containers[0]!, id: 'dead', state: 'exited', exitCode: 1 });
     expect(heldSinceListed(POD(), withDead)).toBeUndefined();

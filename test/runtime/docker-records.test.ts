@@ -9,6 +9,7 @@ import {
   upAtLeastMs,
   readingFromDocker,
   statusFromInspect,
+  stateOf,
   type DockerStats,
 } from '../../src/runtime/docker/records.js';
 import { cpuOf } from '../../src/stats/summary.js';
@@ -86,7 +87,20 @@ describe('recordFromListed', () => {
       Status: 'Restarting (1) 2 seconds ago',
       NetworkSettings: { Networks: { a: { IPAddress: '' }, b: { IPAddress: '10.0.0.9' } } },
     } as unknown as Docker.ContainerInfo);
-    expect(r).toEqual({ id: 'x', name: 'n', image: 'i', labels: {}, state: 'restarting', created: 5, ip: '10.0.0.9' });
+    expect(r).toEqual({ id: 'x', name: 'n', image: 'i', labels: {}, state: 'unknown', engineRestarting: true, created: 5, ip: '10.0.0.9' });
+  });
+
+  it("says Docker's seven states in CRI's four, as cri-dockerd does; a restarting one stays alive", () => {
+    const states = ['created', 'running', 'paused', 'restarting', 'exited', 'removing', 'dead'];
+    expect(states.map((s) => stateOf(s))).toEqual([
+      { state: 'created' },
+      { state: 'running' },
+      { state: 'running' },
+      { state: 'unknown', engineRestarting: true },
+      { state: 'exited' },
+      { state: 'unknown' },
+      { state: 'unknown' },
+    ]);
   });
 });
 
@@ -128,7 +142,7 @@ describe('statusFromInspect', () => {
 describe('eventFromDocker', () => {
   const actor = (attrs: Record<string, string>) => ({ ID: 'c1', Attributes: { ...LABELS, name: 'podrun_x', image: 'busybox:1', ...attrs } });
 
-  it("turns the life events into one kind each, the exit code a number, Docker's own attributes out of the labels", () => {
+  it("turns the life events into one kind each (a pause changes no CRI state), the exit code a number, Docker's own attributes out of the labels", () => {
     expect(eventFromDocker({ Action: 'die', Actor: actor({ exitCode: '137' }), timeNano: 1_700_000_000_123_456_789 })).toEqual({
       kind: 'exited',
       id: 'c1',
@@ -140,7 +154,7 @@ describe('eventFromDocker', () => {
     });
     expect(
       ['create', 'start', 'unpause', 'restart', 'pause', 'destroy', 'remove'].map((a) => eventFromDocker({ Action: a, Actor: actor({}), time: 1 })?.kind),
-    ).toEqual(['created', 'started', 'started', 'started', 'paused', 'removed', 'removed']);
+    ).toEqual(['created', 'started', 'started', 'started', undefined, 'removed', 'removed']);
   });
 
   it("is no event for news that changes no container's life, nor for what names no container", () => {

@@ -86,14 +86,14 @@ describe('podStatus', () => {
 
   it("counts restarts the engine made in place (its own restart policy) with podrun's own", () => {
     const d = desired(POD('Always'));
-    const o = observedFor(d, { a: { state: 'restarting', restartCount: 1 } });
+    const o = observedFor(d, { a: { state: 'unknown', engineRestarting: true, restartCount: 1 } });
     const s = podStatus(d.pod, o, { details: (id) => (id === o.containers[0]!.id ? { exitCode: 1, engineRestarts: 5 } : {}) });
     expect(s.containers.map((c) => c.restartCount)).toEqual([6, 0]);
   });
 
   it('gives a container the engine waits to restart in place the run that just ended as its last state, and no exit code read while it ran', () => {
     const d = desired(POD('Always'));
-    const o = observedFor(d, { a: { state: 'restarting' } });
+    const o = observedFor(d, { a: { state: 'unknown', engineRestarting: true } });
     const id = o.containers[0]!.id;
     const waiting = podStatus(d.pod, o, {
       runtimeName: 'docker',

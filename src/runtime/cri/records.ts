@@ -23,8 +23,8 @@ export function stateOf(state: number): PodrunState {
     case ContainerState.EXITED:
       return 'exited';
     default:
-      // UNKNOWN: the runtime lost track of it (its shim died); as Docker's `dead`, it is replaced.
-      return 'dead';
+      // UNKNOWN: the runtime lost track of it (its shim died): it is replaced.
+      return 'unknown';
   }
 }
 

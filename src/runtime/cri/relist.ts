@@ -15,12 +15,14 @@ export function transitions(before: EngineContainer | undefined, now: EngineCont
   const base = { id: now.id, labels: now.labels, name: now.name, image: now.image, timeMs };
   const exited = (): EngineEvent => ({ ...base, kind: 'exited', ...(now.exitCode !== undefined ? { exitCode: now.exitCode } : {}) });
   if (!before)
-    return [now.state === 'running' ? { ...base, kind: 'started' } : now.state === 'exited' || now.state === 'dead' ? exited() : { ...base, kind: 'created' }];
+    return [
+      now.state === 'running' ? { ...base, kind: 'started' } : now.state === 'exited' || now.state === 'unknown' ? exited() : { ...base, kind: 'created' },
+    ];
   const out: EngineEvent[] = [];
   const was = before.state;
   if (was === now.state) return out;
   if (now.state === 'running') out.push({ ...base, kind: 'started' });
-  else if (now.state === 'exited' || now.state === 'dead') {
+  else if (now.state === 'exited' || now.state === 'unknown') {
     // Seen only once it ended: it ran in between (a crash between two relists).
     if (was === 'created') out.push({ ...base, kind: 'started' });
     out.push(exited());
@@ -107,7 +109,7 @@ export async function relistWatch(
           const was = known.get(now.id)?.state;
           // A runtime's event can arrive after a relist saw what came later: a container (or sandbox)
           // never runs again once ended (a restart is a new one), so an older word is dropped.
-          if ((was === 'exited' || was === 'dead') && (now.state === 'running' || now.state === 'created')) return;
+          if ((was === 'exited' || was === 'unknown') && (now.state === 'running' || now.state === 'created')) return;
           tell(transitions(known.get(now.id), now, t));
           known.set(now.id, now);
         } else if (removedId !== undefined) {

@@ -11,12 +11,33 @@ export function engineTime(t: string | undefined): string | undefined {
   return t && !t.startsWith('0001-') ? t : undefined;
 }
 
+/**
+ * Docker's seven states in CRI's four, as cri-dockerd says them: paused is running, restarting
+ * (its restart policy between two runs), dead and removing are unknown. A restarting one is
+ * flagged, so it counts as alive: the engine runs it again.
+ */
+export function stateOf(docker: string | undefined): { state: ContainerState; engineRestarting?: true } {
+  switch (docker) {
+    case 'created':
+      return { state: 'created' };
+    case 'running':
+    case 'paused':
+      return { state: 'running' };
+    case 'exited':
+      return { state: 'exited' };
+    case 'restarting':
+      return { state: 'unknown', engineRestarting: true };
+    default:
+      return { state: 'unknown' };
+  }
+}
+
 /** An inspect's state as podrun's container status. */
 export function statusFromInspect(state: Docker.ContainerInspectInfo['State'], restartCount: number | undefined): ContainerStatus {
   const startedAt = engineTime(state.StartedAt);
   const finishedAt = engineTime(state.FinishedAt);
   return {
-    state: state.Status as ContainerState,
+    state: stateOf(state.Status).state,
     exitCode: state.ExitCode,
     ...(startedAt ? { startedAt } : {}),
     ...(finishedAt ? { finishedAt } : {}),
@@ -64,12 +85,14 @@ export function recordFromListed(info: Docker.ContainerInfo, now = Date.now()): 
   const exitCode = exitCodeOf(info.Status);
   const ip = ipOf(info.NetworkSettings?.Networks);
   const up = info.State === 'running' ? upAtLeastMs(info.Status) : undefined;
+  const { state, engineRestarting } = stateOf(info.State);
   return {
     id: info.Id,
     name: (info.Names?.[0] ?? '').replace(/^\//, ''),
     image: info.Image,
     labels: info.Labels ?? {},
-    state: info.State as ContainerState,
+    state,
+    ...(engineRestarting ? { engineRestarting } : {}),
     ...(exitCode !== undefined ? { exitCode } : {}),
     created: info.Created,
     ...(ip ? { ip } : {}),
@@ -79,7 +102,7 @@ export function recordFromListed(info: Docker.ContainerInfo, now = Date.now()): 
 
 /** An inspect answer as the record a list would have given, so the cache keeps one kind whichever call told it. */
 export function recordFromInspect(i: Docker.ContainerInspectInfo): EngineContainer {
-  const state = i.State.Status as ContainerState;
+  const { state, engineRestarting } = stateOf(i.State.Status);
   const ip = ipOf(i.NetworkSettings?.Networks);
   return {
     id: i.Id,
@@ -87,7 +110,8 @@ export function recordFromInspect(i: Docker.ContainerInspectInfo): EngineContain
     image: i.Config.Image,
     labels: i.Config.Labels ?? {},
     state,
-    ...(state === 'exited' || state === 'dead' ? { exitCode: i.State.ExitCode } : {}),
+    ...(engineRestarting ? { engineRestarting } : {}),
+    ...(state === 'exited' || (state === 'unknown' && !engineRestarting) ? { exitCode: i.State.ExitCode } : {}),
     created: Math.floor(Date.parse(i.Created) / 1000),
     ...(ip ? { ip } : {}),
   };
@@ -108,7 +132,6 @@ const KINDS: Readonly<Record<string, EngineEvent['kind']>> = {
   start: 'started',
   unpause: 'started',
   restart: 'started',
-  pause: 'paused',
   die: 'exited',
   destroy: 'removed',
   remove: 'removed',
