@@ -134,7 +134,9 @@ const enm = (no: number): FieldSpec => ({ no, kind: 'enum' });
 const map = (no: number): FieldSpec => ({ no, kind: 'map' });
 const msg = (no: number, m: () => MessageSpec): FieldSpec => ({ no, kind: 'message', message: m });
 const msgs = (no: number, m: () => MessageSpec): FieldSpec => ({ no, kind: 'message', message: m, repeated: true });
-const spec = (name: string, fields: Record<string, FieldSpec>): MessageSpec => ({ name, fields });
+// Each table keeps its field names in its type, so the hand-written shapes (message-shapes.ts) can be
+// checked against them at compile time (test/runtime/cri-api-tables.test.ts).
+const spec = <F extends Record<string, FieldSpec>>(name: string, fields: F): { name: string; fields: F } => ({ name, fields });
 
 ${enumLines.join('\n')}
 

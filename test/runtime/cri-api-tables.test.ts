@@ -101,6 +101,52 @@ function forProtobufjs(type: protobuf.Type, v: unknown): unknown {
   );
 }
 
+// The hand-written shapes (message-shapes.ts) against the generated tables, at compile time: a
+// shape that names a field its table lacks (a typo, a field dropped from the selection) fails
+// `npm run typecheck` here, the names it lacks in the error.
+type Part<S> = NonNullable<S> extends readonly (infer E)[] ? E : NonNullable<S>;
+type Unknown<S, T extends { fields: object }> = Exclude<keyof Part<S>, keyof T['fields']>;
+type Known<S, T extends { fields: object }> = [Unknown<S, T>] extends [never] ? true : { fieldsNotInTable: Unknown<S, T> };
+type Sandbox = M.PodSandboxConfigInput;
+type Ctr = M.ContainerConfigInput;
+type CtrSecurity = Part<Part<Ctr['linux']>['securityContext']>;
+const shapesKnown = [
+  true satisfies Known<M.Metadata, typeof M.PodSandboxMetadata>,
+  true satisfies Known<M.MountSpec, typeof M.Mount>,
+  true satisfies Known<M.NamespaceOptionInput, typeof M.NamespaceOption>,
+  true satisfies Known<M.SecurityProfileInput, typeof M.SecurityProfile>,
+  true satisfies Known<M.Int64Input, typeof M.Int64Value>,
+  true satisfies Known<Sandbox, typeof M.PodSandboxConfig>,
+  true satisfies Known<Sandbox['dnsConfig'], typeof M.DNSConfig>,
+  true satisfies Known<Sandbox['portMappings'], typeof M.PortMapping>,
+  true satisfies Known<Sandbox['linux'], typeof M.LinuxPodSandboxConfig>,
+  true satisfies Known<Part<Sandbox['linux']>['securityContext'], typeof M.LinuxSandboxSecurityContext>,
+  true satisfies Known<M.LinuxResourcesInput, typeof M.LinuxContainerResources>,
+  true satisfies Known<Ctr, typeof M.ContainerConfig>,
+  true satisfies Known<Ctr['metadata'], typeof M.ContainerMetadata>,
+  true satisfies Known<Ctr['image'], typeof M.ImageSpec>,
+  true satisfies Known<Ctr['envs'], typeof M.KeyValue>,
+  true satisfies Known<Ctr['devices'], typeof M.Device>,
+  true satisfies Known<Ctr['linux'], typeof M.LinuxContainerConfig>,
+  true satisfies Known<CtrSecurity, typeof M.LinuxContainerSecurityContext>,
+  true satisfies Known<CtrSecurity['capabilities'], typeof M.Capability>,
+  true satisfies Known<M.VersionInfo, typeof M.VersionResponse>,
+  true satisfies Known<M.PodSandboxStatusInfo, typeof M.PodSandboxStatus>,
+  true satisfies Known<M.PodSandboxStatusInfo['network'], typeof M.PodSandboxNetworkStatus>,
+  true satisfies Known<M.PodSandboxItem, typeof M.PodSandbox>,
+  true satisfies Known<M.ContainerItem, typeof M.Container>,
+  true satisfies Known<M.ContainerStatusInfo, typeof M.ContainerStatus>,
+  true satisfies Known<M.ExecSyncResult, typeof M.ExecSyncResponse>,
+  true satisfies Known<M.ImageInfo, typeof M.Image>,
+  true satisfies Known<M.FilesystemUsageInfo, typeof M.FilesystemUsage>,
+  true satisfies Known<M.ContainerStatsInfo, typeof M.ContainerStatsSpec>,
+  true satisfies Known<M.ContainerStatsInfo['cpu'], typeof M.CpuUsage>,
+  true satisfies Known<M.ContainerStatsInfo['memory'], typeof M.MemoryUsage>,
+  true satisfies Known<M.ContainerEvent, typeof M.ContainerEventResponse>,
+  true satisfies Known<M.AuthConfigInput, typeof M.AuthConfig>,
+];
+void shapesKnown;
+
 describe('CRI field tables generated from api.proto', () => {
   it('are, as committed, what scripts/cri-messages.mjs writes from the vendored protos', () => {
     // --check exits 1 (execFileSync throws, with the script's message) when they differ.
