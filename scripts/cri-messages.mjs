@@ -91,7 +91,8 @@ export function tableEntries() {
 
 export async function generate() {
   const entries = tableEntries();
-  const lookup = entries[0].lookup;
+  // The enums podrun names are all CRI's.
+  const lookup = entries.find((e) => e.types[0].fullName.startsWith('.runtime.v1.')).lookup;
   const exportOf = new Map();
   for (const e of entries) for (const t of e.types) exportOf.set(t.fullName, e.name);
   const lines = [];
@@ -142,17 +143,13 @@ ${enumLines.join('\n')}
 
 ${lines.join('\n')}
 `;
-  const used = new Set(
-    Object.values(SCALARS)
-      .flatMap((h) => [h, `${h}s`])
-      .concat(['enm', 'map', 'msg', 'msgs']),
-  );
-  // Helpers no table calls are left out, so the file passes tsc's noUnusedLocals.
+  // A helper no table calls is left out, so the file passes tsc's noUnusedLocals.
+  const tables = lines.join('\n');
   const pruned = text
     .split('\n')
     .filter((l) => {
-      const m = /^const (\w+) = \(no: number/.exec(l);
-      return !m || !used.has(m[1]) || new RegExp(`\\b${m[1]}\\(\\d`).test(lines.join('\n'));
+      const helper = /^const (\w+) = \(no: number/.exec(l)?.[1];
+      return !helper || new RegExp(`\\b${helper}\\(\\d`).test(tables);
     })
     .join('\n');
   const options = await prettier.resolveConfig(OUT);
