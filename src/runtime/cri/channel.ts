@@ -20,10 +20,7 @@ import { WireError } from './wire.js';
 
 /** containerd's own version service: what tells "containerd without CRI" from any other gRPC server. */
 const CONTAINERD_VERSION = '/containerd.services.version.v1.Version/Version';
-const ContainerdVersionResponse = M.codec<Record<string, never>, { version: string; revision: string }>({
-  name: 'containerd.VersionResponse',
-  fields: { version: { no: 1, kind: 'string' }, revision: { no: 2, kind: 'string' } },
-});
+const ContainerdVersionResponse = M.codec<Record<string, never>, { version: string; revision: string }>(M.ContainerdVersionResponse);
 
 /** ExecSync output is capped at 16 MiB per stream by the runtime (CVE-2022-1708); leave room for both. */
 const MAX_MESSAGE_BYTES = 40 * 1024 * 1024;

@@ -1,6 +1,7 @@
 // The TypeScript shapes of the runtime.v1 messages in messages.ts: what decode returns and encode
-// accepts. Kept beside the field tables, not generated from them, so a reader sees each shape
-// whole; codec() in messages.ts is the one cast where a table and its shape meet.
+// accepts. Written here, not generated: they say which fields podrun always sets and how it reads
+// 64-bit values, which api.proto cannot. codec() in messages.ts is the one cast where a shape and
+// its generated table meet.
 
 export type Labels = Record<string, string>;
 

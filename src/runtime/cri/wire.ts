@@ -1,6 +1,6 @@
-// A small protobuf (proto3) wire codec driven by plain field tables: podrun defines only the CRI
-// messages and fields it uses (messages.ts) and needs no .proto files or code generation at run
-// time. The runtime on the other end is not trusted to be well-formed: every length is checked
+// A small protobuf (proto3) wire codec driven by plain field tables: the CRI messages and fields
+// podrun uses, generated from the vendored api.proto into api-tables.ts, so nothing parses a
+// .proto or loads a protobuf library at run time. The runtime on the other end is not trusted to be well-formed: every length is checked
 // against the bytes present, varints are bounded, and unknown fields are skipped, not kept.
 // This file holds what both directions share (the field tables' shape, the wire types, the
 // error); writing is wire-encode.ts, reading (where the untrusted bytes are) wire-decode.ts.
@@ -8,7 +8,7 @@
 export type ScalarKind = 'string' | 'bytes' | 'bool' | 'int32' | 'uint32' | 'int64' | 'uint64' | 'enum';
 
 export interface FieldSpec {
-  /** The field number of the published API. */
+  /** The field number of the published API (api.proto). */
   no: number;
   /** `map` is map<string, string>, the only map type podrun reads or writes. */
   kind: ScalarKind | 'message' | 'map';
