@@ -7,7 +7,7 @@
 import { readdirSync, readFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { mapLimit } from '../src/reconcile/converge.js';
-import { PodRuntime } from '../src/runtime/docker/runtime.js';
+import { DockerEngine } from '../src/runtime/docker/docker-engine.js';
 import { log, PAUSE_IMAGE, podrun, QUICK, removeInstance, stat, table, writePods } from './lib.js';
 
 const PODS = Number(process.env.BENCH_READINGS_PODS ?? (QUICK ? 10 : 50));
@@ -42,7 +42,7 @@ function engineBusyMs(): number {
 }
 
 async function round(
-  rt: PodRuntime,
+  rt: DockerEngine,
   targets: { id: string; sandbox: boolean }[],
 ): Promise<{ ownMs: number; machineMs: number; engineMs: number; wallMs: number; fromCgroup: number }> {
   const e0 = engineBusyMs();
@@ -64,8 +64,8 @@ export async function readingsCost(root: string): Promise<string> {
     if (r.code !== 0) throw new Error(`apply: ${r.err}`);
   });
   try {
-    const local = new PodRuntime({ stateDir, pauseImage: PAUSE_IMAGE });
-    const engine = new PodRuntime({ stateDir, pauseImage: PAUSE_IMAGE, cgroupReadings: false });
+    const local = new DockerEngine({ stateDir, pauseImage: PAUSE_IMAGE });
+    const engine = new DockerEngine({ stateDir, pauseImage: PAUSE_IMAGE, cgroupReadings: false });
     const targets = (await local.listPods()).flatMap((p) => [
       ...p.sandboxes.map((s) => ({ id: s.id, sandbox: true })),
       ...p.containers.map((c) => ({ id: c.id, sandbox: false })),

@@ -27,7 +27,7 @@ import { DesiredSet } from './desired-set.js';
 import { podList } from './pod-list.js';
 import { sourcesFor } from './agent-sources.js';
 import type { AgentOptions } from './options.js';
-import { PodRuntime } from '../runtime/docker/runtime.js';
+import { DockerEngine } from '../runtime/docker/docker-engine.js';
 import type { PodEngine } from '../runtime/roles.js';
 import type { RuntimeOptions } from '../runtime/runtime-types.js';
 import { acquireAgentLock } from './lock.js';
@@ -100,7 +100,7 @@ export class Agent {
     });
     this.runtime =
       o.engine ??
-      (o.engineFactory ?? ((x: RuntimeOptions) => new PodRuntime(x)))({
+      (o.engineFactory ?? ((x: RuntimeOptions) => new DockerEngine(x)))({
         ...o.runtime,
         ...(o.maxParallel ? { engineSlots: o.maxParallel } : {}),
         onPullProgress: pullLogger(this.log),

@@ -1,6 +1,6 @@
 import type { DesiredPod } from '../manifest/types.js';
 import { specOf } from '../reconcile/lifecycle.js';
-import type { HeldStart } from '../reconcile/gate.js';
+import type { HeldStart } from '../reconcile/start-backoff.js';
 import type { PodRecord } from './pod-record.js';
 
 /**

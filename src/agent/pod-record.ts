@@ -2,7 +2,7 @@ import type { WaitingReason } from '../base/reasons.js';
 import type { PodPhase } from './pod-phase.js';
 import { containerHash } from '../manifest/hash.js';
 import type { DesiredPod, Pod } from '../manifest/types.js';
-import { backoffKeys } from '../reconcile/gate.js';
+import { backoffKeys } from '../reconcile/start-backoff.js';
 import { specOf } from '../reconcile/lifecycle.js';
 import { Backoff, DEFAULT_BACKOFF, type BackoffPolicy } from '../reconcile/backoff.js';
 import type { ObservedPod } from '../runtime/observed.js';

@@ -5,7 +5,7 @@ import { ProbeManager, type ProbeEvent } from '../probe/manager.js';
 import type { ProbedContainer, ProbeResultLabel } from '../metrics/probe-metrics.js';
 import type { BackoffPolicy } from '../reconcile/backoff.js';
 import { fieldPathOf, type EventSink } from '../reconcile/lifecycle.js';
-import { gateStarts } from '../reconcile/gate.js';
+import { applyBackoff } from '../reconcile/start-backoff.js';
 import { hasActions } from '../reconcile/plan.js';
 import { executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
 import { isActive, latestByName, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
@@ -241,7 +241,7 @@ export class PodSupervisor {
       return seen.engineRestarting ? { again: 1000 } : {};
     }
     const now = Date.now();
-    const gate = gateStarts(d, o, actions, await backoffViewOf(this.rt, this.cache, r, o, actions, now), now);
+    const gate = applyBackoff(d, o, actions, await backoffViewOf(this.rt, this.cache, r, o, actions, now), now);
     noteHeld(d, r, gate.held, (type, message, name) => this.events.record(this.ref(d), type, 'BackOff', message, fieldPathOf(d.pod, name)));
     for (const x of gate.restarts) r.backoff.crash.restarted(x.key, now);
     if (!hasActions(gate.actions)) return { again: gate.waitMs };

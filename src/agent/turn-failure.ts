@@ -2,7 +2,7 @@ import type { Logger } from '../log/logger.js';
 import { containerHash } from '../manifest/hash.js';
 import type { DesiredPod } from '../manifest/types.js';
 import { Backoff } from '../reconcile/backoff.js';
-import { imageKey, sandboxKey } from '../reconcile/gate.js';
+import { imageKey, sandboxKey } from '../reconcile/start-backoff.js';
 import { specOf } from '../reconcile/lifecycle.js';
 import { ContainerImageError, ContainerStartFailure } from '../reconcile/sync.js';
 import { isPodrunBug } from '../runtime/runtime-types.js';

@@ -5,7 +5,7 @@ import type { DesiredPod } from '../manifest/types.js';
 import type { PodCache } from '../pleg/cache.js';
 import type { ProbeManager } from '../probe/manager.js';
 import { Backoff } from '../reconcile/backoff.js';
-import { newestExited, sandboxKey, type BackoffView, type GateResult } from '../reconcile/gate.js';
+import { newestExited, sandboxKey, type BackoffView, type BackoffResult } from '../reconcile/start-backoff.js';
 import { specOf } from '../reconcile/lifecycle.js';
 import { computePodActions, type PodActions } from '../reconcile/plan.js';
 import type { ObservedPod } from '../runtime/observed.js';
@@ -42,7 +42,7 @@ export function planTurn(d: DesiredPod, o: ObservedPod | undefined, probes: Pick
   return actions;
 }
 
-/** Decide, second half: what the gate (pure) reads, the finish times of what would restart gathered first. */
+/** Decide, second half: what applyBackoff (pure) reads, the finish times of what would restart gathered first. */
 export async function backoffViewOf(
   rt: Pick<PodEngine, 'finishedAt'>,
   cache: Pick<PodCache, 'finishedAt'>,
@@ -72,7 +72,7 @@ export interface StartObserver {
 }
 
 /** Record, after actions that went through: what started waits for nothing, and its refusals are forgotten. */
-export function recordStarted(d: DesiredPod, r: PodRecord, gate: GateResult, observer: StartObserver): void {
+export function recordStarted(d: DesiredPod, r: PodRecord, gate: BackoffResult, observer: StartObserver): void {
   const run = gate.actions;
   if (run.createSandbox) observer.started?.('sandbox');
   for (const s of run.containersToStart) observer.started?.(s.type);

@@ -62,8 +62,8 @@ export async function engineFactory(choice: EngineChoice): Promise<(o: RuntimeOp
       });
   }
   if (choice.imageServiceEndpoint) throw new Error('--image-service-endpoint needs --container-runtime-endpoint (the Docker API serves images itself)');
-  const { PodRuntime } = await import('./docker/runtime.js');
-  return (o) => new PodRuntime(o);
+  const { DockerEngine } = await import('./docker/docker-engine.js');
+  return (o) => new DockerEngine(o);
 }
 
 export async function openEngine(o: RuntimeOptions, choice: EngineChoice): Promise<PodEngine> {

@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import { Adoption } from '../../src/agent/adoption.js';
 import { newPodRecord } from '../../src/agent/pod-record.js';
 import { EngineRequestError, kindOfStatus } from '../../src/runtime/engine-errors.js';
-import { PodRuntime } from '../../src/runtime/docker/runtime.js';
+import { DockerEngine } from '../../src/runtime/docker/docker-engine.js';
 import type { ObservedPod } from '../../src/runtime/observed.js';
 import type { EngineRestartOn } from '../../src/runtime/runtime-types.js';
 
@@ -24,8 +24,8 @@ const pod: ObservedPod = {
 };
 
 /** The Docker engine on a stand-in client that holds one container with `policy` and refuses updates with HTTP `refusal`. */
-function dockerWith(policy: string, refusal?: number): PodRuntime {
-  const rt = new PodRuntime({ stateDir: '/nonexistent/podrun-adoption-test', pauseImage: 'pause' });
+function dockerWith(policy: string, refusal?: number): DockerEngine {
+  const rt = new DockerEngine({ stateDir: '/nonexistent/podrun-adoption-test', pauseImage: 'pause' });
   const container = {
     inspect: async () => ({ HostConfig: { RestartPolicy: { Name: policy } } }),
     update: async (o: { RestartPolicy: { Name: string } }) => {

@@ -3,7 +3,7 @@ import { PodSupervisor } from '../../src/agent/supervisor.js';
 import type { PodCache } from '../../src/pleg/cache.js';
 import { DEFAULT_BACKOFF } from '../../src/reconcile/backoff.js';
 import type { ObservedPod } from '../../src/runtime/observed.js';
-import type { PodRuntime } from '../../src/runtime/docker/runtime.js';
+import type { DockerEngine } from '../../src/runtime/docker/docker-engine.js';
 import type { ContainerStatus } from '../../src/runtime/runtime-types.js';
 import { desired, observedFor } from '../fixtures/pods.js';
 
@@ -23,7 +23,7 @@ spec:
     let now: ObservedPod = running;
     // The engine as an inspect sees the container: running (exit code 0) until it dies with 3.
     let state: ContainerStatus = { state: 'running', exitCode: 0, startedAt: '2026-11-30T10:00:00Z', oomKilled: false, engineRestarts: 0, restarting: false };
-    const rt = { containerState: async () => state, terminationMessage: async () => undefined, onCreated: () => () => undefined } as unknown as PodRuntime;
+    const rt = { containerState: async () => state, terminationMessage: async () => undefined, onCreated: () => () => undefined } as unknown as DockerEngine;
     const cache = { pod: () => now, finishedAt: () => undefined } as unknown as PodCache;
     const supervisor = new PodSupervisor(rt, cache, DEFAULT_BACKOFF, none, log);
     // Status read while it ran: its details are kept.

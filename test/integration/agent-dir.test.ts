@@ -169,12 +169,12 @@ describe('the agent with a watched directory', () => {
     const name = unique('half');
     writeFileSync(join(dir, `${name}.yaml`), pod(name));
     // Make the sandbox the way the agent would, then "die" before any container exists.
-    const { PodRuntime } = await import('../../src/runtime/docker/runtime.js');
+    const { DockerEngine } = await import('../../src/runtime/docker/docker-engine.js');
     const { loadManifestText } = await import('../../src/manifest/load.js');
     const { identityOf } = await import('../../src/runtime/labels.js');
     const { sandboxHash } = await import('../../src/manifest/hash.js');
     const d = loadManifestText({ file: 'x', source: `file:${join(dir, `${name}.yaml`)}`, text: pod(name) }).pods[0]!;
-    const rt = new PodRuntime({ stateDir: world.stateDir, pauseImage: 'podrun-test/pause:1' });
+    const rt = new DockerEngine({ stateDir: world.stateDir, pauseImage: 'podrun-test/pause:1' });
     const sandbox = await rt.createSandbox(d.pod, identityOf(d.pod, d.origin.source), 0, sandboxHash(d.pod), false);
 
     agent = suite.run(['--manifest-dir', dir]);

@@ -1,7 +1,7 @@
 import { readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
 import { beforeAll, describe, expect, it } from 'vitest';
-import { PodRuntime } from '../../src/runtime/docker/runtime.js';
+import { DockerEngine } from '../../src/runtime/docker/docker-engine.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
 import type { V1Pod } from '../../src/status/v1.js';
 import { bareId, type BedProc, type EngineBed } from './engine-beds.js';
@@ -78,7 +78,7 @@ export function execKillSuite(bed: EngineBed): void {
         const faulty = new FaultyEngine();
         await faulty.start();
         try {
-          const viaProxy = new PodRuntime({ host: faulty.host, stateDir: world.stateDir, pauseImage: PAUSE_IMAGE });
+          const viaProxy = new DockerEngine({ host: faulty.host, stateDir: world.stateDir, pauseImage: PAUSE_IMAGE });
           const run = viaProxy.exec(id, ['sh', '-c', 'exec >/dev/null 2>&1; sleep 1008'], 2000);
           await until('the command to run', async () => (matching(await top(id), 'sleep 1008').length ? true : undefined), 5000);
           faulty.dropConnections();

@@ -5,7 +5,7 @@ import { join } from 'node:path';
 import { LABEL } from '../../src/runtime/labels.js';
 import { AgentProcess } from './agent-helpers.js';
 import { testRunLabels } from './suite-run.js';
-import { PodRuntime } from '../../src/runtime/docker/runtime.js';
+import { DockerEngine } from '../../src/runtime/docker/docker-engine.js';
 import { agentGetText, docker, PAUSE_IMAGE, podContainers, TEST_IMAGE, unique, until, World } from './helpers.js';
 
 const SRC = fileURLToPath(new URL('../../src/', import.meta.url));
@@ -126,7 +126,7 @@ describe('garbage collection on a fresh state directory', () => {
     const ns2 = unique('orphans');
     let a: AgentProcess | undefined;
     try {
-      const { PodRuntime } = await import('../../src/runtime/docker/runtime.js');
+      const { DockerEngine } = await import('../../src/runtime/docker/docker-engine.js');
       const { loadManifestText } = await import('../../src/manifest/load.js');
       const { identityOf } = await import('../../src/runtime/labels.js');
       const { sandboxHash } = await import('../../src/manifest/hash.js');
@@ -139,7 +139,7 @@ metadata: {name: orphan, namespace: ${ns2}}
 spec: {containers: [{name: c, image: ${TEST_IMAGE}}]}
 `,
       }).pods[0]!;
-      const rt = new PodRuntime({ stateDir: fresh.stateDir, pauseImage: 'podrun-test/pause:1' });
+      const rt = new DockerEngine({ stateDir: fresh.stateDir, pauseImage: 'podrun-test/pause:1' });
       const sandbox = await rt.createSandbox(d.pod, identityOf(d.pod, d.origin.source), 0, sandboxHash(d.pod), false);
       await rt.stopContainer(sandbox.id, 0);
       a = new AgentProcess(fresh.stateDir, ['--gc-period', '1s']);
@@ -200,7 +200,7 @@ describe('image removal', () => {
     await c.remove({ force: true });
     await docker.getImage(`${repo}:a`).tag({ repo, tag: 'b' });
     await docker.getImage(`${repo}:a`).tag({ repo: `${repo}-other`, tag: 'c' });
-    const rt = new PodRuntime({ stateDir: world.stateDir, pauseImage: PAUSE_IMAGE });
+    const rt = new DockerEngine({ stateDir: world.stateDir, pauseImage: PAUSE_IMAGE });
     await rt.removeImage(image.Id, [`${repo}:a`, `${repo}:b`, `${repo}-other:c`]);
     await expect(docker.getImage(image.Id).inspect()).rejects.toThrow(/no such image/i);
   });

@@ -6,7 +6,7 @@ import { AgentProcess, agentMetric, probesGrown } from './agent-helpers.js';
 import { PodmanService } from './engine-helpers.js';
 import { testRunLabels } from './suite-run.js';
 import { PassThrough } from 'node:stream';
-import { PodRuntime } from '../../src/runtime/docker/runtime.js';
+import { DockerEngine } from '../../src/runtime/docker/docker-engine.js';
 import type { ExecRef } from '../../src/runtime/runtime-types.js';
 import { PAUSE_IMAGE, TEST_IMAGE, unique, until, World } from './helpers.js';
 
@@ -190,7 +190,7 @@ spec:
     };
     try {
       await c.start();
-      const rt = new PodRuntime({ host: podman.host, stateDir: world.stateDir, pauseImage: PAUSE_IMAGE });
+      const rt = new DockerEngine({ host: podman.host, stateDir: world.stateDir, pauseImage: PAUSE_IMAGE });
       // Podman itself ends an exec whose attached connection closes (Docker does not): a probe past
       // its deadline leaves nothing there either way.
       expect(await rt.exec(c.id, ['sh', '-c', 'sleep 1000 & yes >/dev/null & sleep 1001'], 1000)).toBe('timeout');

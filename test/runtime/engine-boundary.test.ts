@@ -13,7 +13,7 @@ const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '../..');
 
 /** Where the Docker engine is made: the only files above src/runtime/ that import it (never dockerode itself). */
 const CONSTRUCTION_POINTS: Record<string, string[]> = {
-  'src/agent/agent.ts': ['src/runtime/docker/runtime.ts'],
+  'src/agent/agent.ts': ['src/runtime/docker/docker-engine.ts'],
 };
 
 /** Docker facts still read outside the runtime, by file. */

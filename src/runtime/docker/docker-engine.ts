@@ -37,7 +37,7 @@ import { Slots, unlessAborted, type SlotRequest } from '../slots.js';
 import { recordFromInspect, recordFromListed, statusFromInspect } from './records.js';
 import { followEventStream } from './events.js';
 import { removePodVolumes } from './volumes.js';
-import { PodMaker } from './making.js';
+import { PodCreator } from './pod-creator.js';
 import { takeOverRestarts } from './restarts.js';
 import type { PodEngine } from '../roles.js';
 
@@ -45,7 +45,7 @@ import type { PodEngine } from '../roles.js';
  * The Docker engine behind podrun's engine interface (roles.ts): pods in, engine objects out,
  * labels carrying identity. Also reaches Podman's Docker-compatible socket.
  */
-export class PodRuntime implements PodEngine {
+export class DockerEngine implements PodEngine {
   readonly endpoint: string;
   /** The kubelet's runtime type: the scheme of container IDs (`docker://<id>`) and of the node's runtime version. */
   readonly runtimeName: string = 'docker';
@@ -62,8 +62,8 @@ export class PodRuntime implements PodEngine {
   private readonly readings: LocalReadings;
   /** Bounds the calls that cost the engine; stops, execs, events and pulls are waits, not work, and are not bounded. */
   private readonly slots: Slots;
-  /** Makes pods' volumes, sandboxes and containers (making.ts). */
-  private readonly maker: PodMaker;
+  /** Makes pods' volumes, sandboxes and containers (pod-creator.ts). */
+  private readonly maker: PodCreator;
   private readonly createdListeners = new Set<(podUid: string, id: string) => void>();
 
   constructor(readonly options: RuntimeOptions) {
@@ -82,7 +82,7 @@ export class PodRuntime implements PodEngine {
     this.presence = new ImagePresence((image) => this.images.present(image));
     this.readings = new LocalReadings(this.calls);
     const hostIP = (): string => this.hostIP;
-    this.maker = new PodMaker({
+    this.maker = new PodCreator({
       calls: this.calls,
       instance: this.instance,
       nodeName: this.nodeName,
@@ -306,13 +306,13 @@ export class PodRuntime implements PodEngine {
     return terminationMessageOf(this.calls, c, podUid);
   }
 
-  /** Makes every volume of the pod exist on the host and says where it lives (making.ts, ../volumes.ts). */
+  /** Makes every volume of the pod exist on the host and says where it lives (pod-creator.ts, ../volumes.ts). */
   prepareVolumes(pod: Pod): Promise<Map<string, VolumeBacking>> {
     return this.maker.prepareVolumes(pod);
   }
 
   /**
-   * Makes and starts the pod's sandbox (making.ts). `engineRestarts`: no agent supervises the pod,
+   * Makes and starts the pod's sandbox (pod-creator.ts). `engineRestarts`: no agent supervises the pod,
    * so the engine keeps the sandbox up itself. Once `signal` is aborted nothing more is made.
    */
   createSandbox(
@@ -332,7 +332,7 @@ export class PodRuntime implements PodEngine {
     return this.maker.sandboxInfo(id, pod);
   }
 
-  /** Makes and starts one of the pod's containers (making.ts); resolves with its id. */
+  /** Makes and starts one of the pod's containers (pod-creator.ts); resolves with its id. */
   startContainer(pod: Pod, id: PodIdentity, c: Container, o: StartRequest): Promise<string> {
     return this.maker.startContainer(pod, id, c, o);
   }

@@ -25,8 +25,8 @@ import type { SlotRequest } from '../slots.js';
 import { prepareVolumes } from '../volumes.js';
 import { ensureMemoryVolume } from './volumes.js';
 
-/** What making a pod's objects needs of the runtime (runtime.ts): its client, identity, images and bounded calls. */
-export interface MakerParts {
+/** What making a pod's objects needs of the runtime (docker-engine.ts): its client, identity, images and bounded calls. */
+export interface CreatorParts {
   readonly calls: EngineCalls;
   readonly instance: string;
   readonly nodeName: string;
@@ -34,19 +34,19 @@ export interface MakerParts {
   hostIP(): string;
   readonly images: ImageStore;
   readonly presence: ImagePresence;
-  /** A call that costs the engine, in a slot (runtime.ts: work). */
+  /** A call that costs the engine, in a slot (docker-engine.ts: work). */
   work<T>(what: string, fn: () => Promise<T>, o?: SlotRequest): Promise<T>;
-  /** A create, in a slot, that the pod cache hears of (runtime.ts: create). */
+  /** A create, in a slot, that the pod cache hears of (docker-engine.ts: create). */
   create(pod: Pod, what: string, opts: Docker.ContainerCreateOptions, signal: AbortSignal | undefined): Promise<Docker.Container>;
   ensureImage(image: string, policy: Container['imagePullPolicy'], onPull?: PullListener, signal?: AbortSignal): Promise<void>;
 }
 
 /**
  * Makes a pod's objects on the Docker engine: its volumes, its sandbox (the pause container) and
- * its containers, from their CRI configs (kuberuntime/) translated (translate.ts). PodRuntime is its one door.
+ * its containers, from their CRI configs (kuberuntime/) translated (translate.ts). DockerEngine is its one door.
  */
-export class PodMaker {
-  constructor(private readonly p: MakerParts) {}
+export class PodCreator {
+  constructor(private readonly p: CreatorParts) {}
 
   private get options(): RuntimeOptions {
     return this.p.calls.options;

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Backoff } from '../../src/reconcile/backoff.js';
-import { gateStarts, sandboxKey, type BackoffView } from '../../src/reconcile/gate.js';
+import { applyBackoff, sandboxKey, type BackoffView } from '../../src/reconcile/start-backoff.js';
 import { computePodActions } from '../../src/reconcile/plan.js';
 import { desired, observedFor } from '../fixtures/pods.js';
 
@@ -20,17 +20,17 @@ function view(over: Partial<BackoffView> = {}): BackoffView {
   return { crash: none, imagePulls: none, refused: none, waitingOnImage: () => false, finishedAt: () => NOW - 1000, ...over };
 }
 
-describe('gateStarts', () => {
+describe('applyBackoff', () => {
   it('lets a first restart go at once and records it, then holds the next in CrashLoopBackOff', () => {
     const obs = observedFor(POD, { a: { state: 'exited', exitCode: 1 } });
     const actions = computePodActions(POD, obs);
     const crash = new Backoff();
-    const first = gateStarts(POD, obs, actions, view({ crash }), NOW);
+    const first = applyBackoff(POD, obs, actions, view({ crash }), NOW);
     expect(first.actions.containersToStart.map((s) => s.name)).toEqual(['a']);
     expect(first.restarts).toEqual([{ name: 'a', key: Backoff.key(POD.uid, 'a', obs.containers[0]!.hash), waitedMs: 0 }]);
     crash.restarted(first.restarts[0]!.key, NOW);
     // It crashed again a second later: 10 s from that finish.
-    const second = gateStarts(POD, obs, actions, view({ crash, finishedAt: () => NOW + 1000 }), NOW + 1500);
+    const second = applyBackoff(POD, obs, actions, view({ crash, finishedAt: () => NOW + 1000 }), NOW + 1500);
     expect(second.actions.containersToStart).toEqual([]);
     expect(second.held).toEqual([{ name: 'a', reason: 'CrashLoopBackOff', waitMs: 9500 }]);
     expect(second.waitMs).toBe(9500);
@@ -47,16 +47,16 @@ describe('gateStarts', () => {
     expect(actions.containersToStart.map((s) => s.name)).toEqual(['a']);
     const key = Backoff.key(POD.uid, 'a', running.hash);
     // The first kill after an exited instance goes at once and is recorded, as a crash would be.
-    const first = gateStarts(POD, obs, actions, view({ crash }), NOW);
+    const first = applyBackoff(POD, obs, actions, view({ crash }), NOW);
     expect(first.restarts.map((r) => r.key)).toEqual([key]);
     crash.restarted(key, NOW);
     // Killed again 6 s after that start: held until 10 s after the previous instance finished.
-    const again = gateStarts(POD, obs, actions, view({ crash, finishedAt: (id) => (id === 'older' ? NOW : undefined) }), NOW + 6000);
+    const again = applyBackoff(POD, obs, actions, view({ crash, finishedAt: (id) => (id === 'older' ? NOW : undefined) }), NOW + 6000);
     expect(again.actions.containersToStart).toEqual([]);
     expect(again.actions.containersToKill.map((k) => k.id)).toEqual([running.id]);
     expect(again.held).toEqual([{ name: 'a', reason: 'CrashLoopBackOff', waitMs: 4000 }]);
     // Without an exited instance before it (the first liveness kill), nothing to count from: at once.
-    const alone = gateStarts(
+    const alone = applyBackoff(
       POD,
       base,
       computePodActions(POD, base, { probeFailure: (id) => (id === running.id ? { kind: 'liveness' } : undefined) }),
@@ -70,7 +70,7 @@ describe('gateStarts', () => {
     const crash = new Backoff();
     crash.restarted(Backoff.key(POD.uid, 'b', 'old-hash'), NOW);
     const obs = observedFor(POD, { b: { state: 'exited', exitCode: 1, hash: 'old-hash' } });
-    const r = gateStarts(POD, obs, computePodActions(POD, obs), view({ crash }), NOW);
+    const r = applyBackoff(POD, obs, computePodActions(POD, obs), view({ crash }), NOW);
     expect(r.actions.containersToStart.map((s) => s.name)).toEqual(['b']);
     expect(r.held).toEqual([]);
   });
@@ -82,7 +82,7 @@ describe('gateStarts', () => {
     const obs = observedFor(POD, { b: { state: 'exited', exitCode: 1 } });
     refused.restarted(Backoff.key(POD.uid, 'b', obs.containers[1]!.hash), NOW);
     const fresh = { ...obs, containers: obs.containers.filter((c) => c.name === 'b') };
-    const r = gateStarts(POD, fresh, computePodActions(POD, fresh), view({ imagePulls: pulls, refused, waitingOnImage: (n) => n === 'a' }), NOW + 4000);
+    const r = applyBackoff(POD, fresh, computePodActions(POD, fresh), view({ imagePulls: pulls, refused, waitingOnImage: (n) => n === 'a' }), NOW + 4000);
     expect(r.held).toEqual([
       { name: 'a', reason: 'ImagePullBackOff', waitMs: 6000 },
       { name: 'b', reason: 'BackOff', waitMs: 6000 },
@@ -93,7 +93,7 @@ describe('gateStarts', () => {
   it('holds a whole pod whose sandbox the engine refused, until its back-off ends', () => {
     const refused = new Backoff();
     refused.restarted(sandboxKey(POD), NOW);
-    const r = gateStarts(POD, undefined, computePodActions(POD, undefined), view({ refused }), NOW + 2500);
+    const r = applyBackoff(POD, undefined, computePodActions(POD, undefined), view({ refused }), NOW + 2500);
     expect(r.actions).toMatchObject({ createSandbox: false, killPod: false, containersToStart: [] });
     expect(r.waitMs).toBe(7500);
   });

@@ -5,7 +5,7 @@ import { Backoff } from './backoff.js';
 import { specOf } from './lifecycle.js';
 import type { ContainerToStart, PodActions } from './plan.js';
 
-/** The back-off state a gate reads (the supervisor keeps it; the gate never changes it). */
+/** The back-off state applyBackoff reads (the supervisor keeps it; applyBackoff never changes it). */
 export interface BackoffView {
   /** Crash loops, per pod/container/hash, counted from the previous instance's finish. */
   crash: Pick<Backoff, 'remaining' | 'currentDelay'>;
@@ -26,7 +26,7 @@ export interface HeldStart {
   waitMs: number;
 }
 
-export interface GateResult {
+export interface BackoffResult {
   /** The plan with only the starts that may go now (and no sandbox if that is held). */
   actions: PodActions;
   held: HeldStart[];
@@ -76,9 +76,9 @@ export function newestExited(o: ObservedPod, name: string): ObservedContainer | 
  * changes start at once. Pure:
  * the back-off state and the clock come in, decisions go out.
  */
-export function gateStarts(d: DesiredPod, o: ObservedPod | undefined, actions: PodActions, view: BackoffView, now: number): GateResult {
+export function applyBackoff(d: DesiredPod, o: ObservedPod | undefined, actions: PodActions, view: BackoffView, now: number): BackoffResult {
   const held: HeldStart[] = [];
-  const restarts: GateResult['restarts'] = [];
+  const restarts: BackoffResult['restarts'] = [];
   if (actions.createSandbox) {
     const left = view.refused.remainingSinceLast(sandboxKey(d), now);
     if (left > 0)
