@@ -24,10 +24,11 @@ export interface CriBed {
   dispose(): void;
 }
 
-export function criBed(o: Partial<CriEngineOptions> = {}): CriBed {
+/** `runtime`: one shared with another bed (two podrun instances on one runtime). */
+export function criBed(o: Partial<CriEngineOptions> = {}, shared?: FakeCriRuntime): CriBed {
   const dir = mkdtempSync(join(tmpdir(), 'podrun-cri-fake-'));
-  const runtime = new FakeCriRuntime();
-  runtime.addImage(BUSYBOX);
+  const runtime = shared ?? new FakeCriRuntime();
+  if (!shared) runtime.addImage(BUSYBOX);
   const engine = new CriEngine(
     {
       runtimeEndpoint: FAKE_ENDPOINT,

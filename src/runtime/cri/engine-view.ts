@@ -176,7 +176,8 @@ export abstract class CriRuntimeView {
     ]);
     const live = new Set([...sandboxes.map((s) => s.id), ...containers.map((c) => c.id)]);
     for (const s of sandboxes) this.sandboxIds.add(s.id);
-    for (const m of [this.exits, this.ips, this.sandboxIds]) for (const id of m.keys()) if (!live.has(id)) m.delete(id);
+    // Only a list of every pod can tell what is gone: one pod's list shows none of the others'.
+    if (uid === undefined) for (const m of [this.exits, this.ips, this.sandboxIds]) for (const id of m.keys()) if (!live.has(id)) m.delete(id);
     return [
       ...sandboxes.map((s) => recordFromSandbox(s, this.options.pauseImage, this.ips.get(s.id))),
       ...containers.map((c) => recordFromContainer(c, this.exits.get(c.id))),
