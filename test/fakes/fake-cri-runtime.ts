@@ -63,6 +63,8 @@ export class FakeCriRuntime implements CriRuntimeService {
   readonly images = new Map<string, M.ImageInfo>();
   /** containerd before 1.7: GetContainerEvents answers Unimplemented. */
   eventsUnimplemented = false;
+  /** Events made while held wait for releaseEvents(): a stream slower than a relist, as under load. */
+  private held: M.ContainerEvent[] | undefined;
   /** How an ExecSync ends; exit 0 with no output unless a test says otherwise. */
   execAnswer: (containerId: string, cmd: string[]) => ExecAnswer = () => ({ exitCode: 0 });
   /** The runtime's verbose Status `info` (containerd: `config` as JSON). */
@@ -134,6 +136,17 @@ export class FakeCriRuntime implements CriRuntimeService {
     if (!s) throw new Error(`fake: no sandbox ${id}`);
     s.status.state = PodSandboxState.NOTREADY;
     this.tell(ContainerEventType.STOPPED, id);
+  }
+
+  holdEvents(): void {
+    this.held ??= [];
+  }
+
+  /** Sends the events held, in the order they were made. */
+  releaseEvents(): void {
+    const held = this.held ?? [];
+    this.held = undefined;
+    for (const ev of held) for (const push of this.subscribers) push(ev);
   }
 
   // ---- RuntimeService ----
@@ -484,6 +497,7 @@ export class FakeCriRuntime implements CriRuntimeService {
       podSandboxStatus: sb ? structuredClone(sb.status) : undefined,
       containersStatuses: [...this.containers.values()].filter((c) => c.sandboxId === sandboxId).map((c) => structuredClone(c.status)),
     };
-    for (const push of this.subscribers) push(ev);
+    if (this.held) this.held.push(ev);
+    else for (const push of this.subscribers) push(ev);
   }
 }

@@ -93,6 +93,22 @@ describe("the CRI engine following the runtime's container events", () => {
     expect(notices.filter((n) => n.includes('following the runtime'))).toHaveLength(1);
   });
 
+  it("tells nothing twice when the relist saw a change before the runtime's events about it arrived", async () => {
+    const { notices } = bedWithNotices({ relistPeriodMs: 10, eventedRelistPeriodMs: 10 });
+    const w = await watch(bed, notices);
+    bed.runtime.holdEvents();
+    const { sandbox, containerId } = await runPod(bed, busyboxPod('web'));
+    await vi.waitFor(() => expect(w.story(containerId)).toEqual(['started']), settle);
+    // The stream's CREATED and STARTED now come late, after the relist told the start.
+    bed.runtime.releaseEvents();
+    bed.runtime.exitContainer(containerId, 4);
+    await vi.waitFor(() => expect(w.story(containerId)).toContain('exited 4'), settle);
+    const listsThen = bed.runtime.callsOf('ListContainers').length;
+    await vi.waitFor(() => expect(bed.runtime.callsOf('ListContainers').length).toBeGreaterThan(listsThen + 2), settle);
+    expect(w.story(containerId)).toEqual(['started', 'exited 4']);
+    expect(w.story(sandbox.id)).toEqual(['started']);
+  });
+
   it("drops the events of another podrun instance's pods on the same runtime", async () => {
     bedWithNotices({ relistPeriodMs: NEVER_MS, eventedRelistPeriodMs: NEVER_MS });
     const w = await watch(bed, []);
