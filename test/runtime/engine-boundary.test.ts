@@ -56,7 +56,10 @@ export function isDockerImport(spec: string): boolean {
   return spec === 'dockerode' || spec.startsWith('dockerode/') || spec.startsWith('src/runtime/docker/');
 }
 
-const scanned = [...files('src').filter((f) => !f.startsWith('src/runtime/')), ...files('test/fakes')];
+// The fake CRI runtime stands where containerd does, below src/runtime/cri/: it speaks CRI's own
+// fields (a container's logPath), as the runtime's modules do, and is left out with them.
+const BELOW_THE_ENGINE = new Set(['test/fakes/fake-cri-runtime.ts']);
+const scanned = [...files('src').filter((f) => !f.startsWith('src/runtime/')), ...files('test/fakes').filter((f) => !BELOW_THE_ENGINE.has(f))];
 
 describe('the engine boundary', () => {
   it('reads import lines as the compiler does', () => {

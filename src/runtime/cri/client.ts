@@ -5,8 +5,10 @@
 import { Channel } from './channel.js';
 import { CriNotFoundError } from './errors.js';
 import * as M from './messages.js';
+import type { ContainerFilter, CriRuntimeService, ExecOptions, SandboxFilter } from './runtime-service.js';
 
 export { socketPathOf } from './channel.js';
+export type { ContainerFilter, CriRuntimeService, ExecOptions, SandboxFilter } from './runtime-service.js';
 
 const RUNTIME = '/runtime.v1.RuntimeService/';
 const IMAGE = '/runtime.v1.ImageService/';
@@ -64,25 +66,7 @@ const RuntimeStatusRes = c<never, { info: M.Labels }>(M.StatusResponse);
 const FsInfoReq = c<Record<string, never>, never>(M.Empty);
 const FsInfoRes = c<never, { imageFilesystems: M.FilesystemUsageInfo[]; containerFilesystems: M.FilesystemUsageInfo[] }>(M.ImageFsInfoResponse);
 
-export interface SandboxFilter {
-  id?: string;
-  state?: { state: number };
-  labelSelector?: M.Labels;
-}
-export interface ContainerFilter {
-  id?: string;
-  state?: { state: number };
-  podSandboxId?: string;
-  labelSelector?: M.Labels;
-}
-export interface ExecOptions {
-  tty?: boolean;
-  stdin?: boolean;
-  stdout?: boolean;
-  stderr?: boolean;
-}
-
-export class CriClient {
+export class CriClient implements CriRuntimeService {
   readonly endpoint: string;
   readonly imageEndpoint: string;
   private readonly runtime: Channel;

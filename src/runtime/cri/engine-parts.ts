@@ -7,7 +7,7 @@ import type { ExecAttachOptions, ExecStreams, RuntimeOptions, VolumeBacking } fr
 import type { ProcView } from '../exec-reaper.js';
 import { timerDelay } from '../../base/duration.js';
 import { podDir, prepareHostPath, writeDownwardApiVolume } from '../volumes.js';
-import type { CriClient } from './client.js';
+import type { CriRuntimeService } from './runtime-service.js';
 import { CriExecTimeoutError } from './errors.js';
 import { criExecId, killCriExec } from './exec-end.js';
 import { mountMemoryVolume } from './memory-volumes.js';
@@ -76,7 +76,7 @@ export function runtimeExecTimeoutS(timeoutMs: number): number {
  * with another program).
  */
 export async function criExec(
-  client: CriClient,
+  client: CriRuntimeService,
   containerId: string,
   command: string[],
   timeoutMs: number,
@@ -119,7 +119,7 @@ export async function criExec(
  * stdout (it refuses both), as kubectl asks.
  */
 export async function criExecAttached(
-  client: CriClient,
+  client: CriRuntimeService,
   containerId: string,
   command: string[],
   o: ExecAttachOptions,
@@ -145,7 +145,7 @@ function osName(): string {
 
 /** What the node status says of the runtime: its version from Version, the rest of the node itself (the runtime is local). */
 export async function criEngineFacts(
-  client: CriClient,
+  client: CriRuntimeService,
 ): Promise<{ version: string; rootDir: string; cpus: number; memoryBytes: number; operatingSystem: string; kernelVersion: string; architecture: string }> {
   const [v, fs] = await Promise.all([client.version(), client.imageFsInfo().catch(() => undefined)]);
   const a = arch();

@@ -4,6 +4,7 @@ import { instanceId, LABEL, MANAGED_BY } from '../labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../observed.js';
 import type { ContainerStatus, EngineEvent, RuntimeOptions } from '../runtime-types.js';
 import { CriClient } from './client.js';
+import type { CriRuntimeService } from './runtime-service.js';
 import { criEngineError } from './engine-errors.js';
 import { observedCall } from './observed-call.js';
 import { CriImages } from './images.js';
@@ -50,7 +51,7 @@ export abstract class CriRuntimeView {
   readonly hostIP: string;
   readonly instance: string;
   readonly oomScoreFloor: number;
-  readonly client: CriClient;
+  readonly client: CriRuntimeService;
   protected readonly images: CriImages;
   /** ImageStatus answers of "present", so a burst of starts asks once per image. */
   protected readonly presence: ImagePresence;
@@ -70,13 +71,19 @@ export abstract class CriRuntimeView {
   /** Each running container's own end signal while the agent watches (exit-watch.ts): a crash seen before the next relist. */
   protected exitSignals: ExitSignals | undefined;
 
-  constructor(readonly options: CriEngineOptions) {
+  /** `client`: the runtime to speak to; a CriClient on the options' endpoints unless given (tests give an in-memory one). */
+  constructor(
+    readonly options: CriEngineOptions,
+    client?: CriRuntimeService,
+  ) {
     this.endpoint = options.runtimeEndpoint;
-    this.client = new CriClient({
-      endpoint: options.runtimeEndpoint,
-      ...(options.imageEndpoint ? { imageEndpoint: options.imageEndpoint } : {}),
-      ...(options.requestTimeoutMs ? { timeoutMs: options.requestTimeoutMs } : {}),
-    });
+    this.client =
+      client ??
+      new CriClient({
+        endpoint: options.runtimeEndpoint,
+        ...(options.imageEndpoint ? { imageEndpoint: options.imageEndpoint } : {}),
+        ...(options.requestTimeoutMs ? { timeoutMs: options.requestTimeoutMs } : {}),
+      });
     this.images = new CriImages(this.client, options);
     this.presence = new ImagePresence((image) => this.images.present(image));
     this.nodeName = options.nodeName ?? hostname();
@@ -169,7 +176,8 @@ export abstract class CriRuntimeView {
     ]);
     const live = new Set([...sandboxes.map((s) => s.id), ...containers.map((c) => c.id)]);
     for (const s of sandboxes) this.sandboxIds.add(s.id);
-    for (const m of [this.exits, this.ips, this.sandboxIds]) for (const id of m.keys()) if (!live.has(id)) m.delete(id);
+    // Only a list of every pod can tell what is gone: one pod's list shows none of the others'.
+    if (uid === undefined) for (const m of [this.exits, this.ips, this.sandboxIds]) for (const id of m.keys()) if (!live.has(id)) m.delete(id);
     return [
       ...sandboxes.map((s) => recordFromSandbox(s, this.options.pauseImage, this.ips.get(s.id))),
       ...containers.map((c) => recordFromContainer(c, this.exits.get(c.id))),

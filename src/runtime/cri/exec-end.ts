@@ -1,7 +1,7 @@
 import { readFileSync } from 'node:fs';
 import { inContainer, killExec, procView, seesContainer, type ProcView } from '../exec-reaper.js';
 import type { ExecEnd, ExecRef } from '../runtime-types.js';
-import type { CriClient } from './client.js';
+import type { CriRuntimeService } from './runtime-service.js';
 
 // Ending a `podrun exec` whose client died, on a CRI runtime. Measured on containerd 1.6: when the
 // session's client goes away (killed, its WebSocket dropped) the runtime keeps the command
@@ -42,7 +42,7 @@ export function readArgv(pid: number, root = '/proc'): string[] | undefined {
 }
 
 /** The container's first process, from the runtime's verbose status (containerd's `info.pid`). */
-async function initPidOf(client: CriClient, containerId: string): Promise<number | undefined> {
+async function initPidOf(client: CriRuntimeService, containerId: string): Promise<number | undefined> {
   const r = await client.containerStatusVerbose(containerId);
   try {
     const pid = (JSON.parse(r.info.info ?? '{}') as { pid?: unknown }).pid;
@@ -82,7 +82,7 @@ export function findExecLeader(
 }
 
 /** Ends an abandoned exec on a CRI runtime (see above); 'unreachable' when it cannot be told apart or /proc is not the runtime's. */
-export async function endCriExec(client: CriClient, ref: ExecRef, view: ProcView = procView()): Promise<ExecEnd> {
+export async function endCriExec(client: CriRuntimeService, ref: ExecRef, view: ProcView = procView()): Promise<ExecEnd> {
   const command = commandOf(ref.execId);
   if (!command || !ref.since) return 'unreachable';
   return killCriExec(client, ref.containerId, command, ref.since, view);
@@ -95,7 +95,7 @@ export async function endCriExec(client: CriClient, ref: ExecRef, view: ProcView
  * process alive, to be told from the container's: one that exited by itself leaves its children.
  */
 export async function killCriExec(
-  client: CriClient,
+  client: CriRuntimeService,
   containerId: string,
   command: readonly string[],
   since: number,

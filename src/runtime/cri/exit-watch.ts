@@ -3,7 +3,7 @@ import type { EngineContainer } from '../observed.js';
 import type { EngineEvent, RuntimeObserver } from '../runtime-types.js';
 import { observedCall } from './observed-call.js';
 import { cgroupEventsPath, openCgroupSignal, unifiedRoot } from './cgroup-exit.js';
-import type { CriClient } from './client.js';
+import type { CriRuntimeService } from './runtime-service.js';
 import { isCriNotFound } from './engine-errors.js';
 import { ExitSignals, type ExitSignalOptions } from './exit-signals.js';
 import { ContainerState } from './messages.js';
@@ -26,7 +26,7 @@ export interface CriExitSignalOptions extends ExitSignalOptions {
 
 /** Signals for a local runtime's containers, or undefined where there can be none. */
 export function criExitSignals(
-  client: CriClient,
+  client: CriRuntimeService,
   instance: string,
   watch: () => RelistWatch | undefined,
   o: CriExitSignalOptions = {},

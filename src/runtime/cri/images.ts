@@ -3,7 +3,7 @@ import { credentialFiles, EveryCredentialRefused, pullWithEachCredential, type R
 import { ensureByPolicy, PullQueue, type PullListener } from '../pull-policy.js';
 import { ImageError, type EngineImage, type ImageInventory, type RuntimeOptions } from '../runtime-types.js';
 import { unlessAborted } from '../slots.js';
-import type { CriClient } from './client.js';
+import type { CriRuntimeService } from './runtime-service.js';
 import { CriError, CriNotFoundError, CriNotRuntimeError, CriRequestError, CriUnreachableError } from './errors.js';
 import type { ImageInfo } from './messages.js';
 
@@ -17,7 +17,7 @@ export class CriImages {
   private readonly queue: PullQueue<number>;
 
   constructor(
-    private readonly client: CriClient,
+    private readonly client: CriRuntimeService,
     private readonly options: RuntimeOptions,
   ) {
     this.queue = new PullQueue(options.pullSlots ?? 1);

@@ -3,7 +3,7 @@ import { readdir, rename, rm, stat } from 'node:fs/promises';
 import { basename, dirname, join } from 'node:path';
 import { pipeline } from 'node:stream/promises';
 import { createGzip } from 'node:zlib';
-import type { CriClient } from './client.js';
+import type { CriRuntimeService } from './runtime-service.js';
 import { ContainerState } from './messages.js';
 
 // A CRI runtime writes each container's log forever: rotating it is the kubelet's job (its
@@ -77,7 +77,7 @@ async function compress(log: string): Promise<void> {
  * tries again.
  */
 export async function rotateLog(
-  client: Pick<CriClient, 'reopenContainerLog'>,
+  client: Pick<CriRuntimeService, 'reopenContainerLog'>,
   id: string,
   log: string,
   policy: LogRotationPolicy,
@@ -114,7 +114,7 @@ export async function rotateLog(
   }
 }
 
-export type RotationClient = Pick<CriClient, 'listContainers' | 'containerStatus' | 'reopenContainerLog'>;
+export type RotationClient = Pick<CriRuntimeService, 'listContainers' | 'containerStatus' | 'reopenContainerLog'>;
 
 /**
  * One round over the running containers the selector picks (podrun's own: another client's

@@ -2,7 +2,7 @@ import { existsSync, readlinkSync } from 'node:fs';
 import { netDev, readCgroupAt, readIfThere, type CgroupLayout, type ReadFile } from '../cgroup-stats.js';
 import { hostProc, processFigures } from '../proc-stats.js';
 import type { ContainerReading } from '../runtime-types.js';
-import type { CriClient } from './client.js';
+import type { CriRuntimeService } from './runtime-service.js';
 import { isCriNotFound } from './engine-errors.js';
 import type { ContainerStatsInfo, Labels } from './messages.js';
 
@@ -80,7 +80,7 @@ export class CriReadings {
   private ownNetNs: string | undefined;
 
   constructor(
-    private readonly client: CriClient,
+    private readonly client: CriRuntimeService,
     private readonly options: { cgroupReadings?: boolean },
   ) {}
 

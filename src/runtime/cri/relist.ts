@@ -30,6 +30,11 @@ export function transitions(before: EngineContainer | undefined, now: EngineCont
   return out;
 }
 
+/** How far along its one life a container is: a CRI container never goes back a stage. */
+function lifeStage(state: EngineContainer['state']): number {
+  return state === 'created' ? 0 : state === 'exited' || state === 'unknown' ? 2 : 1;
+}
+
 /** A relist running beside something else that tells changes (the runtime's event stream). */
 export interface RelistWatch {
   stop(): void;
@@ -108,8 +113,9 @@ export async function relistWatch(
         if (now) {
           const was = known.get(now.id)?.state;
           // A runtime's event can arrive after a relist saw what came later: a container (or sandbox)
-          // never runs again once ended (a restart is a new one), so an older word is dropped.
-          if ((was === 'exited' || was === 'unknown') && (now.state === 'running' || now.state === 'created')) return;
+          // only goes forward, created → running → ended (a restart is a new one), so an older word
+          // is dropped. Kept, a late `created` after a seen start made its `started` told twice.
+          if (was !== undefined && lifeStage(now.state) < lifeStage(was)) return;
           tell(transitions(known.get(now.id), now, t));
           known.set(now.id, now);
         } else if (removedId !== undefined) {

@@ -1,5 +1,5 @@
 import type { EngineContainer } from '../observed.js';
-import type { CriClient } from './client.js';
+import type { CriRuntimeService } from './runtime-service.js';
 import { isCriNotFound } from './engine-errors.js';
 import { recordFromSandbox, recordFromStatus } from './records.js';
 
@@ -11,7 +11,7 @@ import { recordFromSandbox, recordFromStatus } from './records.js';
  * asks for each kind by its own call: an id known to be a sandbox (podrun made or listed it) is
  * asked as one first, so the look after a start asks the sandbox and its containers at once.
  */
-export async function lookUpRecord(client: CriClient, id: string, sandboxFirst: boolean, pauseImage: string): Promise<EngineContainer | undefined> {
+export async function lookUpRecord(client: CriRuntimeService, id: string, sandboxFirst: boolean, pauseImage: string): Promise<EngineContainer | undefined> {
   const missing = (err: unknown): Promise<undefined> => (isCriNotFound(err) ? Promise.resolve(undefined) : Promise.reject(err));
   const asSandbox = async (): Promise<EngineContainer | undefined> => {
     const sb = await client.podSandboxStatus(id).catch(missing);

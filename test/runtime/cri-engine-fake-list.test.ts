@@ -1,0 +1,102 @@
+import { afterEach, describe, expect, it } from 'vitest';
+import { LABEL } from '../../src/runtime/labels.js';
+import { busyboxPod, criBed, runPod, type CriBed } from './cri-fake-bed.js';
+
+// The CRI engine's reading half (engine-view.ts) on the in-memory runtime: lists by podrun's
+// labels, the answers it keeps so a relist stays cheap (exit codes, sandbox IPs, which ids are
+// sandboxes), and inspects by id.
+
+const beds: CriBed[] = [];
+afterEach(() => {
+  for (const b of beds.splice(0)) b.dispose();
+});
+function bed(...a: Parameters<typeof criBed>): CriBed {
+  const b = criBed(...a);
+  beds.push(b);
+  return b;
+}
+
+describe('the CRI engine listing a fake runtime', () => {
+  it("lists every pod of its instance, or one pod by its uid label, grouped with the sandbox's IP", async () => {
+    const b = bed();
+    const a = busyboxPod('a');
+    const c = busyboxPod('c');
+    const ra = await runPod(b, a);
+    await runPod(b, c);
+    expect((await b.engine.listPods()).map((p) => p.name).sort()).toEqual(['a', 'c']);
+    b.runtime.clearCalls();
+    const [only, ...rest] = await b.engine.listPods(a.uid);
+    expect(rest).toEqual([]);
+    expect(only?.sandboxes.map((s) => [s.id, s.state, s.ip])).toEqual([[ra.sandbox.id, 'running', '10.88.0.2']]);
+    expect(only?.containers.map((x) => [x.id, x.name, x.state])).toEqual([[ra.containerId, 'app', 'running']]);
+    const selector = { [LABEL.instance]: b.engine.instance, [LABEL.podUid]: a.uid };
+    expect(b.runtime.callsOf('ListPodSandbox')[0]?.request).toEqual({ filter: { labelSelector: selector } });
+    expect(b.runtime.callsOf('ListContainers')[0]?.request).toEqual({ filter: { labelSelector: selector } });
+  });
+
+  it("asks an exited container's exit code once: it never changes", async () => {
+    const b = bed();
+    const { containerId } = await runPod(b, busyboxPod('a'));
+    b.runtime.exitContainer(containerId, 3);
+    const first = await b.engine.listContainers();
+    expect(first.find((x) => x.id === containerId)).toMatchObject({ state: 'exited', exitCode: 3 });
+    await b.engine.listContainers();
+    expect(b.runtime.callsOf('ContainerStatus')).toHaveLength(1);
+  });
+
+  it("sees neither another instance's pods nor, by id, its containers, on a runtime they share", async () => {
+    const mine = bed();
+    const theirs = bed({}, mine.runtime);
+    await runPod(mine, busyboxPod('a'));
+    const other = await runPod(theirs, busyboxPod('b'));
+    expect((await mine.engine.listPods()).map((p) => p.name)).toEqual(['a']);
+    const seen = await mine.engine.inspectContainers([other.containerId, other.sandbox.id]);
+    expect([...seen.values()]).toEqual([undefined, undefined]);
+  });
+
+  it('inspects containers and sandboxes by id; one the runtime does not have is undefined', async () => {
+    const b = bed();
+    const { sandbox, containerId } = await runPod(b, busyboxPod('a'));
+    b.runtime.exitContainer(containerId, 1);
+    const seen = await b.engine.inspectContainers([containerId, sandbox.id, 'gone']);
+    expect(seen.get(containerId)).toMatchObject({ id: containerId, state: 'exited', exitCode: 1 });
+    expect(seen.get(sandbox.id)).toMatchObject({ id: sandbox.id, state: 'running', ip: '10.88.0.2' });
+    expect(seen.get('gone')).toBeUndefined();
+  });
+});
+
+describe("a list of one pod leaves the other pods' cached answers alone", () => {
+  it("keeps the other pod's exit codes, sandbox IP and sandbox hint through a list of one pod by uid", async () => {
+    const b = bed();
+    const a = busyboxPod('a');
+    const c = busyboxPod('c');
+    const ra = await runPod(b, a);
+    const rc = await runPod(b, c);
+    b.runtime.exitContainer(ra.containerId, 1);
+    b.runtime.exitContainer(rc.containerId, 2);
+    // The relist's full list: each exit code and sandbox IP asked once.
+    await b.engine.listContainers();
+    await b.engine.listContainers(a.uid);
+    b.runtime.clearCalls();
+    // Pod c as the runtime said before: the sandbox's IP known, the sandbox asked as one (not
+    // first as a container), its exit code not asked again.
+    expect(await b.engine.sandboxInfo(rc.sandbox.id, c.pod)).toEqual({ id: rc.sandbox.id, ip: '10.88.0.3' });
+    await b.engine.inspectContainers([rc.sandbox.id]);
+    const listed = await b.engine.listContainers(c.uid);
+    expect(b.runtime.callNames()).toEqual(['PodSandboxStatus', 'ListPodSandbox', 'ListContainers']);
+    expect(listed.find((x) => x.id === rc.containerId)?.exitCode).toBe(2);
+  });
+
+  it('forgets, at the next list of every pod, a sandbox the runtime no longer has', async () => {
+    const b = bed();
+    const { sandbox } = await runPod(b, busyboxPod('a'));
+    // Removed behind the engine's back (crictl rmp).
+    await b.runtime.stopPodSandbox(sandbox.id);
+    await b.runtime.removePodSandbox(sandbox.id);
+    await b.engine.listContainers();
+    b.runtime.clearCalls();
+    expect((await b.engine.inspectContainers([sandbox.id])).get(sandbox.id)).toBeUndefined();
+    // No longer known as a sandbox: asked as a container first, as any unknown id.
+    expect(b.runtime.callNames()).toEqual(['ContainerStatus', 'PodSandboxStatus']);
+  });
+});
