@@ -21,12 +21,13 @@ const REPO = fileURLToPath(new URL('../..', import.meta.url));
 
 /** Which commit is the previous release on an engine: the newest of HEAD's history before `before`. */
 export interface PreviousRelease {
-  /** A date git understands (`git log --before`). */
+  /** A date and time with its zone (`git log --before`): a bare date is read at the time of day git runs. */
   before: string;
 }
 
 /** The previous release's commit: the newest ancestor of HEAD older than the cutoff. */
 function previousCommit(before: string): string {
+  if (!/T\d\d:\d\d(:\d\d)?(Z|[+-]\d\d:?\d\d)$/.test(before)) throw new Error(`${before}: give the cutoff's time and zone, or git reads it at this hour`);
   const commit = execFileSync('git', ['-C', REPO, 'log', `--before=${before}`, '-1', '--format=%H', 'HEAD'], { encoding: 'utf8' }).trim();
   if (!commit) throw new Error(`no commit before ${before} in HEAD's history`);
   return commit;
