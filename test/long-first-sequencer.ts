@@ -43,6 +43,8 @@ const KNOWN_SECONDS: Record<string, number> = {
   'test/integration/apply.test.ts': 31,
   'test/integration/parity-security-qos.test.ts': 30,
   'test/integration/agent-faults.test.ts': 29,
+  // Measured beside upgrade.test.ts alone (2026-12-07), not in a whole run.
+  'test/integration/upgrade.cri.test.ts': 29,
   'test/integration/lifecycle-termination.test.ts': 27,
   'test/integration/cri-exec.test.ts': 25,
   'test/integration/readme-tour.test.ts': 25,

@@ -1,4 +1,4 @@
-import { escapeLabel } from '../stats/exposition.js';
+import { escapeLabel } from './text-format.js';
 
 // The kubelet's /metrics/probes (pkg/kubelet/server/server.go registers prober_probe_total,
 // prober_probe_duration_seconds and process_start_time_seconds there, and nowhere else), kept as

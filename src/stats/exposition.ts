@@ -1,11 +1,9 @@
 // The Prometheus text format as the container endpoints write it: label sets made once per
 // container, families in the order first seen. Pure.
 
-export type Labels = Record<string, string>;
+import { escapeLabel } from '../metrics/text-format.js';
 
-export function escapeLabel(v: string): string {
-  return v.replace(/\\/g, '\\\\').replace(/\n/g, '\\n').replace(/"/g, '\\"');
-}
+export type Labels = Record<string, string>;
 
 /** A label set as the text format writes it, made once per container and shared by its series. */
 export class LabelText {

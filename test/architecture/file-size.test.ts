@@ -10,7 +10,8 @@ import { describe, expect, it } from 'vitest';
 // as the formatter writes them, so the limit holds for the formatted file, not a few long lines.
 
 const ROOT = resolve(dirname(new URL(import.meta.url).pathname), '../..');
-const LIMIT = 400;
+// Issue 43 raised it from 400: files are split by responsibility, never to meet a number.
+const LIMIT = 600;
 
 /**
  * Files over the limit that other work is splitting today (issue 31). Empty it as each split
