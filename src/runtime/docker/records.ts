@@ -11,12 +11,24 @@ export function engineTime(t: string | undefined): string | undefined {
   return t && !t.startsWith('0001-') ? t : undefined;
 }
 
+/**
+ * A container's state in Docker's words. Podman's compatible API passes two of its own through:
+ * `stopped` (the process has exited, its cleanup not run yet: about 300 ms here, exit code known)
+ * is Docker's exited, and `stopping` (a stop under way, the process still running) is Docker's
+ * running, which Docker says until the process is gone.
+ */
+export function dockerState(status: string | undefined): ContainerState {
+  if (status === 'stopped') return 'exited';
+  if (status === 'stopping') return 'running';
+  return status as ContainerState;
+}
+
 /** An inspect's state as podrun's container status. */
 export function statusFromInspect(state: Docker.ContainerInspectInfo['State'], restartCount: number | undefined): ContainerStatus {
   const startedAt = engineTime(state.StartedAt);
   const finishedAt = engineTime(state.FinishedAt);
   return {
-    state: state.Status as ContainerState,
+    state: dockerState(state.Status),
     exitCode: state.ExitCode,
     ...(startedAt ? { startedAt } : {}),
     ...(finishedAt ? { finishedAt } : {}),
@@ -63,13 +75,13 @@ export function upAtLeastMs(status: string | undefined): number | undefined {
 export function recordFromListed(info: Docker.ContainerInfo, now = Date.now()): EngineContainer {
   const exitCode = exitCodeOf(info.Status);
   const ip = ipOf(info.NetworkSettings?.Networks);
-  const up = info.State === 'running' ? upAtLeastMs(info.Status) : undefined;
+  const up = dockerState(info.State) === 'running' ? upAtLeastMs(info.Status) : undefined;
   return {
     id: info.Id,
     name: (info.Names?.[0] ?? '').replace(/^\//, ''),
     image: info.Image,
     labels: info.Labels ?? {},
-    state: info.State as ContainerState,
+    state: dockerState(info.State),
     ...(exitCode !== undefined ? { exitCode } : {}),
     created: info.Created,
     ...(ip ? { ip } : {}),
@@ -79,7 +91,7 @@ export function recordFromListed(info: Docker.ContainerInfo, now = Date.now()): 
 
 /** An inspect answer as the record a list would have given, so the cache keeps one kind whichever call told it. */
 export function recordFromInspect(i: Docker.ContainerInspectInfo): EngineContainer {
-  const state = i.State.Status as ContainerState;
+  const state = dockerState(i.State.Status);
   const ip = ipOf(i.NetworkSettings?.Networks);
   return {
     id: i.Id,
