@@ -5,6 +5,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { CriClient } from '../../src/runtime/cri/client.js';
 import { afterAll, beforeAll } from 'vitest';
+import { checkInstalled, CONTAINERD_1_6, containerdConfig, type ContainerdRelease } from './containerd-config.js';
 import { PAUSE_IMAGE, TEST_IMAGE, until, World } from './helpers.js';
 import { cgroupDirs, CONTAINER_CGROUP, removeEmptyPodrunParents, rmdirRetrying, unmountUnder } from './suite-run.js';
 
@@ -31,10 +32,12 @@ function freeSubnet(): string {
 export interface ContainerdOptions {
   /** A containerd with its CRI plugin off, as Docker's packaged config.toml leaves it. */
   criDisabled?: boolean;
+  /** Which containerd: bookworm's 1.6 unless told (containerd-config.ts). */
+  release?: ContainerdRelease;
 }
 
 /**
- * A private containerd (Debian's 1.6, /usr/bin/containerd) with its own root, state, socket,
+ * A private containerd (Debian bookworm's 1.6, or unstable's 2.x: containerd-config.ts) with its own root, state, socket,
  * config and CNI network, for CRI tests: nothing of it is shared with the machine's Docker or with
  * other tests, and `destroy()` removes all of it (sandboxes, shims, mounts, bridge, directories).
  *
@@ -56,6 +59,10 @@ export class PrivateContainerd {
   private log = '';
 
   constructor(private readonly o: ContainerdOptions = {}) {}
+
+  get release(): ContainerdRelease {
+    return this.o.release ?? CONTAINERD_1_6;
+  }
 
   /** containerd's pid while it runs. */
   get pid(): number | undefined {
@@ -94,51 +101,22 @@ export class PrivateContainerd {
         ],
       }),
     );
-    const cri = 'plugins."io.containerd.grpc.v1.cri"';
-    const config = [
-      'version = 2',
-      `root = "${this.dir}/root"`,
-      `state = "${this.dir}/state"`,
-      this.o.criDisabled ? 'disabled_plugins = ["io.containerd.grpc.v1.cri"]' : '',
-      '[grpc]',
-      `  address = "${this.socket}"`,
-      '[ttrpc]',
-      `  address = "${this.socket}.ttrpc"`,
-      '[debug]',
-      '  address = ""',
-      '[metrics]',
-      '  address = ""',
-      `[${cri}]`,
-      `  sandbox_image = "${CRI_PAUSE_IMAGE}"`,
-      // This VM has no CAP_SYS_RESOURCE: runc would refuse the sandbox's oom_score_adj of -998.
-      '  restrict_oom_score_adj = true',
-      '  stream_server_address = "127.0.0.1"',
-      '  stream_server_port = "0"',
-      '  enable_selinux = false',
-      // Registries' hosts.toml, read at each pull, so a test may add its registry after the start.
-      `[${cri}.registry]`,
-      `  config_path = "${this.dir}/certs.d"`,
-      `[${cri}.cni]`,
-      '  bin_dir = "/usr/lib/cni"',
-      `  conf_dir = "${cniConf}"`,
-      '  max_conf_num = 1',
-      `[${cri}.containerd]`,
-      '  snapshotter = "overlayfs"',
-      '  default_runtime_name = "runc"',
-      `[${cri}.containerd.runtimes.runc]`,
-      '  runtime_type = "io.containerd.runc.v2"',
-      `[${cri}.containerd.runtimes.runc.options]`,
-      // runc's state of its own, so nothing lands in the machine's /run/containerd/runc.
-      `  Root = "${this.dir}/runc"`,
-    ].join('\n');
+    const config = containerdConfig(this.release, {
+      dir: this.dir,
+      socket: this.socket,
+      cniConf,
+      pauseImage: CRI_PAUSE_IMAGE,
+      criDisabled: this.o.criDisabled === true,
+    });
     const file = join(this.dir, 'config.toml');
-    writeFileSync(file, config + '\n');
+    writeFileSync(file, config);
     return file;
   }
 
   async start(): Promise<void> {
     const config = this.writeConfig();
-    this.proc = spawn('/usr/bin/containerd', ['--config', config, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
+    checkInstalled(this.release);
+    this.proc = spawn(this.release.binary, ['--config', config, '--log-level', 'warn'], { stdio: ['ignore', 'ignore', 'pipe'] });
     this.proc.stderr?.on('data', (c: Buffer) => {
       this.log = (this.log + c.toString()).slice(-8000);
     });

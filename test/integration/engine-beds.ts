@@ -6,18 +6,23 @@ import type { ContainerState } from '../../src/runtime/observed.js';
 import { openEngine } from '../../src/runtime/open-engine.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
 import { AgentProcess } from './agent-helpers.js';
+import { CONTAINERD_2 } from './containerd-config.js';
 import { PrivateContainerd } from './cri-engine.js';
+import { PodmanService } from './engine-helpers.js';
+import { pidNamespaceProcesses } from './pidns-procs.js';
 import { BIN, docker, PAUSE_IMAGE, World, type CliResult } from './helpers.js';
 
 // An engine bed: what one test file needs to run podrun's engine suites on one engine, so a
 // suite is defined once (x.suite.ts, a function of the bed) and run on each engine by a runner
-// file of three lines (x.test.ts on Docker, x.cri.test.ts on CRI): vitest runs the two in
+// file of three lines (x.test.ts on Docker, x.podman.test.ts on Podman's Docker API,
+// x.cri.test.ts on containerd 1.6, x.cri2.test.ts on containerd 2): vitest runs them in
 // parallel. Everything a suite observes or pokes goes through podrun's own engine interface
 // (PodEngine), so the same assertion holds on both engines; what only one engine has (Docker's
 // proxy faults, json-file details, a CRI runtime's lack of restart policies) stays in that
 // engine's case, with the reason beside it.
 
-export type EngineKind = 'docker' | 'cri';
+/** Docker, Podman through its Docker API, containerd 1.6 and containerd 2 through CRI. */
+export type EngineKind = 'docker' | 'podman' | 'cri' | 'cri2';
 
 /** One sandbox or container of this bed's podrun instance, as the engine lists it. */
 export interface BedContainer {
@@ -43,8 +48,12 @@ export interface BedProc {
 
 export interface EngineBed {
   readonly kind: EngineKind;
-  /** For test names: `[docker]`, `[cri]`. */
+  /** The API podrun speaks to it: Docker's (Docker, Podman) or CRI (containerd). */
+  readonly api: 'docker' | 'cri';
+  /** For test names: `[docker]`, `[podman]`, `[cri]`, `[cri2]`. */
   readonly tag: string;
+  /** The Docker API's socket, on the Docker-API engines (a test may put a proxy in front of it). */
+  readonly dockerSocket?: string;
   readonly world: World;
   /** The CLI's and agent's flags that choose this engine. */
   readonly args: readonly string[];
@@ -105,19 +114,22 @@ function parsePs(text: string): BedProc[] {
 
 /**
  * A bed for the calling test file (hooks registered here): Docker, the machine's running engine;
- * CRI, a private containerd of the file's own (cri-engine.ts) with the test images, and no Docker
- * engine reachable by the binary or agent.
+ * Podman, a `podman system service` of the file's own (engine-helpers.ts) with the test images;
+ * CRI, a private containerd of the file's own (cri-engine.ts: 1.6, or 2 for `cri2`) with the
+ * test images, and no Docker engine reachable by the binary or agent.
  */
 export function engineBed(kind: EngineKind): EngineBed {
   const world = new World();
-  const ctrd = kind === 'cri' ? new PrivateContainerd() : undefined;
+  const ctrd = kind === 'cri' || kind === 'cri2' ? new PrivateContainerd(kind === 'cri2' ? { release: CONTAINERD_2 } : {}) : undefined;
+  const podman = kind === 'podman' ? new PodmanService() : undefined;
+  const dockerApi = podman ? podman.docker : docker;
   const podLogs = join(world.dir, 'pod-logs');
-  const args: string[] = ctrd ? ['--container-runtime-endpoint', ctrd.endpoint, '--pod-logs-dir', podLogs] : [];
-  const env: Record<string, string> = ctrd ? { DOCKER_HOST: 'unix:///nonexistent/docker.sock' } : {};
+  const args: string[] = ctrd ? ['--container-runtime-endpoint', ctrd.endpoint, '--pod-logs-dir', podLogs] : podman ? ['--docker-host', podman.host] : [];
+  const env: Record<string, string> = ctrd ? { DOCKER_HOST: 'unix:///nonexistent/docker.sock' } : podman ? { DOCKER_HOST: podman.host } : {};
   let opened: Promise<PodEngine> | undefined;
   const engine = (): Promise<PodEngine> =>
     (opened ??= openEngine(
-      { stateDir: world.stateDir, pauseImage: PAUSE_IMAGE, hostIP: '127.0.0.1' },
+      { stateDir: world.stateDir, pauseImage: PAUSE_IMAGE, hostIP: '127.0.0.1', ...(podman ? { host: podman.host } : {}) },
       ctrd ? { containerRuntimeEndpoint: ctrd.endpoint, podLogsDir: podLogs } : {},
     ));
 
@@ -133,11 +145,20 @@ export function engineBed(kind: EngineKind): EngineBed {
       await (destroyed ??= ctrd.destroy());
     });
   }
+  if (podman) {
+    beforeAll(() => podman.start(), 90_000);
+    world.beforeCleanup.push(async () => {
+      await removePodmanInstance(podman, world.instance);
+      await podman.stop();
+    });
+  }
   afterAll(() => world.cleanup(), 90_000);
 
   const bed: EngineBed = {
     kind,
+    api: ctrd ? 'cri' : 'docker',
     tag: `[${kind}]`,
+    ...(podman ? { dockerSocket: podman.socket } : kind === 'docker' ? { dockerSocket: '/var/run/docker.sock' } : {}),
     world,
     args,
     env,
@@ -167,13 +188,25 @@ export function engineBed(kind: EngineKind): EngineBed {
     },
     async processes(id) {
       const r = await (await engine()).exec(id, ['ps', '-o', 'pid,stat,args'], 10_000).catch(() => undefined);
-      return r && r !== 'timeout' && r.exitCode === 0 ? parsePs(r.output) : undefined;
+      if (r && r !== 'timeout' && r.exitCode === 0) return parsePs(r.output);
+      // Podman refuses an exec into a container it is stopping ("can only create exec sessions on
+      // running containers: container state improper"), for the whole grace period, where Docker
+      // and containerd take one: its processes are read from the host's /proc then, by the
+      // container's pid namespace (Podman still gives its first process's pid while stopping).
+      if (!podman) return undefined;
+      const pid = (
+        await podman.docker
+          .getContainer(id)
+          .inspect()
+          .catch(() => undefined)
+      )?.State.Pid;
+      return pid ? pidNamespaceProcesses(pid) : undefined;
     },
     async mountSources(id) {
       // A container the agent removed between the list and this look mounts nothing any more
       // (a restarting pod's old instances go while a test reads them).
       if (!ctrd) {
-        const inspected = await docker
+        const inspected = await dockerApi
           .getContainer(id)
           .inspect()
           .catch((e: { statusCode?: number }) => {
@@ -191,4 +224,34 @@ export function engineBed(kind: EngineKind): EngineBed {
     },
   };
   return bed;
+}
+
+/**
+ * The containers and volumes this world's podrun made in Podman's store (the machine's, shared
+ * with other files' services): sandboxes last, since Podman refuses to remove one others joined.
+ */
+async function removePodmanInstance(podman: PodmanService, instance: string): Promise<void> {
+  const mine = JSON.stringify({ label: [`${LABEL.instance}=${instance}`] });
+  const list = await podman.docker.listContainers({ all: true, filters: mine }).catch(() => []);
+  const remove = (ids: string[]): Promise<unknown> =>
+    Promise.all(
+      ids.map((id) =>
+        podman.docker
+          .getContainer(id)
+          .remove({ force: true, v: true })
+          .catch(() => undefined),
+      ),
+    );
+  const sandbox = (c: (typeof list)[number]): boolean => c.Labels[LABEL.containerType] === 'sandbox';
+  await remove(list.filter((c) => !sandbox(c)).map((c) => c.Id));
+  await remove(list.filter(sandbox).map((c) => c.Id));
+  const volumes = (await podman.docker.listVolumes({ filters: mine }).catch(() => ({ Volumes: [] }))).Volumes ?? [];
+  await Promise.all(
+    volumes.map((v) =>
+      podman.docker
+        .getVolume(v.Name)
+        .remove()
+        .catch(() => undefined),
+    ),
+  );
 }

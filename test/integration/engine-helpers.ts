@@ -227,7 +227,9 @@ export class PodmanService {
       { encoding: 'utf8', env: { ...process.env, ...this.env } },
     );
     if (load.status !== 0) throw new Error(`loading the test images into podman failed: ${load.stderr}`);
-    this.proc = spawn('podman', ['system', 'service', '--time=0', this.host], { stdio: 'ignore', env: { ...process.env, ...this.env } });
+    // Its own directory as the working one: conmon 2.1.6 writes an `oom` file into the one it
+    // inherits when a container is OOM-killed (found in a worktree after the OOM test).
+    this.proc = spawn('podman', ['system', 'service', '--time=0', this.host], { stdio: 'ignore', cwd: this.dir, env: { ...process.env, ...this.env } });
     await until('the podman service to answer', async () => ((await this.docker.ping().catch(() => undefined)) ? true : undefined), 30_000);
   }
 

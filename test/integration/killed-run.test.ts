@@ -24,8 +24,11 @@ interface Made {
   pids: number[];
   ctrdDir: string;
   bridge: string;
+  bridge2: string;
   instances: string[];
   criInstance: string;
+  cri2Instance: string;
+  podmanInstance: string;
   raw: string;
   stray: number;
 }
@@ -75,6 +78,23 @@ function namingProcesses(root: string): number[] {
 
 const linkExists = (name: string): boolean => spawnSync('ip', ['link', 'show', name], { stdio: 'ignore' }).status === 0;
 
+/** Podman's containers of a podrun instance, and the conmon processes that watch them. */
+function onPodman(instance: string): { ids: string[]; conmons: number[] } {
+  const ps = spawnSync('podman', ['ps', '-a', '--no-trunc', '--filter', `label=${LABEL.instance}=${instance}`, '--format', '{{.ID}}'], { encoding: 'utf8' });
+  const ids = ps.stdout.split('\n').filter(Boolean);
+  const conmons: number[] = [];
+  for (const p of readdirSync('/proc')) {
+    if (!/^\d+$/.test(p)) continue;
+    try {
+      const argv = readFileSync(`/proc/${p}/cmdline`, 'utf8').split('\0');
+      if (argv[0]?.endsWith('conmon') && ids.includes(argv[argv.indexOf('-c') + 1] ?? '')) conmons.push(Number(p));
+    } catch {
+      // gone meanwhile
+    }
+  }
+  return { ids, conmons };
+}
+
 async function byInstances(instances: string[]): Promise<string[]> {
   const list = await docker.listContainers({ all: true, filters: JSON.stringify({ label: [LABEL.instance] }) });
   return list.filter((c) => instances.includes(c.Labels[LABEL.instance] ?? '')).map((c) => c.Id);
@@ -114,6 +134,10 @@ it('a killed run leaves things; the next run removes them and nothing else', { t
   expect((await docker.getContainer(made.raw).inspect()).State.Running).toBe(true);
   expect(namingProcesses(made.root).length, 'the shims of its containerd, at least').toBeGreaterThan(0);
   expect(linkExists(made.bridge)).toBe(true);
+  expect(linkExists(made.bridge2), "containerd 2's bridge").toBe(true);
+  const podmanLeft = onPodman(made.podmanInstance);
+  expect(podmanLeft.ids.length, "Podman's sandbox and container").toBe(2);
+  expect(podmanLeft.conmons.length, 'a conmon for each').toBe(2);
   const runMark = `PODRUN_TEST_RUN=${made.root.slice(made.root.lastIndexOf('-') + 1)}\0`;
   expect(strayRuns(made.stray, runMark), 'a process it started that names nothing of its directory').toBe(true);
 
@@ -126,8 +150,14 @@ it('a killed run leaves things; the next run removes them and nothing else', { t
   expect(namingProcesses(made.root)).toEqual([]);
   expect(strayRuns(made.stray, runMark)).toBe(false);
   expect(linkExists(made.bridge)).toBe(false);
+  expect(linkExists(made.bridge2)).toBe(false);
+  expect(onPodman(made.podmanInstance)).toEqual({ ids: [], conmons: [] });
+  // Podman's conmons are gone with their containers: none of them names the run's directory.
+  for (const pid of podmanLeft.conmons)
+    expect(existsSync(`/proc/${pid}/cmdline`) && readFileSync(`/proc/${pid}/cmdline`, 'utf8').includes('conmon'), `conmon ${pid}`).toBe(false);
   expect(existsSync(made.root)).toBe(false);
-  for (const h of readdirSync('/sys/fs/cgroup')) expect(existsSync(join('/sys/fs/cgroup', h, 'podrun', made.criInstance)), h).toBe(false);
+  for (const h of readdirSync('/sys/fs/cgroup'))
+    for (const inst of [made.criInstance, made.cri2Instance]) expect(existsSync(join('/sys/fs/cgroup', h, 'podrun', inst)), `${h} ${inst}`).toBe(false);
   expect(readFileSync('/proc/mounts', 'utf8')).not.toContain(made.root);
 
   // Nothing else: the user's pods and the demo run on, in the same containers.

@@ -155,7 +155,11 @@ export function restartsSuite(bed: EngineBed): void {
 `,
       );
       const p = await untilPod(world, ns, name, 'the OOM kill', (x) => container(x, 'hog')?.state.terminated !== undefined);
-      expect(container(p, 'hog')?.state.terminated?.reason).toBe('OOMKilled');
+      // Podman 4.3 (conmon 2.1.6) on this cgroup v1 host never says OOMKilled: its inspect reads
+      // `OOMKilled: false` for the same kill that Docker's reads true for (both exit 137, checked
+      // by hand with `podman inspect` and `docker inspect`), and podrun, like the kubelet, takes
+      // the runtime's word: the reason is then Error.
+      expect(container(p, 'hog')?.state.terminated?.reason).toBe(bed.kind === 'podman' ? 'Error' : 'OOMKilled');
       expect(container(p, 'hog')?.state.terminated?.exitCode).toBe(137);
     });
 

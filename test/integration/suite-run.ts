@@ -319,14 +319,16 @@ export async function reapRun(
       .getVolume(v.Name)
       .remove()
       .catch(() => undefined);
-  // Podman keeps its own store: the run's instances there too.
+  // Podman keeps its own store: the run's instances there too. Sandboxes last: Podman refuses to
+  // remove one that others joined, and its conmon would watch it on.
   if (spawnSync('sh', ['-c', 'command -v podman'], { stdio: 'ignore' }).status === 0) {
-    const format = `{{.ID}} {{index .Labels "${LABEL.instance}"}} {{index .Labels "${TEST_RUN_LABEL}"}}`;
+    const format = `{{.ID}} {{index .Labels "${LABEL.instance}"}} {{index .Labels "${TEST_RUN_LABEL}"}} {{index .Labels "${LABEL.containerType}"}}`;
     const ps = spawnSync('podman', ['ps', '-a', '--format', format], { encoding: 'utf8' });
-    for (const line of ps.stdout?.split('\n') ?? []) {
-      const [id, inst, run] = line.split(' ');
-      if (!id || !(instances.has(inst ?? '') || runIds.has(run ?? ''))) continue;
-      if (spawnSync('podman', ['rm', '-f', id], { stdio: 'ignore' }).status === 0) report.containers.push(`podman:${id}`);
+    const ours = (ps.stdout?.split('\n') ?? [])
+      .map((line) => line.split(' '))
+      .filter(([id, inst, run]) => id && (instances.has(inst ?? '') || runIds.has(run ?? '')));
+    for (const [id] of [...ours.filter((f) => f[3] !== 'sandbox'), ...ours.filter((f) => f[3] === 'sandbox')]) {
+      if (spawnSync('podman', ['rm', '-f', id!], { stdio: 'ignore' }).status === 0) report.containers.push(`podman:${id}`);
     }
   }
 

@@ -75,6 +75,30 @@ describe('recordFromInspect', () => {
   });
 });
 
+describe("Podman's own states, in Docker's words", () => {
+  it('reads stopped (exited, its cleanup not run yet) as exited with its code, and stopping as running', () => {
+    // As Podman 4.3 answered, polled every few ms around a `sh -c 'sleep 1; exit 3'`.
+    const stoppedListed = recordFromListed({
+      Id: 'c1',
+      Names: ['/n'],
+      Image: 'i',
+      Created: 5,
+      Labels: LABELS,
+      State: 'stopped',
+      Status: 'Exited (3) Less than a second ago',
+    } as unknown as Docker.ContainerInfo);
+    expect(stoppedListed).toMatchObject({ state: 'exited', exitCode: 3 });
+    expect(recordFromInspect(inspected('stopped', 3))).toMatchObject({ state: 'exited', exitCode: 3 });
+    expect(statusFromInspect(inspected('stopped', 3).State, 0).state).toBe('exited');
+    const [pod] = groupObserved([recordFromInspect(inspected('stopped', 3))]);
+    expect(pod?.containers[0]).toMatchObject({ state: 'exited', exitCode: 3 });
+
+    expect(recordFromInspect(inspected('stopping', 0))).toMatchObject({ state: 'running' });
+    expect(recordFromInspect(inspected('stopping', 0))).not.toHaveProperty('exitCode');
+    expect(statusFromInspect(inspected('stopping', 0).State, 0).state).toBe('running');
+  });
+});
+
 describe('recordFromListed', () => {
   it('takes the exit code from the status text only when exited, and the IP from the first network that has one', () => {
     const r = recordFromListed({

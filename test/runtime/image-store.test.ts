@@ -7,7 +7,7 @@ import type { RuntimeOptions } from '../../src/runtime/runtime-types.js';
 // The image store against an engine of plain data: nothing is present, and each pull ends when
 // the test says, so what runs at once can be seen.
 
-function engine(options: Partial<RuntimeOptions>) {
+function engine(options: Partial<RuntimeOptions>, streamed = new Map<string, object[]>()) {
   const pending = new Map<string, () => void>();
   const started: string[] = [];
   const calls = {
@@ -21,7 +21,11 @@ function engine(options: Partial<RuntimeOptions>) {
         return Promise.resolve(image);
       },
       modem: {
-        followProgress: (image: string, done: (err: Error | null) => void) => pending.set(image, () => done(null)),
+        followProgress: (image: string, done: (err: Error | null) => void, progress: (event: object) => void) =>
+          pending.set(image, () => {
+            for (const event of streamed.get(image) ?? []) progress(event);
+            done(null);
+          }),
       },
     },
   } as unknown as EngineCalls;
@@ -71,5 +75,25 @@ describe('ImageStore pulls', () => {
     expect(any.started).toEqual(['a', 'b', 'c']);
     for (const i of ['a', 'b', 'c']) any.finish(i);
     await Promise.all(all);
+  });
+
+  it('fails a pull whose answer streams an error after its 200 (Podman answers every failed pull so)', async () => {
+    // Podman 4.3's words for a registry that refuses the connection, after three tries.
+    const refused =
+      'initializing source docker://127.0.0.1:1/x:1: pinging container registry 127.0.0.1:1: Get "https://127.0.0.1:1/v2/": dial tcp 127.0.0.1:1: connect: connection refused';
+    const e = engine(
+      {},
+      new Map([['gone', [{ status: 'Trying to pull 127.0.0.1:1/x:1...' }, { progressDetail: {}, errorDetail: { message: refused }, error: refused }]]]),
+    );
+    const store = new ImageStore(e.calls);
+    const pull = store.ensureImage('gone', 'IfNotPresent');
+    const failed = expect(pull).rejects.toMatchObject({
+      name: 'ImageError',
+      reason: 'ErrImagePull',
+      message: expect.stringContaining('connect: connection refused'),
+    });
+    await tick();
+    e.finish('gone');
+    await failed;
   });
 });

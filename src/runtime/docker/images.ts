@@ -115,12 +115,18 @@ export class ImageStore {
         files,
         async (auth) => {
           const stream = await this.e.docker.pull(image, auth ? { authconfig: auth } : {});
+          // A failure may come in the stream after a 200: Podman answers every pull so, and Docker
+          // one that fails midway. Its first error is the pull's, not a pull that went well.
+          let streamed: string | undefined;
           await new Promise<void>((resolve, reject) => {
             this.e.docker.modem.followProgress(
               stream,
-              (err: Error | null) => (err ? reject(err) : resolve()),
+              (err: Error | null) => (err ? reject(err) : streamed !== undefined ? reject(new Error(streamed)) : resolve()),
               (event: LayerEvent) => {
-                if (event.error) return;
+                if (event.error) {
+                  streamed ??= event.error;
+                  return;
+                }
                 tally.add(event);
                 this.e.options.onPullProgress?.(tally.progress);
               },

@@ -14,7 +14,9 @@ export function engineTime(t: string | undefined): string | undefined {
 /**
  * Docker's seven states in CRI's four, as cri-dockerd says them: paused is running, restarting
  * (its restart policy between two runs), dead and removing are unknown. A restarting one is
- * flagged, so it counts as alive: the engine runs it again.
+ * flagged, so it counts as alive: the engine runs it again. Podman's compatible API passes two of
+ * its own through: `stopped` (the process has exited, its cleanup not run yet: about 300 ms here,
+ * exit code known) is exited, and `stopping` (a stop under way, the process still there) running.
  */
 export function stateOf(docker: string | undefined): { state: ContainerState; engineRestarting?: true } {
   switch (docker) {
@@ -22,8 +24,10 @@ export function stateOf(docker: string | undefined): { state: ContainerState; en
       return { state: 'created' };
     case 'running':
     case 'paused':
+    case 'stopping':
       return { state: 'running' };
     case 'exited':
+    case 'stopped':
       return { state: 'exited' };
     case 'restarting':
       return { state: 'unknown', engineRestarting: true };
@@ -84,7 +88,7 @@ export function upAtLeastMs(status: string | undefined): number | undefined {
 export function recordFromListed(info: Docker.ContainerInfo, now = Date.now()): EngineContainer {
   const exitCode = exitCodeOf(info.Status);
   const ip = ipOf(info.NetworkSettings?.Networks);
-  const up = info.State === 'running' ? upAtLeastMs(info.Status) : undefined;
+  const up = info.State === 'running' || info.State === 'stopping' ? upAtLeastMs(info.Status) : undefined;
   const { state, engineRestarting } = stateOf(info.State);
   return {
     id: info.Id,

@@ -1,0 +1,4 @@
+import { agentLogsSuite } from './agent-logs.suite.js';
+import { engineBed } from './engine-beds.js';
+
+agentLogsSuite(engineBed('podman'));

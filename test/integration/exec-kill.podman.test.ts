@@ -1,0 +1,4 @@
+import { engineBed } from './engine-beds.js';
+import { execKillSuite } from './exec-kill.suite.js';
+
+execKillSuite(engineBed('podman'));

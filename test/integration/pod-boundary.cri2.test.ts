@@ -1,0 +1,4 @@
+import { engineBed } from './engine-beds.js';
+import { podBoundarySuite } from './pod-boundary.suite.js';
+
+podBoundarySuite(engineBed('cri2'));
