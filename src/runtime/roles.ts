@@ -12,6 +12,7 @@ import type {
   ExecAttachOptions,
   ExecEnd,
   ExecRef,
+  ExecResult,
   ExecStreams,
   FinishedInstance,
   ImageInventory,
@@ -133,7 +134,7 @@ export interface EngineImages {
 /** Commands and logs: probes' and hooks' exec, `podrun exec` and `podrun logs`. */
 export interface EngineStreams {
   /** Runs a command in a running container (probes, hooks); gives up after `timeoutMs` or when `signal` aborts. */
-  exec(containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<{ exitCode: number; output: string } | 'timeout'>;
+  exec(containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<ExecResult>;
   /** `podrun exec`: attached to the caller's streams, with a TTY when asked; resolves with the exit code. */
   execAttached(containerId: string, command: string[], o: ExecAttachOptions, streams: ExecStreams): Promise<number>;
   /** Ends an exec whose client went away: its processes killed where the engine's are in reach. */

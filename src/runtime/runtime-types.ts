@@ -214,6 +214,13 @@ export interface StartRequest {
   signal?: AbortSignal;
 }
 
+/**
+ * A probe's or hook's command as the engine ran it: its exit code and output; 'timeout' (past its
+ * timeout, or given up); or never run because its container was not running by then, which says
+ * nothing of the container's health (`detail`: the engine's words, for people).
+ */
+export type ExecResult = { exitCode: number; output: string } | 'timeout' | { notRun: 'container-not-running'; detail: string };
+
 /** One exec, as what ends it needs it: which, where, and when it was made (opaque above the runtime). */
 export interface ExecRef {
   containerId: string;

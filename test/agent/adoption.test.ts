@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { Adoption } from '../../src/agent/adoption.js';
 import { newPodRecord } from '../../src/agent/pod-record.js';
-import { EngineRequestError, kindOfStatus } from '../../src/runtime/engine-errors.js';
+import { EngineRequestError } from '../../src/runtime/engine-errors.js';
 import { PodRuntime } from '../../src/runtime/docker/runtime.js';
 import type { ObservedPod } from '../../src/runtime/observed.js';
 import type { EngineRestartOn } from '../../src/runtime/runtime-types.js';
@@ -69,19 +69,5 @@ describe('adoption', () => {
     const dead = { ...pod.containers[0]!, state: 'exited' as const };
     expect(adoption.engineRestarts(kept, { ...dead, exitCode: 1 })).toBe(true);
     expect(adoption.engineRestarts(kept, { ...dead, exitCode: 0 })).toBe(false);
-  });
-
-  it('reads the Docker API statuses as kinds', () => {
-    expect([404, 304, 409, 501, 500, 504, 400, undefined].map(kindOfStatus)).toEqual([
-      'not-found',
-      'unchanged',
-      'conflict',
-      'unsupported',
-      'failing',
-      'failing',
-      'refused',
-      'refused',
-    ]);
-    expect(new EngineRequestError('x', 501).kind).toBe('unsupported');
   });
 });

@@ -163,11 +163,12 @@ export function engineBed(kind: EngineKind): EngineBed {
     async exec(id, command, timeoutMs = 20_000) {
       const r = await (await engine()).exec(id, command, timeoutMs);
       if (r === 'timeout') throw new Error(`${command.join(' ')}: timed out`);
+      if ('notRun' in r) throw new Error(`${command.join(' ')}: not run: ${r.detail}`);
       return r;
     },
     async processes(id) {
       const r = await (await engine()).exec(id, ['ps', '-o', 'pid,stat,args'], 10_000).catch(() => undefined);
-      return r && r !== 'timeout' && r.exitCode === 0 ? parsePs(r.output) : undefined;
+      return r && r !== 'timeout' && 'exitCode' in r && r.exitCode === 0 ? parsePs(r.output) : undefined;
     },
     async mountSources(id) {
       // A container the agent removed between the list and this look mounts nothing any more

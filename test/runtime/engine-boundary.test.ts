@@ -106,4 +106,14 @@ describe('the engine boundary', () => {
     }
     expect(found).toEqual(FACTS_LEFT);
   });
+
+  it("no module outside src/runtime/docker/ reads a Docker HTTP status: engine errors are read by kind, in gRPC's words", () => {
+    const readers: string[] = [];
+    for (const f of files('src').filter((x) => !x.startsWith('src/runtime/docker/'))) {
+      const text = readFileSync(join(ROOT, f), 'utf8');
+      const errors = importsOf(f, text).some((s) => s === 'src/runtime/engine-errors.ts' || s.startsWith('src/runtime/docker/'));
+      if (/\bDockerRequestError\b|\bkindOfStatus\b/.test(text) || (errors && /\.statusCode\b|\.status\s*[=!]==?\s*\d/.test(text))) readers.push(f);
+    }
+    expect(readers).toEqual([]);
+  });
 });

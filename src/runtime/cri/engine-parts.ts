@@ -3,7 +3,7 @@ import { arch, cpus, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { Container, Pod } from '../../manifest/types.js';
 import { pinMount, removeTree } from '../safe-mount.js';
-import type { ExecAttachOptions, ExecStreams, RuntimeOptions, StartRequest } from '../runtime-types.js';
+import type { ExecAttachOptions, ExecResult, ExecStreams, RuntimeOptions, StartRequest } from '../runtime-types.js';
 import { mountsToPin, type VolumeBacking } from '../docker/spec.js';
 import type { ProcView } from '../exec-reaper.js';
 import { timerDelay } from '../../base/duration.js';
@@ -107,7 +107,7 @@ export async function criExec(
   timeoutMs: number,
   view: ProcView,
   signal?: AbortSignal,
-): Promise<{ exitCode: number; output: string } | 'timeout'> {
+): Promise<ExecResult> {
   // Given up already: no exec is started that nobody would wait for (nor could find to kill yet).
   if (signal?.aborted) return 'timeout';
   const since = view.now();

@@ -11,12 +11,13 @@ import {
   type EngineRestartOn,
   type ExecEnd,
   type ExecRef,
+  type ExecResult,
   type SandboxInfo,
   type StartRequest,
 } from '../runtime-types.js';
 import { containerCreateOptions, needsImageUser, startOptions, type PodIdentity, type VolumeBacking } from '../docker/spec.js';
 import { criEngineError, isCriNotFound } from './engine-errors.js';
-import { CriExecTimeoutError } from './errors.js';
+import { CriError, CriExecTimeoutError } from './errors.js';
 import type { PullListener } from './images.js';
 import { writeCriLog, type LogReadOptions } from './logs.js';
 import { ContainerState, PodSandboxState, type PodSandboxConfigInput } from './messages.js';
@@ -238,9 +239,13 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
     });
   }
 
-  exec(containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<{ exitCode: number; output: string } | 'timeout'> {
-    return criExec(this.client, containerId, command, timeoutMs, (this.procView ??= procView()), signal).catch((err: unknown) => {
+  exec(containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<ExecResult> {
+    return criExec(this.client, containerId, command, timeoutMs, (this.procView ??= procView()), signal).catch(async (err: unknown) => {
       if (err instanceof CriExecTimeoutError) return 'timeout' as const;
+      // The runtime refuses an exec in a container that is not running only in words (gRPC
+      // Unknown): its state, asked after the refusal, says it as data.
+      const now = err instanceof CriError ? await this.containerState(containerId).catch(() => undefined) : undefined;
+      if (err instanceof CriError && now?.state !== 'running') return { notRun: 'container-not-running' as const, detail: err.message };
       throw criEngineError(err, `exec in ${containerId}`);
     });
   }

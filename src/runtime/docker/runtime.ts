@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../../manifest/types.js';
-import { boundedCall, connect, engineCalls, engineEndpoint, EngineRequestError, isNotFound, type ReadingCalls } from './engine.js';
+import { boundedCall, connect, DockerRequestError, engineCalls, engineEndpoint, isNotFound, type ReadingCalls } from './engine.js';
 import type {
   ContainerDisk,
   ContainerReading,
@@ -12,6 +12,7 @@ import type {
   ExecAttachOptions,
   ExecEnd,
   ExecRef,
+  ExecResult,
   ExecStreams,
   FinishedInstance,
   ImageInventory,
@@ -170,7 +171,7 @@ export class PodRuntime implements PodEngine {
   }
 
   private call<T>(what: string, fn: () => Promise<T>, timeoutMs = this.options.requestTimeoutMs ?? 120_000): Promise<T> {
-    return boundedCall(what, fn, timeoutMs, this.endpoint, this.options.observer);
+    return boundedCall(what, fn, timeoutMs, this.endpoint, this.options.observer, this.calls.engineName);
   }
 
   async ping(): Promise<void> {
@@ -205,7 +206,7 @@ export class PodRuntime implements PodEngine {
   }
 
   /** Runs a command in a running container (probes, hooks); gives up after `timeoutMs` or when `signal` aborts. */
-  exec(containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<{ exitCode: number; output: string } | 'timeout'> {
+  exec(containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<ExecResult> {
     return execIn(this.calls, containerId, command, timeoutMs, signal);
   }
 
@@ -341,7 +342,7 @@ export class PodRuntime implements PodEngine {
     const t = Math.max(0, Math.round(graceSeconds));
     await this.call('stop container', () => this.docker.getContainer(id).stop({ t }), t * 1000 + (this.options.requestTimeoutMs ?? 120_000)).catch(
       (err: unknown) => {
-        if (isNotFound(err) || (err instanceof EngineRequestError && err.statusCode === 304)) return;
+        if (isNotFound(err)) return;
         throw err;
       },
     );
@@ -351,7 +352,8 @@ export class PodRuntime implements PodEngine {
   async removeContainer(id: string, o: { urgent?: boolean } = {}): Promise<void> {
     await this.work('remove container', () => this.docker.getContainer(id).remove({ force: true, v: true }), o.urgent ? { urgent: true } : {}).catch(
       (err: unknown) => {
-        if (isNotFound(err) || (err instanceof EngineRequestError && err.statusCode === 409)) return;
+        // 409: its removal is in progress already.
+        if (isNotFound(err) || (err instanceof DockerRequestError && err.status === 409)) return;
         throw err;
       },
     );
