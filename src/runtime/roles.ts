@@ -6,6 +6,7 @@ import type {
   ContainerDisk,
   ContainerReading,
   ContainerStatus,
+  EngineCapabilities,
   EngineEvent,
   EngineFacts,
   EngineRestartOn,
@@ -45,6 +46,8 @@ export interface EngineIdentity {
   readonly endpoint: string;
   /** The kubelet's runtime type: the scheme of container IDs (`docker://<id>`) and of the node's runtime version. */
   readonly runtimeName: string;
+  /** What this engine can do: callers ask, rather than pass what it would ignore. */
+  readonly capabilities: EngineCapabilities;
 }
 
 /** Containers and sandboxes: made, stopped, removed, listed and watched (the pod worker's and the cache's role). */

@@ -8,6 +8,7 @@ import {
   ContainerStartError,
   ImageError,
   SandboxError,
+  type EngineCapabilities,
   type EngineRestartOn,
   type ExecEnd,
   type ExecRef,
@@ -40,6 +41,13 @@ export { DEFAULT_POD_LOGS_DIR, type CriEngineOptions } from './engine-view.js';
  * the runtime is CriRuntimeView (engine-view.ts); what changes it is here.
  */
 export class CriEngine extends CriRuntimeView implements PodEngine {
+  /**
+   * No restart policy: the kubelet (here the agent, `podrun run`) is a CRI runtime's only one.
+   * Its endpoint is a unix socket, so its execs' processes are in this host's /proc; its events
+   * come from GetContainerEvents where it has it, else from the view's fast relist.
+   */
+  readonly capabilities: EngineCapabilities = { restartPolicy: false, execKill: true, streaming: true, events: true, stats: true };
+
   terminationMessage(c: Parameters<PodEngine['terminationMessage']>[0], podUid: string): Promise<string | undefined> {
     return terminationMessageFrom(this.options.stateDir, c, podUid, (tail, out) => this.writeLogs(c.id, { follow: false, timestamps: false, tail }, out, out));
   }

@@ -6,6 +6,7 @@ import type {
   ContainerDisk,
   ContainerReading,
   ContainerStatus,
+  EngineCapabilities,
   EngineEvent,
   EngineFacts,
   EngineRestartOn,
@@ -28,7 +29,7 @@ import { containerDiskOf, engineFactsOf } from './readings.js';
 import { LocalReadings } from './local-readings.js';
 import { cgroupCandidates, type CgroupLayout } from '../cgroup-stats.js';
 import { execAttachedIn, execIn, terminationMessageOf, writeLogsOf } from './streams.js';
-import { endExec } from './exec-end.js';
+import { endExec, localEngine } from './exec-end.js';
 import { defaultHostIP, oomScoreFloor } from '../host.js';
 import { instanceId, LABEL, MANAGED_BY } from '../labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../observed.js';
@@ -49,6 +50,11 @@ export class PodRuntime implements PodEngine {
   readonly endpoint: string;
   /** The kubelet's runtime type: the scheme of container IDs (`docker://<id>`) and of the node's runtime version. */
   readonly runtimeName: string = 'docker';
+  /**
+   * Docker and Podman restart containers by their restart policy, stream, tell events and read
+   * stats; an exec is killed from /proc, which is the engine's only when it is on this machine.
+   */
+  readonly capabilities: EngineCapabilities;
   readonly nodeName: string;
   private nodeIP: string | undefined;
   readonly instance: string;
@@ -70,6 +76,7 @@ export class PodRuntime implements PodEngine {
     this.endpoint = engineEndpoint(options);
     this.nodeName = options.nodeName ?? hostname();
     this.instance = instanceId(options.stateDir);
+    this.capabilities = { restartPolicy: true, execKill: localEngine({ endpoint: this.endpoint }), streaming: true, events: true, stats: true };
     this.oomScoreFloor = oomScoreFloor(this.endpoint);
     this.slots = new Slots(options.engineSlots ?? 4);
     this.calls = engineCalls(
