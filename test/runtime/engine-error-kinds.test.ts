@@ -55,7 +55,14 @@ describe('engine error kinds', () => {
     ).rejects.toMatchObject({
       kind: 'FailedPrecondition',
     });
-    const stuck = boundedCall('stop container', () => new Promise<never>(() => undefined), 1, 'unix:///x', undefined, 'Podman');
+    const stuck = boundedCall(
+      'stop container',
+      () => new Promise<never>(() => undefined),
+      1,
+      'unix:///x',
+      undefined,
+      () => 'Podman',
+    );
     await expect(stuck).rejects.toMatchObject({ kind: 'DeadlineExceeded', engine: 'Podman' });
     await expect(stuck).rejects.toThrow('Podman did not answer within 1ms: stop container');
   });

@@ -126,7 +126,7 @@ function notModified(err: unknown): boolean {
 
 /**
  * One engine call as the runtime makes every one: bounded by `timeoutMs`, its failure one of the
- * two error kinds, and the observer told how long it took. A 304 is success: the container is
+ * two error kinds naming the engine (`engineName`, asked when it fails), and the observer told how long it took. A 304 is success: the container is
  * already as asked, which is all a start or stop wants.
  */
 export async function boundedCall<T>(
@@ -135,20 +135,24 @@ export async function boundedCall<T>(
   timeoutMs: number,
   endpoint: string,
   observer: RuntimeOptions['observer'],
-  engine = DOCKER,
+  engineName: () => string = () => DOCKER,
 ): Promise<T> {
   const t0 = observer ? performance.now() : 0;
   let failed = false;
   let timer: NodeJS.Timeout | undefined;
-  const timedOut = new EngineRequestError(
-    `${engine} did not answer within ${formatDuration(timeoutMs)}: ${what} (the engine may be stuck; see its log)`,
-    'DeadlineExceeded',
-    { engine },
-  );
+  let timedOut: EngineRequestError | undefined;
   try {
     // A request the engine never answers must not hold a pod (or a delete) forever.
     const timeout = new Promise<never>((_, reject) => {
-      timer = setTimeout(() => reject(timedOut), timerDelay(timeoutMs));
+      timer = setTimeout(() => {
+        const engine = engineName();
+        timedOut = new EngineRequestError(
+          `${engine} did not answer within ${formatDuration(timeoutMs)}: ${what} (the engine may be stuck; see its log)`,
+          'DeadlineExceeded',
+          { engine },
+        );
+        reject(timedOut);
+      }, timerDelay(timeoutMs));
       timer.unref();
     });
     return await Promise.race([fn(), timeout]);
@@ -156,7 +160,8 @@ export async function boundedCall<T>(
     // Only a start or a stop answers 304, and neither caller reads what it resolves with.
     if (notModified(err)) return undefined as T;
     failed = true;
-    throw err === timedOut ? err : engineError(err, what, endpoint, engine);
+    // Named once the answer is in: it may be the answer that said which engine this is.
+    throw err === timedOut ? err : engineError(err, what, endpoint, engineName());
   } finally {
     clearTimeout(timer);
     observer?.call?.(what, (performance.now() - t0) / 1000, failed);

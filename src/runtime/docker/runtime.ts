@@ -178,7 +178,7 @@ export class PodRuntime implements PodEngine {
   }
 
   private call<T>(what: string, fn: () => Promise<T>, timeoutMs = this.options.requestTimeoutMs ?? 120_000): Promise<T> {
-    return boundedCall(what, fn, timeoutMs, this.endpoint, this.options.observer, this.calls.engineName);
+    return boundedCall(what, fn, timeoutMs, this.endpoint, this.options.observer, () => this.calls.engineName);
   }
 
   async ping(): Promise<void> {
