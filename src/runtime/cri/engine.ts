@@ -93,10 +93,11 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
     id: PodIdentity,
     attempt: number,
     hash: string,
-    _engineRestarts: boolean,
+    engineRestarts: boolean,
     _volumes?: ReadonlyMap<string, VolumeBacking>,
     signal?: AbortSignal,
   ): Promise<SandboxInfo> {
+    refuseEngineRestarts(engineRestarts);
     const config = this.sandboxConfigOf(pod, id, attempt, hash);
     mkdirSync(config.logDirectory ?? '', { recursive: true, mode: 0o755 });
     const cgroupParent = config.linux?.cgroupParent;
@@ -131,6 +132,7 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
   }
 
   async startContainer(pod: Pod, id: PodIdentity, c: Container, o: StartRequest): Promise<string> {
+    refuseEngineRestarts(o.engineRestarts);
     if (!o.imageReady) await this.ensureImage(c.image, c.imagePullPolicy, o.onPull, o.signal);
     const imageUser = needsImageUser(pod, c) ? await this.call(`image status ${c.image}`, () => this.images.user(c.image)) : undefined;
     let config;
@@ -333,4 +335,9 @@ export function sandboxProblem(message: string, cgroupParent?: string): string {
   if (cgroupParent)
     return `${message} (the sandbox's cgroup parent was ${cgroupParent}, the pod cgroup podrun makes for --pod-max-pids with the cgroupfs driver; a runtime on the systemd cgroup driver (SystemdCgroup = true) refuses it: run without --pod-max-pids there)`;
   return message;
+}
+
+/** Restarts by the runtime are asked for only of an engine whose capabilities say it has them: a CRI runtime has none. */
+function refuseEngineRestarts(engineRestarts: boolean): void {
+  if (engineRestarts) throw new Error('a CRI runtime restarts no container by itself: its capabilities say so (restartPolicy: false)');
 }
