@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import { requestFailure } from '../../src/cli/main.js';
 import { EXIT } from '../../src/cli/process-io.js';
-import { boundedCall, DockerRequestError, engineError, kindOfStatus } from '../../src/runtime/docker/engine.js';
+import { boundedCall, createRefusal, DockerRequestError, engineError, kindOfStatus } from '../../src/runtime/docker/engine.js';
 import { EngineRequestError, EngineUnavailableError, isNotFound, type EngineErrorKind } from '../../src/runtime/engine-errors.js';
 import { criEngineError, isCriNotFound } from '../../src/runtime/cri/engine-errors.js';
 import {
@@ -40,6 +40,12 @@ describe('engine error kinds', () => {
     expect(err).toBeInstanceOf(DockerRequestError);
     expect(err).toMatchObject({ kind: 'NotFound', engine: 'Podman', detail: 'No such container: c1', message: 'inspect container: No such container: c1' });
     expect(isNotFound(err)).toBe(true);
+    // A create's 409 is a name in use.
+    expect(createRefusal(engineError(dockerode(409, 'Conflict. The container name "/x" is already in use'), 'create container', 'unix:///x'))).toMatchObject({
+      kind: 'AlreadyExists',
+      status: 409,
+    });
+    expect(createRefusal(err)).toBe(err);
     const down = engineError(Object.assign(new Error('connect ENOENT'), { code: 'ENOENT' }), 'ping', 'unix:///x', 'Podman');
     expect(down).toBeInstanceOf(EngineUnavailableError);
     expect(down.message).toBe('cannot reach Podman at unix:///x: ENOENT (connect ENOENT)');

@@ -77,17 +77,23 @@ export class DockerRequestError extends EngineRequestError {
   constructor(
     message: string,
     readonly status: number | undefined,
-    facts: { engine: string; detail?: string },
+    facts: { engine: string; detail?: string; kind?: EngineErrorKind },
   ) {
-    super(message, kindOfStatus(status), facts);
+    super(message, facts.kind ?? kindOfStatus(status), facts);
     this.name = 'DockerRequestError';
   }
+}
+
+/** A create's 409: the name is taken, which gRPC calls AlreadyExists (elsewhere a 409 is a state that forbids the request). */
+export function createRefusal(err: unknown): unknown {
+  if (!(err instanceof DockerRequestError) || err.status !== 409) return err;
+  return new DockerRequestError(err.message, err.status, { engine: err.engine, detail: err.detail, kind: 'AlreadyExists' });
 }
 
 /**
  * What a Docker API status means, in gRPC's words. 304 (a start or stop of a container already
  * so) never gets here: boundedCall takes it as done. 409 is a state that forbids the request
- * now (not running, removal in progress, a name in use).
+ * now (not running, removal in progress), but to a create (createRefusal).
  */
 export function kindOfStatus(status: number | undefined): EngineErrorKind {
   switch (status) {

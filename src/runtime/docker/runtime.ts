@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../../manifest/types.js';
-import { boundedCall, connect, DockerRequestError, engineCalls, engineEndpoint, isNotFound, type ReadingCalls } from './engine.js';
+import { boundedCall, connect, createRefusal, DockerRequestError, engineCalls, engineEndpoint, isNotFound, type ReadingCalls } from './engine.js';
 import type {
   ContainerDisk,
   ContainerReading,
@@ -165,7 +165,13 @@ export class PodRuntime implements PodEngine {
    * deletion to find.
    */
   private create(pod: Pod, what: string, opts: Docker.ContainerCreateOptions, signal: AbortSignal | undefined): Promise<Docker.Container> {
-    const made = this.slots.run(() => this.call(what, () => this.docker.createContainer(this.owned(opts))), signal ? { signal } : {});
+    const made = this.slots.run(
+      () =>
+        this.call(what, () => this.docker.createContainer(this.owned(opts))).catch((err: unknown) => {
+          throw createRefusal(err);
+        }),
+      signal ? { signal } : {},
+    );
     void made.then(
       (c) => this.created(pod, c.id),
       () => undefined,
