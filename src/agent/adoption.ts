@@ -19,13 +19,18 @@ export class Adoption {
   private warned = false;
 
   constructor(
-    private readonly rt: Pick<EngineLifecycle, 'takeOverRestarts'>,
+    private readonly rt: Pick<EngineLifecycle, 'takeOverRestarts' | 'capabilities'>,
     private readonly cache: { finishedAt(id: string): number | undefined },
     private readonly log: Logger,
   ) {}
 
   async adopt(r: PodRecord, o: ObservedPod): Promise<void> {
     const fresh = [...o.sandboxes, ...o.containers].filter((c) => isActive(c) && !r.adopted.has(c.id));
+    // An engine without restart policies restarts nothing by itself: nothing to take over, no call.
+    if (!this.rt.capabilities.restartPolicy) {
+      for (const c of fresh) r.adopted.set(c.id, undefined);
+      return;
+    }
     await Promise.all(
       fresh.map(async (c) => {
         const kept = await this.rt.takeOverRestarts(c.id);

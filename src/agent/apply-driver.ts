@@ -22,8 +22,10 @@ export interface PodOutcome {
 /**
  * `apply` with no agent runs the agent's own pod worker (`PodSupervisor.turn`: the plan, the
  * back-off gate, the executor, the prober) while it waits, one turn per pod at a time, so that
- * every behaviour of a sync exists once. The engine keeps the pods alive after `apply` exits: the
- * worker runs in its `engineRestarts` mode (see WorkerMode). No event stream, apply being brief:
+ * every behaviour of a sync exists once. An engine with a restart policy keeps the pods alive after
+ * `apply` exits: the worker runs in its `engineRestarts` mode (see WorkerMode). One without (a CRI
+ * runtime) is never asked for one: the worker restarts and probes as the agent's does while
+ * `apply` waits, and the pods' status claims no restart by the engine. No event stream, apply being brief:
  * each look lists the engine, as the agent's relist does, then gives each pod a turn and judges it.
  */
 export class ApplyDriver implements PodLooker {
@@ -51,7 +53,7 @@ export class ApplyDriver implements PodLooker {
       undefined,
       {},
       {
-        engineRestarts: true,
+        engineRestarts: rt.capabilities.restartPolicy,
         applySet,
         // `apply --no-wait`: what a turn made is read by nobody after it.
         ...(o.lookAfter === false ? { noLookAfter: true } : {}),

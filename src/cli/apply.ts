@@ -103,12 +103,23 @@ async function carryOut(
   }
 
   // No agent: the agent's pod worker, run here for one turn per pod and then while apply waits.
+  // An engine that restarts nothing by itself leaves the pods unsupervised once apply exits: said
+  // once, whatever the number of pods, rather than a restart policy claimed and dropped.
+  if (!rt.capabilities.restartPolicy && pods.length > 0) io.err(noRestartsNote(rt));
   const driver = new ApplyDriver(rt, applySet, undefined, { lookAfter: o.wait });
   try {
     return await applyAlone(rt, driver, plans, listed, pods, o, g, io);
   } finally {
     driver.stop();
   }
+}
+
+/** The one line `apply` says, with no agent, on an engine without restart policies. */
+export function noRestartsNote(rt: Pick<PodEngine, 'endpoint'>): string {
+  return (
+    `podrun: note: the engine at ${rt.endpoint} restarts no container by itself: once apply exits, ` +
+    'nothing restarts these pods or runs their probes; `podrun run` (or the podrun service) does'
+  );
 }
 
 async function applyAlone(

@@ -23,6 +23,10 @@ export async function execCommand(podName: string, command: string[], o: ExecOpt
     return EXIT.usage;
   }
   const rt = await makeRuntime(g, io);
+  if (!rt.capabilities.streaming) {
+    io.err(`podrun: the engine at ${rt.endpoint} cannot attach a command to this terminal (no streaming)`);
+    return EXIT.failed;
+  }
   const { namespace: ns, name } = podArg(podName, o.namespace);
   const observed = await rt.listPods();
   const pod = observed.find((p) => p.namespace === ns && p.name === name);
@@ -55,8 +59,9 @@ export async function execCommand(podName: string, command: string[], o: ExecOpt
           process.stdout.on('resize', fn);
           return () => process.stdout.removeListener('resize', fn);
         },
-        // Only a podrun of its own process can leave a guard behind (not one run inside a test).
-        ...(io === processIo ? { onCreated: (ref: ExecRef) => (guard = startGuard(ref, guardEngineArgs(g, rt.endpoint))) } : {}),
+        // Only a podrun of its own process can leave a guard behind (not one run inside a test), and
+        // only where the engine's execs can be killed: a guard that cannot end one is no guard.
+        ...(io === processIo && rt.capabilities.execKill ? { onCreated: (ref: ExecRef) => (guard = startGuard(ref, guardEngineArgs(g, rt.endpoint))) } : {}),
       },
       { stdin, stdout: io.stdout, stderr: io.stderr },
     );

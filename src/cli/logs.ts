@@ -112,6 +112,10 @@ export async function logsCommand(podName: string | undefined, o: LogsOptions, g
     since = Math.floor(t / 1000);
   } else if (o.since !== undefined) since = Math.floor((Date.now() - o.since) / 1000);
   const rt = await makeRuntime(g, io);
+  if (o.follow && !rt.capabilities.streaming) {
+    io.err(`podrun: the engine at ${rt.endpoint} cannot follow a log (no streaming); without -f the log so far is shown`);
+    return EXIT.failed;
+  }
   const observed = await rt.listPods();
   let pods: ObservedPod[];
   if (podName) {

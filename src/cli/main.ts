@@ -1,6 +1,6 @@
 import { CommanderError } from 'commander';
 import { podrunVersion } from '../status/version.js';
-import { EngineRequestError, EngineUnavailableError } from '../runtime/engine-errors.js';
+import { EngineRequestError, EngineUnavailableError, isEngineFault } from '../runtime/engine-errors.js';
 import { EXIT, processIo, type Io } from './context.js';
 import { normalizeArgv } from './argv.js';
 import { buildProgram, globalValueOptions } from './program.js';
@@ -55,6 +55,13 @@ export function engineAdvice(code: string | undefined, source: string | undefine
   return `${from}; ${fix}`;
 }
 
+/** An engine's refusal as the CLI's one line and exit code. */
+export function requestFailure(err: EngineRequestError): { line: string; exit: number } {
+  // The engine sick, stuck or lacking, not the request wrong: as good as unreachable.
+  if (isEngineFault(err.kind)) return { line: `podrun: ${err.engine} is failing: ${err.message}`, exit: EXIT.engine };
+  return { line: `podrun: engine error: ${err.message}`, exit: EXIT.failed };
+}
+
 /** Runs the CLI; every expected failure becomes one line on stderr and an exit code. */
 export async function main(argv: string[], io: Io = processIo): Promise<number> {
   let code: number = EXIT.ok;
@@ -95,13 +102,9 @@ export async function main(argv: string[], io: Io = processIo): Promise<number> 
       return EXIT.engine;
     }
     if (err instanceof EngineRequestError) {
-      // The engine failing (a 5xx), not the request being wrong: as good as unreachable.
-      if (err.kind === 'failing' || err.kind === 'unsupported') {
-        io.err(`podrun: the Docker engine is failing: ${err.message}`);
-        return EXIT.engine;
-      }
-      io.err(`podrun: engine error: ${err.message}`);
-      return EXIT.failed;
+      const failure = requestFailure(err);
+      io.err(failure.line);
+      return failure.exit;
     }
     throw err;
   }

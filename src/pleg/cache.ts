@@ -25,6 +25,9 @@ type Recent = { seq: number; event: EngineEvent } | { seq: number; looked: strin
 
 const RECENT_LIMIT = 2000;
 
+/** The kubelet's generic PLEG relists every second: the period when the engine tells no events. */
+const GENERIC_RELIST_MS = 1000;
+
 /**
  * The pod cache (PLEG): podrun's containers as the engine last told us, kept current by the event
  * stream so a container death is seen at once without a relist, with a periodic relist as a
@@ -60,13 +63,12 @@ export class PodCache {
 
   async start(): Promise<void> {
     await this.connect();
-    this.relistTimer = setInterval(
-      () => {
-        this.judgeHealth();
-        void this.relist().catch(() => this.lost());
-      },
-      timerDelay(this.o.relistMs ?? 60_000),
-    );
+    // Without the engine's events, the relist is all there is: the kubelet's generic PLEG period.
+    const period = this.rt.capabilities.events ? (this.o.relistMs ?? 60_000) : Math.min(this.o.relistMs ?? 60_000, GENERIC_RELIST_MS);
+    this.relistTimer = setInterval(() => {
+      this.judgeHealth();
+      void this.relist().catch(() => this.lost());
+    }, timerDelay(period));
     this.relistTimer.unref();
   }
 
@@ -81,12 +83,13 @@ export class PodCache {
   private async connect(): Promise<void> {
     if (this.stopped) return;
     try {
-      this.unsubscribe = await this.rt.watchEvents(
-        (e) => this.onEvent(e),
-        (err) => {
-          if (!this.stopped) this.lost(err);
-        },
-      );
+      if (this.rt.capabilities.events)
+        this.unsubscribe = await this.rt.watchEvents(
+          (e) => this.onEvent(e),
+          (err) => {
+            if (!this.stopped) this.lost(err);
+          },
+        );
       await this.relist();
       if (this.everConnected) this.o.onReconnected?.();
       this.everConnected = true;

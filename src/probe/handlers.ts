@@ -1,6 +1,7 @@
 import type { IncomingMessage } from 'node:http';
 import { Socket } from 'node:net';
 import type { Container, ExecAction, GRPCAction, HTTPGetAction, IntOrString, TCPSocketAction } from '../manifest/types.js';
+import type { ExecResult } from '../runtime/runtime-types.js';
 
 // The probe and hook handlers, run by podrun itself from the host: nothing is needed inside the
 // image but what an exec handler names. Results follow pkg/probe: success, failure, or an error.
@@ -8,12 +9,7 @@ import type { Container, ExecAction, GRPCAction, HTTPGetAction, IntOrString, TCP
 export type ProbeResult = { ok: true; message?: string } | { ok: false; message: string };
 
 /** Runs a command in a container and gives its exit code; podrun's runtime implements it. */
-export type ExecRunner = (
-  containerId: string,
-  command: string[],
-  timeoutMs: number,
-  signal?: AbortSignal,
-) => Promise<{ exitCode: number; output: string } | 'timeout'>;
+export type ExecRunner = (containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal) => Promise<ExecResult>;
 
 export interface HandlerContext {
   containerId: string;
@@ -37,11 +33,11 @@ export function resolvePort(port: IntOrString, c: Container): number | undefined
 export async function execHandler(a: ExecAction, ctx: HandlerContext): Promise<ProbeResult> {
   const r = await ctx.exec(ctx.containerId, a.command, ctx.timeoutMs, ctx.signal);
   if (r === 'timeout') return { ok: false, message: `command timed out after ${ctx.timeoutMs / 1000}s` };
+  // The container stopped before the command could run: that says nothing of its health (the
+  // kubelet throws such a result away).
+  if ('notRun' in r) throw new Error(`cannot run the command: ${r.detail.slice(0, 200)}`);
   if (r.exitCode === 0) return { ok: true };
   const out = r.output.trim();
-  // The container stopped between the exec's creation and its start: the runtime could not run
-  // the command, which says nothing of the container's health (the kubelet throws such a result away).
-  if (r.exitCode === 126 && /cannot exec in a stopped container|is not running/i.test(out)) throw new Error(`cannot run the command: ${out.slice(0, 200)}`);
   return { ok: false, message: `command exited with ${r.exitCode}${out ? `: ${out.slice(0, 200)}` : ''}` };
 }
 

@@ -6,12 +6,14 @@ import type {
   ContainerDisk,
   ContainerReading,
   ContainerStatus,
+  EngineCapabilities,
   EngineEvent,
   EngineFacts,
   EngineRestartOn,
   ExecAttachOptions,
   ExecEnd,
   ExecRef,
+  ExecResult,
   ExecStreams,
   FinishedInstance,
   ImageInventory,
@@ -44,6 +46,8 @@ export interface EngineIdentity {
   readonly endpoint: string;
   /** The kubelet's runtime type: the scheme of container IDs (`docker://<id>`) and of the node's runtime version. */
   readonly runtimeName: string;
+  /** What this engine can do: callers ask, rather than pass what it would ignore. */
+  readonly capabilities: EngineCapabilities;
 }
 
 /** Containers and sandboxes: made, stopped, removed, listed and watched (the pod worker's and the cache's role). */
@@ -133,7 +137,7 @@ export interface EngineImages {
 /** Commands and logs: probes' and hooks' exec, `podrun exec` and `podrun logs`. */
 export interface EngineStreams {
   /** Runs a command in a running container (probes, hooks); gives up after `timeoutMs` or when `signal` aborts. */
-  exec(containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<{ exitCode: number; output: string } | 'timeout'>;
+  exec(containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<ExecResult>;
   /** `podrun exec`: attached to the caller's streams, with a TTY when asked; resolves with the exit code. */
   execAttached(containerId: string, command: string[], o: ExecAttachOptions, streams: ExecStreams): Promise<number>;
   /** Ends an exec whose client went away: its processes killed where the engine's are in reach. */

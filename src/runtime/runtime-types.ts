@@ -214,6 +214,34 @@ export interface StartRequest {
   signal?: AbortSignal;
 }
 
+/**
+ * What an engine can do, said by the engine so that callers ask instead of assuming, and never
+ * hand it an option it would drop.
+ */
+export interface EngineCapabilities {
+  /**
+   * It restarts containers itself, by a restart policy given when they are made: what `apply`
+   * with no agent leaves its pods to (`engineRestarts`). A CRI runtime has none: the kubelet is
+   * its only restart policy.
+   */
+  readonly restartPolicy: boolean;
+  /** An exec past its deadline or abandoned by its client can be killed (its processes reached from this host). */
+  readonly execKill: boolean;
+  /** Attached exec (`podrun exec`) and followed logs (`podrun logs -f`). */
+  readonly streaming: boolean;
+  /** It tells containers' life as it happens (`watchEvents`); else the pod cache learns it only from its relists. */
+  readonly events: boolean;
+  /** Containers' usage readings (`containerStats`): the Summary API, `top pods`, the cAdvisor metrics. */
+  readonly stats: boolean;
+}
+
+/**
+ * A probe's or hook's command as the engine ran it: its exit code and output; 'timeout' (past its
+ * timeout, or given up); or never run because its container was not running by then, which says
+ * nothing of the container's health (`detail`: the engine's words, for people).
+ */
+export type ExecResult = { exitCode: number; output: string } | 'timeout' | { notRun: 'container-not-running'; detail: string };
+
 /** One exec, as what ends it needs it: which, where, and when it was made (opaque above the runtime). */
 export interface ExecRef {
   containerId: string;

@@ -62,7 +62,8 @@ export class StatsCollector {
    * CPU rates.
    */
   demand(): Promise<void> {
-    if (this.stopped) return Promise.resolve();
+    // An engine without readings is not asked: every container reads as none.
+    if (this.stopped || !this.rt.capabilities.stats) return Promise.resolve();
     if (this.idleTimer) clearTimeout(this.idleTimer);
     this.idleTimer = setTimeout(() => this.forget(), this.o.idleMs ?? 300_000);
     this.idleTimer.unref();

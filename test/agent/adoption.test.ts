@@ -1,10 +1,10 @@
 import { describe, expect, it } from 'vitest';
 import { Adoption } from '../../src/agent/adoption.js';
 import { newPodRecord } from '../../src/agent/pod-record.js';
-import { EngineRequestError, kindOfStatus } from '../../src/runtime/engine-errors.js';
+import { EngineRequestError } from '../../src/runtime/engine-errors.js';
 import { DockerEngine } from '../../src/runtime/docker/docker-engine.js';
 import type { ObservedPod } from '../../src/runtime/observed.js';
-import type { EngineRestartOn } from '../../src/runtime/runtime-types.js';
+import type { EngineCapabilities, EngineRestartOn } from '../../src/runtime/runtime-types.js';
 
 // Adopting a container the engine restarts by itself: podrun takes its restarts over, and where
 // the engine cannot give them up it says what it keeps, in podrun's words (never, failure,
@@ -13,6 +13,7 @@ import type { EngineRestartOn } from '../../src/runtime/runtime-types.js';
 // is an error.
 
 const none = (): undefined => undefined;
+const ALL: EngineCapabilities = { restartPolicy: true, execKill: true, streaming: true, events: true, stats: true };
 const log = { debug: none, info: none, warn: none, error: none };
 const pod: ObservedPod = {
   uid: 'u',
@@ -56,7 +57,7 @@ describe('adoption', () => {
   });
 
   it('keeps what the engine still restarts on, and leaves a dead container to it only for that', async () => {
-    const engine = (kept: EngineRestartOn | undefined) => ({ takeOverRestarts: async () => kept });
+    const engine = (kept: EngineRestartOn | undefined) => ({ takeOverRestarts: async () => kept, capabilities: ALL });
     const taken = newPodRecord();
     await new Adoption(engine('never'), { finishedAt: none }, log).adopt(taken, pod);
     expect(taken.adopted.has('c1')).toBe(true);
@@ -71,17 +72,13 @@ describe('adoption', () => {
     expect(adoption.engineRestarts(kept, { ...dead, exitCode: 0 })).toBe(false);
   });
 
-  it('reads the Docker API statuses as kinds', () => {
-    expect([404, 304, 409, 501, 500, 504, 400, undefined].map(kindOfStatus)).toEqual([
-      'not-found',
-      'unchanged',
-      'conflict',
-      'unsupported',
-      'failing',
-      'failing',
-      'refused',
-      'refused',
-    ]);
-    expect(new EngineRequestError('x', 501).kind).toBe('unsupported');
+  it('asks an engine without restart policies nothing: it has no restarts to give up', async () => {
+    let asked = 0;
+    const cri = { takeOverRestarts: async () => (asked++, 'always' as const), capabilities: { ...ALL, restartPolicy: false } };
+    const r = newPodRecord();
+    await new Adoption(cri, { finishedAt: () => Date.now() }, log).adopt(r, pod);
+    expect(asked).toBe(0);
+    expect(r.adopted.has('c1')).toBe(true);
+    expect(r.adopted.get('c1')).toBeUndefined();
   });
 });

@@ -94,6 +94,29 @@ spec:
     expect(takeOver).not.toHaveBeenCalled();
   });
 
+  it('on an engine without restart policies asks for none, claims none, and restarts a death itself while it waits', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'podrun-apply-driver-'));
+    dirs.push(stateDir);
+    const engine = new FakeEngine({ stateDir });
+    engine.capabilities = { ...engine.capabilities, restartPolicy: false };
+    const driver = new ApplyDriver(engine, 'set-1');
+    drivers.push(driver);
+    const takeOver = vi.spyOn(engine, 'takeOverRestarts');
+    const d = onePod('norestarts');
+    // The fake refuses a create that asks for engine restarts it said it cannot keep.
+    expect(await applyAndWait(engine, driver, d)).toEqual({ ok: true, problems: [] });
+    expect(engine.engineRestarting.size).toBe(0);
+    const app = [...engine.containers.values()].find((c) => c.labels[LABEL.containerName] === 'app')!;
+    const creates = engine.calls.get('create')!;
+    engine.exit(app.id, 1);
+    // No restart in place is waited for: the worker makes the container again at its next look.
+    const looks = await driver.look([d]);
+    expect(engine.calls.get('create')).toBe(creates + 1);
+    const look = looks.get(d.uid);
+    expect(look && 'verdict' in look ? look.verdict.status?.containerStatuses?.[0]?.restartCount : undefined).toBe(1);
+    expect(takeOver).not.toHaveBeenCalled();
+  });
+
   it("does not take the engine's first restart in place for a crash loop (it counts it before it makes it), but its second", async () => {
     const { engine, driver } = setup();
     const d = onePod('inplace');

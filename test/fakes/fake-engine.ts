@@ -5,6 +5,7 @@ import type { PodEngine } from '../../src/runtime/roles.js';
 import {
   ContainerStartError,
   ImageError,
+  type EngineCapabilities,
   type EngineEvent,
   type EngineRestartOn,
   type RuntimeOptions,
@@ -33,6 +34,8 @@ export class FakeEngine implements PodEngine {
   readonly hostIP = '127.0.0.2';
   readonly instance: string;
   readonly oomScoreFloor = -1000;
+  /** What the fake says it can do: all of it unless a test turns a capability off. */
+  capabilities: EngineCapabilities = { restartPolicy: true, execKill: true, streaming: true, events: true, stats: true };
   readonly containers = new Map<string, FakeContainer>();
   /** Every call by name, for tests that count what the engine was asked. */
   readonly calls = new Map<string, number>();
@@ -327,11 +330,17 @@ export class FakeEngine implements PodEngine {
     this.count('create');
     const labels = { ...sandboxLabels(pod, id, attempt, hash), [LABEL.instance]: this.instance };
     const ip = pod.spec.hostNetwork ? undefined : `10.88.${(this.next >> 8) & 255}.${this.next & 255}`;
+    this.refuseUnable(engineRestarts);
     const c = this.make(engineName({ ...id, instance: this.instance }, 'POD', attempt), this.options.pauseImage, labels, ip);
     if (engineRestarts) this.engineRestarting.add(c.id);
     this.count('start');
     this.run(c);
     return { id: c.id, ip: ip ?? this.hostIP };
+  }
+
+  /** A caller that asks for engine restarts of an engine without them has not asked its capabilities. */
+  private refuseUnable(engineRestarts: boolean | undefined): void {
+    if (engineRestarts && !this.capabilities.restartPolicy) throw new Error('the fake engine was asked for restarts it says it cannot keep');
   }
 
   async sandboxInfo(id: string, pod: Pod): Promise<SandboxInfo> {
@@ -349,6 +358,7 @@ export class FakeEngine implements PodEngine {
       await new Promise((r) => setImmediate(r));
       throw new ContainerStartError(refused, 'CreateContainerError');
     }
+    this.refuseUnable(o.engineRestarts);
     const labels = { ...containerLabels(pod, id, c, o.type, o.restartCount, o.hash), [LABEL.instance]: this.instance };
     const made = this.make(engineName({ ...id, instance: this.instance }, c.name, o.restartCount), c.image, labels);
     if (o.engineRestarts) this.engineRestarting.add(made.id);

@@ -184,11 +184,12 @@ export function engineBed(kind: EngineKind): EngineBed {
     async exec(id, command, timeoutMs = 20_000) {
       const r = await (await engine()).exec(id, command, timeoutMs);
       if (r === 'timeout') throw new Error(`${command.join(' ')}: timed out`);
+      if ('notRun' in r) throw new Error(`${command.join(' ')}: not run: ${r.detail}`);
       return r;
     },
     async processes(id) {
       const r = await (await engine()).exec(id, ['ps', '-o', 'pid,stat,args'], 10_000).catch(() => undefined);
-      if (r && r !== 'timeout' && r.exitCode === 0) return parsePs(r.output);
+      if (r && r !== 'timeout' && 'exitCode' in r && r.exitCode === 0) return parsePs(r.output);
       // Podman refuses an exec into a container it is stopping ("can only create exec sessions on
       // running containers: container state improper"), for the whole grace period, where Docker
       // and containerd take one: its processes are read from the host's /proc then, by the

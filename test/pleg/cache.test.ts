@@ -1,7 +1,7 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { PodCache } from '../../src/pleg/cache.js';
 import { identityOf } from '../../src/runtime/labels.js';
 import { desired } from '../fixtures/pods.js';
@@ -181,5 +181,24 @@ describe('PodCache', () => {
     for (let i = 0; i < 200 && !c2.connected; i++) await new Promise((r) => setTimeout(r, 10));
     expect(c2.connected).toBe(true);
     expect(connects).toBe(2);
+  });
+
+  it('on an engine that tells no events, subscribes to none and relists at the generic PLEG period', async () => {
+    vi.useFakeTimers({ toFake: ['setInterval', 'clearInterval'] });
+    try {
+      const { engine, cache } = setup();
+      engine.capabilities = { ...engine.capabilities, events: false };
+      const watch = vi.spyOn(engine, 'watchEvents');
+      await cache.start();
+      expect(watch).not.toHaveBeenCalled();
+      expect(cache.connected).toBe(true);
+      const lists = engine.calls.get('list') ?? 0;
+      const { container } = await run(engine);
+      await vi.advanceTimersByTimeAsync(1000);
+      expect(engine.calls.get('list')).toBe(lists + 1);
+      expect(cache.pod(POD.uid)?.containers.map((c) => c.id)).toEqual([container]);
+    } finally {
+      vi.useRealTimers();
+    }
   });
 });

@@ -127,7 +127,7 @@ describe('the CRI engine stopping and removing on a fake runtime', () => {
     bed.runtime.injectError('StopContainer', criErrors.deadline('StopContainer'));
     const err = await bed.engine.stopContainer(containerId, 1).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EngineRequestError);
-    expect((err as EngineRequestError).kind).not.toBe('not-found');
+    expect((err as EngineRequestError).kind).not.toBe('NotFound');
   });
 
   it('removes a container; NotFound from the runtime is fine', async () => {
@@ -200,6 +200,6 @@ describe("the CRI engine's status and exec on a fake runtime", () => {
     bed = criBed();
     const err = await bed.engine.exec('gone', ['true'], 1000).catch((e: unknown) => e);
     expect(err).toBeInstanceOf(EngineRequestError);
-    expect((err as EngineRequestError).kind).toBe('not-found');
+    expect((err as EngineRequestError).kind).toBe('NotFound');
   });
 });

@@ -1,18 +1,17 @@
 import { Readable } from 'node:stream';
 import type Docker from 'dockerode';
 import { describe, expect, it } from 'vitest';
-import { EngineRequestError } from '../../src/runtime/engine-errors.js';
 import { attachedExitCode } from '../../src/runtime/docker/exec-exit.js';
-import type { EngineCalls } from '../../src/runtime/docker/engine.js';
+import { DockerRequestError, type EngineCalls } from '../../src/runtime/docker/engine.js';
 
 // The engine's answers as plain data: an exec whose inspect fails as Podman's does once it dropped
 // the session, and the events it still keeps.
 function engine(events: object[]): EngineCalls {
   const docker = { getEvents: async () => Readable.from(events.map((e) => `${JSON.stringify(e)}\n`)) } as unknown as Docker;
-  return { docker, endpoint: 'unix:///fake', options: {} as EngineCalls['options'], call: (_what, fn) => fn() };
+  return { docker, endpoint: 'unix:///fake', options: {} as EngineCalls['options'], call: (_what, fn) => fn(), engineName: 'the Docker engine' };
 }
 const gone = (status: number, message: string): Docker.Exec =>
-  ({ inspect: async () => Promise.reject(new EngineRequestError(message, status)) }) as unknown as Docker.Exec;
+  ({ inspect: async () => Promise.reject(new DockerRequestError(message, status, { engine: 'the Docker engine' })) }) as unknown as Docker.Exec;
 const died = (code: number): object => ({ Action: 'exec_died', Actor: { Attributes: { containerExitCode: String(code) } } });
 
 describe('the exit code of an attached exec whose session is gone', () => {

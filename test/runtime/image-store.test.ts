@@ -15,7 +15,7 @@ function engine(options: Partial<RuntimeOptions>, streamed = new Map<string, obj
     options: { stateDir: '/x', pauseImage: 'pause', credentialFiles: [], ...options },
     call: <T>(_what: string, fn: () => Promise<T>) => fn(),
     docker: {
-      getImage: () => ({ inspect: () => Promise.reject(new EngineRequestError('no such image', 404)) }),
+      getImage: () => ({ inspect: () => Promise.reject(new EngineRequestError('no such image', 'NotFound', { engine: 'the Docker engine' })) }),
       pull: (image: string) => {
         started.push(image);
         return Promise.resolve(image);

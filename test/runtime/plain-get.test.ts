@@ -4,7 +4,8 @@ import { afterEach, describe, expect, it } from 'vitest';
 import { answeringEndpoints } from '../fakes/answering-endpoint.js';
 import { plainTarget } from '../../src/base/plain-get.js';
 import { engineError, isNotFound, plainReads } from '../../src/runtime/docker/engine.js';
-import { EngineUnavailableError } from '../../src/runtime/engine-errors.js';
+import { EngineUnavailableError, type EngineRequestError } from '../../src/runtime/engine-errors.js';
+import { DockerEngine } from '../../src/runtime/docker/docker-engine.js';
 
 // The runtime's list and inspects go over a bare socket: what they accept from whatever answers there,
 // and that their failures read as dockerode's did (a 404 is "not found", a dead socket "unavailable").
@@ -54,6 +55,16 @@ describe('plain reads of the engine', () => {
     );
     expect(isNotFound(err)).toBe(true);
     expect(err.message).toBe('inspect container: No such container: gone');
+  });
+
+  it('names Podman in its errors once an answer says Libpod, the Docker engine before', async () => {
+    const url = await endpoint((s) => s.end('HTTP/1.0 500 Internal Server Error\r\nLibpod-API-Version: 4.3.1\r\n\r\n{"message":"boom"}'));
+    const rt = new DockerEngine({ stateDir: '/nonexistent/podrun-plain-get-test', pauseImage: 'pause', host: url });
+    const failed = (await rt.listContainers().catch((e: unknown) => e)) as EngineRequestError;
+    expect(failed).toMatchObject({ kind: 'Internal', engine: 'Podman', message: 'list containers: boom' });
+    const docker = await endpoint((s) => s.end('HTTP/1.0 500 Internal Server Error\r\n\r\n{"message":"boom"}'));
+    const other = new DockerEngine({ stateDir: '/nonexistent/podrun-plain-get-test', pauseImage: 'pause', host: docker });
+    expect(await other.listContainers().catch((e: unknown) => e)).toMatchObject({ engine: 'the Docker engine' });
   });
 
   it('refuses what is not an answer: no header end, a body that is not JSON, a list that is not a list', async () => {

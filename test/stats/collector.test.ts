@@ -1,10 +1,12 @@
 import { describe, expect, it, vi } from 'vitest';
 import type { ObservedPod } from '../../src/runtime/observed.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
-import type { ContainerReading } from '../../src/runtime/runtime-types.js';
+import type { ContainerReading, EngineCapabilities } from '../../src/runtime/runtime-types.js';
 import { StatsCollector } from '../../src/stats/collector.js';
 
 // The collector against readings that answer at once (cgroupfs): a CPU at one core reads as one core.
+
+const READS: EngineCapabilities = { restartPolicy: true, execKill: true, streaming: true, events: true, stats: true };
 
 describe('StatsCollector', () => {
   it('takes rates over at least half a second, however close together two readings come', async () => {
@@ -18,6 +20,7 @@ describe('StatsCollector', () => {
         memory: { workingSetBytes: 0 },
       }),
       containerDisk: async () => ({}),
+      capabilities: READS,
     } as unknown as PodEngine;
     const pods = (): ObservedPod[] => [
       {
@@ -52,6 +55,7 @@ describe('StatsCollector', () => {
         return { time: new Date().toISOString(), source: 'cgroup', cpu: { usageNs: (Date.now() - t0) * 1e6 }, memory: { workingSetBytes: 0 } };
       },
       containerDisk: async () => ({}),
+      capabilities: READS,
     } as unknown as PodEngine;
     const pods = (): ObservedPod[] => [
       {
@@ -113,6 +117,7 @@ describe('StatsCollector', () => {
         diskAsked.push(id);
         return { rwBytes: id === 'c1' ? 100 : 200 };
       },
+      capabilities: READS,
     } as unknown as PodEngine;
     const container = (id: string): ObservedPod['containers'][number] => ({
       id,
@@ -155,6 +160,7 @@ describe('StatsCollector', () => {
         memory: { workingSetBytes: 0 },
       }),
       containerDisk: async () => answer,
+      capabilities: READS,
     } as unknown as PodEngine;
     const c1: ObservedPod['containers'][number] = {
       id: 'c1',
@@ -177,6 +183,32 @@ describe('StatsCollector', () => {
       await c.samples();
       await new Promise((r) => setTimeout(r, 30));
       expect((await c.samples())[0]?.rootfsBytes).toBe(100);
+    } finally {
+      c.stop();
+    }
+  });
+
+  it('asks an engine without readings for none', async () => {
+    let reads = 0;
+    const rt = {
+      containerStats: async () => (reads++, undefined),
+      containerDisk: async () => ({}),
+      capabilities: { ...READS, stats: false },
+    } as unknown as PodEngine;
+    const pods = (): ObservedPod[] => [
+      {
+        uid: 'u',
+        name: 'p',
+        namespace: 'n',
+        source: 's',
+        sandboxes: [],
+        containers: [{ id: 'c1', engineName: 'x', name: 'c', type: 'app', hash: '', restartCount: 0, state: 'running', created: 0, image: 'i' }],
+      },
+    ];
+    const c = new StatsCollector(rt, pods, { periodMs: 10_000 });
+    try {
+      expect(await c.summary()).toEqual([]);
+      expect(reads).toBe(0);
     } finally {
       c.stop();
     }

@@ -3,7 +3,7 @@ import { arch, cpus, release, totalmem } from 'node:os';
 import { join } from 'node:path';
 import type { Pod } from '../../manifest/types.js';
 import { removeTree } from '../safe-mount.js';
-import type { ExecAttachOptions, ExecStreams, RuntimeOptions, VolumeBacking } from '../runtime-types.js';
+import type { ExecAttachOptions, ExecResult, ExecStreams, RuntimeOptions, VolumeBacking } from '../runtime-types.js';
 import type { ProcView } from '../exec-reaper.js';
 import { timerDelay } from '../../base/duration.js';
 import { podDir, prepareHostPath, writeDownwardApiVolume } from '../volumes.js';
@@ -82,7 +82,7 @@ export async function criExec(
   timeoutMs: number,
   view: ProcView,
   signal?: AbortSignal,
-): Promise<{ exitCode: number; output: string } | 'timeout'> {
+): Promise<ExecResult> {
   // Given up already: no exec is started that nobody would wait for (nor could find to kill yet).
   if (signal?.aborted) return 'timeout';
   const since = view.now();

@@ -8,9 +8,11 @@ import {
   ContainerStartError,
   ImageError,
   SandboxError,
+  type EngineCapabilities,
   type EngineRestartOn,
   type ExecEnd,
   type ExecRef,
+  type ExecResult,
   type SandboxInfo,
   type StartRequest,
 } from '../runtime-types.js';
@@ -21,7 +23,7 @@ import { prepareContainerFiles } from '../kuberuntime/container-files.js';
 import type { PodSandboxConfig } from '../kuberuntime/cri-types.js';
 import { podLogDirectory, podSandboxConfig } from '../kuberuntime/sandbox-config.js';
 import { criEngineError, isCriNotFound } from './engine-errors.js';
-import { CriExecTimeoutError } from './errors.js';
+import { CriError, CriExecTimeoutError } from './errors.js';
 import type { PullListener } from './images.js';
 import { writeCriLog, type LogReadOptions } from './logs.js';
 import { ContainerState, PodSandboxState } from './messages.js';
@@ -44,6 +46,13 @@ export { DEFAULT_POD_LOGS_DIR, type CriEngineOptions } from './engine-view.js';
  * the runtime is CriRuntimeView (engine-view.ts); what changes it is here.
  */
 export class CriEngine extends CriRuntimeView implements PodEngine {
+  /**
+   * No restart policy: the kubelet (here the agent, `podrun run`) is a CRI runtime's only one.
+   * Its endpoint is a unix socket, so its execs' processes are in this host's /proc; its events
+   * come from GetContainerEvents where it has it, else from the view's fast relist.
+   */
+  readonly capabilities: EngineCapabilities = { restartPolicy: false, execKill: true, streaming: true, events: true, stats: true };
+
   terminationMessage(c: Parameters<PodEngine['terminationMessage']>[0], podUid: string): Promise<string | undefined> {
     return terminationMessageFrom(this.options.stateDir, c, podUid, (tail, out) => this.writeLogs(c.id, { follow: false, timestamps: false, tail }, out, out));
   }
@@ -82,10 +91,11 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
     id: PodIdentity,
     attempt: number,
     hash: string,
-    _engineRestarts: boolean,
+    engineRestarts: boolean,
     _volumes?: ReadonlyMap<string, VolumeBacking>,
     signal?: AbortSignal,
   ): Promise<SandboxInfo> {
+    refuseEngineRestarts(engineRestarts);
     const config = this.sandboxConfigOf(pod, id, attempt, hash);
     mkdirSync(config.logDirectory ?? '', { recursive: true, mode: 0o755 });
     const cgroupParent = config.linux?.cgroupParent;
@@ -122,6 +132,7 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
   }
 
   async startContainer(pod: Pod, id: PodIdentity, c: Container, o: StartRequest): Promise<string> {
+    refuseEngineRestarts(o.engineRestarts);
     if (!o.imageReady) await this.ensureImage(c.image, c.imagePullPolicy, o.onPull, o.signal);
     const imageUser = needsImageUser(pod, c) ? await this.call(`image status ${c.image}`, () => this.images.user(c.image)) : undefined;
     let config;
@@ -243,9 +254,15 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
     });
   }
 
-  exec(containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<{ exitCode: number; output: string } | 'timeout'> {
-    return criExec(this.client, containerId, command, timeoutMs, (this.procView ??= procView()), signal).catch((err: unknown) => {
+  exec(containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<ExecResult> {
+    return criExec(this.client, containerId, command, timeoutMs, (this.procView ??= procView()), signal).catch(async (err: unknown) => {
       if (err instanceof CriExecTimeoutError) return 'timeout' as const;
+      // The runtime refuses an exec in a container that is not running only in words (gRPC
+      // Unknown): its state, asked after the refusal, says it as data.
+      // A container the runtime does not have is NotFound, as on Docker: not an exec that never ran.
+      const refused = err instanceof CriError && err.kind !== 'NotFound';
+      const now = refused ? await this.containerState(containerId).catch(() => undefined) : undefined;
+      if (refused && now?.state !== 'running') return { notRun: 'container-not-running' as const, detail: err.message };
       throw criEngineError(err, `exec in ${containerId}`);
     });
   }
@@ -325,4 +342,9 @@ export function sandboxProblem(message: string, cgroupParent?: string): string {
   if (cgroupParent)
     return `${message} (the sandbox's cgroup parent was ${cgroupParent}, the pod cgroup podrun makes for --pod-max-pids with the cgroupfs driver; a runtime on the systemd cgroup driver (SystemdCgroup = true) refuses it: run without --pod-max-pids there)`;
   return message;
+}
+
+/** Restarts by the runtime are asked for only of an engine whose capabilities say it has them: a CRI runtime has none. */
+function refuseEngineRestarts(engineRestarts: boolean): void {
+  if (engineRestarts) throw new Error('a CRI runtime restarts no container by itself: its capabilities say so (restartPolicy: false)');
 }

@@ -1,5 +1,24 @@
+import type { EngineErrorKind } from '../engine-errors.js';
+
 // What can go wrong talking to a CRI runtime, as types the engine and the CLI can tell apart
 // without reading gRPC status codes.
+
+/** gRPC's status codes by number, as podrun's engine errors name them (the rest are Unknown). */
+const KINDS: ReadonlyMap<number, EngineErrorKind> = new Map([
+  [3, 'InvalidArgument'],
+  [4, 'DeadlineExceeded'],
+  [5, 'NotFound'],
+  [6, 'AlreadyExists'],
+  [9, 'FailedPrecondition'],
+  [12, 'Unimplemented'],
+  [13, 'Internal'],
+  [14, 'Unavailable'],
+]);
+
+/** What a gRPC status code means to podrun's engine errors. */
+export function kindOfGrpcCode(code: number | undefined): EngineErrorKind {
+  return (code !== undefined && KINDS.get(code)) || 'Unknown';
+}
 
 /** Every CRI failure: the endpoint and the gRPC status code (when the runtime answered with one). */
 export class CriError extends Error {
@@ -10,6 +29,10 @@ export class CriError extends Error {
   ) {
     super(message);
     this.name = 'CriError';
+  }
+
+  get kind(): EngineErrorKind {
+    return kindOfGrpcCode(this.grpcCode);
   }
 }
 

@@ -6,7 +6,7 @@ import { EngineRequestError } from '../engine-errors.js';
 /** The refusal a session ends with (the runtime's words, for the user): a refused request, as the CLI tells them. */
 export class ExecStreamError extends EngineRequestError {
   constructor(message: string) {
-    super(message, undefined, 'refused');
+    super(message, 'Unknown', { engine: "the container runtime's streaming server" });
     this.name = 'ExecStreamError';
   }
 }

@@ -1,17 +1,19 @@
 import { hostname } from 'node:os';
 import type Docker from 'dockerode';
 import type { Container, Pod } from '../../manifest/types.js';
-import { boundedCall, connect, engineCalls, engineEndpoint, EngineRequestError, isNotFound, type ReadingCalls } from './engine.js';
+import { boundedCall, connect, createRefusal, DockerRequestError, engineCalls, engineEndpoint, isNotFound, type ReadingCalls } from './engine.js';
 import type {
   ContainerDisk,
   ContainerReading,
   ContainerStatus,
+  EngineCapabilities,
   EngineEvent,
   EngineFacts,
   EngineRestartOn,
   ExecAttachOptions,
   ExecEnd,
   ExecRef,
+  ExecResult,
   ExecStreams,
   FinishedInstance,
   ImageInventory,
@@ -27,7 +29,7 @@ import { containerDiskOf, engineFactsOf } from './readings.js';
 import { LocalReadings } from './local-readings.js';
 import { cgroupCandidates, type CgroupLayout } from '../cgroup-stats.js';
 import { execAttachedIn, execIn, terminationMessageOf, writeLogsOf } from './streams.js';
-import { endExec } from './exec-end.js';
+import { endExec, localEngine } from './exec-end.js';
 import { defaultHostIP, oomScoreFloor } from '../host.js';
 import { instanceId, LABEL, MANAGED_BY } from '../labels.js';
 import { groupObserved, type EngineContainer, type ObservedPod } from '../observed.js';
@@ -49,6 +51,11 @@ export class DockerEngine implements PodEngine {
   readonly endpoint: string;
   /** The kubelet's runtime type: the scheme of container IDs (`docker://<id>`) and of the node's runtime version. */
   readonly runtimeName: string = 'docker';
+  /**
+   * Docker and Podman restart containers by their restart policy, stream, tell events and read
+   * stats; an exec is killed from /proc, which is the engine's only when it is on this machine.
+   */
+  readonly capabilities: EngineCapabilities;
   readonly nodeName: string;
   private nodeIP: string | undefined;
   readonly instance: string;
@@ -70,6 +77,7 @@ export class DockerEngine implements PodEngine {
     this.endpoint = engineEndpoint(options);
     this.nodeName = options.nodeName ?? hostname();
     this.instance = instanceId(options.stateDir);
+    this.capabilities = { restartPolicy: true, execKill: localEngine({ endpoint: this.endpoint }), streaming: true, events: true, stats: true };
     this.oomScoreFloor = oomScoreFloor(this.endpoint);
     this.slots = new Slots(options.engineSlots ?? 4);
     this.calls = engineCalls(
@@ -158,7 +166,13 @@ export class DockerEngine implements PodEngine {
    * deletion to find.
    */
   private create(pod: Pod, what: string, opts: Docker.ContainerCreateOptions, signal: AbortSignal | undefined): Promise<Docker.Container> {
-    const made = this.slots.run(() => this.call(what, () => this.docker.createContainer(this.owned(opts))), signal ? { signal } : {});
+    const made = this.slots.run(
+      () =>
+        this.call(what, () => this.docker.createContainer(this.owned(opts))).catch((err: unknown) => {
+          throw createRefusal(err);
+        }),
+      signal ? { signal } : {},
+    );
     void made.then(
       (c) => this.created(pod, c.id),
       () => undefined,
@@ -171,7 +185,7 @@ export class DockerEngine implements PodEngine {
   }
 
   private call<T>(what: string, fn: () => Promise<T>, timeoutMs = this.options.requestTimeoutMs ?? 120_000): Promise<T> {
-    return boundedCall(what, fn, timeoutMs, this.endpoint, this.options.observer);
+    return boundedCall(what, fn, timeoutMs, this.endpoint, this.options.observer, () => this.calls.engineName);
   }
 
   async ping(): Promise<void> {
@@ -206,7 +220,7 @@ export class DockerEngine implements PodEngine {
   }
 
   /** Runs a command in a running container (probes, hooks); gives up after `timeoutMs` or when `signal` aborts. */
-  exec(containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<{ exitCode: number; output: string } | 'timeout'> {
+  exec(containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<ExecResult> {
     return execIn(this.calls, containerId, command, timeoutMs, signal);
   }
 
@@ -342,7 +356,7 @@ export class DockerEngine implements PodEngine {
     const t = Math.max(0, Math.round(graceSeconds));
     await this.call('stop container', () => this.docker.getContainer(id).stop({ t }), t * 1000 + (this.options.requestTimeoutMs ?? 120_000)).catch(
       (err: unknown) => {
-        if (isNotFound(err) || (err instanceof EngineRequestError && err.statusCode === 304)) return;
+        if (isNotFound(err)) return;
         throw err;
       },
     );
@@ -352,7 +366,8 @@ export class DockerEngine implements PodEngine {
   async removeContainer(id: string, o: { urgent?: boolean } = {}): Promise<void> {
     await this.work('remove container', () => this.docker.getContainer(id).remove({ force: true, v: true }), o.urgent ? { urgent: true } : {}).catch(
       (err: unknown) => {
-        if (isNotFound(err) || (err instanceof EngineRequestError && err.statusCode === 409)) return;
+        // 409: its removal is in progress already.
+        if (isNotFound(err) || (err instanceof DockerRequestError && err.status === 409)) return;
         throw err;
       },
     );

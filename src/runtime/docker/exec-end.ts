@@ -3,7 +3,7 @@ import type { ExecEnd, ExecRef } from '../runtime-types.js';
 import type { EngineCalls } from './engine.js';
 
 /** Whether the engine runs on this machine (a unix socket), so its /proc may be podrun's. */
-function localEngine(e: EngineCalls): boolean {
+export function localEngine(e: Pick<EngineCalls, 'endpoint'>): boolean {
   return e.endpoint.startsWith('unix://') || e.endpoint.startsWith('/');
 }
 

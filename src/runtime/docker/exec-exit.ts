@@ -19,10 +19,11 @@ export async function attachedExitCode(e: EngineCalls, exec: Docker.Exec, contai
     if (!(err instanceof EngineRequestError)) throw err;
     const code = await lastExecDied(e, containerId, sinceSec).catch(() => undefined);
     if (code !== undefined) return code;
-    if (err.kind !== 'not-found') throw err;
+    if (err.kind !== 'NotFound') throw err;
     throw new EngineRequestError(
       `the command's exec session ended with its container ${containerId.slice(0, 12)}, and the engine kept no exit code for it`,
-      404,
+      'NotFound',
+      { engine: e.engineName },
     );
   }
 }

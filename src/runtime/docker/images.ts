@@ -108,7 +108,7 @@ export class ImageStore {
     let ok = false;
     let failure: string | undefined;
     this.e.options.onPullProgress?.(tally.progress);
-    const refused = (err: unknown): boolean => engineError(err, `pull ${image}`, this.e.endpoint) instanceof EngineRequestError;
+    const refused = (err: unknown): boolean => engineError(err, `pull ${image}`, this.e.endpoint, this.e.engineName) instanceof EngineRequestError;
     try {
       await pullWithEachCredential(
         image,
@@ -141,7 +141,7 @@ export class ImageStore {
     } catch (err) {
       // Each credential refused: the registry's reason for each, as the kubelet aggregates them.
       const each = err instanceof EveryCredentialRefused ? err.failures : [err];
-      const errors = each.map((f) => engineError(f, `pull ${image}`, this.e.endpoint));
+      const errors = each.map((f) => engineError(f, `pull ${image}`, this.e.endpoint, this.e.engineName));
       failure = errors.map((e) => e.message).join('; ');
       if (errors.every((e) => e instanceof EngineRequestError))
         throw new ImageError(`failed to pull image ${image}: ${errors.map((e) => (e as EngineRequestError).detail).join('; ')}`, 'ErrImagePull');

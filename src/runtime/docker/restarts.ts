@@ -17,7 +17,7 @@ export async function takeOverRestarts(calls: EngineCalls, id: string): Promise<
     await calls.call('update container', () => calls.docker.getContainer(id).update({ RestartPolicy: { Name: 'no' } }));
     return 'never';
   } catch (err) {
-    if (!(err instanceof EngineRequestError) || (err.kind !== 'not-found' && err.kind !== 'unsupported')) throw err;
+    if (!(err instanceof EngineRequestError) || (err.kind !== 'NotFound' && err.kind !== 'Unimplemented')) throw err;
     // Gone meanwhile, or an engine without container update (its 404 is the endpoint's).
     if ((await restartPolicyOf(calls, id)) === undefined) throw err;
     return restartOnOf(policy);

@@ -3,8 +3,8 @@ import { terminationMessageFrom } from '../termination-message.js';
 import { PassThrough } from 'node:stream';
 import { timerDelay } from '../../base/duration.js';
 import { FollowedFrames, Paced } from './log-frames.js';
-import type { ExecAttachOptions, ExecStreams, FinishedInstance, LogRequest } from '../runtime-types.js';
-import type { EngineCalls } from './engine.js';
+import type { ExecAttachOptions, ExecResult, ExecStreams, FinishedInstance, LogRequest } from '../runtime-types.js';
+import { DockerRequestError, type EngineCalls } from './engine.js';
 import { endExec, execClock } from './exec-end.js';
 import { attachedExitCode } from './exec-exit.js';
 
@@ -43,16 +43,17 @@ export class CappedBytes {
  * kept up to the kubelet's 10 KiB, in bytes; the rest is read and dropped, as the kubelet's
  * limited writer does, so the command is never held up by a full pipe.
  */
-export async function execIn(
-  e: EngineCalls,
-  containerId: string,
-  command: string[],
-  timeoutMs: number,
-  signal?: AbortSignal,
-): Promise<{ exitCode: number; output: string } | 'timeout'> {
+export async function execIn(e: EngineCalls, containerId: string, command: string[], timeoutMs: number, signal?: AbortSignal): Promise<ExecResult> {
   const container = e.docker.getContainer(containerId);
   const since = execClock(e);
-  const exec = await e.call('exec create', () => container.exec({ Cmd: command, AttachStdout: true, AttachStderr: true }));
+  const exec = await e
+    .call('exec create', () => container.exec({ Cmd: command, AttachStdout: true, AttachStderr: true }))
+    .catch((err: unknown) => {
+      // Docker's 409 to an exec: the container is not running (stopped, paused, restarting).
+      if (err instanceof DockerRequestError && err.status === 409) return { notRun: 'container-not-running' as const, detail: err.detail };
+      throw err;
+    });
+  if ('notRun' in exec) return exec;
   const stream = await e.call('exec start', () => exec.start({ hijack: true, stdin: false }));
   const output = new CappedBytes(MAX_EXEC_OUTPUT);
   const sink = new PassThrough();
@@ -70,7 +71,7 @@ export async function execIn(
   // As containerd waits for the exit itself, the exit code is waited for up to the deadline.
   for (let pause = 20; finished; pause = Math.min(pause * 2, 250)) {
     const info = await e.call('exec inspect', () => exec.inspect());
-    if (!info.Running) return { exitCode: info.ExitCode ?? -1, output: output.text() };
+    if (!info.Running) return notRunIfStopped(e, containerId, info.ExitCode ?? -1, output.text());
     const left = deadline - performance.now();
     finished = left > 0 && (await settlesWithin(new Promise<void>((r) => setTimeout(r, Math.min(pause, left))), left, signal));
   }
@@ -78,6 +79,18 @@ export async function execIn(
   await endExec(e, { containerId, execId: exec.id, since }, true).catch(() => undefined);
   stream.destroy();
   return 'timeout';
+}
+
+/**
+ * An exec's end, or that it never ran: the container stopped between the exec's create and its
+ * start, which Docker answers with 126 (the exit code of a command that cannot run) and its
+ * reason in the output. The container's state, not the text, tells: a command that exits 126
+ * in a running container stays a failure.
+ */
+async function notRunIfStopped(e: EngineCalls, containerId: string, exitCode: number, output: string): Promise<ExecResult> {
+  if (exitCode !== 126) return { exitCode, output };
+  const state = await e.call('inspect container', () => e.docker.getContainer(containerId).inspect()).catch(() => undefined);
+  return state?.State.Running === false ? { notRun: 'container-not-running', detail: output.trim() } : { exitCode, output };
 }
 
 /** Whether `done` settles within `ms` (false: the time ran out, or `signal` aborted first). */
