@@ -45,7 +45,7 @@ export async function deletionTurn(x: DeletionDeps, uid: string, o: ObservedPod 
   let whole = false;
   try {
     // Deletion is the plan's outcome, carried out by the executor, as every other action is.
-    whole = await executeRemoval(x.rt, o, removalActions(), (type, reason, message, fieldPath) =>
+    whole = await executeRemoval(x.rt, o, removalActions(o), (type, reason, message, fieldPath) =>
       x.supervisor.events.record({ uid, name: o.name, namespace: o.namespace }, type, reason, message, fieldPath),
     );
   } catch (err) {

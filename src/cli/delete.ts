@@ -2,6 +2,7 @@ import { agentRunning } from '../agent/lock.js';
 import { ManifestError } from '../manifest/errors.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { loadManifestSet } from '../manifest/load.js';
+import { deletionPlan } from '../reconcile/deletion-plan.js';
 import { graceOf, removePod } from '../reconcile/lifecycle.js';
 import { forgetApplied } from '../sources/applied-sets.js';
 import { recordPullFailures } from './pull-failures.js';
@@ -132,7 +133,7 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
           return;
         }
         // --grace-period is taken as given (0 kills at once), as the kubelet takes a deletion's.
-        await removePod(rt, p, graceOf(p), undefined, o.gracePeriod);
+        await removePod(rt, p, deletionPlan(p, o.gracePeriod));
         io.out(`pod/${p.namespace}/${p.name} deleted`);
       } catch (err) {
         io.err(`podrun: pod/${p.namespace}/${p.name}: ${(err as Error).message}`);
