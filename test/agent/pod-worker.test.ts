@@ -144,3 +144,53 @@ describe('per-container back-off', () => {
     expect(sup.stateSize()).toEqual(Object.fromEntries(Object.keys(sup.stateSize()).map((k) => [k, 0])));
   });
 });
+
+describe('PodWorker: a deletion asked of the agent (podrun delete)', () => {
+  const ask = (untilUndeclared: boolean, override?: number) => ({
+    ...(override !== undefined ? { override } : {}),
+    deletionTimestamp: '2026-01-01T00:00:00.000Z',
+    deletionGracePeriodSeconds: override ?? 0,
+    untilUndeclared,
+  });
+
+  it('deletes a pod its source still declares, answers once it is gone, then makes it anew', async () => {
+    const { engine, worker } = await setup();
+    await worker.turn(d.uid, d, signal());
+    const before = running(engine);
+    let answered = false;
+    const gone = worker.requestDeletion(d.uid, ask(false, 0)).then(() => (answered = true));
+    expect(worker.deletionShown(d.uid)).toEqual({ deletionTimestamp: '2026-01-01T00:00:00.000Z', deletionGracePeriodSeconds: 0 });
+    const turn = await worker.turn(d.uid, d, signal());
+    await gone;
+    expect(answered).toBe(true);
+    // Made anew in the same turn: none of the containers before is left.
+    expect(turn.synced).toBe(true);
+    expect(running(engine)).toHaveLength(2);
+    expect(running(engine).some((id) => before.includes(id))).toBe(false);
+    expect(worker.requests.size).toBe(0);
+    expect(worker.deletionShown(d.uid)).toBeUndefined();
+  });
+
+  it('holds an applied pod deleted until its set drops it, so it is not made again meanwhile, then forgets it', async () => {
+    const { engine, worker } = await setup();
+    await worker.turn(d.uid, d, signal());
+    const gone = worker.requestDeletion(d.uid, ask(true));
+    expect(await worker.turn(d.uid, d, signal())).toMatchObject({ synced: false, forgotten: false });
+    await gone;
+    expect(engine.containers.size).toBe(0);
+    // Still declared (the set not read again yet): nothing is made.
+    expect(await worker.turn(d.uid, d, signal())).toMatchObject({ synced: false, forgotten: false });
+    expect(engine.containers.size).toBe(0);
+    expect(await worker.turn(d.uid, undefined, signal())).toEqual({ synced: false, forgotten: true });
+    expect(worker.requests.size).toBe(0);
+  });
+
+  it('a second delete with a shorter grace shortens the one asked, never the other way', async () => {
+    const { worker } = await setup();
+    void worker.requestDeletion(d.uid, ask(false, 30));
+    void worker.requestDeletion(d.uid, ask(false, 5));
+    void worker.requestDeletion(d.uid, ask(false, 10));
+    expect(worker.requests.get(d.uid)?.override).toBe(5);
+    expect(worker.requests.get(d.uid)?.waiters).toHaveLength(3);
+  });
+});
