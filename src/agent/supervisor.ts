@@ -6,7 +6,7 @@ import type { ProbedContainer, ProbeResultLabel } from '../metrics/probe-metrics
 import type { BackoffPolicy } from '../reconcile/backoff.js';
 import { fieldPathOf, type EventSink } from '../reconcile/lifecycle.js';
 import { gateStarts } from '../reconcile/gate.js';
-import { hasActions } from '../reconcile/plan.js';
+import { hasActions, type PodActions } from '../reconcile/plan.js';
 import { executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
 import { isActive, latestByName, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
@@ -208,6 +208,12 @@ export class PodSupervisor {
     this.probes.sync(d.uid, await probeTargets(this.rt, this.probes, d, o, this.rec(d.uid), host, !this.mode.engineRestarts));
   }
 
+  /** The turn's decision alone, made as `turn` makes it (gather, then the plan), for `apply` to print and then hand to `turn`. */
+  async decide(d: DesiredPod): Promise<PodActions> {
+    const seen = await this.gather(d);
+    return planTurn(d, seen.r ? seen.o : this.cache.pod(d.uid), this.probes, this.log);
+  }
+
   /** `turn`, for when to look again. */
   async sync(d: DesiredPod, signal?: AbortSignal): Promise<number | undefined> {
     return (await this.turn(d, signal)).again;
@@ -220,11 +226,12 @@ export class PodSupervisor {
    * pod is to be deleted: the turn then makes nothing more and ends, for the deletion to follow.
    * `failed`: the step failure this turn recorded (for `apply`, which reports it).
    */
-  async turn(d: DesiredPod, signal?: AbortSignal): Promise<{ again?: number; failed?: Error }> {
+  async turn(d: DesiredPod, signal?: AbortSignal, planned?: PodActions): Promise<{ again?: number; failed?: Error }> {
     const seen = await this.gather(d);
     if (!seen.r) return { again: seen.again };
     const { r, o } = seen;
-    const actions = planTurn(d, o, this.probes, this.log);
+    // `apply` hands in the plan it printed: what it said is what is done, not a second decision.
+    const actions = planned ?? planTurn(d, o, this.probes, this.log);
     if (!hasActions(actions)) {
       await this.updateProbes(d, o);
       this.clearWaiting(r, o);

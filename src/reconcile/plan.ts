@@ -354,11 +354,17 @@ export interface PodPlan {
  * The whole plan for one `apply`: every desired pod against the engine, plus (with prune) the
  * pods an earlier apply of the same set made that are gone from it now.
  */
-export function planApply(desired: DesiredPod[], observed: ObservedPod[], prune?: { applySet: string; keep?: ReadonlySet<string> }): PodPlan[] {
+export function planApply(
+  desired: DesiredPod[],
+  observed: ObservedPod[],
+  prune?: { applySet: string; keep?: ReadonlySet<string> },
+  decided?: ReadonlyMap<string, PodActions>,
+): PodPlan[] {
   const byUid = new Map(observed.map((o) => [o.uid, o]));
   const plans: PodPlan[] = desired.map((d) => {
     const o = byUid.get(d.uid);
-    const actions = computePodActions(d, o);
+    // The pod worker's own decision when it made one (`apply` without an agent), so the plan printed is the one carried out.
+    const actions = decided?.get(d.uid) ?? computePodActions(d, o);
     let verdict: PodVerdict = 'unchanged';
     if (!o || (o.sandboxes.length === 0 && o.containers.length === 0)) verdict = 'created';
     else if (actions.createSandbox) verdict = 'replaced';

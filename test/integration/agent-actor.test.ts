@@ -90,6 +90,16 @@ describe('without an agent, the CLI holds the lock while it acts', () => {
     const second = await world.bin(['delete', '-n', ns, name]);
     expect(second.code).toBe(1);
     expect(second.err).toMatch(/^podrun: podrun delete \(pid \d+\) is changing the pods of state directory .*; try again once it ends\n$/m);
+    // apply and gc too: each told who acts, and nothing applied.
+    const other = unique('waits');
+    const apply = await world.bin(['apply', '--no-wait', world.write(`${other}.yaml`, sleepingPod(other, ns))]);
+    expect(apply.code).toBe(1);
+    expect(apply.err).toMatch(/^podrun: podrun delete \(pid \d+\) is changing the pods of state directory /m);
+    expect(apply.err).toContain('podrun: nothing was applied');
+    expect(await podContainers(ns, other)).toEqual([]);
+    const gc = await world.bin(['gc']);
+    expect(gc.code).toBe(1);
+    expect(gc.err).toMatch(/^podrun: podrun delete \(pid \d+\) is changing the pods/m);
     const done = await first;
     expect(done.code, done.err).toBe(0);
     expect(await podContainers(ns, name)).toEqual([]);
