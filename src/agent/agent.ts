@@ -18,8 +18,8 @@ import type { PodEvent } from '../status/events.js';
 import type { ContainerGcResult, GarbageCollector, ImageGcResult } from '../gc/collector.js';
 import { collectorFor, startSweeps, sweepContainers } from './agent-gc.js';
 import { startServer } from '../server/server.js';
-import type { DeleteAnswer, DeleteAsk } from '../server/client.js';
-import { deleteAsked } from './asked-deletion.js';
+import type { DeleteAnswer, DeleteAsk, PullAnswer, PullAsk } from '../server/client.js';
+import { deleteAsked, pullAsked } from './asked-deletion.js';
 import { defaultTokenPath, loadHttpToken } from '../server/http-token.js';
 import { ExpiryLog } from './expiry-log.js';
 import { PodSupervisor } from './supervisor.js';
@@ -353,6 +353,11 @@ export class Agent {
   /** One container GC sweep from the cache (agent-gc.ts). */
   collect(dryRun: boolean): Promise<ContainerGcResult> {
     return sweepContainers({ gc: this.gc, set: this.set, cache: this.cache, workers: this.workers }, dryRun);
+  }
+
+  /** `podrun pull` asked over the socket: this agent pulls, with its own credentials. */
+  pullImages(ask: PullAsk): Promise<PullAnswer> {
+    return pullAsked(this.runtime, ask);
   }
 
   /** `podrun delete` asked over the socket: this agent deletes (asked-deletion.ts). */

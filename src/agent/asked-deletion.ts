@@ -2,7 +2,8 @@ import type { Logger } from '../log/logger.js';
 import type { PodCache } from '../pleg/cache.js';
 import { graceOf } from '../reconcile/lifecycle.js';
 import type { PodWorkers } from '../reconcile/workers.js';
-import type { DeleteAnswer, DeleteAsk } from '../server/client.js';
+import type { PodEngine } from '../runtime/roles.js';
+import type { DeleteAnswer, DeleteAsk, PullAnswer, PullAsk } from '../server/client.js';
 import { forgetApplied } from '../sources/applied-sets.js';
 import { APPLY_PREFIX } from '../sources/origin-names.js';
 import type { DesiredSet } from './desired-set.js';
@@ -21,7 +22,7 @@ export interface AskedDeletionDeps {
 const DEFAULT_GRACE_S = 30;
 
 /**
- * `podrun delete` asked over the socket: the agent, the state directory's one actor, deletes. The
+ * What the CLI asks of the agent, the state directory's one actor, over its socket. `podrun delete` asked over the socket: the agent, the state directory's one actor, deletes. The
  * pods are forgotten in their applied sets first (so nothing makes them again), then each pod's
  * worker is handed the deletion (its sync under way cancelled) and the answer waits until each is gone.
  */
@@ -46,4 +47,17 @@ export async function deleteAsked(x: AskedDeletionDeps, ask: DeleteAsk): Promise
     }),
   );
   return { pods };
+}
+
+/** `podrun pull` asked over the socket: every image at once, each with its own outcome. */
+export async function pullAsked(rt: Pick<PodEngine, 'ensureImage'>, ask: PullAsk): Promise<PullAnswer> {
+  const images = await Promise.all(
+    ask.images.map((i) =>
+      rt.ensureImage(i.image, i.policy).then(
+        () => ({ image: i.image }),
+        (err: unknown) => ({ image: i.image, error: (err as Error).message }),
+      ),
+    ),
+  );
+  return { images };
 }

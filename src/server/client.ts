@@ -44,6 +44,16 @@ export interface DeleteAnswer {
   pods: { key: string; error?: string }[];
 }
 
+/** `podrun pull`'s question to the agent: the images a set needs, each with its pull policy. */
+export interface PullAsk {
+  images: { image: string; policy: 'Always' | 'IfNotPresent' | 'Never' }[];
+}
+
+/** The agent's answer once every pull has ended: per image, an error if it could not be had. */
+export interface PullAnswer {
+  images: { image: string; error?: string }[];
+}
+
 /** The agent's answer to a POST with a JSON body; `status` 0 when no agent answered. */
 export interface AgentAnswer<T> {
   status: number;

@@ -3,7 +3,7 @@ import { chmodSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { PodEvent } from '../status/events.js';
 import { bearerMatches } from './http-token.js';
-import { agentSocketPath, type DeleteAnswer, type DeleteAsk } from './client.js';
+import { agentSocketPath, type DeleteAnswer, type DeleteAsk, type PullAnswer, type PullAsk } from './client.js';
 
 /**
  * Limits on the agent's endpoints: a request's headers within 10 s and the whole request within
@@ -28,10 +28,12 @@ export interface AgentView {
   collectImages(dryRun: boolean): Promise<unknown>;
   /** `podrun delete`, asked of the agent: answered once every pod is gone. */
   deletePods(ask: DeleteAsk): Promise<DeleteAnswer>;
+  /** `podrun pull`, asked of the agent. */
+  pullImages(ask: PullAsk): Promise<PullAnswer>;
 }
 
 /** What only the socket serves, never the TCP port, token or not: the verbs that change pods. */
-const SOCKET_ONLY: ReadonlySet<string> = new Set(['/pods/delete']);
+const SOCKET_ONLY: ReadonlySet<string> = new Set(['/pods/delete', '/images/pull']);
 
 /** A question's body is a list of pods: far under this. */
 const MAX_BODY = 1 << 20;
@@ -55,6 +57,13 @@ function readJson(req: IncomingMessage): Promise<unknown> {
       }
     });
   });
+}
+
+const POLICIES: ReadonlySet<unknown> = new Set(['Always', 'IfNotPresent', 'Never']);
+
+function isPullAsk(v: unknown): v is PullAsk {
+  const a = v as Partial<PullAsk> | undefined;
+  return typeof a === 'object' && a !== null && Array.isArray(a.images) && a.images.every((i) => typeof i?.image === 'string' && POLICIES.has(i.policy));
 }
 
 function isDeleteAsk(v: unknown): v is DeleteAsk {
@@ -114,15 +123,18 @@ export async function startServer(
   o: { stateDir: string; port?: number; token?: string; tokenFile?: string; log?: Logger },
 ): Promise<() => Promise<void>> {
   const handler = (req: IncomingMessage, res: ServerResponse, url: URL): void => {
-    if (url.pathname === '/pods/delete') {
+    if (url.pathname === '/pods/delete' || url.pathname === '/images/pull') {
       if (req.method !== 'POST') return send(res, 405, 'method not allowed\n');
-      // Answered once the pods are gone, which takes their grace periods: no idle timeout meanwhile.
+      // Answered once the pods are gone or the pulls done (grace periods, downloads): no idle timeout meanwhile.
       req.socket.setTimeout(0);
+      const pull = url.pathname === '/images/pull';
       readJson(req).then(
         (ask) => {
-          if (!isDeleteAsk(ask)) return send(res, 400, 'bad request: expected {"pods": [{"uid", "key"}], "override"?}\n');
-          view.deletePods(ask).then(
-            (answer) => send(res, 200, answer),
+          const answer = pull ? (isPullAsk(ask) ? view.pullImages(ask) : undefined) : isDeleteAsk(ask) ? view.deletePods(ask) : undefined;
+          if (!answer)
+            return send(res, 400, `bad request: expected ${pull ? '{"images": [{"image", "policy"}]}' : '{"pods": [{"uid", "key"}], "override"?}'}\n`);
+          answer.then(
+            (body) => send(res, 200, body),
             (err: unknown) => send(res, 500, `${(err as Error).message}\n`),
           );
         },

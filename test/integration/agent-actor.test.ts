@@ -73,6 +73,18 @@ describe('with an agent running, the CLI asks and the agent acts', () => {
   });
 });
 
+describe('pull with an agent running', () => {
+  it('asks the agent, which has the images: the CLI asks the engine nothing', async () => {
+    const agent = suite.run([]);
+    await agent.started();
+    const name = unique('pulled');
+    const r = await traced(['pull', '-f', world.write(`${name}.yaml`, sleepingPod(name, ns))]);
+    expect(r.code, r.err).toBe(0);
+    expect(r.out).toBe('2 of 2 images present\n');
+    expect(r.count).toBe(0);
+  });
+});
+
 describe('without an agent, the CLI holds the lock while it acts', () => {
   it('shows the pods it deletes as Terminating to get, and a second delete is told who acts instead of racing it', async () => {
     const name = unique('held');
