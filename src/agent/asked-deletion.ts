@@ -12,7 +12,7 @@ import type { PodWorker } from './pod-worker.js';
 export interface AskedDeletionDeps {
   stateDir: string;
   set: Pick<DesiredSet, 'get'>;
-  cache: Pick<PodCache, 'pod'>;
+  cache: Pick<PodCache, 'pod' | 'refreshPod'>;
   worker: Pick<PodWorker, 'requestDeletion'>;
   workers: Pick<PodWorkers, 'kill'>;
   log: Logger;
@@ -32,6 +32,8 @@ export async function deleteAsked(x: AskedDeletionDeps, ask: DeleteAsk): Promise
   const pods = await Promise.all(
     ask.pods.map(async (p) => {
       const d = x.set.get(p.uid);
+      // The asker saw the pod on the engine; a cache not told of it yet would take it for gone.
+      if (!x.cache.pod(p.uid) && p.ids?.length) await x.cache.refreshPod(p.uid, p.ids);
       const o = x.cache.pod(p.uid);
       const grace = ask.override ?? (o ? graceOf(o) : (d?.pod.spec.terminationGracePeriodSeconds ?? DEFAULT_GRACE_S));
       x.log.info(`pod ${p.key}: deletion asked (grace ${grace}s)`, { pod: p.key });

@@ -124,7 +124,10 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
 /** The agent acts: it is asked, and answers once every pod is gone. */
 async function askAgent(pods: ObservedPod[], override: number | undefined, g: GlobalOptions, io: Io): Promise<number> {
   if (pods.length === 0) return EXIT.ok;
-  const ask: DeleteAsk = { pods: pods.map((p) => ({ uid: p.uid, key: `${p.namespace}/${p.name}` })), ...(override !== undefined ? { override } : {}) };
+  const ask: DeleteAsk = {
+    pods: pods.map((p) => ({ uid: p.uid, key: `${p.namespace}/${p.name}`, ids: [...p.sandboxes, ...p.containers].map((c) => c.id) })),
+    ...(override !== undefined ? { override } : {}),
+  };
   // The longest grace period and some slack: the agent answers once the last pod is gone.
   const longest = Math.max(...pods.map((p) => override ?? graceOf(p)));
   const r = await agentPost<DeleteAnswer>(g.stateDir, '/pods/delete', ask, (longest + AGENT_SLACK_S) * 1000);

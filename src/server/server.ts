@@ -72,7 +72,12 @@ function isDeleteAsk(v: unknown): v is DeleteAsk {
     typeof a === 'object' &&
     a !== null &&
     Array.isArray(a.pods) &&
-    a.pods.every((p) => typeof p?.uid === 'string' && typeof p.key === 'string') &&
+    a.pods.every(
+      (p) =>
+        typeof p?.uid === 'string' &&
+        typeof p.key === 'string' &&
+        (p.ids === undefined || (Array.isArray(p.ids) && p.ids.every((id) => typeof id === 'string'))),
+    ) &&
     (a.override === undefined || (Number.isInteger(a.override) && a.override >= 0))
   );
 }

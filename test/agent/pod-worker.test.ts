@@ -2,6 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
+import { deleteAsked } from '../../src/agent/asked-deletion.js';
 import { PodWorker } from '../../src/agent/pod-worker.js';
 import { PodSupervisor } from '../../src/agent/supervisor.js';
 import { silentLogger } from '../../src/log/silent.js';
@@ -192,5 +193,41 @@ describe('PodWorker: a deletion asked of the agent (podrun delete)', () => {
     void worker.requestDeletion(d.uid, ask(false, 10));
     expect(worker.requests.get(d.uid)?.override).toBe(5);
     expect(worker.requests.get(d.uid)?.waiters).toHaveLength(3);
+  });
+});
+
+describe("deleteAsked: the socket's delete handed to the workers", () => {
+  it('deletes a pod the cache has not heard of yet (the asker saw it on the engine), and only then answers', async () => {
+    const { engine, cache, worker } = await setup();
+    // Made, its events not told yet: the cache has not heard of it.
+    const release = engine.holdEvents();
+    const ident = { uid: d.uid, name: 'phased', namespace: 'worker', source: d.origin.source };
+    const sandbox = await engine.createSandbox(d.pod, ident, 0, 'h', false);
+    const app = await engine.startContainer(d.pod, ident, d.pod.spec.containers[0]!, {
+      type: 'app',
+      restartCount: 0,
+      hash: 'h',
+      sandbox,
+      volumes: new Map(),
+      engineRestarts: false,
+      imageReady: true,
+    });
+    expect(cache.pod(d.uid)).toBeUndefined();
+    const turns: Promise<unknown>[] = [];
+    const answer = await deleteAsked(
+      {
+        stateDir: engine.options.stateDir,
+        set: { get: () => undefined },
+        cache,
+        worker,
+        workers: { kill: (uid) => void turns.push(worker.turn(uid, undefined, signal())) },
+        log: silentLogger,
+      },
+      { pods: [{ uid: d.uid, key: d.key, ids: [sandbox.id, app] }], override: 0 },
+    );
+    expect(answer).toEqual({ pods: [{ key: d.key }] });
+    await Promise.all(turns);
+    expect(engine.containers.size).toBe(0);
+    release();
   });
 });
