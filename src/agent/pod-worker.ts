@@ -33,7 +33,20 @@ export interface DeletionRequest {
   /** Held past the deletion until the desired set drops the pod too (an applied pod forgotten in its set), so it is not made again meanwhile. */
   untilUndeclared: boolean;
   gone: boolean;
+  /** When it was gone (ms since the epoch): the hold for `untilUndeclared` ends UNDECLARE_WAIT_MS later. */
+  goneAt?: number;
   waiters: (() => void)[];
+}
+
+/**
+ * How long an applied pod deleted is held while its set still declares it: the set is read again
+ * within a second; one applied again meanwhile is declared for good, and is made anew after this.
+ */
+export const UNDECLARE_WAIT_MS = 10_000;
+
+/** Whether the pod, deleted as asked, is still held back from being made again. */
+function held(r: DeletionRequest, d: DesiredPod | undefined, now: number): boolean {
+  return d !== undefined && r.untilUndeclared && now - (r.goneAt ?? now) < UNDECLARE_WAIT_MS;
 }
 
 /**
@@ -85,7 +98,7 @@ export class PodWorker {
     const o = this.x.cache.pod(uid);
     const done = this.requests.get(uid);
     if (done?.gone) {
-      if (d && done.untilUndeclared) return { again: 200, synced: false, forgotten: false };
+      if (held(done, d, Date.now())) return { again: 200, synced: false, forgotten: false };
       this.requests.delete(uid);
     }
     const asked = this.requests.get(uid);
@@ -104,8 +117,9 @@ export class PodWorker {
       const removal = await deletionTurn({ ...this.x, deleting: this.deleting }, uid, o, asked?.override);
       if (removal.gone && asked) {
         asked.gone = true;
+        asked.goneAt = Date.now();
         for (const w of asked.waiters.splice(0)) w();
-        if (d && asked.untilUndeclared) return { again: 200, synced: false, forgotten: false };
+        if (held(asked, d, asked.goneAt)) return { again: 200, synced: false, forgotten: false };
         this.requests.delete(uid);
       }
       // Once the asked deletion is done, a pod its source still declares is made anew (a static pod's way).

@@ -1,9 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
+import { afterEach, describe, expect, it, vi } from 'vitest';
 import { deleteAsked } from '../../src/agent/asked-deletion.js';
-import { PodWorker } from '../../src/agent/pod-worker.js';
+import { PodWorker, UNDECLARE_WAIT_MS } from '../../src/agent/pod-worker.js';
 import { PodSupervisor } from '../../src/agent/supervisor.js';
 import { silentLogger } from '../../src/log/silent.js';
 import { PodCache } from '../../src/pleg/cache.js';
@@ -183,6 +183,24 @@ describe('PodWorker: a deletion asked of the agent (podrun delete)', () => {
     expect(await worker.turn(d.uid, d, signal())).toMatchObject({ synced: false, forgotten: false });
     expect(engine.containers.size).toBe(0);
     expect(await worker.turn(d.uid, undefined, signal())).toEqual({ synced: false, forgotten: true });
+    expect(worker.requests.size).toBe(0);
+  });
+
+  it('holds an applied pod deleted no longer than UNDECLARE_WAIT_MS: one applied again meanwhile is made anew after it', async () => {
+    const { engine, worker } = await setup();
+    await worker.turn(d.uid, d, signal());
+    const gone = worker.requestDeletion(d.uid, ask(true));
+    await worker.turn(d.uid, d, signal());
+    await gone;
+    const goneAt = worker.requests.get(d.uid)!.goneAt!;
+    const now = vi.spyOn(Date, 'now');
+    now.mockReturnValue(goneAt + UNDECLARE_WAIT_MS - 1);
+    expect(await worker.turn(d.uid, d, signal())).toMatchObject({ synced: false });
+    expect(engine.containers.size).toBe(0);
+    now.mockReturnValue(goneAt + UNDECLARE_WAIT_MS);
+    expect(await worker.turn(d.uid, d, signal())).toMatchObject({ synced: true });
+    now.mockRestore();
+    expect(running(engine)).toHaveLength(2);
     expect(worker.requests.size).toBe(0);
   });
 
