@@ -18,6 +18,8 @@ import type { PodEvent } from '../status/events.js';
 import type { ContainerGcResult, GarbageCollector, ImageGcResult } from '../gc/collector.js';
 import { collectorFor, startSweeps, sweepContainers } from './agent-gc.js';
 import { startServer } from '../server/server.js';
+import type { DeleteAnswer, DeleteAsk, PullAnswer, PullAsk } from '../server/client.js';
+import { deleteAsked, pullAsked } from './asked-deletion.js';
 import { defaultTokenPath, loadHttpToken } from '../server/http-token.js';
 import { ExpiryLog } from './expiry-log.js';
 import { PodSupervisor } from './supervisor.js';
@@ -302,7 +304,7 @@ export class Agent {
     this.gate.forget(uid);
     this.supervisor.forget(uid);
     this.synced.delete(uid);
-    this.worker.deleting.delete(uid);
+    this.worker.forget(uid);
   }
 
   /**
@@ -318,6 +320,7 @@ export class Agent {
       probeSeries: this.metricsRegistry.probes.size,
       synced: this.synced.size,
       deleting: this.worker.deleting.size,
+      deletionRequests: this.worker.requests.size,
       workers: this.workers.size,
     }) as Record<string, number>;
   }
@@ -330,7 +333,7 @@ export class Agent {
       supervisor: this.supervisor,
       gate: this.gate,
       hostIP: this.runtime.hostIP,
-      stateDir: this.o.runtime.stateDir,
+      deletion: (uid) => this.worker.deletionShown(uid),
     });
   }
 
@@ -350,6 +353,17 @@ export class Agent {
   /** One container GC sweep from the cache (agent-gc.ts). */
   collect(dryRun: boolean): Promise<ContainerGcResult> {
     return sweepContainers({ gc: this.gc, set: this.set, cache: this.cache, workers: this.workers }, dryRun);
+  }
+
+  /** `podrun pull` asked over the socket: this agent pulls, with its own credentials. */
+  pullImages(ask: PullAsk): Promise<PullAnswer> {
+    return pullAsked(this.runtime, ask);
+  }
+
+  /** `podrun delete` asked over the socket: this agent deletes (asked-deletion.ts). */
+  deletePods(ask: DeleteAsk): Promise<DeleteAnswer> {
+    const x = { stateDir: this.o.runtime.stateDir, set: this.set, cache: this.cache, worker: this.worker, workers: this.workers, log: this.log };
+    return deleteAsked(x, ask);
   }
 
   async collectImages(dryRun: boolean): Promise<ImageGcResult> {

@@ -4,10 +4,10 @@ import { PodCache } from '../pleg/cache.js';
 import { DEFAULT_BACKOFF, type BackoffPolicy } from '../reconcile/backoff.js';
 import { describeNotReady, type PodLook, type PodLooker, type Verdict } from '../reconcile/converge.js';
 import { specOf } from '../reconcile/lifecycle.js';
-import { hasActions, type PodPlan } from '../reconcile/plan.js';
+import { hasActions, planApply, type PodPlan } from '../reconcile/plan.js';
 import { heldSinceListed, waitsStuck } from '../reconcile/stuck.js';
 import { ContainerImageError, executeRemoval } from '../reconcile/sync.js';
-import { isActive, latestByName, type EngineContainer } from '../runtime/observed.js';
+import { groupObserved, isActive, latestByName, type EngineContainer } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { toV1Status, type V1Pod } from '../status/v1.js';
 import { PodSupervisor } from './supervisor.js';
@@ -34,6 +34,8 @@ export class ApplyDriver implements PodLooker {
   private readonly worker: PodSupervisor;
   /** The cache is as fresh as a list: `apply` just listed and changed nothing. The first look takes it as it is. */
   private listedNow = false;
+  /** The plans given to `apply` came from `plan`: each turn carries out its pod's as it is. */
+  private planned = false;
 
   constructor(
     private readonly rt: PodEngine,
@@ -62,12 +64,24 @@ export class ApplyDriver implements PodLooker {
   }
 
   /**
+   * The plan, decided by each pod's worker from `listed` as its turn decides (with the engine's
+   * restarts it takes for its own): what `apply` prints and then hands to `apply` unchanged.
+   */
+  async plan(desired: DesiredPod[], listed: readonly EngineContainer[], prune?: { applySet: string; keep?: ReadonlySet<string> }): Promise<PodPlan[]> {
+    await this.cache.relist(listed);
+    const decided = new Map(await Promise.all(desired.map(async (d) => [d.uid, await this.worker.decide(d)] as const)));
+    this.planned = true;
+    return planApply(desired, groupObserved(listed), prune, decided);
+  }
+
+  /**
    * The plan carried out once: a turn of each pod's worker, and the deletions of a prune, all at
    * once. Errors stay per pod. `listed`: the engine's list the plan was made from, taken as the
    * cache's (a list costs the engine O(every container it holds)).
    */
   async apply(plans: PodPlan[], listed?: readonly EngineContainer[]): Promise<PodOutcome[]> {
-    await this.cache.relist(listed);
+    // Planned by `plan` from this list: the cache holds it already.
+    if (!this.planned) await this.cache.relist(listed);
     const outcomes = await Promise.all(
       plans.map(async (p): Promise<PodOutcome> => {
         try {
@@ -76,7 +90,7 @@ export class ApplyDriver implements PodLooker {
             return { key: p.key };
           }
           if (!p.desired) return { key: p.key };
-          const { failed } = await this.worker.turn(p.desired);
+          const { failed } = await this.worker.turn(p.desired, undefined, this.planned ? p.actions : undefined);
           if (failed) throw failed;
           return { key: p.key };
         } catch (err) {

@@ -27,9 +27,9 @@ export interface DeletionTurn {
  * and removed, then its directory, which outlives every container of the pod (a container the
  * cache had not seen yet still binds from it: the pod is looked at again instead). A pod with no
  * container left loses the directory a cancelled sync may have made, if this agent worked on it
- * (so a pod merely not loaded yet loses nothing).
+ * (so a pod merely not loaded yet loses nothing). `override`: delete's grace period, asked of the agent.
  */
-export async function deletionTurn(x: DeletionDeps, uid: string, o: ObservedPod | undefined): Promise<DeletionTurn> {
+export async function deletionTurn(x: DeletionDeps, uid: string, o: ObservedPod | undefined, override?: number): Promise<DeletionTurn> {
   if (!o) {
     if (x.supervisor.known(uid) && !(await removePodDir(x.rt, uid))) return { again: 1000, gone: false };
     // Another hand (a `podrun delete` beside the agent) removed the last of it between two turns.
@@ -45,7 +45,7 @@ export async function deletionTurn(x: DeletionDeps, uid: string, o: ObservedPod 
   let whole = false;
   try {
     // Deletion is the plan's outcome, carried out by the executor, as every other action is.
-    whole = await executeRemoval(x.rt, o, removalActions(), (type, reason, message, fieldPath) =>
+    whole = await executeRemoval(x.rt, o, removalActions(o, override), (type, reason, message, fieldPath) =>
       x.supervisor.events.record({ uid, name: o.name, namespace: o.namespace }, type, reason, message, fieldPath),
     );
   } catch (err) {

@@ -1,5 +1,4 @@
 import type { PodCache } from '../pleg/cache.js';
-import { terminatingPods } from '../reconcile/terminating.js';
 import { markRolledBack, toV1Pod } from '../status/v1.js';
 import type { DesiredSet } from './desired-set.js';
 import type { HealthGate } from './health-gate.js';
@@ -11,7 +10,8 @@ export interface PodListDeps {
   supervisor: Pick<PodSupervisor, 'status' | 'podIP'>;
   gate: Pick<HealthGate, 'rolledBack'>;
   hostIP: string;
-  stateDir: string;
+  /** The deletion under way of a pod, asked of this agent: shown Terminating. */
+  deletion: (uid: string) => { deletionTimestamp: string; deletionGracePeriodSeconds: number } | undefined;
 }
 
 /** Every pod the agent knows (declared or on the engine), as v1 Pods with the worker's status. */
@@ -19,7 +19,6 @@ export async function podList(x: PodListDeps): Promise<Record<string, unknown>[]
   const observed = new Map(x.cache.pods().map((p) => [p.uid, p]));
   const uids = new Set([...x.set.uids(), ...observed.keys()]);
   const items: Record<string, unknown>[] = [];
-  const terminating = terminatingPods(x.stateDir);
   for (const uid of uids) {
     const d = x.set.get(uid);
     const o = observed.get(uid) ?? {
@@ -34,7 +33,7 @@ export async function podList(x: PodListDeps): Promise<Record<string, unknown>[]
     const status = await x.supervisor.status(d, observed.get(uid));
     if (!status) continue;
     const podIP = await x.supervisor.podIP(view.spec, observed.get(uid));
-    const item = toV1Pod(view, status, { hostIP: x.hostIP, ...(podIP ? { podIP } : {}) }, observed.has(uid) ? terminating.get(uid) : undefined);
+    const item = toV1Pod(view, status, { hostIP: x.hostIP, ...(podIP ? { podIP } : {}) }, observed.has(uid) ? x.deletion(uid) : undefined);
     const declared = x.set.declared(uid);
     const rolledBack = declared ? x.gate.rolledBack(declared) : undefined;
     if (rolledBack) markRolledBack(item, rolledBack);

@@ -6,7 +6,7 @@ import type { ProbedContainer, ProbeResultLabel } from '../metrics/probe-metrics
 import type { BackoffPolicy } from '../reconcile/backoff.js';
 import { fieldPathOf, type EventSink } from '../reconcile/lifecycle.js';
 import { applyBackoff } from '../reconcile/start-backoff.js';
-import { hasActions } from '../reconcile/plan.js';
+import { hasActions, type PodActions } from '../reconcile/plan.js';
 import { executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
 import { isActive, latestByName, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
@@ -14,7 +14,6 @@ import { EventRecorder, type PodRef } from '../status/events.js';
 import { podStatus, type PodStatusSummary } from '../status/pod-status.js';
 import { probeTargets, readDetails, readinessOf, statusInputs } from './pod-view.js';
 import { settled } from '../reconcile/settled.js';
-import { deletionUnderway } from '../reconcile/terminating.js';
 import { Adoption } from './adoption.js';
 import type { PodPhase } from './pod-phase.js';
 import { newPodRecord, recordSize, retainKeys, trimRecord, type PodRecord } from './pod-record.js';
@@ -47,9 +46,6 @@ export interface WorkerMode {
   noLookAfter?: boolean;
 }
 
-/** While someone else deletes a pod, the next look comes this soon. */
-const DELETION_LOOK_MS = 500;
-
 /**
  * What the agent keeps per pod beyond the engine's state: crash and image backoff, waiting
  * reasons, probe workers, events, and the inspect details that status needs. `turn` is one pod
@@ -61,8 +57,6 @@ export class PodSupervisor {
   /** One record per pod: everything kept about it beyond the engine's state, its back-off too (pod-record.ts). */
   private readonly records = new Map<string, PodRecord>();
   private readonly adoption: Adoption;
-  /** Pods whose sync waited for someone else's deletion of them. */
-  private readonly awaitedDeletion = new Set<string>();
   private readonly unsubscribeCreated: () => void;
 
   constructor(
@@ -171,7 +165,6 @@ export class PodSupervisor {
     this.observer.probesGone?.(uid);
     this.events.forget(uid);
     this.records.delete(uid);
-    this.awaitedDeletion.delete(uid);
   }
 
   /** Entries kept per pod, by kind: what must return to nothing once a pod is gone. */
@@ -185,7 +178,6 @@ export class PodSupervisor {
       createdUnseen: sum((r) => r.unseen.size),
       events: this.events.podCount(),
       probes: this.probes.size,
-      awaitedDeletions: this.awaitedDeletion.size,
     };
   }
 
@@ -216,6 +208,12 @@ export class PodSupervisor {
     this.probes.sync(d.uid, await probeTargets(this.rt, this.probes, d, o, this.rec(d.uid), host, !this.mode.engineRestarts));
   }
 
+  /** The turn's decision alone, made as `turn` makes it (gather, then the plan), for `apply` to print and then hand to `turn`. */
+  async decide(d: DesiredPod): Promise<PodActions> {
+    const seen = await this.gather(d);
+    return planTurn(d, seen.r ? seen.o : this.cache.pod(d.uid), this.probes, this.log);
+  }
+
   /** `turn`, for when to look again. */
   async sync(d: DesiredPod, signal?: AbortSignal): Promise<number | undefined> {
     return (await this.turn(d, signal)).again;
@@ -228,11 +226,12 @@ export class PodSupervisor {
    * pod is to be deleted: the turn then makes nothing more and ends, for the deletion to follow.
    * `failed`: the step failure this turn recorded (for `apply`, which reports it).
    */
-  async turn(d: DesiredPod, signal?: AbortSignal): Promise<{ again?: number; failed?: Error }> {
+  async turn(d: DesiredPod, signal?: AbortSignal, planned?: PodActions): Promise<{ again?: number; failed?: Error }> {
     const seen = await this.gather(d);
     if (!seen.r) return { again: seen.again };
     const { r, o } = seen;
-    const actions = planTurn(d, o, this.probes, this.log);
+    // `apply` hands in the plan it printed: what it said is what is done, not a second decision.
+    const actions = planned ?? planTurn(d, o, this.probes, this.log);
     if (!hasActions(actions)) {
       await this.updateProbes(d, o);
       this.clearWaiting(r, o);
@@ -299,13 +298,6 @@ export class PodSupervisor {
    */
   private async gather(d: DesiredPod): Promise<{ r: PodRecord; o: ObservedPod | undefined; engineRestarting: boolean } | { r?: undefined; again?: number }> {
     const uid = d.uid;
-    // `podrun delete` is removing it: the pod is made anew once that is done, not patched meanwhile,
-    // and from the engine as the deletion left it (the cache may not have heard of all of it yet).
-    if (deletionUnderway(this.rt.options.stateDir, uid, Date.now())) {
-      this.awaitedDeletion.add(uid);
-      return { again: DELETION_LOOK_MS };
-    }
-    if (this.awaitedDeletion.delete(uid)) await this.refresh(uid);
     const r = this.rec(uid);
     retainKeys(r, d);
     const cached = this.cache.pod(uid);

@@ -7,7 +7,7 @@ import { ApplyDriver } from '../agent/apply-driver.js';
 import { planApply, type PodPlan } from '../reconcile/plan.js';
 import type { DesiredPod } from '../manifest/types.js';
 import type { PodEngine } from '../runtime/roles.js';
-import { agentRunning } from '../agent/lock.js';
+import { becomeActor, type Actor } from './actor.js';
 import { appliedDir, appliedElsewhere, stageAppliedSet } from '../sources/applied-sets.js';
 import { canonicalSource } from '../sources/read.js';
 import { EXIT, type GlobalOptions, type Io } from './context.js';
@@ -58,9 +58,23 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
   // put in place below, at the same point as ever (a dry run writes nothing).
   const staged = o.dryRun ? undefined : stageAppliedSet(g.stateDir, applySet, loaded.pods, o.prune);
   let durable: Promise<void> = Promise.resolve();
+  let actor: Actor | undefined;
+  let driver: ApplyDriver | undefined;
   try {
     const listed = await engine.listed;
-    const plans = planApply(loaded.pods, groupObserved(listed), o.prune ? { applySet, keep: appliedElsewhere(g.stateDir, applySet) } : undefined);
+    // One actor per state directory: with an agent, it acts; without, this apply holds the lock
+    // until it ends, so an agent or another command started meanwhile is told instead of racing.
+    if (staged) {
+      actor = await becomeActor(g.stateDir, 'apply', io);
+      if (!actor) {
+        io.err('podrun: nothing was applied');
+        return EXIT.failed;
+      }
+    }
+    const prune = o.prune ? { applySet, keep: appliedElsewhere(g.stateDir, applySet) } : undefined;
+    // No agent: the agent's pod worker, run here; its decision is the plan printed and then carried out as it is.
+    if (actor?.kind === 'cli') driver = new ApplyDriver(rt, applySet, undefined, { lookAfter: o.wait });
+    const plans = driver ? await driver.plan(loaded.pods, listed, prune) : planApply(loaded.pods, groupObserved(listed), prune);
     printPlan(io, plans, o.dryRun);
     if (!staged) return EXIT.ok;
 
@@ -73,8 +87,14 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
       io.err('podrun: nothing was applied');
       return EXIT.failed;
     }
-    return await carryOut(rt, plans, listed, loaded.pods, applySet, o, g, io);
+    if (!driver) return await handedOver(rt, loaded.pods, o, g, io);
+    // An engine that restarts nothing by itself leaves the pods unsupervised once apply exits: said
+    // once, whatever the number of pods, rather than a restart policy claimed and dropped.
+    if (!rt.capabilities.restartPolicy && loaded.pods.length > 0) io.err(noRestartsNote(rt));
+    return await applyAlone(rt, driver, plans, listed, loaded.pods, o, g, io);
   } finally {
+    driver?.stop();
+    if (actor?.kind === 'cli') actor.release();
     staged?.discard();
     // The record's directory fsync ran beside the engine's calls: the apply ends once it is durable.
     await durable;
@@ -83,35 +103,14 @@ export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOp
   }
 }
 
-async function carryOut(
-  rt: PodEngine,
-  plans: PodPlan[],
-  listed: readonly EngineContainer[],
-  pods: DesiredPod[],
-  applySet: string,
-  o: ApplyOptions,
-  g: GlobalOptions,
-  io: Io,
-): Promise<number> {
-  if (await agentRunning(g.stateDir)) {
-    io.err(`podrun: the agent supervising ${g.stateDir} carries out the plan`);
-    if (!o.wait || pods.length === 0) return EXIT.ok;
-    const result = await waitForPods(rt, pods, agentLooker(rt, g.stateDir), { timeoutMs: o.timeoutMs });
-    for (const p of result.problems) io.err(`podrun: pod/${p.key}: ${p.message}`);
-    if (result.ok) io.out(`${pods.length} pod${pods.length === 1 ? '' : 's'} ready`);
-    return result.ok ? EXIT.ok : EXIT.failed;
-  }
-
-  // No agent: the agent's pod worker, run here for one turn per pod and then while apply waits.
-  // An engine that restarts nothing by itself leaves the pods unsupervised once apply exits: said
-  // once, whatever the number of pods, rather than a restart policy claimed and dropped.
-  if (!rt.capabilities.restartPolicy && pods.length > 0) io.err(noRestartsNote(rt));
-  const driver = new ApplyDriver(rt, applySet, undefined, { lookAfter: o.wait });
-  try {
-    return await applyAlone(rt, driver, plans, listed, pods, o, g, io);
-  } finally {
-    driver.stop();
-  }
+/** The agent supervising the state directory carries the applied set out: apply only waits, and changes nothing. */
+async function handedOver(rt: PodEngine, pods: DesiredPod[], o: ApplyOptions, g: GlobalOptions, io: Io): Promise<number> {
+  io.err(`podrun: the agent supervising ${g.stateDir} carries out the plan`);
+  if (!o.wait || pods.length === 0) return EXIT.ok;
+  const result = await waitForPods(rt, pods, agentLooker(rt, g.stateDir), { timeoutMs: o.timeoutMs });
+  for (const p of result.problems) io.err(`podrun: pod/${p.key}: ${p.message}`);
+  if (result.ok) io.out(`${pods.length} pod${pods.length === 1 ? '' : 's'} ready`);
+  return result.ok ? EXIT.ok : EXIT.failed;
 }
 
 /** The one line `apply` says, with no agent, on an engine without restart policies. */

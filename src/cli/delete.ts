@@ -1,7 +1,11 @@
-import { agentRunning } from '../agent/lock.js';
+import type { LockHolder } from '../agent/lock.js';
+import type { ObservedPod } from '../runtime/observed.js';
+import { agentPost, type DeleteAnswer, type DeleteAsk } from '../server/client.js';
+import { becomeActor } from './actor.js';
 import { ManifestError } from '../manifest/errors.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { loadManifestSet } from '../manifest/load.js';
+import { deletionPlan, graceOverride } from '../reconcile/deletion-plan.js';
 import { graceOf, removePod } from '../reconcile/lifecycle.js';
 import { forgetApplied } from '../sources/applied-sets.js';
 import { recordPullFailures } from './pull-failures.js';
@@ -18,17 +22,13 @@ export interface DeleteOptions {
   all?: boolean;
   allNamespaces?: boolean;
   gracePeriod?: number;
+  now?: boolean;
+  force?: boolean;
   ignoreNotFound: boolean;
 }
 
-/** Waits until the engine holds nothing of the pod; throws after `ms`. */
-async function gone(rt: PodEngine, uid: string, ms: number): Promise<void> {
-  const deadline = Date.now() + ms;
-  while ((await rt.listContainers(uid)).length > 0) {
-    if (Date.now() > deadline) throw new Error(`the agent has not deleted it after ${Math.round(ms / 1000)}s`);
-    await new Promise((r) => setTimeout(r, 250));
-  }
-}
+/** How long past the longest grace period the agent is given to answer: the engine's calls, a sync it cancels first. */
+const AGENT_SLACK_S = 120;
 
 /** kubectl's spellings: `pod NAME...`, `pods NAME`, `pod/NAME`; a bare `NAME` or `namespace/NAME` as before. */
 export function podKeys(args: string[], namespace: string): string[] {
@@ -104,39 +104,81 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
   });
   const unique = [...new Map(found.map((p) => [p.uid, p])).values()];
   if (unique.length === 0 && (o.all || select) && wanted.length === 0) noResources(io, o.allNamespaces ? undefined : ns);
-  // With an agent on this state directory, a pod it runs from an applied set is the agent's to
-  // delete: forgetting it in the set is enough, and stopping its containers from here would
-  // only race the agent, which would see them die and restart them.
-  const agent = await agentRunning(g.stateDir);
   for (const p of unique) {
     const back = comesBack(p);
     if (back) io.err(`warning: pod/${p.namespace}/${p.name} is declared by ${p.source}: the agent will recreate it; to remove it for good, ${back}`);
   }
-  // Forgotten in the applied sets first, so a running agent does not bring them back: all in one
-  // pass, one write per set, where one durable rewrite of the set per pod (300-600 ms for 50 on a
-  // loaded disk) held the last pods' stop signals back, and every other step with them.
+  const override = graceOverride(o);
+  // Pods deleted now, by uid, told to whoever asks the lock: `get` shows them Terminating.
+  const terminating: NonNullable<LockHolder['terminating']> = {};
+  const actor = await becomeActor(g.stateDir, 'delete', io, () => ({ terminating }));
+  if (!actor) return EXIT.failed;
+  if (actor.kind === 'agent') return Math.max(code, await askAgent(unique, override, g, io));
+  try {
+    return Math.max(code, await deleteHere(rt, unique, override, terminating, g, io));
+  } finally {
+    actor.release();
+  }
+}
+
+/** The agent acts: it is asked, and answers once every pod is gone. */
+async function askAgent(pods: ObservedPod[], override: number | undefined, g: GlobalOptions, io: Io): Promise<number> {
+  if (pods.length === 0) return EXIT.ok;
+  const ask: DeleteAsk = {
+    pods: pods.map((p) => ({ uid: p.uid, key: `${p.namespace}/${p.name}`, ids: [...p.sandboxes, ...p.containers].map((c) => c.id) })),
+    ...(override !== undefined ? { override } : {}),
+  };
+  // The longest grace period and some slack: the agent answers once the last pod is gone.
+  const longest = Math.max(...pods.map((p) => override ?? graceOf(p)));
+  const r = await agentPost<DeleteAnswer>(g.stateDir, '/pods/delete', ask, (longest + AGENT_SLACK_S) * 1000);
+  if (!r.body) {
+    io.err(`podrun: the agent supervising ${g.stateDir} did not delete the pods: ${r.text.trim() || `status ${r.status}`}`);
+    return EXIT.failed;
+  }
+  let code: number = EXIT.ok;
+  for (const p of r.body.pods) {
+    if (p.error === undefined) io.out(`pod/${p.key} deleted`);
+    else {
+      io.err(`podrun: pod/${p.key}: ${p.error}`);
+      code = EXIT.failed;
+    }
+  }
+  return code;
+}
+
+/** No agent: this command, holding the lock, deletes. */
+async function deleteHere(
+  rt: PodEngine,
+  unique: ObservedPod[],
+  override: number | undefined,
+  terminating: NonNullable<LockHolder['terminating']>,
+  g: GlobalOptions,
+  io: Io,
+): Promise<number> {
+  // Forgotten in the applied sets first: all in one pass, one write per set, where one durable
+  // rewrite of the set per pod (300-600 ms for 50 on a loaded disk) held the last pods' stop
+  // signals back, and every other step with them.
   try {
     forgetApplied(g.stateDir, new Set(unique.map((p) => `${p.namespace}/${p.name}`)));
   } catch (err) {
     io.err(`podrun: cannot forget the pods in their applied sets, nothing deleted: ${(err as Error).message}`);
     return EXIT.failed;
   }
+  let code: number = EXIT.ok;
   // Every pod at once: their grace periods overlap (the runtime bounds the engine calls).
   await Promise.all(
     unique.map(async (p) => {
       try {
         recordPullFailures(g.stateDir, p.uid, `${p.namespace}/${p.name}`, []);
-        if (agent && p.applySet && o.gracePeriod === undefined) {
-          await gone(rt, p.uid, (graceOf(p) + 120) * 1000);
-          io.out(`pod/${p.namespace}/${p.name} deleted`);
-          return;
-        }
-        // --grace-period is taken as given (0 kills at once), as the kubelet takes a deletion's.
-        await removePod(rt, p, graceOf(p), undefined, o.gracePeriod);
+        const plan = deletionPlan(p, override);
+        terminating[p.uid] = { deletionTimestamp: new Date().toISOString(), deletionGracePeriodSeconds: plan.graceSeconds };
+        await removePod(rt, p, plan);
         io.out(`pod/${p.namespace}/${p.name} deleted`);
       } catch (err) {
         io.err(`podrun: pod/${p.namespace}/${p.name}: ${(err as Error).message}`);
         code = EXIT.failed;
+      } finally {
+        delete terminating[p.uid];
       }
     }),
   );

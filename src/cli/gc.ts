@@ -1,5 +1,6 @@
 import { allContainers } from '../manifest/types.js';
 import { agentRunning } from '../agent/lock.js';
+import { becomeActor } from './actor.js';
 import { GarbageCollector, type ContainerGcResult, type ImageGcResult } from '../gc/collector.js';
 import { agentRequest } from '../server/client.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
@@ -25,7 +26,18 @@ function print(io: Io, dryRun: boolean, c: ContainerGcResult, images: ImageGcRes
  * dead instances over the bound go, never whole pods.
  */
 export async function gcCommand(o: GcCommandOptions, g: GlobalOptions, io: Io): Promise<number> {
-  if (await agentRunning(g.stateDir)) {
+  // A dry run changes nothing: it needs no lock. Else the agent collects, or this command, holding the lock.
+  const actor = o.dryRun ? undefined : await becomeActor(g.stateDir, 'gc', io);
+  if (!o.dryRun && !actor) return EXIT.failed;
+  try {
+    return await collect(actor?.kind === 'agent' || (o.dryRun && (await agentRunning(g.stateDir))), o, g, io);
+  } finally {
+    if (actor?.kind === 'cli') actor.release();
+  }
+}
+
+async function collect(agent: boolean, o: GcCommandOptions, g: GlobalOptions, io: Io): Promise<number> {
+  if (agent) {
     const r = await agentRequest<{ containers: ContainerGcResult; images?: ImageGcResult }>(
       g.stateDir,
       o.dryRun ? 'GET' : 'POST',
@@ -36,6 +48,9 @@ export async function gcCommand(o: GcCommandOptions, g: GlobalOptions, io: Io): 
       print(io, o.dryRun, r.containers, r.images);
       return EXIT.ok;
     }
+    // The agent acts on this state directory: collecting beside it would race it.
+    io.err(`podrun: the agent supervising ${g.stateDir} did not answer the collection`);
+    return EXIT.failed;
   }
   const rt = await makeRuntime(g, io);
   const pods = await rt.listPods();

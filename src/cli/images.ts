@@ -1,3 +1,5 @@
+import { agentPost, type PullAnswer, type PullAsk } from '../server/client.js';
+import { becomeActor } from './actor.js';
 import { allContainers, type DesiredPod } from '../manifest/types.js';
 import { EXIT, makeRuntime, type GlobalOptions, type Io } from './context.js';
 import { table } from './print.js';
@@ -53,22 +55,42 @@ export async function imagesCommand(paths: string[], o: { output?: string }, g: 
 export async function pullCommand(paths: string[], g: GlobalOptions, io: Io): Promise<number> {
   // The engine client loads while the manifests are read: a bake step's time is mostly the pull.
   const runtime = makeRuntime(g, io);
+  // Not awaited when the agent pulls: an engine this command cannot reach is then no failure of it.
+  runtime.catch(() => undefined);
   const pods = (await loadManifestArgs(paths, io, g.policy))?.pods;
   if (!pods) return EXIT.failed;
-  const rt = await runtime;
-  const needed = neededImages(pods, g.pauseImage);
-  const results = await Promise.all(
-    needed.map((n) =>
-      rt.ensureImage(n.image, n.policy as 'Always' | 'IfNotPresent' | 'Never').then(
-        () => true,
-        (err: unknown) => {
-          io.err(`podrun: ${(err as Error).message}`);
-          return false;
-        },
-      ),
-    ),
-  );
-  const failed = results.filter((ok) => !ok).length;
-  io.out(`${needed.length - failed} of ${needed.length} image${needed.length === 1 ? '' : 's'} present`);
-  return failed ? EXIT.failed : EXIT.ok;
+  const needed = neededImages(pods, g.pauseImage).map((n) => ({ image: n.image, policy: n.policy as PullAsk['images'][number]['policy'] }));
+  // One actor per state directory: with an agent, it pulls (with its own credentials); without, this command, holding the lock.
+  const actor = await becomeActor(g.stateDir, 'pull', io);
+  if (!actor) return EXIT.failed;
+  let failures: string[];
+  try {
+    if (actor.kind === 'agent') {
+      const r = await agentPost<PullAnswer>(g.stateDir, '/images/pull', { images: needed } satisfies PullAsk, PULL_TIMEOUT_MS);
+      if (!r.body) {
+        io.err(`podrun: the agent supervising ${g.stateDir} did not pull: ${r.text.trim() || `status ${r.status}`}`);
+        return EXIT.failed;
+      }
+      failures = r.body.images.flatMap((i) => (i.error === undefined ? [] : [i.error]));
+    } else {
+      const rt = await runtime;
+      const results = await Promise.all(
+        needed.map((n) =>
+          rt.ensureImage(n.image, n.policy).then(
+            () => undefined,
+            (err: unknown) => (err as Error).message,
+          ),
+        ),
+      );
+      failures = results.filter((m): m is string => m !== undefined);
+    }
+  } finally {
+    if (actor.kind === 'cli') actor.release();
+  }
+  for (const f of failures) io.err(`podrun: ${f}`);
+  io.out(`${needed.length - failures.length} of ${needed.length} image${needed.length === 1 ? '' : 's'} present`);
+  return failures.length ? EXIT.failed : EXIT.ok;
 }
+
+/** How long the agent is given for every pull of a set: a large image on a slow link. */
+const PULL_TIMEOUT_MS = 30 * 60_000;

@@ -73,6 +73,8 @@ export function addDelete(program: Command, io: Io, setCode: (code: number) => v
     .option('--all', 'delete every pod of the namespace (with -A, of every namespace)', false)
     .option('-A, --all-namespaces', 'with --all or -l: pods of every namespace', false)
     .option('--grace-period <seconds>', 'override terminationGracePeriodSeconds', nonNegativeInt)
+    .option('--now', 'signal the pods to stop at once: a grace period of 1 s', false)
+    .option('--force', 'kill the pods at once: a grace period of 0', false)
     .option('--ignore-not-found', 'a pod that does not exist is not an error', false)
     .addHelpText(
       'after',
@@ -81,9 +83,25 @@ export function addDelete(program: Command, io: Io, setCode: (code: number) => v
     .action(
       async (
         names: string[],
-        o: { filename?: string[]; namespace: string; selector?: string; all: boolean; allNamespaces: boolean; gracePeriod?: number; ignoreNotFound: boolean },
+        o: {
+          filename?: string[];
+          namespace: string;
+          selector?: string;
+          all: boolean;
+          allNamespaces: boolean;
+          gracePeriod?: number;
+          now: boolean;
+          force: boolean;
+          ignoreNotFound: boolean;
+        },
         cmd: Command,
       ) => {
+        // kubectl's rule: --now is a grace period, so the two cannot both be given.
+        if (o.now && o.gracePeriod !== undefined) {
+          io.err('podrun: --now and --grace-period cannot both be given');
+          setCode(EXIT.usage);
+          return;
+        }
         setCode(await (await import('./delete.js')).deleteCommand(names, o, globals(cmd), io));
       },
     );

@@ -1,4 +1,4 @@
-import { terminatingPods } from '../reconcile/terminating.js';
+import { lockHolder } from '../agent/lock.js';
 import { rolledBack } from '../reconcile/rollback.js';
 import { RollbackStore } from '../agent/rollback-store.js';
 import { loadPullFailures } from './pull-failures.js';
@@ -18,8 +18,9 @@ export type { V1ContainerStatus, V1Pod } from '../status/v1.js';
 export async function loadPodViews(rt: PodEngine, stateDir: string): Promise<{ pods: V1Pod[]; fromAgent: boolean }> {
   const fromAgent = await agentGet<{ items: V1Pod[] }>(stateDir, '/pods');
   if (fromAgent) return { pods: fromAgent.items, fromAgent: true };
-  const observed = await rt.listPods();
-  const terminating = terminatingPods(stateDir);
+  // With no agent, a CLI deleting pods holds the lock and says which (the one actor, no note files).
+  const [observed, holder] = await Promise.all([rt.listPods(), lockHolder(stateDir)]);
+  const terminating = new Map(Object.entries(holder?.terminating ?? {}));
   // What the agent last decided about health-gated updates, while no agent answers.
   // (A record that cannot be read just shows nothing here; the agent logs it.)
   const quiet = (): undefined => undefined;

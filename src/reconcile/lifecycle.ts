@@ -1,5 +1,5 @@
 import { timerDelay } from '../base/duration.js';
-import { clearTerminating, markTerminating } from './terminating.js';
+import type { ContainerStop, DeletionPlan } from './deletion-plan.js';
 import { allContainers, type Container, type Pod } from '../manifest/types.js';
 import { runHook } from '../probe/handlers.js';
 import { isActive, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
@@ -76,56 +76,64 @@ export async function killContainer(
 }
 
 /**
- * Stops a whole pod: app containers in parallel, then sidecars and init containers, then the
- * sandbox. Each container stops with its own spec and grace period (its labels), or with
- * `override` seconds exactly when given.
+ * Stops a whole pod as its deletion plan says (deletion-plan.ts): step after step, the stops of a
+ * step together, then the sandbox. The pod keeps its sandbox when `sandbox` is false.
  */
-export async function stopPod(rt: PodEngine, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<void> {
-  await stopContainers(rt, observed, graceSeconds, events, override);
+export async function stopPod(rt: PodEngine, observed: ObservedPod, plan: DeletionPlan, events?: EventSink): Promise<void> {
+  await stopContainers(rt, observed, plan, events);
   // The sandbox only holds namespaces; it has nothing to shut down cleanly.
-  await Promise.all(observed.sandboxes.filter(isActive).map((s) => rt.stopSandbox(s.id)));
+  await Promise.all(plan.sandboxes.map((id) => rt.stopSandbox(id)));
 }
 
-/** The pod's containers stopped, as stopPod does, its sandbox left as it is. */
-async function stopContainers(rt: PodEngine, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<void> {
+/** The plan's stops, its sandbox left as it is. */
+async function stopContainers(rt: PodEngine, observed: ObservedPod, plan: DeletionPlan, events?: EventSink): Promise<void> {
   const pod = observed.spec;
+  const byId = new Map(observed.containers.map((c) => [c.id, c]));
   // Only a preStop hook needs the pod's address: no engine call for it otherwise (a deletion
   // under churn waits for every call it makes).
-  const hooked = observed.containers.some((c) => isActive(c) && (c.spec ?? specOf(pod, c.name))?.lifecycle?.preStop);
+  const hooked = plan.steps.flat().some((s) => {
+    const c = byId.get(s.id);
+    return c && (c.spec ?? specOf(pod, c.name))?.lifecycle?.preStop;
+  });
   const defaultHost = hooked ? await defaultHostOf(rt, pod, observed).catch(() => '127.0.0.1') : '127.0.0.1';
-  const kill = (c: ObservedContainer): Promise<void> =>
-    killContainer(rt, c, c.spec ?? specOf(pod, c.name), override ?? c.graceSeconds ?? graceSeconds, {
+  // Each grace is counted from the deletion's start, so a sidecar's wait for its turn uses it up
+  // (the kubelet's terminationOrdering) and the pod's whole deletion stays within its grace.
+  const began = Date.now();
+  const kill = async (s: ContainerStop): Promise<void> => {
+    const c = byId.get(s.id);
+    if (!c) return;
+    const left = s.graceSeconds - (Date.now() - began) / 1000;
+    const fieldPath = fieldPathOf(pod, c.name);
+    await killContainer(rt, c, c.spec ?? specOf(pod, c.name), Math.max(0, left), {
       defaultHost,
       reason: 'pod is being stopped',
-      ...(override !== undefined ? { exact: true } : {}),
+      ...(s.exact ? { exact: true } : {}),
       ...(events ? { events } : {}),
-      ...(fieldPathOf(pod, c.name) ? { fieldPath: fieldPathOf(pod, c.name) } : {}),
+      ...(fieldPath ? { fieldPath } : {}),
     });
-  await Promise.all(observed.containers.filter((c) => c.type === 'app').map(kill));
-  await Promise.all(observed.containers.filter((c) => c.type === 'init').map(kill));
+  };
+  for (const step of plan.steps) await Promise.all(step.map(kill));
 }
 
 /**
- * Stops and removes everything of the pod, its emptyDirs and memory volumes included; false when
- * the engine still had a container of the pod that `observed` did not (the directory then stays).
+ * Carries out a pod's deletion plan: its stops, then the removal of everything of the pod, its
+ * emptyDirs and memory volumes included; false when the engine still had a container of the pod
+ * that `observed` did not (the directory then stays: the plan waits for the engine to list nothing).
  */
-export async function removePod(rt: PodEngine, observed: ObservedPod, graceSeconds: number, events?: EventSink, override?: number): Promise<boolean> {
-  markTerminating(rt.options.stateDir, observed.uid, override ?? graceSeconds);
-  try {
-    await stopContainers(rt, observed, graceSeconds, events, override);
-    // The containers have stopped (their grace period had the pod's network): they and the sandbox
-    // are removed at once, each removal seconds on a loaded engine (a sandbox's network taken down
-    // behind other pods' set-ups). An engine that tracks the namespaces containers joined (Podman)
-    // refuses a sandbox others still depend on: that removal is made again once they are gone. The
-    // sandbox is not stopped first: a forced removal ends it in the same call.
-    const sandboxes = Promise.allSettled(observed.sandboxes.map((s) => rt.removeSandbox(s.id, { urgent: true })));
-    await Promise.all(observed.containers.map((c) => rt.removeContainer(c.id, { urgent: true })));
-    const first = await sandboxes;
-    await Promise.all(observed.sandboxes.filter((_, i) => first[i]?.status === 'rejected').map((s) => rt.removeSandbox(s.id, { urgent: true })));
-    return await removePodDir(rt, observed.uid);
-  } finally {
-    clearTerminating(rt.options.stateDir, observed.uid);
-  }
+export async function removePod(rt: PodEngine, observed: ObservedPod, plan: DeletionPlan, events?: EventSink): Promise<boolean> {
+  await stopContainers(rt, observed, plan, events);
+  // The containers have stopped (their grace period had the pod's network): they and the sandbox
+  // are removed at once, each removal seconds on a loaded engine (a sandbox's network taken down
+  // behind other pods' set-ups). An engine that tracks the namespaces containers joined (Podman)
+  // refuses a sandbox others still depend on: that removal is made again once they are gone. The
+  // sandbox is not stopped first: a forced removal ends it in the same call.
+  const sandboxIds = new Set(observed.sandboxes.map((s) => s.id));
+  const sandboxes = plan.remove.filter((id) => sandboxIds.has(id));
+  const settled = Promise.allSettled(sandboxes.map((id) => rt.removeSandbox(id, { urgent: true })));
+  await Promise.all(plan.remove.filter((id) => !sandboxIds.has(id)).map((id) => rt.removeContainer(id, { urgent: true })));
+  const first = await settled;
+  await Promise.all(sandboxes.filter((_, i) => first[i]?.status === 'rejected').map((id) => rt.removeSandbox(id, { urgent: true })));
+  return await removePodDir(rt, observed.uid);
 }
 
 /**

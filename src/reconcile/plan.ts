@@ -1,5 +1,6 @@
 import { containerHash, sandboxHash } from '../manifest/hash.js';
 import { allContainers, type Container, type DesiredPod, type Pod } from '../manifest/types.js';
+import { deletionPlan, type DeletionPlan } from './deletion-plan.js';
 import { isActive, latestByName, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
 
 // The decision half of a pod sync, after the kubelet's computePodActions: given what the manifest
@@ -28,6 +29,8 @@ export interface PodActions {
   killPod: boolean;
   /** The pod is no longer declared: everything of it stopped and removed, its directory last (the kubelet's SyncTerminatingPod, then SyncTerminatedPod). */
   removePod?: boolean;
+  /** How: the order of the stops, each container's grace, what to wait for (with removePod). */
+  deletion?: DeletionPlan;
   createSandbox: boolean;
   /** Attempt number of the sandbox to create. */
   sandboxAttempt: number;
@@ -79,9 +82,12 @@ function nextCount(prev: ObservedContainer | undefined): number {
   return prev ? prev.restartCount + 1 : 0;
 }
 
-/** The plan for a pod that is not desired any more (the agent's deletion turn, `apply --prune`): stop and remove all of it. */
-export function removalActions(): PodActions {
-  return { ...NONE, killPod: true, removePod: true, reason: 'no longer desired' };
+/**
+ * The plan for a pod that is not desired any more (the agent's deletion turn, `apply --prune`):
+ * stop and remove all of it, as its deletion plan orders, `override` replacing every grace period.
+ */
+export function removalActions(observed: ObservedPod, override?: number): PodActions {
+  return { ...NONE, killPod: true, removePod: true, deletion: deletionPlan(observed, override), reason: 'no longer desired' };
 }
 
 /** Why the pod needs a new sandbox: what the plan decides by (`kind`), and what it prints. */
@@ -348,11 +354,17 @@ export interface PodPlan {
  * The whole plan for one `apply`: every desired pod against the engine, plus (with prune) the
  * pods an earlier apply of the same set made that are gone from it now.
  */
-export function planApply(desired: DesiredPod[], observed: ObservedPod[], prune?: { applySet: string; keep?: ReadonlySet<string> }): PodPlan[] {
+export function planApply(
+  desired: DesiredPod[],
+  observed: ObservedPod[],
+  prune?: { applySet: string; keep?: ReadonlySet<string> },
+  decided?: ReadonlyMap<string, PodActions>,
+): PodPlan[] {
   const byUid = new Map(observed.map((o) => [o.uid, o]));
   const plans: PodPlan[] = desired.map((d) => {
     const o = byUid.get(d.uid);
-    const actions = computePodActions(d, o);
+    // The pod worker's own decision when it made one (`apply` without an agent), so the plan printed is the one carried out.
+    const actions = decided?.get(d.uid) ?? computePodActions(d, o);
     let verdict: PodVerdict = 'unchanged';
     if (!o || (o.sandboxes.length === 0 && o.containers.length === 0)) verdict = 'created';
     else if (actions.createSandbox) verdict = 'replaced';
@@ -364,7 +376,7 @@ export function planApply(desired: DesiredPod[], observed: ObservedPod[], prune?
     for (const o of observed) {
       // A pod applied again from elsewhere since (its label still names this set) is that apply's now.
       if (o.applySet === prune.applySet && !wanted.has(o.uid) && !prune.keep?.has(`${o.namespace}/${o.name}`)) {
-        plans.push({ key: `${o.namespace}/${o.name}`, uid: o.uid, verdict: 'deleted', actions: removalActions(), observed: o });
+        plans.push({ key: `${o.namespace}/${o.name}`, uid: o.uid, verdict: 'deleted', actions: removalActions(o), observed: o });
       }
     }
   }

@@ -8,7 +8,8 @@ import { ContainerStartError, ImageError, SandboxError, type SandboxInfo } from 
 import type { PodEngine } from '../runtime/roles.js';
 import { Cancelled } from '../runtime/slots.js';
 import { identityOf } from '../runtime/labels.js';
-import { fieldPathOf, graceOf, killContainer, removePod, specOf, stopPod, type EventSink } from './lifecycle.js';
+import { deletionPlan } from './deletion-plan.js';
+import { fieldPathOf, killContainer, removePod, specOf, stopPod, type EventSink } from './lifecycle.js';
 import type { PodActions } from './plan.js';
 
 export interface SyncOptions {
@@ -89,7 +90,7 @@ function findContainer(d: DesiredPod, name: string): Container {
  */
 export async function executeRemoval(rt: PodEngine, observed: ObservedPod, actions: PodActions, events?: EventSink): Promise<boolean> {
   if (!actions.removePod) return false;
-  return removePod(rt, observed, graceOf(observed), events);
+  return removePod(rt, observed, actions.deletion ?? deletionPlan(observed), events);
 }
 
 /** The I/O half of a pod sync: carries out what computePodActions decided, in the kubelet's order. */
@@ -136,7 +137,7 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
   if (actions.killPod && observed) {
     if (actions.createSandbox && actions.reason)
       events?.('Normal', 'SandboxChanged', `Pod sandbox changed (${actions.reason}), it will be killed and re-created.`);
-    await stopPod(rt, observed, grace, events);
+    await stopPod(rt, observed, deletionPlan(observed), events);
   }
   if (actions.containersToKill.length) {
     const current = observed?.sandboxes[0];

@@ -32,3 +32,62 @@ export function agentRequest<T>(stateDir: string, method: 'GET' | 'POST', path: 
     req.end();
   });
 }
+
+/** `podrun delete`'s question to the agent: which pods, and the grace period given outright (--grace-period, --now, --force). */
+export interface DeleteAsk {
+  /** `ids`: what the asker saw of each pod on the engine, for an agent whose cache has not heard of it yet. */
+  pods: { uid: string; key: string; ids?: string[] }[];
+  override?: number;
+}
+
+/** The agent's answer, once every pod asked is gone: per pod, an error if it could not be deleted. */
+export interface DeleteAnswer {
+  pods: { key: string; error?: string }[];
+}
+
+/** `podrun pull`'s question to the agent: the images a set needs, each with its pull policy. */
+export interface PullAsk {
+  images: { image: string; policy: 'Always' | 'IfNotPresent' | 'Never' }[];
+}
+
+/** The agent's answer once every pull has ended: per image, an error if it could not be had. */
+export interface PullAnswer {
+  images: { image: string; error?: string }[];
+}
+
+/** The agent's answer to a POST with a JSON body; `status` 0 when no agent answered. */
+export interface AgentAnswer<T> {
+  status: number;
+  body?: T;
+  text: string;
+}
+
+/** POSTs `body` as JSON to the agent of this state directory and reads its answer. */
+export function agentPost<T>(stateDir: string, path: string, body: unknown, timeoutMs: number): Promise<AgentAnswer<T>> {
+  const socketPath = agentSocketPath(stateDir);
+  const payload = JSON.stringify(body);
+  return new Promise((resolve) => {
+    const req = process
+      .getBuiltinModule('node:http')
+      .request(
+        { socketPath, path, method: 'POST', timeout: timeoutMs, headers: { 'content-type': 'application/json', 'content-length': Buffer.byteLength(payload) } },
+        (res) => {
+          const chunks: Buffer[] = [];
+          res.on('data', (c: Buffer) => chunks.push(c));
+          res.on('end', () => {
+            const text = Buffer.concat(chunks).toString('utf8');
+            let parsed: T | undefined;
+            try {
+              parsed = res.statusCode === 200 ? (JSON.parse(text) as T) : undefined;
+            } catch {
+              parsed = undefined;
+            }
+            resolve({ status: res.statusCode ?? 0, ...(parsed !== undefined ? { body: parsed } : {}), text });
+          });
+        },
+      );
+    req.on('timeout', () => req.destroy(new Error(`the agent did not answer within ${Math.round(timeoutMs / 1000)}s`)));
+    req.on('error', (err) => resolve({ status: 0, text: err.message }));
+    req.end(payload);
+  });
+}

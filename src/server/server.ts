@@ -3,7 +3,7 @@ import { chmodSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { PodEvent } from '../status/events.js';
 import { bearerMatches } from './http-token.js';
-import { agentSocketPath } from './client.js';
+import { agentSocketPath, type DeleteAnswer, type DeleteAsk, type PullAnswer, type PullAsk } from './client.js';
 
 /**
  * Limits on the agent's endpoints: a request's headers within 10 s and the whole request within
@@ -26,6 +26,60 @@ export interface AgentView {
   statsSummary(): Promise<unknown>;
   collect(dryRun: boolean): Promise<unknown>;
   collectImages(dryRun: boolean): Promise<unknown>;
+  /** `podrun delete`, asked of the agent: answered once every pod is gone. */
+  deletePods(ask: DeleteAsk): Promise<DeleteAnswer>;
+  /** `podrun pull`, asked of the agent. */
+  pullImages(ask: PullAsk): Promise<PullAnswer>;
+}
+
+/** What only the socket serves, never the TCP port, token or not: the verbs that change pods. */
+const SOCKET_ONLY: ReadonlySet<string> = new Set(['/pods/delete', '/images/pull']);
+
+/** A question's body is a list of pods: far under this. */
+const MAX_BODY = 1 << 20;
+
+/** The request's JSON body; undefined when it is too large or not JSON. */
+function readJson(req: IncomingMessage): Promise<unknown> {
+  return new Promise((resolve) => {
+    const chunks: Buffer[] = [];
+    let size = 0;
+    req.on('data', (c: Buffer) => {
+      size += c.length;
+      if (size > MAX_BODY) return req.destroy();
+      chunks.push(c);
+    });
+    req.on('error', () => resolve(undefined));
+    req.on('end', () => {
+      try {
+        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+      } catch {
+        resolve(undefined);
+      }
+    });
+  });
+}
+
+const POLICIES: ReadonlySet<unknown> = new Set(['Always', 'IfNotPresent', 'Never']);
+
+function isPullAsk(v: unknown): v is PullAsk {
+  const a = v as Partial<PullAsk> | undefined;
+  return typeof a === 'object' && a !== null && Array.isArray(a.images) && a.images.every((i) => typeof i?.image === 'string' && POLICIES.has(i.policy));
+}
+
+function isDeleteAsk(v: unknown): v is DeleteAsk {
+  const a = v as Partial<DeleteAsk> | undefined;
+  return (
+    typeof a === 'object' &&
+    a !== null &&
+    Array.isArray(a.pods) &&
+    a.pods.every(
+      (p) =>
+        typeof p?.uid === 'string' &&
+        typeof p.key === 'string' &&
+        (p.ids === undefined || (Array.isArray(p.ids) && p.ids.every((id) => typeof id === 'string'))),
+    ) &&
+    (a.override === undefined || (Number.isInteger(a.override) && a.override >= 0))
+  );
 }
 
 export { agentSocketPath };
@@ -74,6 +128,25 @@ export async function startServer(
   o: { stateDir: string; port?: number; token?: string; tokenFile?: string; log?: Logger },
 ): Promise<() => Promise<void>> {
   const handler = (req: IncomingMessage, res: ServerResponse, url: URL): void => {
+    if (url.pathname === '/pods/delete' || url.pathname === '/images/pull') {
+      if (req.method !== 'POST') return send(res, 405, 'method not allowed\n');
+      // Answered once the pods are gone or the pulls done (grace periods, downloads): no idle timeout meanwhile.
+      req.socket.setTimeout(0);
+      const pull = url.pathname === '/images/pull';
+      readJson(req).then(
+        (ask) => {
+          const answer = pull ? (isPullAsk(ask) ? view.pullImages(ask) : undefined) : isDeleteAsk(ask) ? view.deletePods(ask) : undefined;
+          if (!answer)
+            return send(res, 400, `bad request: expected ${pull ? '{"images": [{"image", "policy"}]}' : '{"pods": [{"uid", "key"}], "override"?}'}\n`);
+          answer.then(
+            (body) => send(res, 200, body),
+            (err: unknown) => send(res, 500, `${(err as Error).message}\n`),
+          );
+        },
+        () => send(res, 400, 'bad request\n'),
+      );
+      return;
+    }
     if (url.pathname === '/gc') {
       // GET shows what would go; POST collects.
       if (req.method !== 'GET' && req.method !== 'POST') return send(res, 405, 'method not allowed\n');
@@ -142,6 +215,7 @@ export async function startServer(
     if (!loopbackHost(req.headers.host, o.port ?? 0)) return send(res, 403, 'forbidden: Host must be 127.0.0.1, localhost or [::1] with this port\n');
     const url = parseUrl(req);
     if (!url) return send(res, 400, 'bad request: invalid URL\n');
+    if (SOCKET_ONLY.has(url.pathname)) return send(res, 403, "forbidden: only on the agent's socket\n");
     // A wrong token is refused even on a public path, so a misconfigured client hears of it.
     const authorized = o.token !== undefined && bearerMatches(req.headers.authorization, o.token);
     if (!authorized && (req.headers.authorization !== undefined || !PUBLIC_PATHS.has(url.pathname))) {

@@ -179,3 +179,19 @@ spec:
     expect(held.calls.list).toBeGreaterThan(1);
   });
 });
+
+describe('apply carries out the plan it printed', () => {
+  it('the plan the driver decides is the object executed: a change made to it after printing is what happens', async () => {
+    const { engine, driver } = setup();
+    const d = onePod('printed');
+    const plans = await driver.plan([d], await engine.listContainers());
+    expect(plans.map((p) => [p.key, p.verdict, p.actions.createSandbox, p.actions.containersToStart.map((s) => s.name)])).toEqual([
+      [d.key, 'created', true, ['app']],
+    ]);
+    // Were the plan made again between print and execution, the container would start all the same.
+    plans[0]!.actions.containersToStart = [];
+    expect(await driver.apply(plans)).toEqual([{ key: d.key }]);
+    const made = [...engine.containers.values()].map((c) => c.labels[LABEL.containerType]);
+    expect(made).toEqual(['sandbox']);
+  });
+});

@@ -1,8 +1,9 @@
 import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
-import { afterEach, describe, expect, it } from 'vitest';
-import { PodWorker } from '../../src/agent/pod-worker.js';
+import { afterEach, describe, expect, it, vi } from 'vitest';
+import { deleteAsked } from '../../src/agent/asked-deletion.js';
+import { PodWorker, UNDECLARE_WAIT_MS } from '../../src/agent/pod-worker.js';
 import { PodSupervisor } from '../../src/agent/supervisor.js';
 import { silentLogger } from '../../src/log/silent.js';
 import { PodCache } from '../../src/pleg/cache.js';
@@ -142,5 +143,109 @@ describe('per-container back-off', () => {
     expect(sup.stateSize().crashBackoff).toBe(1);
     sup.forget(v2.uid);
     expect(sup.stateSize()).toEqual(Object.fromEntries(Object.keys(sup.stateSize()).map((k) => [k, 0])));
+  });
+});
+
+describe('PodWorker: a deletion asked of the agent (podrun delete)', () => {
+  const ask = (untilUndeclared: boolean, override?: number) => ({
+    ...(override !== undefined ? { override } : {}),
+    deletionTimestamp: '2026-01-01T00:00:00.000Z',
+    deletionGracePeriodSeconds: override ?? 0,
+    untilUndeclared,
+  });
+
+  it('deletes a pod its source still declares, answers once it is gone, then makes it anew', async () => {
+    const { engine, worker } = await setup();
+    await worker.turn(d.uid, d, signal());
+    const before = running(engine);
+    let answered = false;
+    const gone = worker.requestDeletion(d.uid, ask(false, 0)).then(() => (answered = true));
+    expect(worker.deletionShown(d.uid)).toEqual({ deletionTimestamp: '2026-01-01T00:00:00.000Z', deletionGracePeriodSeconds: 0 });
+    const turn = await worker.turn(d.uid, d, signal());
+    await gone;
+    expect(answered).toBe(true);
+    // Made anew in the same turn: none of the containers before is left.
+    expect(turn.synced).toBe(true);
+    expect(running(engine)).toHaveLength(2);
+    expect(running(engine).some((id) => before.includes(id))).toBe(false);
+    expect(worker.requests.size).toBe(0);
+    expect(worker.deletionShown(d.uid)).toBeUndefined();
+  });
+
+  it('holds an applied pod deleted until its set drops it, so it is not made again meanwhile, then forgets it', async () => {
+    const { engine, worker } = await setup();
+    await worker.turn(d.uid, d, signal());
+    const gone = worker.requestDeletion(d.uid, ask(true));
+    expect(await worker.turn(d.uid, d, signal())).toMatchObject({ synced: false, forgotten: false });
+    await gone;
+    expect(engine.containers.size).toBe(0);
+    // Still declared (the set not read again yet): nothing is made.
+    expect(await worker.turn(d.uid, d, signal())).toMatchObject({ synced: false, forgotten: false });
+    expect(engine.containers.size).toBe(0);
+    expect(await worker.turn(d.uid, undefined, signal())).toEqual({ synced: false, forgotten: true });
+    expect(worker.requests.size).toBe(0);
+  });
+
+  it('holds an applied pod deleted no longer than UNDECLARE_WAIT_MS: one applied again meanwhile is made anew after it', async () => {
+    const { engine, worker } = await setup();
+    await worker.turn(d.uid, d, signal());
+    const gone = worker.requestDeletion(d.uid, ask(true));
+    await worker.turn(d.uid, d, signal());
+    await gone;
+    const goneAt = worker.requests.get(d.uid)!.goneAt!;
+    const now = vi.spyOn(Date, 'now');
+    now.mockReturnValue(goneAt + UNDECLARE_WAIT_MS - 1);
+    expect(await worker.turn(d.uid, d, signal())).toMatchObject({ synced: false });
+    expect(engine.containers.size).toBe(0);
+    now.mockReturnValue(goneAt + UNDECLARE_WAIT_MS);
+    expect(await worker.turn(d.uid, d, signal())).toMatchObject({ synced: true });
+    now.mockRestore();
+    expect(running(engine)).toHaveLength(2);
+    expect(worker.requests.size).toBe(0);
+  });
+
+  it('a second delete with a shorter grace shortens the one asked, never the other way', async () => {
+    const { worker } = await setup();
+    void worker.requestDeletion(d.uid, ask(false, 30));
+    void worker.requestDeletion(d.uid, ask(false, 5));
+    void worker.requestDeletion(d.uid, ask(false, 10));
+    expect(worker.requests.get(d.uid)?.override).toBe(5);
+    expect(worker.requests.get(d.uid)?.waiters).toHaveLength(3);
+  });
+});
+
+describe("deleteAsked: the socket's delete handed to the workers", () => {
+  it('deletes a pod the cache has not heard of yet (the asker saw it on the engine), and only then answers', async () => {
+    const { engine, cache, worker } = await setup();
+    // Made, its events not told yet: the cache has not heard of it.
+    const release = engine.holdEvents();
+    const ident = { uid: d.uid, name: 'phased', namespace: 'worker', source: d.origin.source };
+    const sandbox = await engine.createSandbox(d.pod, ident, 0, 'h', false);
+    const app = await engine.startContainer(d.pod, ident, d.pod.spec.containers[0]!, {
+      type: 'app',
+      restartCount: 0,
+      hash: 'h',
+      sandbox,
+      volumes: new Map(),
+      engineRestarts: false,
+      imageReady: true,
+    });
+    expect(cache.pod(d.uid)).toBeUndefined();
+    const turns: Promise<unknown>[] = [];
+    const answer = await deleteAsked(
+      {
+        stateDir: engine.options.stateDir,
+        set: { get: () => undefined },
+        cache,
+        worker,
+        workers: { kill: (uid) => void turns.push(worker.turn(uid, undefined, signal())) },
+        log: silentLogger,
+      },
+      { pods: [{ uid: d.uid, key: d.key, ids: [sandbox.id, app] }], override: 0 },
+    );
+    expect(answer).toEqual({ pods: [{ key: d.key }] });
+    await Promise.all(turns);
+    expect(engine.containers.size).toBe(0);
+    release();
   });
 });

@@ -3,6 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it } from 'vitest';
 import { removePod } from '../../src/reconcile/lifecycle.js';
+import { deletionPlan } from '../../src/reconcile/deletion-plan.js';
 import { computePodActions, removalActions } from '../../src/reconcile/plan.js';
 import { executePodActions } from '../../src/reconcile/sync.js';
 import { LABEL } from '../../src/runtime/labels.js';
@@ -52,7 +53,7 @@ describe('removing a pod (issue 28: a deletion never waits a turn for what it ca
     // Landed after the deletion's look at the pod: created, never started.
     const late = await start(engine, { id: observed!.sandboxes[0]!.id, ip: '' }, 1);
     engine.containers.get(late)!.state = 'created';
-    expect(await removePod(engine, observed!, 1)).toBe(true);
+    expect(await removePod(engine, observed!, deletionPlan(observed!, 1))).toBe(true);
     expect(engine.containers.size).toBe(0);
     expect(engine.calls.get('volumes')).toBe(1);
   });
@@ -61,7 +62,7 @@ describe('removing a pod (issue 28: a deletion never waits a turn for what it ca
     const engine = await running();
     const [observed] = await engine.listPods(d.uid);
     const late = await start(engine, { id: observed!.sandboxes[0]!.id, ip: '' }, 1);
-    expect(await removePod(engine, observed!, 1)).toBe(false);
+    expect(await removePod(engine, observed!, deletionPlan(observed!, 1))).toBe(false);
     expect([...engine.containers.keys()]).toEqual([late]);
     expect(engine.calls.get('volumes')).toBeUndefined();
   });
@@ -79,7 +80,7 @@ describe('removing a pod (issue 28: a deletion never waits a turn for what it ca
       }
       return removeSandbox(sid);
     };
-    expect(await removePod(engine, observed!, 1)).toBe(true);
+    expect(await removePod(engine, observed!, deletionPlan(observed!, 1))).toBe(true);
     expect(engine.containers.size).toBe(0);
     expect(refused).toBe(1);
   });
@@ -88,10 +89,50 @@ describe('removing a pod (issue 28: a deletion never waits a turn for what it ca
     const engine = await running();
     const [observed] = await engine.listPods(d.uid);
     // The plan for a declared pod that runs as declared says nothing; the removal plan says all.
-    expect(removalActions()).toMatchObject({ killPod: true, removePod: true });
+    expect(removalActions(observed!)).toMatchObject({ killPod: true, removePod: true, deletion: { uid: d.uid } });
     expect(computePodActions(d, observed).removePod).toBeUndefined();
-    await executePodActions(engine, d, observed, removalActions(), { engineRestarts: false });
+    await executePodActions(engine, d, observed, removalActions(observed!), { engineRestarts: false });
     expect(engine.containers.size).toBe(0);
     expect(engine.calls.get('volumes')).toBe(1);
+  });
+});
+
+const withSidecar = desired(`apiVersion: v1
+kind: Pod
+metadata: {name: meshed, namespace: ns}
+spec:
+  terminationGracePeriodSeconds: 9
+  initContainers: [{name: proxy, image: busybox, restartPolicy: Always}]
+  containers: [{name: app, image: busybox}]
+`);
+
+describe("the executor carries out the deletion plan's order", () => {
+  it('stops the sidecar only once the app container has stopped, each with the grace the plan gives, then removes everything', async () => {
+    const dir = mkdtempSync(join(tmpdir(), 'podrun-removal-'));
+    dirs.push(dir);
+    const engine = new FakeEngine({ stateDir: dir });
+    const ident = { uid: withSidecar.uid, name: 'meshed', namespace: 'ns', source: withSidecar.origin.source };
+    const sandbox = await engine.createSandbox(withSidecar.pod, ident, 0, 'h', false);
+    const base = { restartCount: 0, hash: 'h', sandbox, volumes: new Map(), engineRestarts: false, imageReady: true };
+    const proxy = await engine.startContainer(withSidecar.pod, ident, withSidecar.pod.spec.initContainers![0]!, { ...base, type: 'init' });
+    const app = await engine.startContainer(withSidecar.pod, ident, withSidecar.pod.spec.containers[0]!, { ...base, type: 'app' });
+    // Who was asked to stop, with what grace, and whether the other's stop had ended by then.
+    const log: string[] = [];
+    const stop = engine.stopContainer.bind(engine);
+    engine.stopContainer = async (cid: string, grace = 0) => {
+      log.push(`stop ${cid === app ? 'app' : 'proxy'} ${grace}`);
+      await new Promise((r) => setTimeout(r, 20));
+      await stop(cid, grace);
+      log.push(`stopped ${cid === app ? 'app' : 'proxy'}`);
+    };
+    const [observed] = await engine.listPods(withSidecar.uid);
+    expect(await removePod(engine, observed!, deletionPlan(observed!, 4))).toBe(true);
+    expect(log).toEqual(['stop app 4', 'stopped app', expect.stringMatching(/^stop proxy /), 'stopped proxy']);
+    // The sidecar's grace is what is left of the plan's 4 s once the app has stopped.
+    const left = Number(log[2]!.split(' ')[2]);
+    expect(left).toBeLessThan(4);
+    expect(left).toBeGreaterThan(0);
+    expect(engine.containers.has(proxy)).toBe(false);
+    expect(engine.containers.size).toBe(0);
   });
 });
