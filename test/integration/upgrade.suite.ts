@@ -180,7 +180,11 @@ export function upgradeSuite(bed: EngineBed, previous: PreviousRelease): void {
           // web: sandbox, setup (exited), app, side; host: sandbox, main's failed first instance and its second.
           const get = await runBin(prevBin, ['get', 'pods', '-n', ns]);
           restartsBefore = restartsOf(get.out);
+          // None caught between its create and its start: the list's state and the status's start
+          // time are read a moment apart, and a snapshot taken then differs from any later one.
+          const settled = [...now.values()].every((c) => c.state !== 'created');
           return started.length === 7 &&
+            settled &&
             [...now.values()].some((c) => c.restartCount === '1') &&
             get.out.split('\n').filter((l) => /\b1\/1|2\/2\b/.test(l)).length === 2
             ? now
