@@ -3,7 +3,7 @@ import { GarbageCollector, type ContainerGcResult } from '../gc/collector.js';
 import type { Logger } from '../log/logger.js';
 import { allContainers } from '../manifest/types.js';
 import type { PodCache } from '../pleg/cache.js';
-import type { PodWorkers } from '../reconcile/workers.js';
+import type { PodTurns } from '../reconcile/pod-turns.js';
 import type { PodEngine } from '../runtime/roles.js';
 import type { DesiredSet } from './desired-set.js';
 import type { AgentOptions } from './options.js';
@@ -28,7 +28,7 @@ export function collectorFor(rt: PodEngine, o: AgentOptions, log: Logger, set: (
  * "not desired" may just mean "not read yet").
  */
 export async function sweepContainers(
-  x: { gc: GarbageCollector; set: Pick<DesiredSet, 'loaded' | 'uids' | 'mayDelete'>; cache: Pick<PodCache, 'pods'>; workers: Pick<PodWorkers, 'working'> },
+  x: { gc: GarbageCollector; set: Pick<DesiredSet, 'loaded' | 'uids' | 'mayDelete'>; cache: Pick<PodCache, 'pods'>; workers: Pick<PodTurns, 'working'> },
   dryRun: boolean,
 ): Promise<ContainerGcResult> {
   const ready = x.set.loaded;

@@ -4,7 +4,7 @@ import { AgentMetrics, operationType } from '../metrics/agent-metrics.js';
 import type { PodCache } from '../pleg/cache.js';
 import type { RuntimeObserver } from '../runtime/runtime-types.js';
 import type { DesiredSet } from './desired-set.js';
-import type { SupervisorObserver } from './supervisor.js';
+import type { SyncObserver } from './pod-syncer.js';
 
 /** The parts the agent's metrics read when scraped. */
 export interface MeteredParts {
@@ -39,8 +39,8 @@ export function engineObserver(m: AgentMetrics, log: Logger): RuntimeObserver {
   };
 }
 
-/** What the supervisor tells the metrics: starts, failed starts, restarts and every probe run. */
-export function supervisorObserver(m: AgentMetrics): SupervisorObserver {
+/** What the syncer tells the metrics: starts, failed starts, restarts and every probe run. */
+export function syncObserver(m: AgentMetrics): SyncObserver {
   return {
     started: (type) => m.containerStarted(type),
     startFailed: (type, reason) => m.containerStartFailed(type, reason),

@@ -6,14 +6,14 @@ import { StatsCollector } from '../stats/collector.js';
 import type { NodeSummary } from '../stats/node-view.js';
 import type { PodStatsV1 } from '../stats/summary.js';
 import type { AgentMetrics } from '../metrics/agent-metrics.js';
-import { engineObserver, metricsFor, supervisorObserver } from './agent-observers.js';
+import { engineObserver, metricsFor, syncObserver } from './agent-observers.js';
 import type { Logger } from '../log/logger.js';
 import { silentLogger } from '../log/silent.js';
 import { chmodSync, mkdirSync } from 'node:fs';
 import type { DesiredPod } from '../manifest/types.js';
 import { PodCache } from '../pleg/cache.js';
 import { DEFAULT_BACKOFF } from '../reconcile/backoff.js';
-import { PodWorkers } from '../reconcile/workers.js';
+import { PodTurns } from '../reconcile/pod-turns.js';
 import type { PodEvent } from '../status/events.js';
 import type { ContainerGcResult, GarbageCollector, ImageGcResult } from '../gc/collector.js';
 import { collectorFor, startSweeps, sweepContainers } from './agent-gc.js';
@@ -22,7 +22,7 @@ import type { DeleteAnswer, DeleteAsk, PullAnswer, PullAsk } from '../server/cli
 import { deleteAsked, pullAsked } from './asked-deletion.js';
 import { defaultTokenPath, loadHttpToken } from '../server/http-token.js';
 import { ExpiryLog } from './expiry-log.js';
-import { PodSupervisor } from './supervisor.js';
+import { PodSyncer } from './pod-syncer.js';
 import { PodWorker } from './pod-worker.js';
 import { judge, judgeDue, type JudgeDeps } from './update-judge.js';
 import { DesiredSet } from './desired-set.js';
@@ -52,8 +52,8 @@ export class Agent {
   readonly cache: PodCache;
   /** What the sources declare, merged, and what runs of it. */
   private readonly set: DesiredSet;
-  private readonly workers: PodWorkers;
-  readonly supervisor: PodSupervisor;
+  private readonly workers: PodTurns;
+  readonly syncer: PodSyncer;
   /** Each pod's phase moved and its turn chosen (pod-worker.ts), deletion being one of them. */
   private readonly worker: PodWorker;
   private readonly gate: HealthGate;
@@ -96,7 +96,7 @@ export class Agent {
       // engine took over a second, which the deadline's verdict does not need).
       due: (uid) => judgeDue(this.judging, uid),
       rolledBack: (pod, message) => {
-        this.supervisor.events.record(pod, 'Warning', 'RolledBack', message);
+        this.syncer.events.record(pod, 'Warning', 'RolledBack', message);
         m.rolledBack(pod.namespace, pod.name);
       },
     });
@@ -117,7 +117,7 @@ export class Agent {
     });
     // One worker per pod and no bound on them: a pod in its grace period, a hook or a back-off holds
     // nothing of anyone else's. What costs the engine is bounded in the runtime (--max-parallel).
-    this.workers = new PodWorkers(
+    this.workers = new PodTurns(
       (uid, signal) => this.syncPod(uid, signal),
       Number.POSITIVE_INFINITY,
       (uid, err) => this.log.error(`pod ${this.nameOf(uid)}: ${err.message}`, { pod: this.nameOf(uid) }),
@@ -133,7 +133,7 @@ export class Agent {
         this.enqueueAll();
       },
     });
-    this.supervisor = new PodSupervisor(
+    this.syncer = new PodSyncer(
       this.runtime,
       this.cache,
       o.backoff ?? DEFAULT_BACKOFF,
@@ -143,23 +143,23 @@ export class Agent {
       (n) => {
         this.gc.counters.containersRemoved += n;
       },
-      supervisorObserver(m),
+      syncObserver(m),
     );
-    this.worker = new PodWorker({ rt: this.runtime, cache: this.cache, log: this.log, supervisor: this.supervisor, mayDelete: (p) => this.set.mayDelete(p) });
+    this.worker = new PodWorker({ rt: this.runtime, cache: this.cache, log: this.log, syncer: this.syncer, mayDelete: (p) => this.set.mayDelete(p) });
     this.stats = new StatsCollector(this.runtime, () => this.cache.pods(), {
       periodMs: o.statsPeriodMs ?? 10_000,
-      startedAt: (uid, id) => this.supervisor.startedAt(uid, id),
+      startedAt: (uid, id) => this.syncer.startedAt(uid, id),
       onCollected: (seconds, calls) => m.statsCollected(seconds, calls),
     });
     this.gc = collectorFor(this.runtime, o, this.log, () => this.set);
     this.set = new DesiredSet(sourcesFor(o, this.log, m, this.runtime.nodeName), {
       stateDir: o.runtime.stateDir,
       log: this.log,
-      events: this.supervisor.events,
+      events: this.syncer.events,
       run: (d) => this.gate.gate(d),
     });
     this.expiryLog = new ExpiryLog({ expiries: () => this.set.expiries(), log: this.log });
-    this.judging = { set: this.set, cache: this.cache, gate: this.gate, supervisor: this.supervisor, workers: this.workers };
+    this.judging = { set: this.set, cache: this.cache, gate: this.gate, syncer: this.syncer, workers: this.workers };
   }
 
   private nameOf(uid: string): string {
@@ -233,7 +233,7 @@ export class Agent {
     await Promise.all(this.set.sources.map((s) => s.stop()));
     this.stats.stop();
     this.cache.stop();
-    this.supervisor.stop();
+    this.syncer.stop();
     await this.workers.stop();
     // An agent refused by the lock never supervised anything: it has nothing to say it left.
     if (!this.release) return;
@@ -302,7 +302,7 @@ export class Agent {
   /** A pod neither declared nor on the engine: everything kept about it goes. */
   private forget(uid: string): void {
     this.gate.forget(uid);
-    this.supervisor.forget(uid);
+    this.syncer.forget(uid);
     this.synced.delete(uid);
     this.worker.forget(uid);
   }
@@ -315,7 +315,7 @@ export class Agent {
    * (RECENT_LIMIT) and the sandbox pid cache of local readings (PID_CACHE_MAX).
    */
   podState(): Record<string, number> {
-    const kept = [this.supervisor, this.gate, this.cache, this.gc, this.set, this.stats].map((m) => m.stateSize());
+    const kept = [this.syncer, this.gate, this.cache, this.gc, this.set, this.stats].map((m) => m.stateSize());
     return Object.assign({}, ...kept, {
       probeSeries: this.metricsRegistry.probes.size,
       synced: this.synced.size,
@@ -330,7 +330,7 @@ export class Agent {
     return podList({
       set: this.set,
       cache: this.cache,
-      supervisor: this.supervisor,
+      syncer: this.syncer,
       gate: this.gate,
       hostIP: this.runtime.hostIP,
       deletion: (uid) => this.worker.deletionShown(uid),
@@ -338,7 +338,7 @@ export class Agent {
   }
 
   events(uid?: string): PodEvent[] {
-    return this.supervisor.events.list(uid);
+    return this.syncer.events.list(uid);
   }
 
   healthy(): boolean {

@@ -10,7 +10,7 @@ import { ContainerImageError, executeRemoval } from '../reconcile/sync.js';
 import { groupObserved, isActive, latestByName, type EngineContainer } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { toV1Status, type V1Pod } from '../status/v1.js';
-import { PodSupervisor } from './supervisor.js';
+import { PodSyncer } from './pod-syncer.js';
 
 export interface PodOutcome {
   key: string;
@@ -20,7 +20,7 @@ export interface PodOutcome {
 }
 
 /**
- * `apply` with no agent runs the agent's own pod worker (`PodSupervisor.turn`: the plan, the
+ * `apply` with no agent runs the agent's own pod worker (`PodSyncer.turn`: the plan, the
  * back-off gate, the executor, the prober) while it waits, one turn per pod at a time, so that
  * every behaviour of a sync exists once. An engine with a restart policy keeps the pods alive after
  * `apply` exits: the worker runs in its `engineRestarts` mode (see WorkerMode). One without (a CRI
@@ -31,7 +31,7 @@ export interface PodOutcome {
 export class ApplyDriver implements PodLooker {
   readonly drives = true;
   private readonly cache: PodCache;
-  private readonly worker: PodSupervisor;
+  private readonly worker: PodSyncer;
   /** The cache is as fresh as a list: `apply` just listed and changed nothing. The first look takes it as it is. */
   private listedNow = false;
   /** The plans given to `apply` came from `plan`: each turn carries out its pod's as it is. */
@@ -45,7 +45,7 @@ export class ApplyDriver implements PodLooker {
   ) {
     this.cache = new PodCache(rt, () => undefined);
     // Its wake-ups (a probe's result, a back-off's end) need no timer: apply looks every poll.
-    this.worker = new PodSupervisor(
+    this.worker = new PodSyncer(
       rt,
       this.cache,
       backoff,

@@ -1,7 +1,7 @@
 import type { Logger } from '../log/logger.js';
 import type { PodCache } from '../pleg/cache.js';
 import { graceOf } from '../reconcile/lifecycle.js';
-import type { PodWorkers } from '../reconcile/workers.js';
+import type { PodTurns } from '../reconcile/pod-turns.js';
 import type { PodEngine } from '../runtime/roles.js';
 import type { DeleteAnswer, DeleteAsk, PullAnswer, PullAsk } from '../server/client.js';
 import { forgetApplied } from '../sources/applied-sets.js';
@@ -14,7 +14,7 @@ export interface AskedDeletionDeps {
   set: Pick<DesiredSet, 'get'>;
   cache: Pick<PodCache, 'pod' | 'refreshPod'>;
   worker: Pick<PodWorker, 'requestDeletion'>;
-  workers: Pick<PodWorkers, 'kill'>;
+  workers: Pick<PodTurns, 'kill'>;
   log: Logger;
 }
 

@@ -5,13 +5,13 @@ import { removalActions } from '../reconcile/plan.js';
 import { executeRemoval } from '../reconcile/sync.js';
 import type { ObservedPod } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
-import type { PodSupervisor } from './supervisor.js';
+import type { PodSyncer } from './pod-syncer.js';
 
 export interface DeletionDeps {
   rt: PodEngine;
   cache: PodCache;
   log: Logger;
-  supervisor: Pick<PodSupervisor, 'probes' | 'events' | 'known' | 'refresh'>;
+  syncer: Pick<PodSyncer, 'probes' | 'events' | 'known' | 'refresh'>;
   /** Pods whose deletion this agent began, by uid, with their names: "deleted" is said of each once it is gone, by whatever hand finished it. */
   deleting: Map<string, string>;
 }
@@ -31,7 +31,7 @@ export interface DeletionTurn {
  */
 export async function deletionTurn(x: DeletionDeps, uid: string, o: ObservedPod | undefined, override?: number): Promise<DeletionTurn> {
   if (!o) {
-    if (x.supervisor.known(uid) && !(await removePodDir(x.rt, uid))) return { again: 1000, gone: false };
+    if (x.syncer.known(uid) && !(await removePodDir(x.rt, uid))) return { again: 1000, gone: false };
     // Another hand (a `podrun delete` beside the agent) removed the last of it between two turns.
     const begun = x.deleting.get(uid);
     if (begun !== undefined) x.log.info(`pod ${begun}: deleted`, { pod: begun });
@@ -41,15 +41,15 @@ export async function deletionTurn(x: DeletionDeps, uid: string, o: ObservedPod 
   const pod = `${o.namespace}/${o.name}`;
   x.log.info(`pod ${pod}: no longer declared; deleting`, { pod });
   x.deleting.set(uid, pod);
-  x.supervisor.probes.removePod(uid);
+  x.syncer.probes.removePod(uid);
   let whole = false;
   try {
     // Deletion is the plan's outcome, carried out by the executor, as every other action is.
     whole = await executeRemoval(x.rt, o, removalActions(o, override), (type, reason, message, fieldPath) =>
-      x.supervisor.events.record({ uid, name: o.name, namespace: o.namespace }, type, reason, message, fieldPath),
+      x.syncer.events.record({ uid, name: o.name, namespace: o.namespace }, type, reason, message, fieldPath),
     );
   } catch (err) {
-    await x.supervisor.refresh(uid);
+    await x.syncer.refresh(uid);
     throw err;
   }
   if (whole) {
@@ -60,6 +60,6 @@ export async function deletionTurn(x: DeletionDeps, uid: string, o: ObservedPod 
     x.log.info(`pod ${pod}: deleted`, { pod });
     x.deleting.delete(uid);
   }
-  await x.supervisor.refresh(uid);
+  await x.syncer.refresh(uid);
   return whole ? { gone: true } : { again: 1000, gone: false };
 }

@@ -2,12 +2,12 @@ import type { PodCache } from '../pleg/cache.js';
 import { markRolledBack, toV1Pod } from '../status/v1.js';
 import type { DesiredSet } from './desired-set.js';
 import type { HealthGate } from './health-gate.js';
-import type { PodSupervisor } from './supervisor.js';
+import type { PodSyncer } from './pod-syncer.js';
 
 export interface PodListDeps {
   set: Pick<DesiredSet, 'uids' | 'get' | 'declared'>;
   cache: Pick<PodCache, 'pods'>;
-  supervisor: Pick<PodSupervisor, 'status' | 'podIP'>;
+  syncer: Pick<PodSyncer, 'status' | 'podIP'>;
   gate: Pick<HealthGate, 'rolledBack'>;
   hostIP: string;
   /** The deletion under way of a pod, asked of this agent: shown Terminating. */
@@ -30,9 +30,9 @@ export async function podList(x: PodListDeps): Promise<Record<string, unknown>[]
       containers: [],
     };
     const view = d ? { ...o, spec: d.pod, source: d.origin.shown ?? d.origin.source } : o;
-    const status = await x.supervisor.status(d, observed.get(uid));
+    const status = await x.syncer.status(d, observed.get(uid));
     if (!status) continue;
-    const podIP = await x.supervisor.podIP(view.spec, observed.get(uid));
+    const podIP = await x.syncer.podIP(view.spec, observed.get(uid));
     const item = toV1Pod(view, status, { hostIP: x.hostIP, ...(podIP ? { podIP } : {}) }, observed.has(uid) ? x.deletion(uid) : undefined);
     const declared = x.set.declared(uid);
     const rolledBack = declared ? x.gate.rolledBack(declared) : undefined;

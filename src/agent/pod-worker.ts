@@ -5,13 +5,13 @@ import type { ObservedPod } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { deletionTurn } from './pod-deletion.js';
 import { settlePhase } from './pod-phase.js';
-import type { PodSupervisor } from './supervisor.js';
+import type { PodSyncer } from './pod-syncer.js';
 
 export interface PodWorkerDeps {
   rt: PodEngine;
   cache: PodCache;
   log: Logger;
-  supervisor: PodSupervisor;
+  syncer: PodSyncer;
   /** Whether a pod nobody declares may be deleted (desired-set.ts: its source has loaded and it is the agent's). */
   mayDelete: (o: ObservedPod) => boolean;
 }
@@ -51,7 +51,7 @@ function held(r: DeletionRequest, d: DesiredPod | undefined, now: number): boole
 
 /**
  * The pod's worker (the kubelet's pod_workers.go): each turn reads the pod's phase from its record
- * and moves it by plain facts (pod-phase.ts). Syncing runs the supervisor's turn; terminating runs
+ * and moves it by plain facts (pod-phase.ts). Syncing runs the syncer's turn; terminating runs
  * the plan's removal (pod-deletion.ts) until the engine lists nothing of the pod and its directory
  * is gone; then the pod is forgotten, or, declared again meanwhile, syncs anew.
  */
@@ -65,7 +65,7 @@ export class PodWorker {
 
   /** The pod left the desired set (under the name `key`): if this agent worked on it, its deletion is said by that name. */
   leaving(uid: string, key: string | undefined): void {
-    if (key !== undefined && this.x.supervisor.known(uid)) this.deleting.set(uid, key);
+    if (key !== undefined && this.x.syncer.known(uid)) this.deleting.set(uid, key);
   }
 
   /** Resolves once the pod is gone from the engine (and, with `untilUndeclared`, nothing makes it again). */
@@ -94,7 +94,7 @@ export class PodWorker {
   }
 
   async turn(uid: string, d: DesiredPod | undefined, signal: AbortSignal): Promise<WorkerTurn> {
-    const sup = this.x.supervisor;
+    const sup = this.x.syncer;
     const o = this.x.cache.pod(uid);
     const done = this.requests.get(uid);
     if (done?.gone) {

@@ -4,7 +4,7 @@ import type { DesiredPod } from '../manifest/types.js';
 import { Backoff } from '../reconcile/backoff.js';
 import { imageKey, sandboxKey } from '../reconcile/start-backoff.js';
 import { specOf } from '../reconcile/lifecycle.js';
-import { ContainerImageError, ContainerStartFailure } from '../reconcile/sync.js';
+import { ContainerImageError, SyncStepFailure } from '../reconcile/sync.js';
 import { isPodrunBug } from '../runtime/runtime-types.js';
 import type { PodRecord } from './pod-record.js';
 
@@ -26,7 +26,7 @@ export interface FailureBooks {
  * went away mid-turn) is thrown on, for the worker to retry.
  */
 export function recordFailure(err: unknown, d: DesiredPod, r: PodRecord, x: FailureBooks, now: number): number {
-  if (err instanceof ContainerStartFailure) {
+  if (err instanceof SyncStepFailure) {
     // As the kubelet: CreateContainerError, RunContainerError and a refused sandbox back off
     // like a crash loop (10 s doubling to 5 min), so a bad mount or a missing binary costs
     // the engine one attempt per back-off, not a hot loop.

@@ -1,17 +1,17 @@
 import type { DesiredPod } from '../manifest/types.js';
 import type { PodCache } from '../pleg/cache.js';
-import type { PodWorkers } from '../reconcile/workers.js';
+import type { PodTurns } from '../reconcile/pod-turns.js';
 import type { DesiredSet } from './desired-set.js';
 import type { HealthGate } from './health-gate.js';
-import type { PodSupervisor } from './supervisor.js';
+import type { PodSyncer } from './pod-syncer.js';
 
 /** What judging a health-gated update reads and moves: the agent's parts. */
 export interface JudgeDeps {
   set: Pick<DesiredSet, 'declared' | 'get' | 'replace'>;
   cache: Pick<PodCache, 'connected'>;
   gate: Pick<HealthGate, 'decided' | 'gate' | 'versionOf'>;
-  supervisor: Pick<PodSupervisor, 'readiness' | 'acting'>;
-  workers: Pick<PodWorkers, 'enqueue'>;
+  syncer: Pick<PodSyncer, 'readiness' | 'acting'>;
+  workers: Pick<PodTurns, 'enqueue'>;
 }
 
 /**
@@ -21,7 +21,7 @@ export interface JudgeDeps {
 export function judge(x: JudgeDeps, uid: string, d: DesiredPod): boolean {
   const declared = x.set.declared(uid);
   if (!declared || x.set.get(uid) !== d || !x.cache.connected || x.gate.decided(declared)) return false;
-  const next = x.gate.gate(declared, { version: x.gate.versionOf(d), readiness: x.supervisor.readiness(d) });
+  const next = x.gate.gate(declared, { version: x.gate.versionOf(d), readiness: x.syncer.readiness(d) });
   if (next === d || (next.pod === d.pod && next.origin === d.origin)) return false;
   x.set.replace(next);
   return true;
@@ -33,7 +33,7 @@ export function judge(x: JudgeDeps, uid: string, d: DesiredPod): boolean {
  */
 export function judgeDue(x: JudgeDeps, uid: string): void {
   const d = x.set.get(uid);
-  if (!d || !x.cache.connected || x.supervisor.acting(uid)) {
+  if (!d || !x.cache.connected || x.syncer.acting(uid)) {
     x.workers.enqueue(uid);
     return;
   }

@@ -11,7 +11,7 @@ import { becomeActor, type Actor } from './actor.js';
 import { appliedDir, appliedElsewhere, stageAppliedSet } from '../sources/applied-sets.js';
 import { canonicalSource } from '../sources/read.js';
 import { EXIT, type GlobalOptions, type Io } from './context.js';
-import { engineAhead, type EngineAhead } from './engine-ahead.js';
+import { prefetchEngine, type EnginePrefetch } from './engine-prefetch.js';
 import { printPlan } from './print.js';
 import { anyPullFailures, recordPullFailures } from './pull-failures.js';
 import { loadManifestArgs } from './validate.js';
@@ -31,9 +31,9 @@ export function applySetId(paths: string[]): string {
   return createHash('sha256').update(canonical.join('\n')).digest('hex').slice(0, 16);
 }
 
-/** `ahead`: the engine already asked (engine-ahead.ts), before this module was loaded. */
-export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOptions, io: Io, ahead?: EngineAhead): Promise<number> {
-  const engine = ahead ?? engineAhead(g, io);
+/** `ahead`: the engine already asked (engine-prefetch.ts), before this module was loaded. */
+export async function applyCommand(paths: string[], o: ApplyOptions, g: GlobalOptions, io: Io, ahead?: EnginePrefetch): Promise<number> {
+  const engine = ahead ?? prefetchEngine(g, io);
   await engine.sent;
   // Everything is read and validated before the engine is changed: one bad file changes nothing.
   const known = openManifestCache(g.stateDir, buildStamp(), g.policy);

@@ -30,7 +30,7 @@ export function addApply(program: Command, io: Io, setCode: (code: number) => vo
       const g = globals(cmd);
       // The engine's loading and list first, on the wire before the apply module is evaluated: that
       // evaluation (the plan, the driver, the applied sets) then runs beside the list's round trip.
-      const engine = (await import('./engine-ahead.js')).engineAhead(g, io);
+      const engine = (await import('./engine-prefetch.js')).prefetchEngine(g, io);
       await engine.sent;
       setCode(await (await import('./apply.js')).applyCommand(paths, { dryRun: o.dryRun, prune: o.prune, wait: o.wait, timeoutMs: o.timeout }, g, io, engine));
     });

@@ -5,7 +5,7 @@ import { Backoff } from './backoff.js';
 import { specOf } from './lifecycle.js';
 import type { ContainerToStart, PodActions } from './plan.js';
 
-/** The back-off state applyBackoff reads (the supervisor keeps it; applyBackoff never changes it). */
+/** The back-off state applyBackoff reads (the syncer keeps it; applyBackoff never changes it). */
 export interface BackoffView {
   /** Crash loops, per pod/container/hash, counted from the previous instance's finish. */
   crash: Pick<Backoff, 'remaining' | 'currentDelay'>;

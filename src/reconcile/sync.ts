@@ -37,7 +37,7 @@ const POST_START_TIMEOUT_MS = 120_000;
  * caller backs off. The step's result, typed (`result.reason` is the kubelet's), with the engine's
  * error as its `cause`: wrapped once, never read back from a message.
  */
-export class ContainerStartFailure extends Error {
+export class SyncStepFailure extends Error {
   readonly result: StepResult;
   constructor(
     readonly container: string | undefined,
@@ -46,7 +46,7 @@ export class ContainerStartFailure extends Error {
     cause: Error,
   ) {
     super(`${reason}: ${detail}`, { cause });
-    this.name = 'ContainerStartFailure';
+    this.name = 'SyncStepFailure';
     this.result = { action: container ? 'StartContainer' : 'CreatePodSandbox', ...(container ? { container } : {}), reason, message: detail };
   }
 }
@@ -171,7 +171,7 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
     } catch (err) {
       if (!(err instanceof SandboxError)) throw err;
       events?.('Warning', 'FailedCreatePodSandBox', `Failed to create pod sandbox: ${err.message}`);
-      throw new ContainerStartFailure(undefined, 'FailedCreatePodSandBox', err.message, err);
+      throw new SyncStepFailure(undefined, 'FailedCreatePodSandBox', err.message, err);
     }
   } else {
     const current = observed?.sandboxes[0];
@@ -204,7 +204,7 @@ export async function executePodActions(rt: PodEngine, d: DesiredPod, observed: 
         throw new ContainerImageError(c.name, err);
       }
       events?.('Warning', 'Failed', `Error: ${(err as Error).message}`, fp);
-      if (err instanceof ContainerStartError) throw new ContainerStartFailure(c.name, err.reason, err.message, err);
+      if (err instanceof ContainerStartError) throw new SyncStepFailure(c.name, err.reason, err.message, err);
       throw err;
     }
     events?.('Normal', 'Created', `Created container ${c.name}`, fp);

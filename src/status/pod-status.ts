@@ -65,7 +65,7 @@ export interface StatusInputs {
    * that has no result for a container yet answers undefined: its initial results then apply.
    */
   probes?: (containerId: string) => { started: boolean; ready: boolean } | undefined;
-  /** A waiting reason the supervisor imposes (CrashLoopBackOff, ErrImagePull, ImagePullBackOff). */
+  /** A waiting reason the syncer imposes (CrashLoopBackOff, ErrImagePull, ImagePullBackOff). */
   waiting?: (container: string) => { reason: string; message: string } | undefined;
   /** A running container whose postStart hook has not returned: not Running yet, as the kubelet reports it. */
   postStarting?: (containerId: string) => boolean;

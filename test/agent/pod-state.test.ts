@@ -221,7 +221,7 @@ describe("the agent's state comes back to what it was", () => {
       const uid = `00000000-0000-4000-8000-${String(i).padStart(12, '0')}`;
       expect(agent.cache.pod(uid)).toBeUndefined();
       expect(agent.events(uid)).toEqual([]);
-      expect(agent.supervisor.known(uid)).toBe(false);
+      expect(agent.syncer.known(uid)).toBe(false);
       expect(agent.cache.finishedAt(uid)).toBeUndefined();
     }
     expect(agent.podState()).toEqual(before);

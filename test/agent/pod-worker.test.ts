@@ -4,7 +4,7 @@ import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { deleteAsked } from '../../src/agent/asked-deletion.js';
 import { PodWorker, UNDECLARE_WAIT_MS } from '../../src/agent/pod-worker.js';
-import { PodSupervisor } from '../../src/agent/supervisor.js';
+import { PodSyncer } from '../../src/agent/pod-syncer.js';
 import { silentLogger } from '../../src/log/silent.js';
 import { PodCache } from '../../src/pleg/cache.js';
 import type { ObservedPod } from '../../src/runtime/observed.js';
@@ -43,20 +43,18 @@ afterEach(() => {
   for (const x of dirs.splice(0)) rmSync(x, { recursive: true, force: true });
 });
 
-async function setup(
-  mayDelete: (o: ObservedPod) => boolean = () => true,
-): Promise<{ engine: FakeEngine; cache: PodCache; sup: PodSupervisor; worker: PodWorker }> {
+async function setup(mayDelete: (o: ObservedPod) => boolean = () => true): Promise<{ engine: FakeEngine; cache: PodCache; sup: PodSyncer; worker: PodWorker }> {
   const stateDir = mkdtempSync(join(tmpdir(), 'podrun-worker-'));
   dirs.push(stateDir);
   const engine = new FakeEngine({ stateDir });
   const cache = new PodCache(engine, () => undefined, { relistMs: 3_600_000 });
   await cache.start();
-  const sup = new PodSupervisor(engine, cache, { initialMs: 10_000, maxMs: 300_000, resetMs: 600_000 }, () => undefined, silentLogger);
+  const sup = new PodSyncer(engine, cache, { initialMs: 10_000, maxMs: 300_000, resetMs: 600_000 }, () => undefined, silentLogger);
   stops.push(() => {
     sup.stop();
     cache.stop();
   });
-  return { engine, cache, sup, worker: new PodWorker({ rt: engine, cache, log: silentLogger, supervisor: sup, mayDelete }) };
+  return { engine, cache, sup, worker: new PodWorker({ rt: engine, cache, log: silentLogger, syncer: sup, mayDelete }) };
 }
 
 const signal = (): AbortSignal => new AbortController().signal;

@@ -44,7 +44,7 @@ spec:
     });
     await foreign.start();
     try {
-      // A supervisor that keeps every dead instance lets them pile up...
+      // A syncer that keeps every dead instance lets them pile up...
       agent = new AgentProcess(world.stateDir, [
         '--manifest-dir',
         dir,

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { Backoff } from '../../src/reconcile/backoff.js';
-import { PodWorkers } from '../../src/reconcile/workers.js';
+import { PodTurns } from '../../src/reconcile/pod-turns.js';
 
 describe('crash-loop backoff', () => {
   it('restarts at once, then waits 10 s doubling to the cap, from the finish time', () => {
@@ -36,7 +36,7 @@ describe('pod workers', () => {
     let peak = 0;
     const runs: string[] = [];
     const release: (() => void)[] = [];
-    const w = new PodWorkers(async (uid) => {
+    const w = new PodTurns(async (uid) => {
       active++;
       peak = Math.max(peak, active);
       runs.push(uid);

@@ -190,7 +190,7 @@ describe("the CRI engine's status and exec on a fake runtime", () => {
     const { containerId } = await runPod(bed, busyboxPod('web'));
     bed.runtime.execAnswer = () => ({ exitCode: 1, stdout: 'out ', stderr: 'err' });
     expect(await bed.engine.exec(containerId, ['cat', '/ready'], 1000)).toEqual({ exitCode: 1, output: 'out err' });
-    // podrun's own timeout (1 s) ends it first; the runtime's is 2 s later (engine-parts.ts).
+    // podrun's own timeout (1 s) ends it first; the runtime's is 2 s later (exec.ts).
     expect(bed.runtime.callsOf('ExecSync')[0]?.request).toEqual({ containerId, cmd: ['cat', '/ready'], timeout: 3 });
     bed.runtime.execAnswer = () => 'timeout';
     expect(await bed.engine.exec(containerId, ['sleep', '9'], 1000)).toBe('timeout');

@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import type { CriClient } from '../../src/runtime/cri/client.js';
-import { criExec, runtimeExecTimeoutS } from '../../src/runtime/cri/engine-parts.js';
+import { criExec, runtimeExecTimeoutS } from '../../src/runtime/cri/exec.js';
 import type { ProcView } from '../../src/runtime/exec-reaper.js';
 
 // containerd kills an ExecSync's process at the runtime's timeout; a child the command left then

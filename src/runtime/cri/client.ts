@@ -167,7 +167,7 @@ export class CriClient implements CriRuntimeService {
    * Runs `cmd` in the container and waits for it; the runtime ends it after `timeoutSeconds`
    * (0: no limit from the runtime) and the call throws CriExecTimeoutError. The call's deadline is
    * the timeout plus `marginMs` (the kubelet's is the timeout plus its request timeout; podrun ends
-   * the command itself at the timeout: engine-parts.ts).
+   * the command itself at the timeout: exec.ts).
    */
   execSync(containerId: string, cmd: string[], timeoutSeconds: number, marginMs = this.timeoutMs): Promise<M.ExecSyncResult> {
     return this.rt('ExecSync', ExecSyncReq, ExecSyncRes, { containerId, cmd, timeout: timeoutSeconds }, marginMs + timeoutSeconds * 1000);

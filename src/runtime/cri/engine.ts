@@ -33,7 +33,9 @@ import { terminationMessageFrom } from '../termination-message.js';
 import { procView } from '../exec-reaper.js';
 import { endCriExec } from './exec-end.js';
 import { ExecStreamError } from './exec-stream-error.js';
-import { criEngineFacts, criExecAttached, criExec, prepareCriVolumes, removeCriPodVolumes } from './engine-parts.js';
+import { criEngineFacts } from './engine-facts.js';
+import { criExecAttached, criExec } from './exec.js';
+import { prepareCriVolumes, removeCriPodVolumes } from './pod-volumes.js';
 import { CriRuntimeView } from './engine-view.js';
 import { podIPNeededAtStart } from '../env.js';
 

@@ -3,14 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { deletionTurn } from '../../src/agent/pod-deletion.js';
-import { PodSupervisor } from '../../src/agent/supervisor.js';
+import { PodSyncer } from '../../src/agent/pod-syncer.js';
 import type { Logger } from '../../src/log/logger.js';
 import { silentLogger } from '../../src/log/silent.js';
 import { PodCache } from '../../src/pleg/cache.js';
 import { desired } from '../fixtures/pods.js';
 import { FakeEngine } from '../fakes/fake-engine.js';
 
-// One pod worker's turn (PodSupervisor.sync) on the in-memory engine: what it makes, restarts,
+// One pod worker's turn (PodSyncer.sync) on the in-memory engine: what it makes, restarts,
 // holds back and replaces, read back from the engine and from the pod's status.
 
 const pod = (image: string) =>
@@ -30,14 +30,14 @@ afterEach(() => {
   for (const d of dirs.splice(0)) rmSync(d, { recursive: true, force: true });
 });
 
-async function setup(log: Logger = silentLogger): Promise<{ engine: FakeEngine; cache: PodCache; sup: PodSupervisor; woken: string[] }> {
+async function setup(log: Logger = silentLogger): Promise<{ engine: FakeEngine; cache: PodCache; sup: PodSyncer; woken: string[] }> {
   const stateDir = mkdtempSync(join(tmpdir(), 'podrun-sync-'));
   dirs.push(stateDir);
   const engine = new FakeEngine({ stateDir });
   const cache = new PodCache(engine, () => undefined, { relistMs: 3_600_000 });
   await cache.start();
   const woken: string[] = [];
-  const sup = new PodSupervisor(engine, cache, { initialMs: 10_000, maxMs: 300_000, resetMs: 600_000 }, (uid) => woken.push(uid), log);
+  const sup = new PodSyncer(engine, cache, { initialMs: 10_000, maxMs: 300_000, resetMs: 600_000 }, (uid) => woken.push(uid), log);
   stops.push(() => {
     sup.stop();
     cache.stop();
@@ -47,7 +47,7 @@ async function setup(log: Logger = silentLogger): Promise<{ engine: FakeEngine; 
 
 const running = (engine: FakeEngine): string[] => [...engine.containers.values()].filter((c) => c.state === 'running').map((c) => `/${c.name}`);
 
-describe('PodSupervisor.sync', () => {
+describe('PodSyncer.sync', () => {
   it('makes the sandbox and the containers in one turn, and nothing on the next', async () => {
     const { engine, cache, sup } = await setup();
     const d = pod('busybox:1');
@@ -96,7 +96,7 @@ describe('PodSupervisor.sync', () => {
     const { engine, cache, sup } = await setup();
     const d = pod('busybox:1');
     await sup.sync(d);
-    expect(await deletionTurn({ rt: engine, cache, log: silentLogger, supervisor: sup, deleting: new Map() }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
+    expect(await deletionTurn({ rt: engine, cache, log: silentLogger, syncer: sup, deleting: new Map() }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
     expect(engine.containers.size).toBe(0);
     sup.forget(d.uid);
     expect(Object.values(sup.stateSize()).every((n) => n === 0)).toBe(true);
@@ -123,7 +123,7 @@ describe('PodSupervisor.sync', () => {
     // A turn that starts cancelled does nothing at all.
     expect(await sup.sync(d, cancel.signal)).toBeUndefined();
     expect(engine.calls.get('create')).toBe(1);
-    expect(await deletionTurn({ rt: engine, cache, log: silentLogger, supervisor: sup, deleting: new Map() }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
+    expect(await deletionTurn({ rt: engine, cache, log: silentLogger, syncer: sup, deleting: new Map() }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
     expect(engine.containers.size).toBe(0);
   });
 
@@ -138,7 +138,7 @@ describe('PodSupervisor.sync', () => {
     deleting.set(d.uid, 'default/x');
     for (const c of [...engine.containers.keys()]) engine.containers.delete(c);
     await cache.refreshPod(d.uid);
-    expect(await deletionTurn({ rt: engine, cache, log, supervisor: sup, deleting }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
+    expect(await deletionTurn({ rt: engine, cache, log, syncer: sup, deleting }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
     expect(lines).toContain('pod default/x: deleted');
     expect(deleting.size).toBe(0);
   });

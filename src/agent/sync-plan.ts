@@ -13,13 +13,13 @@ import type { PodEngine } from '../runtime/roles.js';
 import type { PodRecord } from './pod-record.js';
 
 /**
- * The steps of a pod worker's turn (supervisor.ts `turn`) that read or write only what they are
+ * The steps of a pod worker's turn (syncer.ts `turn`) that read or write only what they are
  * given: the plan with the prober's verdicts, what the back-off gate reads, and the record of
  * what started.
  */
 
 /** Decide, first half: the plan (pure), with the prober's verdicts. */
-export function planTurn(d: DesiredPod, o: ObservedPod | undefined, probes: Pick<ProbeManager, 'state'>, log: Logger): PodActions {
+export function planSync(d: DesiredPod, o: ObservedPod | undefined, probes: Pick<ProbeManager, 'state'>, log: Logger): PodActions {
   const actions = computePodActions(d, o, {
     probeFailure: (id) => {
       const failed = probes.state(id)?.failed;
@@ -65,7 +65,7 @@ export async function backoffViewOf(
   };
 }
 
-/** What `recordStarted` tells the metrics (the supervisor's observer). */
+/** What `recordStarted` tells the metrics (the syncer's observer). */
 export interface StartObserver {
   started?(type: 'sandbox' | 'init' | 'app'): void;
   restarted?(namespace: string, pod: string, container: string): void;

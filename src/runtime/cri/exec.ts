@@ -1,48 +1,12 @@
-import { chmodSync, mkdirSync, readFileSync } from 'node:fs';
-import { arch, cpus, release, totalmem } from 'node:os';
-import { join } from 'node:path';
-import type { Pod } from '../../manifest/types.js';
-import { removeTree } from '../safe-mount.js';
-import type { ExecAttachOptions, ExecResult, ExecStreams, RuntimeOptions, VolumeBacking } from '../runtime-types.js';
+import type { ExecAttachOptions, ExecResult, ExecStreams } from '../runtime-types.js';
 import type { ProcView } from '../exec-reaper.js';
 import { timerDelay } from '../../base/duration.js';
-import { podDir, prepareHostPath, writeDownwardApiVolume } from '../volumes.js';
 import type { CriRuntimeService } from './runtime-service.js';
 import { CriExecTimeoutError } from './errors.js';
 import { criExecId, killCriExec } from './exec-end.js';
-import { mountMemoryVolume } from './memory-volumes.js';
 
-// The CRI engine's parts that are files on the node or one call each: volumes and mounts, exec,
-// the node's facts.
-
-/**
- * The pod's volumes as host directories (the kubelet's own layout under its root). A `medium:
- * Memory` emptyDir is a tmpfs mounted on its directory (memory-volumes.ts): a CRI runtime has no
- * volumes of its own.
- */
-export async function prepareCriVolumes(o: RuntimeOptions, pod: Pod): Promise<Map<string, VolumeBacking>> {
-  const uid = pod.metadata.uid ?? '';
-  const out = new Map<string, VolumeBacking>();
-  for (const v of pod.spec.volumes ?? []) {
-    if (v.hostPath) {
-      prepareHostPath(v.name, v.hostPath.path, v.hostPath.type ?? '', o.allowedHostPaths);
-      out.set(v.name, { kind: 'bind', path: v.hostPath.path, hostPath: true });
-    } else if (v.downwardAPI || v.projected) {
-      out.set(v.name, { kind: 'bind', path: writeDownwardApiVolume(o.stateDir, pod, v), readOnly: true });
-    } else {
-      const dir = join(podDir(o.stateDir, uid), 'volumes', 'empty-dir', v.name);
-      mkdirSync(dir, { recursive: true });
-      chmodSync(dir, 0o777);
-      if (v.emptyDir?.medium === 'Memory') await mountMemoryVolume(dir, v);
-      out.set(v.name, { kind: 'bind', path: dir });
-    }
-  }
-  return out;
-}
-
-export async function removeCriPodVolumes(stateDir: string, uid: string): Promise<void> {
-  await removeTree(podDir(stateDir, uid));
-}
+// Commands in a CRI runtime's containers: ExecSync for probes and hooks (podrun keeps the timeout
+// itself), Exec and the streaming server for `podrun exec`.
 
 /** The kubelet's cap on a probe's or hook's output (10 KiB). */
 const MAX_EXEC_OUTPUT = 10 * 1024;
@@ -133,29 +97,4 @@ export async function criExecAttached(
   // here, not with the engine: the WebSocket client (undici) was a third of a CRI apply's start.
   if (o.stdin && !o.tty && url.startsWith('http:')) return (await import('./exec-spdy.js')).spdyExec(url, streams);
   return (await import('./exec-stream.js')).streamExec(url, o, streams);
-}
-
-function osName(): string {
-  try {
-    return /^PRETTY_NAME="?([^"\n]*)"?$/m.exec(readFileSync('/etc/os-release', 'utf8'))?.[1] ?? 'Linux';
-  } catch {
-    return 'Linux';
-  }
-}
-
-/** What the node status says of the runtime: its version from Version, the rest of the node itself (the runtime is local). */
-export async function criEngineFacts(
-  client: CriRuntimeService,
-): Promise<{ version: string; rootDir: string; cpus: number; memoryBytes: number; operatingSystem: string; kernelVersion: string; architecture: string }> {
-  const [v, fs] = await Promise.all([client.version(), client.imageFsInfo().catch(() => undefined)]);
-  const a = arch();
-  return {
-    version: v.runtimeVersion,
-    rootDir: fs?.imageFilesystems[0]?.fsId?.mountpoint || '/var/lib/containerd',
-    cpus: cpus().length,
-    memoryBytes: totalmem(),
-    operatingSystem: osName(),
-    kernelVersion: release(),
-    architecture: a === 'x64' ? 'x86_64' : a === 'arm64' ? 'aarch64' : a,
-  };
 }

@@ -6,7 +6,7 @@ import type { EngineContainer } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { makeRuntime, type GlobalOptions, type Io } from './context.js';
 
-export interface EngineAhead {
+export interface EnginePrefetch {
   rt: Promise<PodEngine>;
   listed: Promise<EngineContainer[]>;
   sent: Promise<void>;
@@ -19,7 +19,7 @@ export interface EngineAhead {
  * what a failed apply tells (the engine's own failure then goes unsaid). The connection's setup and
  * the list's round trip run behind the parse instead of after it.
  */
-export function engineAhead(g: GlobalOptions, io: Io): EngineAhead {
+export function prefetchEngine(g: GlobalOptions, io: Io): EnginePrefetch {
   const rt = makeRuntime(g, io);
   // One list for the plan and for the driver's first look (a list costs the engine O(every container it holds)).
   const listed = rt.then((r) => r.listContainers());

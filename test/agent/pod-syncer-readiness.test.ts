@@ -1,5 +1,5 @@
 import { describe, expect, it } from 'vitest';
-import { PodSupervisor } from '../../src/agent/supervisor.js';
+import { PodSyncer } from '../../src/agent/pod-syncer.js';
 import type { PodCache } from '../../src/pleg/cache.js';
 import { DEFAULT_BACKOFF } from '../../src/reconcile/backoff.js';
 import type { ObservedPod } from '../../src/runtime/observed.js';
@@ -25,12 +25,12 @@ spec:
     let state: ContainerStatus = { state: 'running', exitCode: 0, startedAt: '2026-11-30T10:00:00Z', oomKilled: false, engineRestarts: 0, restarting: false };
     const rt = { containerState: async () => state, terminationMessage: async () => undefined, onCreated: () => () => undefined } as unknown as DockerEngine;
     const cache = { pod: () => now, finishedAt: () => undefined } as unknown as PodCache;
-    const supervisor = new PodSupervisor(rt, cache, DEFAULT_BACKOFF, none, log);
+    const syncer = new PodSyncer(rt, cache, DEFAULT_BACKOFF, none, log);
     // Status read while it ran: its details are kept.
-    await supervisor.status(d, running);
+    await syncer.status(d, running);
     state = { ...state, state: 'exited', exitCode: 3, finishedAt: '2026-11-30T10:00:05Z' };
     now = { ...running, containers: [{ ...app, state: 'exited', exitCode: 3 }] };
-    expect(supervisor.readiness(d)).toEqual({ ready: false, reason: 'container app exited with code 3 (Error)' });
-    supervisor.stop();
+    expect(syncer.readiness(d)).toEqual({ ready: false, reason: 'container app exited with code 3 (Error)' });
+    syncer.stop();
   });
 });

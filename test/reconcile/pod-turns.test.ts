@@ -1,6 +1,6 @@
 import { afterEach, describe, expect, it, vi } from 'vitest';
 import { MAX_TIMER_MS, timerDelay } from '../../src/base/duration.js';
-import { PodWorkers } from '../../src/reconcile/workers.js';
+import { PodTurns } from '../../src/reconcile/pod-turns.js';
 
 afterEach(() => {
   vi.useRealTimers();
@@ -10,7 +10,7 @@ describe('the pod workers', () => {
   it('a re-run asked for beyond what a timer can hold waits, instead of firing at once and again', async () => {
     vi.useFakeTimers();
     const runs: string[] = [];
-    const w = new PodWorkers(async (uid) => {
+    const w = new PodTurns(async (uid) => {
       runs.push(uid);
       return undefined;
     });
@@ -35,7 +35,7 @@ describe('the pod workers', () => {
     const runs: string[] = [];
     const errors: string[] = [];
     let release = (): void => undefined;
-    const w = new PodWorkers(
+    const w = new PodTurns(
       async (uid, signal) => {
         runs.push(`${uid} start`);
         if (runs.length === 1) {
@@ -68,7 +68,7 @@ describe('the pod workers', () => {
   it('a change while the pod syncs is run after the sync, which is not cancelled', async () => {
     const seen: boolean[] = [];
     let release = (): void => undefined;
-    const w = new PodWorkers(async (_uid, signal) => {
+    const w = new PodTurns(async (_uid, signal) => {
       if (seen.length === 0) await new Promise<void>((r) => (release = r));
       seen.push(signal.aborted);
       return undefined;
@@ -85,7 +85,7 @@ describe('the pod workers', () => {
   it('a kill brings a delayed run (a back-off) forward', async () => {
     vi.useFakeTimers();
     const runs: string[] = [];
-    const w = new PodWorkers(async (uid) => {
+    const w = new PodTurns(async (uid) => {
       runs.push(uid);
       return undefined;
     });
@@ -108,7 +108,7 @@ describe('a sync that throws what is not an Error', () => {
     vi.useFakeTimers();
     const errors: string[] = [];
     let runs = 0;
-    const w = new PodWorkers(
+    const w = new PodTurns(
       async () => {
         runs++;
         if (runs === 1) throw undefined; // a library that throws a non-Error: the case under test
@@ -132,7 +132,7 @@ describe('a sync that throws what is not an Error', () => {
     const runs: string[] = [];
     let release = (): void => undefined;
     const held = new Promise<void>((r) => (release = r));
-    const w = new PodWorkers(async (uid) => {
+    const w = new PodTurns(async (uid) => {
       running.set(uid, (running.get(uid) ?? 0) + 1);
       most = Math.max(most, running.get(uid) ?? 0);
       runs.push(uid);

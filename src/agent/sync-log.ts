@@ -5,7 +5,7 @@ import type { PodActions } from '../reconcile/plan.js';
 import type { ObservedPod } from '../runtime/observed.js';
 
 /** What a turn is about to do, one line per change, as the kubelet logs its sync's actions. */
-export function announce(log: Logger, d: DesiredPod, o: ObservedPod | undefined, actions: PodActions, gate: BackoffResult): void {
+export function logSyncActions(log: Logger, d: DesiredPod, o: ObservedPod | undefined, actions: PodActions, gate: BackoffResult): void {
   const run = gate.actions;
   if (run.createSandbox) return log.info(`pod ${d.key}: ${o ? `recreating (${actions.reason ?? ''})` : 'creating'}`, { pod: d.key });
   if (run.killPod) return log.info(`pod ${d.key}: stopping the pod (${actions.reason ?? ''})`, { pod: d.key });

@@ -18,13 +18,13 @@ import { Adoption } from './adoption.js';
 import type { PodPhase } from './pod-phase.js';
 import { newPodRecord, recordSize, retainKeys, trimRecord, type PodRecord } from './pod-record.js';
 import { noteHeld } from './held-reasons.js';
-import { announce } from './announce.js';
+import { logSyncActions } from './sync-log.js';
 import { recordFailure } from './turn-failure.js';
-import { backoffViewOf, planTurn, recordStarted, type StartObserver } from './turn-steps.js';
+import { backoffViewOf, planSync, recordStarted, type StartObserver } from './sync-plan.js';
 import type { Readiness } from '../reconcile/rollback.js';
 
-/** For metrics: what the supervisor started, failed to start and restarted, and every probe run. */
-export interface SupervisorObserver extends StartObserver {
+/** For metrics: what the syncer started, failed to start and restarted, and every probe run. */
+export interface SyncObserver extends StartObserver {
   startFailed?(type: 'sandbox' | 'init' | 'app', reason: string): void;
   probed?(where: ProbedContainer, kind: string, result: ProbeResultLabel, seconds: number): void;
   /** The pod is gone: its probe series go too. */
@@ -51,7 +51,7 @@ export interface WorkerMode {
  * reasons, probe workers, events, and the inspect details that status needs. `turn` is one pod
  * worker's turn: probe kills, the plan, backoff, the actions.
  */
-export class PodSupervisor {
+export class PodSyncer {
   readonly events = new EventRecorder();
   readonly probes: ProbeManager;
   /** One record per pod: everything kept about it beyond the engine's state, its back-off too (pod-record.ts). */
@@ -67,7 +67,7 @@ export class PodSupervisor {
     private readonly log: Logger,
     private readonly keepDead = 1,
     private readonly onPruned: (count: number) => void = () => undefined,
-    private readonly observer: SupervisorObserver = {},
+    private readonly observer: SyncObserver = {},
     private readonly mode: WorkerMode = {},
   ) {
     this.adoption = new Adoption(rt, cache, log);
@@ -211,7 +211,7 @@ export class PodSupervisor {
   /** The turn's decision alone, made as `turn` makes it (gather, then the plan), for `apply` to print and then hand to `turn`. */
   async decide(d: DesiredPod): Promise<PodActions> {
     const seen = await this.gather(d);
-    return planTurn(d, seen.r ? seen.o : this.cache.pod(d.uid), this.probes, this.log);
+    return planSync(d, seen.r ? seen.o : this.cache.pod(d.uid), this.probes, this.log);
   }
 
   /** `turn`, for when to look again. */
@@ -231,7 +231,7 @@ export class PodSupervisor {
     if (!seen.r) return { again: seen.again };
     const { r, o } = seen;
     // `apply` hands in the plan it printed: what it said is what is done, not a second decision.
-    const actions = planned ?? planTurn(d, o, this.probes, this.log);
+    const actions = planned ?? planSync(d, o, this.probes, this.log);
     if (!hasActions(actions)) {
       await this.updateProbes(d, o);
       this.clearWaiting(r, o);
@@ -244,7 +244,7 @@ export class PodSupervisor {
     noteHeld(d, r, gate.held, (type, message, name) => this.events.record(this.ref(d), type, 'BackOff', message, fieldPathOf(d.pod, name)));
     for (const x of gate.restarts) r.backoff.crash.restarted(x.key, now);
     if (!hasActions(gate.actions)) return { again: gate.waitMs };
-    announce(this.log, d, o, actions, gate);
+    logSyncActions(this.log, d, o, actions, gate);
     if (signal?.aborted) return {};
     const sync = signal ?? new AbortController().signal;
     let wait = gate.waitMs;

@@ -7,7 +7,7 @@ import { timerDelay } from '../base/duration.js';
  * it stops at its next step, and the next run (the deletion) comes right after, as the kubelet's
  * pod worker cancels a sync's context when the pod is to terminate (pod_workers.go UpdatePod).
  */
-export class PodWorkers {
+export class PodTurns {
   private readonly running = new Set<string>();
   private readonly dirty = new Set<string>();
   private readonly queue: string[] = [];
