@@ -69,6 +69,8 @@ const KNOWN_SECONDS: Record<string, number> = {
   'test/integration/pod-boundary.podman.test.ts': 71,
   'test/integration/agent-logs.podman.test.ts': 61,
   'test/integration/lifecycle-probes.podman.test.ts': 51,
+  // Measured alone (CI=true, 2026-12-07): beside the others, Podman's files take longer.
+  'test/integration/agent-kill9.podman.test.ts': 46,
   'test/integration/pod-boundary.cri2.test.ts': 41,
   'test/integration/lifecycle-probes.cri2.test.ts': 38,
   'test/integration/lifecycle-termination.podman.test.ts': 33,

@@ -36,7 +36,7 @@ import { groupObserved, type EngineContainer, type ObservedPod } from '../observ
 import type { PodIdentity } from '../labels.js';
 import type { VolumeBacking } from '../runtime-types.js';
 import { Slots, unlessAborted, type SlotRequest } from '../slots.js';
-import { recordFromInspect, recordFromListed, statusFromInspect } from './records.js';
+import { engineClockMs, recordFromInspect, recordFromListed, statusFromInspect } from './records.js';
 import { followEventStream } from './events.js';
 import { removePodVolumes } from './volumes.js';
 import { PodCreator } from './pod-creator.js';
@@ -216,7 +216,22 @@ export class DockerEngine implements PodEngine {
     const stream = (await this.call('follow events', () =>
       this.docker.getEvents({ filters: JSON.stringify({ type: ['container'], label: [`${LABEL.instance}=${this.instance}`] }) }),
     )) as NodeJS.ReadableStream & { destroy?: () => void };
-    return followEventStream(stream, onEvent, onEnd);
+    // The engine's time once it follows: whatever its events file held then is stamped before it,
+    // and in the list the caller makes next; it comes again only in a replay (Podman's, after the
+    // file is cut: events.ts). The stream holds its events meanwhile (no reader yet); its end or
+    // failure meanwhile fails the watch, as its own would.
+    let failed: Error | undefined;
+    const early = (err?: Error): void => void (failed ??= err ?? new Error('the engine ended its event stream'));
+    stream.on('error', early);
+    stream.on('close', early);
+    const info: unknown = await this.call('engine time', () => this.docker.info()).catch((err: Error) => void (failed ??= err));
+    stream.removeListener('error', early);
+    stream.removeListener('close', early);
+    if (failed) {
+      stream.destroy?.();
+      throw failed;
+    }
+    return followEventStream(stream, onEvent, onEnd, engineClockMs(info));
   }
 
   /** Runs a command in a running container (probes, hooks); gives up after `timeoutMs` or when `signal` aborts. */

@@ -121,6 +121,13 @@ export function recordFromInspect(i: Docker.ContainerInspectInfo): EngineContain
   };
 }
 
+/** The engine's clock in its info answer (`SystemTime`, RFC 3339 to the nanosecond), in ms; undefined when it tells none. */
+export function engineClockMs(info: unknown): number | undefined {
+  const time = (info as { SystemTime?: unknown } | null | undefined)?.SystemTime;
+  const ms = typeof time === 'string' ? Date.parse(time) : NaN;
+  return Number.isFinite(ms) ? ms : undefined;
+}
+
 /** One line of Docker's event stream, as it comes. */
 export interface DockerEvent {
   Action?: string;
