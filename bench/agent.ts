@@ -32,13 +32,14 @@ import {
   type Stat,
 } from './lib.js';
 
-class Agent {
+/** `podrun run` of `bin` (this build's unless another is compared) on a state dir of its own. */
+export class Agent {
   readonly proc: ChildProcess;
   out = '';
   private readonly exited: Promise<unknown>;
 
-  constructor(stateDir: string, args: string[], env: Record<string, string> = {}) {
-    this.proc = spawn(BIN, ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', 'run', ...args], {
+  constructor(stateDir: string, args: string[], env: Record<string, string> = {}, bin = BIN) {
+    this.proc = spawn(bin, ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', 'run', ...args], {
       env: { ...process.env, ...env },
       stdio: ['ignore', 'pipe', 'pipe'],
     });
@@ -57,7 +58,7 @@ class Agent {
   }
 }
 
-async function running(labels: string[], n: number): Promise<Docker.ContainerInfo[]> {
+export async function running(labels: string[], n: number): Promise<Docker.ContainerInfo[]> {
   return until(
     `${n} running containers`,
     async () => {
@@ -80,7 +81,7 @@ async function crash(id: string): Promise<void> {
 }
 
 /** Crash one container; the engine's own clock from its `die` to the replacement's `start`. */
-async function reaction(labels: string[]): Promise<number> {
+export async function reaction(labels: string[]): Promise<number> {
   const [c] = await running(labels, 1);
   const ev = await followEvents(labels);
   try {

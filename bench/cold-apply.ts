@@ -26,6 +26,7 @@ import {
   PAUSE_IMAGE,
   writePods,
   type PodShape,
+  type Ran,
   type Stat,
 } from './lib.js';
 
@@ -89,6 +90,19 @@ export async function preparePodman(env: Record<string, string>): Promise<string
   return info.code === 0 ? undefined : `podman info failed: ${info.err.trim().split('\n').pop() ?? ''}`;
 }
 
+/**
+ * One cold `podrun apply --no-wait` of `dir` through `cli` (the pods new to it: its manifest
+ * cache forgotten), then the pods deleted and whatever of its instance is left removed.
+ */
+export async function coldNoWait<R extends Ran>(cli: (args: string[]) => Promise<R>, dir: string, stateDir: string): Promise<R> {
+  forgetManifests(stateDir);
+  const started = await cli(['apply', '--no-wait', dir]);
+  if (started.code !== 0) throw new Error(`podrun apply --no-wait failed: ${started.err}`);
+  await cli(['delete', '-f', dir, '--grace-period', '0']);
+  await removeInstance(stateDir);
+  return started;
+}
+
 export async function coldApply(root: string): Promise<string> {
   const configs: Config[] = [];
   // BENCH_COLD_PODS=1,10 and BENCH_COLD_CONTAINERS=1 for some shapes only; BENCH_COLD_RUNS=N runs each; BENCH_COLD_PEERS=0 without compose and podman.
@@ -142,12 +156,7 @@ export async function coldApply(root: string): Promise<string> {
       // Interleaved, so drift in the machine's load hits every contender alike. Like with like
       // for the ratios: create and start (--no-wait), as the floor and `docker-compose up -d`;
       // then the default apply, which waits until each pod held Ready 1 s (issue 29).
-      forgetManifests(stateDir);
-      const started = await cli(['apply', '--no-wait', dir]);
-      if (started.code !== 0) throw new Error(`podrun apply --no-wait failed: ${started.err}`);
-      t.podrun.push(started.ms);
-      await cli(['delete', '-f', dir, '--grace-period', '0']);
-      await removeInstance(stateDir);
+      t.podrun.push((await coldNoWait(cli, dir, stateDir)).ms);
       forgetManifests(stateDir);
       const applied = await cli(['apply', dir]);
       if (applied.code !== 0) throw new Error(`podrun apply failed: ${applied.err}`);

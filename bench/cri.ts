@@ -6,9 +6,8 @@
  * 1 s and recreates). Every figure is paired with its floor in the same run.
  */
 import { build } from 'esbuild';
-import { spawn } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync } from 'node:fs';
-import { tmpdir } from 'node:os';
+import { spawn, type ChildProcess } from 'node:child_process';
+import { mkdirSync } from 'node:fs';
 import { join } from 'node:path';
 import { LABEL } from '../src/runtime/labels.js';
 import { ContainerState } from '../src/runtime/cri/messages.js';
@@ -25,6 +24,7 @@ import {
   ratio,
   REPO,
   run,
+  runCpu,
   sleep,
   stat,
   table,
@@ -41,26 +41,6 @@ async function bundleTool(root: string): Promise<string> {
   const outfile = join(root, 'cri-tool.cjs');
   await build({ entryPoints: [join(REPO, 'bench/cri-tool.ts')], bundle: true, platform: 'node', format: 'cjs', target: 'node20', outfile, logLevel: 'error' });
   return outfile;
-}
-
-let cpuRuns = 0;
-/**
- * `run`, with the CPU time (user+sys, ms) the process and its children used, from bash's `times`:
- * on a machine shared with other work, CPU time is what a busy neighbour does not inflate.
- */
-export async function runCpu(cmd: string, args: string[], env: Record<string, string> = {}): Promise<Ran & { cpuMs: number }> {
-  const file = join(tmpdir(), `podrun-bench-cpu-${process.pid}-${cpuRuns++}`);
-  try {
-    const r = await run('bash', ['-c', '"$@"; rc=$?; times > "$PODRUN_BENCH_TIMES"; exit $rc', 'bash', cmd, ...args], {
-      env: { ...env, PODRUN_BENCH_TIMES: file },
-    });
-    // `times`: the shell's own user and sys, then its children's (the command's).
-    const m = /(\d+)m([\d.]+)s\s+(\d+)m([\d.]+)s\s*$/.exec(readFileSync(file, 'utf8').trim());
-    if (!m) throw new Error(`no CPU times from bash for ${cmd}`);
-    return { ...r, cpuMs: (Number(m[1]) * 60 + Number(m[2]) + Number(m[3]) * 60 + Number(m[4])) * 1000 };
-  } finally {
-    rmSync(file, { force: true });
-  }
 }
 
 /** The running container of a pod (podrun's by pod label, the floor's by sandbox), polled every 20 ms until one other than `not` runs. */
@@ -109,13 +89,9 @@ interface ColdRow {
   vsCheckingStrict: Stat;
 }
 
-async function cold(ctrd: PrivateContainerd, root: string, logs: string, tool: string, pods: number, runs: number): Promise<ColdRow> {
-  const dir = join(root, `cri-cold-${pods}`);
-  writePods(dir, `cri-cold-${pods}`, 'bench-cri', pods, { containers: 1, hostNetwork: false });
-  const stateDir = join(root, `cri-cold-${pods}-state`);
-  mkdirSync(stateDir, { recursive: true });
-  const env = { DOCKER_HOST: 'unix:///nonexistent/docker.sock' };
-  const argv = (args: string[]): string[] => [
+/** podrun's argv on the private containerd, with its own state dir and pod logs. */
+export function criArgv(ctrd: PrivateContainerd, stateDir: string, logs: string): (args: string[]) => string[] {
+  return (args) => [
     '--state-dir',
     stateDir,
     '--pause-image',
@@ -128,6 +104,30 @@ async function cold(ctrd: PrivateContainerd, root: string, logs: string, tool: s
     logs,
     ...args,
   ];
+}
+
+/** No Docker for podrun on CRI: a call that reached Docker would fail, not quietly pass. */
+export const CRI_ENV = { DOCKER_HOST: 'unix:///nonexistent/docker.sock' };
+
+/**
+ * One cold `podrun apply --no-wait` of `dir` by `bin` (the pods new to it: its manifest cache
+ * forgotten), timed with its CPU, then the pods deleted again.
+ */
+export async function criColdNoWait(bin: string, argv: (args: string[]) => string[], dir: string, stateDir: string): Promise<Ran & { cpuMs: number }> {
+  forgetManifests(stateDir);
+  const started = await runCpu(bin, argv(['apply', '--no-wait', dir]), { env: CRI_ENV });
+  if (started.code !== 0) throw new Error(`podrun apply --no-wait on CRI failed: ${started.err}`);
+  await run(bin, argv(['delete', '-f', dir, '--grace-period', '0']), { env: CRI_ENV });
+  return started;
+}
+
+async function cold(ctrd: PrivateContainerd, root: string, logs: string, tool: string, pods: number, runs: number): Promise<ColdRow> {
+  const dir = join(root, `cri-cold-${pods}`);
+  writePods(dir, `cri-cold-${pods}`, 'bench-cri', pods, { containers: 1, hostNetwork: false });
+  const stateDir = join(root, `cri-cold-${pods}-state`);
+  mkdirSync(stateDir, { recursive: true });
+  const env = CRI_ENV;
+  const argv = criArgv(ctrd, stateDir, logs);
   const cli = (args: string[]): ReturnType<typeof run> => run(BIN, argv(args), { env });
   const t = {
     podrun: [] as number[],
@@ -149,12 +149,9 @@ async function cold(ctrd: PrivateContainerd, root: string, logs: string, tool: s
   for (let r = 0; r < runs; r++) {
     // Like with like: create and start, as the floor and `docker compose up -d` (the ratio);
     // then the default apply with its Ready wait and hold (reported as time beyond the floor).
-    forgetManifests(stateDir);
-    const started = await runCpu(BIN, argv(['apply', '--no-wait', dir]), env);
-    if (started.code !== 0) throw new Error(`podrun apply --no-wait on CRI failed: ${started.err}`);
+    const started = await criColdNoWait(BIN, argv, dir, stateDir);
     t.podrun.push(started.ms);
     t.podrunCpu.push(started.cpuMs);
-    await cli(['delete', '-f', dir, '--grace-period', '0']);
     forgetManifests(stateDir);
     const applied = await cli(['apply', dir]);
     if (applied.code !== 0) throw new Error(`podrun apply on CRI failed: ${applied.err}`);
@@ -204,6 +201,57 @@ async function cold(ctrd: PrivateContainerd, root: string, logs: string, tool: s
   return row;
 }
 
+/** `podrun run` of `bin` on the private containerd, crash back-off off (podrun's own path is measured). */
+export class CriAgent {
+  private readonly proc: ChildProcess;
+  private out = '';
+  private readonly exited: Promise<unknown>;
+
+  constructor(bin: string, argv: (args: string[]) => string[], manifestDir: string) {
+    this.proc = spawn(bin, argv(['run', '--manifest-dir', manifestDir, '--crash-backoff-initial', '0s', '--crash-backoff-max', '0s', '--v', '4']), {
+      stdio: ['ignore', 'pipe', 'pipe'],
+      env: { ...process.env, ...CRI_ENV },
+    });
+    this.proc.stdout?.on('data', (c: Buffer) => (this.out += c.toString()));
+    this.proc.stderr?.on('data', (c: Buffer) => (this.out += c.toString()));
+    this.exited = new Promise((r) => this.proc.on('exit', r));
+  }
+
+  /** Its pod's running container, once it has made it (its log in the error if it never does). */
+  running(ctrd: PrivateContainerd, filter: Parameters<PrivateContainerd['client']['listContainers']>[0]): Promise<string> {
+    return nextRunning(ctrd, filter, '', 90_000).catch((e: unknown) => {
+      throw new Error(`${(e as Error).message}\n${this.out.slice(-3000)}`);
+    });
+  }
+
+  /** When it saw the container's death: its log's `engine event exited` line after `since`. */
+  saw(since: number): number | undefined {
+    for (const line of this.out.split('\n').reverse()) {
+      if (!line.includes('engine event exited of container c0')) continue;
+      const at = Date.parse((JSON.parse(line) as { time: string }).time);
+      return at >= since ? at : undefined;
+    }
+    return undefined;
+  }
+
+  async stop(): Promise<void> {
+    if (this.proc.exitCode === null) this.proc.kill('SIGTERM');
+    await this.exited;
+  }
+}
+
+/** A restart: the container's process SIGKILLed, until another container of `filter` runs (listed every 20 ms). */
+export async function criRestart(
+  ctrd: PrivateContainerd,
+  filter: Parameters<PrivateContainerd['client']['listContainers']>[0],
+  current: string,
+): Promise<{ ms: number; next: string }> {
+  const t0 = performance.now();
+  await killProcess(ctrd, current);
+  const next = await nextRunning(ctrd, filter, current);
+  return { ms: performance.now() - t0, next };
+}
+
 /** The agent's reaction and the floor's, interleaved run by run. */
 async function restartReaction(
   ctrd: PrivateContainerd,
@@ -215,52 +263,11 @@ async function restartReaction(
   writePods(dir, 'cri-target', 'bench-cri', 1, { containers: 1, hostNetwork: false });
   const stateDir = join(root, 'cri-restart-state');
   mkdirSync(stateDir, { recursive: true });
-  const agent = spawn(
-    BIN,
-    [
-      '--state-dir',
-      stateDir,
-      '--pause-image',
-      PAUSE_IMAGE,
-      '--node-ip',
-      '127.0.0.1',
-      '--container-runtime-endpoint',
-      ctrd.endpoint,
-      '--pod-logs-dir',
-      logs,
-      'run',
-      '--manifest-dir',
-      dir,
-      '--crash-backoff-initial',
-      '0s',
-      '--crash-backoff-max',
-      '0s',
-      '--v',
-      '4',
-    ],
-    {
-      stdio: ['ignore', 'pipe', 'pipe'],
-      env: { ...process.env, DOCKER_HOST: 'unix:///nonexistent/docker.sock' },
-    },
-  );
-  let agentLog = '';
-  agent.stdout.on('data', (c: Buffer) => (agentLog += c.toString()));
-  agent.stderr.on('data', (c: Buffer) => (agentLog += c.toString()));
+  const agent = new CriAgent(BIN, criArgv(ctrd, stateDir, logs), dir);
   const t = { podrun: [] as number[], floor: [] as number[], podrunAfter: [] as number[], floorAfter: [] as number[] };
-  /** When the agent's relist saw the container's death: its log's `engine event exited` line after `since`. */
-  const agentSaw = (since: number): number | undefined => {
-    for (const line of agentLog.split('\n').reverse()) {
-      if (!line.includes('engine event exited of container c0')) continue;
-      const at = Date.parse((JSON.parse(line) as { time: string }).time);
-      return at >= since ? at : undefined;
-    }
-    return undefined;
-  };
   try {
     const podFilter = { labelSelector: { [LABEL.podName]: 'cri-target-0' } };
-    let current = await nextRunning(ctrd, podFilter, '', 90_000).catch((e: unknown) => {
-      throw new Error(`${(e as Error).message}\n${agentLog.slice(-3000)}`);
-    });
+    let current = await agent.running(ctrd, podFilter);
     // The floor's own pod, made through the CRI as its tool would.
     const label = 'podrun-bench.cri-floor=restart';
     const [k, v] = label.split('=') as [string, string];
@@ -269,12 +276,11 @@ async function restartReaction(
     let floorCurrent = (await ctrd.client.listContainers({ podSandboxId: sb!.id }))[0]!.id;
     for (let r = 0; r < runs; r++) {
       await sleep(500 + Math.random() * 1000); // a random phase against the 1 s relist of either
-      let t0 = performance.now();
       const killedAt = Date.now();
-      await killProcess(ctrd, current);
-      current = await nextRunning(ctrd, podFilter, current);
-      t.podrun.push(performance.now() - t0);
-      const saw = agentSaw(killedAt - 5);
+      const reacted = await criRestart(ctrd, podFilter, current);
+      current = reacted.next;
+      t.podrun.push(reacted.ms);
+      const saw = agent.saw(killedAt - 5);
       if (saw !== undefined) t.podrunAfter.push(Date.now() - saw);
 
       const floor = spawn('node', [FLOOR, 'restart', ctrd.endpoint, sb!.id, label, logs], { stdio: ['ignore', 'pipe', 'inherit'] });
@@ -289,7 +295,7 @@ async function restartReaction(
         }),
       ]);
       await sleep(Math.random() * 1000);
-      t0 = performance.now();
+      const t0 = performance.now();
       await killProcess(ctrd, floorCurrent);
       floorCurrent = await nextRunning(ctrd, { podSandboxId: sb!.id }, floorCurrent);
       t.floor.push(performance.now() - t0);
@@ -298,8 +304,7 @@ async function restartReaction(
       await exited;
     }
   } finally {
-    agent.kill('SIGTERM');
-    await new Promise((r) => agent.on('exit', r));
+    await agent.stop();
   }
   const row = {
     podrun: stat(t.podrun),

@@ -2,8 +2,9 @@
  * What every benchmark scenario shares: whole-process timing, statistics, manifests, the podrun
  * binary as users run it, and cleanup that touches only what the benchmark made.
  */
-import { spawn, spawnSync } from 'node:child_process';
-import { mkdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { execFileSync, spawn, spawnSync } from 'node:child_process';
+import { existsSync, mkdirSync, readFileSync, rmSync, symlinkSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join, resolve } from 'node:path';
 import { fileURLToPath } from 'node:url';
 import Docker from 'dockerode';
@@ -151,9 +152,58 @@ export function forgetManifests(stateDir: string): void {
   rmSync(join(stateDir, 'manifest-cache.json'), { force: true });
 }
 
-/** `podrun` as users run it, on a state dir of the benchmark's own (so its own instance). */
-export function podrun(stateDir: string): (args: string[], env?: Record<string, string>) => Promise<Ran> {
-  return (args, env) => run(BIN, ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', ...args], env ? { env } : {});
+/** How a scenario starts a process: `run`, or `runCpu` where CPU time is wanted too. */
+export type Runner = (cmd: string, args: string[], o?: { env?: Record<string, string> }) => Promise<Ran & { cpuMs?: number }>;
+
+/**
+ * `podrun` as users run it, on a state dir of the benchmark's own (so its own instance). `bin`
+ * is another build's binary where two builds are compared (BENCH_AGAINST).
+ */
+export function podrun(stateDir: string, bin = BIN, runner: Runner = run): (args: string[], env?: Record<string, string>) => Promise<Ran & { cpuMs?: number }> {
+  return (args, env) => runner(bin, ['--state-dir', stateDir, '--pause-image', PAUSE_IMAGE, '--node-ip', '127.0.0.1', ...args], env ? { env } : {});
+}
+
+let cpuRuns = 0;
+/**
+ * `run`, with the CPU time (user+sys, ms) the process and its children used, from bash's `times`:
+ * on a machine shared with other work, CPU time is what a busy neighbour does not inflate.
+ */
+export async function runCpu(cmd: string, args: string[], o: { env?: Record<string, string> } = {}): Promise<Ran & { cpuMs: number }> {
+  const file = join(tmpdir(), `podrun-bench-cpu-${process.pid}-${cpuRuns++}`);
+  try {
+    const r = await run('bash', ['-c', '"$@"; rc=$?; times > "$PODRUN_BENCH_TIMES"; exit $rc', 'bash', cmd, ...args], {
+      env: { ...o.env, PODRUN_BENCH_TIMES: file },
+    });
+    // `times`: the shell's own user and sys, then its children's (the command's).
+    const m = /(\d+)m([\d.]+)s\s+(\d+)m([\d.]+)s\s*$/.exec(readFileSync(file, 'utf8').trim());
+    if (!m) throw new Error(`no CPU times from bash for ${cmd}`);
+    return { ...r, cpuMs: (Number(m[1]) * 60 + Number(m[2]) + Number(m[3]) * 60 + Number(m[4])) * 1000 };
+  } finally {
+    rmSync(file, { force: true });
+  }
+}
+
+/**
+ * Another commit's `bin/podrun`, built from git under `dir` much as the upgrade test builds the
+ * previous release: `git archive` (nothing registered in the shared repository, no worktree), the
+ * shared node_modules, then that commit's own build steps. tsc first: since the CRI stand-in
+ * (scripts/cri-stand-in.mjs) the bundler's code-cache warm-up imports tsc's output from dist/.
+ */
+export function buildRev(rev: string, dir: string): string {
+  mkdirSync(dir, { recursive: true });
+  execFileSync('sh', ['-c', 'git -C "$1" archive "$2" | tar -x -C "$3"', 'sh', REPO, rev, dir]);
+  symlinkSync(join(REPO, 'node_modules'), join(dir, 'node_modules'));
+  const step = (args: string[]): void => void execFileSync(process.execPath, args, { cwd: dir, stdio: ['ignore', 'ignore', 'inherit'] });
+  step([join(REPO, 'node_modules/typescript/bin/tsc'), '-p', 'tsconfig.build.json']);
+  step(['scripts/bundle.mjs']);
+  // Outside a git repository it records the commit as unknown; only `podrun version` reads it.
+  if (existsSync(join(dir, 'scripts/build-info.mjs'))) step(['scripts/build-info.mjs']);
+  return join(dir, 'bin', 'podrun');
+}
+
+/** The commit a rev names, for the report. */
+export function commitOf(rev: string): string {
+  return execFileSync('git', ['-C', REPO, 'rev-parse', '--short', `${rev}^{commit}`], { encoding: 'utf8' }).trim();
 }
 
 /** Removes what one podrun state dir made on the engine, and nothing else. */

@@ -10,6 +10,8 @@
  *   BENCH_ONLY=churn npm run bench     # deletion latency under churn alone
  *   BENCH_ONLY=scale npm run bench     # 300 pods in one file, cold (BENCH_SCALE_PODS, _RUNS, _NETWORK=host); named only
  *   BENCH_GARBAGE=10000 npm run bench  # the exited-container pile (default 2,000)
+ *   BENCH_AGAINST=0ed47c2 npm run bench  # this build against that commit's, paired run by run
+ *                                        # (bench/against.ts; BENCH_AGAINST_NEW=<rev> for the new side)
  *
  * The start-up guard: a CLI start-up ratio more than 10 % over the one recorded in
  * docs/benchmarks.md fails the run (exit 1), which then leaves the document as it is.
@@ -29,6 +31,7 @@ import { signatureCost } from './signature.js';
 import { pullCost } from './pull.js';
 import { readingsCost } from './readings.js';
 import { criScenarios } from './cri.js';
+import { againstScenario } from './against.js';
 
 const BEGIN = '<!-- bench:begin (written by npm run bench) -->';
 const END = '<!-- bench:end -->';
@@ -115,18 +118,20 @@ const SCENARIOS: Record<string, (root: string) => Promise<string | string[]>> = 
   gc: garbage,
   churn: churnScenario,
   cri: criScenarios,
+  against: againstScenario,
 };
 
-const OPT_IN = new Set(['scale']);
+const OPT_IN = new Set(['scale', 'against']);
 
 async function main(): Promise<void> {
   // Scenarios named on the command line (npm run bench -- startup) or in BENCH_ONLY.
   const named = process.argv.slice(2).map((a) => (a === 'startup' ? 'cli' : a));
+  // BENCH_AGAINST=<rev> alone compares two builds and runs nothing else; named scenarios replace it.
   const only = named.length
     ? named
-    : process.env.BENCH_ONLY?.split(',')
+    : (process.env.BENCH_ONLY?.split(',')
         .map((s) => s.trim())
-        .filter(Boolean);
+        .filter(Boolean) ?? (process.env.BENCH_AGAINST ? ['against'] : undefined));
   // Named only: 300 bridge pods made and removed at once wedged this machine's Docker 20.10 (a
   // libnetwork lock cycle, docs/benchmarks.md "300 pods in one file"); not in a full run until it is safe.
   const names = only ?? Object.keys(SCENARIOS).filter((n) => !OPT_IN.has(n));

@@ -7,7 +7,6 @@
  */
 import { mkdirSync, writeFileSync } from 'node:fs';
 import { join } from 'node:path';
-import { runCpu } from './cri.js';
 import {
   forgetManifests,
   log,
@@ -19,6 +18,7 @@ import {
   podYaml,
   QUICK,
   ratio,
+  runCpu,
   removeInstance,
   removeLabelled,
   REPO,
