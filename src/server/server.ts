@@ -215,13 +215,15 @@ export async function startServer(
     if (!loopbackHost(req.headers.host, o.port ?? 0)) return send(res, 403, 'forbidden: Host must be 127.0.0.1, localhost or [::1] with this port\n');
     const url = parseUrl(req);
     if (!url) return send(res, 400, 'bad request: invalid URL\n');
-    if (SOCKET_ONLY.has(url.pathname)) return send(res, 403, "forbidden: only on the agent's socket\n");
     // A wrong token is refused even on a public path, so a misconfigured client hears of it.
     const authorized = o.token !== undefined && bearerMatches(req.headers.authorization, o.token);
     if (!authorized && (req.headers.authorization !== undefined || !PUBLIC_PATHS.has(url.pathname))) {
       res.setHeader('www-authenticate', 'Bearer realm="podrun"');
       return send(res, 401, "unauthorized: this path needs Authorization: Bearer <the token in the agent's --http-token-file>\n");
     }
+    // Asked without the token, a socket-only path answers as every other guarded one (401, above):
+    // the port tells nobody unauthenticated which paths exist. With it, it is refused here.
+    if (SOCKET_ONLY.has(url.pathname)) return send(res, 403, "forbidden: only on the agent's socket\n");
     if (!authorized && req.method !== 'GET') return send(res, 405, 'method not allowed: without the token the TCP port is read-only\n');
     handler(req, res, url);
   };
