@@ -242,7 +242,7 @@ export class PodSyncer {
     const now = Date.now();
     const gate = applyBackoff(d, o, actions, await backoffViewOf(this.rt, this.cache, r, o, actions, now), now);
     noteHeld(d, r, gate.held, (type, message, name) => this.events.record(this.ref(d), type, 'BackOff', message, fieldPathOf(d.pod, name)));
-    for (const x of gate.restarts) r.backoff.crash.restarted(x.key, now);
+    for (const x of gate.restarts) r.backoff.crash.restarted(x.key, now, x.after);
     if (!hasActions(gate.actions)) return { again: gate.waitMs };
     logSyncActions(this.log, d, o, actions, gate);
     if (signal?.aborted) return {};

@@ -16,6 +16,8 @@ interface Entry {
   /** Delay that applies to the next restart after this one. */
   nextMs: number;
   lastRestart: number;
+  /** The exited instance the last restart was counted for (crash back-off only). */
+  after?: string;
 }
 
 /** The pod a key belongs to: keys are `<pod uid>/<container or POD>/<hash or image>`. */
@@ -70,16 +72,22 @@ export class Backoff {
     return e && now - e.lastRestart <= this.policy.resetMs ? e.nextMs : 0;
   }
 
-  /** Records a restart of `key` at `now`; returns the delay the following restart will wait. */
-  restarted(key: string, now: number): number {
+  /**
+   * Records a restart of `key` at `now`; returns the delay the following restart will wait.
+   * `after`: the exited instance it restarts from. A second restart from the same one (its
+   * replacement seen "never started", or its exit told twice) is not a second crash, and leaves
+   * the delay where the first put it: one exit advances the back-off once.
+   */
+  restarted(key: string, now: number, after?: string): number {
     const e = this.get(key);
     const fresh = !e || now - e.lastRestart > this.policy.resetMs;
+    if (!fresh && after !== undefined && e.after === after) return e.nextMs;
     const nextMs = fresh ? this.policy.initialMs : Math.min(e.nextMs * 2, this.policy.maxMs);
     const uid = podOf(key);
     let pod = this.pods.get(uid);
     if (!pod) this.pods.set(uid, (pod = new Map()));
     if (!pod.has(key)) this.count++;
-    pod.set(key, { nextMs, lastRestart: now });
+    pod.set(key, { nextMs, lastRestart: now, ...(after !== undefined ? { after } : {}) });
     return nextMs;
   }
 

@@ -30,8 +30,11 @@ export interface BackoffResult {
   /** The plan with only the starts that may go now (and no sandbox if that is held). */
   actions: PodActions;
   held: HeldStart[];
-  /** Restarts of the same spec that go now: the caller records them (key) and may log the delay they waited. */
-  restarts: { name: string; key: string; waitedMs: number }[];
+  /**
+   * Restarts of the same spec that go now: the caller records them (key, and `after`, the exited
+   * instance each restarts from, counted once) and may log the delay they waited.
+   */
+  restarts: { name: string; key: string; waitedMs: number; after: string }[];
   /** When to look again, if anything is held. */
   waitMs?: number;
 }
@@ -115,7 +118,7 @@ export function applyBackoff(d: DesiredPod, o: ObservedPod | undefined, actions:
       held.push({ name: s.name, reason: 'CrashLoopBackOff', waitMs: left });
       continue;
     }
-    restarts.push({ name: s.name, key, waitedMs: view.crash.currentDelay(key, now) });
+    restarts.push({ name: s.name, key, waitedMs: view.crash.currentDelay(key, now), after: prev.id });
     allowed.push(s);
   }
   const waits = held.map((h) => h.waitMs);

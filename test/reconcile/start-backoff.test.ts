@@ -27,7 +27,7 @@ describe('applyBackoff', () => {
     const crash = new Backoff();
     const first = applyBackoff(POD, obs, actions, view({ crash }), NOW);
     expect(first.actions.containersToStart.map((s) => s.name)).toEqual(['a']);
-    expect(first.restarts).toEqual([{ name: 'a', key: Backoff.key(POD.uid, 'a', obs.containers[0]!.hash), waitedMs: 0 }]);
+    expect(first.restarts).toEqual([{ name: 'a', key: Backoff.key(POD.uid, 'a', obs.containers[0]!.hash), waitedMs: 0, after: obs.containers[0]!.id }]);
     crash.restarted(first.restarts[0]!.key, NOW);
     // It crashed again a second later: 10 s from that finish.
     const second = applyBackoff(POD, obs, actions, view({ crash, finishedAt: () => NOW + 1000 }), NOW + 1500);
@@ -64,6 +64,38 @@ describe('applyBackoff', () => {
       NOW + 6000,
     );
     expect(alone.actions.containersToStart.map((s) => s.name)).toEqual(['a']);
+  });
+
+  it('advances the crash back-off once per exited instance, though its replacement is seen never started and made again', () => {
+    // Podman under load: the instance started after a crash was seen "created" by the next turn,
+    // which replaced it from the same exited instance; counted twice, the waits went 0, 2, 4 s.
+    const crash = new Backoff();
+    const record = (r: ReturnType<typeof applyBackoff>, now: number): void => r.restarts.forEach((x) => crash.restarted(x.key, now, x.after));
+    const exited = observedFor(POD, { a: { state: 'exited', exitCode: 3, restartCount: 0, created: 1000 } });
+    const x = exited.containers[0]!;
+    const first = applyBackoff(POD, exited, computePodActions(POD, exited), view({ crash, finishedAt: () => NOW }), NOW);
+    expect(first.restarts.map((r) => r.waitedMs)).toEqual([0]);
+    record(first, NOW);
+    // Its replacement, seen never started: killed and made again, still a restart from x.
+    const made = { ...x, id: 'made', state: 'created' as const, exitCode: undefined, restartCount: 1, created: 2000 };
+    const seenCreated = { ...exited, containers: [made, ...exited.containers] };
+    const again = computePodActions(POD, seenCreated);
+    expect(again.containersToStart.map((s) => [s.name, s.reason])).toEqual([['a', 'never started']]);
+    const replaced = applyBackoff(POD, seenCreated, again, view({ crash, finishedAt: () => NOW }), NOW + 10_000);
+    expect(replaced.restarts.map((r) => r.after)).toEqual([x.id]);
+    record(replaced, NOW + 10_000);
+    // The replacement crashes: the wait is the second step (10 s), not the third.
+    const second = { ...x, id: 'second', restartCount: 1, created: 3000 };
+    const crashed = { ...exited, containers: [second, ...exited.containers] };
+    const next = applyBackoff(
+      POD,
+      crashed,
+      computePodActions(POD, crashed),
+      view({ crash, finishedAt: (id) => (id === 'second' ? NOW + 11_000 : NOW) }),
+      NOW + 11_000,
+    );
+    expect(next.held).toEqual([{ name: 'a', reason: 'CrashLoopBackOff', waitMs: 10_000 }]);
+    expect(crash.currentDelay(Backoff.key(POD.uid, 'a', x.hash), NOW + 11_000)).toBe(10_000);
   });
 
   it('never holds a new container or a spec change', () => {
