@@ -10,6 +10,7 @@ import { CONTAINERD_2 } from './containerd-config.js';
 import { PrivateContainerd } from './cri-engine.js';
 import { PodmanService } from './engine-helpers.js';
 import { pidNamespaceProcesses } from './pidns-procs.js';
+import { vanished } from './vanished.js';
 import { BIN, docker, PAUSE_IMAGE, World, type CliResult } from './helpers.js';
 
 // An engine bed: what one test file needs to run podrun's engine suites on one engine, so a
@@ -210,8 +211,8 @@ export function engineBed(kind: EngineKind): EngineBed {
         const inspected = await dockerApi
           .getContainer(id)
           .inspect()
-          .catch((e: { statusCode?: number }) => {
-            if (e.statusCode === 404) return undefined;
+          .catch((e: unknown) => {
+            if (vanished(e)) return undefined;
             throw e;
           });
         return (inspected?.Mounts ?? []).map((m) => String(m.Source));

@@ -263,6 +263,30 @@ function podrunCgroups(instances: Set<string>): string[] {
 }
 
 /**
+ * The run's containers in Podman's store, removed in rounds until none lists (a few at most).
+ * One round is not enough: the processes killed above include the run's conmons (they carry its
+ * mark), so Podman never gets a container's exit file, and `podman rm -f` of a running one fails
+ * after waiting for it ("timed out waiting for file /run/libpod/exits/<id>": more often under
+ * load), leaving it Exited (-1), and then its sandbox is refused ("has dependent containers").
+ * The next round's `rm -f` removes both at once. A `ps` that fails lists nothing, so is tried again.
+ */
+function reapPodman(instances: Set<string>, runIds: Set<string>, report: SweepReport): void {
+  const format = `{{.ID}} {{index .Labels "${LABEL.instance}"}} {{index .Labels "${TEST_RUN_LABEL}"}} {{index .Labels "${LABEL.containerType}"}}`;
+  for (let round = 0; round < 5; round++) {
+    const ps = spawnSync('podman', ['ps', '-a', '--format', format], { encoding: 'utf8' });
+    const ours = (ps.stdout?.split('\n') ?? [])
+      .map((line) => line.split(' '))
+      .filter(([id, inst, run]) => id && (instances.has(inst ?? '') || runIds.has(run ?? '')));
+    if (ps.status === 0 && ours.length === 0) return;
+    for (const [id] of [...ours.filter((f) => f[3] !== 'sandbox'), ...ours.filter((f) => f[3] === 'sandbox')]) {
+      // Gone meanwhile (removed by a round before, or by its own agent) is as good as removed.
+      const rm = spawnSync('podman', ['rm', '-f', '--ignore', id!], { encoding: 'utf8' });
+      if (rm.status === 0 && !report.containers.includes(`podman:${id}`)) report.containers.push(`podman:${id}`);
+    }
+  }
+}
+
+/**
  * Removes all a dead run left, in the order that keeps anything from coming back: its processes
  * (an agent would recreate a removed container), then containers, network, cgroups, mounts and
  * the directory.
@@ -321,16 +345,7 @@ export async function reapRun(
       .catch(() => undefined);
   // Podman keeps its own store: the run's instances there too. Sandboxes last: Podman refuses to
   // remove one that others joined, and its conmon would watch it on.
-  if (spawnSync('sh', ['-c', 'command -v podman'], { stdio: 'ignore' }).status === 0) {
-    const format = `{{.ID}} {{index .Labels "${LABEL.instance}"}} {{index .Labels "${TEST_RUN_LABEL}"}} {{index .Labels "${LABEL.containerType}"}}`;
-    const ps = spawnSync('podman', ['ps', '-a', '--format', format], { encoding: 'utf8' });
-    const ours = (ps.stdout?.split('\n') ?? [])
-      .map((line) => line.split(' '))
-      .filter(([id, inst, run]) => id && (instances.has(inst ?? '') || runIds.has(run ?? '')));
-    for (const [id] of [...ours.filter((f) => f[3] !== 'sandbox'), ...ours.filter((f) => f[3] === 'sandbox')]) {
-      if (spawnSync('podman', ['rm', '-f', id!], { stdio: 'ignore' }).status === 0) report.containers.push(`podman:${id}`);
-    }
-  }
+  if (spawnSync('sh', ['-c', 'command -v podman'], { stdio: 'ignore' }).status === 0) reapPodman(instances, runIds, report);
 
   // Network: the bridges its engines made (named in the directory), their CNI results and netns.
   const networks: string[] = [];
