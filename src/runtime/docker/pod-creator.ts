@@ -13,7 +13,7 @@ import {
 import type { ImageStore } from './images.js';
 import type { ImagePresence } from '../image-presence.js';
 import { nodeResolvConf } from '../host.js';
-import type { PodIdentity } from '../labels.js';
+import { LABEL, type PodIdentity } from '../labels.js';
 import type { VolumeBacking } from '../runtime-types.js';
 import { containerConfig, needsImageUser } from '../kuberuntime/container-config.js';
 import { prepareContainerFiles } from '../kuberuntime/container-files.js';
@@ -137,8 +137,12 @@ export class PodCreator {
         ...(imageUser !== undefined ? { imageUser } : {}),
         runtime: { podIP: o.sandbox.ip, hostIP: this.p.hostIP(), nodeName: this.p.nodeName, oomScoreFloor: this.p.oomScoreFloor },
       });
-      // The sandbox's config as CreateContainer carries it: what names the container is the pod's.
-      const sandbox = podSandboxConfig(pod, id, { instance: this.p.instance, attempt: 0, hash: '' });
+      // Only what names the container: the whole sandbox config would serialize the pod spec for
+      // its annotation at every start, and Docker's create has no use for it.
+      const sandbox = {
+        metadata: { name: id.name, uid: id.uid, namespace: id.namespace, attempt: 0 },
+        labels: { [LABEL.instance]: this.p.instance },
+      };
       const extras: DockerContainerExtras = {
         sandboxId: o.sandbox.id,
         restartPolicy: o.engineRestarts ? engineRestartPolicy(pod, o.type, c) : 'no',

@@ -65,7 +65,10 @@ function dockerLabels(labels: Labels, annotations: Labels): Labels {
   return Object.fromEntries(Object.entries({ ...labels, ...annotations }).filter(([k]) => !k.startsWith('io.kubernetes.')));
 }
 
-function podOf(sb: PodSandboxConfig): { name: string; namespace: string; uid: string; instance?: string } {
+/** What names a pod's containers: the sandbox's metadata and the instance label (CreateContainer's sandbox config carries both). */
+type SandboxNaming = Pick<PodSandboxConfig, 'metadata' | 'labels'>;
+
+function podOf(sb: SandboxNaming): { name: string; namespace: string; uid: string; instance?: string } {
   const instance = sb.labels[LABEL.instance];
   return { name: sb.metadata.name, namespace: sb.metadata.namespace, uid: sb.metadata.uid, ...(instance ? { instance } : {}) };
 }
@@ -137,7 +140,7 @@ function capability(name: string): string {
   return name.replace(/^CAP_/, '');
 }
 
-export function containerCreateOptions(config: ContainerConfig, sb: PodSandboxConfig, x: DockerContainerExtras): Docker.ContainerCreateOptions {
+export function containerCreateOptions(config: ContainerConfig, sb: SandboxNaming, x: DockerContainerExtras): Docker.ContainerCreateOptions {
   const s = config.linux.securityContext;
   const r = config.linux.resources;
   const ns = s.namespaceOptions;
