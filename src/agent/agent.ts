@@ -60,8 +60,6 @@ export class Agent {
   private release: (() => void) | undefined;
   /** Sources call back file by file while they first load; the desired set is made once all have. */
   private loaded = false;
-  /** Pods that have had a sync with the engine connected since the agent started. */
-  private readonly synced = new Set<string>();
   private stopped = false;
   private closeServer: (() => Promise<void>) | undefined;
   private resyncTimer: NodeJS.Timeout | undefined;
@@ -87,19 +85,6 @@ export class Agent {
     this.log = redacting(o.log ?? silentLogger);
     const m = metricsFor(() => ({ cache: this.cache, set: this.set, gc: this.gc }));
     this.metricsRegistry = m;
-    this.gate = new HealthGate({
-      stateDir: o.runtime.stateDir,
-      defaultMs: o.rollbackAfterMs ?? 0,
-      log: this.log,
-      engineUp: () => this.cache.connected,
-      // Judged the moment it is due, from what the agent knows (a worker's sync under a loaded
-      // engine took over a second, which the deadline's verdict does not need).
-      due: (uid) => judgeDue(this.judging, uid),
-      rolledBack: (pod, message) => {
-        this.syncer.events.record(pod, 'Warning', 'RolledBack', message);
-        m.rolledBack(pod.namespace, pod.name);
-      },
-    });
     this.runtime =
       o.engine ??
       (o.engineFactory ?? ((x: RuntimeOptions) => new DockerEngine(x)))({
@@ -145,6 +130,21 @@ export class Agent {
       },
       syncObserver(m),
     );
+    this.gate = new HealthGate({
+      stateDir: o.runtime.stateDir,
+      defaultMs: o.rollbackAfterMs ?? 0,
+      log: this.log,
+      engineUp: () => this.cache.connected,
+      // Judged the moment it is due, from what the agent knows (a worker's sync under a loaded
+      // engine took over a second, which the deadline's verdict does not need).
+      due: (uid) => judgeDue(this.judging, uid),
+      // What it keeps per pod lives in the pod's record, and goes with it.
+      records: this.syncer.records,
+      rolledBack: (pod, message) => {
+        this.syncer.events.record(pod, 'Warning', 'RolledBack', message);
+        m.rolledBack(pod.namespace, pod.name);
+      },
+    });
     this.worker = new PodWorker({ rt: this.runtime, cache: this.cache, log: this.log, syncer: this.syncer, mayDelete: (p) => this.set.mayDelete(p) });
     this.stats = new StatsCollector(this.runtime, () => this.cache.pods(), {
       periodMs: o.statsPeriodMs ?? 10_000,
@@ -216,7 +216,7 @@ export class Agent {
   async converged(): Promise<number> {
     for (;;) {
       if (this.stopped) throw new Error('the agent stopped before it converged');
-      if (this.loaded && [...this.set.uids()].every((uid) => this.synced.has(uid))) return this.set.size;
+      if (this.loaded && [...this.set.uids()].every((uid) => this.syncer.records.get(uid)?.synced)) return this.set.size;
       await new Promise((r) => setTimeout(r, 100));
     }
   }
@@ -286,7 +286,7 @@ export class Agent {
     } finally {
       this.metricsRegistry.podWorked(deleting ? 'delete' : 'sync', (performance.now() - t0) / 1000);
       // A pod that is gone is forgotten, not remembered as synced.
-      if (connected && (!!this.set.get(uid) || this.cache.pod(uid))) this.synced.add(uid);
+      if (connected && (!!this.set.get(uid) || this.cache.pod(uid))) this.syncer.records.make(uid).synced = true;
     }
   }
 
@@ -295,16 +295,9 @@ export class Agent {
     if (!this.cache.connected) return 1000;
     const d = this.set.get(uid);
     const turn = await this.worker.turn(uid, d, signal);
-    if (turn.forgotten) this.forget(uid);
+    // Neither declared nor on the engine: everything kept about it goes, its record and what its owners keep beside it.
+    if (turn.forgotten) this.syncer.records.forget(uid);
     return d && turn.synced && judge(this.judging, uid, d) ? 0 : turn.again;
-  }
-
-  /** A pod neither declared nor on the engine: everything kept about it goes. */
-  private forget(uid: string): void {
-    this.gate.forget(uid);
-    this.syncer.forget(uid);
-    this.synced.delete(uid);
-    this.worker.forget(uid);
   }
 
   /**
@@ -318,9 +311,6 @@ export class Agent {
     const kept = [this.syncer, this.gate, this.cache, this.gc, this.set, this.stats].map((m) => m.stateSize());
     return Object.assign({}, ...kept, {
       probeSeries: this.metricsRegistry.probes.size,
-      synced: this.synced.size,
-      deleting: this.worker.deleting.size,
-      deletionRequests: this.worker.requests.size,
       workers: this.workers.size,
     }) as Record<string, number>;
   }

@@ -4,6 +4,7 @@ import { podVersion } from '../manifest/hash.js';
 import type { DesiredPod } from '../manifest/types.js';
 import { decideRollback, rollbackDeadline, rolledBack, type Readiness, type RollbackRecord } from '../reconcile/rollback.js';
 import type { PodRef } from '../status/events.js';
+import { PodRecords } from './pod-record.js';
 import { RollbackStore } from './rollback-store.js';
 
 export interface HealthGateOptions {
@@ -19,6 +20,8 @@ export interface HealthGateOptions {
   rolledBack: (pod: PodRef, message: string) => void;
   /** The wall clock and a monotonic one (ms); for tests. */
   clock?: { wall: () => number; mono: () => number };
+  /** The pods' records (the syncer's, in the agent), where the gate keeps its timer, what runs and an update's origin. */
+  records?: PodRecords;
 }
 
 /** An elapsed time across a restart that is negative or longer than this is a clock that jumped. */
@@ -37,21 +40,21 @@ function sameRecord(a: RollbackRecord, b: RollbackRecord): boolean {
  * Health-gated updates in the agent: between the declared pods and the workers, it says which
  * version of each pod to run (`decideRollback`), stores each decision before it is acted on, and
  * wakes a pod's worker at its deadline. The workers never know: they are given a pod, as always.
+ * What it keeps per pod in memory is in the pod's record (`GateFacts`), so it goes with the record.
  */
 export class HealthGate {
   private readonly store: RollbackStore;
-  private readonly timers = new Map<string, NodeJS.Timeout>();
+  private readonly records: PodRecords;
   private readonly versions = new WeakMap<object, string>();
-  /** What each pod was last given to run, so an unchanged answer is the same object. */
-  private readonly running = new Map<string, DesiredPod>();
-  /** For each update being tried: its `since`, and the monotonic time that stands for it here. */
-  private readonly origins = new Map<string, { since: string; mono: number }>();
   private stopped = false;
   private readonly wall: () => number;
   private readonly mono: () => number;
 
   constructor(private readonly o: HealthGateOptions) {
     this.store = new RollbackStore(o.stateDir, o.log);
+    this.records = o.records ?? new PodRecords();
+    // The rollback record of a pod gone goes with it: a pod declared again later starts afresh.
+    this.records.onForget((uid) => this.store.forget(uid));
     this.wall = o.clock?.wall ?? Date.now;
     this.mono = o.clock?.mono ?? (() => performance.now());
   }
@@ -66,11 +69,11 @@ export class HealthGate {
   private nowFor(uid: string, record: RollbackRecord, version: string): number {
     const t = record.trying;
     if (!t || t.version !== version) return this.wall();
-    let origin = this.origins.get(uid);
+    let origin = this.records.get(uid)?.gate.origin;
     if (!origin || origin.since !== t.since) {
       const spent = this.wall() - Date.parse(t.since);
       origin = { since: t.since, mono: this.mono() - (spent >= 0 && spent <= PLAUSIBLE_MS ? spent : 0) };
-      this.origins.set(uid, origin);
+      this.records.make(uid).gate.origin = origin;
     }
     return Date.parse(t.since) + (this.mono() - origin.mono);
   }
@@ -81,8 +84,7 @@ export class HealthGate {
 
   stop(): void {
     this.stopped = true;
-    for (const t of this.timers.values()) clearTimeout(t);
-    this.timers.clear();
+    for (const [uid] of this.records.entries()) this.schedule(uid, undefined);
   }
 
   versionOf(d: DesiredPod): string {
@@ -114,8 +116,9 @@ export class HealthGate {
       now,
       engineUp: this.o.engineUp(),
     });
-    if (dec.record.trying && dec.record.trying !== before.trying) this.origins.set(d.uid, { since: dec.record.trying.since, mono: this.mono() });
-    if (!dec.record.trying) this.origins.delete(d.uid);
+    const facts = this.records.make(d.uid).gate;
+    if (dec.record.trying && dec.record.trying !== before.trying) facts.origin = { since: dec.record.trying.since, mono: this.mono() };
+    if (!dec.record.trying) delete facts.origin;
     if (!sameRecord(before, dec.record)) {
       try {
         this.store.set(d.uid, d.key, dec.record);
@@ -133,10 +136,10 @@ export class HealthGate {
     }
     let run = d;
     if (dec.run === 'good' && good) {
-      const last = this.running.get(d.uid);
+      const last = facts.running;
       run = last && last.pod === good.pod && last.origin === d.origin ? last : { ...d, pod: good.pod };
     }
-    this.running.set(d.uid, run);
+    facts.running = run;
     return run;
   }
 
@@ -156,39 +159,39 @@ export class HealthGate {
     return r.failed?.version === this.versionOf(declared) ? rolledBack(r) : undefined;
   }
 
-  /** Forgets pods no longer declared: their timers, and (when `present` says they are gone) their records. */
+  /**
+   * Forgets pods no longer declared: their timers, what ran and update origins (the rest of their
+   * record goes when their worker forgets them), and (when `present` says they are gone) their
+   * rollback records.
+   */
   prune(declared: ReadonlySet<string>, present: (uid: string) => boolean, sourcesLoaded: boolean): void {
-    for (const uid of [...this.timers.keys()]) if (!declared.has(uid)) this.schedule(uid, undefined);
-    for (const uid of [...this.running.keys()]) if (!declared.has(uid)) this.running.delete(uid);
-    for (const uid of [...this.origins.keys()]) if (!declared.has(uid)) this.origins.delete(uid);
+    for (const [uid, r] of this.records.entries()) {
+      if (declared.has(uid)) continue;
+      this.schedule(uid, undefined);
+      delete r.gate.running;
+      delete r.gate.origin;
+    }
     // Records of pods gone while no agent ran: a pod declared again later starts afresh.
     if (sourcesLoaded) for (const uid of this.store.uids()) if (!declared.has(uid) && !present(uid)) this.store.forget(uid);
   }
 
-  /** Timers, versions run, update origins, and the records (files, each also held in memory). */
+  /** The rollback records (files, each also held in memory); the timers, versions run and origins are counted with the pods' records. */
   stateSize(): Record<string, number> {
-    return { gateTimers: this.timers.size, gateRunning: this.running.size, gateOrigins: this.origins.size, gateRecords: this.store.size };
-  }
-
-  /** The pod was deleted: its record goes with it. */
-  forget(uid: string): void {
-    this.schedule(uid, undefined);
-    this.running.delete(uid);
-    this.origins.delete(uid);
-    this.store.forget(uid);
+    return { gateRecords: this.store.size };
   }
 
   /** Wakes the pod's worker in `inMs` (undefined: no check pending). */
   private schedule(uid: string, inMs: number | undefined): void {
-    const t = this.timers.get(uid);
-    if (t) clearTimeout(t);
-    this.timers.delete(uid);
+    const facts = this.records.get(uid)?.gate;
+    if (facts?.timer) clearTimeout(facts.timer);
+    if (facts) delete facts.timer;
     if (inMs === undefined || this.stopped) return;
     const timer = setTimeout(() => {
-      this.timers.delete(uid);
+      const now = this.records.get(uid)?.gate;
+      if (now?.timer === timer) delete now.timer;
       this.o.due(uid);
     }, timerDelay(inMs));
     timer.unref();
-    this.timers.set(uid, timer);
+    this.records.make(uid).gate.timer = timer;
   }
 }

@@ -11,9 +11,8 @@ export interface DeletionDeps {
   rt: PodEngine;
   cache: PodCache;
   log: Logger;
-  syncer: Pick<PodSyncer, 'probes' | 'events' | 'known' | 'refresh'>;
-  /** Pods whose deletion this agent began, by uid, with their names: "deleted" is said of each once it is gone, by whatever hand finished it. */
-  deleting: Map<string, string>;
+  /** Its records keep the name each deletion began under (`PodRecord.deleting`). */
+  syncer: Pick<PodSyncer, 'probes' | 'events' | 'known' | 'refresh' | 'records'>;
 }
 
 /** What a deletion turn leaves to the worker: when to look again, and whether the pod is gone for good. */
@@ -33,14 +32,16 @@ export async function deletionTurn(x: DeletionDeps, uid: string, o: ObservedPod 
   if (!o) {
     if (x.syncer.known(uid) && !(await removePodDir(x.rt, uid))) return { again: 1000, gone: false };
     // Another hand (a `podrun delete` beside the agent) removed the last of it between two turns.
-    const begun = x.deleting.get(uid);
+    const r = x.syncer.records.get(uid);
+    const begun = r?.deleting;
     if (begun !== undefined) x.log.info(`pod ${begun}: deleted`, { pod: begun });
-    x.deleting.delete(uid);
+    if (r) delete r.deleting;
     return { gone: true };
   }
   const pod = `${o.namespace}/${o.name}`;
   x.log.info(`pod ${pod}: no longer declared; deleting`, { pod });
-  x.deleting.set(uid, pod);
+  const r = x.syncer.records.make(uid);
+  r.deleting = pod;
   x.syncer.probes.removePod(uid);
   let whole = false;
   try {
@@ -58,7 +59,7 @@ export async function deletionTurn(x: DeletionDeps, uid: string, o: ObservedPod 
     // cache is brought up to date, which is bookkeeping (an inspect per container, seconds on a
     // loaded engine), not the deletion.
     x.log.info(`pod ${pod}: deleted`, { pod });
-    x.deleting.delete(uid);
+    delete r.deleting;
   }
   await x.syncer.refresh(uid);
   return whole ? { gone: true } : { again: 1000, gone: false };

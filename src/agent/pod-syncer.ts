@@ -16,7 +16,7 @@ import { probeTargets, readDetails, readinessOf, statusInputs } from './pod-view
 import { settled } from '../reconcile/settled.js';
 import { Adoption } from './adoption.js';
 import type { PodPhase } from './pod-phase.js';
-import { newPodRecord, recordSize, retainKeys, trimRecord, type PodRecord } from './pod-record.js';
+import { newPodRecord, PodRecords, retainKeys, trimRecord, type PodRecord } from './pod-record.js';
 import { noteHeld } from './held-reasons.js';
 import { logSyncActions } from './sync-log.js';
 import { recordFailure } from './turn-failure.js';
@@ -55,7 +55,7 @@ export class PodSyncer {
   readonly events = new EventRecorder();
   readonly probes: ProbeManager;
   /** One record per pod: everything kept about it beyond the engine's state, its back-off too (pod-record.ts). */
-  private readonly records = new Map<string, PodRecord>();
+  readonly records: PodRecords;
   private readonly adoption: Adoption;
   private readonly unsubscribeCreated: () => void;
 
@@ -71,9 +71,11 @@ export class PodSyncer {
     private readonly mode: WorkerMode = {},
   ) {
     this.adoption = new Adoption(rt, cache, log);
+    this.records = new PodRecords(backoff);
+    this.records.onForget((uid) => this.dropOutside(uid));
     // Creates happen in a pod's turn, so its record is there to note them; one made for a pod with
     // none (forgotten meanwhile) is told by its event, or the next relist.
-    this.unsubscribeCreated = rt.onCreated((uid, id) => this.records.get(uid)?.unseen.add(id));
+    this.unsubscribeCreated = rt.onCreated((uid, id) => this.records.worked(uid)?.unseen.add(id));
     const probed = observer.probed;
     this.probes = new ProbeManager(
       (id, cmd, t) => rt.exec(id, cmd, t),
@@ -85,19 +87,14 @@ export class PodSyncer {
     );
   }
 
-  /** The pod's record, made on its first sync. */
+  /** The pod's record, its sync begun. */
   private rec(uid: string): PodRecord {
-    let r = this.records.get(uid);
-    if (!r) {
-      r = newPodRecord(this.backoff);
-      this.records.set(uid, r);
-    }
-    return r;
+    return this.records.begin(uid);
   }
 
-  /** The pod's record for a read: a pod with none (not synced yet) reads as an empty one, which is not kept. */
+  /** The pod's record for a read: a pod not synced yet reads as an empty one, which is not kept. */
   private peek(uid: string): PodRecord {
-    return this.records.get(uid) ?? newPodRecord(this.backoff);
+    return this.records.worked(uid) ?? newPodRecord(this.backoff);
   }
 
   private ref(d: { uid: string; pod: { metadata: { name: string; namespace?: string } } }): PodRef {
@@ -139,15 +136,15 @@ export class PodSyncer {
    * made for it whose create event the cache may not have had yet.
    */
   async refresh(uid: string): Promise<void> {
-    const r = this.records.get(uid);
+    const r = this.records.worked(uid);
     const unseen = r ? [...r.unseen] : [];
     r?.unseen.clear();
     await this.cache.refreshPod(uid, unseen);
   }
 
-  /** Whether this agent has worked on the pod (it has a record). */
+  /** Whether this agent has worked on the pod (its worker has turned for it). */
   known(uid: string): boolean {
-    return this.records.has(uid);
+    return this.records.worked(uid) !== undefined;
   }
 
   /** The pod's phase (pod-phase.ts); undefined with no record. `enter` is its worker's (pod-worker.ts). */
@@ -159,33 +156,29 @@ export class PodSyncer {
     this.rec(uid).phase = phase;
   }
 
-  /** The pod is gone: everything kept about it goes, in one place. */
-  forget(uid: string): void {
+  /** What the syncer keeps of the pod outside its record: its probe workers, probe series and events. */
+  private dropOutside(uid: string): void {
     this.probes.removePod(uid);
     this.observer.probesGone?.(uid);
     this.events.forget(uid);
-    this.records.delete(uid);
   }
 
-  /** Entries kept per pod, by kind: what must return to nothing once a pod is gone. */
+  /** Declared again after it terminated: it syncs anew, nothing kept of its sync before (PodRecords.renew). */
+  renew(uid: string): void {
+    this.dropOutside(uid);
+    this.records.renew(uid);
+  }
+
+  /** Entries kept per pod, by kind: what must return to nothing once a pod is gone (`records.forget`). */
   stateSize(): Record<string, number> {
-    const sum = (size: (r: PodRecord) => number): number => [...this.records.values()].reduce((n, r) => n + size(r), 0);
-    return {
-      records: sum(recordSize),
-      crashBackoff: sum((r) => r.backoff.crash.size),
-      imageBackoff: sum((r) => r.backoff.imagePulls.size),
-      startBackoff: sum((r) => r.backoff.startFailures.size),
-      createdUnseen: sum((r) => r.unseen.size),
-      events: this.events.podCount(),
-      probes: this.probes.size,
-    };
+    return { ...this.records.stateSize(), events: this.events.podCount(), probes: this.probes.size };
   }
 
   /** The pod's IP (on the host network, the node's), read once per sandbox; undefined without a running one. */
   async podIP(pod: Pod | undefined, o: ObservedPod | undefined): Promise<string | undefined> {
     const sandbox = o?.sandboxes[0];
     if (!pod || !o || !sandbox || !isActive(sandbox)) return undefined;
-    const r = this.records.get(o.uid);
+    const r = this.records.worked(o.uid);
     if (r?.sandbox?.id === sandbox.id) return r.sandbox.ip || undefined;
     const ip = (await this.rt.sandboxInfo(sandbox.id, pod).catch(() => undefined))?.ip;
     if (r && ip !== undefined) r.sandbox = { id: sandbox.id, ip };

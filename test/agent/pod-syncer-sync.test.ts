@@ -96,9 +96,9 @@ describe('PodSyncer.sync', () => {
     const { engine, cache, sup } = await setup();
     const d = pod('busybox:1');
     await sup.sync(d);
-    expect(await deletionTurn({ rt: engine, cache, log: silentLogger, syncer: sup, deleting: new Map() }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
+    expect(await deletionTurn({ rt: engine, cache, log: silentLogger, syncer: sup }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
     expect(engine.containers.size).toBe(0);
-    sup.forget(d.uid);
+    sup.records.forget(d.uid);
     expect(Object.values(sup.stateSize()).every((n) => n === 0)).toBe(true);
   });
 
@@ -123,7 +123,7 @@ describe('PodSyncer.sync', () => {
     // A turn that starts cancelled does nothing at all.
     expect(await sup.sync(d, cancel.signal)).toBeUndefined();
     expect(engine.calls.get('create')).toBe(1);
-    expect(await deletionTurn({ rt: engine, cache, log: silentLogger, syncer: sup, deleting: new Map() }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
+    expect(await deletionTurn({ rt: engine, cache, log: silentLogger, syncer: sup }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
     expect(engine.containers.size).toBe(0);
   });
 
@@ -133,14 +133,13 @@ describe('PodSyncer.sync', () => {
     await sup.sync(d);
     const lines: string[] = [];
     const log = { ...silentLogger, info: (m: string) => void lines.push(m) };
-    const deleting = new Map<string, string>();
     // The agent's turn began the deletion; the CLI finished it before the next turn.
-    deleting.set(d.uid, 'default/x');
+    sup.records.get(d.uid)!.deleting = 'default/x';
     for (const c of [...engine.containers.keys()]) engine.containers.delete(c);
     await cache.refreshPod(d.uid);
-    expect(await deletionTurn({ rt: engine, cache, log, syncer: sup, deleting }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
+    expect(await deletionTurn({ rt: engine, cache, log, syncer: sup }, d.uid, cache.pod(d.uid))).toEqual({ gone: true });
     expect(lines).toContain('pod default/x: deleted');
-    expect(deleting.size).toBe(0);
+    expect(sup.records.get(d.uid)?.deleting).toBeUndefined();
   });
 
   it('keeps the running version while its update cannot pull: ErrImagePull, then ImagePullBackOff for 10 s, then replaced once the pull works', async () => {

@@ -139,7 +139,7 @@ describe('per-container back-off', () => {
     engine.exit(cache.pod(v2.uid)!.containers.find((c) => c.state === 'running')!.id, 1);
     expect(await sup.sync(v2)).toBe(0);
     expect(sup.stateSize().crashBackoff).toBe(1);
-    sup.forget(v2.uid);
+    sup.records.forget(v2.uid);
     expect(sup.stateSize()).toEqual(Object.fromEntries(Object.keys(sup.stateSize()).map((k) => [k, 0])));
   });
 });
@@ -153,7 +153,7 @@ describe('PodWorker: a deletion asked of the agent (podrun delete)', () => {
   });
 
   it('deletes a pod its source still declares, answers once it is gone, then makes it anew', async () => {
-    const { engine, worker } = await setup();
+    const { engine, sup, worker } = await setup();
     await worker.turn(d.uid, d, signal());
     const before = running(engine);
     let answered = false;
@@ -166,12 +166,12 @@ describe('PodWorker: a deletion asked of the agent (podrun delete)', () => {
     expect(turn.synced).toBe(true);
     expect(running(engine)).toHaveLength(2);
     expect(running(engine).some((id) => before.includes(id))).toBe(false);
-    expect(worker.requests.size).toBe(0);
+    expect(sup.stateSize().deletionRequests).toBe(0);
     expect(worker.deletionShown(d.uid)).toBeUndefined();
   });
 
   it('holds an applied pod deleted until its set drops it, so it is not made again meanwhile, then forgets it', async () => {
-    const { engine, worker } = await setup();
+    const { engine, sup, worker } = await setup();
     await worker.turn(d.uid, d, signal());
     const gone = worker.requestDeletion(d.uid, ask(true));
     expect(await worker.turn(d.uid, d, signal())).toMatchObject({ synced: false, forgotten: false });
@@ -181,16 +181,16 @@ describe('PodWorker: a deletion asked of the agent (podrun delete)', () => {
     expect(await worker.turn(d.uid, d, signal())).toMatchObject({ synced: false, forgotten: false });
     expect(engine.containers.size).toBe(0);
     expect(await worker.turn(d.uid, undefined, signal())).toEqual({ synced: false, forgotten: true });
-    expect(worker.requests.size).toBe(0);
+    expect(sup.stateSize().deletionRequests).toBe(0);
   });
 
   it('holds an applied pod deleted no longer than UNDECLARE_WAIT_MS: one applied again meanwhile is made anew after it', async () => {
-    const { engine, worker } = await setup();
+    const { engine, sup, worker } = await setup();
     await worker.turn(d.uid, d, signal());
     const gone = worker.requestDeletion(d.uid, ask(true));
     await worker.turn(d.uid, d, signal());
     await gone;
-    const goneAt = worker.requests.get(d.uid)!.goneAt!;
+    const goneAt = sup.records.get(d.uid)!.awaitedDeletion!.goneAt!;
     const now = vi.spyOn(Date, 'now');
     now.mockReturnValue(goneAt + UNDECLARE_WAIT_MS - 1);
     expect(await worker.turn(d.uid, d, signal())).toMatchObject({ synced: false });
@@ -199,16 +199,16 @@ describe('PodWorker: a deletion asked of the agent (podrun delete)', () => {
     expect(await worker.turn(d.uid, d, signal())).toMatchObject({ synced: true });
     now.mockRestore();
     expect(running(engine)).toHaveLength(2);
-    expect(worker.requests.size).toBe(0);
+    expect(sup.stateSize().deletionRequests).toBe(0);
   });
 
   it('a second delete with a shorter grace shortens the one asked, never the other way', async () => {
-    const { worker } = await setup();
+    const { sup, worker } = await setup();
     void worker.requestDeletion(d.uid, ask(false, 30));
     void worker.requestDeletion(d.uid, ask(false, 5));
     void worker.requestDeletion(d.uid, ask(false, 10));
-    expect(worker.requests.get(d.uid)?.override).toBe(5);
-    expect(worker.requests.get(d.uid)?.waiters).toHaveLength(3);
+    expect(sup.records.get(d.uid)?.awaitedDeletion?.override).toBe(5);
+    expect(sup.records.get(d.uid)?.awaitedDeletion?.waiters).toHaveLength(3);
   });
 });
 
