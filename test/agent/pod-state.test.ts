@@ -130,6 +130,45 @@ describe("the agent's state per pod", () => {
   });
 });
 
+/** A health-gated pod: version `v` (its image), with a readiness probe from version 2 on. */
+const GATED = (v: number): string => `apiVersion: v1
+kind: Pod
+metadata: {name: gated, namespace: state, annotations: {podrun.io/rollback-after: 1h}}
+spec:
+  terminationGracePeriodSeconds: 0
+  containers:
+  - name: c
+    image: busybox:v${v}
+${v > 1 ? '    readinessProbe: {exec: {command: ["false"]}, periodSeconds: 1}\n' : ''}`;
+
+describe("the agent's state per pod, forgotten at once", () => {
+  it(
+    'is nothing once a pod goes that had synced, had an update on trial (its gate timer armed) and a deletion asked and pending',
+    { timeout: 60_000 },
+    async () => {
+      const { agent, engine, source } = await agentOnFake();
+      // Version 1 runs and is Ready: the version to go back to, in the pod's rollback record.
+      source.declare(GATED(1));
+      await until('version 1 to be the Ready one', () => agent.podState().gateRecords === 1 && running(engine, 'gated'));
+      // Version 2 never gets Ready: on trial until its deadline, an hour away.
+      engine.execResult = () => ({ exitCode: 1, output: 'not yet' });
+      source.declare(GATED(2));
+      await until('version 2 to run on trial', () => [...engine.containers.values()].some((c) => c.state === 'running' && c.image === 'busybox:v2'));
+      await settle(agent);
+      const uid = agent.desiredPods()[0]!.uid;
+      // Asked over the socket: the request is kept from the moment it is asked, before any engine call.
+      const answered = agent.deletePods({ pods: [{ uid, key: 'state/gated' }], override: 0 });
+      expect(agent.podState()).toMatchObject({ synced: 1, deletionRequests: 1, gateTimers: 1, gateRunning: 1, gateOrigins: 1, gateRecords: 1 });
+      source.declare();
+      expect(await answered).toEqual({ pods: [{ key: 'state/gated' }] });
+      await until('the pod to be gone', () => engine.podCount() === 0);
+      await settle(agent);
+      const s = agent.podState();
+      expect(s).toEqual(Object.fromEntries(Object.keys(s).map((k) => [k, 0])));
+    },
+  );
+});
+
 /** The pod that is updated, as its source loads it; each version is this one with a new container spec. */
 const UPDATED = `apiVersion: v1
 kind: Pod
