@@ -1,7 +1,11 @@
-import { existsSync, readdirSync, readFileSync } from 'node:fs';
+import { existsSync, mkdtempSync, readdirSync, readFileSync, rmSync, writeFileSync } from 'node:fs';
+import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { describe, expect, it } from 'vitest';
+import { applyAsked } from '../../src/agent/asked-apply.js';
+import { silentLogger } from '../../src/log/silent.js';
 import { loadManifestText } from '../../src/manifest/load.js';
+import { OPEN_POLICY } from '../../src/manifest/policy.js';
 import type { Pod } from '../../src/manifest/types.js';
 import { LABEL } from '../../src/runtime/labels.js';
 import type { ApplyAsk } from '../../src/server/client.js';
@@ -48,6 +52,8 @@ const running = (engine: FakeEngine): string[] =>
         .map((c) => `${c.labels[LABEL.podName]}:${c.image}`),
     ),
   ].sort();
+
+const NO_ACTIONS = { killPod: false, createSandbox: false, sandboxAttempt: 0, containersToKill: [], containersToStart: [] };
 
 const setFile = (stateDir: string): string => join(appliedDir(stateDir), `${SET}.json`);
 
@@ -118,5 +124,19 @@ describe('an apply asked of the agent', () => {
     expect(pruned.plans?.map((p) => `${p.key} ${p.verdict}`)).toEqual(['fake/web unchanged', 'fake/db deleted']);
     expect(agent.desiredPods().map((d) => d.key)).toEqual(['fake/web']);
     await until('db deleted', () => running(engine).join() === 'web:busybox:1' && engine.podCount() === 1);
+  });
+
+  it('that cannot be recorded fails with where and why, and merges nothing', async () => {
+    const stateDir = mkdtempSync(join(tmpdir(), 'podrun-asked-'));
+    try {
+      // Where the sets go is no directory: every write there fails, as on a full or read-only disk.
+      writeFileSync(appliedDir(stateDir), '');
+      let merged = 0;
+      const x = { stateDir, policy: OPEN_POLICY, cache: { pods: () => [] }, foresee: () => NO_ACTIONS, recorded: () => merged++, log: silentLogger };
+      await expect(applyAsked(x, ask([loaded('web')]))).rejects.toThrow(`cannot record the applied set in ${appliedDir(stateDir)}: E`);
+      expect(merged).toBe(0);
+    } finally {
+      rmSync(stateDir, { recursive: true, force: true });
+    }
   });
 });
