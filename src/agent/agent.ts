@@ -18,8 +18,11 @@ import type { PodEvent } from '../status/events.js';
 import type { ContainerGcResult, GarbageCollector, ImageGcResult } from '../gc/collector.js';
 import { collectorFor, startSweeps, sweepContainers } from './agent-gc.js';
 import { startServer } from '../server/server.js';
-import type { DeleteAnswer, DeleteAsk, PullAnswer, PullAsk } from '../server/client.js';
+import type { ApplyAnswer, ApplyAsk, DeleteAnswer, DeleteAsk, PullAnswer, PullAsk } from '../server/client.js';
 import { deleteAsked, pullAsked } from './asked-deletion.js';
+import { applyAsked } from './asked-apply.js';
+import { AppliedSource } from '../sources/applied-source.js';
+import { OPEN_POLICY } from '../manifest/policy.js';
 import { defaultTokenPath, loadHttpToken } from '../server/http-token.js';
 import { ExpiryLog } from './expiry-log.js';
 import { PodSyncer } from './pod-syncer.js';
@@ -79,6 +82,8 @@ export class Agent {
   private readonly nodeStatus: NodeStatus;
   /** What judging a health-gated update reads and moves (update-judge.ts). */
   private readonly judging: JudgeDeps;
+  /** The applies asked over the socket, one after the other: each reads the records the one before wrote. */
+  private applying: Promise<unknown> = Promise.resolve();
 
   constructor(private readonly o: AgentOptions) {
     // Whatever a line quotes (an engine or fetch error naming a URL), credentials never reach the log.
@@ -354,6 +359,26 @@ export class Agent {
   deletePods(ask: DeleteAsk): Promise<DeleteAnswer> {
     const x = { stateDir: this.o.runtime.stateDir, set: this.set, cache: this.cache, worker: this.worker, workers: this.workers, log: this.log };
     return deleteAsked(x, ask);
+  }
+
+  /** `podrun apply` asked over the socket: this agent records the set and carries it out (asked-apply.ts). */
+  applyPods(ask: ApplyAsk): Promise<ApplyAnswer> {
+    const applied = this.set.sources.find((s) => s instanceof AppliedSource);
+    const x = {
+      stateDir: this.o.runtime.stateDir,
+      policy: this.o.policy ?? OPEN_POLICY,
+      cache: this.cache,
+      foresee: (d: DesiredPod) => this.syncer.foresee(d),
+      // Read back and merged now: the workers start on the set before the answer, whatever the pacing of other changes.
+      recorded: () => {
+        applied?.readNow();
+        this.merges.run();
+      },
+      log: this.log,
+    };
+    const answer = this.applying.then(() => applyAsked(x, ask));
+    this.applying = answer.catch(() => undefined);
+    return answer;
   }
 
   async collectImages(dryRun: boolean): Promise<ImageGcResult> {

@@ -1,4 +1,5 @@
 import type { Logger } from '../log/logger.js';
+import { silentLogger } from '../log/silent.js';
 import type { DesiredPod, Pod } from '../manifest/types.js';
 import type { PodCache } from '../pleg/cache.js';
 import { ProbeManager, type ProbeEvent } from '../probe/manager.js';
@@ -199,6 +200,15 @@ export class PodSyncer {
     if (!probed) return this.probes.sync(d.uid, []);
     const host = await this.sandboxAddress(d.pod, o);
     this.probes.sync(d.uid, await probeTargets(this.rt, this.probes, d, o, this.rec(d.uid), host, !this.mode.engineRestarts));
+  }
+
+  /**
+   * What the pod's next turn would decide from what is known now (the cache, the prober), taking no
+   * step of one: no record made, nothing adopted, nothing said. The plan an apply asked over the
+   * socket is answered with, for pods that may never be declared (a dry run).
+   */
+  foresee(d: DesiredPod): PodActions {
+    return planSync(d, this.cache.pod(d.uid), this.probes, silentLogger);
   }
 
   /** The turn's decision alone, made as `turn` makes it (gather, then the plan), for `apply` to print and then hand to `turn`. */

@@ -1,12 +1,13 @@
 import { formatIssue, type ManifestIssue } from '../manifest/errors.js';
-import type { PodPlan } from '../reconcile/plan.js';
+import type { ShownPlan } from '../server/client.js';
 import type { Io } from './context.js';
 
 export function printIssues(io: Io, issues: ManifestIssue[]): void {
   for (const i of issues) io.err(formatIssue(i));
 }
 
-export function printPlan(io: Io, plans: PodPlan[], dryRun: boolean): void {
+/** An apply's plan, as this CLI decided it (no agent) or as the agent answered it. */
+export function printPlan(io: Io, plans: readonly ShownPlan[], dryRun: boolean): void {
   const suffix = dryRun ? ' (dry run)' : '';
   for (const p of plans) {
     io.out(`pod/${p.key} ${p.verdict}${suffix}`);

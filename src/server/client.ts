@@ -1,5 +1,6 @@
 import { existsSync } from 'node:fs';
 import { join } from 'node:path';
+import type { Pod } from '../manifest/types.js';
 
 /** The agent's socket in its state directory. Here rather than in server.ts, so that the commands that ask the agent load neither the server nor Node's HTTP stack when no agent runs. */
 export function agentSocketPath(stateDir: string): string {
@@ -55,11 +56,37 @@ export interface PullAnswer {
   images: { image: string; error?: string }[];
 }
 
-/** The agent's answer to a POST with a JSON body; `status` 0 when no agent answered. */
+/**
+ * `podrun apply`'s question to the agent: the set (its id, from the paths given), each pod as the
+ * CLI loaded it with where it was applied from (`file:/abs/path`, `url:…`, `stdin`), and
+ * `--prune`. `dryRun`: the plan only, nothing recorded.
+ */
+export interface ApplyAsk {
+  applySet: string;
+  pods: { source: string; pod: Pod }[];
+  prune: boolean;
+  dryRun: boolean;
+}
+
+/** One pod's line of an apply's plan, as printed: a `PodPlan` without the pods themselves. */
+export interface ShownPlan {
+  key: string;
+  verdict: 'created' | 'replaced' | 'updated' | 'unchanged' | 'deleted';
+  actions: { reason?: string; containersToKill: { name: string; reason: string }[]; containersToStart: { name: string; reason: string }[] };
+}
+
+/** The agent's answer: the plan its workers carry out (recorded unless a dry run), or why it refused the set, line by line. */
+export interface ApplyAnswer {
+  plans?: ShownPlan[];
+  refused?: string[];
+}
+
+/** The agent's answer to a POST with a JSON body; `status` 0 when no agent answered, `code` then the connection's error code. */
 export interface AgentAnswer<T> {
   status: number;
   body?: T;
   text: string;
+  code?: string;
 }
 
 /** POSTs `body` as JSON to the agent of this state directory and reads its answer. */
@@ -87,7 +114,7 @@ export function agentPost<T>(stateDir: string, path: string, body: unknown, time
         },
       );
     req.on('timeout', () => req.destroy(new Error(`the agent did not answer within ${Math.round(timeoutMs / 1000)}s`)));
-    req.on('error', (err) => resolve({ status: 0, text: err.message }));
+    req.on('error', (err: NodeJS.ErrnoException) => resolve({ status: 0, text: err.message, ...(err.code ? { code: err.code } : {}) }));
     req.end(payload);
   });
 }

@@ -2,8 +2,10 @@ import type { Logger } from '../log/logger.js';
 import { chmodSync, rmSync } from 'node:fs';
 import { createServer, type IncomingMessage, type Server, type ServerResponse } from 'node:http';
 import type { PodEvent } from '../status/events.js';
+import { MAX_MANIFEST_BYTES, size } from '../manifest/limits.js';
+import { applyAskProblem } from './apply-ask.js';
 import { bearerMatches } from './http-token.js';
-import { agentSocketPath, type DeleteAnswer, type DeleteAsk, type PullAnswer, type PullAsk } from './client.js';
+import { agentSocketPath, type ApplyAnswer, type ApplyAsk, type DeleteAnswer, type DeleteAsk, type PullAnswer, type PullAsk } from './client.js';
 
 /**
  * Limits on the agent's endpoints: a request's headers within 10 s and the whole request within
@@ -30,30 +32,47 @@ export interface AgentView {
   deletePods(ask: DeleteAsk): Promise<DeleteAnswer>;
   /** `podrun pull`, asked of the agent. */
   pullImages(ask: PullAsk): Promise<PullAnswer>;
+  /** `podrun apply`, asked of the agent: the set recorded and merged (unless a dry run), answered with the plan. */
+  applyPods(ask: ApplyAsk): Promise<ApplyAnswer>;
 }
 
 /** What only the socket serves, never the TCP port, token or not: the verbs that change pods. */
-const SOCKET_ONLY: ReadonlySet<string> = new Set(['/pods/delete', '/images/pull']);
+const SOCKET_ONLY: ReadonlySet<string> = new Set(['/pods/delete', '/images/pull', '/pods/apply']);
 
 /** A question's body is a list of pods: far under this. */
 const MAX_BODY = 1 << 20;
 
-/** The request's JSON body; undefined when it is too large or not JSON. */
-function readJson(req: IncomingMessage): Promise<unknown> {
+/** An apply's body holds the pods themselves: a set of them is kept to what a file of manifests may be (the record the agent reads back is one). */
+const MAX_APPLY_BODY = MAX_MANIFEST_BYTES;
+
+/** A request body as JSON, or why not: too large (the rest is read and dropped, so the answer reaches the client) or not JSON. */
+type Body = { ok: true; value: unknown } | { ok: false; status: 400 | 413; message: string };
+
+function readJson(req: IncomingMessage, limit: number): Promise<Body> {
+  const tooLarge: Body = { ok: false, status: 413, message: `request body over ${size(limit)}` };
+  if (Number(req.headers['content-length'] ?? 0) > limit) {
+    req.resume();
+    return Promise.resolve(tooLarge);
+  }
   return new Promise((resolve) => {
     const chunks: Buffer[] = [];
-    let size = 0;
+    let bytes = 0;
     req.on('data', (c: Buffer) => {
-      size += c.length;
-      if (size > MAX_BODY) return req.destroy();
-      chunks.push(c);
+      bytes += c.length;
+      if (bytes <= limit) chunks.push(c);
+      else {
+        // Answered now; what follows is read and dropped.
+        chunks.length = 0;
+        resolve(tooLarge);
+      }
     });
-    req.on('error', () => resolve(undefined));
+    req.on('error', () => resolve({ ok: false, status: 400, message: 'the request was cut off' }));
     req.on('end', () => {
+      if (bytes > limit) return resolve(tooLarge);
       try {
-        resolve(JSON.parse(Buffer.concat(chunks).toString('utf8')));
+        resolve({ ok: true, value: JSON.parse(Buffer.concat(chunks).toString('utf8')) });
       } catch {
-        resolve(undefined);
+        resolve({ ok: false, status: 400, message: 'the body is not JSON' });
       }
     });
   });
@@ -128,20 +147,28 @@ export async function startServer(
   o: { stateDir: string; port?: number; token?: string; tokenFile?: string; log?: Logger },
 ): Promise<() => Promise<void>> {
   const handler = (req: IncomingMessage, res: ServerResponse, url: URL): void => {
-    if (url.pathname === '/pods/delete' || url.pathname === '/images/pull') {
+    if (SOCKET_ONLY.has(url.pathname)) {
       if (req.method !== 'POST') return send(res, 405, 'method not allowed\n');
       // Answered once the pods are gone or the pulls done (grace periods, downloads): no idle timeout meanwhile.
       req.socket.setTimeout(0);
-      const pull = url.pathname === '/images/pull';
-      readJson(req).then(
-        (ask) => {
-          const answer = pull ? (isPullAsk(ask) ? view.pullImages(ask) : undefined) : isDeleteAsk(ask) ? view.deletePods(ask) : undefined;
-          if (!answer)
-            return send(res, 400, `bad request: expected ${pull ? '{"images": [{"image", "policy"}]}' : '{"pods": [{"uid", "key"}], "override"?}'}\n`);
-          answer.then(
-            (body) => send(res, 200, body),
-            (err: unknown) => send(res, 500, `${(err as Error).message}\n`),
-          );
+      readJson(req, url.pathname === '/pods/apply' ? MAX_APPLY_BODY : MAX_BODY).then(
+        (body) => {
+          if (!body.ok) return send(res, body.status, `bad request: ${body.message}\n`);
+          const answered = <T>(answer: Promise<T>, status: (body: T) => number = () => 200): void =>
+            void answer.then(
+              (b) => send(res, status(b), b),
+              (err: unknown) => send(res, 500, `${(err as Error).message}\n`),
+            );
+          const ask = body.value;
+          if (url.pathname === '/pods/apply') {
+            const problem = applyAskProblem(ask);
+            if (problem) return send(res, 400, `bad request: ${problem}\n`);
+            // A set the agent will not take (a pod invalid, or refused by its node's policy) is no fault of the request's form.
+            return answered(view.applyPods(ask as ApplyAsk), (a) => (a.refused ? 422 : 200));
+          }
+          if (url.pathname === '/images/pull')
+            return isPullAsk(ask) ? answered(view.pullImages(ask)) : send(res, 400, 'bad request: expected {"images": [{"image", "policy"}]}\n');
+          return isDeleteAsk(ask) ? answered(view.deletePods(ask)) : send(res, 400, 'bad request: expected {"pods": [{"uid", "key"}], "override"?}\n');
         },
         () => send(res, 400, 'bad request\n'),
       );

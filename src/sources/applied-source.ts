@@ -90,6 +90,10 @@ export class AppliedSource implements PodSource {
     return this.inner.canForget(source);
   }
 
+  readNow(): void {
+    this.inner.readNow?.();
+  }
+
   start(onChange: () => void): Promise<void> {
     return this.inner.start(onChange);
   }

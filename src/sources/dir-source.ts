@@ -99,6 +99,8 @@ export class DirectorySource implements PodSource {
   private scanned = false;
   private dirIssue: ManifestIssue | undefined;
   private stopped = false;
+  /** In `readNow`: what is read is believed as it is. */
+  private believing = false;
 
   constructor(
     dir: string,
@@ -199,6 +201,25 @@ export class DirectorySource implements PodSource {
     w?.close().catch((err: unknown) => this.o.log?.warn(`${this.name}: closing the watcher: ${(err as Error).message}`, { source: this.name }));
   }
 
+  /**
+   * Lists the directory and reads what changed now, each file believed as it is, with one change
+   * told for all: for files this process has just written itself, atomically (the agent's applied
+   * sets), which no half-done write or editor's save can be caught in.
+   */
+  readNow(): void {
+    const onChange = this.onChange;
+    let changed = false;
+    this.onChange = () => (changed = true);
+    this.believing = true;
+    try {
+      this.resync();
+    } finally {
+      this.believing = false;
+      this.onChange = onChange;
+    }
+    if (changed) onChange();
+  }
+
   /** Lists the directory and reads what changed; the periodic safety net, and the first load. */
   resync(): void {
     if (this.stopped) return;
@@ -258,8 +279,12 @@ export class DirectorySource implements PodSource {
   private readFile(path: string): void {
     const read = readManifestFile(path);
     if (read.kind === 'gone') {
-      if (this.files.has(path)) this.removals.start(path, this.o.removeGraceMs ?? 1000);
-      return;
+      if (!this.files.has(path)) return;
+      if (!this.believing) return this.removals.start(path, this.o.removeGraceMs ?? 1000);
+      this.removals.cancel(path);
+      this.settle.cancel(path);
+      this.files.delete(path);
+      return this.onChange();
     }
     if (read.kind === 'issue') {
       this.setIssue(path, read.issue);
@@ -310,10 +335,12 @@ export class DirectorySource implements PodSource {
     // first container without the second). After the first scan, content is believed only once it
     // has stayed the same for a moment; a rename into place (what careful writers do) costs the
     // same moment and nothing else.
-    if (this.scanned && !this.settle.isSettled(path, digest)) {
+    if (this.scanned && !this.believing && !this.settle.isSettled(path, digest)) {
       this.settle.wait(path, digest);
       return;
     }
+    // Believed now: a wait for this content begun before is over.
+    if (this.believing) this.settle.cancel(path);
     this.settle.forget(path);
     let signedBy: string | undefined;
     let fresh: FreshSet | undefined;

@@ -28,6 +28,8 @@ export interface PodSource {
    * truncated applied set after a restart, say): what cannot be read protects its pods.
    */
   canForget(source: string): boolean;
+  /** Its files were just written by this process itself (the applied sets, by the agent): read them now, no settle wait. */
+  readNow?(): void;
   start(onChange: () => void): Promise<void>;
   stop(): Promise<void>;
 }

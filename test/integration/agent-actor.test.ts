@@ -1,3 +1,6 @@
+import { chmodSync, readdirSync, readFileSync } from 'node:fs';
+import { join } from 'node:path';
+import { fileURLToPath } from 'node:url';
 import { describe, expect, it } from 'vitest';
 import { AgentSuite, sleepingPod } from './agent-helpers.js';
 import { dockerTrace, type DockerCall } from './docker-trace.js';
@@ -16,10 +19,26 @@ function changing(calls: DockerCall[]): string[] {
   return calls.filter((c) => !c.call.startsWith('GET ') && !c.call.startsWith('HEAD ')).map((c) => c.call);
 }
 
-async function traced(args: string[]): Promise<{ code: number; out: string; err: string; changes: string[]; count: number }> {
+const BIN = fileURLToPath(new URL('../../bin/podrun', import.meta.url));
+
+/**
+ * bin/podrun in a mount namespace of its own where the state directory's applied sets are
+ * read-only: whatever it records there fails (EROFS), while the agent, outside it, writes as ever.
+ * The lock (abstract, in the network namespace) and the agent's socket are reached as usual.
+ */
+function readOnlyApplied(): string {
+  const wrapper = world.write(
+    'podrun-applied-ro',
+    `#!/bin/sh\nexec unshare -m sh -c 'mount --bind -o ro "$0" "$0" && exec "$@"' '${join(world.stateDir, 'applied')}' '${BIN}' "$@"\n`,
+  );
+  chmodSync(wrapper, 0o755);
+  return wrapper;
+}
+
+async function traced(args: string[], o: { bin?: string } = {}): Promise<{ code: number; out: string; err: string; changes: string[]; count: number }> {
   const trace = await dockerTrace();
   try {
-    const r = await world.bin(args, { env: { DOCKER_HOST: trace.host } });
+    const r = await world.bin(args, { env: { DOCKER_HOST: trace.host }, ...o });
     const calls = trace.calls();
     return { ...r, changes: changing(calls), count: calls.length };
   } finally {
@@ -42,11 +61,16 @@ describe('with an agent running, the CLI asks and the agent acts', () => {
     const name = unique('asked');
     const file = world.write(`${name}.yaml`, sleepingPod(name, ns));
 
-    const applied = await traced(['apply', file]);
+    // The CLI cannot write the applied sets: the agent records the set, asked over its socket.
+    const applied = await traced(['apply', file], { bin: readOnlyApplied() });
     expect(applied.code, applied.err).toBe(0);
+    expect(applied.out).toContain(`pod/${ns}/${name} created`);
     expect(applied.out).toContain('1 pod ready');
     expect(applied.changes).toEqual([]);
     expect((await podContainers(ns, name)).filter((c) => c.State === 'running')).toHaveLength(2);
+    await agent.waitForLog(/apply asked: set [0-9a-f]{16} recorded \(1 created\)/);
+    const sets = readdirSync(join(world.stateDir, 'applied')).filter((n) => n.endsWith('.json'));
+    expect(sets.filter((n) => readFileSync(join(world.stateDir, 'applied', n), 'utf8').includes(`"name": "${name}"`))).toHaveLength(1);
 
     const deleted = await traced(['delete', '-n', ns, name, '--grace-period', '1']);
     expect(deleted.code, deleted.err).toBe(0);

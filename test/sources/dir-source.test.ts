@@ -116,3 +116,20 @@ describe('DirectorySource', () => {
     expect(declared(source)).toEqual(['a:busybox:1']);
   });
 });
+
+describe('readNow: files this process has just written itself', () => {
+  it('are believed at once, changed and gone alike, with one change told for all', async () => {
+    const { dir, source, changes } = await watched({ 'a.yaml': POD('a'), 'b.yaml': POD('b') }, 3_600_000);
+    const before = changes();
+    writeFileSync(join(dir, 'a.yaml'), POD('a', 'busybox:2'), { mode: 0o600 });
+    unlinkSync(join(dir, 'b.yaml'));
+    writeFileSync(join(dir, 'c.yaml'), POD('c'), { mode: 0o600 });
+    // No settle wait for the new content, no removal grace (an hour here) for the file gone.
+    source.readNow();
+    expect(declared(source)).toEqual(['a:busybox:2', 'c:busybox:1']);
+    expect(changes()).toBe(before + 1);
+    // Nothing changed since: nothing to tell.
+    source.readNow();
+    expect(changes()).toBe(before + 1);
+  });
+});
