@@ -61,6 +61,7 @@ const KNOWN_SECONDS: Record<string, number> = {
   'test/integration/engine-timeout.test.ts': 15,
   // The engine suites on Podman and containerd 2 (issue 43): the 13 files run together, 6
   // workers, CI=true, 2026-12-07; Podman's slow down most beside one another (one store).
+  'test/integration/lifecycle-restarts.podman.test.ts': 90,
   'test/integration/exec-kill.podman.test.ts': 90,
   'test/integration/lifecycle-restarts.cri2.test.ts': 84,
   'test/integration/agent-kill9.cri2.test.ts': 77,

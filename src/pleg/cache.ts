@@ -4,6 +4,7 @@ import { LABEL } from '../runtime/labels.js';
 import type { EngineContainer, ObservedPod } from '../runtime/observed.js';
 import type { EngineEvent } from '../runtime/runtime-types.js';
 import type { EngineLifecycle } from '../runtime/roles.js';
+import { lookIsNewer } from './freshness.js';
 import { ContainerRecords } from './records.js';
 import { RelistHealth, relistThresholdFor } from './relist-health.js';
 
@@ -20,8 +21,11 @@ export interface PodCacheOptions {
   clock?: () => number;
 }
 
-/** What the cache learned, in order: an engine event, or its own look at one container (undefined: gone). */
-type Recent = { seq: number; event: EngineEvent } | { seq: number; looked: string; info: EngineContainer | undefined };
+/**
+ * What the cache learned, in order: an engine event, or its own look at one container (undefined:
+ * gone), with `since`, the last seq told before the look began.
+ */
+type Recent = { seq: number; event: EngineEvent } | { seq: number; looked: string; info: EngineContainer | undefined; since: number };
 
 const RECENT_LIMIT = 2000;
 
@@ -196,20 +200,39 @@ export class PodCache {
       this.records.set(info.id, info);
       touched.add(info.labels[LABEL.podUid] ?? '');
     }
-    for (const r of this.recent) {
+    for (const [i, r] of this.recent.entries()) {
       if (r.seq <= startSeq) continue;
       if ('event' in r) this.apply(r.event);
       // A look since the list began: one that found a container gone stands; one that found a
       // container the list lacks was made after the list was read (seen missing, a worker would
-      // make it again). One the list holds keeps the list's word, as fresh as the look's.
+      // make it again). One the list holds stands only where it saw the container further along its
+      // life: a list read between a create and its start would show a started instance "never
+      // started", and the worker would replace it (Podman under load, its start told late).
       else if (!r.info) this.records.delete(r.looked);
-      else if (!this.records.get(r.looked)) this.records.set(r.looked, r.info);
+      else {
+        const held = this.records.get(r.looked);
+        if (held && !lookIsNewer(held, r.info)) continue;
+        this.records.set(r.looked, { ...r.info });
+        // As refreshPod took it: events told while the look was under way come after it (a
+        // container the engine restarted in place meanwhile runs again).
+        for (const e of this.toldDuring(i, r.since, r.looked)) this.apply(e);
+      }
     }
     // A container destroyed while the event stream was down never sends its 'removed': the list is
     // the word on what exists, and a finish time of a container that does not is dropped with it.
     for (const id of this.finished.keys()) if (!this.records.get(id)) this.finished.delete(id);
     touched.delete('');
     return touched;
+  }
+
+  /** The events of container `id` told after `since` and before the look at `recent[i]`, in order. */
+  private toldDuring(i: number, since: number, id: string): EngineEvent[] {
+    const told: EngineEvent[] = [];
+    for (let j = i - 1; j >= 0 && this.recent[j]!.seq > since; j--) {
+      const r = this.recent[j]!;
+      if ('event' in r && r.event.id === id) told.unshift(r.event);
+    }
+    return told;
   }
 
   /**
@@ -254,7 +277,8 @@ export class PodCache {
     const seen = await this.rt.inspectContainers([...ids]);
     for (const [id, info] of seen) {
       if (info) {
-        this.records.set(id, info);
+        // A copy: the events folded into the record next must not change what the look saw.
+        this.records.set(id, { ...info });
       } else {
         this.records.delete(id);
         this.finished.delete(id);
@@ -265,7 +289,7 @@ export class PodCache {
     }
     // Kept in order with the events for a relist whose list is in flight, the one reader of them
     // (else each sync's looks would crowd the events out of the replay's window).
-    if (this.listing > 0) for (const [id, info] of seen) this.remember({ seq: ++this.seq, looked: id, info });
+    if (this.listing > 0) for (const [id, info] of seen) this.remember({ seq: ++this.seq, looked: id, info, since: startSeq });
   }
 
   pod(uid: string): ObservedPod | undefined {

@@ -144,6 +144,45 @@ describe('per-container back-off', () => {
   });
 });
 
+// Podman under load: a relist reads a restarted container's new instance between its create and
+// its start, the start's event comes late, and the worker's own look after the start lands while the
+// list is in flight. The worker's next turn must see the instance it started running, not "never
+// started", or it replaces it (the restarts suite then read the replacement's empty log).
+describe('PodWorker: a relist read between the create and the start of a restarted instance', () => {
+  it('leaves the started instance running, and makes no other', async () => {
+    const { engine, cache, worker } = await setup();
+    await worker.turn(d.uid, d, signal());
+    const first = cache.pod(d.uid)!.containers[0]!.id;
+    engine.exit(first, 1);
+    let answer: () => void = () => undefined;
+    let relisting: Promise<void> = Promise.resolve();
+    let release: () => void = () => undefined;
+    engine.betweenCreateAndStart = () => {
+      engine.betweenCreateAndStart = undefined;
+      release = engine.holdEvents();
+      engine.listAnswerHold = new Promise<void>((r) => (answer = r));
+      relisting = cache.relist();
+      engine.listAnswerHold = undefined;
+    };
+    // The crash is restarted at once (the first of its back-off).
+    await worker.turn(d.uid, d, signal());
+    const second = running(engine).find((id) => engine.containers.get(id)?.labels[LABEL.containerName] === 'a');
+    expect(second).toBeDefined();
+    expect(second).not.toBe(first);
+    answer();
+    await relisting;
+    const creates = engine.calls.get('create');
+    await worker.turn(d.uid, d, signal());
+    expect(engine.calls.get('create')).toBe(creates);
+    expect(engine.containers.get(second!)?.state).toBe('running');
+    expect(cache.pod(d.uid)!.containers.find((c) => c.id === second)?.state).toBe('running');
+    release();
+    await worker.turn(d.uid, d, signal());
+    expect(engine.calls.get('create')).toBe(creates);
+    expect(running(engine)).toContain(second);
+  });
+});
+
 describe('PodWorker: a deletion asked of the agent (podrun delete)', () => {
   const ask = (untilUndeclared: boolean, override?: number) => ({
     ...(override !== undefined ? { override } : {}),

@@ -53,6 +53,8 @@ export class FakeEngine implements PodEngine {
   listHold: Promise<void> | undefined;
   /** When set, a list is read at once but answered only once it resolves: a list in flight while podrun acts. */
   listAnswerHold: Promise<void> | undefined;
+  /** Called between a container's create and its start, with its id: a list read then sees it created. */
+  betweenCreateAndStart: ((id: string) => void) | undefined;
   /** When set, the engine refuses to create a container of this name (a bad mount, a missing binary): CreateContainerError. */
   refuseCreate: (c: { pod: string; container: string; image: string }) => string | undefined = () => undefined;
   /** The event stream is cut and cannot be followed again until `restoreEvents` (an engine whose events API hangs). */
@@ -362,6 +364,7 @@ export class FakeEngine implements PodEngine {
     const labels = { ...containerLabels(pod, id, c, o.type, o.restartCount, o.hash), [LABEL.instance]: this.instance };
     const made = this.make(engineName({ ...id, instance: this.instance }, c.name, o.restartCount), c.image, labels);
     if (o.engineRestarts) this.engineRestarting.add(made.id);
+    this.betweenCreateAndStart?.(made.id);
     this.count('start');
     this.run(made);
     return made.id;

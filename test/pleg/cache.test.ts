@@ -160,6 +160,82 @@ describe('PodCache', () => {
     expect(cache.pod(POD.uid)?.containers ?? []).toEqual([]);
   });
 
+  it('takes its own look at a started instance over a list read between its create and its start, the start told late', async () => {
+    const { engine, cache } = setup();
+    await cache.start();
+    // Podman under load: the relist reads the new instance between its create and its start, the
+    // worker's look after the start lands while that list is in flight, and the start's event comes
+    // after both. Taken as the list saw it, a woken worker would replace it as "never started".
+    let answer: () => void = () => undefined;
+    let relisting: Promise<void> = Promise.resolve();
+    let release: (after?: () => void) => void = () => undefined;
+    engine.betweenCreateAndStart = () => {
+      engine.betweenCreateAndStart = undefined;
+      release = engine.holdEvents();
+      engine.listAnswerHold = new Promise<void>((r) => (answer = r));
+      relisting = cache.relist();
+      engine.listAnswerHold = undefined;
+    };
+    const made: string[] = [];
+    engine.onCreated((_uid, id) => made.push(id));
+    const { container } = await run(engine);
+    await cache.refreshPod(POD.uid, made);
+    answer();
+    await relisting;
+    const stateOf = (): string => cache.pod(POD.uid)?.containers.find((c) => c.id === container)?.state ?? 'gone';
+    expect(stateOf()).toBe('running');
+    const seen: string[] = [];
+    release(() => seen.push(stateOf()));
+    expect([...new Set(seen)]).toEqual(['running']);
+  });
+
+  it("keeps the list's word over its own look that saw the container earlier in its life than the list did", async () => {
+    const { engine, cache } = setup();
+    await cache.start();
+    // The list waits to be read; the worker's look reads the instance between create and start and
+    // lands first; the list, read after the start, is the newer; the start's event comes later.
+    let read: () => void = () => undefined;
+    let relisting: Promise<void> = Promise.resolve();
+    let looking: Promise<void> = Promise.resolve();
+    let release: () => void = () => undefined;
+    engine.betweenCreateAndStart = (id) => {
+      engine.betweenCreateAndStart = undefined;
+      release = engine.holdEvents();
+      engine.listHold = new Promise<void>((r) => (read = r));
+      relisting = cache.relist();
+      engine.listHold = undefined;
+      looking = cache.refreshPod(POD.uid, [id]);
+    };
+    const { container } = await run(engine);
+    await looking;
+    expect(cache.pod(POD.uid)?.containers.find((c) => c.id === container)?.state).toBe('created');
+    read();
+    await relisting;
+    expect(cache.pod(POD.uid)?.containers.find((c) => c.id === container)?.state).toBe('running');
+    release();
+  });
+
+  it('takes the events told while its own look was under way after that look, as the refresh did: a restart in place meanwhile runs', async () => {
+    const { engine, cache } = setup();
+    await cache.start();
+    const { container } = await run(engine);
+    // The list reads it running; it exits; the worker's look reads it exited, and before that look
+    // lands the engine restarts it in place. The look is further along than the list, but not than
+    // the restart told meanwhile.
+    let answer: () => void = () => undefined;
+    engine.listAnswerHold = new Promise<void>((r) => (answer = r));
+    const relisting = cache.relist();
+    engine.listAnswerHold = undefined;
+    engine.exit(container, 1);
+    const looking = cache.refreshPod(POD.uid);
+    engine.restartInPlace(container);
+    await looking;
+    expect(cache.pod(POD.uid)?.containers[0]).toMatchObject({ id: container, state: 'running' });
+    answer();
+    await relisting;
+    expect(cache.pod(POD.uid)?.containers[0]).toMatchObject({ id: container, state: 'running' });
+  });
+
   it('reconnects after the engine went away, and lists again what changed meanwhile', async () => {
     const { engine } = setup();
     let connects = 0;

@@ -1,0 +1,4 @@
+import { engineBed } from './engine-beds.js';
+import { restartsSuite } from './lifecycle-restarts.suite.js';
+
+restartsSuite(engineBed('podman'));
