@@ -8,7 +8,7 @@ import { fieldPathOf, type EventSink } from '../reconcile/lifecycle.js';
 import { applyBackoff } from '../reconcile/start-backoff.js';
 import { hasActions, type PodActions } from '../reconcile/plan.js';
 import { executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
-import { isActive, latestByName, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
+import { isActive, latestByName, type ObservedContainer, type ObservedPod, type ObservedSandbox } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { EventRecorder, type PodRef } from '../status/events.js';
 import { podStatus, type PodStatusSummary } from '../status/pod-status.js';
@@ -307,7 +307,9 @@ export class PodSyncer {
     const restarting = new Set([...cached.sandboxes, ...cached.containers].filter((c) => this.adoption.engineRestarts(r, c)));
     if (restarting.size === 0) return { r, o: cached, engineRestarting: false };
     const mark = (c: ObservedContainer): ObservedContainer => (restarting.has(c) ? { ...c, state: 'unknown', engineRestarting: true } : c);
-    return { r, o: { ...cached, containers: cached.containers.map(mark), sandboxes: cached.sandboxes.map(mark) }, engineRestarting: true };
+    // A sandbox stays not ready: the engine restarts it, and until then it holds no pod.
+    const markSandbox = (s: ObservedSandbox): ObservedSandbox => (restarting.has(s) ? { ...s, engineRestarting: true } : s);
+    return { r, o: { ...cached, containers: cached.containers.map(mark), sandboxes: cached.sandboxes.map(markSandbox) }, engineRestarting: true };
   }
 
   /** Whether the pod's worker is carrying out actions now (its containers are changing under it). */

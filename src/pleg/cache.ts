@@ -1,8 +1,8 @@
 import { timerDelay } from '../base/duration.js';
 import type { Logger } from '../log/logger.js';
 import { LABEL } from '../runtime/labels.js';
-import type { EngineContainer, ObservedPod } from '../runtime/observed.js';
-import type { EngineEvent } from '../runtime/runtime-types.js';
+import type { EngineRecord, ObservedPod } from '../runtime/observed.js';
+import type { EngineEvent, SandboxEvent } from '../runtime/runtime-types.js';
 import type { EngineLifecycle } from '../runtime/roles.js';
 import { ContainerRecords } from './records.js';
 import { RelistHealth, relistThresholdFor } from './relist-health.js';
@@ -21,7 +21,7 @@ export interface PodCacheOptions {
 }
 
 /** What the cache learned, in order: an engine event, or its own look at one container (undefined: gone). */
-type Recent = { seq: number; event: EngineEvent } | { seq: number; looked: string; info: EngineContainer | undefined };
+type Recent = { seq: number; event: EngineEvent } | { seq: number; looked: string; info: EngineRecord | undefined };
 
 const RECENT_LIMIT = 2000;
 
@@ -121,12 +121,13 @@ export class PodCache {
     const uid = this.apply(e);
     if (uid) {
       const a = e.labels;
+      const what = e.kind === 'sandbox' ? `sandbox ${e.state}` : e.kind;
       this.o.log?.debug(
-        `engine event ${e.kind} of container ${a[LABEL.containerName] ?? '?'} of pod ${a[LABEL.podNamespace] ?? '?'}/${a[LABEL.podName] ?? '?'}`,
+        `engine event ${what} of container ${a[LABEL.containerName] ?? '?'} of pod ${a[LABEL.podNamespace] ?? '?'}/${a[LABEL.podName] ?? '?'}`,
         {
           pod: `${a[LABEL.podNamespace] ?? ''}/${a[LABEL.podName] ?? ''}`,
           container: a[LABEL.containerName],
-          event: e.kind,
+          event: what,
         },
       );
       this.onPodChange(uid);
@@ -142,14 +143,23 @@ export class PodCache {
   private apply(e: EngineEvent): string | undefined {
     const uid = e.labels[LABEL.podUid];
     if (!uid || !e.id) return undefined;
+    if (e.kind === 'sandbox') return this.applySandbox(e, uid);
     if (e.kind === 'removed') {
       this.records.delete(e.id);
       this.finished.delete(e.id);
       return uid;
     }
     let rec = this.records.get(e.id);
-    if (!rec) {
-      rec = { id: e.id, name: e.name ?? '', image: e.image ?? '', labels: { ...e.labels }, state: 'created', created: Math.floor(e.timeMs / 1000) };
+    if (rec?.kind !== 'container') {
+      rec = {
+        kind: 'container',
+        id: e.id,
+        name: e.name ?? '',
+        image: e.image ?? '',
+        labels: { ...e.labels },
+        state: 'created',
+        created: Math.floor(e.timeMs / 1000),
+      };
       this.records.set(e.id, rec);
     } else if (e.kind === 'created') {
       // A create is the first thing that happens to a container: one already known was seen at it
@@ -178,8 +188,32 @@ export class PodCache {
     return uid;
   }
 
+  /** A sandbox's new state; not ready, it finished then (an adopted one's engine restart is timed from it). */
+  private applySandbox(e: SandboxEvent, uid: string): string {
+    const rec = this.records.get(e.id);
+    if (e.state === 'removed') {
+      this.records.delete(e.id);
+      this.finished.delete(e.id);
+    } else if (rec?.kind !== 'sandbox') {
+      this.records.set(e.id, {
+        kind: 'sandbox',
+        id: e.id,
+        name: e.name ?? '',
+        image: e.image ?? '',
+        labels: { ...e.labels },
+        state: e.state,
+        createdAt: Math.floor(e.timeMs / 1000),
+      });
+    } else {
+      rec.state = e.state;
+      this.records.changed(e.id);
+    }
+    if (e.state === 'notready') this.finished.set(e.id, e.timeMs);
+    return uid;
+  }
+
   /** Replaces every record with a fresh list, then replays newer events. */
-  private async replaceAll(given?: readonly EngineContainer[]): Promise<Set<string>> {
+  private async replaceAll(given?: readonly EngineRecord[]): Promise<Set<string>> {
     const startSeq = this.seq;
     let list = given;
     if (!list) {
@@ -230,7 +264,7 @@ export class PodCache {
   }
 
   /** `given`: a list the caller has just made (`apply`'s plan), taken instead of listing again. */
-  async relist(given?: readonly EngineContainer[]): Promise<void> {
+  async relist(given?: readonly EngineRecord[]): Promise<void> {
     const started = Date.now();
     const began = this.health.now();
     const touched = await this.replaceAll(given);

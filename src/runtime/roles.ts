@@ -1,7 +1,7 @@
 import type { Container, Pod } from '../manifest/types.js';
 import type { CgroupLayout } from './cgroup-stats.js';
 import type { PodIdentity } from './labels.js';
-import type { EngineContainer, ObservedPod } from './observed.js';
+import type { EngineRecord, ObservedPod } from './observed.js';
 import type {
   ContainerDisk,
   ContainerReading,
@@ -67,10 +67,10 @@ export interface EngineLifecycle extends EngineIdentity {
   onCreated(fn: (podUid: string, id: string) => void): () => void;
   /** Every pod podrun made on this engine (or one, by uid), from one list. */
   listPods(uid?: string): Promise<ObservedPod[]>;
-  /** podrun's sandboxes and containers (all of them, or one pod's), as the engine lists them. */
-  listContainers(uid?: string): Promise<EngineContainer[]>;
+  /** podrun's sandboxes and containers (all of them, or one pod's), as the engine lists them, each as what it is. */
+  listContainers(uid?: string): Promise<EngineRecord[]>;
   /** Records by id, as a list would show them; one that is gone (or not this instance's) maps to undefined. */
-  inspectContainers(ids: readonly string[]): Promise<Map<string, EngineContainer | undefined>>;
+  inspectContainers(ids: readonly string[]): Promise<Map<string, EngineRecord | undefined>>;
   /**
    * Follows the life of podrun's sandboxes and containers. Resolves once subscribed; `onEnd` is
    * called once when the stream ends or fails (the engine went away), so the caller reconnects.

@@ -27,7 +27,7 @@ describe('the CRI engine listing a fake runtime', () => {
     b.runtime.clearCalls();
     const [only, ...rest] = await b.engine.listPods(a.uid);
     expect(rest).toEqual([]);
-    expect(only?.sandboxes.map((s) => [s.id, s.state, s.ip])).toEqual([[ra.sandbox.id, 'running', '10.88.0.2']]);
+    expect(only?.sandboxes.map((s) => [s.id, s.state, s.ip])).toEqual([[ra.sandbox.id, 'ready', '10.88.0.2']]);
     expect(only?.containers.map((x) => [x.id, x.name, x.state])).toEqual([[ra.containerId, 'app', 'running']]);
     const selector = { [LABEL.instance]: b.engine.instance, [LABEL.podUid]: a.uid };
     expect(b.runtime.callsOf('ListPodSandbox')[0]?.request).toEqual({ filter: { labelSelector: selector } });
@@ -60,7 +60,7 @@ describe('the CRI engine listing a fake runtime', () => {
     b.runtime.exitContainer(containerId, 1);
     const seen = await b.engine.inspectContainers([containerId, sandbox.id, 'gone']);
     expect(seen.get(containerId)).toMatchObject({ id: containerId, state: 'exited', exitCode: 1 });
-    expect(seen.get(sandbox.id)).toMatchObject({ id: sandbox.id, state: 'running', ip: '10.88.0.2' });
+    expect(seen.get(sandbox.id)).toMatchObject({ kind: 'sandbox', id: sandbox.id, state: 'ready', network: { ip: '10.88.0.2' } });
     expect(seen.get('gone')).toBeUndefined();
   });
 });
@@ -84,7 +84,7 @@ describe("a list of one pod leaves the other pods' cached answers alone", () => 
     await b.engine.inspectContainers([rc.sandbox.id]);
     const listed = await b.engine.listContainers(c.uid);
     expect(b.runtime.callNames()).toEqual(['PodSandboxStatus', 'ListPodSandbox', 'ListContainers']);
-    expect(listed.find((x) => x.id === rc.containerId)?.exitCode).toBe(2);
+    expect(listed.find((x) => x.id === rc.containerId)).toMatchObject({ kind: 'container', exitCode: 2 });
   });
 
   it('forgets, at the next list of every pod, a sandbox the runtime no longer has', async () => {

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { defaultHostIP, oomScoreFloor } from '../host.js';
 import { instanceId, LABEL, MANAGED_BY } from '../labels.js';
-import { groupObserved, type EngineContainer, type ObservedPod } from '../observed.js';
+import { groupObserved, type EngineRecord, type ObservedPod } from '../observed.js';
 import type { ContainerStatus, EngineEvent, RuntimeOptions } from '../runtime-types.js';
 import { CriClient } from './client.js';
 import type { CriRuntimeService } from './runtime-service.js';
@@ -150,7 +150,7 @@ export abstract class CriRuntimeView {
   }
 
   /** podrun's sandboxes and containers (all, or one pod's), as records; exits and IPs asked once each. */
-  async listContainers(uid?: string): Promise<EngineContainer[]> {
+  async listContainers(uid?: string): Promise<EngineRecord[]> {
     const labelSelector = this.selector(uid);
     // Asked together (a round trip less for a command's first look); Version's failure is the one told.
     const identified = this.identify();
@@ -189,8 +189,8 @@ export abstract class CriRuntimeView {
   }
 
   /** Containers (or sandboxes) by id; one that is gone, or not this instance's, maps to undefined. */
-  async inspectContainers(ids: readonly string[]): Promise<Map<string, EngineContainer | undefined>> {
-    const out = new Map<string, EngineContainer | undefined>();
+  async inspectContainers(ids: readonly string[]): Promise<Map<string, EngineRecord | undefined>> {
+    const out = new Map<string, EngineRecord | undefined>();
     await Promise.all(
       ids.map(async (id) => {
         const rec = await this.call('container status', () => lookUpRecord(this.client, id, this.sandboxIds.has(id), this.options.pauseImage));
@@ -226,10 +226,10 @@ export abstract class CriRuntimeView {
     if (!this.eventsKnown.unsupported) {
       void followContainerEvents(this.client.containerEvents(abort.signal), watch, {
         instance: this.instance,
-        pauseImage: this.options.pauseImage,
         fastPeriodMs,
         slowPeriodMs: this.options.eventedRelistPeriodMs ?? 10_000,
         notice: (m) => this.options.observer?.notice?.(m),
+        pauseImage: this.options.pauseImage,
         known: this.eventsKnown,
       });
     }

@@ -1,4 +1,4 @@
-import type { EngineContainer } from '../observed.js';
+import type { EngineRecord } from '../observed.js';
 import type { CriRuntimeService } from './runtime-service.js';
 import { isCriNotFound } from './engine-errors.js';
 import { recordFromSandbox, recordFromStatus } from './records.js';
@@ -11,13 +11,13 @@ import { recordFromSandbox, recordFromStatus } from './records.js';
  * asks for each kind by its own call: an id known to be a sandbox (podrun made or listed it) is
  * asked as one first, so the look after a start asks the sandbox and its containers at once.
  */
-export async function lookUpRecord(client: CriRuntimeService, id: string, sandboxFirst: boolean, pauseImage: string): Promise<EngineContainer | undefined> {
+export async function lookUpRecord(client: CriRuntimeService, id: string, sandboxFirst: boolean, pauseImage: string): Promise<EngineRecord | undefined> {
   const missing = (err: unknown): Promise<undefined> => (isCriNotFound(err) ? Promise.resolve(undefined) : Promise.reject(err));
-  const asSandbox = async (): Promise<EngineContainer | undefined> => {
+  const asSandbox = async (): Promise<EngineRecord | undefined> => {
     const sb = await client.podSandboxStatus(id).catch(missing);
     return sb ? recordFromSandbox(sb, pauseImage, sb.network?.ip) : undefined;
   };
-  const asContainer = async (): Promise<EngineContainer | undefined> => {
+  const asContainer = async (): Promise<EngineRecord | undefined> => {
     const s = await client.containerStatus(id).catch(missing);
     return s ? recordFromStatus(s) : undefined;
   };

@@ -32,7 +32,7 @@ import { execAttachedIn, execIn, terminationMessageOf, writeLogsOf } from './str
 import { endExec, localEngine } from './exec-end.js';
 import { defaultHostIP, oomScoreFloor } from '../host.js';
 import { instanceId, LABEL, MANAGED_BY } from '../labels.js';
-import { groupObserved, type EngineContainer, type ObservedPod } from '../observed.js';
+import { groupObserved, type EngineRecord, type ObservedPod } from '../observed.js';
 import type { PodIdentity } from '../labels.js';
 import type { VolumeBacking } from '../runtime-types.js';
 import { Slots, unlessAborted, type SlotRequest } from '../slots.js';
@@ -134,8 +134,8 @@ export class DockerEngine implements PodEngine {
    * Containers by id, as a list call would show them; a container that is gone maps to undefined.
    * Each inspect costs the engine O(1), where a list costs O(every container it holds).
    */
-  async inspectContainers(ids: readonly string[]): Promise<Map<string, EngineContainer | undefined>> {
-    const out = new Map<string, EngineContainer | undefined>();
+  async inspectContainers(ids: readonly string[]): Promise<Map<string, EngineRecord | undefined>> {
+    const out = new Map<string, EngineRecord | undefined>();
     await Promise.all(
       ids.map(async (id) => {
         const info = await this.call('inspect container', () => this.calls.inspect(id)).catch((err: unknown) => {
@@ -201,7 +201,7 @@ export class DockerEngine implements PodEngine {
    * podrun's containers (all of them, or one pod's), as the engine lists them. One pod's list is a
    * deletion's last look (is anything of it left?): it goes before creates and waits for no removal.
    */
-  async listContainers(uid?: string): Promise<EngineContainer[]> {
+  async listContainers(uid?: string): Promise<EngineRecord[]> {
     const label = [`${LABEL.instance}=${this.instance}`, ...(uid ? [`${LABEL.podUid}=${uid}`] : [`${LABEL.managedBy}=${MANAGED_BY}`])];
     const list = await this.work('list containers', () => this.calls.list(label), uid ? { urgent: true, look: true } : {});
     const now = Date.now();
