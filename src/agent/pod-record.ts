@@ -5,7 +5,7 @@ import type { DesiredPod, Pod } from '../manifest/types.js';
 import { backoffKeys } from '../reconcile/start-backoff.js';
 import { specOf } from '../reconcile/lifecycle.js';
 import { Backoff, DEFAULT_BACKOFF, type BackoffPolicy } from '../reconcile/backoff.js';
-import type { ObservedPod } from '../runtime/observed.js';
+import type { ObservedPod, RecordKind } from '../runtime/observed.js';
 import type { EngineRestartOn } from '../runtime/runtime-types.js';
 import type { ContainerDetails } from '../status/pod-status.js';
 
@@ -43,8 +43,11 @@ export interface PodRecord {
    * with the record.
    */
   readonly backoff: PodBackoff;
-  /** Containers podrun made for the pod whose create event the cache may not have had yet: the next refresh inspects them by id. */
-  readonly unseen: Set<string>;
+  /**
+   * Sandboxes and containers podrun made for the pod whose create event the cache may not have
+   * had yet, with which each is: the next refresh inspects them by id.
+   */
+  readonly unseen: Map<string, RecordKind>;
 }
 
 export interface PodBackoff {
@@ -55,7 +58,7 @@ export interface PodBackoff {
 
 export function newPodRecord(policy: BackoffPolicy = DEFAULT_BACKOFF): PodRecord {
   const backoff = { crash: new Backoff(policy), imagePulls: new Backoff(policy), startFailures: new Backoff(policy) };
-  return { phase: 'syncing', waiting: new Map(), details: new Map(), postStarting: new Set(), adopted: new Map(), backoff, unseen: new Set() };
+  return { phase: 'syncing', waiting: new Map(), details: new Map(), postStarting: new Set(), adopted: new Map(), backoff, unseen: new Map() };
 }
 
 /**

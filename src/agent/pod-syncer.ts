@@ -73,7 +73,7 @@ export class PodSyncer {
     this.adoption = new Adoption(rt, cache, log);
     // Creates happen in a pod's turn, so its record is there to note them; one made for a pod with
     // none (forgotten meanwhile) is told by its event, or the next relist.
-    this.unsubscribeCreated = rt.onCreated((uid, id) => this.records.get(uid)?.unseen.add(id));
+    this.unsubscribeCreated = rt.onCreated((uid, id, kind) => this.records.get(uid)?.unseen.set(id, kind));
     const probed = observer.probed;
     this.probes = new ProbeManager(
       (id, cmd, t) => rt.exec(id, cmd, t),

@@ -1,7 +1,7 @@
 import { timerDelay } from '../base/duration.js';
 import type { Logger } from '../log/logger.js';
 import { LABEL } from '../runtime/labels.js';
-import type { EngineRecord, ObservedPod } from '../runtime/observed.js';
+import type { EngineRecord, ObservedPod, RecordKind } from '../runtime/observed.js';
 import type { EngineEvent, SandboxEvent } from '../runtime/runtime-types.js';
 import type { EngineLifecycle } from '../runtime/roles.js';
 import { ContainerRecords } from './records.js';
@@ -276,16 +276,17 @@ export class PodCache {
 
   /**
    * An authoritative look at one pod, after podrun changed it (so a re-sync never acts on stale
-   * state). It inspects the containers the cache knows for the pod and `created`, those podrun just
-   * made (its worker's record keeps them until this look), by id: a list call costs the engine O(every container it holds), which is seconds with a
+   * state). It inspects the sandboxes and containers the cache knows for the pod and `created`,
+   * those podrun just made (its worker's record keeps them until this look), by id and as what
+   * each is: a list call costs the engine O(every container it holds), which is seconds with a
    * pile of dead ones, and this runs after every sync. New containers made by anyone else arrive
    * as events, and the periodic relist is the safety net.
    */
-  async refreshPod(uid: string, created: Iterable<string> = []): Promise<void> {
+  async refreshPod(uid: string, created: Iterable<[string, RecordKind]> = []): Promise<void> {
     const startSeq = this.seq;
-    const ids = new Set(created);
-    for (const rec of this.records.ofPod(uid)) ids.add(rec.id);
-    const seen = await this.rt.inspectContainers([...ids]);
+    const ids = new Map(created);
+    for (const rec of this.records.ofPod(uid)) ids.set(rec.id, rec.kind);
+    const seen = await this.rt.inspectContainers(ids);
     for (const [id, info] of seen) {
       if (info) {
         this.records.set(id, info);

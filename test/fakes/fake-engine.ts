@@ -1,6 +1,6 @@
 import type { Container, Pod } from '../../src/manifest/types.js';
 import { containerLabels, engineName, instanceId, LABEL, sandboxLabels, type PodIdentity } from '../../src/runtime/labels.js';
-import { groupObserved, type EngineContainer, type EngineRecord, type ObservedPod } from '../../src/runtime/observed.js';
+import { groupObserved, type EngineContainer, type EngineRecord, type ObservedPod, type RecordKind } from '../../src/runtime/observed.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
 import {
   ContainerStartError,
@@ -82,7 +82,7 @@ export class FakeEngine implements PodEngine {
   /** The event stream is cut and cannot be followed again until `restoreEvents` (an engine whose events API hangs). */
   private eventsCut = false;
   private readonly watchers = new Set<{ onEvent: (e: EngineEvent) => void; onEnd: (err?: Error) => void }>();
-  private readonly createdListeners = new Set<(podUid: string, id: string) => void>();
+  private readonly createdListeners = new Set<(podUid: string, id: string, kind: RecordKind) => void>();
   private next = 1;
 
   constructor(options: Partial<RuntimeOptions> & { stateDir: string }) {
@@ -175,7 +175,7 @@ export class FakeEngine implements PodEngine {
     const id = `fake${String(this.next++).padStart(12, '0')}`;
     const c: FakeContainer = { id, name, image, labels, state: 'created', created: Math.floor(this.now() / 1000), ...(ip ? { ip } : {}) };
     this.containers.set(id, c);
-    if (byPodrun) for (const fn of this.createdListeners) fn(labels[LABEL.podUid] ?? '', id);
+    if (byPodrun) for (const fn of this.createdListeners) fn(labels[LABEL.podUid] ?? '', id, isSandbox(c) ? 'sandbox' : 'container');
     this.emit('created', c);
     return c;
   }
@@ -264,7 +264,7 @@ export class FakeEngine implements PodEngine {
 
   // --- EngineLifecycle
 
-  onCreated(fn: (podUid: string, id: string) => void): () => void {
+  onCreated(fn: (podUid: string, id: string, kind: RecordKind) => void): () => void {
     this.createdListeners.add(fn);
     return () => this.createdListeners.delete(fn);
   }
@@ -293,9 +293,16 @@ export class FakeEngine implements PodEngine {
     return groupObserved(await this.listContainers(uid));
   }
 
-  async inspectContainers(ids: readonly string[]): Promise<Map<string, EngineRecord | undefined>> {
+  /** Asked for as what it is not (a sandbox as a container), a record is none: a CRI runtime's NotFound. */
+  async inspectContainers(ids: ReadonlyMap<string, RecordKind>): Promise<Map<string, EngineRecord | undefined>> {
     this.count('inspect');
-    return new Map(ids.map((id) => [id, this.containers.has(id) ? record(this.containers.get(id)!) : undefined]));
+    return new Map(
+      [...ids].map(([id, kind]) => {
+        const c = this.containers.get(id);
+        const rec = c ? record(c) : undefined;
+        return [id, rec?.kind === kind ? rec : undefined];
+      }),
+    );
   }
 
   async watchEvents(onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void): Promise<() => void> {

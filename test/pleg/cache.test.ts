@@ -6,6 +6,7 @@ import { PodCache } from '../../src/pleg/cache.js';
 import { identityOf } from '../../src/runtime/labels.js';
 import { desired } from '../fixtures/pods.js';
 import { FakeEngine } from '../fakes/fake-engine.js';
+import type { RecordKind } from '../../src/runtime/observed.js';
 
 // The pod cache (PLEG) on the in-memory engine: events keep it current without a list, a relist
 // replaces it, a refresh after podrun acted sees what podrun made, and a lost stream reconnects.
@@ -100,8 +101,8 @@ describe('PodCache', () => {
     // The stream is cut: nothing arrives, but a refresh after podrun acted reads what it made (the
     // ids its worker noted as it made them, given to the refresh).
     engine.dropEvents();
-    const made: string[] = [];
-    engine.onCreated((_uid, id) => made.push(id));
+    const made: [string, RecordKind][] = [];
+    engine.onCreated((_uid, id, kind) => made.push([id, kind]));
     await run(engine);
     expect(cache.pod(POD.uid)).toBeUndefined();
     await cache.refreshPod(POD.uid, made);
@@ -120,8 +121,8 @@ describe('PodCache', () => {
     // The CRI relist saw the new instance between its create and start, and tells that after the
     // worker's own look read it running: a worker woken then must not see it "never started".
     const release = engine.holdEvents();
-    const made: string[] = [];
-    engine.onCreated((_uid, id) => made.push(id));
+    const made: [string, RecordKind][] = [];
+    engine.onCreated((_uid, id, kind) => made.push([id, kind]));
     const { container } = await run(engine);
     await cache.refreshPod(POD.uid, made);
     expect(cache.pod(POD.uid)?.containers[0]).toMatchObject({ id: container, state: 'running' });
@@ -143,8 +144,8 @@ describe('PodCache', () => {
     const relisting = cache.relist();
     await tick();
     engine.listAnswerHold = undefined;
-    const made: string[] = [];
-    engine.onCreated((_uid, id) => made.push(id));
+    const made: [string, RecordKind][] = [];
+    engine.onCreated((_uid, id, kind) => made.push([id, kind]));
     const { container } = await run(engine);
     await cache.refreshPod(POD.uid, made);
     answer();
