@@ -71,6 +71,21 @@ describe('PodCache', () => {
     expect(engine.calls.get('list')).toBe(lists);
   });
 
+  it('follows a sandbox by its state changes: ready once its pause process runs, not ready once it ends (its finish kept), gone once removed', async () => {
+    const { engine, cache, changed } = setup();
+    await cache.start();
+    const { sandbox } = await run(engine);
+    expect(cache.pod(POD.uid)?.sandboxes.map((s) => [s.id, s.state, s.attempt])).toEqual([[sandbox, 'ready', 0]]);
+    changed.length = 0;
+    await engine.stopSandbox(sandbox);
+    expect(cache.pod(POD.uid)?.sandboxes.map((s) => [s.id, s.state])).toEqual([[sandbox, 'notready']]);
+    expect(changed).toEqual([POD.uid]);
+    expect(cache.finishedAt(sandbox)).toBeGreaterThan(0);
+    await engine.removeSandbox(sandbox);
+    expect(cache.pod(POD.uid)?.sandboxes).toEqual([]);
+    expect(cache.finishedAt(sandbox)).toBeUndefined();
+  });
+
   it('reads a container the engine restarted in place as running, without the exit of its last run', async () => {
     const { engine, cache } = setup();
     await cache.start();

@@ -68,6 +68,27 @@ describe('computePodActions', () => {
     expect(a).toMatchObject({ killPod: true, createSandbox: true, reason: 'sandbox is not running' });
   });
 
+  it("gives a NOTREADY sandbox a new sandbox, its attempt one more, as the kubelet's podSandboxChanged; a READY one none", () => {
+    const d = desired(TWO());
+    // NOTREADY, though the engine restarts it itself (Docker's policy after `apply`): not ready is not ready.
+    for (const sandbox of [
+      { state: 'notready' as const, attempt: 4 },
+      { state: 'notready' as const, attempt: 4, engineRestarting: true as const },
+    ]) {
+      const a = computePodActions(d, observedFor(d, {}, sandbox));
+      expect(a).toMatchObject({ killPod: true, createSandbox: true, sandboxAttempt: 5, reason: 'sandbox is not running' });
+      expect(a.containersToStart.map((s) => [s.name, s.restartCount])).toEqual([
+        ['a', 1],
+        ['b', 1],
+      ]);
+    }
+    expect(hasActions(computePodActions(d, observedFor(d, {}, { state: 'ready', attempt: 4 })))).toBe(false);
+    // Two READY sandboxes: a new one as well (readySandboxCount > 1).
+    const two = observedFor(d, {}, { attempt: 4 });
+    two.sandboxes.push({ ...two.sandboxes[0]!, id: 'older', attempt: 3 });
+    expect(computePodActions(d, two)).toMatchObject({ createSandbox: true, sandboxAttempt: 5, reason: 'more than one sandbox is running' });
+  });
+
   it('restarts exited containers by restartPolicy, as the kubelet does', () => {
     const cases: [string, number, boolean][] = [
       ['Always', 0, true],

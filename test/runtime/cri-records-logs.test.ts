@@ -3,14 +3,14 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LABEL } from '../../src/runtime/labels.js';
+import { LABEL, MANAGED_BY } from '../../src/runtime/labels.js';
 import { boundNs, parseCriLine, timeNs, writeCriLog } from '../../src/runtime/cri/logs.js';
 import { ContainerState, PodSandboxState } from '../../src/runtime/cri/messages.js';
 import { recordFromContainer, recordFromSandbox, rfc3339 } from '../../src/runtime/cri/records.js';
 import { transitions } from '../../src/runtime/cri/relist.js';
 import { criEndpoint } from '../../src/runtime/open-engine.js';
 import { sandboxProblem } from '../../src/runtime/cri/engine.js';
-import type { EngineContainer } from '../../src/runtime/observed.js';
+import { groupObserved, type EngineContainer, type EngineSandbox } from '../../src/runtime/observed.js';
 import type { EngineEvent } from '../../src/runtime/runtime-types.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'podrun-cri-unit-'));
@@ -56,6 +56,55 @@ describe('records: the runtime answers as podrun records', () => {
 
 /** An event's exit code: a container's end says one, a sandbox's never. */
 const codeOf = (e: EngineEvent): number | undefined => (e.kind === 'sandbox' ? undefined : e.exitCode);
+
+describe('records: a sandbox as the runtime says it', () => {
+  const item = (state: number, attempt = 2) => ({
+    id: 'sb1',
+    metadata: { name: 'web', uid: 'u1', namespace: 'ns', attempt },
+    state,
+    createdAt: 7_900_000_000n,
+    labels: { [LABEL.managedBy]: MANAGED_BY, [LABEL.podUid]: 'u1', [LABEL.podName]: 'web', [LABEL.podNamespace]: 'ns', [LABEL.containerType]: 'sandbox' },
+    annotations: { [LABEL.restartCount]: String(attempt), [LABEL.hash]: 'sh' },
+    runtimeHandler: '',
+  });
+
+  it('takes READY as ready and NOTREADY as not ready, straight from the runtime, with its address, labels and annotations as one map', () => {
+    expect(recordFromSandbox(item(PodSandboxState.READY), 'pause:3.9', '10.88.0.4')).toEqual({
+      kind: 'sandbox',
+      id: 'sb1',
+      name: expect.stringContaining('_POD_ns_'),
+      image: 'pause:3.9',
+      labels: { ...item(0).labels, ...item(2).annotations },
+      state: 'ready',
+      createdAt: 7,
+      network: { ip: '10.88.0.4' },
+    });
+    const down = recordFromSandbox(item(PodSandboxState.NOTREADY), 'pause:3.9');
+    expect(down).toMatchObject({ kind: 'sandbox', state: 'notready' });
+    expect(down).not.toHaveProperty('network');
+    expect(down).not.toHaveProperty('exitCode');
+  });
+
+  it("groups it as the pod's sandbox: the newest attempt first, each with its hash and state", () => {
+    const [pod] = groupObserved([
+      recordFromSandbox(item(PodSandboxState.NOTREADY, 1), 'pause'),
+      recordFromSandbox({ ...item(PodSandboxState.READY, 2), id: 'sb2' }, 'pause', '10.88.0.5'),
+    ]);
+    expect(pod!.sandboxes.map((s) => [s.id, s.state, s.attempt, s.hash, s.ip])).toEqual([
+      ['sb2', 'ready', 2, 'sh', '10.88.0.5'],
+      ['sb1', 'notready', 1, 'sh', undefined],
+    ]);
+  });
+
+  it('relists a sandbox as state changes: first seen in its state, told again only when it changes, its removal as gone', () => {
+    const sb = (state: EngineSandbox['state']): EngineSandbox => ({ kind: 'sandbox', id: 's', name: 'n', image: 'pause', labels: {}, state, createdAt: 1 });
+    const said = (es: EngineEvent[]): string[] => es.map((e) => (e.kind === 'sandbox' ? `sandbox ${e.state}` : e.kind));
+    expect(said(transitions(undefined, sb('ready'), 1))).toEqual(['sandbox ready']);
+    expect(said(transitions(undefined, sb('notready'), 1))).toEqual(['sandbox notready']);
+    expect(said(transitions(sb('ready'), sb('ready'), 1))).toEqual([]);
+    expect(said(transitions(sb('ready'), sb('notready'), 1))).toEqual(['sandbox notready']);
+  });
+});
 
 describe('relist: events from successive lists', () => {
   const c = (state: 'created' | 'running' | 'exited', exitCode?: number): EngineContainer => ({
