@@ -96,7 +96,7 @@ describe('records: a sandbox as the runtime says it', () => {
     ]);
   });
 
-  it('relists a sandbox as state changes: first seen in its state, told again only when it changes, its removal as gone', () => {
+  it('relists a sandbox as state changes: first seen in its state, told again only when it changes', () => {
     const sb = (state: EngineSandbox['state']): EngineSandbox => ({ kind: 'sandbox', id: 's', name: 'n', image: 'pause', labels: {}, state, createdAt: 1 });
     const said = (es: EngineEvent[]): string[] => es.map((e) => (e.kind === 'sandbox' ? `sandbox ${e.state}` : e.kind));
     expect(said(transitions(undefined, sb('ready'), 1))).toEqual(['sandbox ready']);
