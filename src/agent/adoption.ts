@@ -1,7 +1,7 @@
 import type { Logger } from '../log/logger.js';
 import type { Pod } from '../manifest/types.js';
 import { specOf } from '../reconcile/lifecycle.js';
-import { isActive, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
+import { isActive, type ObservedContainer, type ObservedPod, type ObservedSandbox } from '../runtime/observed.js';
 import type { EngineLifecycle } from '../runtime/roles.js';
 import type { PodRecord } from './pod-record.js';
 
@@ -51,14 +51,20 @@ export class Adoption {
    * call, so that the worker leaves those restarts to the engine as it does an adopted one's.
    */
   assume(r: PodRecord, o: ObservedPod, pod: Pod): void {
-    for (const c of [...o.sandboxes, ...o.containers]) if (isActive(c) && !r.adopted.has(c.id)) r.adopted.set(c.id, engineRestartOn(pod, c));
+    // A sandbox's engine policy is always (docker/translate.ts engineRestartPolicy).
+    for (const s of o.sandboxes) if (isActive(s) && !r.adopted.has(s.id)) r.adopted.set(s.id, 'always');
+    for (const c of o.containers) if (isActive(c) && !r.adopted.has(c.id)) r.adopted.set(c.id, engineRestartOn(pod, c));
   }
 
-  /** A dead adopted container whose engine policy restarts it, within the engine's time to do so. */
-  engineRestarts(r: PodRecord, c: ObservedContainer): boolean {
+  /** A dead adopted container (or sandbox) whose engine policy restarts it, within the engine's time to do so. */
+  engineRestarts(r: PodRecord, c: ObservedContainer | ObservedSandbox): boolean {
     const policy = r.adopted.get(c.id);
-    if (!policy || c.state !== 'exited') return false;
-    if (policy !== 'always' && !(policy === 'failure' && c.exitCode !== 0)) return false;
+    if (!policy) return false;
+    // Dead: an exited container, by its code; a sandbox not ready (its pause process ended), whose
+    // policy is always, so its code never counts.
+    const failed = c.state === 'exited' ? c.exitCode !== 0 : c.state === 'notready' ? true : undefined;
+    if (failed === undefined) return false;
+    if (policy !== 'always' && !(policy === 'failure' && failed)) return false;
     const finished = this.cache.finishedAt(c.id) ?? Date.now();
     if (Date.now() - finished < ENGINE_RESTART_WAIT_MS) return true;
     // The engine let it be (a stop or kill through its API): podrun's from now on.
@@ -69,7 +75,6 @@ export class Adoption {
 
 /** What the engine restarts a container on when `apply` made it with no agent (as its runtime's restart policy). */
 export function engineRestartOn(pod: Pod, c: ObservedContainer): 'always' | 'failure' | undefined {
-  if (c.type === 'sandbox') return 'always';
   if (c.type === 'init') return specOf(pod, c.name)?.restartPolicy === 'Always' ? 'always' : undefined;
   const policy = pod.spec.restartPolicy ?? 'Always';
   return policy === 'Always' ? 'always' : policy === 'OnFailure' ? 'failure' : undefined;

@@ -20,8 +20,8 @@ export function metricsFor(parts: () => MeteredParts): AgentMetrics {
       parts()
         .cache.pods()
         .map((p) => ({
-          running: p.sandboxes[0]?.state === 'running',
-          containers: [...p.sandboxes, ...p.containers].map((c) => ({ state: c.state, type: c.type })),
+          running: p.sandboxes[0]?.state === 'ready',
+          containers: p.containers.map((c) => ({ state: c.state, type: c.type })),
         })),
     engineConnected: () => parts().cache.connected,
     sources: () => parts().set.sources.map((s) => ({ name: s.name, ready: s.ready, errors: s.errors().filter((i) => i.severity === 'error').length })),

@@ -7,7 +7,7 @@ import { specOf } from '../reconcile/lifecycle.js';
 import { hasActions, planApply, type PodPlan } from '../reconcile/plan.js';
 import { heldSinceListed, waitsStuck } from '../reconcile/stuck.js';
 import { ContainerImageError, executeRemoval } from '../reconcile/sync.js';
-import { groupObserved, isActive, latestByName, type EngineContainer } from '../runtime/observed.js';
+import { groupObserved, isActive, latestByName, type EngineRecord } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { toV1Status, type V1Pod } from '../status/v1.js';
 import { PodSyncer } from './pod-syncer.js';
@@ -67,7 +67,7 @@ export class ApplyDriver implements PodLooker {
    * The plan, decided by each pod's worker from `listed` as its turn decides (with the engine's
    * restarts it takes for its own): what `apply` prints and then hands to `apply` unchanged.
    */
-  async plan(desired: DesiredPod[], listed: readonly EngineContainer[], prune?: { applySet: string; keep?: ReadonlySet<string> }): Promise<PodPlan[]> {
+  async plan(desired: DesiredPod[], listed: readonly EngineRecord[], prune?: { applySet: string; keep?: ReadonlySet<string> }): Promise<PodPlan[]> {
     await this.cache.relist(listed);
     const decided = new Map(await Promise.all(desired.map(async (d) => [d.uid, await this.worker.decide(d)] as const)));
     this.planned = true;
@@ -79,7 +79,7 @@ export class ApplyDriver implements PodLooker {
    * once. Errors stay per pod. `listed`: the engine's list the plan was made from, taken as the
    * cache's (a list costs the engine O(every container it holds)).
    */
-  async apply(plans: PodPlan[], listed?: readonly EngineContainer[]): Promise<PodOutcome[]> {
+  async apply(plans: PodPlan[], listed?: readonly EngineRecord[]): Promise<PodOutcome[]> {
     // Planned by `plan` from this list: the cache holds it already.
     if (!this.planned) await this.cache.relist(listed);
     const outcomes = await Promise.all(

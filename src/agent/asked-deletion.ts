@@ -33,7 +33,13 @@ export async function deleteAsked(x: AskedDeletionDeps, ask: DeleteAsk): Promise
     ask.pods.map(async (p) => {
       const d = x.set.get(p.uid);
       // The asker saw the pod on the engine; a cache not told of it yet would take it for gone.
-      if (!x.cache.pod(p.uid) && p.ids?.length) await x.cache.refreshPod(p.uid, p.ids);
+      if (!x.cache.pod(p.uid) && p.ids?.length) {
+        const sandboxes = new Set(p.sandboxIds);
+        await x.cache.refreshPod(
+          p.uid,
+          p.ids.map((id) => [id, sandboxes.has(id) ? 'sandbox' : 'container']),
+        );
+      }
       const o = x.cache.pod(p.uid);
       const grace = ask.override ?? (o ? graceOf(o) : (d?.pod.spec.terminationGracePeriodSeconds ?? DEFAULT_GRACE_S));
       x.log.info(`pod ${p.key}: deletion asked (grace ${grace}s)`, { pod: p.key });

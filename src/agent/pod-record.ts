@@ -5,7 +5,7 @@ import type { DesiredPod, Pod } from '../manifest/types.js';
 import { backoffKeys } from '../reconcile/start-backoff.js';
 import { specOf } from '../reconcile/lifecycle.js';
 import { Backoff, DEFAULT_BACKOFF, type BackoffPolicy } from '../reconcile/backoff.js';
-import type { ObservedPod } from '../runtime/observed.js';
+import type { ObservedPod, RecordKind } from '../runtime/observed.js';
 import type { EngineRestartOn } from '../runtime/runtime-types.js';
 import type { ContainerDetails } from '../status/pod-status.js';
 
@@ -72,8 +72,11 @@ export interface PodRecord {
    * with the record.
    */
   readonly backoff: PodBackoff;
-  /** Containers podrun made for the pod whose create event the cache may not have had yet: the next refresh inspects them by id. */
-  readonly unseen: Set<string>;
+  /**
+   * Sandboxes and containers podrun made for the pod whose create event the cache may not have
+   * had yet, with which each is: the next refresh inspects them by id.
+   */
+  readonly unseen: Map<string, RecordKind>;
   /** It has had a turn with the engine connected since the agent started (`Agent.converged`). */
   synced: boolean;
   /** Its deletion began under this name: "deleted" is said of it once it is gone, by whatever hand finished it. */
@@ -99,7 +102,7 @@ export function newPodRecord(policy: BackoffPolicy = DEFAULT_BACKOFF): PodRecord
     postStarting: new Set(),
     adopted: new Map(),
     backoff,
-    unseen: new Set(),
+    unseen: new Map(),
     synced: false,
     gate: {},
   };

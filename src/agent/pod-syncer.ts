@@ -9,7 +9,7 @@ import { fieldPathOf, type EventSink } from '../reconcile/lifecycle.js';
 import { applyBackoff } from '../reconcile/start-backoff.js';
 import { hasActions, type PodActions } from '../reconcile/plan.js';
 import { executePodActions, pruneDeadInstances } from '../reconcile/sync.js';
-import { isActive, latestByName, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
+import { isActive, latestByName, type ObservedContainer, type ObservedPod, type ObservedSandbox } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { EventRecorder, type PodRef } from '../status/events.js';
 import { podStatus, type PodStatusSummary } from '../status/pod-status.js';
@@ -76,7 +76,7 @@ export class PodSyncer {
     this.records.onForget((uid) => this.dropOutside(uid));
     // Creates happen in a pod's turn, so its record is there to note them; one made for a pod with
     // none (forgotten meanwhile) is told by its event, or the next relist.
-    this.unsubscribeCreated = rt.onCreated((uid, id) => this.records.worked(uid)?.unseen.add(id));
+    this.unsubscribeCreated = rt.onCreated((uid, id, kind) => this.records.worked(uid)?.unseen.set(id, kind));
     const probed = observer.probed;
     this.probes = new ProbeManager(
       (id, cmd, t) => rt.exec(id, cmd, t),
@@ -310,7 +310,9 @@ export class PodSyncer {
     const restarting = new Set([...cached.sandboxes, ...cached.containers].filter((c) => this.adoption.engineRestarts(r, c)));
     if (restarting.size === 0) return { r, o: cached, engineRestarting: false };
     const mark = (c: ObservedContainer): ObservedContainer => (restarting.has(c) ? { ...c, state: 'unknown', engineRestarting: true } : c);
-    return { r, o: { ...cached, containers: cached.containers.map(mark), sandboxes: cached.sandboxes.map(mark) }, engineRestarting: true };
+    // A sandbox stays not ready: the engine restarts it, and until then it holds no pod.
+    const markSandbox = (s: ObservedSandbox): ObservedSandbox => (restarting.has(s) ? { ...s, engineRestarting: true } : s);
+    return { r, o: { ...cached, containers: cached.containers.map(mark), sandboxes: cached.sandboxes.map(markSandbox) }, engineRestarting: true };
   }
 
   /** Whether the pod's worker is carrying out actions now (its containers are changing under it). */

@@ -2,7 +2,7 @@ import { createHash } from 'node:crypto';
 import { totalmem } from 'node:os';
 import { oomProtectionLost } from '../manifest/qos.js';
 import { agentLooker, pruneAfterApply, waitForPods } from '../reconcile/converge.js';
-import { groupObserved, type EngineContainer, type ObservedPod } from '../runtime/observed.js';
+import { groupObserved, type EngineRecord, type ObservedPod } from '../runtime/observed.js';
 import { ApplyDriver } from '../agent/apply-driver.js';
 import { planApply, type PodPlan } from '../reconcile/plan.js';
 import type { DesiredPod } from '../manifest/types.js';
@@ -198,7 +198,7 @@ async function applyAlone(
   rt: PodEngine,
   driver: ApplyDriver,
   plans: PodPlan[],
-  listed: readonly EngineContainer[],
+  listed: readonly EngineRecord[],
   pods: DesiredPod[],
   o: ApplyOptions,
   g: GlobalOptions,

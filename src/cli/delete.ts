@@ -125,7 +125,12 @@ export async function deleteCommand(names: string[], o: DeleteOptions, g: Global
 async function askAgent(pods: ObservedPod[], override: number | undefined, g: GlobalOptions, io: Io): Promise<number> {
   if (pods.length === 0) return EXIT.ok;
   const ask: DeleteAsk = {
-    pods: pods.map((p) => ({ uid: p.uid, key: `${p.namespace}/${p.name}`, ids: [...p.sandboxes, ...p.containers].map((c) => c.id) })),
+    pods: pods.map((p) => ({
+      uid: p.uid,
+      key: `${p.namespace}/${p.name}`,
+      ids: [...p.sandboxes, ...p.containers].map((c) => c.id),
+      sandboxIds: p.sandboxes.map((s) => s.id),
+    })),
     ...(override !== undefined ? { override } : {}),
   };
   // The longest grace period and some slack: the agent answers once the last pod is gone.

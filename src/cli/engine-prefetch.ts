@@ -2,13 +2,13 @@
 // engine's loading and list before the apply module (the plan, the driver, the applied sets) is
 // evaluated, which then runs beside the connection's setup and the list's round trip.
 
-import type { EngineContainer } from '../runtime/observed.js';
+import type { EngineRecord } from '../runtime/observed.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { makeRuntime, type GlobalOptions, type Io } from './context.js';
 
 export interface EnginePrefetch {
   rt: Promise<PodEngine>;
-  listed: Promise<EngineContainer[]>;
+  listed: Promise<EngineRecord[]>;
   sent: Promise<void>;
   drop: () => void;
 }

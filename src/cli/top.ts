@@ -1,3 +1,4 @@
+import { SANDBOX_NAME } from '../runtime/labels.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { agentGet } from '../server/client.js';
 import { formatCpu, formatMemory, podStats, type ContainerSample, type PodStatsV1 } from '../stats/summary.js';
@@ -13,12 +14,13 @@ async function podsFromEngine(rt: PodEngine): Promise<PodStatsV1[]> {
   const pods = await rt.listPods();
   const samples = await Promise.all(
     pods.flatMap((p) =>
-      [...p.sandboxes, ...p.containers]
-        .filter((c) => c.state === 'running')
-        .map(async (c): Promise<ContainerSample | undefined> => {
-          const stats = await rt.containerStats(c.id, false);
-          return stats ? { id: c.id, name: c.name, type: c.type, pod: { name: p.name, namespace: p.namespace, uid: p.uid }, stats } : undefined;
-        }),
+      [
+        ...p.sandboxes.filter((s) => s.state === 'ready').map((s) => ({ id: s.id, name: SANDBOX_NAME, type: 'sandbox' as const })),
+        ...p.containers.filter((c) => c.state === 'running'),
+      ].map(async (c): Promise<ContainerSample | undefined> => {
+        const stats = await rt.containerStats(c.id, false);
+        return stats ? { id: c.id, name: c.name, type: c.type, pod: { name: p.name, namespace: p.namespace, uid: p.uid }, stats } : undefined;
+      }),
     ),
   );
   return podStats(samples.filter((s): s is ContainerSample => s !== undefined));

@@ -35,7 +35,7 @@ export async function loadPodViews(rt: PodEngine, stateDir: string): Promise<{ p
       const sandbox = o.sandboxes[0];
       const [details, podIP] = await Promise.all([
         containerDetails(rt, o),
-        sandbox?.state === 'running'
+        sandbox?.state === 'ready'
           ? spec.spec.hostNetwork
             ? rt.hostIP
             : (sandbox.ip ??

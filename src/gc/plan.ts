@@ -1,4 +1,5 @@
-import { isActive, type ObservedContainer, type ObservedPod } from '../runtime/observed.js';
+import { SANDBOX_NAME } from '../runtime/labels.js';
+import { isActive, type ObservedContainer, type ObservedPod, type ObservedSandbox } from '../runtime/observed.js';
 
 // Garbage collection decisions, pure: what to remove given what the engine holds. The I/O that
 // carries them out lives in gc/collector.ts.
@@ -31,6 +32,11 @@ function isDead(c: ObservedContainer): boolean {
   return !isActive(c) && c.state !== 'created';
 }
 
+/** A sandbox not ready and not being restarted by the engine: nothing of the pod runs in it. */
+function isDeadSandbox(s: ObservedSandbox): boolean {
+  return !isActive(s);
+}
+
 /**
  * The kubelet's container GC: per pod container, dead instances beyond the newest N; sandboxes that
  * are dead and not the newest; every container of a pod that is not desired and has nothing
@@ -47,15 +53,15 @@ export function planContainerGc(
   const survivors: ObservedContainer[] = [];
   for (const p of pods) {
     const key = `${p.namespace}/${p.name}`;
-    const all = [...p.sandboxes, ...p.containers];
-    if (desired && !desired.has(p.uid) && !all.some(isActive)) {
-      for (const c of all)
-        removals.push({ id: c.id, ...(c.type === 'sandbox' ? { sandbox: true as const } : {}), pod: key, container: c.name, reason: 'pod no longer desired' });
+    if (desired && !desired.has(p.uid) && !p.sandboxes.some(isActive) && !p.containers.some(isActive)) {
+      for (const s of p.sandboxes) removals.push({ id: s.id, sandbox: true, pod: key, container: SANDBOX_NAME, reason: 'pod no longer desired' });
+      for (const c of p.containers) removals.push({ id: c.id, pod: key, container: c.name, reason: 'pod no longer desired' });
       podsGone.push(p.uid);
       continue;
     }
     p.sandboxes.forEach((s, i) => {
-      if (i > 0 && isDead(s)) removals.push({ id: s.id, sandbox: true, pod: key, container: s.name, reason: 'dead sandbox of an earlier attempt' });
+      if (i > 0 && isDeadSandbox(s))
+        removals.push({ id: s.id, sandbox: true, pod: key, container: SANDBOX_NAME, reason: 'dead sandbox of an earlier attempt' });
     });
     const seen = new Map<string, number>();
     for (const c of p.containers) {

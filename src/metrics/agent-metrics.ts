@@ -9,6 +9,7 @@ import { ProbeMetrics } from './probe-metrics.js';
 
 /** What the scrape reads from the agent's own state at that moment. */
 export interface MetricsView {
+  /** Each pod: whether its sandbox is ready, and its containers (sandboxes are not containers). */
   pods(): { running: boolean; containers: { state: string; type: string }[] }[];
   engineConnected(): boolean;
   sources(): { name: string; ready: boolean; errors: number }[];
@@ -73,7 +74,6 @@ export class AgentMetrics {
         ]);
         for (const p of view.pods()) {
           for (const c of p.containers) {
-            if (c.type === 'sandbox') continue;
             const s = by.has(c.state) ? c.state : 'unknown';
             by.set(s, (by.get(s) ?? 0) + 1);
           }

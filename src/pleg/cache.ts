@@ -1,8 +1,8 @@
 import { timerDelay } from '../base/duration.js';
 import type { Logger } from '../log/logger.js';
 import { LABEL } from '../runtime/labels.js';
-import type { EngineContainer, ObservedPod } from '../runtime/observed.js';
-import type { EngineEvent } from '../runtime/runtime-types.js';
+import type { EngineRecord, ObservedPod, RecordKind } from '../runtime/observed.js';
+import type { EngineEvent, SandboxEvent } from '../runtime/runtime-types.js';
 import type { EngineLifecycle } from '../runtime/roles.js';
 import { lookIsNewer } from './freshness.js';
 import { ContainerRecords } from './records.js';
@@ -25,7 +25,7 @@ export interface PodCacheOptions {
  * What the cache learned, in order: an engine event, or its own look at one container (undefined:
  * gone), with `since`, the last seq told before the look began.
  */
-type Recent = { seq: number; event: EngineEvent } | { seq: number; looked: string; info: EngineContainer | undefined; since: number };
+type Recent = { seq: number; event: EngineEvent } | { seq: number; looked: string; info: EngineRecord | undefined; since: number };
 
 const RECENT_LIMIT = 2000;
 
@@ -125,12 +125,13 @@ export class PodCache {
     const uid = this.apply(e);
     if (uid) {
       const a = e.labels;
+      const what = e.kind === 'sandbox' ? `sandbox ${e.state}` : e.kind;
       this.o.log?.debug(
-        `engine event ${e.kind} of container ${a[LABEL.containerName] ?? '?'} of pod ${a[LABEL.podNamespace] ?? '?'}/${a[LABEL.podName] ?? '?'}`,
+        `engine event ${what} of container ${a[LABEL.containerName] ?? '?'} of pod ${a[LABEL.podNamespace] ?? '?'}/${a[LABEL.podName] ?? '?'}`,
         {
           pod: `${a[LABEL.podNamespace] ?? ''}/${a[LABEL.podName] ?? ''}`,
           container: a[LABEL.containerName],
-          event: e.kind,
+          event: what,
         },
       );
       this.onPodChange(uid);
@@ -146,14 +147,23 @@ export class PodCache {
   private apply(e: EngineEvent): string | undefined {
     const uid = e.labels[LABEL.podUid];
     if (!uid || !e.id) return undefined;
+    if (e.kind === 'sandbox') return this.applySandbox(e, uid);
     if (e.kind === 'removed') {
       this.records.delete(e.id);
       this.finished.delete(e.id);
       return uid;
     }
     let rec = this.records.get(e.id);
-    if (!rec) {
-      rec = { id: e.id, name: e.name ?? '', image: e.image ?? '', labels: { ...e.labels }, state: 'created', created: Math.floor(e.timeMs / 1000) };
+    if (rec?.kind !== 'container') {
+      rec = {
+        kind: 'container',
+        id: e.id,
+        name: e.name ?? '',
+        image: e.image ?? '',
+        labels: { ...e.labels },
+        state: 'created',
+        created: Math.floor(e.timeMs / 1000),
+      };
       this.records.set(e.id, rec);
     } else if (e.kind === 'created') {
       // A create is the first thing that happens to a container: one already known was seen at it
@@ -182,8 +192,32 @@ export class PodCache {
     return uid;
   }
 
+  /** A sandbox's new state; not ready, it finished then (an adopted one's engine restart is timed from it). */
+  private applySandbox(e: SandboxEvent, uid: string): string {
+    const rec = this.records.get(e.id);
+    if (e.state === 'removed') {
+      this.records.delete(e.id);
+      this.finished.delete(e.id);
+    } else if (rec?.kind !== 'sandbox') {
+      this.records.set(e.id, {
+        kind: 'sandbox',
+        id: e.id,
+        name: e.name ?? '',
+        image: e.image ?? '',
+        labels: { ...e.labels },
+        state: e.state,
+        createdAt: Math.floor(e.timeMs / 1000),
+      });
+    } else {
+      rec.state = e.state;
+      this.records.changed(e.id);
+    }
+    if (e.state === 'notready') this.finished.set(e.id, e.timeMs);
+    return uid;
+  }
+
   /** Replaces every record with a fresh list, then replays newer events. */
-  private async replaceAll(given?: readonly EngineContainer[]): Promise<Set<string>> {
+  private async replaceAll(given?: readonly EngineRecord[]): Promise<Set<string>> {
     const startSeq = this.seq;
     let list = given;
     if (!list) {
@@ -253,7 +287,7 @@ export class PodCache {
   }
 
   /** `given`: a list the caller has just made (`apply`'s plan), taken instead of listing again. */
-  async relist(given?: readonly EngineContainer[]): Promise<void> {
+  async relist(given?: readonly EngineRecord[]): Promise<void> {
     const started = Date.now();
     const began = this.health.now();
     const touched = await this.replaceAll(given);
@@ -265,16 +299,17 @@ export class PodCache {
 
   /**
    * An authoritative look at one pod, after podrun changed it (so a re-sync never acts on stale
-   * state). It inspects the containers the cache knows for the pod and `created`, those podrun just
-   * made (its worker's record keeps them until this look), by id: a list call costs the engine O(every container it holds), which is seconds with a
+   * state). It inspects the sandboxes and containers the cache knows for the pod and `created`,
+   * those podrun just made (its worker's record keeps them until this look), by id and as what
+   * each is: a list call costs the engine O(every container it holds), which is seconds with a
    * pile of dead ones, and this runs after every sync. New containers made by anyone else arrive
    * as events, and the periodic relist is the safety net.
    */
-  async refreshPod(uid: string, created: Iterable<string> = []): Promise<void> {
+  async refreshPod(uid: string, created: Iterable<[string, RecordKind]> = []): Promise<void> {
     const startSeq = this.seq;
-    const ids = new Set(created);
-    for (const rec of this.records.ofPod(uid)) ids.add(rec.id);
-    const seen = await this.rt.inspectContainers([...ids]);
+    const ids = new Map(created);
+    for (const rec of this.records.ofPod(uid)) ids.set(rec.id, rec.kind);
+    const seen = await this.rt.inspectContainers(ids);
     for (const [id, info] of seen) {
       if (info) {
         // A copy: the events folded into the record next must not change what the look saw.

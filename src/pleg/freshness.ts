@@ -1,4 +1,4 @@
-import type { ContainerState, EngineContainer } from '../runtime/observed.js';
+import type { ContainerState, EngineRecord } from '../runtime/observed.js';
 
 // Which of two reads of one container is the newer, when their times cannot say: a relist's list
 // is read at some moment while it is in flight, and the worker's own look at a container may land
@@ -24,7 +24,10 @@ const STAGE: Readonly<Record<ContainerState, number | undefined>> = {
  * is engine-restarting, and its running and exited come round again, so neither of those orders
  * against engine-restarting. Engine-restarting has run once at least: it is after a create.
  */
-export function lookIsNewer(listed: EngineContainer, looked: EngineContainer): boolean {
+export function lookIsNewer(listed: EngineRecord, looked: EngineRecord): boolean {
+  // A sandbox goes NOTREADY before it is started and again once it ended: its two reads cannot be
+  // placed in its life, so the list keeps its word.
+  if (listed.kind !== 'container' || looked.kind !== 'container') return false;
   if (listed.engineRestarting || looked.engineRestarting) return listed.state === 'created' && !listed.engineRestarting && looked.engineRestarting === true;
   const was = STAGE[listed.state];
   const now = STAGE[looked.state];

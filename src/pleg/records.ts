@@ -1,27 +1,27 @@
 import { LABEL } from '../runtime/labels.js';
-import { groupObserved, type EngineContainer, type ObservedPod } from '../runtime/observed.js';
+import { groupObserved, type EngineRecord, type ObservedPod } from '../runtime/observed.js';
 
 /**
- * The cache's container records by id, indexed by pod, with each pod's grouped view kept until one
- * of its records changes: a pod is looked at on every sync and every probe result, and grouping
+ * The cache's records (sandboxes and containers) by id, indexed by pod, with each pod's grouped
+ * view kept until one of its records changes: a pod is looked at on every sync and every probe result, and grouping
  * parses the specs its containers carry in their labels (JSON), so a scan and a parse each time
  * made those looks the idle agent's largest cost after the probes themselves. The views are
  * shared: nobody may change one.
  */
 export class ContainerRecords {
-  private readonly byId = new Map<string, EngineContainer>();
-  private readonly byPod = new Map<string, Map<string, EngineContainer>>();
+  private readonly byId = new Map<string, EngineRecord>();
+  private readonly byPod = new Map<string, Map<string, EngineRecord>>();
   private readonly views = new Map<string, ObservedPod>();
 
   get size(): number {
     return this.byId.size;
   }
 
-  get(id: string): EngineContainer | undefined {
+  get(id: string): EngineRecord | undefined {
     return this.byId.get(id);
   }
 
-  set(id: string, rec: EngineContainer): void {
+  set(id: string, rec: EngineRecord): void {
     this.delete(id);
     this.byId.set(id, rec);
     const uid = rec.labels[LABEL.podUid] ?? '';
@@ -89,7 +89,7 @@ export class ContainerRecords {
     return out;
   }
 
-  ofPod(uid: string): EngineContainer[] {
+  ofPod(uid: string): EngineRecord[] {
     const pod = this.byPod.get(uid);
     return pod ? [...pod.values()] : [];
   }

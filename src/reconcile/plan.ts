@@ -99,7 +99,8 @@ interface SandboxProblem {
 function sandboxProblem(desired: DesiredPod, observed: ObservedPod | undefined): SandboxProblem | undefined {
   const sandbox = observed?.sandboxes[0];
   if (!sandbox) return { kind: 'missing', message: 'no sandbox' };
-  if (sandbox.state !== 'running') return { kind: 'stopped', message: 'sandbox is not running' };
+  // The kubelet's podSandboxChanged: a sandbox not READY is replaced (attempt + 1).
+  if (sandbox.state !== 'ready') return { kind: 'stopped', message: 'sandbox is not running' };
   if (observed.sandboxes.filter(isActive).length > 1) return { kind: 'several', message: 'more than one sandbox is running' };
   if (sandbox.hash !== sandboxHash(desired.pod))
     return { kind: 'pod-spec-changed', message: 'pod-level spec changed (network, ports, hostname, DNS or namespaces)' };
@@ -198,7 +199,7 @@ function podActions(desired: DesiredPod, observed: ObservedPod | undefined, inpu
     return {
       killPod: hadAny,
       createSandbox: true,
-      sandboxAttempt: observed?.sandboxes[0] ? observed.sandboxes[0].restartCount + 1 : 0,
+      sandboxAttempt: observed?.sandboxes[0] ? observed.sandboxes[0].attempt + 1 : 0,
       containersToKill: [],
       containersToStart: starts,
       reason: problem.message,
@@ -238,7 +239,7 @@ function podActions(desired: DesiredPod, observed: ObservedPod | undefined, inpu
   // Init containers, one at a time and in order, until the pod is initialized; sidecars start in
   // order and, once the pod is initialized, restart on their own without holding anything up.
   // Only instances made for the current sandbox count (the kubelet purges the others).
-  const sandboxCreated = observed?.sandboxes[0]?.created ?? 0;
+  const sandboxCreated = observed?.sandboxes[0]?.createdAt ?? 0;
   const current = (name: string): ObservedContainer | undefined => {
     const prev = latest.get(name);
     return prev && prev.created >= sandboxCreated ? prev : undefined;

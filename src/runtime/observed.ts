@@ -1,11 +1,16 @@
-import { LABEL, MANAGED_BY, type ContainerType } from './labels.js';
+import { LABEL, MANAGED_BY } from './labels.js';
 import type { Container, Pod } from '../manifest/types.js';
+import type { PodSandboxState, PodSandboxStatus } from './kuberuntime/cri-types.js';
+
+/** What an engine record is: the CRI asks for each by its own calls (ListPodSandbox, ListContainers). */
+export type RecordKind = 'sandbox' | 'container';
 
 /**
- * One container or sandbox as the engine lists it: what the pod cache keeps, in podrun's words
- * (each engine turns its own answers into these: runtime/docker/records.ts).
+ * One container as the engine lists it: what the pod cache keeps, in podrun's words (each engine
+ * turns its own answers into these: runtime/docker/records.ts, runtime/cri/records.ts).
  */
 export interface EngineContainer {
+  kind: 'container';
   id: string;
   /** The engine's name for it (labels.ts `engineName`). */
   name: string;
@@ -32,6 +37,29 @@ export interface EngineContainer {
 }
 
 /**
+ * One sandbox as the engine lists it: its PodSandboxStatus (kuberuntime/cri-types.ts), with what
+ * only the Docker engine knows of its pause container.
+ */
+export interface EngineSandbox extends PodSandboxStatus {
+  kind: 'sandbox';
+  /** The engine's name for it (labels.ts `engineName`). */
+  name: string;
+  /**
+   * The pause image it runs, as the readings' series name it (a CRI runtime runs its own and does
+   * not say which: podrun's --pause-image stands for it).
+   */
+  image: string;
+  /**
+   * Docker restarts its pause container itself (no agent supervised the pod) and is between two
+   * runs: not ready, but alive, as EngineContainer's.
+   */
+  engineRestarting?: true;
+}
+
+/** What the engine holds of podrun's: sandboxes and containers, each as what it is. */
+export type EngineRecord = EngineContainer | EngineSandbox;
+
+/**
  * CRI's container states (ContainerState in api.proto). Each engine says its own in these words:
  * Docker's paused is running, its dead and removing are unknown (as cri-dockerd says them).
  */
@@ -41,7 +69,7 @@ export type ContainerState = 'created' | 'running' | 'exited' | 'unknown';
 export interface ObservedContainer {
   id: string;
   engineName: string;
-  type: ContainerType;
+  type: 'init' | 'app';
   name: string;
   hash: string;
   restartCount: number;
@@ -62,6 +90,29 @@ export interface ObservedContainer {
   engineRestarting?: true;
 }
 
+/**
+ * One sandbox of a pod as podrun sees it: the CRI's PodSandboxStatus with what its labels say
+ * (the sandbox spec's hash, its attempt). The kubelet reads a pod's sandboxes so (PodStatus's
+ * SandboxStatuses), never as containers.
+ */
+export interface ObservedSandbox {
+  id: string;
+  state: PodSandboxState;
+  /** PodSandboxMetadata's attempt (its restart-count label): a new sandbox is made with one more. */
+  attempt: number;
+  /** The pod-level spec it was made from (manifest/hash.ts sandboxHash). */
+  hash: string;
+  /** Seconds since the epoch. */
+  createdAt: number;
+  /** The pod's address, when the engine's answer carried one. */
+  ip?: string;
+  /** The engine's name and image for it: the readings' series say them, as cAdvisor's do for the pause container. */
+  engineName: string;
+  image: string;
+  /** EngineSandbox's: the engine restarts it itself, between runs now. */
+  engineRestarting?: true;
+}
+
 export interface ObservedPod {
   uid: string;
   name: string;
@@ -73,23 +124,25 @@ export interface ObservedPod {
    * container as its newest instance was made, and the newest grace period.
    */
   spec?: Pod;
-  sandboxes: ObservedContainer[];
+  /** Newest first, as the kubelet's SandboxStatuses: the first is the pod's sandbox. */
+  sandboxes: ObservedSandbox[];
   containers: ObservedContainer[];
 }
 
-export function isActive(c: ObservedContainer): boolean {
-  return c.state === 'running' || c.engineRestarting === true;
+/** Running (a container) or ready (a sandbox), or between two runs of the engine's own restarts. */
+export function isActive(c: ObservedContainer | ObservedSandbox): boolean {
+  return c.state === 'running' || c.state === 'ready' || c.engineRestarting === true;
 }
 
-/** Groups the engine's container list into pods. Pure, so it is tested with plain data. */
-export function groupObserved(list: readonly EngineContainer[]): ObservedPod[] {
+/** Groups the engine's sandboxes and containers into pods. Pure, so it is tested with plain data. */
+export function groupObserved(list: readonly EngineRecord[]): ObservedPod[] {
   const pods = new Map<string, ObservedPod>();
   const sandboxLabels = new Map<string, Record<string, string>>();
   for (const info of list) {
     const l = info.labels ?? {};
     if (l[LABEL.managedBy] !== MANAGED_BY) continue;
     const uid = l[LABEL.podUid];
-    const type = l[LABEL.containerType] as ContainerType | undefined;
+    const type = l[LABEL.containerType];
     if (!uid || !type) continue;
     let pod = pods.get(uid);
     if (!pod) {
@@ -103,34 +156,15 @@ export function groupObserved(list: readonly EngineContainer[]): ObservedPod[] {
       };
       pods.set(uid, pod);
     }
-    const c: ObservedContainer = {
-      id: info.id,
-      engineName: info.name,
-      type,
-      name: l[LABEL.containerName] ?? '',
-      hash: l[LABEL.hash] ?? '',
-      restartCount: Number(l[LABEL.restartCount] ?? 0) || 0,
-      state: info.state,
-      exitCode: info.exitCode,
-      created: info.created,
-      image: info.image,
-    };
-    if (info.ip) c.ip = info.ip;
-    if (info.startedBy !== undefined) c.startedBy = info.startedBy;
-    if (info.engineRestarting) c.engineRestarting = true;
-    const own = parseJson<Container>(l[LABEL.containerSpec]);
-    if (own) c.spec = own;
-    const grace = Number(l[LABEL.gracePeriod]);
-    if (l[LABEL.gracePeriod] !== undefined && Number.isFinite(grace)) c.graceSeconds = grace;
-    if (type === 'sandbox') {
-      pod.sandboxes.push(c);
-      sandboxLabels.set(c.id, l);
-    } else {
-      pod.containers.push(c);
+    if (info.kind === 'sandbox') {
+      pod.sandboxes.push(observedSandbox(info));
+      sandboxLabels.set(info.id, l);
+    } else if (type === 'init' || type === 'app') {
+      pod.containers.push(observedContainer(info, type));
     }
   }
   for (const pod of pods.values()) {
-    pod.sandboxes.sort(newestFirst);
+    pod.sandboxes.sort((a, b) => b.attempt - a.attempt || b.createdAt - a.createdAt);
     pod.containers.sort(newestFirst);
     const newest = pod.sandboxes[0];
     const l = newest ? sandboxLabels.get(newest.id) : undefined;
@@ -142,6 +176,46 @@ export function groupObserved(list: readonly EngineContainer[]): ObservedPod[] {
     }
   }
   return [...pods.values()];
+}
+
+function observedSandbox(info: EngineSandbox): ObservedSandbox {
+  const l = info.labels;
+  const s: ObservedSandbox = {
+    id: info.id,
+    state: info.state,
+    attempt: Number(l[LABEL.restartCount] ?? 0) || 0,
+    hash: l[LABEL.hash] ?? '',
+    createdAt: info.createdAt,
+    engineName: info.name,
+    image: info.image,
+  };
+  if (info.network?.ip) s.ip = info.network.ip;
+  if (info.engineRestarting) s.engineRestarting = true;
+  return s;
+}
+
+function observedContainer(info: EngineContainer, type: 'init' | 'app'): ObservedContainer {
+  const l = info.labels;
+  const c: ObservedContainer = {
+    id: info.id,
+    engineName: info.name,
+    type,
+    name: l[LABEL.containerName] ?? '',
+    hash: l[LABEL.hash] ?? '',
+    restartCount: Number(l[LABEL.restartCount] ?? 0) || 0,
+    state: info.state,
+    exitCode: info.exitCode,
+    created: info.created,
+    image: info.image,
+  };
+  if (info.ip) c.ip = info.ip;
+  if (info.startedBy !== undefined) c.startedBy = info.startedBy;
+  if (info.engineRestarting) c.engineRestarting = true;
+  const own = parseJson<Container>(l[LABEL.containerSpec]);
+  if (own) c.spec = own;
+  const grace = Number(l[LABEL.gracePeriod]);
+  if (l[LABEL.gracePeriod] !== undefined && Number.isFinite(grace)) c.graceSeconds = grace;
+  return c;
 }
 
 /** The sandbox's pod, brought up to date by what the newest container instances carry. */

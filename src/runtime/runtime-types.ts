@@ -1,6 +1,7 @@
 import type { Container } from '../manifest/types.js';
 import type { CgroupExtras } from './cgroup-extras.js';
 import type { ContainerState } from './observed.js';
+import type { PodSandboxState } from './kuberuntime/cri-types.js';
 import type { ProcessFigures } from './proc-stats.js';
 
 // The engine interface's vocabulary (roles.ts), whichever engine answers: its options, what it
@@ -74,10 +75,10 @@ export interface RuntimeObserver {
 }
 
 /**
- * One change of a container's (or sandbox's) life, whichever engine told it: Docker's
- * create/start/die/destroy, the CRI's ContainerEventType. Other news (execs, renames) is no event.
+ * One change of a container's life, whichever engine told it: Docker's create/start/die/destroy,
+ * the CRI's ContainerEventType. Other news (execs, renames) is no event.
  */
-export interface EngineEvent {
+export interface ContainerEvent {
   kind: 'created' | 'started' | 'exited' | 'removed';
   id: string;
   /** The container's labels: podrun's identity (labels.ts). */
@@ -89,6 +90,26 @@ export interface EngineEvent {
   exitCode?: number;
   timeMs: number;
 }
+
+/**
+ * A sandbox's new state (the CRI's PodSandboxState), or its removal: a Docker pause container's
+ * start and die, a CRI runtime's event or relist. Docker's create of a pause container is none: a
+ * sandbox is never ready before its start, and the look podrun takes after it made one (or the
+ * relist) tells one that never started.
+ */
+export interface SandboxEvent {
+  kind: 'sandbox';
+  state: PodSandboxState | 'removed';
+  id: string;
+  /** The sandbox's labels (and annotations): podrun's identity. */
+  labels: Record<string, string>;
+  name?: string;
+  image?: string;
+  timeMs: number;
+}
+
+/** What the engine tells of podrun's sandboxes and containers as it happens. */
+export type EngineEvent = ContainerEvent | SandboxEvent;
 
 /** One network interface's counters, as /proc/<pid>/net/dev has them. */
 export interface InterfaceCounters {

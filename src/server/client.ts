@@ -36,8 +36,11 @@ export function agentRequest<T>(stateDir: string, method: 'GET' | 'POST', path: 
 
 /** `podrun delete`'s question to the agent: which pods, and the grace period given outright (--grace-period, --now, --force). */
 export interface DeleteAsk {
-  /** `ids`: what the asker saw of each pod on the engine, for an agent whose cache has not heard of it yet. */
-  pods: { uid: string; key: string; ids?: string[] }[];
+  /**
+   * `ids`: what the asker saw of each pod on the engine, for an agent whose cache has not heard of
+   * it yet; `sandboxIds`: which of them are sandboxes (asked for as such).
+   */
+  pods: { uid: string; key: string; ids?: string[]; sandboxIds?: string[] }[];
   override?: number;
 }
 

@@ -95,7 +95,8 @@ function isDeleteAsk(v: unknown): v is DeleteAsk {
       (p) =>
         typeof p?.uid === 'string' &&
         typeof p.key === 'string' &&
-        (p.ids === undefined || (Array.isArray(p.ids) && p.ids.every((id) => typeof id === 'string'))),
+        (p.ids === undefined || (Array.isArray(p.ids) && p.ids.every((id) => typeof id === 'string'))) &&
+        (p.sandboxIds === undefined || (Array.isArray(p.sandboxIds) && p.sandboxIds.every((id) => typeof id === 'string'))),
     ) &&
     (a.override === undefined || (Number.isInteger(a.override) && a.override >= 0))
   );

@@ -8,11 +8,30 @@
  * costs the engine a walk of the layer, so it is read at most once a minute.
  */
 import { timerDelay } from '../base/duration.js';
+import { SANDBOX_NAME } from '../runtime/labels.js';
 import type { ObservedPod } from '../runtime/observed.js';
 import type { ContainerReading } from '../runtime/runtime-types.js';
 import type { PodEngine } from '../runtime/roles.js';
 import { Slots } from '../runtime/slots.js';
 import { podStats, type ContainerSample, type PodStatsV1 } from './summary.js';
+
+/** What is read of a pod: its ready sandbox (its pause process and network) and its running containers. */
+interface Live {
+  id: string;
+  name: string;
+  type: ContainerSample['type'];
+  image: string;
+  engineName: string;
+}
+
+function liveOf(p: ObservedPod): Live[] {
+  return [
+    ...p.sandboxes
+      .filter((s) => s.state === 'ready')
+      .map((s) => ({ id: s.id, name: SANDBOX_NAME, type: 'sandbox' as const, image: s.image, engineName: s.engineName })),
+    ...p.containers.filter((c) => c.state === 'running'),
+  ];
+}
 
 interface Reading {
   stats: ContainerReading;
@@ -111,8 +130,8 @@ export class StatsCollector {
     this.forget();
   }
 
-  private liveContainers(): { id: string; type: string }[] {
-    return this.pods().flatMap((p) => [...p.sandboxes, ...p.containers].filter((c) => c.state === 'running'));
+  private liveContainers(): Live[] {
+    return this.pods().flatMap(liveOf);
   }
 
   /** One reading of every running container; a collection still under way is joined, not doubled. */
@@ -183,9 +202,9 @@ export class StatsCollector {
     await this.demand();
     const samples: ContainerSample[] = [];
     for (const p of this.pods()) {
-      for (const c of [...p.sandboxes, ...p.containers]) {
+      for (const c of liveOf(p)) {
         const r = this.readings.get(c.id);
-        if (!r || c.state !== 'running') continue;
+        if (!r) continue;
         const d = this.disk.get(c.id);
         const startedAt = this.o.startedAt?.(p.uid, c.id);
         samples.push({

@@ -70,7 +70,7 @@ export function toV1Pod(
       namespace: observed.namespace,
       uid: observed.uid,
       annotations: { ...(spec?.metadata.annotations ?? {}), 'podrun.io/source': observed.source },
-      ...(observed.sandboxes[0] ? { creationTimestamp: new Date(observed.sandboxes[0].created * 1000).toISOString() } : {}),
+      ...(observed.sandboxes[0] ? { creationTimestamp: new Date(observed.sandboxes[0].createdAt * 1000).toISOString() } : {}),
       ...(deletion ?? {}),
     },
     spec: spec?.spec ?? {},

@@ -60,6 +60,19 @@ describe('PodSyncer.sync', () => {
     expect((await sup.status(d, cache.pod(d.uid)))?.containers[0]).toMatchObject({ state: 'running', ready: true });
   });
 
+  it("looks, after its turn, at the sandbox and container it made as what each is, before the engine's events tell them", async () => {
+    const { engine, cache, sup } = await setup();
+    const d = pod('busybox:1');
+    const release = engine.holdEvents();
+    expect(await sup.sync(d)).toBe(0);
+    expect(cache.pod(d.uid)?.sandboxes.map((s) => s.state)).toEqual(['ready']);
+    expect(cache.pod(d.uid)?.containers.map((c) => [c.name, c.state])).toEqual([['a', 'running']]);
+    // Nothing more to do: the look was enough, and the late events change nothing.
+    expect(await sup.sync(d)).toBeUndefined();
+    release();
+    expect(cache.pod(d.uid)?.sandboxes.map((s) => s.state)).toEqual(['ready']);
+  });
+
   it('restarts a crash at once, then holds the next in CrashLoopBackOff for 10 s', async () => {
     const { engine, cache, sup } = await setup();
     const d = pod('busybox:1');

@@ -278,7 +278,7 @@ describe("deleteAsked: the socket's delete handed to the workers", () => {
         workers: { kill: (uid) => void turns.push(worker.turn(uid, undefined, signal())) },
         log: silentLogger,
       },
-      { pods: [{ uid: d.uid, key: d.key, ids: [sandbox.id, app] }], override: 0 },
+      { pods: [{ uid: d.uid, key: d.key, ids: [sandbox.id, app], sandboxIds: [sandbox.id] }], override: 0 },
     );
     expect(answer).toEqual({ pods: [{ key: d.key }] });
     await Promise.all(turns);

@@ -1,6 +1,6 @@
 import type { Container, Pod } from '../../src/manifest/types.js';
 import { containerLabels, engineName, instanceId, LABEL, sandboxLabels, type PodIdentity } from '../../src/runtime/labels.js';
-import { groupObserved, type EngineContainer, type ObservedPod } from '../../src/runtime/observed.js';
+import { groupObserved, type EngineContainer, type EngineRecord, type ObservedPod, type RecordKind } from '../../src/runtime/observed.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
 import {
   ContainerStartError,
@@ -14,7 +14,31 @@ import {
   type VolumeBacking,
 } from '../../src/runtime/runtime-types.js';
 
-type FakeContainer = EngineContainer & { startedAt?: number; finishedAt?: number; engineRestarts?: number };
+/**
+ * What the fake holds of a container, or of a sandbox as its pause process (as Docker does): the
+ * interface is told a sandbox as one (`record`, `emit`), ready while that process runs.
+ */
+type FakeContainer = Omit<EngineContainer, 'kind'> & { startedAt?: number; finishedAt?: number; engineRestarts?: number };
+
+const isSandbox = (c: FakeContainer): boolean => c.labels[LABEL.containerType] === 'sandbox';
+
+/** A copy of what the fake holds, as the engine interface says it: a sandbox as a sandbox. */
+function record(c: FakeContainer): EngineRecord {
+  const copy = structuredClone(c);
+  if (!isSandbox(copy)) return { kind: 'container', ...copy };
+  const { id, name, image, labels, state, created, ip, engineRestarting } = copy;
+  return {
+    kind: 'sandbox',
+    id,
+    name,
+    image,
+    labels,
+    state: state === 'running' ? 'ready' : 'notready',
+    createdAt: created,
+    ...(ip ? { network: { ip } } : {}),
+    ...(engineRestarting ? { engineRestarting } : {}),
+  };
+}
 
 /** What a started container does: keep running, or exit at once with a code (a crash loop); `ignoresTerm`: a stop waits out its grace period, then kills (137). */
 export type Behaviour = { exitCode?: number; ignoresTerm?: boolean };
@@ -60,7 +84,7 @@ export class FakeEngine implements PodEngine {
   /** The event stream is cut and cannot be followed again until `restoreEvents` (an engine whose events API hangs). */
   private eventsCut = false;
   private readonly watchers = new Set<{ onEvent: (e: EngineEvent) => void; onEnd: (err?: Error) => void }>();
-  private readonly createdListeners = new Set<(podUid: string, id: string) => void>();
+  private readonly createdListeners = new Set<(podUid: string, id: string, kind: RecordKind) => void>();
   private next = 1;
 
   constructor(options: Partial<RuntimeOptions> & { stateDir: string }) {
@@ -117,16 +141,13 @@ export class FakeEngine implements PodEngine {
     return Date.now();
   }
 
-  private emit(kind: EngineEvent['kind'], c: FakeContainer): void {
-    const e: EngineEvent = {
-      kind,
-      id: c.id,
-      labels: { ...c.labels },
-      name: c.name,
-      image: c.image,
-      ...(kind === 'exited' ? { exitCode: c.exitCode ?? 0 } : {}),
-      timeMs: this.now(),
-    };
+  private emit(kind: 'created' | 'started' | 'exited' | 'removed', c: FakeContainer): void {
+    const base = { id: c.id, labels: { ...c.labels }, name: c.name, image: c.image, timeMs: this.now() };
+    // A sandbox's pause process told as its sandbox's state, as the Docker engine tells it: its create is no news.
+    const state = ({ created: undefined, started: 'ready', exited: 'notready', removed: 'removed' } as const)[kind];
+    if (isSandbox(c) && !state) return;
+    const e: EngineEvent =
+      isSandbox(c) && state ? { kind: 'sandbox', state, ...base } : { kind, ...base, ...(kind === 'exited' ? { exitCode: c.exitCode ?? 0 } : {}) };
     if (this.held) this.held.push(e);
     else for (const w of [...this.watchers]) w.onEvent(e);
     for (const fn of this.activity) fn();
@@ -156,7 +177,7 @@ export class FakeEngine implements PodEngine {
     const id = `fake${String(this.next++).padStart(12, '0')}`;
     const c: FakeContainer = { id, name, image, labels, state: 'created', created: Math.floor(this.now() / 1000), ...(ip ? { ip } : {}) };
     this.containers.set(id, c);
-    if (byPodrun) for (const fn of this.createdListeners) fn(labels[LABEL.podUid] ?? '', id);
+    if (byPodrun) for (const fn of this.createdListeners) fn(labels[LABEL.podUid] ?? '', id, isSandbox(c) ? 'sandbox' : 'container');
     this.emit('created', c);
     return c;
   }
@@ -240,12 +261,12 @@ export class FakeEngine implements PodEngine {
   }
 
   podCount(): number {
-    return groupObserved([...this.containers.values()]).length;
+    return groupObserved([...this.containers.values()].map(record)).length;
   }
 
   // --- EngineLifecycle
 
-  onCreated(fn: (podUid: string, id: string) => void): () => void {
+  onCreated(fn: (podUid: string, id: string, kind: RecordKind) => void): () => void {
     this.createdListeners.add(fn);
     return () => this.createdListeners.delete(fn);
   }
@@ -254,15 +275,16 @@ export class FakeEngine implements PodEngine {
     this.count('ping');
   }
 
-  async listContainers(uid?: string): Promise<EngineContainer[]> {
+  async listContainers(uid?: string): Promise<EngineRecord[]> {
     this.count('list');
     if (this.listHold) await this.listHold;
     const now = this.now();
     const list = [...this.containers.values()]
       .filter((c) => !uid || c.labels[LABEL.podUid] === uid)
       .map((c) => {
-        const rec = structuredClone(c);
-        if (this.listsUptime && c.state === 'running' && c.startedAt !== undefined) rec.startedBy = now - Math.floor((now - c.startedAt) / 1000) * 1000;
+        const rec = record(c);
+        if (rec.kind === 'container' && this.listsUptime && c.state === 'running' && c.startedAt !== undefined)
+          rec.startedBy = now - Math.floor((now - c.startedAt) / 1000) * 1000;
         return rec;
       });
     if (this.listAnswerHold) await this.listAnswerHold;
@@ -273,9 +295,16 @@ export class FakeEngine implements PodEngine {
     return groupObserved(await this.listContainers(uid));
   }
 
-  async inspectContainers(ids: readonly string[]): Promise<Map<string, EngineContainer | undefined>> {
+  /** Asked for as what it is not (a sandbox as a container), a record is none: a CRI runtime's NotFound. */
+  async inspectContainers(ids: ReadonlyMap<string, RecordKind>): Promise<Map<string, EngineRecord | undefined>> {
     this.count('inspect');
-    return new Map(ids.map((id) => [id, this.containers.has(id) ? structuredClone(this.containers.get(id)!) : undefined]));
+    return new Map(
+      [...ids].map(([id, kind]) => {
+        const c = this.containers.get(id);
+        const rec = c ? record(c) : undefined;
+        return [id, rec?.kind === kind ? rec : undefined];
+      }),
+    );
   }
 
   async watchEvents(onEvent: (e: EngineEvent) => void, onEnd: (err?: Error) => void): Promise<() => void> {

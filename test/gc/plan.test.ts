@@ -42,8 +42,8 @@ describe('container GC plan', () => {
   it('removes dead sandboxes of earlier attempts, and whole pods no longer desired with nothing running', () => {
     const d = POD('p');
     const o = observedFor(d);
-    o.sandboxes.push({ ...o.sandboxes[0]!, id: 'old-sandbox', state: 'exited', restartCount: -1 });
-    const gone = observedFor(POD('q'), { POD: { state: 'exited' }, a: { state: 'exited', exitCode: 0 }, b: { state: 'exited', exitCode: 0 } });
+    o.sandboxes.push({ ...o.sandboxes[0]!, id: 'old-sandbox', state: 'notready', attempt: -1 });
+    const gone = observedFor(POD('q'), { a: { state: 'exited', exitCode: 0 }, b: { state: 'exited', exitCode: 0 } }, { state: 'notready' });
     const running = observedFor(POD('r'));
     const plan = planContainerGc([o, gone, running], new Set([d.uid]));
     expect(plan.removals.filter((r) => r.pod === 'default/p').map((r) => r.id)).toEqual(['old-sandbox']);

@@ -76,8 +76,8 @@ spec:
     }
     for (const [name, d] of want) {
       const mine = all.filter((c) => c.pod === name);
-      const sandboxes = mine.filter((c) => c.type === 'sandbox' && c.state === 'running');
-      if (sandboxes.length !== 1 || sandboxes[0]!.hash !== sandboxHash(d.pod)) return `${name}: ${sandboxes.length} running sandboxes of the right spec`;
+      const sandboxes = mine.filter((c) => c.type === 'sandbox' && c.state === 'ready');
+      if (sandboxes.length !== 1 || sandboxes[0]!.hash !== sandboxHash(d.pod)) return `${name}: ${sandboxes.length} ready sandboxes of the right spec`;
       for (const spec of d.pod.spec.containers) {
         const up = mine.filter((c) => c.name === spec.name && c.state === 'running');
         if (up.length !== 1) return `${name}/${spec.name}: ${up.length} running instances`;
@@ -135,7 +135,7 @@ spec:
         else if (kind === 'pod' && s.present) s.hostname++;
         else if (kind === 'presence') s.present = !s.present;
         write();
-        const untouched = new Set(before.filter((c) => c.state === 'running' && c.pod !== target).map((c) => c.id));
+        const untouched = new Set(before.filter((c) => (c.state === 'running' || c.state === 'ready') && c.pod !== target).map((c) => c.id));
 
         agent = bed.agent(['--manifest-dir', dir]);
         await new Promise((r) => setTimeout(r, 150 + random() * 1500));
@@ -150,7 +150,7 @@ spec:
         agent = bed.agent(['--manifest-dir', dir]);
         const after = await converge(`trial ${trial} (${kind} on ${target}) to converge`);
         // Nothing of the pods this trial did not touch was restarted.
-        const lost = [...untouched].filter((id) => !after.some((c) => c.id === id && c.state === 'running'));
+        const lost = [...untouched].filter((id) => !after.some((c) => c.id === id && (c.state === 'running' || c.state === 'ready')));
         expect(lost, `trial ${trial}: healthy containers of untouched pods were replaced`).toEqual([]);
         await agent.stop();
         before = after;

@@ -2,7 +2,8 @@ import { spawn, spawnSync, type ChildProcessWithoutNullStreams } from 'node:chil
 import { join } from 'node:path';
 import { afterAll, beforeAll } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
-import type { ContainerState } from '../../src/runtime/observed.js';
+import type { ContainerState, EngineRecord } from '../../src/runtime/observed.js';
+import type { PodSandboxState } from '../../src/runtime/kuberuntime/cri-types.js';
 import { openEngine } from '../../src/runtime/open-engine.js';
 import type { PodEngine } from '../../src/runtime/roles.js';
 import { AgentProcess } from './agent-helpers.js';
@@ -31,7 +32,8 @@ export interface BedContainer {
   /** The spec's container name (`POD` for a sandbox). */
   name: string;
   type: 'sandbox' | 'init' | 'app' | string;
-  state: ContainerState;
+  /** A container's state; a sandbox's (ready, notready) as the engine says it. */
+  state: ContainerState | PodSandboxState;
   restartCount: number;
   hash: string;
   podUid: string;
@@ -87,7 +89,7 @@ export function bareId(containerID: string | undefined): string {
   return (containerID ?? '').replace(/^[a-z0-9-]+:\/\//, '');
 }
 
-function toBed(c: { id: string; labels: Record<string, string>; state: ContainerState; exitCode?: number }): BedContainer {
+function toBed(c: EngineRecord): BedContainer {
   const l = c.labels;
   return {
     id: c.id,
@@ -98,7 +100,7 @@ function toBed(c: { id: string; labels: Record<string, string>; state: Container
     hash: l[LABEL.hash] ?? '',
     podUid: l[LABEL.podUid] ?? '',
     podName: l[LABEL.podName] ?? '',
-    ...(c.exitCode !== undefined ? { exitCode: c.exitCode } : {}),
+    ...(c.kind === 'container' && c.exitCode !== undefined ? { exitCode: c.exitCode } : {}),
     labels: l,
   };
 }

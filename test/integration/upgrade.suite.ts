@@ -100,7 +100,7 @@ spec:
 interface Seen {
   id: string;
   name: string;
-  /** Running, or exited (init containers, a failed first instance). */
+  /** Running, or exited (init containers, a failed first instance); a sandbox ready. */
   state: string;
   /** Absent for a CRI sandbox (the runtime tells only when it was made): its id and state tell. */
   startedAt: string;
@@ -137,13 +137,15 @@ export function upgradeSuite(bed: EngineBed, previous: PreviousRelease): void {
     const engine = await bed.engine();
     const out = new Map<string, Seen>();
     for (const c of await engine.listContainers()) {
+      // Docker's pause container has a status of its own (its start, its restarts in place); a CRI
+      // sandbox is no container: its id and state tell (a NOTREADY one is never READY again).
       const s = await engine.containerState(c.id);
       out.set(c.id, {
         id: c.id,
         name: c.name,
         state: c.state,
         startedAt: s?.startedAt ?? '',
-        engineRestarts: s?.engineRestarts ?? -1,
+        engineRestarts: s?.engineRestarts ?? (c.kind === 'sandbox' ? 0 : -1),
         restartCount: c.labels[LABEL.restartCount] ?? '',
         hash: c.labels[LABEL.hash] ?? '',
         labels: c.labels,
@@ -176,7 +178,7 @@ export function upgradeSuite(bed: EngineBed, previous: PreviousRelease): void {
         'the previous agent to run both pods, main restarted once',
         async () => {
           const now = await containersNow();
-          const started = [...now.values()].filter((c) => c.startedAt || c.state === 'running');
+          const started = [...now.values()].filter((c) => c.startedAt || c.state === 'running' || c.state === 'ready');
           // web: sandbox, setup (exited), app, side; host: sandbox, main's failed first instance and its second.
           const get = await runBin(prevBin, ['get', 'pods', '-n', ns]);
           restartsBefore = restartsOf(get.out);

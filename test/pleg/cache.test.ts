@@ -6,6 +6,7 @@ import { PodCache } from '../../src/pleg/cache.js';
 import { identityOf } from '../../src/runtime/labels.js';
 import { desired } from '../fixtures/pods.js';
 import { FakeEngine } from '../fakes/fake-engine.js';
+import type { RecordKind } from '../../src/runtime/observed.js';
 
 // The pod cache (PLEG) on the in-memory engine: events keep it current without a list, a relist
 // replaces it, a refresh after podrun acted sees what podrun made, and a lost stream reconnects.
@@ -70,6 +71,21 @@ describe('PodCache', () => {
     expect(engine.calls.get('list')).toBe(lists);
   });
 
+  it('follows a sandbox by its state changes: ready once its pause process runs, not ready once it ends (its finish kept), gone once removed', async () => {
+    const { engine, cache, changed } = setup();
+    await cache.start();
+    const { sandbox } = await run(engine);
+    expect(cache.pod(POD.uid)?.sandboxes.map((s) => [s.id, s.state, s.attempt])).toEqual([[sandbox, 'ready', 0]]);
+    changed.length = 0;
+    await engine.stopSandbox(sandbox);
+    expect(cache.pod(POD.uid)?.sandboxes.map((s) => [s.id, s.state])).toEqual([[sandbox, 'notready']]);
+    expect(changed).toEqual([POD.uid]);
+    expect(cache.finishedAt(sandbox)).toBeGreaterThan(0);
+    await engine.removeSandbox(sandbox);
+    expect(cache.pod(POD.uid)?.sandboxes).toEqual([]);
+    expect(cache.finishedAt(sandbox)).toBeUndefined();
+  });
+
   it('reads a container the engine restarted in place as running, without the exit of its last run', async () => {
     const { engine, cache } = setup();
     await cache.start();
@@ -100,8 +116,8 @@ describe('PodCache', () => {
     // The stream is cut: nothing arrives, but a refresh after podrun acted reads what it made (the
     // ids its worker noted as it made them, given to the refresh).
     engine.dropEvents();
-    const made: string[] = [];
-    engine.onCreated((_uid, id) => made.push(id));
+    const made: [string, RecordKind][] = [];
+    engine.onCreated((_uid, id, kind) => made.push([id, kind]));
     await run(engine);
     expect(cache.pod(POD.uid)).toBeUndefined();
     await cache.refreshPod(POD.uid, made);
@@ -120,8 +136,8 @@ describe('PodCache', () => {
     // The CRI relist saw the new instance between its create and start, and tells that after the
     // worker's own look read it running: a worker woken then must not see it "never started".
     const release = engine.holdEvents();
-    const made: string[] = [];
-    engine.onCreated((_uid, id) => made.push(id));
+    const made: [string, RecordKind][] = [];
+    engine.onCreated((_uid, id, kind) => made.push([id, kind]));
     const { container } = await run(engine);
     await cache.refreshPod(POD.uid, made);
     expect(cache.pod(POD.uid)?.containers[0]).toMatchObject({ id: container, state: 'running' });
@@ -143,8 +159,8 @@ describe('PodCache', () => {
     const relisting = cache.relist();
     await tick();
     engine.listAnswerHold = undefined;
-    const made: string[] = [];
-    engine.onCreated((_uid, id) => made.push(id));
+    const made: [string, RecordKind][] = [];
+    engine.onCreated((_uid, id, kind) => made.push([id, kind]));
     const { container } = await run(engine);
     await cache.refreshPod(POD.uid, made);
     answer();
@@ -176,8 +192,8 @@ describe('PodCache', () => {
       relisting = cache.relist();
       engine.listAnswerHold = undefined;
     };
-    const made: string[] = [];
-    engine.onCreated((_uid, id) => made.push(id));
+    const made: [string, RecordKind][] = [];
+    engine.onCreated((_uid, id, kind) => made.push([id, kind]));
     const { container } = await run(engine);
     await cache.refreshPod(POD.uid, made);
     answer();
@@ -204,7 +220,7 @@ describe('PodCache', () => {
       engine.listHold = new Promise<void>((r) => (read = r));
       relisting = cache.relist();
       engine.listHold = undefined;
-      looking = cache.refreshPod(POD.uid, [id]);
+      looking = cache.refreshPod(POD.uid, [[id, 'container']]);
     };
     const { container } = await run(engine);
     await looking;

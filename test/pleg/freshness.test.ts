@@ -6,6 +6,7 @@ import type { ContainerState, EngineContainer } from '../../src/runtime/observed
 // way: the container's life orders them (made, running, ended), and only where it can.
 
 const rec = (state: ContainerState, engineRestarting?: true): EngineContainer => ({
+  kind: 'container',
   id: 'c',
   name: 'c',
   image: 'i',

@@ -1,12 +1,13 @@
 import { describe, expect, it } from 'vitest';
 import { ContainerRecords } from '../../src/pleg/records.js';
 import { LABEL, MANAGED_BY } from '../../src/runtime/labels.js';
-import type { EngineContainer } from '../../src/runtime/observed.js';
+import type { EngineContainer, EngineRecord } from '../../src/runtime/observed.js';
 
 // The cache's records indexed by pod: what one pod's look reads must be exactly its containers,
 // through replacements, removals and a relist's clear.
 
 const rec = (id: string, uid?: string): EngineContainer => ({
+  kind: 'container',
   id,
   name: id,
   image: 'i',
@@ -15,7 +16,7 @@ const rec = (id: string, uid?: string): EngineContainer => ({
   state: 'running',
 });
 
-const ids = (rs: EngineContainer[]): string[] => rs.map((r) => r.id).sort();
+const ids = (rs: EngineRecord[]): string[] => rs.map((r) => r.id).sort();
 
 describe('ContainerRecords', () => {
   it('answers a pod with its own containers only, kept right through replace and delete', () => {

@@ -1,7 +1,7 @@
 import { describe, expect, it } from 'vitest';
 import type { Pod } from '../../src/manifest/types.js';
 import { deletionPlan, graceOverride } from '../../src/reconcile/deletion-plan.js';
-import type { ObservedContainer, ObservedPod } from '../../src/runtime/observed.js';
+import type { ObservedContainer, ObservedPod, ObservedSandbox } from '../../src/runtime/observed.js';
 
 // The deletion plan on plain data: the order of the stops, each container's grace, what is removed.
 
@@ -27,8 +27,9 @@ const spec: Pod = {
   },
 };
 
-function pod(containers: ObservedContainer[], sandboxState: ObservedContainer['state'] = 'running'): ObservedPod {
-  return { uid: 'u1', name: 'p', namespace: 'ns', source: 'apply:x', spec, sandboxes: [container('POD', 'sandbox', { state: sandboxState })], containers };
+function pod(containers: ObservedContainer[], sandboxState: ObservedSandbox['state'] = 'ready'): ObservedPod {
+  const sandbox: ObservedSandbox = { id: 'id-POD', state: sandboxState, attempt: 0, hash: 'h', createdAt: 1, engineName: 'POD', image: 'i' };
+  return { uid: 'u1', name: 'p', namespace: 'ns', source: 'apply:x', spec, sandboxes: [sandbox], containers };
 }
 
 const names = (steps: { name: string }[][]): string[][] => steps.map((s) => s.map((c) => c.name).sort());
@@ -53,7 +54,7 @@ describe('deletionPlan: the order', () => {
   });
 
   it('has no step for a pod with nothing running, and no sandbox to stop when it has stopped', () => {
-    const o = pod([container('web', 'app', { state: 'exited' })], 'exited');
+    const o = pod([container('web', 'app', { state: 'exited' })], 'notready');
     const plan = deletionPlan(o);
     expect(plan.steps).toEqual([]);
     expect(plan.sandboxes).toEqual([]);

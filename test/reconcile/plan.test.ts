@@ -64,8 +64,29 @@ describe('computePodActions', () => {
 
   it('recreates the pod when its sandbox died', () => {
     const d = desired(TWO());
-    const a = computePodActions(d, observedFor(d, { POD: { state: 'exited', exitCode: 137 } }));
+    const a = computePodActions(d, observedFor(d, {}, { state: 'notready' }));
     expect(a).toMatchObject({ killPod: true, createSandbox: true, reason: 'sandbox is not running' });
+  });
+
+  it("gives a NOTREADY sandbox a new sandbox, its attempt one more, as the kubelet's podSandboxChanged; a READY one none", () => {
+    const d = desired(TWO());
+    // NOTREADY, though the engine restarts it itself (Docker's policy after `apply`): not ready is not ready.
+    for (const sandbox of [
+      { state: 'notready' as const, attempt: 4 },
+      { state: 'notready' as const, attempt: 4, engineRestarting: true as const },
+    ]) {
+      const a = computePodActions(d, observedFor(d, {}, sandbox));
+      expect(a).toMatchObject({ killPod: true, createSandbox: true, sandboxAttempt: 5, reason: 'sandbox is not running' });
+      expect(a.containersToStart.map((s) => [s.name, s.restartCount])).toEqual([
+        ['a', 1],
+        ['b', 1],
+      ]);
+    }
+    expect(hasActions(computePodActions(d, observedFor(d, {}, { state: 'ready', attempt: 4 })))).toBe(false);
+    // Two READY sandboxes: a new one as well (readySandboxCount > 1).
+    const two = observedFor(d, {}, { attempt: 4 });
+    two.sandboxes.push({ ...two.sandboxes[0]!, id: 'older', attempt: 3 });
+    expect(computePodActions(d, two)).toMatchObject({ createSandbox: true, sandboxAttempt: 5, reason: 'more than one sandbox is running' });
   });
 
   it('restarts exited containers by restartPolicy, as the kubelet does', () => {
@@ -182,7 +203,7 @@ spec:
       reason: 'all containers have terminated',
     });
     // Once stopped it stays so: no new sandbox for a Never pod that ran.
-    const stopped = observedFor(never, { a: { state: 'exited', exitCode: 1 }, POD: { state: 'exited', exitCode: 0 } });
+    const stopped = observedFor(never, { a: { state: 'exited', exitCode: 1 } }, { state: 'notready' });
     expect(hasActions(computePodActions(never, stopped))).toBe(false);
     // OnFailure, all succeeded: the same, and no sandbox is made again for nothing.
     const onFailure = desired(ONE('OnFailure'));
@@ -190,14 +211,12 @@ spec:
       killPod: true,
       createSandbox: false,
     });
-    expect(
-      hasActions(computePodActions(onFailure, observedFor(onFailure, { a: { state: 'exited', exitCode: 0 }, POD: { state: 'exited', exitCode: 0 } }))),
-    ).toBe(false);
+    expect(hasActions(computePodActions(onFailure, observedFor(onFailure, { a: { state: 'exited', exitCode: 0 } }, { state: 'notready' })))).toBe(false);
   });
 
   it('stops what is left of a Never pod whose sandbox died, and makes it no new sandbox', () => {
     const d = desired(ONE('Never'));
-    const a = computePodActions(d, observedFor(d, { POD: { state: 'exited', exitCode: 137 } }));
+    const a = computePodActions(d, observedFor(d, {}, { state: 'notready' }));
     expect(a).toMatchObject({ killPod: true, createSandbox: false, containersToStart: [] });
   });
 
@@ -207,7 +226,7 @@ spec:
     const exited = observedFor(before, { a: { state: 'exited', exitCode: 0 } });
     expect(computePodActions(after, exited).containersToStart).toEqual([{ name: 'a', type: 'app', restartCount: 1, reason: 'container spec changed' }]);
     // ... also once the finished pod's sandbox was stopped.
-    const stopped = observedFor(before, { a: { state: 'exited', exitCode: 0 }, POD: { state: 'exited', exitCode: 0 } });
+    const stopped = observedFor(before, { a: { state: 'exited', exitCode: 0 } }, { state: 'notready' });
     expect(computePodActions(after, stopped)).toMatchObject({ createSandbox: true });
   });
 
@@ -231,14 +250,17 @@ spec:
   it('runs the init containers again in a new sandbox: instances of the old one do not count', () => {
     const d = desired(INIT_ONLY);
     // The sandbox was re-created at t=2000; setup's only instance is from the old sandbox.
-    const obs = observedFor(d, { POD: { created: 2000, restartCount: 1 }, setup: { created: 1000 }, app: { state: 'exited', exitCode: 137, created: 1000 } });
+    const obs = observedFor(d, { setup: { created: 1000 }, app: { state: 'exited', exitCode: 137, created: 1000 } }, { createdAt: 2000, attempt: 1 });
     expect(computePodActions(d, obs).containersToStart).toEqual([{ name: 'setup', type: 'init', restartCount: 1, reason: 'init container' }]);
     // Once it has run in the new sandbox, the app follows.
-    const ran = observedFor(d, {
-      POD: { created: 2000, restartCount: 1 },
-      setup: { created: 2001, restartCount: 1 },
-      app: { state: 'exited', exitCode: 137, created: 1000 },
-    });
+    const ran = observedFor(
+      d,
+      {
+        setup: { created: 2001, restartCount: 1 },
+        app: { state: 'exited', exitCode: 137, created: 1000 },
+      },
+      { createdAt: 2000, attempt: 1 },
+    );
     expect(computePodActions(d, ran).containersToStart.map((s) => s.name)).toEqual(['app']);
   });
 

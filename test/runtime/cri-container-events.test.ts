@@ -1,6 +1,6 @@
 import { describe, expect, it } from 'vitest';
 import { LABEL } from '../../src/runtime/labels.js';
-import type { EngineContainer } from '../../src/runtime/observed.js';
+import type { EngineRecord } from '../../src/runtime/observed.js';
 import type { EngineEvent } from '../../src/runtime/runtime-types.js';
 import { followContainerEvents, foldContainerEvent, type EventFollowOptions } from '../../src/runtime/cri/container-events.js';
 import { CriNotSupportedError, CriUnreachableError } from '../../src/runtime/cri/errors.js';
@@ -61,7 +61,7 @@ function event(type: number, containerId: string, sb: PodSandboxStatusInfo | und
   return { containerId, containerEventType: type, createdAt: 0n, podSandboxStatus: sb, containersStatuses: cs };
 }
 
-function recordOf(e: ContainerEvent): EngineContainer {
+function recordOf(e: ContainerEvent): EngineRecord {
   const f = foldContainerEvent(e, { instance: INSTANCE, pauseImage: 'pause' });
   if (!f || !('record' in f)) throw new Error('no record in the event');
   return f.record;
@@ -102,7 +102,7 @@ describe('the runtime container events', () => {
   it("folds an event to the record it names: a sandbox, a container with its exit code, a deletion; drops others' and sandbox-less ones", () => {
     const o = { instance: INSTANCE, pauseImage: 'pause' };
     expect(foldContainerEvent(event(ContainerEventType.STARTED, 'sb1', sandbox(PodSandboxState.READY)), o)).toMatchObject({
-      record: { id: 'sb1', state: 'running', ip: '10.0.0.5' },
+      record: { kind: 'sandbox', id: 'sb1', state: 'ready', network: { ip: '10.0.0.5' } },
     });
     expect(foldContainerEvent(event(ContainerEventType.STOPPED, 'c1', sandbox(PodSandboxState.READY), [container(ContainerState.EXITED, 3)]), o)).toMatchObject(
       { record: { id: 'c1', state: 'exited', exitCode: 3 } },
@@ -117,7 +117,7 @@ describe('the runtime container events', () => {
   });
 
   it('tells each change once, whether the stream or the relist saw it first; an event older than the relist is dropped', async () => {
-    let listed: EngineContainer[] = [];
+    let listed: EngineRecord[] = [];
     const told: EngineEvent[] = [];
     const watch = await relistWatch(
       async () => listed,
@@ -135,8 +135,8 @@ describe('the runtime container events', () => {
       event(ContainerEventType.STARTED, 'c1', sandbox(PodSandboxState.READY), [container(ContainerState.RUNNING)]),
     ];
     await followContainerEvents(stream(evs), watch, options(said));
-    expect(told.map((e) => [e.id, e.kind, e.exitCode])).toEqual([
-      ['sb1', 'started', undefined],
+    expect(told.map((e) => (e.kind === 'sandbox' ? [e.id, e.kind, e.state] : [e.id, e.kind, e.exitCode]))).toEqual([
+      ['sb1', 'sandbox', 'ready'],
       ['c1', 'created', undefined],
       ['c1', 'started', undefined],
       ['c1', 'exited', 3],

@@ -21,7 +21,7 @@ interface Watched {
   events: EngineEvent[];
   notices: string[];
   ended: (Error | undefined)[];
-  /** Each id's kinds in order, exits with their code. */
+  /** Each id's kinds in order, exits with their code, a sandbox's states. */
   story(id: string): string[];
 }
 
@@ -36,7 +36,8 @@ async function watch(b: CriBed, notices: string[]): Promise<Watched> {
     events,
     notices,
     ended,
-    story: (id) => events.filter((e) => e.id === id).map((e) => (e.kind === 'exited' ? `exited ${e.exitCode}` : e.kind)),
+    story: (id) =>
+      events.filter((e) => e.id === id).map((e) => (e.kind === 'sandbox' ? `sandbox ${e.state}` : e.kind === 'exited' ? `exited ${e.exitCode}` : e.kind)),
   };
 }
 
@@ -59,7 +60,7 @@ describe('the CRI engine watching a runtime without container events', () => {
     await vi.waitFor(() => expect(w.story(containerId)).toEqual(['started', 'exited 3']), settle);
     await bed.engine.removeContainer(containerId);
     await vi.waitFor(() => expect(w.story(containerId)).toEqual(['started', 'exited 3', 'removed']), settle);
-    expect(w.story(sandbox.id)).toEqual(['started']);
+    expect(w.story(sandbox.id)).toEqual(['sandbox ready']);
     expect(notices.filter((n) => n.includes('Unimplemented'))).toHaveLength(1);
     // A watch again (the cache reconnecting) does not ask a runtime that said it has no events.
     stop?.();
@@ -87,7 +88,7 @@ describe("the CRI engine following the runtime's container events", () => {
     bed.runtime.exitContainer(containerId, 7);
     await vi.waitFor(() => expect(w.story(containerId)).toEqual(['created', 'started', 'exited 7']), settle);
     await bed.engine.removeSandbox(sandbox.id);
-    await vi.waitFor(() => expect(w.story(sandbox.id)).toEqual(['started', 'exited 0', 'removed']), settle);
+    await vi.waitFor(() => expect(w.story(sandbox.id)).toEqual(['sandbox ready', 'sandbox notready', 'sandbox removed']), settle);
     expect(w.story(containerId)).toEqual(['created', 'started', 'exited 7', 'removed']);
     expect(bed.runtime.callsOf('ListContainers')).toHaveLength(1);
     expect(notices.filter((n) => n.includes('following the runtime'))).toHaveLength(1);
@@ -106,7 +107,7 @@ describe("the CRI engine following the runtime's container events", () => {
     const listsThen = bed.runtime.callsOf('ListContainers').length;
     await vi.waitFor(() => expect(bed.runtime.callsOf('ListContainers').length).toBeGreaterThan(listsThen + 2), settle);
     expect(w.story(containerId)).toEqual(['started', 'exited 4']);
-    expect(w.story(sandbox.id)).toEqual(['started']);
+    expect(w.story(sandbox.id)).toEqual(['sandbox ready']);
   });
 
   it("drops the events of another podrun instance's pods on the same runtime", async () => {

@@ -175,14 +175,16 @@ describe("the CRI engine's status and exec on a fake runtime", () => {
     expect(await bed.engine.containerState('gone')).toBeUndefined();
   });
 
-  it('reads a sandbox it made as a sandbox first: one PodSandboxStatus, no ContainerStatus', async () => {
+  it('reads a sandbox as one: PodSandboxStatus, its state as the runtime says it, no ContainerStatus', async () => {
     bed = criBed();
-    const { sandbox } = await runPod(bed, busyboxPod('web'));
-    bed.runtime.clearCalls();
-    expect(await bed.engine.containerState(sandbox.id)).toMatchObject({ state: 'running' });
-    bed.runtime.killSandbox(sandbox.id);
-    expect(await bed.engine.containerState(sandbox.id)).toMatchObject({ state: 'exited' });
-    expect(bed.runtime.callNames()).toEqual(['PodSandboxStatus', 'PodSandboxStatus']);
+    const b = bed;
+    const { sandbox } = await runPod(b, busyboxPod('web'));
+    b.runtime.clearCalls();
+    const look = async (): Promise<unknown> => (await b.engine.inspectContainers(new Map([[sandbox.id, 'sandbox']]))).get(sandbox.id);
+    expect(await look()).toMatchObject({ kind: 'sandbox', id: sandbox.id, state: 'ready' });
+    b.runtime.killSandbox(sandbox.id);
+    expect(await look()).toMatchObject({ kind: 'sandbox', id: sandbox.id, state: 'notready' });
+    expect(b.runtime.callNames()).toEqual(['PodSandboxStatus', 'PodSandboxStatus']);
   });
 
   it("runs a probe's command through ExecSync with the runtime's later timeout, its output joined", async () => {

@@ -6,8 +6,8 @@ import { cgroupEventsPath, eventsSayEnded, unifiedRoot } from '../../src/runtime
 import { DEFAULT_CHECK_DELAYS_MS, ExitSignals, type ExitSignalDeps, type SignalHandle } from '../../src/runtime/cri/exit-signals.js';
 import { exitSignalTaps } from '../../src/runtime/cri/exit-watch.js';
 import { LABEL } from '../../src/runtime/labels.js';
-import type { EngineContainer } from '../../src/runtime/observed.js';
-import type { EngineEvent } from '../../src/runtime/runtime-types.js';
+import type { EngineContainer, EngineSandbox } from '../../src/runtime/observed.js';
+import type { ContainerEvent, EngineEvent } from '../../src/runtime/runtime-types.js';
 import { criRelistPeriod } from '../../src/runtime/open-engine.js';
 
 const flush = async (): Promise<void> => {
@@ -182,6 +182,7 @@ describe('exit signals: bounds and coalescing', () => {
 
 describe('exit signals: the taps on the relist', () => {
   const rec = (id: string, state: EngineContainer['state'], container = 'c'): EngineContainer => ({
+    kind: 'container',
     id,
     name: id,
     image: 'i',
@@ -189,27 +190,41 @@ describe('exit signals: the taps on the relist', () => {
     state,
     created: 0,
   });
-  const ev = (kind: EngineEvent['kind'], id: string, container = 'c'): EngineEvent => ({ kind, id, labels: { [LABEL.containerName]: container }, timeMs: 0 });
+  const ev = (kind: ContainerEvent['kind'], id: string, container = 'c'): EngineEvent => ({
+    kind,
+    id,
+    labels: { [LABEL.containerName]: container },
+    timeMs: 0,
+  });
+  const sandbox = (id: string, state: EngineSandbox['state']): EngineSandbox => ({
+    kind: 'sandbox',
+    id,
+    name: id,
+    image: 'pause',
+    labels: { [LABEL.containerName]: 'POD' },
+    state,
+    createdAt: 0,
+  });
 
   it('watches what a list shows running (not sandboxes), a start told; unwatches an end or removal told', async () => {
     const b = bed();
     const told: string[] = [];
     const taps = exitSignalTaps(
       b.signals,
-      async () => [rec('run', 'running'), rec('done', 'exited'), rec('sb', 'running', 'POD')],
+      async () => [rec('run', 'running'), rec('done', 'exited'), sandbox('sb', 'ready')],
       (e) => told.push(`${e.kind} ${e.id}`),
     );
     await taps.list();
     await flush();
     expect(b.opened).toEqual(['run']);
     taps.onEvent(ev('started', 'new'));
-    taps.onEvent(ev('started', 'sb2', 'POD'));
+    taps.onEvent({ kind: 'sandbox', state: 'ready', id: 'sb2', labels: { [LABEL.containerName]: 'POD' }, timeMs: 0 });
     await flush();
     expect(b.opened).toEqual(['run', 'new']);
     taps.onEvent(ev('exited', 'run'));
     taps.onEvent(ev('removed', 'new'));
     expect(b.signals.size).toBe(0);
-    expect(told).toEqual(['started new', 'started sb2', 'exited run', 'removed new']);
+    expect(told).toEqual(['started new', 'sandbox sb2', 'exited run', 'removed new']);
   });
 });
 

@@ -3,13 +3,15 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { PassThrough } from 'node:stream';
 import { afterAll, describe, expect, it } from 'vitest';
-import { LABEL } from '../../src/runtime/labels.js';
+import { LABEL, MANAGED_BY } from '../../src/runtime/labels.js';
 import { boundNs, parseCriLine, timeNs, writeCriLog } from '../../src/runtime/cri/logs.js';
 import { ContainerState, PodSandboxState } from '../../src/runtime/cri/messages.js';
 import { recordFromContainer, recordFromSandbox, rfc3339 } from '../../src/runtime/cri/records.js';
 import { transitions } from '../../src/runtime/cri/relist.js';
 import { criEndpoint } from '../../src/runtime/open-engine.js';
 import { sandboxProblem } from '../../src/runtime/cri/engine.js';
+import { groupObserved, type EngineContainer, type EngineSandbox } from '../../src/runtime/observed.js';
+import type { EngineEvent } from '../../src/runtime/runtime-types.js';
 
 const dir = mkdtempSync(join(tmpdir(), 'podrun-cri-unit-'));
 afterAll(() => rmSync(dir, { recursive: true, force: true }));
@@ -48,12 +50,65 @@ describe('records: the runtime answers as podrun records', () => {
       },
       'pause',
     );
-    expect(sb.state).toBe('exited');
+    expect(sb.state).toBe('notready');
+  });
+});
+
+/** An event's exit code: a container's end says one, a sandbox's never. */
+const codeOf = (e: EngineEvent): number | undefined => (e.kind === 'sandbox' ? undefined : e.exitCode);
+
+describe('records: a sandbox as the runtime says it', () => {
+  const item = (state: number, attempt = 2) => ({
+    id: 'sb1',
+    metadata: { name: 'web', uid: 'u1', namespace: 'ns', attempt },
+    state,
+    createdAt: 7_900_000_000n,
+    labels: { [LABEL.managedBy]: MANAGED_BY, [LABEL.podUid]: 'u1', [LABEL.podName]: 'web', [LABEL.podNamespace]: 'ns', [LABEL.containerType]: 'sandbox' },
+    annotations: { [LABEL.restartCount]: String(attempt), [LABEL.hash]: 'sh' },
+    runtimeHandler: '',
+  });
+
+  it('takes READY as ready and NOTREADY as not ready, straight from the runtime, with its address, labels and annotations as one map', () => {
+    expect(recordFromSandbox(item(PodSandboxState.READY), 'pause:3.9', '10.88.0.4')).toEqual({
+      kind: 'sandbox',
+      id: 'sb1',
+      name: expect.stringContaining('_POD_ns_'),
+      image: 'pause:3.9',
+      labels: { ...item(0).labels, ...item(2).annotations },
+      state: 'ready',
+      createdAt: 7,
+      network: { ip: '10.88.0.4' },
+    });
+    const down = recordFromSandbox(item(PodSandboxState.NOTREADY), 'pause:3.9');
+    expect(down).toMatchObject({ kind: 'sandbox', state: 'notready' });
+    expect(down).not.toHaveProperty('network');
+    expect(down).not.toHaveProperty('exitCode');
+  });
+
+  it("groups it as the pod's sandbox: the newest attempt first, each with its hash and state", () => {
+    const [pod] = groupObserved([
+      recordFromSandbox(item(PodSandboxState.NOTREADY, 1), 'pause'),
+      recordFromSandbox({ ...item(PodSandboxState.READY, 2), id: 'sb2' }, 'pause', '10.88.0.5'),
+    ]);
+    expect(pod!.sandboxes.map((s) => [s.id, s.state, s.attempt, s.hash, s.ip])).toEqual([
+      ['sb2', 'ready', 2, 'sh', '10.88.0.5'],
+      ['sb1', 'notready', 1, 'sh', undefined],
+    ]);
+  });
+
+  it('relists a sandbox as state changes: first seen in its state, told again only when it changes', () => {
+    const sb = (state: EngineSandbox['state']): EngineSandbox => ({ kind: 'sandbox', id: 's', name: 'n', image: 'pause', labels: {}, state, createdAt: 1 });
+    const said = (es: EngineEvent[]): string[] => es.map((e) => (e.kind === 'sandbox' ? `sandbox ${e.state}` : e.kind));
+    expect(said(transitions(undefined, sb('ready'), 1))).toEqual(['sandbox ready']);
+    expect(said(transitions(undefined, sb('notready'), 1))).toEqual(['sandbox notready']);
+    expect(said(transitions(sb('ready'), sb('ready'), 1))).toEqual([]);
+    expect(said(transitions(sb('ready'), sb('notready'), 1))).toEqual(['sandbox notready']);
   });
 });
 
 describe('relist: events from successive lists', () => {
-  const c = (state: 'created' | 'running' | 'exited', exitCode?: number) => ({
+  const c = (state: 'created' | 'running' | 'exited', exitCode?: number): EngineContainer => ({
+    kind: 'container',
     id: 'x',
     name: 'n',
     image: 'i',
@@ -65,9 +120,9 @@ describe('relist: events from successive lists', () => {
   it('turns changes of state into lifecycle events, a crash between two lists included', () => {
     // First seen: its present state only (a `created` for a running one would show it not started for a moment).
     expect(transitions(undefined, c('running'), 1).map((e) => e.kind)).toEqual(['started']);
-    expect(transitions(undefined, c('exited', 2), 1).map((e) => [e.kind, e.exitCode])).toEqual([['exited', 2]]);
+    expect(transitions(undefined, c('exited', 2), 1).map((e) => [e.kind, codeOf(e)])).toEqual([['exited', 2]]);
     expect(transitions(undefined, c('created'), 1).map((e) => e.kind)).toEqual(['created']);
-    expect(transitions(c('running'), c('exited', 137), 1).map((e) => [e.kind, e.exitCode])).toEqual([['exited', 137]]);
+    expect(transitions(c('running'), c('exited', 137), 1).map((e) => [e.kind, codeOf(e)])).toEqual([['exited', 137]]);
     expect(transitions(c('created'), c('exited', 1), 1).map((e) => e.kind)).toEqual(['started', 'exited']);
     expect(transitions(c('running'), c('running'), 1)).toEqual([]);
   });

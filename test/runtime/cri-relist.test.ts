@@ -2,7 +2,7 @@ import { describe, expect, it } from 'vitest';
 import type { EngineContainer } from '../../src/runtime/observed.js';
 import { watchByRelist } from '../../src/runtime/cri/relist.js';
 
-const box = (state: EngineContainer['state']): EngineContainer => ({ id: 'c1', name: 'k8s_c_p', image: 'i', labels: {}, state, created: 1 });
+const box = (state: EngineContainer['state']): EngineContainer => ({ kind: 'container', id: 'c1', name: 'k8s_c_p', image: 'i', labels: {}, state, created: 1 });
 
 describe('a watch by relisting', () => {
   it('an event handler that throws ends the watch (the caller reconnects), not an unhandled rejection', async () => {

@@ -6,6 +6,7 @@ import {
   eventFromDocker,
   recordFromInspect,
   recordFromListed,
+  sandboxStateOf,
   upAtLeastMs,
   readingFromDocker,
   statusFromInspect,
@@ -111,7 +112,7 @@ describe('recordFromListed', () => {
       Status: 'Restarting (1) 2 seconds ago',
       NetworkSettings: { Networks: { a: { IPAddress: '' }, b: { IPAddress: '10.0.0.9' } } },
     } as unknown as Docker.ContainerInfo);
-    expect(r).toEqual({ id: 'x', name: 'n', image: 'i', labels: {}, state: 'unknown', engineRestarting: true, created: 5, ip: '10.0.0.9' });
+    expect(r).toEqual({ kind: 'container', id: 'x', name: 'n', image: 'i', labels: {}, state: 'unknown', engineRestarting: true, created: 5, ip: '10.0.0.9' });
   });
 
   it("says Docker's seven states in CRI's four, as cri-dockerd does; a restarting one stays alive", () => {
@@ -124,6 +125,99 @@ describe('recordFromListed', () => {
       { state: 'exited' },
       { state: 'unknown' },
       { state: 'unknown' },
+    ]);
+  });
+});
+
+describe('a pause container as its sandbox (cri-dockerd toRuntimeAPISandboxState)', () => {
+  const SANDBOX = { ...LABELS, [LABEL.containerType]: 'sandbox', [LABEL.containerName]: 'POD', [LABEL.restartCount]: '1' };
+
+  it("says a pause container running (paused, Podman's stopping: up) as READY, any other state as NOTREADY; restarting stays alive", () => {
+    const states = ['created', 'running', 'paused', 'restarting', 'exited', 'removing', 'dead', 'stopping', 'stopped', undefined];
+    expect(states.map((s) => sandboxStateOf(s))).toEqual([
+      { state: 'notready' },
+      { state: 'ready' },
+      { state: 'ready' },
+      { state: 'notready', engineRestarting: true },
+      { state: 'notready' },
+      { state: 'notready' },
+      { state: 'notready' },
+      { state: 'ready' },
+      { state: 'notready' },
+      { state: 'notready' },
+    ]);
+  });
+
+  it('lists and inspects a pause container as a sandbox record: its state, creation, address and identity, no exit code', () => {
+    const listed = (State: string, Status: string): Docker.ContainerInfo =>
+      ({
+        Id: 's1',
+        Names: ['/podrun_web_POD_default_abc_000000_1'],
+        Image: 'pause:3.9',
+        Created: 5,
+        Labels: SANDBOX,
+        State,
+        Status,
+        NetworkSettings: { Networks: { podrun: { IPAddress: '10.88.0.7' } } },
+      }) as unknown as Docker.ContainerInfo;
+    expect(recordFromListed(listed('running', 'Up 9 seconds'), 100_000)).toEqual({
+      kind: 'sandbox',
+      id: 's1',
+      name: 'podrun_web_POD_default_abc_000000_1',
+      image: 'pause:3.9',
+      labels: SANDBOX,
+      state: 'ready',
+      createdAt: 5,
+      network: { ip: '10.88.0.7' },
+    });
+    expect(recordFromListed(listed('exited', 'Exited (0) 2 seconds ago'))).toMatchObject({ kind: 'sandbox', state: 'notready' });
+    expect(recordFromListed(listed('exited', 'Exited (0) 2 seconds ago'))).not.toHaveProperty('exitCode');
+    const i = inspected('exited', 137);
+    const pause = { ...i, Config: { ...i.Config, Image: 'pause:3.9', Labels: SANDBOX } };
+    expect(recordFromInspect(pause)).toEqual({
+      kind: 'sandbox',
+      id: 'c1',
+      name: i.Name.slice(1),
+      image: 'pause:3.9',
+      labels: SANDBOX,
+      state: 'notready',
+      createdAt: 1_796_029_200,
+    });
+    expect(recordFromInspect({ ...pause, State: { ...pause.State, Status: 'running' } })).toMatchObject({ kind: 'sandbox', state: 'ready' });
+  });
+
+  it("groups a pause container as the pod's sandbox: its attempt from its label, newest first, READY or not as listed", () => {
+    const entry = (Id: string, attempt: string, State: string, Created: number): Docker.ContainerInfo =>
+      ({
+        Id,
+        Names: [`/${Id}`],
+        Image: 'pause',
+        Created,
+        Labels: { ...SANDBOX, [LABEL.restartCount]: attempt },
+        State,
+        Status: '',
+      }) as unknown as Docker.ContainerInfo;
+    const [pod] = groupObserved([entry('old', '0', 'exited', 1), entry('new', '1', 'running', 2)].map((e) => recordFromListed(e)));
+    expect(pod!.sandboxes).toEqual([
+      { id: 'new', state: 'ready', attempt: 1, hash: '', createdAt: 2, engineName: 'new', image: 'pause' },
+      { id: 'old', state: 'notready', attempt: 0, hash: '', createdAt: 1, engineName: 'old', image: 'pause' },
+    ]);
+    expect(pod!.containers).toEqual([]);
+  });
+
+  it("tells a pause container's start and die as its sandbox's states, its removal as gone, and its create not at all", () => {
+    const actor = { ID: 's1', Attributes: { ...SANDBOX, name: 'podrun_web_POD', image: 'pause:3.9' } };
+    expect(['create', 'start', 'unpause', 'restart', 'die', 'destroy', 'remove'].map((a) => eventFromDocker({ Action: a, Actor: actor, time: 1 }))).toEqual([
+      undefined,
+      ...['ready', 'ready', 'ready', 'notready', 'removed', 'removed'].map((state) => ({
+        kind: 'sandbox',
+        state,
+        id: 's1',
+        labels: SANDBOX,
+        name: 'podrun_web_POD',
+        image: 'pause:3.9',
+        timeMs: 1000,
+      })),
     ]);
   });
 });
@@ -150,8 +244,8 @@ describe('upAtLeastMs: how long a running container has been up, at least, by th
   it("a running list entry carries the latest its instance can have started, counted to the answer's arrival; a paused one none", () => {
     const entry = (State: string, Status: string) =>
       ({ Id: 'x', Names: ['/n'], Image: 'i', Created: 5, Labels: {}, State, Status }) as unknown as Docker.ContainerInfo;
-    expect(recordFromListed(entry('running', 'Up 5 seconds'), 100_000).startedBy).toBe(95_000);
-    expect(recordFromListed(entry('paused', 'Up 5 seconds (Paused)'), 100_000).startedBy).toBeUndefined();
+    expect(recordFromListed(entry('running', 'Up 5 seconds'), 100_000)).toMatchObject({ kind: 'container', startedBy: 95_000 });
+    expect(recordFromListed(entry('paused', 'Up 5 seconds (Paused)'), 100_000)).not.toHaveProperty('startedBy');
     expect(recordFromListed(entry('running', 'Up'), 100_000)).not.toHaveProperty('startedBy');
   });
 });
@@ -185,7 +279,7 @@ describe('eventFromDocker', () => {
     for (const a of ['exec_start: sh', 'exec_die', 'kill', 'rename', 'update', 'oom', 'toString', '__proto__', ''])
       expect(eventFromDocker({ Action: a, Actor: actor({}) })).toBeUndefined();
     expect(eventFromDocker({ Action: 'die', Actor: { Attributes: {} } })).toBeUndefined();
-    expect(eventFromDocker({ Action: 'die', Actor: actor({ exitCode: 'x' }) })?.exitCode).toBeUndefined();
+    expect(eventFromDocker({ Action: 'die', Actor: actor({ exitCode: 'x' }) })).not.toHaveProperty('exitCode');
   });
 });
 

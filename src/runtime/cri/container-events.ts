@@ -1,5 +1,5 @@
 import { LABEL } from '../labels.js';
-import type { EngineContainer } from '../observed.js';
+import type { EngineRecord } from '../observed.js';
 import { CriNotSupportedError } from './errors.js';
 import { ContainerEventType, type ContainerEvent } from './messages.js';
 import { recordFromSandbox, recordFromStatus } from './records.js';
@@ -13,7 +13,7 @@ import type { RelistWatch } from './relist.js';
 // is followed by relisting every second, as the generic PLEG does.
 
 /** What one runtime event says of the container (or sandbox) it names. */
-export type FoldedEvent = { record: EngineContainer } | { removedId: string; podUid: string } | undefined;
+export type FoldedEvent = { record: EngineRecord } | { removedId: string; podUid: string } | undefined;
 
 /**
  * One event as a record: the container's status from the event's statuses, a sandbox's from its

@@ -1,7 +1,7 @@
 import { hostname } from 'node:os';
 import { defaultHostIP, oomScoreFloor } from '../host.js';
 import { instanceId, LABEL, MANAGED_BY } from '../labels.js';
-import { groupObserved, type EngineContainer, type ObservedPod } from '../observed.js';
+import { groupObserved, type EngineRecord, type ObservedPod, type RecordKind } from '../observed.js';
 import type { ContainerStatus, EngineEvent, RuntimeOptions } from '../runtime-types.js';
 import { CriClient } from './client.js';
 import type { CriRuntimeService } from './runtime-service.js';
@@ -56,13 +56,11 @@ export abstract class CriRuntimeView {
   /** ImageStatus answers of "present", so a burst of starts asks once per image. */
   protected readonly presence: ImagePresence;
   protected readonly logRoot: string;
-  private readonly createdListeners = new Set<(podUid: string, id: string) => void>();
+  private readonly createdListeners = new Set<(podUid: string, id: string, kind: RecordKind) => void>();
   /** Exit codes of exited containers (they never change), so a relist costs one status call per exit, not per exited container. */
   protected readonly exits = new Map<string, number>();
   /** Sandbox IPs (fixed for a sandbox's life). */
   protected readonly ips = new Map<string, string>();
-  /** Ids known to be sandboxes (made or listed), asked as sandboxes first (sandbox-lookups.ts). */
-  protected readonly sandboxIds = new Set<string>();
   protected readonly readings: CriReadings;
   /** The runtime's /proc (it runs on this host), for ending abandoned execs. */
   protected procView: ProcView | undefined;
@@ -101,11 +99,11 @@ export abstract class CriRuntimeView {
     });
   }
 
-  protected created(uid: string, id: string): void {
-    for (const fn of this.createdListeners) fn(uid, id);
+  protected created(uid: string, id: string, kind: RecordKind): void {
+    for (const fn of this.createdListeners) fn(uid, id, kind);
   }
 
-  onCreated(fn: (podUid: string, id: string) => void): () => void {
+  onCreated(fn: (podUid: string, id: string, kind: RecordKind) => void): () => void {
     this.createdListeners.add(fn);
     return () => this.createdListeners.delete(fn);
   }
@@ -150,7 +148,7 @@ export abstract class CriRuntimeView {
   }
 
   /** podrun's sandboxes and containers (all, or one pod's), as records; exits and IPs asked once each. */
-  async listContainers(uid?: string): Promise<EngineContainer[]> {
+  async listContainers(uid?: string): Promise<EngineRecord[]> {
     const labelSelector = this.selector(uid);
     // Asked together (a round trip less for a command's first look); Version's failure is the one told.
     const identified = this.identify();
@@ -175,9 +173,8 @@ export abstract class CriRuntimeView {
         }),
     ]);
     const live = new Set([...sandboxes.map((s) => s.id), ...containers.map((c) => c.id)]);
-    for (const s of sandboxes) this.sandboxIds.add(s.id);
     // Only a list of every pod can tell what is gone: one pod's list shows none of the others'.
-    if (uid === undefined) for (const m of [this.exits, this.ips, this.sandboxIds]) for (const id of m.keys()) if (!live.has(id)) m.delete(id);
+    if (uid === undefined) for (const m of [this.exits, this.ips]) for (const id of m.keys()) if (!live.has(id)) m.delete(id);
     return [
       ...sandboxes.map((s) => recordFromSandbox(s, this.options.pauseImage, this.ips.get(s.id))),
       ...containers.map((c) => recordFromContainer(c, this.exits.get(c.id))),
@@ -188,12 +185,16 @@ export abstract class CriRuntimeView {
     return groupObserved(await this.listContainers(uid));
   }
 
-  /** Containers (or sandboxes) by id; one that is gone, or not this instance's, maps to undefined. */
-  async inspectContainers(ids: readonly string[]): Promise<Map<string, EngineContainer | undefined>> {
-    const out = new Map<string, EngineContainer | undefined>();
+  /**
+   * Containers and sandboxes by id, each asked for by its own call (the caller says which it is:
+   * the cache knows its records' kinds, and each create is told with its kind); one that is gone,
+   * or not this instance's, maps to undefined.
+   */
+  async inspectContainers(ids: ReadonlyMap<string, RecordKind>): Promise<Map<string, EngineRecord | undefined>> {
+    const out = new Map<string, EngineRecord | undefined>();
     await Promise.all(
-      ids.map(async (id) => {
-        const rec = await this.call('container status', () => lookUpRecord(this.client, id, this.sandboxIds.has(id), this.options.pauseImage));
+      [...ids].map(async ([id, kind]) => {
+        const rec = await this.call(`${kind} status`, () => lookUpRecord(this.client, id, kind, this.options.pauseImage));
         out.set(id, rec && rec.labels[LABEL.instance] === this.instance ? rec : undefined);
       }),
     );
@@ -226,10 +227,10 @@ export abstract class CriRuntimeView {
     if (!this.eventsKnown.unsupported) {
       void followContainerEvents(this.client.containerEvents(abort.signal), watch, {
         instance: this.instance,
-        pauseImage: this.options.pauseImage,
         fastPeriodMs,
         slowPeriodMs: this.options.eventedRelistPeriodMs ?? 10_000,
         notice: (m) => this.options.observer?.notice?.(m),
+        pauseImage: this.options.pauseImage,
         known: this.eventsKnown,
       });
     }
@@ -252,17 +253,10 @@ export abstract class CriRuntimeView {
     };
   }
 
+  /** A container's ContainerStatus; a sandbox is no container (its state is its record's, `inspectContainers`). */
   protected async status(id: string): Promise<ContainerStatus | undefined> {
-    // A known sandbox is asked as one: asked as a container first, the runtime logs a NotFound each time.
-    const asSandbox = async (): Promise<ContainerStatus | undefined> => {
-      const sb = await this.client.podSandboxStatus(id).catch(() => undefined);
-      if (!sb) return undefined;
-      const ready = sb.state === PodSandboxState.READY;
-      return { state: ready ? 'running' : 'exited', exitCode: 0, oomKilled: false, engineRestarts: 0, restarting: false };
-    };
-    if (this.sandboxIds.has(id)) return (await asSandbox()) ?? (await this.client.containerStatus(id).then(statusFromCri, () => undefined));
     const s = await this.client.containerStatus(id).catch(() => undefined);
-    return s ? statusFromCri(s) : asSandbox();
+    return s ? statusFromCri(s) : undefined;
   }
 
   async containerState(id: string): Promise<ContainerStatus | undefined> {

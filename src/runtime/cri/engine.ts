@@ -116,8 +116,7 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
         throw new SandboxError(sandboxProblem((err as Error).message, cgroupParent));
       },
     );
-    this.sandboxIds.add(sandboxId);
-    this.created(id.uid, sandboxId);
+    this.created(id.uid, sandboxId, 'sandbox');
     // The IP is asked now only if a start needs it; else on first use (sandbox-lookups.ts).
     return podIPNeededAtStart(pod) ? this.sandboxInfo(sandboxId, pod) : { id: sandboxId, ip: pod.spec.hostNetwork ? this.hostIP : '' };
   }
@@ -171,7 +170,7 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
         if (err instanceof ImageError) throw err;
         throw new ContainerStartError((err as Error).message, 'CreateContainerError');
       });
-    this.created(id.uid, cid);
+    this.created(id.uid, cid, 'container');
     await this.call(`start container ${what}`, () => this.client.startContainer(cid)).catch((err: unknown) => {
       throw new ContainerStartError((err as Error).message, 'RunContainerError');
     });
@@ -212,7 +211,6 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
       if (!isCriNotFound(err)) throw err;
     });
     this.ips.delete(id);
-    this.sandboxIds.delete(id);
   }
 
   /** The pod's files under the state directory, and its log directory (the kubelet removes both with the pod). */

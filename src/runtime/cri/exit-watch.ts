@@ -1,5 +1,5 @@
-import { LABEL, SANDBOX_NAME } from '../labels.js';
-import type { EngineContainer } from '../observed.js';
+import { LABEL } from '../labels.js';
+import type { EngineContainer, EngineRecord } from '../observed.js';
 import type { EngineEvent, RuntimeObserver } from '../runtime-types.js';
 import { observedCall } from './observed-call.js';
 import { cgroupEventsPath, openCgroupSignal, unifiedRoot } from './cgroup-exit.js';
@@ -65,8 +65,6 @@ export function criExitSignals(
   );
 }
 
-const isSandbox = (labels: Record<string, string>): boolean => labels[LABEL.containerName] === SANDBOX_NAME;
-
 /**
  * The relist's list and event sink, with the signals kept in step: every running container a list
  * shows is watched (the first list, and a start the agent's own call missed), a start told is
@@ -74,21 +72,19 @@ const isSandbox = (labels: Record<string, string>): boolean => labels[LABEL.cont
  */
 export function exitSignalTaps(
   signals: ExitSignals | undefined,
-  list: () => Promise<EngineContainer[]>,
+  list: () => Promise<EngineRecord[]>,
   onEvent: (e: EngineEvent) => void,
-): { list: () => Promise<EngineContainer[]>; onEvent: (e: EngineEvent) => void } {
+): { list: () => Promise<EngineRecord[]>; onEvent: (e: EngineEvent) => void } {
   if (!signals) return { list, onEvent };
   return {
     list: async () => {
       const all = await list();
-      signals.watchAll(all.filter((c) => c.state === 'running' && !isSandbox(c.labels)).map((c) => c.id));
+      signals.watchAll(all.filter((c) => c.kind === 'container' && c.state === 'running').map((c) => c.id));
       return all;
     },
     onEvent: (e) => {
-      if (!isSandbox(e.labels)) {
-        if (e.kind === 'started') signals.watch(e.id);
-        else if (e.kind === 'exited' || e.kind === 'removed') signals.unwatch(e.id);
-      }
+      if (e.kind === 'started') signals.watch(e.id);
+      else if (e.kind === 'exited' || e.kind === 'removed') signals.unwatch(e.id);
       onEvent(e);
     },
   };

@@ -1,5 +1,6 @@
 import { engineName, LABEL, SANDBOX_NAME } from '../labels.js';
-import type { ContainerState as PodrunState, EngineContainer } from '../observed.js';
+import type { ContainerState as PodrunState, EngineContainer, EngineSandbox } from '../observed.js';
+import type { PodSandboxState as PodrunSandboxState } from '../kuberuntime/cri-types.js';
 import type { ContainerStatus } from '../runtime-types.js';
 import { ContainerState, PodSandboxState, type ContainerItem, type ContainerStatusInfo, type PodSandboxItem } from './messages.js';
 
@@ -28,6 +29,11 @@ export function stateOf(state: number): PodrunState {
   }
 }
 
+/** The runtime's PodSandboxState as it is: READY ready, NOTREADY (or a value past api.proto's) not ready. */
+export function sandboxStateOf(state: number): PodrunSandboxState {
+  return state === PodSandboxState.READY ? 'ready' : 'notready';
+}
+
 /** Labels and annotations as one map: podrun's identity is split over both (kuberuntime/sandbox-config.ts splitLabels). */
 function identity(labels: Record<string, string>, annotations: Record<string, string>): Record<string, string> {
   return { ...labels, ...annotations };
@@ -51,6 +57,7 @@ export function recordFromContainer(c: ContainerItem, exitCode?: number): Engine
   const labels = identity(c.labels, c.annotations);
   const state = stateOf(c.state);
   return {
+    kind: 'container',
     id: c.id,
     name: nameFrom(labels, c.metadata?.name ?? '', c.metadata?.attempt ?? 0),
     image: c.image?.image ?? c.imageRef,
@@ -61,19 +68,21 @@ export function recordFromContainer(c: ContainerItem, exitCode?: number): Engine
   };
 }
 
-/** A listed sandbox: running while READY; a NOTREADY one has exited (its pause process or network is gone). */
-export function recordFromSandbox(s: PodSandboxItem, pauseImage: string, ip?: string): EngineContainer {
+/**
+ * A listed sandbox (or its status: `ip` from its network), its state straight from the runtime's;
+ * `pauseImage` names what it runs, for the readings' series (the runtime does not say).
+ */
+export function recordFromSandbox(s: PodSandboxItem, pauseImage: string, ip?: string): EngineSandbox {
   const labels = identity(s.labels, s.annotations);
-  const ready = s.state === PodSandboxState.READY;
   return {
+    kind: 'sandbox',
     id: s.id,
     name: nameFrom(labels, SANDBOX_NAME, s.metadata?.attempt ?? 0),
     image: pauseImage,
     labels,
-    state: ready ? 'running' : 'exited',
-    ...(ready ? {} : { exitCode: 0 }),
-    created: Number(s.createdAt / 1_000_000_000n),
-    ...(ip ? { ip } : {}),
+    state: sandboxStateOf(s.state),
+    createdAt: Number(s.createdAt / 1_000_000_000n),
+    ...(ip ? { network: { ip } } : {}),
   };
 }
 

@@ -1,4 +1,4 @@
-import type { EngineContainer } from '../observed.js';
+import type { EngineRecord } from '../observed.js';
 import type { EngineEvent } from '../runtime-types.js';
 
 // Lifecycle events from a runtime that sends none: containerd before 1.7 answers GetContainerEvents
@@ -9,9 +9,14 @@ import type { EngineEvent } from '../runtime-types.js';
  * The events that take a container from `before` (undefined: unseen) to `now`. One first seen is
  * told in its present state only: a `created` for a container that already runs would, folded
  * into the cache, show it not started for a moment (and the sandbox not running) to a worker
- * that looks then, which replaced both in a loop.
+ * that looks then, which replaced both in a loop. A sandbox is told by its state, when it is
+ * first seen and when it changes.
  */
-export function transitions(before: EngineContainer | undefined, now: EngineContainer, timeMs: number): EngineEvent[] {
+export function transitions(before: EngineRecord | undefined, now: EngineRecord, timeMs: number): EngineEvent[] {
+  if (now.kind === 'sandbox') {
+    if (before?.state === now.state) return [];
+    return [{ kind: 'sandbox', state: now.state, id: now.id, labels: now.labels, name: now.name, image: now.image, timeMs }];
+  }
   const base = { id: now.id, labels: now.labels, name: now.name, image: now.image, timeMs };
   const exited = (): EngineEvent => ({ ...base, kind: 'exited', ...(now.exitCode !== undefined ? { exitCode: now.exitCode } : {}) });
   if (!before)
@@ -30,9 +35,12 @@ export function transitions(before: EngineContainer | undefined, now: EngineCont
   return out;
 }
 
-/** How far along its one life a container is: a CRI container never goes back a stage. */
-function lifeStage(state: EngineContainer['state']): number {
-  return state === 'created' ? 0 : state === 'exited' || state === 'unknown' ? 2 : 1;
+/**
+ * How far along its one life a container or sandbox is: neither goes back a stage (a restart is
+ * a new one, and a NOTREADY sandbox is never READY again).
+ */
+function lifeStage(state: EngineRecord['state']): number {
+  return state === 'created' ? 0 : state === 'exited' || state === 'unknown' || state === 'notready' ? 2 : 1;
 }
 
 /** A relist running beside something else that tells changes (the runtime's event stream). */
@@ -42,7 +50,7 @@ export interface RelistWatch {
    * A record as another source saw it now (undefined with `removedId`: gone), told as the relist
    * would tell it and kept, so the next relist does not tell the same change again.
    */
-  observe(now: EngineContainer | undefined, removedId?: string): void;
+  observe(now: EngineRecord | undefined, removedId?: string): void;
   /** Relists every `ms` from the next tick on (the event stream served: seldom; else the generic PLEG's 1 s). */
   setPeriod(ms: number): void;
 }
@@ -53,7 +61,7 @@ export interface RelistWatch {
  * watch with the error, so the caller reconnects as it does when an event stream breaks.
  */
 export async function relistWatch(
-  list: () => Promise<EngineContainer[]>,
+  list: () => Promise<EngineRecord[]>,
   onEvent: (e: EngineEvent) => void,
   onEnd: (err?: Error) => void,
   periodMs = 1000,
@@ -71,9 +79,12 @@ export async function relistWatch(
   const tell = (events: EngineEvent[]): void => {
     for (const e of events) onEvent(e);
   };
-  const removed = (c: EngineContainer, t: number): EngineEvent => ({ kind: 'removed', id: c.id, labels: c.labels, name: c.name, image: c.image, timeMs: t });
+  const removed = (c: EngineRecord, t: number): EngineEvent =>
+    c.kind === 'sandbox'
+      ? { kind: 'sandbox', state: 'removed', id: c.id, labels: c.labels, name: c.name, image: c.image, timeMs: t }
+      : { kind: 'removed', id: c.id, labels: c.labels, name: c.name, image: c.image, timeMs: t };
   const tick = async (): Promise<void> => {
-    let now: EngineContainer[];
+    let now: EngineRecord[];
     try {
       now = await list();
     } catch (err) {
@@ -82,7 +93,7 @@ export async function relistWatch(
     }
     if (stopped) return;
     const t = Date.now();
-    const next = new Map<string, EngineContainer>();
+    const next = new Map<string, EngineRecord>();
     for (const c of now) {
       next.set(c.id, c);
       tell(transitions(known.get(c.id), c, t));
@@ -135,7 +146,7 @@ export async function relistWatch(
 
 /** relistWatch without the other source: the stop function alone. */
 export async function watchByRelist(
-  list: () => Promise<EngineContainer[]>,
+  list: () => Promise<EngineRecord[]>,
   onEvent: (e: EngineEvent) => void,
   onEnd: (err?: Error) => void,
   periodMs = 1000,

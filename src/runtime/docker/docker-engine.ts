@@ -32,7 +32,7 @@ import { execAttachedIn, execIn, terminationMessageOf, writeLogsOf } from './str
 import { endExec, localEngine } from './exec-end.js';
 import { defaultHostIP, oomScoreFloor } from '../host.js';
 import { instanceId, LABEL, MANAGED_BY } from '../labels.js';
-import { groupObserved, type EngineContainer, type ObservedPod } from '../observed.js';
+import { groupObserved, type EngineRecord, type ObservedPod, type RecordKind } from '../observed.js';
 import type { PodIdentity } from '../labels.js';
 import type { VolumeBacking } from '../runtime-types.js';
 import { Slots, unlessAborted, type SlotRequest } from '../slots.js';
@@ -71,7 +71,7 @@ export class DockerEngine implements PodEngine {
   private readonly slots: Slots;
   /** Makes pods' volumes, sandboxes and containers (pod-creator.ts). */
   private readonly maker: PodCreator;
-  private readonly createdListeners = new Set<(podUid: string, id: string) => void>();
+  private readonly createdListeners = new Set<(podUid: string, id: string, kind: RecordKind) => void>();
 
   constructor(readonly options: RuntimeOptions) {
     this.endpoint = engineEndpoint(options);
@@ -121,23 +121,24 @@ export class DockerEngine implements PodEngine {
    * Tells `fn` of every container this runtime creates, before it starts, so the pod cache can
    * look at it by id before the engine's event for it arrives.
    */
-  onCreated(fn: (podUid: string, id: string) => void): () => void {
+  onCreated(fn: (podUid: string, id: string, kind: RecordKind) => void): () => void {
     this.createdListeners.add(fn);
     return () => this.createdListeners.delete(fn);
   }
 
-  private created(pod: Pod, id: string): void {
-    for (const fn of this.createdListeners) fn(pod.metadata.uid ?? '', id);
+  private created(pod: Pod, id: string, kind: RecordKind): void {
+    for (const fn of this.createdListeners) fn(pod.metadata.uid ?? '', id, kind);
   }
 
   /**
-   * Containers by id, as a list call would show them; a container that is gone maps to undefined.
-   * Each inspect costs the engine O(1), where a list costs O(every container it holds).
+   * Containers and sandboxes by id, as a list call would show them; one that is gone maps to
+   * undefined. Each inspect costs the engine O(1), where a list costs O(every container it
+   * holds). Docker inspects a pause container as any other: its labels say it is a sandbox.
    */
-  async inspectContainers(ids: readonly string[]): Promise<Map<string, EngineContainer | undefined>> {
-    const out = new Map<string, EngineContainer | undefined>();
+  async inspectContainers(ids: ReadonlyMap<string, RecordKind>): Promise<Map<string, EngineRecord | undefined>> {
+    const out = new Map<string, EngineRecord | undefined>();
     await Promise.all(
-      ids.map(async (id) => {
+      [...ids.keys()].map(async (id) => {
         const info = await this.call('inspect container', () => this.calls.inspect(id)).catch((err: unknown) => {
           if (isNotFound(err)) return undefined;
           throw err;
@@ -174,7 +175,8 @@ export class DockerEngine implements PodEngine {
       signal ? { signal } : {},
     );
     void made.then(
-      (c) => this.created(pod, c.id),
+      // A pause container is the pod's sandbox: podrun's own label says so, as in its records.
+      (c) => this.created(pod, c.id, opts.Labels?.[LABEL.containerType] === 'sandbox' ? 'sandbox' : 'container'),
       () => undefined,
     );
     return unlessAborted(made, signal);
@@ -201,7 +203,7 @@ export class DockerEngine implements PodEngine {
    * podrun's containers (all of them, or one pod's), as the engine lists them. One pod's list is a
    * deletion's last look (is anything of it left?): it goes before creates and waits for no removal.
    */
-  async listContainers(uid?: string): Promise<EngineContainer[]> {
+  async listContainers(uid?: string): Promise<EngineRecord[]> {
     const label = [`${LABEL.instance}=${this.instance}`, ...(uid ? [`${LABEL.podUid}=${uid}`] : [`${LABEL.managedBy}=${MANAGED_BY}`])];
     const list = await this.work('list containers', () => this.calls.list(label), uid ? { urgent: true, look: true } : {});
     const now = Date.now();

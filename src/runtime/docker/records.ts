@@ -1,7 +1,8 @@
 import type Docker from 'dockerode';
-import type { ContainerState, EngineContainer } from '../observed.js';
+import { LABEL } from '../labels.js';
+import type { ContainerState, EngineRecord, EngineSandbox } from '../observed.js';
 import { memoryReading } from '../cgroup-stats.js';
-import type { ContainerReading, ContainerStatus, EngineEvent, InterfaceCounters } from '../runtime-types.js';
+import type { ContainerEvent, ContainerReading, ContainerStatus, EngineEvent, InterfaceCounters, SandboxEvent } from '../runtime-types.js';
 
 // Docker's answers turned into podrun's engine records (runtime-types.ts): the only place that
 // knows their field names, the "never" zero time, or the status text. Pure.
@@ -34,6 +35,32 @@ export function stateOf(docker: string | undefined): { state: ContainerState; en
     default:
       return { state: 'unknown' };
   }
+}
+
+/**
+ * A pause container's state as its sandbox's, as cri-dockerd says a listed one
+ * (core/convert.go toRuntimeAPISandboxState: Docker's "Up…", paused included, is SANDBOX_READY,
+ * anything else SANDBOX_NOTREADY): ready while it runs as a container would be running. Its
+ * PodSandboxStatus also wants an IP for READY; podrun does not (a host-network sandbox on Docker
+ * has none, and is as ready as its pause process). Restarting is flagged, as for a container.
+ */
+export function sandboxStateOf(docker: string | undefined): Pick<EngineSandbox, 'state' | 'engineRestarting'> {
+  const { state, engineRestarting } = stateOf(docker);
+  return { state: state === 'running' ? 'ready' : 'notready', ...(engineRestarting ? { engineRestarting } : {}) };
+}
+
+/** Whether a container of Docker's is a pod's sandbox (its pause container): podrun's own label says. */
+function isSandbox(labels: Record<string, string> | undefined): boolean {
+  return labels?.[LABEL.containerType] === 'sandbox';
+}
+
+/** A pause container as its sandbox's record. */
+function sandboxRecord(
+  o: Pick<EngineSandbox, 'id' | 'name' | 'image' | 'labels' | 'createdAt'>,
+  docker: string | undefined,
+  ip: string | undefined,
+): EngineSandbox {
+  return { kind: 'sandbox', ...o, ...sandboxStateOf(docker), ...(ip ? { network: { ip } } : {}) };
 }
 
 /** An inspect's state as podrun's container status. */
@@ -84,15 +111,21 @@ export function upAtLeastMs(status: string | undefined): number | undefined {
   return s * 1000;
 }
 
-/** A list entry as podrun's record; `now`: when the answer came (its uptime counts to then at most). */
-export function recordFromListed(info: Docker.ContainerInfo, now = Date.now()): EngineContainer {
-  const exitCode = exitCodeOf(info.Status);
+/**
+ * A list entry as podrun's record, a sandbox's for a pause container; `now`: when the answer came
+ * (its uptime counts to then at most).
+ */
+export function recordFromListed(info: Docker.ContainerInfo, now = Date.now()): EngineRecord {
   const ip = ipOf(info.NetworkSettings?.Networks);
+  const name = (info.Names?.[0] ?? '').replace(/^\//, '');
+  if (isSandbox(info.Labels)) return sandboxRecord({ id: info.Id, name, image: info.Image, labels: info.Labels, createdAt: info.Created }, info.State, ip);
+  const exitCode = exitCodeOf(info.Status);
   const up = info.State === 'running' || info.State === 'stopping' ? upAtLeastMs(info.Status) : undefined;
   const { state, engineRestarting } = stateOf(info.State);
   return {
+    kind: 'container',
     id: info.Id,
-    name: (info.Names?.[0] ?? '').replace(/^\//, ''),
+    name,
     image: info.Image,
     labels: info.Labels ?? {},
     state,
@@ -105,18 +138,23 @@ export function recordFromListed(info: Docker.ContainerInfo, now = Date.now()): 
 }
 
 /** An inspect answer as the record a list would have given, so the cache keeps one kind whichever call told it. */
-export function recordFromInspect(i: Docker.ContainerInspectInfo): EngineContainer {
-  const { state, engineRestarting } = stateOf(i.State.Status);
+export function recordFromInspect(i: Docker.ContainerInspectInfo): EngineRecord {
   const ip = ipOf(i.NetworkSettings?.Networks);
+  const name = i.Name.replace(/^\//, '');
+  const created = Math.floor(Date.parse(i.Created) / 1000);
+  if (isSandbox(i.Config.Labels))
+    return sandboxRecord({ id: i.Id, name, image: i.Config.Image, labels: i.Config.Labels, createdAt: created }, i.State.Status, ip);
+  const { state, engineRestarting } = stateOf(i.State.Status);
   return {
+    kind: 'container',
     id: i.Id,
-    name: i.Name.replace(/^\//, ''),
+    name,
     image: i.Config.Image,
     labels: i.Config.Labels ?? {},
     state,
     ...(engineRestarting ? { engineRestarting } : {}),
     ...(state === 'exited' || (state === 'unknown' && !engineRestarting) ? { exitCode: i.State.ExitCode } : {}),
-    created: Math.floor(Date.parse(i.Created) / 1000),
+    created,
     ...(ip ? { ip } : {}),
   };
 }
@@ -138,7 +176,7 @@ export interface DockerEvent {
 }
 
 /** Docker's actions that change a container's life (Podman's compatible API says remove for destroy). */
-const KINDS: Readonly<Record<string, EngineEvent['kind']>> = {
+const KINDS: Readonly<Record<string, ContainerEvent['kind']>> = {
   create: 'created',
   start: 'started',
   unpause: 'started',
@@ -149,15 +187,32 @@ const KINDS: Readonly<Record<string, EngineEvent['kind']>> = {
 };
 
 /**
+ * What a pause container's change says of its sandbox: running is ready, its end (or never a
+ * start) not ready, as sandboxStateOf; its create says nothing yet (SandboxEvent).
+ */
+const SANDBOX_STATES: Readonly<Record<ContainerEvent['kind'], SandboxEvent['state'] | undefined>> = {
+  created: undefined,
+  started: 'ready',
+  exited: 'notready',
+  removed: 'removed',
+};
+
+/**
  * A Docker event as podrun's, or undefined for news that changes no container's life (execs,
- * kills before the die, renames, updates). Docker mixes its own attributes into the labels:
- * those it adds are taken out.
+ * kills before the die, renames, updates); a pause container's as its sandbox's. Docker mixes its
+ * own attributes into the labels: those it adds are taken out.
  */
 export function eventFromDocker(raw: DockerEvent): EngineEvent | undefined {
   const kind = Object.hasOwn(KINDS, raw.Action ?? '') ? KINDS[raw.Action!] : undefined;
   const id = raw.Actor?.ID ?? raw.id ?? '';
   if (!kind || !id) return undefined;
   const { name, image, exitCode, ...labels } = raw.Actor?.Attributes ?? {};
+  const timeMs = raw.timeNano ? Math.floor(raw.timeNano / 1e6) : (raw.time ?? 0) * 1000;
+  if (isSandbox(labels)) {
+    const state = SANDBOX_STATES[kind];
+    if (!state) return undefined;
+    return { kind: 'sandbox', state, id, labels, ...(name !== undefined ? { name } : {}), ...(image !== undefined ? { image } : {}), timeMs };
+  }
   const code = exitCode !== undefined && exitCode !== '' ? Number(exitCode) : NaN;
   return {
     kind,
@@ -166,7 +221,7 @@ export function eventFromDocker(raw: DockerEvent): EngineEvent | undefined {
     ...(name !== undefined ? { name } : {}),
     ...(image !== undefined ? { image } : {}),
     ...(Number.isInteger(code) ? { exitCode: code } : {}),
-    timeMs: raw.timeNano ? Math.floor(raw.timeNano / 1e6) : (raw.time ?? 0) * 1000,
+    timeMs,
   };
 }
 

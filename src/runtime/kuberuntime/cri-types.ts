@@ -110,3 +110,29 @@ export interface ContainerConfig {
   tty: boolean;
   linux: { resources: LinuxContainerResources; securityContext: LinuxContainerSecurityContext };
 }
+
+/**
+ * PodSandboxState: SANDBOX_READY ('ready') while the sandbox holds the pod's namespaces and
+ * network; SANDBOX_NOTREADY ('notready') once it stopped, its pause process died, or it never
+ * started. A NOTREADY sandbox never becomes READY again: the kubelet makes a new one.
+ */
+export type PodSandboxState = 'ready' | 'notready';
+
+/**
+ * runtime.v1's PodSandboxStatus (and ListPodSandbox's PodSandbox, its subset) as podrun reads a
+ * sandbox back from any engine: the CRI engine takes it from the runtime's answers, the Docker
+ * engine from its pause container's (docker/records.ts, as cri-dockerd does).
+ */
+export interface PodSandboxStatus {
+  id: string;
+  state: PodSandboxState;
+  /** Seconds since the epoch (api.proto's created_at is in ns; podrun keeps whole seconds, as Docker's list gives them). */
+  createdAt: number;
+  /** The pod's address, when the answer carried one (PodSandboxStatus does; ListPodSandbox does not). */
+  network?: { ip: string };
+  /**
+   * The sandbox's labels and annotations as one map: podrun's identity (the metadata's name, uid,
+   * namespace and attempt among it) is split over both on CRI and is all labels on Docker.
+   */
+  labels: Labels;
+}
