@@ -2,7 +2,9 @@
  * Deletion latency under churn (issue 28): an agent watches a directory in which 200 small pods are
  * created, rewritten five times and removed over about 20 s, beside 3 stable pods. Measured from
  * each file's removal to the agent's "deleted" line for its pod; also whether anything was made for
- * a pod after its file went, and when the engine held only the stable pods again.
+ * a pod after its file went, and when the engine held only the stable pods again. Issue 28's bound,
+ * every deletion within 5 s of its file's removal, is read here ("over 5 s"): the engine test
+ * (agent-churn.test.ts) runs the same churn and asserts what no machine's speed changes.
  *
  *   BENCH_ONLY=churn npm run bench      # this scenario alone (printed)
  *   BENCH_CHURN_FILES=50                # fewer files
@@ -152,8 +154,9 @@ ${files} pod files (busybox, one container) created, rewritten 5 times and remov
 1.5 s after the last, the files started over 11 s (about 20 s in all), beside 3 stable pods, in a
 directory \`podrun run\` watches (\`--gc-period 5s\`). Deletion: from a file's removal to the
 agent's \`deleted\` line for its pod (the directory waits 1 s for editors' rename dance first),
-over the pods that reached the engine; begun: to its \`no longer declared; deleting\` line. One
-row per run.
+over the pods that reached the engine; begun: to its \`no longer declared; deleting\` line.
+Issue 28's bound is every deletion within 5 s ("over 5 s" counts those past it); the engine test
+runs the same churn but asserts no time. One row per run.
 
 ${table(
   [

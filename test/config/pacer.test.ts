@@ -45,7 +45,7 @@ describe('the pacer (source changes merged as often as their cost allows)', () =
     p.stop();
   });
 
-  it('counts what a run cost the CPU, not the time it was descheduled for', async () => {
+  it('counts what a run cost the CPU, not the time it was descheduled for', () => {
     // A run that waits 200 ms without working (as a descheduled thread does) costs about nothing.
     const sleep = new Int32Array(new SharedArrayBuffer(4));
     const idle = cpuCost(() => Atomics.wait(sleep, 0, 0, 200));
@@ -64,15 +64,22 @@ describe('the pacer (source changes merged as often as their cost allows)', () =
       }
     });
     expect(busy).toBeGreaterThan(40);
+  });
+
+  it('paces by that cost: a run descheduled for 100 ms lets the next come long before 9 × 100 ms', async () => {
+    // On a fake clock, the run's 100 ms pass while it does nothing (as a descheduled thread), so
+    // its cost is the CPU it really spent (a moment) and nothing waits on how loaded the machine is.
+    vi.useFakeTimers();
     let runs = 0;
     const p = new Pacer(() => {
       runs++;
-      Atomics.wait(sleep, 0, 0, 100);
+      vi.advanceTimersByTime(100);
     }, 9);
     p.poke();
     p.poke();
-    // The second run comes well before 9 × 100 ms.
-    await new Promise((r) => setTimeout(r, 300));
+    expect(runs).toBe(1);
+    // Paced by the time that passed, the second run would wait 900 ms.
+    await vi.advanceTimersByTimeAsync(899);
     expect(runs).toBe(2);
     p.stop();
   });

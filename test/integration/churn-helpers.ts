@@ -75,6 +75,8 @@ export interface ChurnReport {
   lateMade: { pod: string; action: string; afterMs: number }[];
   /** Starts (of containers created in time) that the engine carried out later than that. */
   lateStarts: { pod: string; action: string; afterMs: number }[];
+  /** What the engine made of each pod, counted by its create events: sandboxes and containers. */
+  made: Map<string, { sandboxes: number; containers: number }>;
   /** Log lines of failed creates and starts. */
   startErrors: string[];
   /** Pods that had a container on the engine at some point. */
@@ -111,6 +113,15 @@ export function churnReport(log: string, events: EngineEventRecord[], ns: string
     if (e.action === 'create' && e.timeMs > gone + madeAfterMs) lateMade.push({ pod, action: e.action, afterMs: Math.round(e.timeMs - gone) });
     if (e.action === 'start' && e.timeMs > gone + madeAfterMs) lateStarts.push({ pod, action: e.action, afterMs: Math.round(e.timeMs - gone) });
   }
+  const made = new Map<string, { sandboxes: number; containers: number }>();
+  for (const e of events) {
+    const pod = e.attributes[LABEL.podName];
+    if (!pod || !removed.has(pod) || e.action !== 'create') continue;
+    const m = made.get(pod) ?? { sandboxes: 0, containers: 0 };
+    if (e.attributes[LABEL.containerType] === 'sandbox') m.sandboxes++;
+    else m.containers++;
+    made.set(pod, m);
+  }
   const deletionMs = new Map<string, number>();
   const startMs = new Map<string, number>();
   const notDeleted: string[] = [];
@@ -122,7 +133,7 @@ export function churnReport(log: string, events: EngineEventRecord[], ns: string
     else deletionMs.set(pod, at - removed.get(pod)!);
   }
   const startErrors = log.split('\n').filter((l) => /RunContainerError|CreateContainerError|bind source path does not exist/.test(l));
-  return { deletionMs, startMs, notDeleted, lateMade, lateStarts, startErrors, reached: reachedPods.size };
+  return { deletionMs, startMs, notDeleted, lateMade, lateStarts, made, startErrors, reached: reachedPods.size };
 }
 
 /** Median, 95th percentile (nearest rank) and largest of some times. */
