@@ -7,8 +7,8 @@ import { freePort, until } from './helpers.js';
 // crash): meanwhile /healthz answers 503 saying which runtime, where, and what failed, and every
 // read verb exits 3 with one line naming the runtime (`top` printed "No resources found" from the
 // agent's empty readings, exit 0); once the runtime answers again the agent dials it within a
-// relist period and is healthy. The cadence of those dials (one a period, no back-off) is counted
-// on the fake engine (test/pleg/cache.test.ts); here it is the real runtime.
+// relist period and is healthy. Its dials are counted here by its own runtime-call metric; per
+// period, with a fake clock, on the fake engine (test/pleg/cache.test.ts).
 
 export function runtimeReturnSuite(bed: EngineBed): void {
   describe(`the agent while its runtime is away and back ${bed.tag}`, () => {
