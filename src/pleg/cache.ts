@@ -33,9 +33,16 @@ const RECENT_LIMIT = 2000;
 const GENERIC_RELIST_MS = 1000;
 
 /**
+ * While the engine is away it is dialled once each generic relist period, as the kubelet's relist
+ * asks its runtime every second: a runtime that comes back is noticed within a second. One dial
+ * at a time, the next a period after the last one failed, so a dead engine costs one dial a second.
+ */
+export const RECONNECT_MS = GENERIC_RELIST_MS;
+
+/**
  * The pod cache (PLEG): podrun's containers as the engine last told us, kept current by the event
  * stream so a container death is seen at once without a relist, with a periodic relist as a
- * safety net. Reconnects with backoff when the engine goes away.
+ * safety net. Dials the engine again every second while it is away.
  */
 export class PodCache {
   private readonly records = new ContainerRecords();
@@ -47,7 +54,8 @@ export class PodCache {
   private unsubscribe: (() => void) | undefined;
   private relistTimer: NodeJS.Timeout | undefined;
   private retryTimer: NodeJS.Timeout | undefined;
-  private retryMs = 500;
+  /** Why the engine is away, for /healthz. */
+  private lostWith: Error | undefined;
   private stopped = false;
   connected = false;
   private everConnected = false;
@@ -71,7 +79,9 @@ export class PodCache {
     const period = this.rt.capabilities.events ? (this.o.relistMs ?? 60_000) : Math.min(this.o.relistMs ?? 60_000, GENERIC_RELIST_MS);
     this.relistTimer = setInterval(() => {
       this.judgeHealth();
-      void this.relist().catch(() => this.lost());
+      // Away, the engine is dialled by the reconnect alone: one dial a period, not two.
+      if (!this.connected) return;
+      void this.relist().catch((err: unknown) => this.lost(err instanceof Error ? err : new Error(String(err))));
     }, timerDelay(period));
     this.relistTimer.unref();
   }
@@ -98,7 +108,7 @@ export class PodCache {
       if (this.everConnected) this.o.onReconnected?.();
       this.everConnected = true;
       this.connected = true;
-      this.retryMs = 500;
+      this.lostWith = undefined;
       this.o.onConnected?.();
     } catch (err) {
       this.lost(err as Error);
@@ -109,6 +119,7 @@ export class PodCache {
     if (this.stopped) return;
     if (this.connected) this.o.log?.warn(`engine connection lost${err ? `: ${err.message}` : ''}; reconnecting`);
     this.connected = false;
+    if (err) this.lostWith = err;
     this.unsubscribe?.();
     this.unsubscribe = undefined;
     if (this.retryTimer) return;
@@ -116,8 +127,7 @@ export class PodCache {
       this.retryTimer = undefined;
       // Fire-and-forget: connect() catches all it awaits and turns it into the next retry.
       void this.connect();
-    }, this.retryMs);
-    this.retryMs = Math.min(this.retryMs * 2, 10_000);
+    }, RECONNECT_MS);
   }
 
   private onEvent(e: EngineEvent): void {
@@ -274,7 +284,7 @@ export class PodCache {
    * Logged once each time it turns, as the kubelet logs "PLEG is not healthy".
    */
   judgeHealth(): string | undefined {
-    if (!this.connected) return 'engine unreachable';
+    if (!this.connected) return this.unreachable();
     // The engine's loss and return are logged where they happen; this says the relist's own turns.
     const problem = this.health.problem();
     // Said as it turns, not at each look (the age in the text grows at each).
@@ -284,6 +294,14 @@ export class PodCache {
     }
     this.plegUnhealthy = problem !== undefined;
     return problem;
+  }
+
+  /** The engine away, named with its endpoint and the last error (the runtime's own words name the endpoint already, mostly). */
+  private unreachable(): string {
+    const where = `${this.rt.runtimeName} at ${this.rt.endpoint}`;
+    const why = this.lostWith?.message;
+    if (!why) return `engine unreachable: ${where}`;
+    return `engine unreachable: ${why.includes(this.rt.endpoint) ? this.rt.runtimeName : where}: ${why}`;
   }
 
   /** `given`: a list the caller has just made (`apply`'s plan), taken instead of listing again. */

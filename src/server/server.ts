@@ -198,9 +198,11 @@ export async function startServer(
       const problem = view.unhealthy();
       return problem === undefined ? send(res, 200, 'ok') : send(res, 503, `${problem}\n`);
     }
+    // What the cache holds while the engine is away is history, not status, and readings of it
+    // are none (the kubelet's summary fails without its runtime): say why instead.
+    if ((url.pathname === '/pods' || url.pathname === '/stats/summary') && !view.healthy())
+      return send(res, 503, `${view.unhealthy() ?? 'engine unreachable'}\n`);
     if (url.pathname === '/pods') {
-      // What the cache holds while the engine is away is history, not status: say so instead.
-      if (!view.healthy()) return send(res, 503, 'engine unreachable\n');
       view.podList().then(
         (items) => send(res, 200, { apiVersion: 'v1', kind: 'PodList', metadata: {}, items }),
         (err: unknown) => send(res, 500, `${(err as Error).message}\n`),

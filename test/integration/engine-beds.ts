@@ -82,6 +82,8 @@ export interface EngineBed {
   processes(id: string): Promise<BedProc[] | undefined>;
   /** The host paths the engine mounts into a container (each engine's own record of it). */
   mountSources(id: string): Promise<string[]>;
+  /** The bed's own runtime, stopped and started again under the agent (on CRI: the private containerd; Docker is the machine's). */
+  readonly runtime?: { readonly endpoint: string; stop(): Promise<void>; start(): Promise<void> };
 }
 
 /** A container id without the runtime's scheme (`docker://…`, `containerd://…`). */
@@ -165,6 +167,7 @@ export function engineBed(kind: EngineKind): EngineBed {
     world,
     args,
     env,
+    ...(ctrd ? { runtime: { endpoint: ctrd.endpoint, stop: () => ctrd.stop(), start: () => ctrd.start() } } : {}),
     cli: (...a) => world.cli(...args, ...a),
     bin: (a, o = {}) => world.bin([...args, ...a], { ...o, env }),
     spawnBin: (a) =>

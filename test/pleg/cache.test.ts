@@ -2,7 +2,7 @@ import { mkdtempSync, rmSync } from 'node:fs';
 import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { afterEach, describe, expect, it, vi } from 'vitest';
-import { PodCache } from '../../src/pleg/cache.js';
+import { PodCache, RECONNECT_MS } from '../../src/pleg/cache.js';
 import { identityOf } from '../../src/runtime/labels.js';
 import { desired } from '../fixtures/pods.js';
 import { FakeEngine } from '../fakes/fake-engine.js';
@@ -262,17 +262,80 @@ describe('PodCache', () => {
     expect(c2.connected).toBe(false);
     engine.down = false;
     await run(engine);
-    // The first retry comes after 500 ms.
-    for (let i = 0; i < 200 && !c2.connected; i++) await new Promise((r) => setTimeout(r, 10));
-    expect(c2.connected).toBe(true);
+    // The next dial comes a relist period later.
+    await engine.until('the cache to reconnect', () => c2.connected);
     expect(connects).toBe(1);
     expect(c2.pod(POD.uid)?.containers).toHaveLength(1);
     engine.dropEvents();
     await tick();
     expect(c2.connected).toBe(false);
-    for (let i = 0; i < 200 && !c2.connected; i++) await new Promise((r) => setTimeout(r, 10));
-    expect(c2.connected).toBe(true);
+    await engine.until('the cache to reconnect again', () => c2.connected);
     expect(connects).toBe(2);
+  });
+
+  it('dials an engine that is away once each relist period, the same period throughout, and notices its return at the next', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+    try {
+      const { engine } = setup();
+      // Relisting every second besides, as the test agents and the generic PLEG do: that relist dials no engine that is away.
+      const cache = new PodCache(engine, () => undefined, { relistMs: 1000 });
+      caches.push(cache);
+      engine.down = true;
+      await cache.start();
+      expect(cache.connected).toBe(false);
+      // A dial is a subscription to the events or a list, each refused by the dead engine: counted per period.
+      const dials = (): number => (engine.calls.get('events') ?? 0) + (engine.calls.get('list') ?? 0);
+      const perPeriod: number[] = [];
+      for (let i = 0; i < 20; i++) {
+        const before = dials();
+        await vi.advanceTimersByTimeAsync(RECONNECT_MS);
+        perPeriod.push(dials() - before);
+      }
+      // No back-off: a dial each period, never two (twenty periods in, as in the first).
+      expect(perPeriod).toEqual(Array.from({ length: 20 }, () => 1));
+      engine.down = false;
+      await vi.advanceTimersByTimeAsync(RECONNECT_MS);
+      expect(cache.connected).toBe(true);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('keeps one dial at a time: one the engine is slow to answer is waited for, not joined by more', async () => {
+    vi.useFakeTimers({ toFake: ['setTimeout', 'clearTimeout', 'setInterval', 'clearInterval'] });
+    try {
+      const { engine } = setup();
+      const cache = new PodCache(engine, () => undefined, { relistMs: 1000 });
+      caches.push(cache);
+      engine.down = true;
+      await cache.start();
+      engine.down = false;
+      let answer: () => void = () => undefined;
+      engine.listHold = new Promise<void>((r) => (answer = r));
+      const dials = (): number => (engine.calls.get('events') ?? 0) + (engine.calls.get('list') ?? 0);
+      const before = dials();
+      await vi.advanceTimersByTimeAsync(10 * RECONNECT_MS);
+      // The one dial: its subscription, and its list, still unanswered.
+      expect(dials()).toBe(before + 2);
+      expect(cache.connected).toBe(false);
+      engine.listHold = undefined;
+      answer();
+      await vi.advanceTimersByTimeAsync(0);
+      expect(cache.connected).toBe(true);
+      expect(dials()).toBe(before + 2);
+    } finally {
+      vi.useRealTimers();
+    }
+  });
+
+  it('says why it is unhealthy while the engine is away: the runtime, its endpoint and the error', async () => {
+    const { engine, cache } = setup();
+    engine.down = true;
+    await cache.start();
+    expect(cache.judgeHealth()).toBe('engine unreachable: fake at fake://: cannot reach the fake engine: events');
+    engine.down = false;
+    await engine.until('the cache to reconnect', () => cache.connected);
+    expect(cache.judgeHealth()).toBeUndefined();
   });
 
   it('on an engine that tells no events, subscribes to none and relists at the generic PLEG period', async () => {

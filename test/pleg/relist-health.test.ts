@@ -75,6 +75,6 @@ describe('the relist health check', () => {
     engine.down = true;
     engine.dropEvents();
     // The engine unreachable is its own answer (the relist's age says nothing then).
-    expect(cache.judgeHealth()).toBe('engine unreachable');
+    expect(cache.judgeHealth()).toBe('engine unreachable: fake at fake://: the fake event stream ended');
   });
 });

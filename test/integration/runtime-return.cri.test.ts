@@ -1,0 +1,4 @@
+import { engineBed } from './engine-beds.js';
+import { runtimeReturnSuite } from './runtime-return.suite.js';
+
+runtimeReturnSuite(engineBed('cri'));
