@@ -74,7 +74,7 @@ export function planContainerGc(
     }
   }
   if (policy.maxContainers !== undefined && survivors.length > policy.maxContainers) {
-    const oldest = [...survivors].sort((a, b) => a.created - b.created).slice(0, survivors.length - policy.maxContainers);
+    const oldest = [...survivors].sort((a, b) => (a.created ?? 0) - (b.created ?? 0)).slice(0, survivors.length - policy.maxContainers);
     const owner = new Map(pods.flatMap((p) => p.containers.map((c) => [c.id, `${p.namespace}/${p.name}`] as const)));
     for (const c of oldest)
       removals.push({ id: c.id, pod: owner.get(c.id) ?? '', container: c.name, reason: `over the global cap of ${policy.maxContainers} dead containers` });

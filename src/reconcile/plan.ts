@@ -239,10 +239,12 @@ function podActions(desired: DesiredPod, observed: ObservedPod | undefined, inpu
   // Init containers, one at a time and in order, until the pod is initialized; sidecars start in
   // order and, once the pod is initialized, restart on their own without holding anything up.
   // Only instances made for the current sandbox count (the kubelet purges the others).
+  // A time the engine did not give counts as the earliest, so an instance of unknown age is not
+  // taken for one of a sandbox whose creation the engine did tell.
   const sandboxCreated = observed?.sandboxes[0]?.createdAt ?? 0;
   const current = (name: string): ObservedContainer | undefined => {
     const prev = latest.get(name);
-    return prev && prev.created >= sandboxCreated ? prev : undefined;
+    return prev && (prev.created ?? 0) >= sandboxCreated ? prev : undefined;
   };
   const done = initialized(pod, current);
   let pending = false;

@@ -19,8 +19,8 @@ export interface EngineContainer {
   state: ContainerState;
   /** Undefined unless it exited (and the engine said with which code). */
   exitCode?: number;
-  /** Seconds since the epoch. */
-  created: number;
+  /** Seconds since the epoch; absent when the engine gave a zero time (its "unset"). */
+  created?: number;
   /** Its IP on its network, when the engine's answer carried one (a list does; an event does not). */
   ip?: string;
   /**
@@ -76,7 +76,8 @@ export interface ObservedContainer {
   state: ContainerState;
   /** From the list call's status text; undefined unless exited. */
   exitCode?: number;
-  created: number;
+  /** EngineContainer's: absent when the engine gave none. */
+  created?: number;
   image: string;
   /** The spec it was made from (its own label; absent on containers made by podrun before 0.2). */
   spec?: Container;
@@ -102,8 +103,8 @@ export interface ObservedSandbox {
   attempt: number;
   /** The pod-level spec it was made from (manifest/hash.ts sandboxHash). */
   hash: string;
-  /** Seconds since the epoch. */
-  createdAt: number;
+  /** Seconds since the epoch; absent when the engine gave a zero time. */
+  createdAt?: number;
   /** The pod's address, when the engine's answer carried one. */
   ip?: string;
   /** The engine's name and image for it: the readings' series say them, as cAdvisor's do for the pause container. */
@@ -164,7 +165,8 @@ export function groupObserved(list: readonly EngineRecord[]): ObservedPod[] {
     }
   }
   for (const pod of pods.values()) {
-    pod.sandboxes.sort((a, b) => b.attempt - a.attempt || b.createdAt - a.createdAt);
+    // A time the engine did not give sorts as the oldest: it cannot be placed later than any.
+    pod.sandboxes.sort((a, b) => b.attempt - a.attempt || (b.createdAt ?? 0) - (a.createdAt ?? 0));
     pod.containers.sort(newestFirst);
     const newest = pod.sandboxes[0];
     const l = newest ? sandboxLabels.get(newest.id) : undefined;
@@ -185,10 +187,10 @@ function observedSandbox(info: EngineSandbox): ObservedSandbox {
     state: info.state,
     attempt: Number(l[LABEL.restartCount] ?? 0) || 0,
     hash: l[LABEL.hash] ?? '',
-    createdAt: info.createdAt,
     engineName: info.name,
     image: info.image,
   };
+  if (info.createdAt !== undefined) s.createdAt = info.createdAt;
   if (info.network?.ip) s.ip = info.network.ip;
   if (info.engineRestarting) s.engineRestarting = true;
   return s;
@@ -205,9 +207,9 @@ function observedContainer(info: EngineContainer, type: 'init' | 'app'): Observe
     restartCount: Number(l[LABEL.restartCount] ?? 0) || 0,
     state: info.state,
     exitCode: info.exitCode,
-    created: info.created,
     image: info.image,
   };
+  if (info.created !== undefined) c.created = info.created;
   if (info.ip) c.ip = info.ip;
   if (info.startedBy !== undefined) c.startedBy = info.startedBy;
   if (info.engineRestarting) c.engineRestarting = true;
@@ -224,7 +226,7 @@ function inForce(sandboxPod: Pod, containers: ObservedContainer[]): Pod {
   for (const c of containers) if (!newest.has(c.name)) newest.set(c.name, c);
   const swap = (list: Container[] | undefined): Container[] | undefined => list?.map((c) => newest.get(c.name)?.spec ?? c);
   // The grace period of the most recently made container is the newest the engine knows.
-  const latest = [...newest.values()].filter((c) => c.graceSeconds !== undefined).sort((a, b) => b.created - a.created)[0];
+  const latest = [...newest.values()].filter((c) => c.graceSeconds !== undefined).sort((a, b) => (b.created ?? 0) - (a.created ?? 0))[0];
   const initContainers = swap(sandboxPod.spec.initContainers);
   return {
     ...sandboxPod,
@@ -246,7 +248,7 @@ export function latestByName(pod: ObservedPod): Map<string, ObservedContainer> {
 
 /** Attempts only grow, so the restart count orders instances; creation time breaks ties. */
 function newestFirst(a: ObservedContainer, b: ObservedContainer): number {
-  return b.restartCount - a.restartCount || b.created - a.created;
+  return b.restartCount - a.restartCount || (b.created ?? 0) - (a.created ?? 0);
 }
 
 function parseJson<T>(text: string | undefined): T | undefined {

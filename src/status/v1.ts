@@ -70,7 +70,9 @@ export function toV1Pod(
       namespace: observed.namespace,
       uid: observed.uid,
       annotations: { ...(spec?.metadata.annotations ?? {}), 'podrun.io/source': observed.source },
-      ...(observed.sandboxes[0] ? { creationTimestamp: new Date(observed.sandboxes[0].createdAt * 1000).toISOString() } : {}),
+      // None when the engine gave no time for the sandbox (a zero time: one that failed to start),
+      // as the API leaves a time it does not know unset; kubectl's AGE then says <unknown>.
+      ...(observed.sandboxes[0]?.createdAt !== undefined ? { creationTimestamp: new Date(observed.sandboxes[0].createdAt * 1000).toISOString() } : {}),
       ...(deletion ?? {}),
     },
     spec: spec?.spec ?? {},

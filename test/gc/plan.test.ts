@@ -17,7 +17,7 @@ function deadCopies(c: ObservedContainer, n: number): ObservedContainer[] {
     state: 'exited' as const,
     exitCode: 1,
     restartCount: c.restartCount - 1 - i,
-    created: c.created - 1 - i,
+    created: (c.created ?? 0) - 1 - i,
   }));
 }
 

@@ -7,9 +7,23 @@ import { ContainerState, PodSandboxState, type ContainerItem, type ContainerStat
 // The runtime's answers in podrun's words: sandboxes and containers as the records the pod cache
 // keeps (observed.ts), states and times as an inspect gives them.
 
-/** A CRI time (ns since the epoch) as RFC 3339 with its nanoseconds; 0 (never) is undefined. */
+/**
+ * Whether a CRI time (int64 ns since the epoch) is one: a runtime writes "unset" as 0, as int64's
+ * minimum, or as Go's zero time converted (time.Time{}.UnixNano() overflows to 1754-08-30), all at
+ * or before the epoch, which no container or sandbox of this machine was made at.
+ */
+function isSet(ns: bigint): boolean {
+  return ns > 0n;
+}
+
+/** A CRI time in whole seconds since the epoch, undefined when unset (isSet). */
+export function seconds(ns: bigint): number | undefined {
+  return isSet(ns) ? Number(ns / 1_000_000_000n) : undefined;
+}
+
+/** A CRI time (ns since the epoch) as RFC 3339 with its nanoseconds; undefined when unset (isSet). */
 export function rfc3339(ns: bigint): string | undefined {
-  if (ns <= 0n) return undefined;
+  if (!isSet(ns)) return undefined;
   const secs = ns / 1_000_000_000n;
   const frac = (ns % 1_000_000_000n).toString().padStart(9, '0');
   return `${new Date(Number(secs) * 1000).toISOString().slice(0, 19)}.${frac}Z`;
@@ -56,6 +70,7 @@ function nameFrom(l: Record<string, string>, container: string, attempt: number)
 export function recordFromContainer(c: ContainerItem, exitCode?: number): EngineContainer {
   const labels = identity(c.labels, c.annotations);
   const state = stateOf(c.state);
+  const created = seconds(c.createdAt);
   return {
     kind: 'container',
     id: c.id,
@@ -64,7 +79,7 @@ export function recordFromContainer(c: ContainerItem, exitCode?: number): Engine
     labels,
     state,
     ...(state === 'exited' && exitCode !== undefined ? { exitCode } : {}),
-    created: Number(c.createdAt / 1_000_000_000n),
+    ...(created !== undefined ? { created } : {}),
   };
 }
 
@@ -74,6 +89,7 @@ export function recordFromContainer(c: ContainerItem, exitCode?: number): Engine
  */
 export function recordFromSandbox(s: PodSandboxItem, pauseImage: string, ip?: string): EngineSandbox {
   const labels = identity(s.labels, s.annotations);
+  const createdAt = seconds(s.createdAt);
   return {
     kind: 'sandbox',
     id: s.id,
@@ -81,7 +97,7 @@ export function recordFromSandbox(s: PodSandboxItem, pauseImage: string, ip?: st
     image: pauseImage,
     labels,
     state: sandboxStateOf(s.state),
-    createdAt: Number(s.createdAt / 1_000_000_000n),
+    ...(createdAt !== undefined ? { createdAt } : {}),
     ...(ip ? { network: { ip } } : {}),
   };
 }

@@ -7,9 +7,25 @@ import type { ContainerEvent, ContainerReading, ContainerStatus, EngineEvent, In
 // Docker's answers turned into podrun's engine records (runtime-types.ts): the only place that
 // knows their field names, the "never" zero time, or the status text. Pure.
 
-/** Docker writes "never" (not started, not finished) as the zero time of Go. */
+/**
+ * Docker writes "never" (not started, not finished, a create it did not finish) as the zero time
+ * of Go, `0001-01-01T00:00:00Z`; any time before the epoch is taken as the same "unset": no
+ * container of this machine was made then.
+ */
 export function engineTime(t: string | undefined): string | undefined {
-  return t && !t.startsWith('0001-') ? t : undefined;
+  return t && !t.startsWith('0001-') && !(Date.parse(t) < 0) ? t : undefined;
+}
+
+/** Docker's list gives its creation in seconds since the epoch: at or before it is unset, as engineTime. */
+function listedSeconds(s: number | undefined): number | undefined {
+  return s !== undefined && s > 0 ? s : undefined;
+}
+
+/** An inspect's creation time in whole seconds, undefined when unset (engineTime). */
+function inspectedSeconds(t: string | undefined): number | undefined {
+  const set = engineTime(t);
+  const ms = set ? Date.parse(set) : NaN;
+  return Number.isFinite(ms) ? Math.floor(ms / 1000) : undefined;
 }
 
 /**
@@ -56,11 +72,12 @@ function isSandbox(labels: Record<string, string> | undefined): boolean {
 
 /** A pause container as its sandbox's record. */
 function sandboxRecord(
-  o: Pick<EngineSandbox, 'id' | 'name' | 'image' | 'labels' | 'createdAt'>,
+  o: Pick<EngineSandbox, 'id' | 'name' | 'image' | 'labels'>,
+  createdAt: number | undefined,
   docker: string | undefined,
   ip: string | undefined,
 ): EngineSandbox {
-  return { kind: 'sandbox', ...o, ...sandboxStateOf(docker), ...(ip ? { network: { ip } } : {}) };
+  return { kind: 'sandbox', ...o, ...(createdAt !== undefined ? { createdAt } : {}), ...sandboxStateOf(docker), ...(ip ? { network: { ip } } : {}) };
 }
 
 /** An inspect's state as podrun's container status. */
@@ -118,7 +135,8 @@ export function upAtLeastMs(status: string | undefined): number | undefined {
 export function recordFromListed(info: Docker.ContainerInfo, now = Date.now()): EngineRecord {
   const ip = ipOf(info.NetworkSettings?.Networks);
   const name = (info.Names?.[0] ?? '').replace(/^\//, '');
-  if (isSandbox(info.Labels)) return sandboxRecord({ id: info.Id, name, image: info.Image, labels: info.Labels, createdAt: info.Created }, info.State, ip);
+  const created = listedSeconds(info.Created);
+  if (isSandbox(info.Labels)) return sandboxRecord({ id: info.Id, name, image: info.Image, labels: info.Labels }, created, info.State, ip);
   const exitCode = exitCodeOf(info.Status);
   const up = info.State === 'running' || info.State === 'stopping' ? upAtLeastMs(info.Status) : undefined;
   const { state, engineRestarting } = stateOf(info.State);
@@ -131,7 +149,7 @@ export function recordFromListed(info: Docker.ContainerInfo, now = Date.now()): 
     state,
     ...(engineRestarting ? { engineRestarting } : {}),
     ...(exitCode !== undefined ? { exitCode } : {}),
-    created: info.Created,
+    ...(created !== undefined ? { created } : {}),
     ...(ip ? { ip } : {}),
     ...(up !== undefined ? { startedBy: now - up } : {}),
   };
@@ -141,9 +159,8 @@ export function recordFromListed(info: Docker.ContainerInfo, now = Date.now()): 
 export function recordFromInspect(i: Docker.ContainerInspectInfo): EngineRecord {
   const ip = ipOf(i.NetworkSettings?.Networks);
   const name = i.Name.replace(/^\//, '');
-  const created = Math.floor(Date.parse(i.Created) / 1000);
-  if (isSandbox(i.Config.Labels))
-    return sandboxRecord({ id: i.Id, name, image: i.Config.Image, labels: i.Config.Labels, createdAt: created }, i.State.Status, ip);
+  const created = inspectedSeconds(i.Created);
+  if (isSandbox(i.Config.Labels)) return sandboxRecord({ id: i.Id, name, image: i.Config.Image, labels: i.Config.Labels }, created, i.State.Status, ip);
   const { state, engineRestarting } = stateOf(i.State.Status);
   return {
     kind: 'container',
@@ -154,7 +171,7 @@ export function recordFromInspect(i: Docker.ContainerInspectInfo): EngineRecord 
     state,
     ...(engineRestarting ? { engineRestarting } : {}),
     ...(state === 'exited' || (state === 'unknown' && !engineRestarting) ? { exitCode: i.State.ExitCode } : {}),
-    created,
+    ...(created !== undefined ? { created } : {}),
     ...(ip ? { ip } : {}),
   };
 }

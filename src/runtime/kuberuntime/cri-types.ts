@@ -126,8 +126,11 @@ export type PodSandboxState = 'ready' | 'notready';
 export interface PodSandboxStatus {
   id: string;
   state: PodSandboxState;
-  /** Seconds since the epoch (api.proto's created_at is in ns; podrun keeps whole seconds, as Docker's list gives them). */
-  createdAt: number;
+  /**
+   * Seconds since the epoch (api.proto's created_at is in ns; podrun keeps whole seconds, as Docker's
+   * list gives them). Absent when the runtime gave a zero time: a sandbox that failed to start has one.
+   */
+  createdAt?: number;
   /** The pod's address, when the answer carried one (PodSandboxStatus does; ListPodSandbox does not). */
   network?: { ip: string };
   /**

@@ -1,0 +1,3 @@
+import { zeroTimesSuite } from './zero-times.suite.js';
+
+zeroTimesSuite('cri');
