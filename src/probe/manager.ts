@@ -59,7 +59,7 @@ interface ContainerProbes {
  * as a failure. The ticker is Go's (run's `probeTicker`): a slow probe does not stretch the
  * period, and ticks that fall while a probe runs are not lost but kept, one at most, so a probe
  * slower than the period is followed at once by the next (kubeadm's etcd: timeout 15 s, period
- * 10 s, a hung one fails 8 times in 120 s, not 160 s).
+ * 10 s, a hung one fails 8 times in 120 s, not 155 s).
  */
 class Worker {
   private timer: NodeJS.Timeout | undefined;
@@ -171,7 +171,12 @@ class Worker {
         this.report(this, true, r.message ?? '');
       }
     } else {
-      this.failure?.(r.message);
+      // A failure that cannot be told (its event) is logged; it still counts toward the kill.
+      try {
+        this.failure?.(r.message);
+      } catch (err) {
+        this.failed(err);
+      }
       this.failures++;
       this.successes = 0;
       if (this.result !== false && this.failures >= (this.probe.failureThreshold ?? 3)) {

@@ -150,4 +150,27 @@ describe('the probe worker', () => {
     // The 10 s tick runs at 25 s; the 20 s one was dropped; then the grid again.
     expect(starts).toEqual([0, 25_000, 30_000, 40_000]);
   });
+
+  it('a failure whose telling throws still counts toward the kill, and is logged', async () => {
+    const errors: string[] = [];
+    const events: ProbeEvent[] = [];
+    const exec = async (): Promise<{ exitCode: number; output: string }> => ({ exitCode: 1, output: 'down' });
+    const log = { debug: () => undefined, info: () => undefined, warn: () => undefined, error: (m: string) => errors.push(m) };
+    const m = new ProbeManager(
+      exec,
+      (e) => events.push(e),
+      undefined,
+      log,
+      () => {
+        throw new Error('the event ring broke');
+      },
+    );
+    m.sync('u', [
+      { uid: 'u', namespace: 'n', pod: 'p', containerId: 'x', defaultHost: '127.0.0.1', container: container({ periodSeconds: 1, failureThreshold: 3 }) },
+    ]);
+    await vi.advanceTimersByTimeAsync(2500);
+    m.stop();
+    expect(events.map((e) => [e.kind, e.ok])).toEqual([['liveness', false]]);
+    expect(errors).toEqual(Array(3).fill('pod n/p: container c liveness probe: the event ring broke'));
+  });
 });
