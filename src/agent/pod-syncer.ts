@@ -2,7 +2,7 @@ import type { Logger } from '../log/logger.js';
 import { silentLogger } from '../log/silent.js';
 import type { DesiredPod, Pod } from '../manifest/types.js';
 import type { PodCache } from '../pleg/cache.js';
-import { ProbeManager, type ProbeEvent } from '../probe/manager.js';
+import { ProbeManager, type ProbeEvent, type ProbeKind, type ProbeTarget } from '../probe/manager.js';
 import type { ProbedContainer, ProbeResultLabel } from '../metrics/probe-metrics.js';
 import type { BackoffPolicy } from '../reconcile/backoff.js';
 import { fieldPathOf, type EventSink } from '../reconcile/lifecycle.js';
@@ -85,6 +85,7 @@ export class PodSyncer {
         ? (t, kind, result, seconds) => probed({ uid: t.uid, namespace: t.namespace, pod: t.pod, container: t.container.name }, kind, result, seconds)
         : undefined,
       log,
+      (t, kind, message) => this.onProbeFailure(t, kind, message),
     );
   }
 
@@ -106,25 +107,29 @@ export class PodSyncer {
     return (type, reason, message, fieldPath) => this.events.record(ref, type, reason, message, fieldPath);
   }
 
+  /** A probe's settled result changed (or a failed readiness failed again): the pod's worker looks. */
   private onProbe(e: ProbeEvent): void {
-    const o = this.cache.pod(e.uid);
-    if (o && !e.ok) {
-      const kind = e.kind === 'liveness' ? 'Liveness' : e.kind === 'readiness' ? 'Readiness' : 'Startup';
-      this.events.record(
-        { uid: o.uid, name: o.name, namespace: o.namespace },
-        'Warning',
-        'Unhealthy',
-        `${kind} probe failed: ${e.message}`,
-        fieldPathOf(o.spec, e.container),
-      );
-      // As the kubelet's prober ("Probe failed"): every failure, with what the probe said.
-      this.log.warn(`pod ${o.namespace}/${o.name}: container ${e.container} ${e.kind} probe failed: ${e.message}`, {
-        pod: `${o.namespace}/${o.name}`,
-        container: e.container,
-        probe: e.kind,
-      });
-    }
     this.wake(e.uid);
+  }
+
+  /** Every failed probe run is an Unhealthy event and a log line, as the kubelet's prober records each. */
+  private onProbeFailure(t: ProbeTarget, kind: ProbeKind, message: string): void {
+    const o = this.cache.pod(t.uid);
+    if (!o) return;
+    const name = kind === 'liveness' ? 'Liveness' : kind === 'readiness' ? 'Readiness' : 'Startup';
+    this.events.record(
+      { uid: o.uid, name: o.name, namespace: o.namespace },
+      'Warning',
+      'Unhealthy',
+      `${name} probe failed: ${message}`,
+      fieldPathOf(o.spec, t.container.name),
+    );
+    // As the kubelet's prober ("Probe failed"): every failure, with what the probe said.
+    this.log.warn(`pod ${o.namespace}/${o.name}: container ${t.container.name} ${kind} probe failed: ${message}`, {
+      pod: `${o.namespace}/${o.name}`,
+      container: t.container.name,
+      probe: kind,
+    });
   }
 
   stop(): void {

@@ -22,6 +22,12 @@ export interface ProbeTarget {
 /** Every probe run, for metrics: the kubelet's prober_probe_total results. */
 export type ProbeObserver = (t: ProbeTarget, kind: ProbeKind, result: 'successful' | 'failed' | 'unknown', seconds: number) => void;
 
+/**
+ * Every failed run, below the threshold too: the kubelet's prober records an Unhealthy event for
+ * each (pkg/kubelet/prober/prober.go probe), not only for the one that changes the result.
+ */
+export type ProbeFailureSink = (t: ProbeTarget, kind: ProbeKind, message: string) => void;
+
 export interface ProbeEvent {
   uid: string;
   container: string;
@@ -47,11 +53,13 @@ interface ContainerProbes {
 }
 
 /**
- * One probe of one container, after pkg/kubelet/prober/worker.go: it runs on a ticker (a slow probe
- * does not stretch the period; a tick that finds the last probe still running is skipped), not
- * before the container's StartedAt + initialDelaySeconds, and a result changes only after N
- * identical results in a row. A prober error (the engine could not run an exec) is thrown away,
- * not counted as a failure.
+ * One probe of one container, after pkg/kubelet/prober/worker.go: it runs on a ticker, not before
+ * the container's StartedAt + initialDelaySeconds, and a result changes only after N identical
+ * results in a row. A prober error (the engine could not run an exec) is thrown away, not counted
+ * as a failure. The ticker is Go's (run's `probeTicker`): a slow probe does not stretch the
+ * period, and ticks that fall while a probe runs are not lost but kept, one at most, so a probe
+ * slower than the period is followed at once by the next (kubeadm's etcd: timeout 15 s, period
+ * 10 s, a hung one fails 8 times in 120 s, not 155 s).
  */
 class Worker {
   private timer: NodeJS.Timeout | undefined;
@@ -60,6 +68,8 @@ class Worker {
   private stopped = false;
   /** When the ticker's first tick was: ticks fall at first + k * period. */
   private first = 0;
+  /** The last tick taken (k): the one that started a probe, or a later one dropped while it ran. */
+  private taken = 0;
   result: boolean | undefined;
 
   constructor(
@@ -72,6 +82,7 @@ class Worker {
     initial: boolean | undefined,
     private readonly note?: (ok: boolean, message: string) => void,
     private readonly failed: (err: unknown) => void = () => undefined,
+    private readonly failure?: (message: string) => void,
   ) {
     this.result = initial;
   }
@@ -81,6 +92,7 @@ class Worker {
     const now = Date.now();
     const notBefore = (this.target.startedAt ?? now) + (this.probe.initialDelaySeconds ?? 0) * 1000;
     this.first = Math.max(now, notBefore);
+    this.taken = 0;
     this.schedule(this.first - now);
   }
 
@@ -92,22 +104,42 @@ class Worker {
   private schedule(ms: number): void {
     if (this.stopped) return;
     clearTimeout(this.timer);
-    // Nobody awaits a tick: one that throws past its own handling (a report into the agent) would
-    // reject unheard, the agent's exit, and end this container's probing. It is told and ticks on.
-    this.timer = setTimeout(() => {
-      this.tick().catch((err: unknown) => {
-        this.failed(err);
-        this.schedule(this.nextTick());
-      });
-    }, timerDelay(ms));
+    this.timer = setTimeout(() => this.fire(), timerDelay(ms));
     this.timer.unref();
   }
 
-  /** The next tick after now, on the ticker's grid. */
+  private fire(): void {
+    // Nobody awaits a tick: one that throws past its own handling (a report into the agent) would
+    // reject unheard, the agent's exit, and end this container's probing. It is told and ticks on.
+    this.tick().catch((err: unknown) => {
+      this.failed(err);
+      this.next();
+    });
+  }
+
+  /** After a probe: a tick already waiting starts the next at once (no timer: Node's shortest is 1 ms); else the next tick's timer. */
+  private next(): void {
+    if (this.stopped) return;
+    const ms = this.nextTick();
+    if (ms > 0) this.schedule(ms);
+    else this.fire();
+  }
+
+  /**
+   * How long until the next probe, as Go's ticker hands it out: a tick that fell while the last
+   * probe ran waits in the channel (one at most; those after it are dropped), so the next probe
+   * starts at once; else the next tick on the grid.
+   */
   private nextTick(): number {
     const period = (this.probe.periodSeconds ?? 10) * 1000;
     const now = Date.now();
-    return this.first + (Math.floor((now - this.first) / period) + 1) * period - now;
+    const due = Math.floor((now - this.first) / period);
+    if (due > this.taken) {
+      this.taken = due;
+      return 0;
+    }
+    this.taken++;
+    return Math.max(0, this.first + this.taken * period - now);
   }
 
   private async tick(): Promise<void> {
@@ -124,7 +156,7 @@ class Worker {
     } catch {
       // The prober could not probe (an engine error): no verdict on the container.
       this.observe?.(this.target, this.kind, 'unknown', (performance.now() - t0) / 1000);
-      this.schedule(this.nextTick());
+      this.next();
       return;
     }
     if (this.stopped) return;
@@ -139,6 +171,12 @@ class Worker {
         this.report(this, true, r.message ?? '');
       }
     } else {
+      // A failure that cannot be told (its event) is logged; it still counts toward the kill.
+      try {
+        this.failure?.(r.message);
+      } catch (err) {
+        this.failed(err);
+      }
       this.failures++;
       this.successes = 0;
       if (this.result !== false && this.failures >= (this.probe.failureThreshold ?? 3)) {
@@ -148,7 +186,7 @@ class Worker {
         this.report(this, false, r.message);
       }
     }
-    this.schedule(this.nextTick());
+    this.next();
   }
 }
 
@@ -167,6 +205,7 @@ export class ProbeManager {
     private readonly onEvent: (e: ProbeEvent) => void,
     private readonly observe?: ProbeObserver,
     private readonly log?: Logger,
+    private readonly onFailure?: ProbeFailureSink,
   ) {}
 
   /** Makes the running containers of pod `uid` exactly `targets`: new ones get workers, gone ones lose them. */
@@ -231,6 +270,7 @@ export class ProbeManager {
             container: t.container.name,
             probe: kind,
           }),
+        this.onFailure ? (message) => this.onFailure?.(t, kind, message) : undefined,
       );
       s.workers.push(w);
       return w;

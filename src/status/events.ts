@@ -19,8 +19,11 @@ export interface PodEvent {
 }
 
 /**
- * Events with the kubelet's reasons, in a bounded ring per pod; a repeat of the newest event
- * bumps its count instead of taking a slot, as the apiserver's aggregation does.
+ * Events with the kubelet's reasons, in a bounded ring per pod, oldest first by their last time. An
+ * event identical to one kept (type, reason, message, object), whether or not it is the newest,
+ * bumps that one's count and moves it last instead of taking a slot, as client-go's
+ * EventCorrelator keys events (tools/record/events_cache.go getEventKey, eventObserve): a hung
+ * liveness probe's eight failures are one line, "x8", however readiness failures fall between.
  */
 export class EventRecorder {
   private readonly rings = new Map<string, PodEvent[]>();
@@ -33,10 +36,12 @@ export class EventRecorder {
   record(pod: PodRef, type: EventType, reason: string, message: string, fieldPath?: string): void {
     const ring = this.rings.get(pod.uid) ?? [];
     const ts = this.now().toISOString();
-    const last = ring[ring.length - 1];
-    if (last && last.reason === reason && last.message === message && last.involvedObject.fieldPath === fieldPath) {
-      last.count++;
-      last.lastTimestamp = ts;
+    const i = ring.findIndex((e) => e.type === type && e.reason === reason && e.message === message && e.involvedObject.fieldPath === fieldPath);
+    const same = i < 0 ? undefined : ring.splice(i, 1)[0];
+    if (same) {
+      same.count++;
+      same.lastTimestamp = ts;
+      ring.push(same);
     } else {
       ring.push({
         type,

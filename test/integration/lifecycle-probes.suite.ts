@@ -128,6 +128,25 @@ export function probesSuite(bed: EngineBed): void {
       await untilPod(world, ns, name, 'the tcp liveness restart', (x) => restarts(x, 'srv') >= 1);
     });
 
+    it('a hung exec liveness probe: every failure is an Unhealthy event, one line with its count in describe', async () => {
+      const name = unique('hung');
+      // Never: the kill ends the container, so no probe of a replacement adds to the count.
+      write(
+        name,
+        `  restartPolicy: Never
+  containers:
+  - name: app
+    image: ${TEST_IMAGE}
+    command: [sleep, '3600']
+    livenessProbe: {exec: {command: [sleep, '30']}, periodSeconds: 1, timeoutSeconds: 2, failureThreshold: 3}
+`,
+      );
+      await untilPod(world, ns, name, 'the liveness kill', (x) => container(x, 'app')?.state.terminated !== undefined);
+      expect(await probeResults(name, 'app', 'Liveness', 'failed')).toBe(3);
+      const d = await world.cli('describe', 'pod', '-n', ns, name);
+      expect(d.out).toMatch(/Warning\s+Unhealthy\s+\S+ \(x3 over \S+\)\s+podrun\s+Liveness probe failed: command timed out after 2s/);
+    });
+
     it('startup probe gates liveness', async () => {
       const name = unique('startup');
       write(

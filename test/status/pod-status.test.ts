@@ -137,4 +137,22 @@ describe('EventRecorder', () => {
     for (const reason of ['Created', 'Started', 'Killing', 'Pulled']) r.record(pod, 'Normal', reason, reason);
     expect(r.list('u').map((e) => e.reason)).toEqual(['Started', 'Killing', 'Pulled']);
   });
+
+  it('folds an event identical to any kept into its count, not only the newest, and moves it last (client-go keys events)', () => {
+    let t = 0;
+    const r = new EventRecorder(100, () => new Date(1_000_000 + t++ * 1000));
+    const pod = { uid: 'u', namespace: 'n', name: 'p' };
+    // A hung kube-apiserver: liveness and readiness fail in turn, each with its own message.
+    for (let i = 0; i < 8; i++) {
+      r.record(pod, 'Warning', 'Unhealthy', 'Liveness probe failed: command timed out after 15s', 'spec.containers{c}');
+      r.record(pod, 'Warning', 'Unhealthy', 'Readiness probe failed: command timed out after 15s', 'spec.containers{c}');
+    }
+    r.record(pod, 'Normal', 'Killing', 'Container c failed liveness probe, will be restarted', 'spec.containers{c}');
+    r.record(pod, 'Warning', 'Unhealthy', 'Readiness probe failed: command timed out after 15s', 'spec.containers{c}');
+    expect(r.list('u').map((e) => [e.message.slice(0, 9), e.count, e.firstTimestamp, e.lastTimestamp])).toEqual([
+      ['Liveness ', 8, new Date(1_000_000).toISOString(), new Date(1_014_000).toISOString()],
+      ['Container', 1, new Date(1_016_000).toISOString(), new Date(1_016_000).toISOString()],
+      ['Readiness', 9, new Date(1_001_000).toISOString(), new Date(1_017_000).toISOString()],
+    ]);
+  });
 });
