@@ -7,10 +7,14 @@ import type { EngineCalls } from '../../src/runtime/docker/engine.js';
 // still running (or, for a timed-out probe, one whose children hold its output).
 const ID = 'c'.repeat(64);
 
-function engine(endpoint: string, exec: { Running: boolean; Pid: number }): EngineCalls & { calls: string[] } {
+type ExecInspect = { Running: boolean; Pid: number; ExitCode?: number | null };
+
+/** `exec`: what each exec inspect answers, in turn (the last one again once they run out). */
+function engine(endpoint: string, exec: ExecInspect | ExecInspect[]): EngineCalls & { calls: string[] } {
   const calls: string[] = [];
+  const answers = Array.isArray(exec) ? [...exec] : [exec];
   const docker = {
-    getExec: () => ({ inspect: async () => exec }),
+    getExec: () => ({ inspect: async () => (answers.length > 1 ? answers.shift() : answers[0]) }),
     getContainer: () => ({ inspect: async () => ({ Id: ID, State: { Pid: 50 } }) }),
   };
   // Only the two inspects endExec makes are faked, not the whole client.
@@ -68,6 +72,19 @@ describe('ending an exec', () => {
   it('a running exec on a local engine is stopped, then killed', async () => {
     const v = view();
     expect(await endExec(engine('/var/run/docker.sock', { Running: true, Pid: 100 }), ref, false, v)).toEqual({ killed: 1 });
+    expect(v.signals).toEqual(['SIGSTOP 100', 'SIGKILL 100']);
+  });
+
+  it('an exec whose process has not started by its deadline (a loaded machine) is waited for, then killed', async () => {
+    const v = view();
+    const pauses: number[] = [];
+    const e = engine('/var/run/docker.sock', [
+      { Running: false, Pid: 0, ExitCode: null },
+      { Running: false, Pid: 0, ExitCode: null },
+      { Running: true, Pid: 100 },
+    ]);
+    expect(await endExec(e, ref, true, v, async (ms) => pauses.push(ms))).toEqual({ killed: 1 });
+    expect(pauses).toHaveLength(2);
     expect(v.signals).toEqual(['SIGSTOP 100', 'SIGKILL 100']);
   });
 });

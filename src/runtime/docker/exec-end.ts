@@ -28,12 +28,27 @@ export function execClock(e: EngineCalls, view: ProcView = (machineProc ??= proc
  * (tcp://) or a /proc that does not show the container (podrun in a pid namespace of its own),
  * nothing is killed and 'unreachable' is the answer.
  */
-export async function endExec(e: EngineCalls, ref: ExecRef, evenIfExited: boolean, view: ProcView = (machineProc ??= procView())): Promise<ExecEnd> {
+export async function endExec(
+  e: EngineCalls,
+  ref: ExecRef,
+  evenIfExited: boolean,
+  view: ProcView = (machineProc ??= procView()),
+  pause: (ms: number) => Promise<unknown> = (ms) => new Promise((r) => setTimeout(r, ms)),
+): Promise<ExecEnd> {
   if (!localEngine(e) || !ref.since) return 'unreachable';
   // A probe waits for its kill: an engine that does not answer may hold it this long, not the
   // request timeout's two minutes.
   const bound = Math.min(e.options.requestTimeoutMs ?? END_CALL_MS, END_CALL_MS);
-  const info = (await e.call('exec inspect', () => e.docker.getExec(ref.execId).inspect(), bound)) as { Running?: boolean; Pid?: number };
+  const inspect = async (): Promise<{ Running?: boolean; Pid?: number; ExitCode?: number | null }> =>
+    (await e.call('exec inspect', () => e.docker.getExec(ref.execId).inspect(), bound)) as { Running?: boolean; Pid?: number; ExitCode?: number | null };
+  let info = await inspect();
+  // Docker answers an exec's start before its process runs: on a loaded machine a 1 s deadline
+  // can pass before it has one (no pid, no exit code yet). It is waited for, within the bound, so
+  // a command that starts late is killed too rather than left running for good.
+  for (const until = performance.now() + bound; !info.Pid && info.ExitCode === null && performance.now() < until;) {
+    await pause(20);
+    info = await inspect();
+  }
   if (!info.Pid || (!info.Running && !evenIfExited)) return 'finished';
   const c = await e.call('inspect container', () => e.docker.getContainer(ref.containerId).inspect(), bound);
   if (!c.State?.Pid) return 'finished';
