@@ -25,7 +25,8 @@ import { podLogDirectory, podSandboxConfig } from '../kuberuntime/sandbox-config
 import { criEngineError, isCriNotFound } from './engine-errors.js';
 import { CriError, CriExecTimeoutError } from './errors.js';
 import type { PullListener } from './images.js';
-import { writeCriLog, type LogReadOptions } from './logs.js';
+import { writeCriLog } from './log-read.js';
+import type { LogReadOptions } from './logs.js';
 import { ContainerState, PodSandboxState } from './messages.js';
 import { containerConfigMessage, sandboxConfigMessage } from './wire-config.js';
 import { ensurePodCgroup, podCgroupParent, removePodCgroup } from './pod-cgroup.js';
