@@ -8,6 +8,7 @@
  *   npm run bench -- startup           # the CLI start-up only (as BENCH_ONLY=cli), about 1 min
  *   BENCH_ACCEPT=1 npm run bench       # record start-up ratios even where they grew
  *   BENCH_ONLY=churn npm run bench     # deletion latency under churn alone
+ *   BENCH_ONLY=logs npm run bench      # `podrun logs --tail 5` of a 100 MiB log, Docker and CRI
  *   BENCH_ONLY=scale npm run bench     # 300 pods in one file, cold (BENCH_SCALE_PODS, _RUNS, _NETWORK=host); named only
  *   BENCH_GARBAGE=10000 npm run bench  # the exited-container pile (default 2,000)
  *   BENCH_AGAINST=0ed47c2 npm run bench  # this build against that commit's, paired run by run
@@ -31,6 +32,7 @@ import { signatureCost } from './signature.js';
 import { pullCost } from './pull.js';
 import { readingsCost } from './readings.js';
 import { criScenarios } from './cri.js';
+import { logsScenario } from './logs.js';
 import { againstScenario } from './against.js';
 
 const BEGIN = '<!-- bench:begin (written by npm run bench) -->';
@@ -118,6 +120,7 @@ const SCENARIOS: Record<string, (root: string) => Promise<string | string[]>> = 
   gc: garbage,
   churn: churnScenario,
   cri: criScenarios,
+  logs: logsScenario,
   against: againstScenario,
 };
 

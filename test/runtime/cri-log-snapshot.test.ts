@@ -3,7 +3,7 @@ import { tmpdir } from 'node:os';
 import { join } from 'node:path';
 import { gzipSync, gunzipSync } from 'node:zlib';
 import { afterAll, describe, expect, it } from 'vitest';
-import { readLogSnapshot, type SnapshotStep } from '../../src/runtime/cri/logs.js';
+import { openLogSnapshot, type SnapshotStep } from '../../src/runtime/cri/logs.js';
 
 // `podrun logs` reading while the container log manager rotates (log-rotation.ts), on plain files:
 // a rotation's steps (remove the oldest, compress the newest rotated one through `.gz.tmp`, rename
@@ -129,8 +129,14 @@ describe('CRI log snapshot across rotations', () => {
       pending.push(...log.rotationSteps());
       for (const s of pending.splice(0, pre)) run(s);
     }
-    const { text, current } = readLogSnapshot(log.log, step);
-    current?.close();
+    const { rotated, current } = openLogSnapshot(log.log, step);
+    // What the held files hold, read whole here (the reader itself reads them in chunks).
+    let text = '';
+    for (const h of [...rotated, ...(current ? [{ log: current, gz: false }] : [])]) {
+      const data = readFileSync(h.log.fd);
+      text += (h.gz ? gunzipSync(data) : data).toString();
+      h.log.close();
+    }
     const got = numbers(text);
     // The text is what the files held after one of the steps (whatever of the current file was written by the read's end).
     expect(states.map((s) => JSON.stringify(s))).toContain(JSON.stringify(got));

@@ -25,7 +25,9 @@ import { podLogDirectory, podSandboxConfig } from '../kuberuntime/sandbox-config
 import { criEngineError, isCriNotFound } from './engine-errors.js';
 import { CriError, CriExecTimeoutError } from './errors.js';
 import type { PullListener } from './images.js';
-import { writeCriLog, type LogReadOptions } from './logs.js';
+import { writeCriLog } from './log-read.js';
+import { removeContainerLog } from './log-rotation.js';
+import type { LogReadOptions } from './logs.js';
 import { ContainerState, PodSandboxState } from './messages.js';
 import { containerConfigMessage, sandboxConfigMessage } from './wire-config.js';
 import { ensurePodCgroup, podCgroupParent, removePodCgroup } from './pod-cgroup.js';
@@ -185,11 +187,21 @@ export class CriEngine extends CriRuntimeView implements PodEngine {
     });
   }
 
+  /**
+   * RemoveContainer, and the container's log with it, as the kubelet's removeContainer
+   * (removeContainerLog, kuberuntime_container.go): a runtime leaves the file. Its path is asked
+   * first, while the runtime has the container; a removal that fails leaves the log for `logs -p`.
+   */
   async removeContainer(id: string): Promise<void> {
+    const logPath = await this.call('container status', () => this.client.containerStatus(id)).then(
+      (s) => s.logPath,
+      () => undefined,
+    );
     await this.call('remove container', () => this.client.removeContainer(id)).catch((err: unknown) => {
       if (!isCriNotFound(err)) throw err;
     });
     this.exits.delete(id);
+    if (logPath) await removeContainerLog(logPath);
   }
 
   /** StopPodSandbox: the runtime stops what still runs in it and tears its network down. */

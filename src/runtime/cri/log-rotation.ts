@@ -45,6 +45,14 @@ export async function rotatedLogs(log: string): Promise<string[]> {
 }
 
 /**
+ * A removed container's log: the current file and its rotated ones, as the kubelet's
+ * containerLogManager.Clean (every `<log>*`), here only the names podrun's rotation makes.
+ */
+export async function removeContainerLog(log: string): Promise<void> {
+  for (const f of [...(await rotatedLogs(log)), log]) await rm(f, { force: true });
+}
+
+/**
  * What the kubelet's filterUnusedLogs leaves: temporaries of a compression that did not finish
  * are removed, and so is an uncompressed file whose `.gz` exists (compressed, not yet removed).
  */

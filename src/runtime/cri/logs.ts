@@ -54,40 +54,66 @@ export interface LogReadOptions {
   until?: string;
 }
 
+/** Bytes a reader took from log files (a test checks a tail reads near the end only). */
+export interface ReadMeter {
+  bytes: number;
+}
+
+/** The most a reader holds of a file at once: every read is a chunk, never the whole file. */
+export const LOG_CHUNK = 64 * 1024;
+
 /**
  * A log file held open: read on from where it was, so the lines written to it just before a
  * rotation renamed it are read from the same file (the runtime reopens a new one by the old name).
  */
 export class OpenLog {
   private constructor(
-    private fd: number,
+    readonly fd: number,
     readonly ino: number,
-    private offset: number,
+    /** Where `read` goes on from. */
+    public offset: number,
+    private readonly meter: ReadMeter | undefined,
   ) {}
 
-  static open(path: string): OpenLog | undefined {
+  static open(path: string, meter?: ReadMeter): OpenLog | undefined {
     let fd: number;
     try {
       fd = openSync(path, 'r');
     } catch {
       return undefined;
     }
-    return new OpenLog(fd, fstatSync(fd).ino, 0);
+    return new OpenLog(fd, fstatSync(fd).ino, 0, meter);
   }
 
-  /** What was written since the last read (from the start again if it was truncated). */
-  read(): Buffer {
-    const size = fstatSync(this.fd).size;
-    if (size < this.offset) this.offset = 0;
-    const buf = Buffer.alloc(size - this.offset);
+  size(): number {
+    return fstatSync(this.fd).size;
+  }
+
+  /** Fills `buf` from `pos` as far as the file goes; the bytes read. */
+  readAt(buf: Buffer, pos: number): number {
     let got = 0;
     while (got < buf.length) {
-      const n = readSync(this.fd, buf, got, buf.length - got, this.offset + got);
+      const n = readSync(this.fd, buf, got, buf.length - got, pos + got);
       if (n === 0) break;
       got += n;
     }
+    if (this.meter) this.meter.bytes += got;
+    return got;
+  }
+
+  /** Up to a chunk of what was written since the last read (from the start again if it was truncated). */
+  read(): Buffer {
+    const size = this.size();
+    if (size < this.offset) this.offset = 0;
+    const buf = Buffer.alloc(Math.min(LOG_CHUNK, size - this.offset));
+    const got = this.readAt(buf, this.offset);
     this.offset += got;
     return buf.subarray(0, got);
+  }
+
+  /** Counts what a stream read from the file (a compressed one, read through zlib). */
+  counted(n: number): void {
+    if (this.meter) this.meter.bytes += n;
   }
 
   close(): void {
@@ -96,7 +122,7 @@ export class OpenLog {
 }
 
 /** The file now at `path` is another than `log` (rotated: renamed, a new one made by the runtime). */
-function replaced(path: string, log: OpenLog): boolean {
+export function replaced(path: string, log: OpenLog): boolean {
   try {
     return statSync(path).ino !== log.ino;
   } catch {
@@ -120,28 +146,41 @@ function rotatedFiles(log: string): string[] {
 /** Where a reader of the log is, for a test to run a rotation's steps in between. */
 export type SnapshotStep = 'opened-current' | 'listed' | 'opened-rotated' | 'checked';
 
+/** A rotated file of a snapshot, held open; `gz` when it is compressed. */
+export interface HeldLog {
+  log: OpenLog;
+  gz: boolean;
+}
+
+/** The files of a log at one instant, held open: the rotated ones oldest first, then the current one. */
+export interface LogSnapshot {
+  rotated: HeldLog[];
+  current: OpenLog | undefined;
+}
+
 /**
- * The log's rotated files and its current one read as they were at one instant, for `--tail` and
+ * The log's rotated files and its current one opened as they were at one instant, for `--tail` and
  * `--since` to see across rotations. A rotation (another task, any time) renames the current file,
  * compresses the newest rotated one (`.gz.tmp`, renamed `.gz`, the plain one removed) and removes the
- * oldest: read one file after another, a reader would see a file twice (compressed and not, or the
+ * oldest: opening one file after another, a reader would see a file twice (compressed and not, or the
  * current one again under its stamp) or miss one. So every file is opened first (an open file keeps
  * its text however it is renamed or removed), then the directory listed again: unchanged (the same
  * stamps, the same current file), what is open is one instant's set; changed, the whole is tried
- * again (a bounded number of times: a rotation a second at most, so it settles).
+ * again (a bounded number of times: a rotation a second at most, so it settles). Nothing is read
+ * here: the reader reads what it needs of each file, in chunks.
  */
-export function readLogSnapshot(path: string, step: (at: SnapshotStep) => void = () => undefined): { text: string; current: OpenLog | undefined } {
+export function openLogSnapshot(path: string, step: (at: SnapshotStep) => void = () => undefined, meter?: ReadMeter): LogSnapshot {
   for (let attempt = 0; ; attempt++) {
-    const current = OpenLog.open(path);
+    const current = OpenLog.open(path, meter);
     step('opened-current');
     const stamps = [...new Set(rotatedFiles(path).map((f) => f.replace(/\.gz$/, '')))];
     step('listed');
-    const held: { log: OpenLog; gz: boolean }[] = [];
+    const held: HeldLog[] = [];
     let complete = true;
     for (const f of stamps) {
       // The plain file first: one being compressed still is, and its `.gz` may be half written.
-      const plain = OpenLog.open(f);
-      const log = plain ?? OpenLog.open(`${f}.gz`);
+      const plain = OpenLog.open(f, meter);
+      const log = plain ?? OpenLog.open(`${f}.gz`, meter);
       if (!log) complete = false;
       else if (current && plain && log.ino === current.ino)
         log.close(); // the current file, renamed since it was opened
@@ -156,19 +195,7 @@ export function readLogSnapshot(path: string, step: (at: SnapshotStep) => void =
       current?.close();
       continue;
     }
-    let text = '';
-    for (const { log, gz } of held) {
-      try {
-        const data = log.read();
-        // zlib loaded only for a rotated file: not by every command on a CRI runtime.
-        text += (gz ? process.getBuiltinModule('node:zlib').gunzipSync(data, { maxOutputLength: 1 << 30 }) : data).toString('utf8');
-      } catch {
-        // Damaged: the kubelet skips what it cannot read.
-      } finally {
-        log.close();
-      }
-    }
-    return { text: text + (current?.read().toString('utf8') ?? ''), current };
+    return { rotated: held, current };
   }
 }
 
@@ -177,84 +204,5 @@ function currentIno(path: string): number | undefined {
     return statSync(path).ino;
   } catch {
     return undefined;
-  }
-}
-
-/** Waits for the writable's room, so a slow reader of a big log holds memory constant. */
-function write(to: NodeJS.WritableStream, text: string): Promise<void> {
-  if (to.write(text)) return Promise.resolve();
-  return new Promise((resolve) => to.once('drain', () => resolve()));
-}
-
-/**
- * Writes a container's CRI log to `out`/`err` as `podrun logs` shows it (`--tail` counts whole
- * lines, `--since`/`until` bound by each line's time); with `follow`, new lines as they come until
- * `running()` says the container stopped and nothing more was written.
- */
-export async function writeCriLog(
-  path: string,
-  o: LogReadOptions,
-  out: NodeJS.WritableStream,
-  err: NodeJS.WritableStream,
-  running: () => Promise<boolean>,
-  pollMs = 200,
-): Promise<void> {
-  const since = boundNs(o.since);
-  const until = boundNs(o.until);
-  const snapshot = readLogSnapshot(path);
-  let current = snapshot.current;
-  const firstText = snapshot.text;
-  let rest = '';
-  const lines = (chunk: string): CriLogLine[] => {
-    const all = (rest + chunk).split('\n');
-    rest = all.pop() ?? '';
-    return all.map(parseCriLine).filter((l): l is CriLogLine => l !== undefined);
-  };
-  const emit = async (ls: CriLogLine[]): Promise<void> => {
-    for (const l of ls) {
-      const t = since !== undefined || until !== undefined ? timeNs(l.time) : 0n;
-      if (since !== undefined && t < since) continue;
-      if (until !== undefined && t > until) continue;
-      await write(l.stream === 'stderr' ? err : out, o.timestamps ? `${l.time} ${l.text}` : l.text);
-    }
-  };
-  let initial = lines(firstText);
-  if (o.tail !== undefined) {
-    // Whole lines: a line's parts (P) count with the F that ends it.
-    let whole = 0;
-    let i = initial.length;
-    while (i > 0 && whole <= o.tail) {
-      if (initial[i - 1]?.text.endsWith('\n')) whole++;
-      if (whole > o.tail) break;
-      i--;
-    }
-    initial = o.tail === 0 ? [] : initial.slice(i);
-  }
-  await emit(initial);
-  if (!o.follow) {
-    current?.close();
-    return;
-  }
-  try {
-    for (;;) {
-      const alive = await running().catch(() => false);
-      await new Promise((r) => setTimeout(r, pollMs));
-      let got = 0;
-      current ??= OpenLog.open(path);
-      if (current) {
-        let data = current.read();
-        if (replaced(path, current)) {
-          // Rotated: what the old file got before the rename, then the new file from its start.
-          current.close();
-          current = OpenLog.open(path);
-          data = Buffer.concat([data, current?.read() ?? Buffer.alloc(0)]);
-        }
-        got = data.length;
-        if (got) await emit(lines(data.toString('utf8')));
-      }
-      if (!alive && !got) return;
-    }
-  } finally {
-    current?.close();
   }
 }

@@ -1,0 +1,4 @@
+import { engineBed } from './engine-beds.js';
+import { criLogFilesSuite } from './cri-log-files.suite.js';
+
+criLogFilesSuite(engineBed('cri2'));
