@@ -228,14 +228,16 @@ export class DesiredSet {
    * tightened after it started) is told so and kept.
    */
   private recordRefusals(declared: Map<string, DesiredPod>, observed: ObservedPod[]): void {
-    const onEngine = new Set(observed.map((o) => `${o.namespace}/${o.name}`));
+    // The engine's uid where one runs: a manifest may give its own metadata.uid, and describe reads events by it.
+    const onEngine = new Map(observed.map((o) => [`${o.namespace}/${o.name}`, o.uid]));
     const next = new Map<string, Refusal & { running: boolean }>();
     for (const source of this.sources) {
       for (const r of refusals(source.errors())) {
         if (declared.has(r.key) || next.has(r.key)) continue;
-        const running = onEngine.has(r.key);
-        next.set(r.key, { ...r, running });
-        const ref = { uid: r.uid, name: r.name, namespace: r.namespace };
+        const uid = onEngine.get(r.key);
+        const running = uid !== undefined;
+        next.set(r.key, { ...r, uid: uid ?? r.uid, running });
+        const ref = { uid: uid ?? r.uid, name: r.name, namespace: r.namespace };
         this.o.events.record(ref, 'Warning', r.reason, running ? keptMessage(r) : refusalMessage(r), r.issue.field);
       }
     }

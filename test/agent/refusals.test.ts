@@ -83,8 +83,10 @@ describe('a pod the agent refuses is visible', () => {
     const pods = (await listed(set, [running])) as Shown[];
     expect(pods.map((p) => [p.metadata.name, p.status.phase])).toEqual([['logs', 'Running']]);
     expect(pods[0]!.status.conditions.find((c) => c.type === 'podrun.io/Admitted')).toMatchObject({ status: 'False', reason: 'Forbidden' });
-    expect(events.list().map((e) => [e.type, e.reason, e.message])).toEqual([
+    // On the pod the engine runs, under its own uid (a manifest may set metadata.uid).
+    expect(events.list().map((e) => [e.involvedObject.uid, e.type, e.reason, e.message])).toEqual([
       [
+        'u1',
         'Warning',
         'Forbidden',
         '/etc/podrun/m0.yaml:8:22 spec.volumes[0].hostPath.path: "/etc" is not under an allowed host path (--allowed-host-paths=/srv) (the running pod is kept: podrun never stops a pod for a policy read after it started)',
