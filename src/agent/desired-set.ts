@@ -9,6 +9,7 @@ import { mergeOrigins, podDigest, type Conflict, type OriginPods } from '../sour
 import { shownSource } from '../sources/origin-names.js';
 import type { PodSource, SetExpiry } from '../sources/source.js';
 import type { EventRecorder } from '../status/events.js';
+import { keptMessage, refusalMessage, refusals, type Refusal } from '../status/refusal.js';
 
 /**
  * The origin that declares a pod on the engine, as the sources name it: a pod `podrun apply` made
@@ -53,6 +54,8 @@ export class DesiredSet {
   /** origin\0key → the digest of what that origin declared at the last merge (none before the first). */
   private declarations: Map<string, string> | undefined;
   private conflicts: Conflict[] = [];
+  /** Pods refused (invalid, or against the policy) that are not running a last good version, by key; `running`: the engine has one. */
+  private refused = new Map<string, Refusal & { running: boolean }>();
   private readonly reported = new Set<string>();
   /** The status file as last written. */
   private lastStatus = '';
@@ -138,6 +141,7 @@ export class DesiredSet {
     for (const id of this.reported) if (!current.has(id)) this.reported.delete(id);
     this.conflicts = merged.conflicts;
     this.recordValidationEvents();
+    this.recordRefusals(merged.pods, observed);
     const before = this.byUid;
     this.declaredByUid = new Map([...merged.pods.values()].map((d) => [d.uid, d]));
     this.byKey = new Map([...merged.pods].map(([key, d]) => [key, this.o.run(d)]));
@@ -173,6 +177,11 @@ export class DesiredSet {
     const origin = originOf(o);
     const owner = this.sources.find((s) => s.owns(origin));
     return owner ? this.seen.has(owner) && owner.canForget(origin) : this.sourcesReady;
+  }
+
+  /** Pods refused and not declared: shown Failed, or, when one runs, with a condition. */
+  refusals(): (Refusal & { running: boolean })[] {
+    return [...this.refused.values()];
   }
 
   /** Conflicts told and still standing. */
@@ -213,6 +222,30 @@ export class DesiredSet {
     }
   }
 
+  /**
+   * A pod a source names but refuses (no last good version of it runs from there) is told as a
+   * Warning event on it, as the kubelet's rejectPod does. One the engine runs (the policy was
+   * tightened after it started) is told so and kept.
+   */
+  private recordRefusals(declared: Map<string, DesiredPod>, observed: ObservedPod[]): void {
+    // The engine's uid where one runs: a manifest may give its own metadata.uid, and describe reads events by it.
+    const onEngine = new Map(observed.map((o) => [`${o.namespace}/${o.name}`, o.uid]));
+    const next = new Map<string, Refusal & { running: boolean }>();
+    for (const source of this.sources) {
+      for (const r of refusals(source.errors())) {
+        if (declared.has(r.key) || next.has(r.key)) continue;
+        const uid = onEngine.get(r.key);
+        const running = uid !== undefined;
+        next.set(r.key, { ...r, uid: uid ?? r.uid, running });
+        const ref = { uid: uid ?? r.uid, name: r.name, namespace: r.namespace };
+        this.o.events.record(ref, 'Warning', r.reason, running ? keptMessage(r) : refusalMessage(r), r.issue.field);
+      }
+    }
+    // A refusal that ended, for a pod neither declared nor on the engine: its events go with it.
+    for (const [key, r] of this.refused) if (!next.has(key) && !declared.has(key) && !onEngine.has(key)) this.o.events.forget(r.uid);
+    this.refused = next;
+  }
+
   private writeStatus(): void {
     const status = {
       pid: process.pid,
@@ -237,6 +270,7 @@ export class DesiredSet {
         };
       }),
       conflicts: this.conflicts,
+      refused: [...this.refused.values()].map((r) => ({ pod: r.key, reason: r.reason, running: r.running, message: formatIssue(r.issue) })),
       desired: [...this.byKey.keys()].sort(),
     };
     const text = `${JSON.stringify(status, null, 2)}\n`;

@@ -1,11 +1,12 @@
 import type { PodCache } from '../pleg/cache.js';
+import { markRefusedRunning, refusedV1Pod } from '../status/refusal.js';
 import { markRolledBack, toV1Pod } from '../status/v1.js';
 import type { DesiredSet } from './desired-set.js';
 import type { HealthGate } from './health-gate.js';
 import type { PodSyncer } from './pod-syncer.js';
 
 export interface PodListDeps {
-  set: Pick<DesiredSet, 'uids' | 'get' | 'declared'>;
+  set: Pick<DesiredSet, 'uids' | 'get' | 'declared' | 'refusals'>;
   cache: Pick<PodCache, 'pods'>;
   syncer: Pick<PodSyncer, 'status' | 'podIP'>;
   gate: Pick<HealthGate, 'rolledBack'>;
@@ -38,6 +39,16 @@ export async function podList(x: PodListDeps): Promise<Record<string, unknown>[]
     const rolledBack = declared ? x.gate.rolledBack(declared) : undefined;
     if (rolledBack) markRolledBack(item, rolledBack);
     items.push(item);
+  }
+  // A refused pod is shown: Failed when it never ran, marked when one runs on from before.
+  const keyOf = (i: Record<string, unknown>): string => {
+    const m = i.metadata as { namespace: string; name: string };
+    return `${m.namespace}/${m.name}`;
+  };
+  for (const r of x.set.refusals()) {
+    const shown = items.filter((i) => keyOf(i) === r.key);
+    for (const i of shown) markRefusedRunning(i, r);
+    if (!shown.length) items.push(refusedV1Pod(r, x.hostIP));
   }
   return items;
 }

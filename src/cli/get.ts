@@ -39,6 +39,8 @@ export function statusWord(p: V1Pod): string {
     const done = inits.filter((c) => c.state.terminated?.exitCode === 0 || c.state.running).length;
     return `Init:${done}/${inits.length}`;
   }
+  // As kubectl: a Failed pod's reason stands for its phase (a pod the node refused: Forbidden, SysctlForbidden).
+  if (p.status.phase === 'Failed' && p.status.reason) return p.status.reason;
   for (const c of p.status.containerStatuses ?? []) {
     const w = c.state.waiting?.reason;
     if (w && w !== 'ContainerCreating') return w;

@@ -10,6 +10,10 @@ export interface ManifestIssue {
   severity: 'error' | 'warning';
   /** A set refused by its signature or its freshness (not a broken manifest): said by value, never read from `message`. */
   refused?: 'signature' | 'set';
+  /** The pod the document names (`namespace/name`), when it names one: the agent shows a pod it refused. */
+  pod?: string;
+  /** Broken by the node's policy, not by the manifest's own rules. */
+  policy?: boolean;
 }
 
 /** Control characters (a newline quoted from the input by the parser, say) escaped: one issue, one line. */

@@ -42,7 +42,9 @@ export function validateDocument(file: string, doc: ParsedDocument, policy: PodP
     }
     const pods: FoundPod[] = [];
     value.items.forEach((item, i) => {
+      const from = issues.length;
       const found = validatePod(item, ['items', i], report, policy);
+      namePod(issues.slice(from), item);
       if (found) pods.push({ pod: found, prefix: ['items', i], line: doc.positions.locate(['items', i]).line });
     });
     return { pods: issues.some((x) => x.severity === 'error') ? [] : pods, issues };
@@ -52,8 +54,17 @@ export function validateDocument(file: string, doc: ParsedDocument, policy: PodP
     report(['kind'], `must be "Pod" or "PodList" (got ${shown}); podrun runs Pods only`);
     return { pods: [], issues };
   }
+  const from = issues.length;
   const pod = validatePod(value, [], report, policy);
+  namePod(issues.slice(from), value);
   return { pods: pod ? [{ pod, prefix: [], line: doc.line }] : [], issues };
+}
+
+/** Tags each issue with the pod its document names, so a refused pod can be shown by name. */
+function namePod(issues: ManifestIssue[], value: unknown): void {
+  if (!isObject(value) || !isObject(value.metadata) || typeof value.metadata.name !== 'string' || !value.metadata.name) return;
+  const ns = typeof value.metadata.namespace === 'string' && value.metadata.namespace ? value.metadata.namespace : 'default';
+  for (const i of issues) i.pod = `${ns}/${value.metadata.name}`;
 }
 
 function validatePod(value: unknown, prefix: PathSegment[], report: Report, policy: PodPolicy): Pod | undefined {
@@ -69,7 +80,7 @@ function validatePod(value: unknown, prefix: PathSegment[], report: Report, poli
     if (errors === 0) metadataChecks(value as unknown as Pod, fail);
     if (errors === 0) semanticChecks(value as unknown as Pod, fail);
     if (errors === 0) holdableChecks(value as unknown as Pod, fail);
-    if (errors === 0) for (const v of policyViolations(value as unknown as Pod, policy)) fail(v.path, v.message);
+    if (errors === 0) for (const v of policyViolations(value as unknown as Pod, policy)) fail(v.path, v.message, { policy: true });
     ignoredFieldWarnings(value, fail);
   }
   return errors === 0 ? (value as unknown as Pod) : undefined;

@@ -103,7 +103,7 @@ export interface V1Pod {
     message?: string;
     podIP?: string;
     hostIP?: string;
-    conditions?: { type: string; status: string }[];
+    conditions?: { type: string; status: string; reason?: string; message?: string }[];
     containerStatuses?: V1ContainerStatus[];
     initContainerStatuses?: V1ContainerStatus[];
   };

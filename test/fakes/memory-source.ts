@@ -1,4 +1,6 @@
+import type { ManifestIssue } from '../../src/manifest/errors.js';
 import { loadManifestText } from '../../src/manifest/load.js';
+import type { PodPolicy } from '../../src/manifest/policy.js';
 import type { DesiredPod } from '../../src/manifest/types.js';
 import type { OriginPods } from '../../src/sources/merge.js';
 import type { PodSource } from '../../src/sources/source.js';
@@ -8,6 +10,7 @@ export class MemorySource implements PodSource {
   readonly name: string;
   ready = false;
   private pods: DesiredPod[] = [];
+  private issues: ManifestIssue[] = [];
   private onChange: () => void = () => undefined;
 
   /** `slow`: not loaded at start (a URL that has not answered yet) until `load()`. */
@@ -25,12 +28,14 @@ export class MemorySource implements PodSource {
       if (!r.pods.length) throw new Error(r.issues.map((x) => x.message).join('; '));
       return r.pods;
     });
+    this.issues = [];
     this.onChange();
   }
 
   /** Declares these pods, already loaded, replacing what was declared. */
   declarePods(...pods: DesiredPod[]): void {
     this.pods = pods;
+    this.issues = [];
     this.onChange();
   }
 
@@ -38,8 +43,16 @@ export class MemorySource implements PodSource {
     return [{ origin: this.origin, pods: this.pods }];
   }
 
-  errors(): [] {
-    return [];
+  /** Reads these manifests as a directory source under `policy` would: a refused one declares nothing and shows in errors(). */
+  declareUnder(policy: PodPolicy, ...manifests: string[]): void {
+    const loaded = manifests.map((text, i) => loadManifestText({ file: `/etc/podrun/m${i}.yaml`, source: this.origin, text }, policy));
+    this.pods = loaded.flatMap((r) => r.pods);
+    this.issues = loaded.flatMap((r) => r.issues);
+    this.onChange();
+  }
+
+  errors(): ManifestIssue[] {
+    return this.issues;
   }
 
   owns(source: string): boolean {
